@@ -1,0 +1,27 @@
+"""``kb find``: search IDs, titles and statements."""
+
+from __future__ import annotations
+
+import click
+
+from kb_cli.output import emit_json, json_option, kb_option
+
+
+@click.command("find")
+@click.argument("text")
+@json_option
+@kb_option
+def command(text: str, as_json: bool, kb_path: str | None) -> int:
+    """Find objects whose ID, title or statement contains TEXT (case-insensitive)."""
+    from kb.api import find_objects
+
+    _, rows = find_objects(text, kb_path)
+    if as_json:
+        emit_json([{"id": r.id, "kind": r.kind, "status": r.status, "title": r.title,
+                    "path": r.path, "line": r.line} for r in rows])
+        return 0
+    for r in rows:
+        click.echo(f"{r.id}\t{r.kind}\t{r.status}\t{r.title}\t{r.path}:{r.line}")
+    if not rows:
+        click.echo(f"no object matches {text!r}", err=True)
+    return 0

@@ -1,0 +1,80 @@
+"""The ``kb`` entry point: a click group that loads each command module lazily."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+import kb
+from kb.errors import KbError
+
+#: command name -> module under kb_cli holding ``command``. Later issues add rows.
+COMMANDS: dict[str, str] = {
+    "init": "init",
+    "index": "index",
+    "ls": "ls",
+    "show": "show",
+    "find": "find",
+}
+
+
+class LazyGroup(click.Group):
+    """Imports a command's module only when that command runs (fast startup)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        mod = COMMANDS.get(name)
+        if mod is None:
+            return None
+        return importlib.import_module(f"{__package__}.{mod}").command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(kb.__version__, "--version", prog_name="kb", message="%(prog)s %(version)s")
+def cli() -> None:
+    """kb — a git-backed Markdown knowledge base for research.
+
+    Reads the anchor lines of tree.md, experiments and Vibe Math cards, keeps an
+    index in .kb/, and (with its hooks) enforces the rules of the research record.
+    """
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; return the exit code (0 clean, 1 violations, 2 usage/env, 3 bug)."""
+    try:
+        rv: Any = cli.main(args=argv, prog_name="kb", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return 2
+    except click.Abort:
+        click.echo("kb: aborted", err=True)
+        return 2
+    except KbError as exc:
+        click.echo(f"kb: {exc}", err=True)
+        return exc.exit_code
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a bug: a short message, never a traceback for users
+        click.echo(f"kb: internal error: {type(exc).__name__}: {exc} "
+                   "(set KB_DEBUG=1 for the traceback; please report it)", err=True)
+        if _debug():
+            raise
+        return 3
+    return int(rv or 0)
+
+
+def _debug() -> bool:
+    import os
+
+    return bool(os.environ.get("KB_DEBUG"))
+
+
+def run() -> None:  # pragma: no cover - console script shim
+    sys.exit(main())

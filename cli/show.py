@@ -1,0 +1,67 @@
+"""``kb show``: one object with its anchors, file and line, entries and links."""
+
+from __future__ import annotations
+
+import click
+
+from kb_cli.output import emit_json, err, json_option, kb_option
+
+_SKIP = {"id", "kind", "path", "line", "anchors", "frontmatter", "links_out", "links_in",
+         "entries", "applications", "statement", "end_line", "has_children_line", "sections"}
+
+
+@click.command("show")
+@click.argument("obj_id", metavar="ID")
+@json_option
+@kb_option
+def command(obj_id: str, as_json: bool, kb_path: str | None) -> int:
+    """Show one object: anchors, file:line, entries (kind, number, title,
+    probability, status) and links (parent, children, evidence, dependencies,
+    dependants). Exits 1 when no object has this ID."""
+    from kb.api import show_object
+    from kb.vocab import EXPERIMENT_STATUS, HYPOTHESIS_STATUS
+
+    k, found = show_object(obj_id, kb_path)
+    if not found:
+        err(f"kb: no object with ID {obj_id!r} (try `kb find {obj_id}`)")
+        return 1
+    locale = k.config.locale
+    for data in found:
+        vocab = {"hypothesis": HYPOTHESIS_STATUS, "experiment": EXPERIMENT_STATUS}.get(data["kind"])
+        if vocab and data.get("status"):
+            data["status"] = vocab.word(data["status"], locale)
+    if as_json:
+        emit_json(found if len(found) > 1 else found[0])
+        return 0
+    if len(found) > 1:
+        err(f"{obj_id} is declared {len(found)} times (a duplicate ID):")
+    for data in found:
+        click.echo(f"{data['id']}  ({data['kind']})  {data['path']}:{data['line']}")
+        if data.get("statement") and data["kind"] in ("hypothesis",):
+            click.echo(f"  statement: {data['statement']}")
+        for key, value in data.items():
+            if key in _SKIP or value in (None, "", [], {}, ()):
+                continue
+            if isinstance(value, list):
+                value = ", ".join(str(v) for v in value)
+            click.echo(f"  {key}: {value}")
+        if data.get("anchors"):
+            click.echo("  anchors:")
+            for key, value in data["anchors"].items():
+                click.echo(f"    {key}: {value}")
+        if data.get("entries"):
+            click.echo("  entries:")
+            for e in data["entries"]:
+                click.echo(f"    {e['kind']} {e['number']}｜{e['title']}｜概率{e['probability']:g}"
+                           f"｜状态{e['status']}  (line {e['line']})")
+        if data.get("applications"):
+            click.echo("  applications:")
+            for a in data["applications"]:
+                click.echo(f"    应用 {a['number']}｜{a['time']}｜问题 {a['problem']} 方向 {a['direction']}")
+        if data.get("links_in"):
+            click.echo("  linked from: " + ", ".join(f"{x['from']} ({x['kind']})" for x in data["links_in"]))
+        if data.get("statement") and data["kind"] != "hypothesis":
+            click.echo("  statement:")
+            for ln in data["statement"].splitlines():
+                click.echo(f"    {ln}")
+    return 0

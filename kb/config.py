@@ -1,0 +1,187 @@
+"""``kb.toml``: the marker of a knowledge base and its settings (DESIGN.md §1).
+
+Every key is optional; a file holding only ``[kb]`` is valid. An unknown key
+is a warning (KB001), a value of the wrong type a :class:`kb.errors.ConfigError`
+naming the key. Paths are relative to the folder holding ``kb.toml`` and use
+``/``; a KB written in Vibe Math v3's layout is read by pointing the card
+paths at it, e.g. ``problems = "VibeMath/Projects/demo/Problems"``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kb.errors import ConfigError
+from kb.model import Diagnostic
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+#: Default hypothesis ID grammar: H<n>(.<n>)*, n >= 1 without leading zeros.
+DEFAULT_ID_GRAMMAR = r"H[1-9][0-9]*(?:\.[1-9][0-9]*)*"
+#: What the tree parser *recognises* as an ID under the default grammar; the
+#: stricter grammar above is a ``kb verify`` rule, so that ``H001`` is read
+#: (and its duplicates found) yet reported.
+LOOSE_ID = r"H[0-9]+(?:\.[0-9]+)*"
+
+DEFAULT_PATHS = {
+    "tree": "tree.md",
+    "dashboard": "DASHBOARD.md",
+    "experiments": "experiments",
+    "problems": "Problems",
+    "progress": "Progress",
+    "propositions": "Propos",
+    "methods": "Methods",
+    "verified": "Verified",
+    "logs": "Logs",
+}
+
+RESEARCH_PATHS = {
+    **DEFAULT_PATHS,
+    "tree": ".research/tree.md",
+    "dashboard": ".research/DASHBOARD.md",
+    "experiments": ".research/experiments",
+}
+
+_SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "kb": {"locale": str, "id_grammar": str, "heading_separators": list, "owner": str},
+    "paths": {k: str for k in DEFAULT_PATHS},
+    "rules": {"disable": list, "severity": dict, "dashboard_stale": str},
+    "verdict": {"mode": str, "threshold": (int, float), "min_votes": int},
+    "locks": {"ttl": str, "grace": str, "leads": list},
+}
+
+
+@dataclass(frozen=True)
+class Registry:
+    """A file holding many records under headings (e.g. a ``problems.md`` log).
+
+    ``heading`` is a regex with groups ``id`` and ``title`` matched against
+    heading lines; the ``- key: value`` lines under each heading are its anchors.
+    """
+
+    path: str
+    kind: str = "record"
+    heading: str = r"^#{2,3} (?P<id>\S+) (?P<title>.+)$"
+
+
+@dataclass(frozen=True)
+class Config:
+    """The parsed ``kb.toml``. ``root`` is the KB folder (absolute)."""
+
+    root: Path
+    locale: str = "zh"
+    id_grammar: str = DEFAULT_ID_GRAMMAR
+    custom_grammar: bool = False
+    heading_separators: tuple[str, ...] = (":", "：")
+    owner: str = ""
+    paths: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PATHS))
+    disabled_rules: frozenset[str] = frozenset()
+    severity: dict[str, str] = field(default_factory=dict)
+    verdict: dict[str, Any] = field(default_factory=dict)
+    locks: dict[str, Any] = field(default_factory=dict)
+    registries: tuple[Registry, ...] = ()
+    warnings: tuple[Diagnostic, ...] = ()
+
+    @property
+    def recognise_grammar(self) -> str:
+        """The regex the tree parser uses to recognise declarations."""
+        return self.id_grammar if self.custom_grammar else LOOSE_ID
+
+
+def load_config(root: Path) -> Config:
+    """Read ``root/kb.toml``. Raises ConfigError for unreadable TOML or a wrong type."""
+    path = root / "kb.toml"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"kb.toml is not valid TOML: {exc}") from None
+    return config_from_dict(root, data)
+
+
+def config_from_dict(root: Path, data: dict[str, Any]) -> Config:
+    """Build a :class:`Config` from parsed TOML (see :func:`load_config`)."""
+    warnings: list[Diagnostic] = []
+    for section, body in data.items():
+        if section == "registry":
+            continue
+        if section not in _SCHEMA:
+            warnings.append(_unknown(f"[{section}]"))
+            continue
+        if not isinstance(body, dict):
+            raise ConfigError(f"kb.toml: [{section}] must be a table")
+        for key, value in body.items():
+            want = _SCHEMA[section].get(key)
+            if want is None:
+                warnings.append(_unknown(f"{section}.{key}"))
+            elif not isinstance(value, want) or isinstance(value, bool) and want is not bool:
+                raise ConfigError(
+                    f"kb.toml: {section}.{key} must be {_tname(want)}, not {type(value).__name__}"
+                )
+    kb = data.get("kb", {})
+    locale = kb.get("locale", "zh")
+    if locale not in ("zh", "en"):
+        raise ConfigError(f"kb.toml: kb.locale must be 'zh' or 'en', not {locale!r}")
+    grammar = kb.get("id_grammar")
+    if grammar is not None:
+        try:
+            re.compile(grammar)
+        except re.error as exc:
+            raise ConfigError(f"kb.toml: kb.id_grammar is not a valid regex: {exc}") from None
+    seps = tuple(kb.get("heading_separators", [":", "："]))
+    paths = dict(DEFAULT_PATHS)
+    paths.update(data.get("paths", {}))
+    rules = data.get("rules", {})
+    severity = {}
+    for code, sev in rules.get("severity", {}).items():
+        if sev not in ("error", "warning", "info", "off"):
+            raise ConfigError(f"kb.toml: rules.severity.{code} must be error|warning|info|off")
+        severity[code] = sev
+    if "dashboard_stale" in rules:
+        severity.setdefault("KB240", rules["dashboard_stale"])
+    regs = []
+    for i, reg in enumerate(data.get("registry", []) or []):
+        if not isinstance(reg, dict) or "path" not in reg:
+            raise ConfigError(f"kb.toml: [[registry]] #{i + 1} needs a path")
+        try:
+            re.compile(reg.get("heading", Registry.heading))
+        except re.error as exc:
+            raise ConfigError(f"kb.toml: registry heading is not a valid regex: {exc}") from None
+        regs.append(Registry(path=reg["path"], kind=reg.get("kind", "record"),
+                             heading=reg.get("heading", Registry.heading)))
+    return Config(
+        root=root,
+        locale=locale,
+        id_grammar=grammar or DEFAULT_ID_GRAMMAR,
+        custom_grammar=grammar is not None,
+        heading_separators=seps,
+        owner=kb.get("owner", ""),
+        paths=paths,
+        disabled_rules=frozenset(rules.get("disable", [])),
+        severity=severity,
+        verdict=dict(data.get("verdict", {})),
+        locks=dict(data.get("locks", {})),
+        registries=tuple(regs),
+        warnings=tuple(warnings),
+    )
+
+
+def _unknown(key: str) -> Diagnostic:
+    return Diagnostic(path="kb.toml", line=0, code="KB001", severity="warning",
+                      message=f"unknown key {key} in kb.toml (ignored)")
+
+
+def _tname(t: type | tuple[type, ...]) -> str:
+    names = {str: "a string", list: "an array", dict: "a table", int: "an integer",
+             float: "a number", bool: "a boolean"}
+    if isinstance(t, tuple):
+        return " or ".join(names.get(x, x.__name__) for x in t)
+    return names.get(t, t.__name__)

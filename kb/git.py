@@ -1,0 +1,127 @@
+"""Git through its CLI, NUL-separated (``-z``), never through an in-process index.
+
+Decision (docs/DECISIONS.md): kb calls the ``git`` executable with
+``subprocess`` rather than GitPython's ``repo.git`` wrapper. Both run the same
+CLI; importing GitPython costs about 85 ms, a third of the no-change
+``kb index`` budget (DESIGN.md §7), and kb needs none of its object model.
+Read-only calls run with ``GIT_OPTIONAL_LOCKS=0`` so they never take git's
+index lock (case GIT-01); ``GIT_INDEX_FILE`` is inherited, so the staged
+snapshot of a hook is the one git is committing (case GIT-03).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+from typing import Iterable, Iterator, Mapping
+
+from kb.errors import EnvironmentError_, GitError
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+def _env(extra: Mapping[str, str] | None = None, write: bool = False) -> dict[str, str]:
+    env = dict(os.environ)
+    if not write:
+        env["GIT_OPTIONAL_LOCKS"] = "0"
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run(
+    args: list[str],
+    cwd: Path | str,
+    *,
+    input: bytes | None = None,
+    check: bool = True,
+    write: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``git <args>`` in ``cwd`` and return the completed process (bytes).
+
+    Raises :class:`GitError` with git's message when ``check`` and git fails,
+    and :class:`EnvironmentError_` when git is not installed.
+    """
+    try:
+        proc = subprocess.run(
+            ["git", *args], cwd=cwd, input=input, capture_output=True,
+            env=_env(env, write=write),
+        )
+    except FileNotFoundError:
+        raise EnvironmentError_("git is not installed or not on PATH") from None
+    if check and proc.returncode != 0:
+        msg = proc.stderr.decode("utf-8", "replace").strip()
+        raise GitError(f"git {' '.join(args[:2])} failed: {msg}", msg)
+    return proc
+
+
+def out(args: list[str], cwd: Path | str, **kw: object) -> str:
+    """``git <args>`` stdout decoded as UTF-8, trailing newline removed."""
+    return run(args, cwd, **kw).stdout.decode("utf-8", "surrogateescape").rstrip("\n")  # type: ignore[arg-type]
+
+
+def toplevel(start: Path) -> Path | None:
+    """The work tree root containing ``start``, or None outside a work tree."""
+    proc = run(["rev-parse", "--show-toplevel"], start, check=False)
+    if proc.returncode != 0:
+        return None
+    return Path(proc.stdout.decode("utf-8", "surrogateescape").strip())
+
+
+def common_dir(cwd: Path) -> Path:
+    """``git rev-parse --git-common-dir`` as an absolute path (shared by worktrees)."""
+    p = Path(out(["rev-parse", "--git-common-dir"], cwd))
+    return p if p.is_absolute() else (cwd / p).resolve()
+
+
+def git_dir(cwd: Path) -> Path:
+    """``git rev-parse --git-dir`` as an absolute path."""
+    p = Path(out(["rev-parse", "--git-dir"], cwd))
+    return p if p.is_absolute() else (cwd / p).resolve()
+
+
+def rev_parse(rev: str, cwd: Path) -> str | None:
+    """The commit id ``rev`` names, or None when it does not exist (e.g. unborn HEAD)."""
+    proc = run(["rev-parse", "--verify", "--quiet", rev + "^{commit}"], cwd, check=False)
+    if proc.returncode != 0:
+        return None
+    return proc.stdout.decode().strip()
+
+
+def split_z(data: bytes) -> Iterator[str]:
+    """Split ``-z`` output into UTF-8 paths/records (no quoting, real bytes)."""
+    for rec in data.split(b"\0"):
+        if rec:
+            yield rec.decode("utf-8", "surrogateescape")
+
+
+def blob_id(data: bytes) -> str:
+    """The git blob id (SHA-1 of ``blob <size>\\0<data>``) of ``data``."""
+    h = hashlib.sha1(b"blob %d\0" % len(data))
+    h.update(data)
+    return h.hexdigest()
+
+
+def read_blobs(ids: Iterable[str], cwd: Path) -> dict[str, bytes]:
+    """Read many blobs with one ``git cat-file --batch``; returns id -> bytes."""
+    wanted = list(dict.fromkeys(ids))
+    if not wanted:
+        return {}
+    proc = run(["cat-file", "--batch"], cwd, input=("\n".join(wanted) + "\n").encode())
+    data = proc.stdout
+    result: dict[str, bytes] = {}
+    pos = 0
+    for oid in wanted:
+        nl = data.index(b"\n", pos)
+        header = data[pos:nl].split()
+        if len(header) < 3 or header[1] == b"missing":
+            pos = nl + 1
+            continue
+        size = int(header[2])
+        start = nl + 1
+        result[oid] = data[start:start + size]
+        pos = start + size + 1
+    return result

@@ -1,0 +1,157 @@
+"""Text -> (objects, diagnostics): one module per format, pure functions.
+
+:func:`parse_file` is the single entry point: it decodes bytes, reads the
+frontmatter, decides the format from the path (DESIGN.md §1 layout, paths
+from ``kb.toml``) and calls the format's parser. It never raises for bad
+content; every problem is a :class:`kb.model.Diagnostic`.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from kb.config import Config
+from kb.model import Diagnostic, ParseResult
+from kb.text import DecodeError, SourceText, decode
+
+FORMATS = ("tree", "experiment", "dashboard", "problem", "proposition", "method", "verified",
+           "direction", "progress", "registry")
+
+
+def _under(path: str, folder: str) -> str | None:
+    """The part of ``path`` below ``folder`` (both KB-relative, '/'), or None."""
+    folder = folder.strip("/")
+    if folder in ("", "."):
+        return path
+    if path.startswith(folder + "/"):
+        return path[len(folder) + 1:]
+    return None
+
+
+def classify(path: str, config: Config) -> str | None:
+    """The format of the KB-relative ``path``, or None when kb does not read it.
+
+    Only ``.md`` files are read; ``Reliable/`` and ``Notes/`` never are.
+    """
+    if not path.endswith(".md"):
+        return None
+    p = config.paths
+    if path == p["tree"]:
+        return "tree"
+    if path == p["dashboard"]:
+        return "dashboard"
+    for reg in config.registries:
+        if path == reg.path:
+            return "registry"
+    rest = _under(path, p["experiments"])
+    if rest is not None and "/" not in rest:
+        return "experiment"
+    rest = _under(path, p["problems"])
+    if rest is not None and "/" not in rest:
+        return "problem"
+    rest = _under(path, p["propositions"])
+    if rest is not None and rest.count("/") == 1:
+        return "proposition"
+    rest = _under(path, p["methods"])
+    if rest is not None and "/" not in rest:
+        return "method"
+    rest = _under(path, p["verified"])
+    if rest is not None and rest.count("/") == 1 and rest.split("/")[0] in ("命题", "问题"):
+        return "verified"
+    rest = _under(path, p["progress"])
+    if rest is not None:
+        return "direction" if rest.count("/") == 1 else "progress" if "/" not in rest else None
+    return None
+
+
+def parse_file(path: str, data: bytes, config: Config, fmt: str | None = None) -> ParseResult:
+    """Parse the bytes of the KB-relative ``path``.
+
+    ``fmt`` overrides :func:`classify`. Returns a :class:`ParseResult`; never
+    raises for bad content (an unexpected parser bug is reported as KB199
+    rather than losing the rest of the KB).
+    """
+    fmt = fmt or classify(path, config) or "other"
+    try:
+        text, bom = decode(data, path)
+    except DecodeError as exc:
+        return ParseResult(path=path, kind=fmt, diagnostics=(exc.diagnostic,))
+    src = SourceText.from_text(text, path, bom)
+    try:
+        return _parse(src, fmt, config)
+    except RecursionError:
+        return ParseResult(path=path, kind=fmt, diagnostics=(Diagnostic(
+            path=path, line=1, code="KB199", severity="error",
+            message="file is nested too deeply to parse"),))
+
+
+def _parse(src: SourceText, fmt: str, config: Config) -> ParseResult:
+    from kb.parse.frontmatter import read_frontmatter
+
+    fm, diags = read_frontmatter(src)
+    objects: list = []
+    meta: dict[str, object] = {}
+    if fmt == "tree":
+        from kb.parse.tree import parse_tree
+
+        objects, d = parse_tree(src, config.recognise_grammar, config.heading_separators, fm)
+        for ln in src.lines[src.body_start:]:
+            if ln.startswith("# "):
+                meta["title"] = ln[2:].strip()
+                break
+    elif fmt == "experiment":
+        from kb.parse.experiment import parse_experiment
+
+        objects, d = parse_experiment(src)
+    elif fmt in ("problem", "proposition", "method", "verified"):
+        from kb.parse.card import parse_card
+
+        objects, d = parse_card(src, fmt)
+    elif fmt == "direction":
+        from kb.parse.card import parse_direction
+
+        objects, d = parse_direction(src)
+    elif fmt == "registry":
+        from kb.parse.card import parse_registry
+
+        reg = next(r for r in config.registries if r.path == src.path)
+        objects, d = parse_registry(src, reg.heading, reg.kind)
+    elif fmt == "dashboard":
+        from kb.parse.dashboard import next_steps
+
+        meta["next_steps"] = next_steps(src)
+        d = []
+    else:
+        d = []
+    diags.extend(d)
+    if fm and fmt not in ("tree",):
+        diags.extend(_frontmatter_conflicts(src, fm, objects))
+        objects = [o.model_copy(update={"frontmatter": fm}) for o in objects]
+    if fm:
+        meta["frontmatter"] = fm
+    meta["bom"] = src.bom
+    meta["newline"] = src.newline
+    return ParseResult(path=src.path, kind=fmt, objects=tuple(objects),
+                       diagnostics=tuple(diags), meta=meta)
+
+
+def _frontmatter_conflicts(src: SourceText, fm: dict, objects: list) -> list[Diagnostic]:
+    out = []
+    if len(objects) != 1:
+        return out
+    obj = objects[0]
+    fid = fm.get("id")
+    if isinstance(fid, str) and fid != obj.id:
+        out.append(Diagnostic(path=src.path, line=obj.line, code="KB104", severity="error",
+                              message=f"frontmatter id {fid!r} disagrees with {obj.id!r}"))
+    fst = fm.get("status")
+    if isinstance(fst, str) and obj.status and fst != obj.status:
+        from kb.vocab import EXPERIMENT_STATUS, HYPOTHESIS_STATUS
+
+        canon = (EXPERIMENT_STATUS.canonical(fst) or HYPOTHESIS_STATUS.canonical(fst) or fst)
+        if canon != obj.status:
+            out.append(Diagnostic(path=src.path, line=obj.anchor_lines.get("状态", obj.line),
+                                  code="KB104", severity="error",
+                                  message=f"frontmatter status {fst!r} disagrees with the anchor "
+                                  f"status {obj.status!r}"))
+    return out

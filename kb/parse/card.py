@@ -1,0 +1,393 @@
+"""Vibe Math v3 cards: problems, propositions, methods, verified, directions.
+
+Format reference: VIBEMATH-V3.md (summary in DESIGN.md §2.4). A card is an H1
+``# <kind word>｜<title>``, then ``- key: value`` anchor lines up to the first
+``## `` heading outside a fence, then sections of free prose holding entry
+lines ``### 解法 N｜<title>｜概率<x>｜状态<y>``. The object ID is the file
+name without ``.md``; a proposition's category is its folder.
+
+kb differs from Vibe Math on its quirks: ``：`` lines are read with a warning,
+a repeated key is an error, a list anchor that is not JSON is a warning (comma
+list) or an error (unreadable), and probabilities are never clamped.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+from typing import Any, Callable
+
+from kb.model import (
+    Application,
+    Diagnostic,
+    Entry,
+    KBObject,
+    Method,
+    Problem,
+    ProgressDirection,
+    Proposition,
+    Record,
+    VerifiedCard,
+)
+from kb.parse.common import (
+    duplicate_key_error,
+    fullwidth_colon_warning,
+    parse_float,
+    parse_list,
+    parse_priority,
+)
+from kb.text import SourceText
+
+KIND_WORDS = {"problem": "问题", "proposition": "命题", "method": "方法", "verified": "已验证"}
+LIST_KEYS = ("依赖", "被依赖", "可信断言", "上级体系", "子方法", "相关")
+
+_H1 = re.compile(r"^#[ \t]+(?P<word>[^｜|]+?)[ \t]*[｜|][ \t]*(?P<title>.*?)[ \t]*$")
+_ANCHOR = re.compile(r"^- (?P<key>[A-Za-z\u4e00-\u9fff/·]+)[ \t]*(?P<colon>[:：])[ \t]?(?P<value>.*)$")
+_ENTRY_HEAD = re.compile(r"^###[ \t]+(?P<kind>解法|证明|证伪)[ \t]*(?P<rest>.*)$")
+_APPLICATION = re.compile(
+    r"^###[ \t]+应用[ \t]*(?P<n>\d+)｜(?P<time>[^｜]*)｜问题[ \t]*(?P<q>\S+)(?:[ \t]+方向[ \t]*(?P<d>\S+))?[ \t]*$"
+)
+_SEP = re.compile(r"(?<!\\)｜")
+
+
+def unescape_field(s: str) -> str:
+    """Undo the entry-field escapes of VIBEMATH-V3.md (``\\\\``, ``\\｜``, ``\\n``)."""
+    if "\\" not in s:
+        return s
+    out, i = [], 0
+    while i < len(s):
+        c = s[i]
+        if c == "\\" and i + 1 < len(s):
+            nxt = s[i + 1]
+            out.append({"\\": "\\", "｜": "｜", "n": "\n"}.get(nxt, "\\" + nxt))
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def split_fields(rest: str) -> list[str]:
+    """Split an entry line on unescaped ``｜`` (``\\\\｜`` is a backslash, then a split)."""
+    fields, cur, i = [], [], 0
+    while i < len(rest):
+        c = rest[i]
+        if c == "\\" and i + 1 < len(rest):
+            cur.append(rest[i:i + 2])
+            i += 2
+            continue
+        if c == "｜":
+            fields.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+        i += 1
+    fields.append("".join(cur))
+    return fields
+
+
+class _Card:
+    """What every card format shares: H1, header anchors, sections, entries."""
+
+    def __init__(self, src: SourceText, fmt: str) -> None:
+        self.src = src
+        self.fmt = fmt
+        self.path = src.path
+        self.diags: list[Diagnostic] = []
+        self.word = ""
+        self.h1_title = ""
+        self.line = 1
+        self.anchors: dict[str, str] = {}
+        self.anchor_lines: dict[str, int] = {}
+        self.sections: dict[str, int] = {}
+        self.section_text: dict[str, list[str]] = {}
+        self.entries: list[Entry] = []
+        self.applications: list[Application] = []
+        self._scan()
+
+    def _scan(self) -> None:
+        src, lines, path = self.src, self.src.lines, self.path
+        i, n = src.body_start, len(lines)
+        while i < n and not lines[i].strip():
+            i += 1
+        if i < n and lines[i].startswith("# "):
+            m = _H1.match(lines[i])
+            if m:
+                self.word, self.h1_title = m.group("word"), m.group("title")
+            self.line = i + 1
+            i += 1
+        else:
+            self.diags.append(Diagnostic(
+                path=path, line=i + 1 if i < n else 1, code="KB140", severity="warning",
+                message=f"card has no H1 '# {KIND_WORDS.get(self.fmt, '问题')}｜<title>'"))
+        # Header anchors: up to the first `## ` line outside a fence.
+        while i < n:
+            line = lines[i]
+            if line.startswith("## ") and not src.is_masked(i):
+                break
+            if line.startswith("- ") and not src.is_masked(i):
+                m = _ANCHOR.match(line)
+                if m:
+                    key = m.group("key")
+                    if m.group("colon") == "：":
+                        self.diags.append(fullwidth_colon_warning(path, i + 1, line, f"anchor {key!r}"))
+                    if key in self.anchors:
+                        self.diags.append(
+                            duplicate_key_error(path, key, self.anchor_lines[key], i + 1, self.path))
+                    else:
+                        self.anchors[key] = m.group("value").rstrip()
+                        self.anchor_lines[key] = i + 1
+            i += 1
+        # Sections, entry lines, applications.
+        section = ""
+        entry: dict[str, Any] | None = None
+        body: list[str] = []
+        while i < n:
+            line = lines[i]
+            if line.startswith("#") and not src.is_masked(i):
+                if line.startswith("## "):
+                    self._close(entry, body)
+                    entry, body = None, []
+                    section = line[3:].strip()
+                    self.sections[section] = i + 1
+                    self.section_text[section] = []
+                    i += 1
+                    continue
+                if line.startswith("### "):
+                    self._close(entry, body)
+                    entry, body = self._entry(i, line), []
+                    if entry is None:
+                        self._application(i, line)
+                    i += 1
+                    continue
+            if entry is not None:
+                body.append(line)
+            elif section:
+                self.section_text[section].append(line)
+            i += 1
+        self._close(entry, body)
+
+    def _entry(self, i: int, line: str) -> dict[str, Any] | None:
+        m = _ENTRY_HEAD.match(line)
+        if m is None:
+            return None
+        kind = m.group("kind")
+        rest = m.group("rest")
+        fields = split_fields(rest)
+        ok = len(fields) == 4 and fields[0].strip().isdigit() and fields[2].startswith("概率") \
+            and fields[3].startswith("状态")
+        if not ok:
+            self.diags.append(Diagnostic(
+                path=self.path, line=i + 1, code="KB122", severity="error",
+                message=f"malformed entry line; write '### {kind} N｜<title>｜概率<0..1>｜状态未定论'"))
+            return None
+        prob = parse_float(fields[2][2:])
+        if prob is None:
+            self.diags.append(Diagnostic(
+                path=self.path, line=i + 1, code="KB123", severity="error",
+                message=f"entry probability {fields[2][2:]!r} is not a number"))
+            return None
+        return {"kind": kind, "number": int(fields[0].strip()), "title": unescape_field(fields[1]),
+                "probability": prob, "status": unescape_field(fields[3][2:]), "line": i + 1}
+
+    def _close(self, entry: dict[str, Any] | None, body: list[str]) -> None:
+        if entry is None:
+            return
+        while body and not body[-1].strip():
+            body.pop()
+        self.entries.append(Entry(text="\n".join(body), **entry))
+
+    def _application(self, i: int, line: str) -> None:
+        m = _APPLICATION.match(line)
+        if m:
+            self.applications.append(Application(
+                number=int(m.group("n")), time=m.group("time"), problem=m.group("q"),
+                direction=m.group("d") or "", line=i + 1))
+
+    # -- typed anchor access -------------------------------------------------
+    def text(self, key: str) -> str:
+        return self.anchors.get(key, "").strip()
+
+    def lst(self, key: str) -> tuple[str, ...]:
+        if key not in self.anchors:
+            return ()
+        ln = self.anchor_lines[key]
+        items, d = parse_list(self.anchors[key], self.path, ln, self.src.lines[ln - 1], key)
+        self.diags.extend(d)
+        return items
+
+    def number(self, key: str) -> float | None:
+        if key not in self.anchors or not self.anchors[key].strip():
+            return None
+        x = parse_float(self.anchors[key])
+        if x is None:
+            self.diags.append(Diagnostic(
+                path=self.path, line=self.anchor_lines[key], code="KB124", severity="error",
+                message=f"{key!r} must be a number in [0,1], not {self.anchors[key]!r}"))
+        return x
+
+    def priority(self) -> int | str | None:
+        if "优先级" not in self.anchors:
+            return None
+        p = parse_priority(self.anchors["优先级"])
+        if p is None:
+            self.diags.append(Diagnostic(
+                path=self.path, line=self.anchor_lines["优先级"], code="KB125", severity="error",
+                message=f"'优先级' must be an integer or 'never', not {self.anchors['优先级']!r}"))
+        return p
+
+    def statement(self) -> str:
+        return "\n".join(self.section_text.get("陈述", [])).strip()
+
+    def common(self, obj_id: str) -> dict[str, Any]:
+        if self.word and self.fmt in KIND_WORDS and self.word != KIND_WORDS[self.fmt]:
+            self.diags.append(Diagnostic(
+                path=self.path, line=self.line, code="KB141", severity="warning",
+                message=f"H1 kind word {self.word!r} in a {self.fmt} card; expected "
+                f"{KIND_WORDS[self.fmt]!r}"))
+        return {
+            "id": obj_id, "path": self.path, "line": self.line,
+            "title": self.text("标题") or self.h1_title,
+            "status": self.text("状态"),
+            "anchors": dict(self.anchors), "anchor_lines": dict(self.anchor_lines),
+        }
+
+
+def _problem(c: _Card, obj_id: str) -> KBObject:
+    return Problem(
+        **c.common(obj_id), priority=c.priority(), depends=c.lst("依赖"),
+        depended_by=c.lst("被依赖"), source=c.text("来源"), plan=c.text("计划"),
+        statement=c.statement(), entries=tuple(c.entries),
+    )
+
+
+def _proposition(c: _Card, obj_id: str) -> KBObject:
+    parts = PurePosixPath(c.path).parts
+    return Proposition(
+        **c.common(obj_id), category=parts[-2] if len(parts) >= 2 else "",
+        probability=c.number("概率"), value=c.number("价值/关键性"), priority=c.priority(),
+        depends=c.lst("依赖"), source_problem=c.text("来源问题"), statement=c.statement(),
+        entries=tuple(c.entries),
+    )
+
+
+def _method(c: _Card, obj_id: str) -> KBObject:
+    return Method(
+        **c.common(obj_id), type=c.text("类型"), claims=c.lst("可信断言"),
+        parents=c.lst("上级体系"), submethods=c.lst("子方法"), related=c.lst("相关"),
+        scenario=c.text("适用场景"), applications=tuple(c.applications),
+    )
+
+
+def _verified(c: _Card, obj_id: str) -> KBObject:
+    return VerifiedCard(
+        **{**c.common(obj_id), "status": c.text("结论")}, object_type=c.text("类型"),
+        conclusion=c.text("结论"),
+        probability=c.number("概率"), category=c.text("分类"), source=c.text("来源"),
+        time=c.text("时间"), statement=c.statement(),
+    )
+
+
+_BUILDERS: dict[str, Callable[[_Card, str], KBObject]] = {
+    "problem": _problem, "proposition": _proposition, "method": _method, "verified": _verified,
+}
+
+
+def parse_card(src: SourceText, fmt: str) -> tuple[list[KBObject], list[Diagnostic]]:
+    """Parse one card of format ``fmt`` (problem, proposition, method, verified).
+
+    The ID is the file name without ``.md``. Codes: KB110, KB112, KB120–KB125,
+    KB140, KB141.
+    """
+    card = _Card(src, fmt)
+    obj = _BUILDERS[fmt](card, PurePosixPath(src.path).stem)
+    return [obj], card.diags
+
+
+_DIRECTION_H1 = re.compile(r"^#[ \t]+研究方向日志｜(?P<q>\S+)[ \t]*/[ \t]*(?P<d>\S+)")
+
+
+def parse_direction(src: SourceText) -> tuple[list[KBObject], list[Diagnostic]]:
+    """``Progress/<qid>/<dir>.md``: the direction header. Oddities are warnings (KB150)."""
+    path = src.path
+    parts = PurePosixPath(path).parts
+    qid, did = (parts[-2], PurePosixPath(path).stem) if len(parts) >= 2 else ("", "")
+    card = _Card(src, "direction")
+    diags = [d.model_copy(update={"severity": "warning"}) for d in card.diags]
+    fields: dict[str, str] = {}
+    for key, value in card.anchors.items():
+        # `- 存活率: 0.6；状态: active；轮次: 2` holds three fields on one line.
+        parts_ = re.split(r"[；;]\s*", value)
+        fields[key] = parts_[0].strip()
+        for extra in parts_[1:]:
+            k, _, v = extra.partition(":") if ":" in extra else extra.partition("：")
+            if k.strip():
+                fields[k.strip()] = v.strip()
+    survival = parse_float(fields.get("存活率", "")) if fields.get("存活率") else None
+    if fields.get("存活率") and (survival is None or not 0 <= survival <= 1):
+        diags.append(Diagnostic(path=path, line=card.anchor_lines.get("存活率", card.line),
+                                code="KB150", severity="warning",
+                                message=f"direction survival {fields['存活率']!r} is not in [0,1]"))
+    rounds = fields.get("轮次", "")
+    status = fields.get("状态", "")
+    if status and status not in ("active", "success", "dead-end", "queued"):
+        diags.append(Diagnostic(path=path, line=card.anchor_lines.get("存活率", card.line),
+                                code="KB150", severity="warning",
+                                message=f"direction status {status!r} is not one of "
+                                "active, success, dead-end, queued"))
+    m = _DIRECTION_H1.match(src.lines[card.line - 1]) if src.lines else None
+    if m and (m.group("q"), m.group("d")) != (qid, did):
+        diags.append(Diagnostic(path=path, line=card.line, code="KB150", severity="warning",
+                                message=f"header names {m.group('q')} / {m.group('d')} but the "
+                                f"file is {qid} / {did}"))
+    lemmas = tuple(re.findall(r"\((p-?[^)\s]+)\)", fields.get("引理索引", "")))
+    obj = ProgressDirection(
+        id=f"{qid}/{did}", path=path, line=card.line, title=fields.get("方向", ""),
+        status=status, anchors=dict(card.anchors), anchor_lines=dict(card.anchor_lines),
+        problem=qid, direction=did, survival=survival,
+        rounds=int(rounds) if rounds.isdigit() else None, lemmas=lemmas,
+    )
+    return [obj], diags
+
+
+def parse_registry(src: SourceText, heading: str, kind: str) -> tuple[list[KBObject], list[Diagnostic]]:
+    """A configured registry file: many records, each a heading plus ``- key: value`` lines."""
+    path, lines = src.path, src.lines
+    head = re.compile(heading)
+    diags: list[Diagnostic] = []
+    out: list[KBObject] = []
+    cur: dict[str, Any] | None = None
+
+    def close() -> None:
+        if cur is not None:
+            out.append(Record(id=cur["id"], path=path, line=cur["line"], title=cur["title"],
+                              status=cur["anchors"].get("状态", cur["anchors"].get("status", "")),
+                              anchors=cur["anchors"], anchor_lines=cur["lines"]))
+
+    for i in range(src.body_start, len(lines)):
+        line = lines[i]
+        if not line or src.is_masked(i):
+            continue
+        if line.startswith("#"):
+            m = head.match(line)
+            if m:
+                close()
+                cur = {"id": m.group("id"), "title": (m.groupdict().get("title") or "").strip(),
+                       "line": i + 1, "anchors": {}, "lines": {}}
+            elif line.startswith("## ") or line.startswith("# "):
+                close()
+                cur = None
+            continue
+        if cur is not None and line.startswith("- "):
+            m = _ANCHOR.match(line)
+            if m:
+                key = m.group("key")
+                if m.group("colon") == "：":
+                    diags.append(fullwidth_colon_warning(path, i + 1, line, f"anchor {key!r}"))
+                if key in cur["anchors"]:
+                    diags.append(duplicate_key_error(path, key, cur["lines"][key], i + 1, cur["id"]))
+                else:
+                    cur["anchors"][key] = m.group("value").strip()
+                    cur["lines"][key] = i + 1
+    close()
+    return out, diags

@@ -1,0 +1,120 @@
+"""Helpers every anchor parser shares: value splitting, numbers, JSON lists,
+and the diagnostics of the general rules of DESIGN.md §2.
+
+Diagnostic codes of parsing (``kb index``) are KB1xx; ``kb rules`` lists them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Optional, Union
+
+from kb.model import Diagnostic, Fix
+
+# Separators accepted in Evidence / Children lists (DESIGN.md §2.1).
+_LIST_SPLIT = re.compile(r"\s*[,，、;；]\s*")
+_EMPTY_WORDS = {"", "(empty)", "（empty）", "(空)", "（空）", "无", "none", "-"}
+
+
+def split_id_list(value: str) -> tuple[str, ...]:
+    """``"E001, E002，E003"`` -> ``("E001", "E002", "E003")``; ``(empty)`` -> ``()``."""
+    v = value.strip()
+    if v.lower() in _EMPTY_WORDS:
+        return ()
+    return tuple(p for p in _LIST_SPLIT.split(v) if p)
+
+
+def fullwidth_colon_warning(path: str, lineno: int, line: str, where: str) -> Diagnostic:
+    """KB110: a full-width ``：`` used where ``:`` belongs (accepted, fixable)."""
+    fixed = line.replace("：", ": ", 1).replace(":  ", ": ")
+    return Diagnostic(
+        path=path, line=lineno, col=line.find("：") + 1, code="KB110", severity="warning",
+        message=f"full-width colon '：' in {where}; write ':' (kb verify --fix)",
+        fix=Fix(line=lineno, old=line, new=fixed),
+    )
+
+
+def duplicate_key_error(path: str, key: str, first: int, second: int, owner: str) -> Diagnostic:
+    """KB112: a single-valued anchor key given twice in one block."""
+    return Diagnostic(
+        path=path, line=second, code="KB112", severity="error",
+        message=f"anchor {key!r} of {owner} is given twice (lines {first} and {second}); "
+        "keep one",
+    )
+
+
+def parse_float(raw: str) -> Optional[float]:
+    """Parse a probability-like number (exponent notation allowed); None if not a number."""
+    try:
+        x = float(raw.strip())
+    except ValueError:
+        return None
+    if x != x or x in (float("inf"), float("-inf")):
+        return None
+    return x
+
+
+def parse_priority(raw: str) -> Union[int, str, None]:
+    """``"0"`` -> 0, ``"never"`` -> ``"never"``; None when neither."""
+    v = raw.strip()
+    if v == "never":
+        return "never"
+    if re.fullmatch(r"-?\d+", v):
+        return int(v)
+    return None
+
+
+def dump_list(items: tuple[str, ...] | list[str]) -> str:
+    """Write a list anchor as Vibe Math does (JSON.stringify: no spaces, non-ASCII kept)."""
+    return json.dumps(list(items), ensure_ascii=False, separators=(",", ":"))
+
+
+def parse_list(
+    raw: str, path: str, lineno: int, line: str, key: str
+) -> tuple[tuple[str, ...], list[Diagnostic]]:
+    """Read a list anchor (VIBEMATH-V3.md): a JSON array of strings.
+
+    A comma list is read with a warning (KB120, fixable); an unreadable value
+    is an error (KB121) and reads as ``()`` — never silently.
+    """
+    v = raw.strip()
+    if v.startswith("["):
+        try:
+            data = json.loads(v)
+        except ValueError:
+            data = None
+        if isinstance(data, list) and all(isinstance(x, str) for x in data):
+            return tuple(data), []
+        return (), [
+            Diagnostic(
+                path=path, line=lineno, code="KB121", severity="error",
+                message=f"list anchor {key!r} is not a JSON array of IDs: {v!r}; "
+                'write e.g. ["q1","p2"]',
+            )
+        ]
+    items = split_id_list(v)
+    if not items and v == "":
+        return (), [
+            Diagnostic(
+                path=path, line=lineno, code="KB120", severity="warning",
+                message=f"list anchor {key!r} is empty; write []",
+                fix=Fix(line=lineno, old=line, new=line.rstrip() + " []" if line.rstrip().endswith(":") else line.rstrip() + "[]"),
+            )
+        ]
+    if all(re.fullmatch(r"[^\s\"'\[\]{}]+", x) for x in items):
+        prefix = line[: line.rfind(raw)] if raw and raw in line else line.split(":", 1)[0] + ": "
+        return items, [
+            Diagnostic(
+                path=path, line=lineno, code="KB120", severity="warning",
+                message=f"list anchor {key!r} is a comma list; write it as JSON {dump_list(items)}",
+                fix=Fix(line=lineno, old=line, new=prefix + dump_list(items)),
+            )
+        ]
+    return (), [
+        Diagnostic(
+            path=path, line=lineno, code="KB121", severity="error",
+            message=f"list anchor {key!r} cannot be read: {v!r}; write a JSON array like "
+            '["q1","p2"]',
+        )
+    ]

@@ -1,0 +1,122 @@
+"""``experiments/Exxx.md`` (DESIGN.md §2.2, seed hypothesis-tree.md).
+
+Anchors: the title line ``# E004: H1.2 - <action>``, ``**Hypothesis**``,
+``**Date**`` (YYYY-MM-DD), ``**Status**`` (进行中 | 已完成), and in ``## 结果``
+the ``**结论**`` line whose first word is 支持 | 推翻 | 不确定. Everything else
+is free text.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+from kb.model import Diagnostic, Experiment
+from kb.parse.common import duplicate_key_error, fullwidth_colon_warning
+from kb.text import SourceText
+from kb.vocab import CONCLUSION, EXPERIMENT_STATUS
+
+EXPERIMENT_ID = re.compile(r"E\d{3,}")
+_TITLE = re.compile(r"^#[ \t]+(?P<id>E\d{3,})[ \t]*(?P<colon>[:：])[ \t]*(?P<rest>.*?)[ \t]*$")
+_BOLD = re.compile(r"^\*\*(?P<key>[^*]+?)\*\*[ \t]*(?P<colon>[:：])[ \t]*(?P<value>.*?)[ \t]*$")
+_SECTION = re.compile(r"^##[ \t]+(?P<name>.*?)[ \t]*$")
+_SINGLE = {"Hypothesis", "Date", "Status"}
+
+
+def parse_experiment(src: SourceText) -> tuple[list[Experiment], list[Diagnostic]]:
+    """Parse one experiment file. The ID comes from the title line, else the file name.
+
+    Codes: KB130 missing or malformed title, KB131 bad date, KB132 result
+    section without a 结论 line in a finished experiment, KB110, KB112.
+    """
+    path, lines = src.path, src.lines
+    diags: list[Diagnostic] = []
+    stem = PurePosixPath(path).stem
+    exp_id, hyp, action, title_line = stem, None, "", 0
+    anchors: dict[str, str] = {}
+    anchor_lines: dict[str, int] = {}
+    sections: list[str] = []
+    section = ""
+    result_line = 0
+    conclusion = None
+    conclusion_line = 0
+    for i in range(src.body_start, len(lines)):
+        line = lines[i]
+        if not line or line[0] not in "#*":
+            continue
+        if src.is_masked(i):
+            continue
+        if not title_line and line.startswith("# "):
+            m = _TITLE.match(line)
+            title_line = i + 1
+            if m is None:
+                diags.append(Diagnostic(
+                    path=path, line=i + 1, code="KB130", severity="error",
+                    message="experiment title must read '# Exxx: <hypothesis ID> - <action>'"))
+                continue
+            if m.group("colon") == "：":
+                diags.append(fullwidth_colon_warning(path, i + 1, line, "the title"))
+            exp_id = m.group("id")
+            rest = m.group("rest")
+            hm = re.match(r"(?P<h>\S+)\s+-\s+(?P<a>.*)$", rest)
+            if hm:
+                hyp, action = hm.group("h"), hm.group("a")
+            else:
+                hyp, action = (rest.split(None, 1) + [""])[:2] if rest else (None, "")
+            continue
+        m = _SECTION.match(line)
+        if m is not None:
+            section = m.group("name")
+            sections.append(section)
+            if section == "结果":
+                result_line = i + 1
+            continue
+        m = _BOLD.match(line)
+        if m is None:
+            continue
+        key = m.group("key").strip()
+        if m.group("colon") == "：":
+            diags.append(fullwidth_colon_warning(path, i + 1, line, f"anchor {key!r}"))
+        if key == "结论" and section == "结果":
+            if conclusion_line:
+                diags.append(duplicate_key_error(path, "结论", conclusion_line, i + 1, exp_id))
+                continue
+            conclusion_line = i + 1
+            word = re.split(r"[\s—\-–,，。:：(（+]", m.group("value").strip(), maxsplit=1)[0]
+            conclusion = CONCLUSION.canonical(word) if word else None
+            if conclusion is None and word and not word.startswith("["):
+                conclusion = word  # kept as read; kb verify reports the unknown word
+            continue
+        if key in _SINGLE and not section:
+            if key in anchors:
+                diags.append(duplicate_key_error(path, key, anchor_lines[key], i + 1, exp_id))
+                continue
+            anchors[key] = m.group("value")
+            anchor_lines[key] = i + 1
+    if not title_line:
+        first = next((k for k in range(src.body_start, len(lines)) if lines[k].strip()),
+                     src.body_start)
+        diags.append(Diagnostic(
+            path=path, line=first + 1, code="KB130", severity="error",
+            message="experiment has no title line '# Exxx: <hypothesis ID> - <action>'"))
+    date = anchors.get("Date")
+    if date is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
+        diags.append(Diagnostic(
+            path=path, line=anchor_lines["Date"], code="KB131", severity="error",
+            message=f"**Date** must be YYYY-MM-DD, not {date!r}"))
+    raw_status = anchors.get("Status", "")
+    status = EXPERIMENT_STATUS.canonical(raw_status) or raw_status
+    if result_line and conclusion_line == 0 and status == "已完成":
+        diags.append(Diagnostic(
+            path=path, line=result_line, code="KB132", severity="error",
+            message=f"{exp_id} is 已完成 but its '## 结果' section (line {result_line}) has no "
+            "'**结论**: 支持|推翻|不确定 …' line"))
+    hyp_text = anchors.get("Hypothesis", "")
+    hyp_id = hyp_text.split(None, 1)[0] if hyp_text else hyp
+    exp = Experiment(
+        id=exp_id, path=path, line=title_line or 1, title=action, status=status,
+        hypothesis=hyp_id or hyp, hypothesis_text=hyp_text.split(None, 1)[1] if len(hyp_text.split(None, 1)) > 1 else "",
+        action=action, date=date, conclusion=conclusion, conclusion_line=conclusion_line,
+        sections=tuple(sections), anchors=anchors, anchor_lines=anchor_lines,
+    )
+    return [exp], diags

@@ -1,0 +1,150 @@
+"""YAML frontmatter, read through python-frontmatter with kb's own handler.
+
+DESIGN.md §2.5: python-frontmatter's defaults miss a BOM-prefixed block, turn
+``010`` into 8 and ``no`` into False, let a repeated key win silently and crash
+on keys such as ``on:`` or ``content:``. kb's handler:
+
+- detects the block after the BOM was stripped (by :func:`kb.text.decode`);
+- treats a leading ``---`` block as frontmatter only when it looks like a YAML
+  mapping (its first line is a ``key:`` line, or it is empty); otherwise the
+  ``---`` is a thematic break and the block is prose (cases FM-04a/b);
+- loads every scalar as a string (yaml.BaseLoader: no YAML 1.1 coercion);
+- reports duplicate keys and YAML errors with the real line numbers in the
+  file, as diagnostics, never as exceptions.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kb.model import Diagnostic, Fix
+from kb.text import SourceText
+
+_BOUNDARY = re.compile(r"^-{3,}\s*$")
+_YAML11_BOOLS = {"on", "off", "yes", "no", "y", "n", "true", "false"}
+_KEY_LINE = re.compile(r"^[^\s#:\-\[\]{}*&!|>'\"%@`][^:]*:(\s|$)")
+
+
+def _handler():
+    """kb's python-frontmatter handler (imported lazily: most files have none)."""
+    import yaml
+    from frontmatter.default_handlers import YAMLHandler
+
+    class _StringLoader(yaml.BaseLoader):
+        """BaseLoader keeps scalars as strings; this adds duplicate-key reports."""
+
+        def __init__(self, stream: str) -> None:
+            super().__init__(stream)
+            self.duplicates: list[tuple[str, int, int]] = []
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict:
+            seen: dict[str, int] = {}
+            out: dict = {}
+            for key_node, value_node in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                line = key_node.start_mark.line
+                if isinstance(key, str) and key in seen:
+                    self.duplicates.append((key, seen[key], line))
+                    continue
+                if isinstance(key, str):
+                    seen[key] = line
+                out[key] = self.construct_object(value_node, deep=deep)
+            return out
+
+    _StringLoader.add_constructor(
+        yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _StringLoader.construct_mapping
+    )
+
+    class KbYAMLHandler(YAMLHandler):
+        def load(self, fm: str, **kwargs: object) -> tuple[Any, list[tuple[str, int, int]]]:
+            loader = _StringLoader(fm)
+            try:
+                data = loader.get_single_data()
+            finally:
+                loader.dispose()
+            return data, loader.duplicates
+
+    return KbYAMLHandler(), yaml.YAMLError, yaml.MarkedYAMLError
+
+
+def read_frontmatter(src: SourceText) -> tuple[dict[str, Any], list[Diagnostic]]:
+    """Find and load the frontmatter of ``src``; set ``src.body_start``.
+
+    Returns ``(metadata, diagnostics)``. ``metadata`` maps keys to strings,
+    lists or dicts of strings (dates stay ISO strings as written). A block
+    that is not a mapping leaves ``body_start`` at 0 and returns ``{}``.
+    Codes: KB102 YAML error, KB103 duplicate key.
+    """
+    lines = src.lines
+    if not lines or not _BOUNDARY.match(lines[0]):
+        return {}, []
+    end = None
+    for i in range(1, len(lines)):
+        if _BOUNDARY.match(lines[i]) or lines[i].rstrip() == "...":
+            end = i
+            break
+    if end is None:
+        return {}, []
+    block = lines[1:end]
+    if block:
+        if not _KEY_LINE.match(block[0]):
+            # `---` then prose: a thematic break, not frontmatter (FM-04a/b).
+            return {}, []
+    src.body_start = end + 1
+    if not block:
+        return {}, []
+    handler, yaml_error, marked_error = _handler()
+    diags: list[Diagnostic] = []
+    try:
+        data, dups = handler.load("\n".join(block))
+    except marked_error as exc:  # type: ignore[misc]
+        mark = exc.problem_mark or exc.context_mark
+        line = 2 + (mark.line if mark else 0)
+        problem = exc.problem or "invalid YAML"
+        hint = ""
+        if "mapping values are not allowed" in problem:
+            hint = '; quote the value (key: "a: b") — an unquoted ": " starts a mapping'
+        diags.append(
+            Diagnostic(
+                path=src.path, line=line, col=1 + (mark.column if mark else 0),
+                code="KB102", severity="error",
+                message=f"frontmatter is not valid YAML: {problem}{hint}",
+            )
+        )
+        return {}, diags
+    except yaml_error as exc:  # type: ignore[misc]
+        diags.append(
+            Diagnostic(path=src.path, line=1, code="KB102", severity="error",
+                       message=f"frontmatter is not valid YAML: {exc}")
+        )
+        return {}, diags
+    for key, first, second in dups:
+        diags.append(
+            Diagnostic(
+                path=src.path, line=2 + second, code="KB103", severity="error",
+                message=f"frontmatter key {key!r} is given twice (lines {2 + first} and "
+                f"{2 + second}); keep one",
+            )
+        )
+    if data is None:
+        data = {}
+    if isinstance(data, dict):
+        for i, raw in enumerate(block):
+            key = raw.split(":", 1)[0].strip()
+            if ":" in raw and key.lower() in _YAML11_BOOLS and not raw[:1].isspace():
+                diags.append(
+                    Diagnostic(
+                        path=src.path, line=2 + i, code="KB105", severity="warning",
+                        message=f"frontmatter key {key!r} is a boolean in YAML 1.1 (other tools "
+                        f"read it as True/False); kb reads the string {key!r} — quote it",
+                        fix=Fix(line=2 + i, old=raw, new=f'"{key}":' + raw.split(":", 1)[1]),
+                    )
+                )
+    if not isinstance(data, dict):
+        diags.append(
+            Diagnostic(path=src.path, line=2, code="KB102", severity="error",
+                       message="frontmatter is not a YAML mapping")
+        )
+        return {}, diags
+    return {str(k): v for k, v in data.items()}, diags

@@ -1,0 +1,261 @@
+"""``tree.md`` — the hypothesis tree (DESIGN.md §2.1, seed hypothesis-tree.md).
+
+A declaration is an ATX heading ``<#×(1+depth)> <ID>: <statement>`` outside
+code and HTML blocks; its anchor block is the lines directly under it up to
+the first blank line: ``Status:``, ``Evidence:``, ``Children:``, ``Parent:``.
+Lines are read from the source one by one, so CommonMark's setext rule cannot
+swallow an anchor line (case MD-01); any depth is read (``####`` and deeper).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from kb.model import Diagnostic, Fix, Hypothesis
+from kb.parse.common import duplicate_key_error, fullwidth_colon_warning, split_id_list
+from kb.text import SourceText
+from kb.vocab import HYPOTHESIS_STATUS
+
+# Anchor keys of a tree block; Chinese aliases are read (with a fixable warning).
+KEY_ALIASES = {
+    "status": "Status", "状态": "Status",
+    "evidence": "Evidence", "证据": "Evidence",
+    "children": "Children", "子假设": "Children", "子节点": "Children",
+    "parent": "Parent", "父假设": "Parent", "父节点": "Parent",
+}
+_ANCHOR = re.compile(
+    r"^(?P<b1>\*\*)?(?P<key>[A-Za-z][A-Za-z ]*?|[\u4e00-\u9fff]+)(?P<b2>\*\*)?[ \t]*"
+    r"(?P<colon>[:：])[ \t]*(?P<b3>\*\*)?[ \t]*(?P<value>.*?)[ \t]*$"
+)
+_ATX = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*$")
+_NOSPACE = re.compile(r"^(#{1,6})([^#\s].*)$")
+_FULLWIDTH_HASH = re.compile(r"^(＃{1,6})[ \t　]*(.*)$")
+_CANDIDATE = re.compile(
+    r"^\[?(?P<tok>[A-Za-z][A-Za-z0-9]*\d[A-Za-z0-9]*(?:[.\-][A-Za-z0-9]+)*)\s*(?P<sep>[:：.｜|])"
+)
+
+
+@lru_cache(maxsize=16)
+def _declaration_re(grammar: str, seps: tuple[str, ...]) -> re.Pattern[str]:
+    sep = "|".join(re.escape(s) for s in seps)
+    # `[ID: statement](link)` is read as `ID: statement` (real indexes do it).
+    return re.compile(
+        rf"^(?P<link>\[)?(?P<id>{grammar})[ \t]*(?P<sep>{sep})[ \t]*(?P<stmt>.*?)"
+        rf"(?(link)\]\([^)]*\))$"
+    )
+
+
+def parse_tree(
+    src: SourceText,
+    grammar: str,
+    separators: tuple[str, ...] = (":", "："),
+    frontmatter: dict[str, Any] | None = None,
+) -> tuple[list[Hypothesis], list[Diagnostic]]:
+    """Parse the declarations of a hypothesis tree.
+
+    ``grammar`` is the ID regex used to recognise declarations. Returns the
+    hypotheses in file order and the parse diagnostics (KB110 full-width
+    colon, KB111 bold anchor, KB112 repeated anchor, KB113 not a heading,
+    KB114 setext trap, KB115 missing Status, KB116 headings that look like
+    declarations of another grammar, KB117 stray anchor line, KB104
+    frontmatter conflict).
+    """
+    path = src.path
+    lines = src.lines
+    decl = _declaration_re(grammar, separators)
+    diags: list[Diagnostic] = []
+    found: list[dict[str, Any]] = []
+    heading_levels: list[tuple[int, int]] = []  # (0-based line, level) of every ATX heading
+    lookalikes: list[tuple[int, str]] = []
+    n = len(lines)
+    i = src.body_start
+    while i < n:
+        line = lines[i]
+        if not line or (line[0] != "#" and line[0] != "＃"):
+            if line and _looks_like_anchor(line) and not src.is_masked(i):
+                prev = lines[i - 1] if i > 0 else ""
+                if not prev.strip() or prev.lstrip().startswith("#"):
+                    diags.append(Diagnostic(
+                        path=path, line=i + 1, code="KB117", severity="warning",
+                        message="anchor line outside any hypothesis block (it must follow "
+                        "its heading directly, with no blank line)"))
+            i += 1
+            continue
+        if src.is_masked(i):
+            i += 1
+            continue
+        m = _ATX.match(line)
+        if m is None:
+            bad = _not_a_heading(line, decl)
+            if bad is not None:
+                fixed, what = bad
+                diags.append(Diagnostic(
+                    path=path, line=i + 1, code="KB113", severity="error",
+                    message=f"not a heading: {what}; write {fixed!r}",
+                    fix=Fix(line=i + 1, old=line, new=fixed)))
+            i += 1
+            continue
+        level = len(m.group(1))
+        heading_levels.append((i, level))
+        text = m.group(2)
+        d = decl.match(text)
+        if d is None:
+            c = _CANDIDATE.match(text)
+            if c is not None and level >= 2:
+                lookalikes.append((i + 1, c.group("tok") + c.group("sep")))
+            i += 1
+            continue
+        if d.group("sep") == "：":
+            diags.append(fullwidth_colon_warning(path, i + 1, line, "a declaration"))
+        node: dict[str, Any] = {
+            "id": d.group("id"), "statement": d.group("stmt").strip(), "level": level,
+            "line": i + 1, "anchors": {}, "anchor_lines": {},
+        }
+        i = _read_block(src, i + 1, node, diags)
+        found.append(node)
+
+    if lookalikes:
+        first = ", ".join(f"{tok!r} at line {ln}" for ln, tok in lookalikes[:3])
+        diags.append(Diagnostic(
+            path=path, line=lookalikes[0][0], code="KB116", severity="warning",
+            message=f"{len(lookalikes)} heading(s) look like declarations but do not match the "
+            f"ID grammar {grammar!r} with separator ':' ({first}); they are not read — "
+            "set [kb] id_grammar / heading_separators in kb.toml if they are hypotheses"))
+
+    return _finish(src, found, heading_levels, frontmatter or {}, diags), diags
+
+
+def _looks_like_anchor(line: str) -> bool:
+    m = _ANCHOR.match(line)
+    return bool(m) and m.group("key").strip().lower() in KEY_ALIASES
+
+
+def _not_a_heading(line: str, decl: re.Pattern[str]) -> tuple[str, str] | None:
+    """A line meant as a declaration heading that Markdown does not read as one."""
+    m = _NOSPACE.match(line)
+    if m and decl.match(m.group(2)):
+        return f"{m.group(1)} {m.group(2)}", f"no space after '{m.group(1)}'"
+    m = _FULLWIDTH_HASH.match(line)
+    if m and decl.match(m.group(2)):
+        return "#" * len(m.group(1)) + " " + m.group(2), "full-width '＃' is not a heading mark"
+    return None
+
+
+def _read_block(src: SourceText, i: int, node: dict[str, Any], diags: list[Diagnostic]) -> int:
+    """Read the anchor block starting at 0-based line ``i``; return the next line."""
+    path, lines, n = src.path, src.lines, len(src.lines)
+    seen: dict[str, int] = {}
+    hid = node["id"]
+    while i < n:
+        line = lines[i]
+        if not line.strip():
+            break
+        if line.lstrip().startswith("#"):
+            break
+        if re.fullmatch(r" {0,3}(-{3,}|={3,})\s*", line):
+            diags.append(Diagnostic(
+                path=path, line=i + 1, code="KB114", severity="warning",
+                message=f"'{line.strip()}' directly under the anchors of {hid} turns them into a "
+                "setext heading for Markdown renderers; put a blank line before it",
+                fix=Fix(line=i + 1, old=line, new="\n" + line)))
+            break
+        m = _ANCHOR.match(line)
+        if m is None:
+            break
+        raw_key = m.group("key").strip()
+        key = KEY_ALIASES.get(raw_key.lower(), KEY_ALIASES.get(raw_key))
+        if key is None:
+            key = raw_key  # an unknown anchor: kept, shown, never lost
+        value = m.group("value")
+        bold = m.group("b1") or m.group("b2") or m.group("b3")
+        canonical_line = f"{key}: {value}"
+        if bold:
+            diags.append(Diagnostic(
+                path=path, line=i + 1, code="KB111", severity="error",
+                message=f"bold anchor {line.strip()!r} in tree.md (anchors are never bold); "
+                f"write {canonical_line!r}",
+                fix=Fix(line=i + 1, old=line, new=canonical_line)))
+        elif m.group("colon") == "：":
+            diags.append(fullwidth_colon_warning(path, i + 1, line, f"anchor {raw_key!r}"))
+        elif raw_key != key and key in KEY_ALIASES.values():
+            diags.append(Diagnostic(
+                path=path, line=i + 1, code="KB118", severity="warning",
+                message=f"anchor key {raw_key!r}; the tree format writes {key!r}",
+                fix=Fix(line=i + 1, old=line, new=canonical_line)))
+        if key in seen:
+            diags.append(duplicate_key_error(path, key, seen[key], i + 1, hid))
+        else:
+            seen[key] = i + 1
+            node["anchors"][key] = value
+            node["anchor_lines"][key] = i + 1
+        i += 1
+    return i
+
+
+def _finish(
+    src: SourceText,
+    found: list[dict[str, Any]],
+    heading_levels: list[tuple[int, int]],
+    fm: dict[str, Any],
+    diags: list[Diagnostic],
+) -> list[Hypothesis]:
+    path, lines = src.path, src.lines
+    out: list[Hypothesis] = []
+    # A section ends before the next heading of the same or a higher level.
+    starts = {ln: lvl for ln, lvl in heading_levels}
+    order = [ln for ln, _ in heading_levels]
+    pos = {ln: k for k, ln in enumerate(order)}
+    fm_target = fm.get("id") if isinstance(fm.get("id"), str) else None
+    for node in found:
+        start0 = node["line"] - 1
+        end0 = len(lines)
+        for ln in order[pos[start0] + 1:]:
+            if starts[ln] <= node["level"]:
+                end0 = ln
+                break
+        while end0 - 1 > start0 and not lines[end0 - 1].strip():
+            end0 -= 1
+        anchors = node["anchors"]
+        raw_status = anchors.get("Status")
+        if raw_status is None:
+            diags.append(Diagnostic(
+                path=path, line=node["line"], code="KB115", severity="error",
+                message=f"{node['id']} has no 'Status:' line directly under its heading"))
+        status = HYPOTHESIS_STATUS.canonical(raw_status or "") or (raw_status or "")
+        if fm and (fm_target == node["id"] or (fm_target is None and len(found) == 1)):
+            fm_status = fm.get("status")
+            if isinstance(fm_status, str) and raw_status is not None:
+                if (HYPOTHESIS_STATUS.canonical(fm_status) or fm_status) != status:
+                    diags.append(Diagnostic(
+                        path=path, line=node["anchor_lines"].get("Status", node["line"]),
+                        code="KB104", severity="error",
+                        message=f"frontmatter status {fm_status!r} disagrees with the anchor "
+                        f"'Status: {raw_status}' of {node['id']}"))
+            node_fm = fm
+        else:
+            node_fm = {}
+        parent = anchors.get("Parent")
+        out.append(Hypothesis(
+            id=node["id"],
+            path=path,
+            line=node["line"],
+            title=node["statement"],
+            statement=node["statement"],
+            status=status,
+            level=node["level"],
+            evidence=split_id_list(anchors.get("Evidence", "")),
+            children=split_id_list(anchors.get("Children", "")),
+            parent=parent.strip() if parent and parent.strip() else None,
+            has_children_line="Children" in anchors,
+            anchors=dict(anchors),
+            anchor_lines=dict(node["anchor_lines"]),
+            end_line=end0,
+            frontmatter=_jsonable(node_fm),
+        ))
+    return out
+
+
+def _jsonable(fm: dict[str, Any]) -> dict[str, object]:
+    return {str(k): v for k, v in fm.items()}

@@ -1,0 +1,199 @@
+"""Knowledge-base discovery and snapshots (DESIGN.md §1, §3, §6).
+
+A KB is the folder holding ``kb.toml``, found by walking up from the current
+directory like git finds ``.git``. A :class:`Snapshot` maps every file of the
+KB that kb reads (KB-relative path, ``/``-separated, real UTF-8) to its git
+blob id, for one of three sources: the working tree, the staged index
+(honouring ``GIT_INDEX_FILE``), or a commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from kb import git
+from kb.config import Config, load_config
+from kb.errors import EnvironmentError_, NotAKnowledgeBase
+from kb.parse import classify
+
+SnapshotKind = Literal["worktree", "staged", "commit"]
+
+
+@dataclass(frozen=True)
+class KnowledgeBase:
+    """A KB: its folder, the git work tree around it, and its configuration.
+
+    ``prefix`` is the KB folder relative to the work tree top ('' at the top),
+    always with a trailing ``/`` when not empty.
+    """
+
+    root: Path
+    top: Path
+    prefix: str
+    config: Config
+
+    def rel(self, repo_path: str) -> str | None:
+        """KB-relative path of a repository-relative path, or None if outside the KB."""
+        if not self.prefix:
+            return repo_path
+        if repo_path.startswith(self.prefix):
+            return repo_path[len(self.prefix):]
+        return None
+
+    def repo_path(self, kb_path: str) -> str:
+        """Repository-relative path of a KB-relative path."""
+        return self.prefix + kb_path
+
+
+def find_root(start: Path) -> Path | None:
+    """The nearest folder at or above ``start`` holding ``kb.toml``, or None."""
+    cur = start.resolve()
+    for d in (cur, *cur.parents):
+        if (d / "kb.toml").is_file():
+            return d
+    return None
+
+
+def open_kb(path: Path | None = None) -> KnowledgeBase:
+    """Open the KB containing ``path`` (default: the current directory).
+
+    Raises NotAKnowledgeBase when there is no ``kb.toml`` above it, and
+    EnvironmentError_ when the KB is not inside a git work tree.
+    """
+    start = Path(path) if path else Path.cwd()
+    if not start.exists():
+        raise NotAKnowledgeBase(f"{start} does not exist")
+    root = find_root(start if start.is_dir() else start.parent)
+    if root is None:
+        raise NotAKnowledgeBase(
+            f"no kb.toml in {start.resolve()} or any parent folder (run `kb init` to create a KB)")
+    top = git.toplevel(root)
+    if top is None:
+        raise EnvironmentError_(f"{root} is not inside a git work tree (run `git init` there)")
+    top = top.resolve()
+    rel = root.relative_to(top).as_posix()
+    prefix = "" if rel == "." else rel + "/"
+    return KnowledgeBase(root=root, top=top, prefix=prefix, config=load_config(root))
+
+
+def find_all_kbs(top: Path, rev: str | None = None) -> list[str]:
+    """Repository-relative folders of every ``kb.toml`` tracked (or at ``rev``)."""
+    if rev:
+        proc = git.run(["ls-tree", "-r", "-z", "--name-only", rev], top)
+    else:
+        proc = git.run(["ls-files", "-z", "--cached", "--others", "--exclude-standard"], top)
+    out = []
+    for p in git.split_z(proc.stdout):
+        if p == "kb.toml" or p.endswith("/kb.toml"):
+            out.append(p[: -len("kb.toml")])
+    return sorted(set(out))
+
+
+@dataclass
+class Snapshot:
+    """The files of a KB as one source sees them: KB-relative path -> blob id.
+
+    ``rev`` is the commit id for ``commit`` snapshots. ``disk`` lists paths
+    whose content must be read from the working tree (worktree snapshots).
+    """
+
+    kb: KnowledgeBase
+    kind: SnapshotKind
+    files: dict[str, str] = field(default_factory=dict)
+    formats: dict[str, str] = field(default_factory=dict)
+    rev: str | None = None
+
+    def read(self, paths: list[str]) -> dict[str, bytes]:
+        """Contents of ``paths`` (KB-relative) in this snapshot; missing files are skipped."""
+        if self.kind == "worktree":
+            out = {}
+            for p in paths:
+                try:
+                    out[p] = (self.kb.root / p).read_bytes()
+                except OSError:
+                    continue
+            return out
+        blobs = git.read_blobs([self.files[p] for p in paths], self.kb.top)
+        return {p: blobs[self.files[p]] for p in paths if self.files[p] in blobs}
+
+
+def _keep(kb: KnowledgeBase, repo_path: str, out: dict[str, str], fmts: dict[str, str], blob: str) -> None:
+    rel = kb.rel(repo_path)
+    if rel is None:
+        return
+    fmt = classify(rel, kb.config)
+    if fmt is None:
+        return
+    out[rel] = blob
+    fmts[rel] = fmt
+
+
+def _pathspec(kb: KnowledgeBase) -> list[str]:
+    return ["--", kb.prefix] if kb.prefix else []
+
+
+def staged_snapshot(kb: KnowledgeBase) -> Snapshot:
+    """The staged index (``git ls-files -s -z``; honours ``GIT_INDEX_FILE``)."""
+    proc = git.run(["ls-files", "-s", "-z", *_pathspec(kb)], kb.top)
+    files: dict[str, str] = {}
+    fmts: dict[str, str] = {}
+    for rec in git.split_z(proc.stdout):
+        meta, _, path = rec.partition("\t")
+        mode, blob, stage = meta.split(" ")
+        if stage != "0" or mode == "160000":
+            continue  # conflicted entries and submodules are not KB files
+        _keep(kb, path, files, fmts, blob)
+    return Snapshot(kb=kb, kind="staged", files=files, formats=fmts)
+
+
+def commit_snapshot(kb: KnowledgeBase, rev: str) -> Snapshot:
+    """The tree of commit ``rev`` (``git ls-tree -r -z``). ``rev`` must exist."""
+    proc = git.run(["ls-tree", "-r", "-z", rev, *_pathspec(kb)], kb.top)
+    files: dict[str, str] = {}
+    fmts: dict[str, str] = {}
+    for rec in git.split_z(proc.stdout):
+        meta, _, path = rec.partition("\t")
+        mode, typ, blob = meta.split(" ")
+        if typ != "blob":
+            continue
+        _keep(kb, path, files, fmts, blob)
+    return Snapshot(kb=kb, kind="commit", files=files, formats=fmts, rev=rev)
+
+
+def empty_snapshot(kb: KnowledgeBase) -> Snapshot:
+    """History before the first commit: nothing."""
+    return Snapshot(kb=kb, kind="commit", files={}, formats={}, rev=None)
+
+
+def worktree_snapshot(kb: KnowledgeBase) -> Snapshot:
+    """The working tree: staged blob ids, re-hashed where git reports a change.
+
+    Files that ``git diff-files`` reports as changed and untracked files kb
+    reads are hashed by kb in git's blob format; deleted files drop out.
+    """
+    snap = staged_snapshot(kb)
+    files, fmts = snap.files, snap.formats
+    changed = git.run(["diff-files", "-z", "--name-only", *_pathspec(kb)], kb.top)
+    untracked = git.run(
+        ["ls-files", "-z", "--others", "--exclude-standard", *_pathspec(kb)], kb.top)
+    for repo_path in [*git.split_z(changed.stdout), *git.split_z(untracked.stdout)]:
+        rel = kb.rel(repo_path)
+        if rel is None:
+            continue
+        fmt = classify(rel, kb.config)
+        if fmt is None:
+            continue
+        full = kb.root / rel
+        try:
+            data = full.read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            files.pop(rel, None)
+            fmts.pop(rel, None)
+            continue
+        except OSError:
+            continue
+        files[rel] = git.blob_id(data)
+        fmts[rel] = fmt
+    return Snapshot(kb=kb, kind="worktree", files=files, formats=fmts)

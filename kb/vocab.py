@@ -1,0 +1,71 @@
+"""Status vocabularies (Chinese is canonical; English via ``locale = "en"``).
+
+Source: seeds/hypothesis-tree.md (hypothesis and experiment words), DESIGN.md
+§2.1–2.2. kb stores the canonical Chinese word internally, reads either
+language, and writes the KB's own locale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """A closed set of status words: canonical zh word -> en word, plus aliases."""
+
+    name: str
+    zh_to_en: dict[str, str]
+    aliases: dict[str, str] = field(default_factory=dict)
+
+    def canonical(self, word: str) -> str | None:
+        """Return the canonical (zh) word for ``word`` in either language, else None."""
+        w = word.strip()
+        if w in self.zh_to_en:
+            return w
+        low = w.lower().replace("_", "-").replace(" ", "-")
+        for zh, en in self.zh_to_en.items():
+            if low == en:
+                return zh
+        return self.aliases.get(low)
+
+    def word(self, canonical: str, locale: str) -> str:
+        """The word to write for ``canonical`` in ``locale`` (``zh`` or ``en``)."""
+        if locale == "en":
+            return self.zh_to_en.get(canonical, canonical)
+        return canonical
+
+    def accepted(self) -> str:
+        """A human list of the accepted words, for error messages."""
+        return ", ".join(f"{zh}|{en}" for zh, en in self.zh_to_en.items())
+
+
+HYPOTHESIS_STATUS = Vocabulary(
+    "hypothesis status",
+    {"待验": "untested", "进行中": "in-progress", "被支持": "supported", "被推翻": "refuted"},
+    {"testing": "进行中", "active": "进行中", "running": "进行中", "open": "待验"},
+)
+
+EXPERIMENT_STATUS = Vocabulary(
+    "experiment status",
+    {"进行中": "in-progress", "已完成": "completed"},
+    {"running": "进行中", "done": "已完成", "finished": "已完成"},
+)
+
+CONCLUSION = Vocabulary(
+    "conclusion",
+    {"支持": "supports", "推翻": "refutes", "不确定": "inconclusive"},
+    {"support": "支持", "refute": "推翻", "supported": "支持", "refuted": "推翻", "uncertain": "不确定"},
+)
+
+#: Card vocabularies (VIBEMATH-V3.md); Vibe Math writes only Chinese.
+PROBLEM_STATUS = ("原始", "求解中", "等待依赖", "已解决", "死路")
+PROBLEM_SOURCE = ("原始", "后生", "promote")
+PROPOSITION_STATUS = ("未定论", "已验证·真", "已验证·假")
+ENTRY_STATUS = ("未定论", "已验")
+METHOD_TYPE = ("理论体系", "框架", "工具", "方法", "思想", "范式", "技巧")
+METHOD_STATUS = ("经验", "应用验证", "含已验证断言")
+DIRECTION_STATUS = ("active", "success", "dead-end", "queued")
+
+ACTIVE_HYPOTHESIS = ("待验", "进行中")
+CLOSED_HYPOTHESIS = ("被支持", "被推翻")
