@@ -1,0 +1,1 @@
+"""Use cases that write: each builds new file texts, checks them, and commits."""

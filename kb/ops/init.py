@@ -1,0 +1,91 @@
+"""``kb init``: create a knowledge base (DESIGN.md §1).
+
+Writes ``kb.toml``, the tree (its title only), ``DASHBOARD.md`` (exactly what
+``kb dashboard`` renders for an empty tree), ``.gitignore`` (``.kb/``) and
+``.gitattributes`` (the DASHBOARD.md merge driver). Runs ``git init`` when the
+folder is not inside a work tree. Refuses, changing nothing, when a KB exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from string import Template
+from typing import Literal
+
+from kb import git
+from kb.config import DEFAULT_PATHS, RESEARCH_PATHS
+from kb.errors import RefusedError, UsageError
+from kb.render.dashboard import render_dashboard
+from kb.resources import template
+
+Layout = Literal["default", "research"]
+
+
+@dataclass
+class InitResult:
+    """What :func:`init_kb` did: the KB folder, files written, whether git was initialised."""
+
+    root: Path
+    written: list[str] = field(default_factory=list)
+    appended: list[str] = field(default_factory=list)
+    git_initialised: bool = False
+
+
+def init_kb(directory: Path, layout: Layout = "default", locale: str = "zh") -> InitResult:
+    """Create a KB in ``directory`` (created if missing).
+
+    Raises RefusedError when ``kb.toml`` already exists there (nothing is
+    changed) and UsageError for an unknown layout or locale.
+    """
+    if layout not in ("default", "research"):
+        raise UsageError(f"unknown layout {layout!r}; use default or research")
+    if locale not in ("zh", "en"):
+        raise UsageError(f"unknown locale {locale!r}; use zh or en")
+    root = directory.resolve()
+    if (root / "kb.toml").exists():
+        raise RefusedError(f"{root / 'kb.toml'} exists: this folder is already a KB (nothing changed)")
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"{root} is not a folder")
+    paths = RESEARCH_PATHS if layout == "research" else DEFAULT_PATHS
+    tree_path = root / paths["tree"]
+    dash_path = root / paths["dashboard"]
+    for p in (tree_path, dash_path):
+        if p.exists():
+            raise RefusedError(f"{p} exists; move it away or add a kb.toml by hand (nothing changed)")
+    root.mkdir(parents=True, exist_ok=True)
+    result = InitResult(root=root)
+    if git.toplevel(root) is None:
+        git.run(["init", "-q"], root, write=True)
+        result.git_initialised = True
+    name = "kb.research.toml" if layout == "research" else "kb.toml"
+    files = {
+        "kb.toml": Template(template(name)).substitute(locale=locale),
+        paths["tree"]: template("tree.md"),
+        paths["dashboard"]: render_dashboard([], [], None, locale),
+    }
+    for rel, text in files.items():
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8", newline="")
+        result.written.append(rel)
+    _add_lines(root / ".gitignore", template("gitignore").splitlines(), result, ".gitignore")
+    attrs = Template(template("gitattributes")).substitute(dashboard=paths["dashboard"])
+    _add_lines(root / ".gitattributes", attrs.splitlines(), result, ".gitattributes")
+    return result
+
+
+def _add_lines(path: Path, lines: list[str], result: InitResult, rel: str) -> None:
+    """Create ``path`` with ``lines``, or append the ones an existing file lacks."""
+    if not path.exists():
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8", newline="")
+        result.written.append(rel)
+        return
+    old = path.read_text(encoding="utf-8", errors="surrogateescape")
+    have = set(old.splitlines())
+    new = [ln for ln in lines if ln not in have and not ln.startswith("#")]
+    if new:
+        sep = "" if old.endswith("\n") or not old else "\n"
+        path.write_text(old + sep + "\n".join(new) + "\n", encoding="utf-8",
+                        errors="surrogateescape", newline="")
+        result.appended.append(rel)
