@@ -33,3 +33,34 @@ def err(msg: str) -> None:
 
 def fmt_diag(d: Any) -> str:
     return f"{d.path}:{d.line}:{d.col}: {d.code} [{d.severity}] {d.message}"
+
+
+def write_options(f: F) -> F:
+    """Options every write command shares: --no-commit, --owner, --expect."""
+    f = click.option("--expect", "expect", default=None, metavar="BLOB",
+                     help="Refuse unless the target file still has this blob id (compare-and-swap).")(f)
+    f = click.option("--owner", default=None,
+                     help="Who acts (lock owner); default: git config kb.owner, else user.email.")(f)
+    f = click.option("--no-commit", is_flag=True,
+                     help="Write the files but leave them uncommitted.")(f)
+    return f
+
+
+def print_waiting(msg: str) -> None:
+    """``on_wait`` callback for transactions: tell the user once what kb waits for."""
+    err(f"kb: {msg}")
+
+
+def report_tx(result: Any, lines: list[str], as_json: bool, extra: dict[str, Any] | None = None) -> None:
+    """Print what a write command did: ``lines`` for people, or JSON."""
+    if as_json:
+        data = {"op": result.op, "ids": result.ids, "paths": result.paths, "commit": result.commit}
+        data.update(extra or {})
+        emit_json(data)
+        return
+    for ln in lines:
+        click.echo(ln)
+    if result.commit:
+        err(f"committed {result.commit[:12]} ({', '.join(result.paths)})")
+    elif result.paths:
+        err(f"wrote {', '.join(result.paths)} (not committed)")

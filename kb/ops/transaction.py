@@ -1,0 +1,417 @@
+"""The write transaction of DESIGN.md §3, shared by every write command.
+
+One operation = one :class:`Transaction`::
+
+    with Transaction(kb, "hyp.add", on_wait=print_waiting) as tx:
+        old = tx.read("tree.md")              # bytes at HEAD (the file is clean)
+        tx.write("tree.md", new_bytes)        # staged in memory only
+        tx.ids.append("H3")
+    result = tx.result                        # commit id, paths, message
+
+On leaving the block without an exception the transaction
+
+1. re-parses every new text (format guard): the operation may not add an
+   error diagnostic, and a file that already had errors is refused with its
+   diagnostics instead of being made worse;
+2. writes the files atomically (temp file, fsync, rename), after recording a
+   journal under ``.git/`` so that a process killed before the commit is
+   rolled back by the next write command (:func:`recover`);
+3. commits exactly its own paths (``git commit --only``: the user's other
+   staged or unstaged work is never swept in) as one commit whose message
+   carries ``Kb-Op:`` / ``Kb-Id:`` (and ``Kb-Override:``) trailers. The
+   commit goes through the repository's hooks like any other; kb passes its
+   overrides and owner to them in ``KB_OVERRIDE`` / ``KB_OWNER``.
+
+If any step fails, every file is restored and no ref moves. Writers on one
+machine are serialised by a file lock in git's common directory (shared by
+linked worktrees). It refuses to start when a file it must write has
+uncommitted changes (``no_commit=True`` writes the files and leaves them
+uncommitted), when git's ``index.lock`` exists (never deleted by kb), or when
+``expect`` names a blob id the file no longer has (compare-and-swap).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from kb import git
+from kb.errors import RefusedError
+from kb.model import Diagnostic
+from kb.repo import KnowledgeBase
+
+LOCK_NAME = "kb-write.lock"
+JOURNAL_NAME = "kb-transaction.json"
+
+
+@dataclass
+class TxResult:
+    """What a transaction did. ``commit`` is None with ``no_commit`` or no change."""
+
+    op: str
+    ids: list[str]
+    paths: list[str]
+    commit: str | None
+    message: str
+
+
+class FormatGuardError(RefusedError):
+    """The new text would add errors, or the file was already corrupt."""
+
+    def __init__(self, message: str, diagnostics: list[Diagnostic]) -> None:
+        super().__init__(message)
+        self.diagnostics = diagnostics
+
+
+@dataclass
+class _Lock:
+    path: Path
+    info: Path
+    lock: object = None
+
+
+def _acquire(kb: KnowledgeBase, op: str, on_wait: Callable[[str], None] | None,
+             timeout: float) -> _Lock:
+    from filelock import FileLock, Timeout
+
+    common = git.common_dir(kb.top)
+    lk = _Lock(path=common / LOCK_NAME, info=common / (LOCK_NAME + ".info"))
+    fl = FileLock(str(lk.path))
+    try:
+        fl.acquire(timeout=0)
+    except Timeout:
+        if on_wait is not None:
+            try:
+                holder = lk.info.read_text(encoding="utf-8").strip()
+            except OSError:
+                holder = "another kb write"
+            on_wait(f"waiting for {holder} (lock {lk.path})")
+        try:
+            fl.acquire(timeout=timeout)
+        except Timeout:
+            raise RefusedError(f"timed out after {timeout:.0f}s waiting for the kb write lock "
+                               f"{lk.path}") from None
+    lk.lock = fl
+    try:
+        lk.info.write_text(f"pid {os.getpid()} ({op})\n", encoding="utf-8")
+    except OSError:
+        pass
+    return lk
+
+
+def _release(lk: _Lock) -> None:
+    try:
+        lk.info.unlink()
+    except OSError:
+        pass
+    lk.lock.release()  # type: ignore[attr-defined]
+
+
+def _index_lock(kb: KnowledgeBase) -> None:
+    lock = git.git_dir(kb.top) / "index.lock"
+    if lock.exists():
+        raise RefusedError(
+            f"git's index is locked ({lock} exists): another git process is running, or one "
+            "crashed. kb never deletes it; remove it yourself once no git process is running")
+
+
+def _journal_path(kb: KnowledgeBase) -> Path:
+    return git.git_dir(kb.top) / JOURNAL_NAME
+
+
+def recover(kb: KnowledgeBase) -> list[str]:
+    """Roll back a transaction that was killed between writing and committing.
+
+    For each file in the journal whose working-tree content is still what the
+    dead transaction wrote, the old content is restored (a new file is
+    removed). Returns the repository paths restored. Call with the write lock
+    held (Transaction does).
+    """
+    jp = _journal_path(kb)
+    if not jp.exists():
+        return []
+    try:
+        journal = json.loads(jp.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        jp.unlink(missing_ok=True)
+        return []
+    restored = []
+    head = git.rev_parse("HEAD", kb.top)
+    if head != journal.get("head"):
+        # The commit landed (HEAD moved): nothing to undo.
+        jp.unlink(missing_ok=True)
+        return []
+    for repo_path, rec in journal.get("files", {}).items():
+        full = kb.top / repo_path
+        try:
+            cur = git.blob_id(full.read_bytes())
+        except OSError:
+            cur = None
+        if cur != rec["new"]:
+            continue  # changed since: not ours to touch
+        if rec["old"] is None:
+            full.unlink(missing_ok=True)
+        else:
+            data = git.read_blobs([rec["old"]], kb.top).get(rec["old"])
+            if data is None:
+                continue
+            _atomic_write(full, data)
+        if rec.get("tracked"):
+            git.run(["reset", "-q", "--", repo_path], kb.top, write=True, check=False)
+        else:
+            git.run(["rm", "-q", "--cached", "--ignore-unmatch", "--", repo_path], kb.top,
+                    write=True, check=False)
+        restored.append(repo_path)
+    jp.unlink(missing_ok=True)
+    return restored
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = None
+    try:
+        mode = path.stat().st_mode & 0o777
+    except OSError:
+        pass
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".kb-tmp-", suffix=path.suffix)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def format_guard(kb: KnowledgeBase, rel: str, old: bytes | None, new: bytes) -> None:
+    """Refuse ``new`` when it adds error diagnostics, or when ``old`` already has errors."""
+    from kb.parse import parse_file
+
+    def errors(data: bytes) -> list[Diagnostic]:
+        return [d for d in parse_file(rel, data, kb.config).diagnostics if d.severity == "error"]
+
+    before = errors(old) if old is not None else []
+    if before:
+        raise FormatGuardError(
+            f"{kb.prefix}{rel} already has {len(before)} format error(s); fix them first "
+            f"(kb index lists them) — nothing was written", before)
+    after = errors(new)
+    if after:
+        raise FormatGuardError(
+            f"the edit of {kb.prefix}{rel} would add format errors ({after[0].format()}); "
+            "nothing was written", after)
+
+
+@dataclass
+class Transaction:
+    """One write operation; see the module docstring for the protocol.
+
+    ``op`` is the ``Kb-Op`` value (``hyp.add``); ``summary`` the commit
+    subject; ``ids`` the ``Kb-Id`` values (append while building);
+    ``overrides`` ``(id, reason)`` pairs for ``Kb-Override``; ``expect`` maps
+    KB-relative paths to the blob id the caller read (compare-and-swap).
+    """
+
+    kb: KnowledgeBase
+    op: str
+    summary: str = ""
+    no_commit: bool = False
+    owner: str | None = None
+    overrides: list[tuple[str, str]] = field(default_factory=list)
+    expect: dict[str, str] = field(default_factory=dict)
+    on_wait: Callable[[str], None] | None = None
+    lock_timeout: float = 120.0
+    ids: list[str] = field(default_factory=list)
+    result: TxResult | None = None
+    _writes: dict[str, bytes] = field(default_factory=dict)
+    _lock: _Lock | None = None
+
+    # -- context --------------------------------------------------------------
+    def __enter__(self) -> "Transaction":
+        self._lock = _acquire(self.kb, self.op, self.on_wait, self.lock_timeout)
+        try:
+            recover(self.kb)
+            _index_lock(self.kb)
+        except BaseException:
+            _release(self._lock)
+            raise
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        try:
+            if exc_type is None:
+                self.result = self._commit()
+        finally:
+            _release(self._lock)  # type: ignore[arg-type]
+
+    # -- building ---------------------------------------------------------------
+    def path(self, rel: str) -> Path:
+        return self.kb.root / rel
+
+    def read(self, rel: str) -> bytes | None:
+        """Current bytes of KB-relative ``rel`` (pending writes first); None if absent."""
+        if rel in self._writes:
+            return self._writes[rel]
+        try:
+            return self.path(rel).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def write(self, rel: str, data: bytes) -> None:
+        """Stage new bytes for ``rel``; nothing touches the disk before commit."""
+        self._writes[rel] = data
+
+    # -- committing ---------------------------------------------------------------
+    def _check_clean(self, rels: list[str]) -> dict[str, str | None]:
+        """Refuse dirty targets; return repo path -> HEAD blob (None when not in HEAD).
+
+        An untracked target (e.g. the tree of a KB just made by ``kb init``)
+        is not refused: it is committed with the change.
+        """
+        repo_paths = [self.kb.repo_path(r) for r in rels]
+        proc = git.run(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--",
+                        *repo_paths], self.kb.top)
+        dirty = []
+        recs = list(git.split_z(proc.stdout))
+        i = 0
+        while i < len(recs):
+            rec = recs[i]
+            xy, path = rec[:2], rec[3:]
+            if xy[0] in "RC":
+                i += 1  # the next record is the rename source
+            if xy != "??" and not self.no_commit:
+                dirty.append((xy, path))
+            i += 1
+        if dirty:
+            names = ", ".join(p for _, p in dirty)
+            raise RefusedError(
+                f"{names} has uncommitted changes; commit or stash them first "
+                "(or use --no-commit) — nothing was written")
+        head = {}
+        if git.rev_parse("HEAD", self.kb.top):
+            proc = git.run(["ls-tree", "-z", "HEAD", "--", *repo_paths], self.kb.top)
+            for rec in git.split_z(proc.stdout):
+                meta, _, p = rec.partition("\t")
+                head[p] = meta.split(" ")[2]
+        return {p: head.get(p) for p in repo_paths}
+
+    def _commit(self) -> TxResult:
+        kb = self.kb
+        rels = [r for r in self._writes]
+        olds: dict[str, bytes | None] = {r: self.read_disk(r) for r in rels}
+        changed = [r for r in rels if olds[r] != self._writes[r]]
+        message = self._message()
+        if not changed:
+            return TxResult(self.op, list(self.ids), [], None, message)
+        head_blobs = self._check_clean(changed)
+        for rel, want in self.expect.items():
+            have = head_blobs.get(kb.repo_path(rel))
+            if have is None:
+                cur = olds.get(rel) if rel in olds else self.read_disk(rel)
+                have = git.blob_id(cur) if cur is not None else None
+            if have != want:
+                raise RefusedError(
+                    f"{kb.prefix}{rel} changed since it was read (expected blob {want}, it is "
+                    f"{have}); read it again — nothing was written")
+        for rel in changed:
+            format_guard(kb, rel, olds[rel], self._writes[rel])
+        stored = self._store([r for r in changed if olds[r] is not None]) if not self.no_commit else {}
+        journal = {
+            "op": self.op, "head": git.rev_parse("HEAD", kb.top), "pid": os.getpid(),
+            "files": {kb.repo_path(r): {"old": stored.get(r),
+                                        "tracked": head_blobs.get(kb.repo_path(r)) is not None,
+                                        "new": git.blob_id(self._writes[r])} for r in changed},
+        }
+        jp = _journal_path(kb)
+        if not self.no_commit:
+            jp.write_text(json.dumps(journal), encoding="utf-8")
+        written: list[str] = []
+        try:
+            for rel in changed:
+                _atomic_write(self.path(rel), self._writes[rel])
+                written.append(rel)
+            if self.no_commit:
+                return TxResult(self.op, list(self.ids), [kb.repo_path(r) for r in changed], None, message)
+            commit = self._git_commit(changed, olds, message)
+        except BaseException:
+            self._rollback(written, olds)
+            jp.unlink(missing_ok=True)
+            raise
+        jp.unlink(missing_ok=True)
+        return TxResult(self.op, list(self.ids), [kb.repo_path(r) for r in changed], commit, message)
+
+    def _store(self, rels: list[str]) -> dict[str, str]:
+        """Write the current bytes of ``rels`` to git's object store (for recovery)."""
+        if not rels:
+            return {}
+        proc = git.run(["hash-object", "-w", "--no-filters", "--", *[str(self.path(r)) for r in rels]],
+                       self.kb.top, write=True)
+        return dict(zip(rels, proc.stdout.decode().split()))
+
+    def read_disk(self, rel: str) -> bytes | None:
+        try:
+            return self.path(rel).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def _message(self) -> str:
+        subject = self.summary or f"kb {self.op}"
+        trailers = [f"Kb-Op: {self.op}"] + [f"Kb-Id: {i}" for i in self.ids]
+        trailers += [f"Kb-Override: {i} {r}" for i, r in self.overrides]
+        return f"{subject}\n\n" + "\n".join(trailers) + "\n"
+
+    def _git_commit(self, rels: list[str], olds: dict[str, bytes | None], message: str) -> str:
+        kb = self.kb
+        paths = [kb.repo_path(r) for r in rels]
+        tracked = set(git.split_z(git.run(["ls-files", "-z", "--", *paths], kb.top).stdout))
+        new_paths = [p for p in paths if p not in tracked]
+        env = {"KB_OWNER": self.owner or "", "KB_OP": self.op}
+        if self.overrides:
+            env["KB_OVERRIDE"] = "\n".join(f"{i} {r}" for i, r in self.overrides)
+        if new_paths:
+            git.run(["add", "--", *new_paths], kb.top, write=True, env=env)
+        head = git.rev_parse("HEAD", kb.top)
+        args = ["commit", "-q", "--only", "-F", "-", "--", *paths]
+        proc = git.run(args, kb.top, input=message.encode("utf-8"), check=False, write=True, env=env)
+        if proc.returncode != 0:
+            out = (proc.stderr + proc.stdout).decode("utf-8", "replace").strip()
+            if new_paths:
+                git.run(["rm", "-q", "--cached", "--ignore-unmatch", "--", *new_paths], kb.top,
+                        write=True, check=False)
+            raise RefusedError(f"git commit refused the change (nothing was written):\n{out}")
+        new_head = git.rev_parse("HEAD", kb.top)
+        if new_head == head or new_head is None:
+            raise RefusedError("git commit did not create a commit; nothing was written")
+        return new_head
+
+    def _rollback(self, written: list[str], olds: dict[str, bytes | None]) -> None:
+        for rel in written:
+            old = olds[rel]
+            if old is None:
+                self.path(rel).unlink(missing_ok=True)
+            else:
+                _atomic_write(self.path(rel), old)
+
+
+def wait_message_printer(echo: Callable[[str], None]) -> Callable[[str], None]:
+    """An ``on_wait`` callback that prints once, e.g. to stderr."""
+    said = {"done": False}
+
+    def cb(msg: str) -> None:
+        if not said["done"]:
+            echo(msg)
+            said["done"] = True
+
+    return cb
+
+
+__all__ = ["Transaction", "TxResult", "FormatGuardError", "recover", "format_guard",
+           "wait_message_printer"]
