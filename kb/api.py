@@ -13,9 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from kb.errors import UsageError
+from typing import TYPE_CHECKING
+
 from kb.index import Index, ObjectRow, RefreshStats
-from kb.model import KIND_PLURALS, Diagnostic
 from kb.repo import KnowledgeBase, open_kb
+from kb.vocab import KIND_PLURALS
+
+if TYPE_CHECKING:
+    from kb.model import Diagnostic
 
 KIND_ORDER = ("hypothesis", "experiment", "problem", "proposition", "method", "verified",
               "direction", "record")

@@ -15,8 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 from kb.errors import ConfigError
-from kb.model import Diagnostic
+
+if TYPE_CHECKING:
+    from kb.model import Diagnostic
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -175,6 +179,8 @@ def config_from_dict(root: Path, data: dict[str, Any]) -> Config:
 
 
 def _unknown(key: str) -> Diagnostic:
+    from kb.model import Diagnostic  # pydantic only when there is something to say
+
     return Diagnostic(path="kb.toml", line=0, code="KB001", severity="warning",
                       message=f"unknown key {key} in kb.toml (ignored)")
 

@@ -58,6 +58,24 @@ def run(
     return proc
 
 
+def start(args: list[str], cwd: Path | str) -> subprocess.Popen[bytes]:
+    """Start a read-only ``git <args>`` without waiting (several can run at once)."""
+    try:
+        return subprocess.Popen(["git", *args], cwd=cwd, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=_env())
+    except FileNotFoundError:
+        raise EnvironmentError_("git is not installed or not on PATH") from None
+
+
+def finish(proc: subprocess.Popen[bytes], args: list[str]) -> bytes:
+    """Wait for a process from :func:`start`; its stdout, or GitError."""
+    stdout, stderr = proc.communicate()
+    if proc.returncode != 0:
+        msg = stderr.decode("utf-8", "replace").strip()
+        raise GitError(f"git {' '.join(args[:2])} failed: {msg}", msg)
+    return stdout
+
+
 def out(args: list[str], cwd: Path | str, **kw: object) -> str:
     """``git <args>`` stdout decoded as UTF-8, trailing newline removed."""
     return run(args, cwd, **kw).stdout.decode("utf-8", "surrogateescape").rstrip("\n")  # type: ignore[arg-type]

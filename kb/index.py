@@ -125,10 +125,12 @@ class Index:
             # The cache is never committed, even where .gitignore lacks `.kb/`.
             gi.write_text("*\n", encoding="utf-8")
         db = sqlite3.connect(self.path, timeout=30)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
         want = {"schema": str(SCHEMA_VERSION), "config": _config_key(self.kb)}
         try:
+            # A damaged cache ("file is not a database") is rebuilt like an old one.
+            db.execute("PRAGMA journal_mode=WAL")
+            # A cache: a crash may lose it (it is rebuilt), never corrupt the KB.
+            db.execute("PRAGMA synchronous=OFF")
             have = dict(db.execute("SELECT key, value FROM meta").fetchall())
         except sqlite3.DatabaseError:
             have = {}
@@ -138,7 +140,7 @@ class Index:
                 Path(str(self.path) + suffix).unlink(missing_ok=True)
             db = sqlite3.connect(self.path, timeout=30)
             db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA synchronous=OFF")
             with db:
                 db.executescript(_SCHEMA)
                 db.executemany("INSERT INTO meta VALUES (?, ?)", want.items())
@@ -157,32 +159,15 @@ class Index:
         missing = [p for p, b in snap.files.items() if (p, b) not in have]
         if not missing:
             return 0
-        from kb.parse import parse_file
-
-        contents = snap.read(missing)
-        rows_p, rows_o, rows_l, rows_d = [], [], [], []
-        cfg = self.kb.config
-        for p in missing:
-            blob = snap.files[p]
-            data = contents.get(p)
-            if data is None:
-                continue
-            res = parse_file(p, data, cfg, snap.formats.get(p))
-            rows_p.append((p, blob, res.kind, json.dumps(res.meta, ensure_ascii=False, default=str)))
-            for obj in res.objects:
-                rows_o.append((p, blob, obj.id, obj.kind, obj.status, obj.title, obj.line,
-                               obj.model_dump_json()))
-                for src, dst, kind in links_of(obj):
-                    rows_l.append((p, blob, src, dst, kind))
-            for d in res.diagnostics:
-                rows_d.append((p, blob, d.line, d.col, d.code, d.severity, d.message,
-                               d.fix.model_dump_json() if d.fix else None))
-        with self.db:
-            self.db.executemany("INSERT OR REPLACE INTO parsed VALUES (?,?,?,?)", rows_p)
-            self.db.executemany("INSERT INTO objects VALUES (?,?,?,?,?,?,?,?)", rows_o)
-            self.db.executemany("INSERT INTO links VALUES (?,?,?,?,?)", rows_l)
-            self.db.executemany("INSERT INTO diagnostics VALUES (?,?,?,?,?,?,?,?)", rows_d)
-        return len(rows_p)
+        parsed = 0
+        with self.db:  # one transaction: a batch per commit costs more than the parse
+            for rows_p, rows_o, rows_l, rows_d in _parse_batches(self.kb, snap, missing):
+                self.db.executemany("INSERT OR REPLACE INTO parsed VALUES (?,?,?,?)", rows_p)
+                self.db.executemany("INSERT INTO objects VALUES (?,?,?,?,?,?,?,?)", rows_o)
+                self.db.executemany("INSERT INTO links VALUES (?,?,?,?,?)", rows_l)
+                self.db.executemany("INSERT INTO diagnostics VALUES (?,?,?,?,?,?,?,?)", rows_d)
+                parsed += len(rows_p)
+        return parsed
 
     def refresh(self) -> RefreshStats:
         """Bring the working-tree snapshot up to date (incremental)."""
@@ -255,11 +240,13 @@ class Index:
 
     def diagnostics(self) -> list[Any]:
         """Parse diagnostics of the working tree, sorted by path and line."""
-        from kb.model import Diagnostic, Fix
-
         rows = self.db.execute(
             "SELECT d.path, d.line, d.col, d.code, d.severity, d.message, d.fix FROM diagnostics d "
-            "JOIN files f ON f.path=d.path AND f.blob=d.blob ORDER BY d.path, d.line, d.code")
+            "JOIN files f ON f.path=d.path AND f.blob=d.blob ORDER BY d.path, d.line, d.code").fetchall()
+        if not rows:
+            return []  # no pydantic import on a clean KB
+        from kb.model import Diagnostic, Fix
+
         return [Diagnostic(path=p, line=ln, col=c, code=code, severity=s, message=m,
                            fix=Fix.model_validate_json(fx) if fx else None)
                 for p, ln, c, code, s, m, fx in rows]
@@ -282,12 +269,227 @@ class Index:
                 "WHERE path=? AND blob=?", (path, blob)):
                 yield path, blob, ObjectRow(*r)
 
+    # -- kb's own writes (kb.ops): one file version at a time ---------------------
+    def current_blob(self, path: str) -> str | None:
+        """The blob id of ``path`` in the working tree as last refreshed, or None."""
+        row = self.db.execute("SELECT blob FROM files WHERE path=?", (path,)).fetchone()
+        return row[0] if row else None
+
+    def has_parse(self, path: str, blob: str) -> bool:
+        return self.db.execute("SELECT 1 FROM parsed WHERE path=? AND blob=?",
+                               (path, blob)).fetchone() is not None
+
+    def parse_meta(self, path: str, blob: str) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT meta FROM parsed WHERE path=? AND blob=?",
+                              (path, blob)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def rows_of(self, path: str, blob: str, kind: str | None = None) -> list[ObjectRow]:
+        """Objects of one file version, in line order."""
+        sql = ("SELECT id, kind, status, title, path, line, data FROM objects "
+               "WHERE path=? AND blob=?")
+        args: list[Any] = [path, blob]
+        if kind:
+            sql += " AND kind=?"
+            args.append(kind)
+        return [ObjectRow(*r) for r in self.db.execute(sql + " ORDER BY line", args)]
+
+    def diagnostics_of(self, path: str, blob: str) -> list[Any]:
+        """Parse diagnostics of one file version, in line order."""
+        from kb.model import Diagnostic, Fix
+
+        rows = self.db.execute(
+            "SELECT path, line, col, code, severity, message, fix FROM diagnostics "
+            "WHERE path=? AND blob=? ORDER BY line, code", (path, blob))
+        return [Diagnostic(path=p, line=ln, col=c, code=code, severity=s, message=m,
+                           fix=Fix.model_validate_json(fx) if fx else None)
+                for p, ln, c, code, s, m, fx in rows]
+
+    def put(self, path: str, blob: str, result: Any) -> None:
+        """Store a :class:`kb.model.ParseResult` of ``path`` at ``blob`` (kept if present).
+
+        kb's write operations store the parse of the text they wrote, so that
+        the next refresh (and the pre-commit hook) need not parse it again.
+        """
+        if self.has_parse(path, blob):
+            return
+        rows_p, rows_o, rows_l, rows_d = _result_rows(path, blob, result)
+        with self.db:
+            self.db.executemany("INSERT OR REPLACE INTO parsed VALUES (?,?,?,?)", rows_p)
+            self.db.executemany("INSERT INTO objects VALUES (?,?,?,?,?,?,?,?)", rows_o)
+            self.db.executemany("INSERT INTO links VALUES (?,?,?,?,?)", rows_l)
+            self.db.executemany("INSERT INTO diagnostics VALUES (?,?,?,?,?,?,?,?)", rows_d)
+
+    def put_spliced(self, path: str, old_blob: str, new_blob: str, first: int, old_stop: int,
+                    new_stop: int, region: Any, meta: dict[str, Any]) -> bool:
+        """Store the parse of a spliced version of a ``tree`` file without parsing it all.
+
+        The new version is the old one with lines ``[first, old_stop)``
+        (1-based, half-open) replaced by lines ``[first, new_stop)``, whose
+        parse is ``region`` (a ParseResult holding exactly the objects and
+        diagnostics of those lines, with real line numbers). Objects and
+        diagnostics of the old version before the region are copied, those
+        after it are shifted by ``new_stop - old_stop`` (``line``,
+        ``end_line``, ``anchor_lines`` and fix lines). The caller guarantees
+        that the region is parse-independent of its surroundings
+        (kb.ops.tree explains when). Returns False, storing nothing, when the
+        old version is not in the cache or an ID of the old region is also
+        declared outside it (its links could not be told apart).
+        """
+        if self.has_parse(path, new_blob):
+            return True
+        if not self.has_parse(path, old_blob):
+            return False
+        d = new_stop - old_stop
+        outside = "path=:p AND blob=:ob AND (line < :first OR line >= :stop)"
+        inside = "path=:p AND blob=:ob AND line >= :first AND line < :stop"
+        args = {"p": path, "ob": old_blob, "nb": new_blob, "first": first, "stop": old_stop, "d": d}
+        clash = self.db.execute(
+            f"SELECT 1 FROM objects WHERE {inside} AND id IN (SELECT id FROM objects WHERE {outside}) "
+            "LIMIT 1", args).fetchone()
+        if clash:
+            return False
+        shift = ("CASE WHEN line >= :stop THEN json_set(data, '$.line', line + :d, "
+                 "'$.end_line', json_extract(data, '$.end_line') + :d, '$.anchor_lines', "
+                 "json((SELECT json_group_object(key, value + :d) "
+                 "FROM json_each(data, '$.anchor_lines')))) ELSE data END")
+        rows_p, rows_o, rows_l, rows_d = _result_rows(path, new_blob, region)
+        rows_p = [(path, new_blob, "tree", json.dumps(meta, ensure_ascii=False, default=str))]
+        with self.db:
+            self.db.executemany("INSERT OR REPLACE INTO parsed VALUES (?,?,?,?)", rows_p)
+            self.db.execute(
+                "INSERT INTO objects SELECT path, :nb, id, kind, status, title, "
+                f"CASE WHEN line >= :stop THEN line + :d ELSE line END, {shift} "
+                f"FROM objects WHERE {outside}", args)
+            self.db.execute(
+                "INSERT INTO links SELECT path, :nb, src, dst, kind FROM links "
+                "WHERE path=:p AND blob=:ob AND src IN "
+                f"(SELECT id FROM objects WHERE {outside})", args)
+            self.db.execute(
+                "INSERT INTO diagnostics SELECT path, :nb, "
+                "CASE WHEN line >= :stop THEN line + :d ELSE line END, col, code, severity, "
+                "message, CASE WHEN fix IS NOT NULL AND line >= :stop THEN "
+                "json_set(fix, '$.line', json_extract(fix, '$.line') + :d) ELSE fix END "
+                "FROM diagnostics WHERE path=:p AND blob=:ob AND "
+                "(line < :first OR line >= :stop)", args)
+            self.db.executemany("INSERT INTO objects VALUES (?,?,?,?,?,?,?,?)", rows_o)
+            self.db.executemany("INSERT INTO links VALUES (?,?,?,?,?)", rows_l)
+            self.db.executemany("INSERT INTO diagnostics VALUES (?,?,?,?,?,?,?,?)", rows_d)
+        return True
+
+
+def _result_rows(path: str, blob: str, res: Any) -> "Rows":
+    """Table rows of one ParseResult (what :meth:`Index.ensure` stores for a parse)."""
+    rows_p = [(path, blob, res.kind, json.dumps(res.meta, ensure_ascii=False, default=str))]
+    rows_o, rows_l, rows_d = [], [], []
+    for obj in res.objects:
+        data_json = obj.model_dump_json(exclude=_ENTRY_TEXT if "entries" in obj.__dict__ else None)
+        rows_o.append((path, blob, obj.id, obj.kind, obj.status, obj.title, obj.line, data_json))
+        for src, dst, kind in links_of(obj):
+            rows_l.append((path, blob, src, dst, kind))
+    for d in res.diagnostics:
+        rows_d.append((path, blob, d.line, d.col, d.code, d.severity, d.message,
+                       d.fix.model_dump_json() if d.fix else None))
+    return rows_p, rows_o, rows_l, rows_d
+
+
+#: Below this many files one process parses them; above, a worker per core.
+PARALLEL_MIN = 400
+BATCH = 250
+_ENTRY_TEXT = {"entries": {"__all__": {"text"}}}
+
+Rows = tuple[list[tuple], list[tuple], list[tuple], list[tuple]]
+_WORK: tuple[Any, dict[str, str], dict[str, str]] | None = None  # (config, blobs, formats) in workers
+
+
+def _rows(cfg: Any, items: list[tuple[str, str, str | None, bytes]]) -> Rows:
+    """Parse (path, blob, fmt, bytes) items into table rows (in a worker or not)."""
+    from kb.parse import parse_file
+
+    rows_p, rows_o, rows_l, rows_d = [], [], [], []
+    for p, blob, fmt, data in items:
+        res = parse_file(p, data, cfg, fmt)
+        rows_p.append((p, blob, res.kind, json.dumps(res.meta, ensure_ascii=False, default=str)))
+        for obj in res.objects:
+            # Entry bodies stay in the files: the index keeps what is queried.
+            data_json = obj.model_dump_json(exclude=_ENTRY_TEXT if "entries" in obj.__dict__ else None)
+            rows_o.append((p, blob, obj.id, obj.kind, obj.status, obj.title, obj.line, data_json))
+            for src, dst, kind in links_of(obj):
+                rows_l.append((p, blob, src, dst, kind))
+        for d in res.diagnostics:
+            rows_d.append((p, blob, d.line, d.col, d.code, d.severity, d.message,
+                           d.fix.model_dump_json() if d.fix else None))
+    return rows_p, rows_o, rows_l, rows_d
+
+
+def _worker_disk(args: tuple[str, list[str]]) -> Rows:
+    """Worker: read working-tree files under ``root`` and parse them."""
+    root, paths = args
+    cfg, blobs, fmts = _WORK  # type: ignore[misc]
+    items = []
+    for p in paths:
+        try:
+            items.append((p, blobs[p], fmts.get(p), (Path(root) / p).read_bytes()))
+        except OSError:
+            continue
+    return _rows(cfg, items)
+
+
+def _worker_bytes(items: list[tuple[str, str, str | None, bytes]]) -> Rows:
+    cfg = _WORK[0]  # type: ignore[index]
+    return _rows(cfg, items)
+
+
+def _parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Iterator[Rows]:
+    """Parse ``missing`` paths of ``snap`` in batches; in parallel when there are many.
+
+    Workers are forked (Linux) so they inherit the imported parser; each batch
+    comes back as table rows, inserted by the caller, which keeps memory flat.
+    """
+    import os
+
+    global _WORK
+    batches = [missing[i:i + BATCH] for i in range(0, len(missing), BATCH)]
+    workers = min(os.cpu_count() or 1, 4)
+    parallel = len(missing) >= PARALLEL_MIN and workers > 1 and _can_fork()
+    if not parallel:
+        for batch in batches:
+            contents = snap.read(batch)
+            yield _rows(k.config, [(p, snap.files[p], snap.formats.get(p), contents[p])
+                                   for p in batch if p in contents])
+        return
+    import multiprocessing
+
+    _WORK = (k.config, snap.files, snap.formats)
+    ctx = multiprocessing.get_context("fork")
+    try:
+        with ctx.Pool(workers) as pool:
+            if snap.kind == "worktree":
+                yield from pool.imap_unordered(_worker_disk, [(str(k.root), b) for b in batches])
+            else:
+                def blobs() -> Iterator[list[tuple[str, str, str | None, bytes]]]:
+                    for batch in batches:
+                        contents = snap.read(batch)
+                        yield [(p, snap.files[p], snap.formats.get(p), contents[p])
+                               for p in batch if p in contents]
+                yield from pool.imap_unordered(_worker_bytes, blobs())
+    finally:
+        _WORK = None
+
+
+def _can_fork() -> bool:
+    import multiprocessing
+    import os
+
+    return "fork" in multiprocessing.get_all_start_methods() and not os.environ.get("KB_NO_PARALLEL")
+
 
 def links_of(obj: Any) -> list[tuple[str, str, str]]:
     """The links an object declares: (its id, other id, kind)."""
     out = []
+    fields = obj.__dict__  # pydantic v2 keeps fields here; getattr on a missing one is slow
     for fld, kind in _LINK_FIELDS.items():
-        v = getattr(obj, fld, None)
+        v = fields.get(fld)
         if not v:
             continue
         if isinstance(v, str):

@@ -26,20 +26,15 @@ ObjectKind = Literal[
     "record",
 ]
 
-#: The ``ls`` names of the object kinds, in display order.
-KIND_PLURALS: dict[str, str] = {
-    "hypotheses": "hypothesis",
-    "experiments": "experiment",
-    "problems": "problem",
-    "propositions": "proposition",
-    "methods": "method",
-    "verified": "verified",
-    "directions": "direction",
-    "records": "record",
-}
+from kb.vocab import KIND_PLURALS  # noqa: E402  (re-exported)
 
 
 class _Frozen(BaseModel):
+    """Frozen, strict about unknown fields. Parsers build objects with
+    ``model_construct`` (their values are typed by construction, and
+    validation would cost a tenth of a cold index); tests validate the same
+    objects through ``model_validate`` to keep them honest."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 

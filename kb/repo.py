@@ -134,12 +134,13 @@ def _pathspec(kb: KnowledgeBase) -> list[str]:
     return ["--", kb.prefix] if kb.prefix else []
 
 
-def staged_snapshot(kb: KnowledgeBase) -> Snapshot:
+def staged_snapshot(kb: KnowledgeBase, _stdout: bytes | None = None) -> Snapshot:
     """The staged index (``git ls-files -s -z``; honours ``GIT_INDEX_FILE``)."""
-    proc = git.run(["ls-files", "-s", "-z", *_pathspec(kb)], kb.top)
+    if _stdout is None:
+        _stdout = git.run(["ls-files", "-s", "-z", *_pathspec(kb)], kb.top).stdout
     files: dict[str, str] = {}
     fmts: dict[str, str] = {}
-    for rec in git.split_z(proc.stdout):
+    for rec in git.split_z(_stdout):
         meta, _, path = rec.partition("\t")
         mode, blob, stage = meta.split(" ")
         if stage != "0" or mode == "160000":
@@ -173,12 +174,15 @@ def worktree_snapshot(kb: KnowledgeBase) -> Snapshot:
     Files that ``git diff-files`` reports as changed and untracked files kb
     reads are hashed by kb in git's blob format; deleted files drop out.
     """
-    snap = staged_snapshot(kb)
+    # The three git calls run at once; their wall time is the longest one's.
+    cmds = [["ls-files", "-s", "-z", *_pathspec(kb)],
+            ["diff-files", "-z", "--name-only", *_pathspec(kb)],
+            ["ls-files", "-z", "--others", "--exclude-standard", *_pathspec(kb)]]
+    procs = [git.start(c, kb.top) for c in cmds]
+    staged, changed, untracked = (git.finish(p, c) for p, c in zip(procs, cmds))
+    snap = staged_snapshot(kb, staged)
     files, fmts = snap.files, snap.formats
-    changed = git.run(["diff-files", "-z", "--name-only", *_pathspec(kb)], kb.top)
-    untracked = git.run(
-        ["ls-files", "-z", "--others", "--exclude-standard", *_pathspec(kb)], kb.top)
-    for repo_path in [*git.split_z(changed.stdout), *git.split_z(untracked.stdout)]:
+    for repo_path in [*git.split_z(changed), *git.split_z(untracked)]:
         rel = kb.rel(repo_path)
         if rel is None:
             continue

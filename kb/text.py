@@ -13,12 +13,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from kb.model import Diagnostic
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kb.model import Diagnostic
 
 BOM = "\ufeff"
 
 # A line that could open a fence, an HTML block or indented code. Only files
 # with such a line pay for a markdown-it block parse.
+_HASH_LINE = re.compile(r"^#", re.MULTILINE)
 _MAYBE_BLOCK = re.compile(r"^(?: {0,3}(?:```|~~~|<)| {4}|\t)", re.MULTILINE)
 
 
@@ -41,6 +45,8 @@ def decode(data: bytes, path: str) -> tuple[str, bool]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
+        from kb.model import Diagnostic
+
         bad = data[exc.start]
         line = data.count(b"\n", 0, exc.start) + 1
         raise DecodeError(
@@ -75,6 +81,7 @@ class SourceText:
     lines: list[str] = field(default_factory=list)
     body_start: int = 0
     masked: list[bool] | None = None
+    _heads: list[int] | None = None
 
     @classmethod
     def from_text(cls, text: str, path: str, bom: bool = False) -> "SourceText":
@@ -83,13 +90,28 @@ class SourceText:
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
-        lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+        if "\r" in text:
+            lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
         return cls(path=path, text=text, bom=bom, newline=newline, lines=lines)
+
+    def heading_indices(self) -> list[int]:
+        """0-based indices of every line that starts with ``#`` (one regex pass)."""
+        if self._heads is None:
+            text, out, line, pos = self.text, [], 0, 0
+            for m in _HASH_LINE.finditer(text):
+                line += text.count("\n", pos, m.start())
+                pos = m.start()
+                out.append(line)
+            self._heads = out
+        return self._heads
 
     def is_masked(self, i: int) -> bool:
         """True when 0-based line ``i`` is inside fenced/indented code or HTML."""
         if self.masked is None:
-            self.masked = compute_mask(self.lines, self.body_start)
+            if _MAYBE_BLOCK.search(self.text) is None:
+                self.masked = [False] * len(self.lines)
+            else:
+                self.masked = compute_mask(self.lines, self.body_start)
         return self.masked[i]
 
 
@@ -97,16 +119,62 @@ def compute_mask(lines: list[str], start: int = 0) -> list[bool]:
     """Mark lines inside fenced code, indented code and HTML blocks.
 
     ``start`` is where the Markdown body begins (after frontmatter). Returns a
-    list as long as ``lines``.
+    list as long as ``lines``. Fast path: when the only block constructs are
+    fences opened at column 0 (the common case in research notes), they are
+    found by a line scan — a column-0 fence cannot sit inside a list item or
+    a block quote, so no container context is needed. Anything else (an
+    indented fence, an HTML block, indented code outside a fence) is left to
+    markdown-it-py's block parser, which is exact.
     """
     mask = [False] * len(lines)
     body = "\n".join(lines[start:])
     if not _MAYBE_BLOCK.search(body):
         return mask
+    simple = _simple_fences(lines, start, mask)
+    if simple:
+        return mask
+    mask = [False] * len(lines)
     for begin, end in _code_ranges(body):
         for i in range(start + begin, min(start + end, len(lines))):
             mask[i] = True
     return mask
+
+
+_COLUMN0_FENCE = re.compile(r"^(`{3,}|~{3,})(.*)$")
+_NOT_TEXT = re.compile(r"^ {0,3}(?:#{1,6}(?:[ \t]|$)|([-*_=])(?:[ \t]*\1){2,}[ \t]*$)")
+_ALWAYS_PARSE = re.compile(r"^[ \t]*(?:```|~~~|<[A-Za-z/!?])|^[ \t]*(?:[-+*]|\d{1,9}[.)])[ \t]+(?:```|~~~|<[A-Za-z/!?])")
+_INDENTED = re.compile(r"^(?: {4}|\t)")
+
+
+def _simple_fences(lines: list[str], start: int, mask: list[bool]) -> bool:
+    """Mask column-0 fences; return False when the file needs a real parse."""
+    fence: str | None = None
+    prev_text = False  # was the previous line paragraph text (which indented code cannot interrupt)?
+    for i in range(start, len(lines)):
+        line = lines[i]
+        if fence is not None:
+            mask[i] = True
+            stripped = line.lstrip(" ")
+            if (len(line) - len(stripped) <= 3 and stripped.startswith(fence)
+                    and not stripped.rstrip().strip(fence[0])):
+                fence = None
+                prev_text = False
+            continue
+        m = _COLUMN0_FENCE.match(line)
+        if m is not None:
+            marker, info = m.group(1), m.group(2)
+            if marker[0] == "`" and "`" in info:
+                return False  # not a fence by CommonMark; let the parser decide
+            fence = marker
+            mask[i] = True
+            continue
+        if _ALWAYS_PARSE.match(line) or (_INDENTED.match(line) and not prev_text):
+            # A fence or HTML inside a container, or indented code (which
+            # cannot interrupt a paragraph, so an indented line right after
+            # paragraph text is a continuation): the real parser decides.
+            return False
+        prev_text = bool(line.strip()) and not _NOT_TEXT.match(line)
+    return True
 
 
 _MD = None

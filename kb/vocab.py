@@ -69,3 +69,47 @@ DIRECTION_STATUS = ("active", "success", "dead-end", "queued")
 
 ACTIVE_HYPOTHESIS = ("待验", "进行中")
 CLOSED_HYPOTHESIS = ("被支持", "被推翻")
+
+#: Legal status moves without an override (DESIGN.md §4 "an illegal status move"),
+#: canonical words, from -> allowed targets. Staying put is not a move. The
+#: hypothesis moves follow the seed's rule: 待验 -> 进行中 when an experiment
+#: starts; -> 被支持 / 被推翻 once evidence decides (a supported hypothesis can
+#: still be refuted by a later experiment, never the other way round); nothing
+#: goes back to 待验 or 进行中. Anything else needs ``--force --reason`` (a
+#: ``Kb-Override:`` trailer). ``kb hyp status``, ``kb exp result`` and
+#: ``kb verify``'s history rule all read these two tables.
+HYPOTHESIS_MOVES: dict[str, frozenset[str]] = {
+    "待验": frozenset({"进行中", "被支持", "被推翻"}),
+    "进行中": frozenset({"被支持", "被推翻"}),
+    "被支持": frozenset({"被推翻"}),
+    "被推翻": frozenset(),
+}
+
+EXPERIMENT_MOVES: dict[str, frozenset[str]] = {
+    "进行中": frozenset({"已完成"}),
+    "已完成": frozenset(),
+}
+
+
+def is_legal_move(moves: dict[str, frozenset[str]], old: str, new: str) -> bool:
+    """True when ``old`` -> ``new`` (canonical words) needs no override.
+
+    Staying put is legal; a word outside the vocabulary on either side is not
+    judged here (the unknown-status rule reports it), so it counts as legal.
+    """
+    if old == new or old not in moves or new not in moves:
+        return True
+    return new in moves[old]
+
+
+#: The ``ls`` names of the object kinds, in display order.
+KIND_PLURALS: dict[str, str] = {
+    "hypotheses": "hypothesis",
+    "experiments": "experiment",
+    "problems": "problem",
+    "propositions": "proposition",
+    "methods": "method",
+    "verified": "verified",
+    "directions": "direction",
+    "records": "record",
+}

@@ -191,11 +191,21 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-def format_guard(kb: KnowledgeBase, rel: str, old: bytes | None, new: bytes) -> None:
-    """Refuse ``new`` when it adds error diagnostics, or when ``old`` already has errors."""
+def format_guard(kb: KnowledgeBase, rel: str, old: bytes | None, new: bytes,
+                 known: dict[str, list[Diagnostic]] | None = None) -> None:
+    """Refuse ``new`` when it adds error diagnostics, or when ``old`` already has errors.
+
+    ``known`` maps blob ids to the error diagnostics already known for that
+    content (e.g. from the index, or from the operation's own parse of the
+    text it built), so that a large file is not parsed again.
+    """
     from kb.parse import parse_file
 
     def errors(data: bytes) -> list[Diagnostic]:
+        if known:
+            hit = known.get(git.blob_id(data))
+            if hit is not None:
+                return list(hit)
         return [d for d in parse_file(rel, data, kb.config).diagnostics if d.severity == "error"]
 
     before = errors(old) if old is not None else []
@@ -218,6 +228,9 @@ class Transaction:
     subject; ``ids`` the ``Kb-Id`` values (append while building);
     ``overrides`` ``(id, reason)`` pairs for ``Kb-Override``; ``expect`` maps
     KB-relative paths to the blob id the caller read (compare-and-swap).
+    ``known_errors`` maps blob ids to their known error diagnostics (see
+    :func:`format_guard`); ``recovered`` lists the repository paths that
+    :func:`recover` restored when the transaction started.
     """
 
     kb: KnowledgeBase
@@ -230,6 +243,8 @@ class Transaction:
     on_wait: Callable[[str], None] | None = None
     lock_timeout: float = 120.0
     ids: list[str] = field(default_factory=list)
+    known_errors: dict[str, list[Diagnostic]] = field(default_factory=dict)
+    recovered: list[str] = field(default_factory=list)
     result: TxResult | None = None
     _writes: dict[str, bytes] = field(default_factory=dict)
     _lock: _Lock | None = None
@@ -238,7 +253,7 @@ class Transaction:
     def __enter__(self) -> "Transaction":
         self._lock = _acquire(self.kb, self.op, self.on_wait, self.lock_timeout)
         try:
-            recover(self.kb)
+            self.recovered = recover(self.kb)
             _index_lock(self.kb)
         except BaseException:
             _release(self._lock)
@@ -313,16 +328,16 @@ class Transaction:
             return TxResult(self.op, list(self.ids), [], None, message)
         head_blobs = self._check_clean(changed)
         for rel, want in self.expect.items():
-            have = head_blobs.get(kb.repo_path(rel))
-            if have is None:
-                cur = olds.get(rel) if rel in olds else self.read_disk(rel)
-                have = git.blob_id(cur) if cur is not None else None
+            # What the caller read is the file on disk (equal to HEAD unless
+            # --no-commit let a dirty file through).
+            cur = olds[rel] if rel in olds else self.read_disk(rel)
+            have = git.blob_id(cur) if cur is not None else None
             if have != want:
                 raise RefusedError(
                     f"{kb.prefix}{rel} changed since it was read (expected blob {want}, it is "
                     f"{have}); read it again — nothing was written")
         for rel in changed:
-            format_guard(kb, rel, olds[rel], self._writes[rel])
+            format_guard(kb, rel, olds[rel], self._writes[rel], self.known_errors)
         stored = self._store([r for r in changed if olds[r] is not None]) if not self.no_commit else {}
         journal = {
             "op": self.op, "head": git.rev_parse("HEAD", kb.top), "pid": os.getpid(),
@@ -340,6 +355,8 @@ class Transaction:
                 written.append(rel)
             if self.no_commit:
                 return TxResult(self.op, list(self.ids), [kb.repo_path(r) for r in changed], None, message)
+            if os.environ.get("KB_TEST_CRASH_AFTER_WRITE"):  # tests: die between write and commit
+                os.kill(os.getpid(), 9)
             commit = self._git_commit(changed, olds, message)
         except BaseException:
             self._rollback(written, olds)

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
+from typing import TYPE_CHECKING
+
 from kb.config import Config
-from kb.model import Diagnostic, ParseResult
-from kb.text import DecodeError, SourceText, decode
+
+if TYPE_CHECKING:  # pydantic is imported only when something is parsed
+    from kb.model import Diagnostic, ParseResult
+    from kb.text import SourceText
 
 FORMATS = ("tree", "experiment", "dashboard", "problem", "proposition", "method", "verified",
            "direction", "progress", "registry")
@@ -71,6 +75,9 @@ def parse_file(path: str, data: bytes, config: Config, fmt: str | None = None) -
     raises for bad content (an unexpected parser bug is reported as KB199
     rather than losing the rest of the KB).
     """
+    from kb.model import Diagnostic, ParseResult
+    from kb.text import DecodeError, SourceText, decode
+
     fmt = fmt or classify(path, config) or "other"
     try:
         text, bom = decode(data, path)
@@ -86,6 +93,7 @@ def parse_file(path: str, data: bytes, config: Config, fmt: str | None = None) -
 
 
 def _parse(src: SourceText, fmt: str, config: Config) -> ParseResult:
+    from kb.model import ParseResult
     from kb.parse.frontmatter import read_frontmatter
 
     fm, diags = read_frontmatter(src)
@@ -136,6 +144,8 @@ def _parse(src: SourceText, fmt: str, config: Config) -> ParseResult:
 
 
 def _frontmatter_conflicts(src: SourceText, fm: dict, objects: list) -> list[Diagnostic]:
+    from kb.model import Diagnostic
+
     out = []
     if len(objects) != 1:
         return out

@@ -69,6 +69,8 @@ def unescape_field(s: str) -> str:
 
 def split_fields(rest: str) -> list[str]:
     """Split an entry line on unescaped ``｜`` (``\\\\｜`` is a backslash, then a split)."""
+    if "\\" not in rest:
+        return rest.split("｜")
     fields, cur, i = [], [], 0
     while i < len(rest):
         c = rest[i]
@@ -138,34 +140,29 @@ class _Card:
                         self.anchors[key] = m.group("value").rstrip()
                         self.anchor_lines[key] = i + 1
             i += 1
-        # Sections, entry lines, applications.
+        # Sections, entry lines, applications: only `## ` / `### ` lines matter,
+        # so visit the heading lines alone (found by one regex over the text).
+        heads = [j for j in src.heading_indices() if j >= i and lines[j][:3] in ("## ", "###")
+                 and (lines[j].startswith("## ") or lines[j].startswith("### "))
+                 and not src.is_masked(j)]
+        if not heads:
+            return
+        ends = heads[1:] + [n]
         section = ""
-        entry: dict[str, Any] | None = None
-        body: list[str] = []
-        while i < n:
-            line = lines[i]
-            if line.startswith("#") and not src.is_masked(i):
-                if line.startswith("## "):
-                    self._close(entry, body)
-                    entry, body = None, []
-                    section = line[3:].strip()
-                    self.sections[section] = i + 1
-                    self.section_text[section] = []
-                    i += 1
-                    continue
-                if line.startswith("### "):
-                    self._close(entry, body)
-                    entry, body = self._entry(i, line), []
-                    if entry is None:
-                        self._application(i, line)
-                    i += 1
-                    continue
-            if entry is not None:
-                body.append(line)
-            elif section:
-                self.section_text[section].append(line)
-            i += 1
-        self._close(entry, body)
+        for j, end in zip(heads, ends):
+            line = lines[j]
+            if line.startswith("## "):
+                section = line[3:].strip()
+                self.sections[section] = j + 1
+                self.section_text[section] = lines[j + 1:end]
+                continue
+            entry = self._entry(j, line)
+            if entry is None:
+                self._application(j, line)
+                if section:
+                    self.section_text[section].extend(lines[j:end])
+                continue
+            self._close(entry, lines[j + 1:end])
 
     def _entry(self, i: int, line: str) -> dict[str, Any] | None:
         m = _ENTRY_HEAD.match(line)
@@ -195,12 +192,12 @@ class _Card:
             return
         while body and not body[-1].strip():
             body.pop()
-        self.entries.append(Entry(text="\n".join(body), **entry))
+        self.entries.append(Entry.model_construct(text="\n".join(body), **entry))
 
     def _application(self, i: int, line: str) -> None:
         m = _APPLICATION.match(line)
         if m:
-            self.applications.append(Application(
+            self.applications.append(Application.model_construct(
                 number=int(m.group("n")), time=m.group("time"), problem=m.group("q"),
                 direction=m.group("d") or "", line=i + 1))
 
@@ -254,7 +251,7 @@ class _Card:
 
 
 def _problem(c: _Card, obj_id: str) -> KBObject:
-    return Problem(
+    return Problem.model_construct(
         **c.common(obj_id), priority=c.priority(), depends=c.lst("依赖"),
         depended_by=c.lst("被依赖"), source=c.text("来源"), plan=c.text("计划"),
         statement=c.statement(), entries=tuple(c.entries),
@@ -263,7 +260,7 @@ def _problem(c: _Card, obj_id: str) -> KBObject:
 
 def _proposition(c: _Card, obj_id: str) -> KBObject:
     parts = PurePosixPath(c.path).parts
-    return Proposition(
+    return Proposition.model_construct(
         **c.common(obj_id), category=parts[-2] if len(parts) >= 2 else "",
         probability=c.number("概率"), value=c.number("价值/关键性"), priority=c.priority(),
         depends=c.lst("依赖"), source_problem=c.text("来源问题"), statement=c.statement(),
@@ -272,7 +269,7 @@ def _proposition(c: _Card, obj_id: str) -> KBObject:
 
 
 def _method(c: _Card, obj_id: str) -> KBObject:
-    return Method(
+    return Method.model_construct(
         **c.common(obj_id), type=c.text("类型"), claims=c.lst("可信断言"),
         parents=c.lst("上级体系"), submethods=c.lst("子方法"), related=c.lst("相关"),
         scenario=c.text("适用场景"), applications=tuple(c.applications),
@@ -280,7 +277,7 @@ def _method(c: _Card, obj_id: str) -> KBObject:
 
 
 def _verified(c: _Card, obj_id: str) -> KBObject:
-    return VerifiedCard(
+    return VerifiedCard.model_construct(
         **{**c.common(obj_id), "status": c.text("结论")}, object_type=c.text("类型"),
         conclusion=c.text("结论"),
         probability=c.number("概率"), category=c.text("分类"), source=c.text("来源"),
@@ -341,7 +338,7 @@ def parse_direction(src: SourceText) -> tuple[list[KBObject], list[Diagnostic]]:
                                 message=f"header names {m.group('q')} / {m.group('d')} but the "
                                 f"file is {qid} / {did}"))
     lemmas = tuple(re.findall(r"\((p-?[^)\s]+)\)", fields.get("引理索引", "")))
-    obj = ProgressDirection(
+    obj = ProgressDirection.model_construct(
         id=f"{qid}/{did}", path=path, line=card.line, title=fields.get("方向", ""),
         status=status, anchors=dict(card.anchors), anchor_lines=dict(card.anchor_lines),
         problem=qid, direction=did, survival=survival,

@@ -23,7 +23,9 @@ from kb.text import SourceText
 
 _BOUNDARY = re.compile(r"^-{3,}\s*$")
 _YAML11_BOOLS = {"on", "off", "yes", "no", "y", "n", "true", "false"}
-_KEY_LINE = re.compile(r"^[^\s#:\-\[\]{}*&!|>'\"%@`][^:]*:(\s|$)")
+# A plain or quoted (`"on": x`, the fix of KB105) mapping key at the start of a line.
+_KEY_LINE = re.compile(
+    r"^(?:[^\s#:\-\[\]{}*&!|>'\"%@`][^:]*|\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*')[ \t]*:(\s|$)")
 
 
 def _handler():
@@ -44,6 +46,12 @@ def _handler():
             for key_node, value_node in node.value:
                 key = self.construct_object(key_node, deep=deep)
                 line = key_node.start_mark.line
+                if isinstance(key, (list, dict)):
+                    # `? [a, b]: c` or `{a: b}: c`: a key that cannot be a dict key.
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark,
+                        "found an unhashable key (a list or mapping used as a key)",
+                        key_node.start_mark)
                 if isinstance(key, str) and key in seen:
                     self.duplicates.append((key, seen[key], line))
                     continue

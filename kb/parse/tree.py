@@ -29,7 +29,9 @@ _ANCHOR = re.compile(
     r"^(?P<b1>\*\*)?(?P<key>[A-Za-z][A-Za-z ]*?|[\u4e00-\u9fff]+)(?P<b2>\*\*)?[ \t]*"
     r"(?P<colon>[:：])[ \t]*(?P<b3>\*\*)?[ \t]*(?P<value>.*?)[ \t]*$"
 )
-_ATX = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*$")
+# More than six `#` is not a Markdown heading, but a hypothesis at depth 6 or
+# deeper needs it (DESIGN.md §2.1: "and so on"); kb reads it in tree.md.
+_ATX = re.compile(r"^(#+)[ \t]+(.*?)[ \t]*$")
 _NOSPACE = re.compile(r"^(#{1,6})([^#\s].*)$")
 _FULLWIDTH_HASH = re.compile(r"^(＃{1,6})[ \t　]*(.*)$")
 _CANDIDATE = re.compile(
@@ -69,12 +71,17 @@ def parse_tree(
     found: list[dict[str, Any]] = []
     heading_levels: list[tuple[int, int]] = []  # (0-based line, level) of every ATX heading
     lookalikes: list[tuple[int, str]] = []
+    # True while inside the section of a heading already counted in `lookalikes`:
+    # its stray anchor lines are explained by that one KB116 report, so they are
+    # not reported again line by line (a bounded report for foreign files).
+    under_lookalike = False
     n = len(lines)
     i = src.body_start
     while i < n:
         line = lines[i]
         if not line or (line[0] != "#" and line[0] != "＃"):
-            if line and _looks_like_anchor(line) and not src.is_masked(i):
+            if (line and not under_lookalike and _looks_like_anchor(line)
+                    and not src.is_masked(i)):
                 prev = lines[i - 1] if i > 0 else ""
                 if not prev.strip() or prev.lstrip().startswith("#"):
                     diags.append(Diagnostic(
@@ -86,6 +93,7 @@ def parse_tree(
         if src.is_masked(i):
             i += 1
             continue
+        under_lookalike = False
         m = _ATX.match(line)
         if m is None:
             bad = _not_a_heading(line, decl)
@@ -105,6 +113,7 @@ def parse_tree(
             c = _CANDIDATE.match(text)
             if c is not None and level >= 2:
                 lookalikes.append((i + 1, c.group("tok") + c.group("sep")))
+                under_lookalike = True
             i += 1
             continue
         if d.group("sep") == "：":
@@ -237,7 +246,7 @@ def _finish(
         else:
             node_fm = {}
         parent = anchors.get("Parent")
-        out.append(Hypothesis(
+        out.append(Hypothesis.model_construct(
             id=node["id"],
             path=path,
             line=node["line"],

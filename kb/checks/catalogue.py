@@ -1,0 +1,193 @@
+"""The rule catalogue: every diagnostic code kb emits, as data (DESIGN.md §4).
+
+``kb rules`` prints this table. Codes are stable: a code is never reused for
+another meaning. Families:
+
+- ``snapshot`` — a property of one snapshot (one commit, the staged index or
+  the working tree). The KB0xx/KB1xx codes are reported while *parsing*
+  (``kb index``); KB2xx are ``kb verify``'s snapshot rules.
+- ``history`` — KB3xx compare a base snapshot with a new one (a commit with
+  its first parent, the staged index with HEAD).
+
+Severity is the default; ``kb.toml`` changes it per code (``[rules.severity]
+KB240 = "error"``, ``"off"`` disables) or disables codes (``[rules] disable``).
+This module is plain data and imports nothing heavy: ``kb rules`` stays fast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, Optional
+
+Family = Literal["snapshot", "history"]
+Stage = Literal["config", "parse", "verify"]
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    """One catalogue row: code, default severity, family, what it means, what fixes it.
+
+    ``autofix`` is True when the diagnostic carries a mechanical fix that
+    ``kb verify --fix`` applies.
+    """
+
+    code: str
+    severity: str
+    family: Family
+    stage: Stage
+    summary: str
+    fix: str
+    autofix: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _r(code: str, severity: str, family: Family, stage: Stage, summary: str, fix: str,
+       autofix: bool = False) -> RuleInfo:
+    return RuleInfo(code, severity, family, stage, summary, fix, autofix)
+
+
+CATALOGUE: tuple[RuleInfo, ...] = (
+    # -- configuration ------------------------------------------------------------
+    _r("KB001", "warning", "snapshot", "config", "unknown key in kb.toml (ignored)",
+       "remove the key or correct its spelling"),
+    # -- parsing (kb index) -------------------------------------------------------
+    _r("KB101", "error", "snapshot", "parse", "file is not valid UTF-8",
+       "re-save the file as UTF-8"),
+    _r("KB102", "error", "snapshot", "parse", "frontmatter is not valid YAML",
+       "correct the YAML (quote values that contain ': ')"),
+    _r("KB103", "error", "snapshot", "parse", "frontmatter key given twice",
+       "keep one of the two keys"),
+    _r("KB104", "error", "snapshot", "parse", "frontmatter disagrees with an anchor line",
+       "make the frontmatter field and the anchor agree (or drop one)"),
+    _r("KB105", "warning", "snapshot", "parse", "frontmatter key is a YAML 1.1 boolean (on/off/yes/no)",
+       "quote the key", True),
+    _r("KB110", "warning", "snapshot", "parse", "full-width colon '：' where ':' belongs",
+       "write ':' (kb verify --fix)", True),
+    _r("KB111", "error", "snapshot", "parse", "bold anchor in tree.md (anchors are never bold)",
+       "write the plain anchor 'Key: value' (kb verify --fix)", True),
+    _r("KB112", "error", "snapshot", "parse", "single-valued anchor key given twice in one block",
+       "keep one of the two lines"),
+    _r("KB113", "error", "snapshot", "parse", "a declaration that Markdown does not read as a heading "
+       "('##H3:' or full-width '＃')", "write '## H3: …' (kb verify --fix)", True),
+    _r("KB114", "warning", "snapshot", "parse", "'---' or '===' directly under anchor lines "
+       "(a setext heading for Markdown renderers)", "put a blank line before it (kb verify --fix)",
+       True),
+    _r("KB115", "error", "snapshot", "parse", "hypothesis without a 'Status:' line",
+       "add 'Status: 待验' directly under the heading"),
+    _r("KB116", "warning", "snapshot", "parse", "headings that look like declarations of another "
+       "ID grammar", "set [kb] id_grammar / heading_separators in kb.toml, or ignore"),
+    _r("KB117", "warning", "snapshot", "parse", "anchor line outside any hypothesis block",
+       "move it directly under its heading (no blank line in between)"),
+    _r("KB118", "warning", "snapshot", "parse", "tree anchor written with an alias key (e.g. '状态:')",
+       "write the canonical key (kb verify --fix)", True),
+    _r("KB120", "warning", "snapshot", "parse", "list anchor written as a comma list or empty",
+       "write a JSON array such as [\"q1\",\"p2\"] (kb verify --fix)", True),
+    _r("KB121", "error", "snapshot", "parse", "list anchor cannot be read", "write a JSON array of IDs"),
+    _r("KB122", "error", "snapshot", "parse", "malformed entry line",
+       "write '### 解法 N｜<title>｜概率<0..1>｜状态未定论'"),
+    _r("KB123", "error", "snapshot", "parse", "entry probability is not a number",
+       "write a number in [0,1] after 概率"),
+    _r("KB124", "error", "snapshot", "parse", "numeric anchor is not a number",
+       "write a number in [0,1]"),
+    _r("KB125", "error", "snapshot", "parse", "'优先级' is not an integer or 'never'",
+       "write an integer or never"),
+    _r("KB130", "error", "snapshot", "parse", "experiment title line missing or malformed",
+       "write '# Exxx: <hypothesis ID> - <action>' as the first heading"),
+    _r("KB131", "error", "snapshot", "parse", "experiment **Date** is not YYYY-MM-DD",
+       "write the date as YYYY-MM-DD"),
+    _r("KB132", "error", "snapshot", "parse", "finished experiment whose '## 结果' has no '**结论**' line",
+       "add '**结论**: 支持|推翻|不确定 …' under '## 结果'"),
+    _r("KB140", "warning", "snapshot", "parse", "card without its H1 '# <kind>｜<title>'",
+       "add the H1 line"),
+    _r("KB141", "warning", "snapshot", "parse", "card H1 names another kind",
+       "correct the kind word of the H1"),
+    _r("KB150", "warning", "snapshot", "parse", "oddity in a progress direction log",
+       "correct the direction header (logs never fail a check)"),
+    _r("KB199", "error", "snapshot", "parse", "file could not be parsed (nested too deeply)",
+       "simplify the file's nesting"),
+    # -- snapshot rules (kb verify) ----------------------------------------------
+    _r("KB201", "error", "snapshot", "verify", "hypothesis ID does not match the ID grammar "
+       "(default H<n>(.<n>)*, no leading zeros)",
+       "renumber with a valid ID (new IDs only; an existing ID needs kb hyp edit --reason)"),
+    _r("KB202", "error", "snapshot", "verify", "the same ID is declared twice (both locations named)",
+       "give the later declaration the next free ID"),
+    _r("KB203", "error", "snapshot", "verify", "heading level does not match the ID depth "
+       "(H1 is ##, H1.1 is ###, …)", "use the heading level of the ID's depth (kb verify --fix)",
+       True),
+    _r("KB204", "error", "snapshot", "verify", "Parent:/Children: lines disagree with the IDs",
+       "write the derived Parent:/Children: lines (kb verify --fix)", True),
+    _r("KB205", "error", "snapshot", "verify", "unknown status or conclusion word",
+       "use a word of the vocabulary (kb rules lists them in the message)"),
+    _r("KB206", "error", "snapshot", "verify", "被支持/被推翻 hypothesis without evidence",
+       "add the experiment IDs to Evidence:, or set the status back with kb hyp status --force"),
+    _r("KB207", "error", "snapshot", "verify", "finished experiment (已完成) without a conclusion",
+       "write '**结论**: 支持|推翻|不确定 …' under '## 结果'"),
+    _r("KB208", "error", "snapshot", "verify", "experiment file name disagrees with its ID",
+       "name the file <ID>.md (a new experiment; existing files are never renamed)"),
+    _r("KB209", "error", "snapshot", "verify", "card '- ID:' anchor disagrees with the file name",
+       "make the ID anchor equal to the file name"),
+    _r("KB210", "error", "snapshot", "verify", "Evidence names an experiment that does not exist",
+       "create the experiment or correct the ID"),
+    _r("KB211", "error", "snapshot", "verify", "experiment tests a hypothesis that does not exist",
+       "correct the hypothesis ID in the title and **Hypothesis** line"),
+    _r("KB212", "error", "snapshot", "verify", "dependency (依赖) names an object that does not exist",
+       "create the object or correct the ID"),
+    _r("KB213", "error", "snapshot", "verify", "dependency cycle", "remove one dependency of the cycle"),
+    _r("KB214", "error", "snapshot", "verify", "可信断言 names an object without a Verified card",
+       "list only verified claims (Verified/) in 可信断言"),
+    _r("KB215", "error", "snapshot", "verify", "method hierarchy disagrees: 上级体系 and 子方法 "
+       "must name each other", "add the missing side, or remove the one-sided link"),
+    _r("KB216", "warning", "snapshot", "verify", "被依赖 disagrees with the problems' 依赖 lists",
+       "write the derived 被依赖 list (kb verify --fix)", True),
+    _r("KB217", "warning", "snapshot", "verify", "Verified card without its settled object, or a "
+       "settled object without its Verified card", "write the missing card, or settle the object"),
+    _r("KB218", "error", "snapshot", "verify", "probability outside [0,1] (never clamped)",
+       "write a number between 0 and 1"),
+    _r("KB240", "warning", "snapshot", "verify", "DASHBOARD.md is stale (not what `kb dashboard` "
+       "renders for this tree); [rules] dashboard_stale = \"error\" makes it an error",
+       "run `kb dashboard` (or kb verify --fix) and commit DASHBOARD.md", True),
+    # -- history rules (base -> new) ----------------------------------------------
+    _r("KB301", "error", "history", "verify", "a hypothesis, experiment or card was removed",
+       "restore it (mark a refuted hypothesis 被推翻 instead); or record Kb-Override: <ID> <reason>"),
+    _r("KB302", "error", "history", "verify", "an ID was reassigned to a different statement",
+       "restore the statement and add a new ID; or kb hyp edit <ID> \"…\" --reason R"),
+    _r("KB303", "error", "history", "verify", "Evidence shrunk or reordered (append only)",
+       "restore the removed/reordered IDs and append new ones at the end"),
+    _r("KB304", "error", "history", "verify", "a file under Verified/ was modified or deleted",
+       "restore it: git restore --source=HEAD --staged --worktree -- <path>"),
+    _r("KB305", "error", "history", "verify", "an experiment file was renamed",
+       "move it back to its original name"),
+    _r("KB306", "error", "history", "verify", "illegal status move (e.g. 被推翻 -> 待验, 已完成 -> 进行中)",
+       "restore the status; or kb hyp status <ID> <status> --force --reason R"),
+    _r("KB307", "error", "history", "verify", "a new ID is lower than or equal to one that existed "
+       "before (IDs are never reused)", "use the next free ID (above every existing sibling)"),
+    _r("KB390", "error", "history", "verify", "history checks need full history (shallow clone)",
+       "git fetch --unshallow (actions/checkout: fetch-depth: 0)"),
+)
+
+BY_CODE: dict[str, RuleInfo] = {r.code: r for r in CATALOGUE}
+
+
+def rule_info(code: str) -> Optional[RuleInfo]:
+    """The catalogue row of ``code``, or None for a code kb does not know."""
+    return BY_CODE.get(code)
+
+
+def effective_severity(code: str, default: str, config: Any = None) -> Optional[str]:
+    """The severity of ``code`` under ``config`` (a :class:`kb.config.Config`).
+
+    Returns None when the code is disabled (``[rules] disable`` or severity
+    ``"off"``). ``default`` is the severity the rule emitted.
+    """
+    if config is None:
+        return default
+    if code in config.disabled_rules:
+        return None
+    sev = config.severity.get(code)
+    if sev is None:
+        return default
+    if sev == "off":
+        return None
+    return sev

@@ -1,0 +1,522 @@
+"""Write locks as git refs and commits (DESIGN.md §5): the core.
+
+A lock on a file is the ref ``refs/kb/locks/<sha1(path)>`` (``path`` is the
+repository-relative path, ``/``-separated, UTF-8) pointing at a *lock
+commit*: a parentless commit of the empty tree, on no branch, whose message
+records what the lock is::
+
+    kb lock: experiments/E001.md
+
+    Kb-Lock-Scope: file
+    Kb-Lock-Path: experiments/E001.md
+    Kb-Lock-Owner: alice
+    Kb-Lock-Claimed: 2026-11-29T16:16:40Z
+    Kb-Lock-Expires: 2026-11-29T16:46:40Z
+    Kb-Lock-Expires-Epoch: 1795970800
+    Kb-Lock-Blob: 3b18e512dba79e4c8300dd08aeb37f8e728b8dad
+    Kb-Lock-Previous: <lock commit replaced> (expired|renewed|stolen)   [optional]
+    Kb-Lock-Reason: <why it was stolen>                                [optional]
+
+``Kb-Lock-Blob`` is the blob id of the file in the working tree at claim time
+(``none`` when the file did not exist). The project-wide lease of Vibe Math
+is the same thing on ``refs/kb/project-lock`` with ``Kb-Lock-Scope: project``
+and no path.
+
+Every change of a lock ref is a compare-and-swap: creation with an old value
+of "absent" (``git update-ref`` / ``create``, or ``push --force-with-lease=
+<ref>:``), replacement and deletion with the value read. Expiry allows a grace
+margin for clock skew between machines: a lease whose ``Expires-Epoch`` is
+``E`` can be taken over by someone else only when their clock reads more than
+``E + grace``.
+
+With a remote, the remote's ``refs/kb/locks/*`` is the truth and the local
+``refs/kb/locks/*`` is its mirror (fetched with ``--prune``): a KB shared
+through a remote should use ``--remote`` for every lock command.
+
+This module holds the pieces: time, validation, reading locks, making lock
+commits, local ref transactions and pushes with leases. The use cases
+(claim, release, status, renew, steal, prune, project lock) are in
+:mod:`kb.ops.locks`. The library never prints.
+
+Test-only environment variables (documented in docs, never needed in use):
+
+- ``KB_NOW``: the current time as epoch seconds (clock-skew and expiry tests);
+- ``KB_TEST_CRASH_AT``: ``before-ref`` | ``after-ref`` | ``during-commit``
+  (optionally prefixed ``claim:`` / ``release:`` …): the process kills
+  itself with SIGKILL at that step (fault-injection tests).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import signal
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+from kb import git
+from kb.errors import GitError, RefusedError, UsageError
+
+LOCKS_NS = "refs/kb/locks/"
+PROJECT_REF = "refs/kb/project-lock"
+DEFAULT_TTL = 30 * 60
+DEFAULT_GRACE = 30
+ZERO_OID = "0" * 40
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+_MAX_TTL = 366 * 24 * 3600
+
+
+# -- errors ------------------------------------------------------------------
+
+
+class LockHeld(RefusedError):
+    """The target is locked by someone else (exit 1). ``lock`` is the holder's lock."""
+
+    def __init__(self, message: str, lock: "Lock") -> None:
+        super().__init__(message)
+        self.lock = lock
+
+
+class NotLocked(RefusedError):
+    """Release/renew of a path that is not locked, or not by the caller (exit 1)."""
+
+
+class LockLost(RefusedError):
+    """The caller's lock changed under it (stolen or expired and taken): nothing committed."""
+
+
+# -- time and test hooks -------------------------------------------------------
+
+
+def clock() -> int:
+    """Now, as integer epoch seconds; ``KB_NOW`` overrides it (tests only)."""
+    fake = os.environ.get("KB_NOW")
+    if fake:
+        try:
+            return int(float(fake))
+        except ValueError:
+            raise UsageError(f"KB_NOW must be epoch seconds, not {fake!r}") from None
+    return int(time.time())
+
+
+def crash_point(op: str, point: str) -> None:
+    """Fault injection: SIGKILL this process when ``KB_TEST_CRASH_AT`` names this step."""
+    want = os.environ.get("KB_TEST_CRASH_AT")
+    if want and want in (point, f"{op}:{point}"):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def iso(epoch: int) -> str:
+    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_duration(text: str, *, what: str = "TTL", allow_zero: bool = False) -> int:
+    """``30m``, ``90s``, ``2h``, ``1h30m``, ``1d`` -> seconds. UsageError when it does not parse."""
+    s = (text or "").strip().lower()
+    m = _DURATION.fullmatch(s)
+    if not s or m is None or not any(m.groups()):
+        raise UsageError(
+            f"{what} {text!r} does not parse: use a number with a unit, e.g. 90s, 30m, 2h, 1h30m")
+    d, h, mi, se = (int(g) if g else 0 for g in m.groups())
+    seconds = d * 86400 + h * 3600 + mi * 60 + se
+    if seconds == 0 and not allow_zero:
+        raise UsageError(f"{what} {text!r} must be longer than 0s")
+    if seconds > _MAX_TTL:
+        raise UsageError(f"{what} {text!r} is longer than a year")
+    return seconds
+
+
+def format_duration(seconds: int) -> str:
+    """``1h30m``, ``29m50s``, ``5s`` (whole seconds, no sign)."""
+    seconds = abs(int(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    out = (f"{h}h" if h else "") + (f"{m}m" if m else "") + (f"{s}s" if s or not (h or m) else "")
+    return out
+
+
+# -- settings and identity -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Settings:
+    """``[locks]`` of kb.toml: default TTL, grace margin (seconds) and leads."""
+
+    ttl: int = DEFAULT_TTL
+    grace: int = DEFAULT_GRACE
+    leads: tuple[str, ...] = ()
+
+    @classmethod
+    def from_config(cls, locks: dict[str, Any] | None) -> "Settings":
+        locks = locks or {}
+        ttl = parse_duration(locks["ttl"], what="kb.toml locks.ttl") if "ttl" in locks else DEFAULT_TTL
+        grace = (parse_duration(locks["grace"], what="kb.toml locks.grace", allow_zero=True)
+                 if "grace" in locks else DEFAULT_GRACE)
+        leads = tuple(str(x) for x in locks.get("leads", []) or [])
+        return cls(ttl=ttl, grace=grace, leads=leads)
+
+
+def validate_owner(owner: str) -> str:
+    """An owner is a non-empty single line without control characters."""
+    if owner is None or not owner.strip():
+        raise UsageError("the owner is empty: pass --owner NAME "
+                         "(or set `git config kb.owner NAME`)")
+    if _CONTROL.search(owner):
+        raise UsageError(f"the owner {owner!r} contains a newline or control character")
+    if len(owner) > 200:
+        raise UsageError("the owner is longer than 200 characters")
+    return owner.strip()
+
+
+def validate_text(text: str, what: str) -> str:
+    if text is None or not text.strip():
+        raise UsageError(f"{what} is empty")
+    if _CONTROL.search(text):
+        raise UsageError(f"{what} {text!r} contains a newline or control character")
+    return text.strip()
+
+
+def default_owner(top: Path) -> str | None:
+    """``git config kb.owner``, else ``git config user.email``, else None."""
+    proc = git.run(["config", "--get-regexp", r"^(kb\.owner|user\.email)$"], top, check=False)
+    found: dict[str, str] = {}
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        key, _, value = line.partition(" ")
+        found.setdefault(key.lower(), value.strip())
+    return found.get("kb.owner") or found.get("user.email") or None
+
+
+def resolve_owner(top: Path, owner: str | None) -> str:
+    """The explicit owner (validated), else :func:`default_owner`; UsageError when none."""
+    if owner is not None:
+        return validate_owner(owner)
+    found = default_owner(top)
+    if not found:
+        raise UsageError("no owner: pass --owner NAME, or set `git config kb.owner NAME` "
+                         "(or user.email)")
+    return validate_owner(found)
+
+
+# -- paths -------------------------------------------------------------------------
+
+
+def lock_ref(repo_path: str) -> str:
+    """``refs/kb/locks/<sha1 of the repository-relative path>``."""
+    return LOCKS_NS + hashlib.sha1(repo_path.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def repo_paths(kb: Any, paths: Iterable[str], cwd: Path | None = None) -> list[str]:
+    """Validate PATH arguments (relative to ``cwd``) and return repository-relative paths.
+
+    Refused (UsageError, exit 2): an empty path, control characters, a ``..``
+    component, a path outside the KB, a folder, anything inside ``.git``.
+    """
+    base = Path(cwd) if cwd else Path.cwd()
+    out: list[str] = []
+    for raw in paths:
+        if not raw or _CONTROL.search(raw):
+            raise UsageError(f"bad path {raw!r}: empty or containing a control character")
+        if ".." in raw.replace("\\", "/").split("/"):
+            raise UsageError(f"{raw}: a path with '..' is not accepted; name the file inside the KB")
+        p = Path(raw)
+        full = p if p.is_absolute() else base / p
+        full = Path(os.path.normpath(full))
+        try:
+            full = full.parent.resolve() / full.name
+        except OSError:
+            pass
+        try:
+            rel_root = full.relative_to(kb.root)
+        except ValueError:
+            raise UsageError(f"{raw} is outside the knowledge base {kb.root}") from None
+        if rel_root.as_posix() in ("", "."):
+            raise UsageError(f"{raw} is the KB folder itself; locks are per file")
+        if ".git" in rel_root.parts:
+            raise UsageError(f"{raw} is inside .git")
+        if full.is_dir() and not full.is_symlink():
+            raise UsageError(f"{raw} is a folder; locks are per file")
+        rp = full.relative_to(kb.top).as_posix()
+        if rp not in out:
+            out.append(rp)
+    if not out:
+        raise UsageError("no path given")
+    return out
+
+
+# -- lock values -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Lock:
+    """One lock as its commit records it. ``path`` is None for the project lock."""
+
+    ref: str
+    commit: str
+    scope: str
+    path: str | None
+    owner: str
+    expires: int
+    claimed: str = ""
+    blob: str | None = None
+    previous: str | None = None
+    reason: str | None = None
+    readable: bool = True
+
+    def expired(self, now: int, grace: int) -> bool:
+        """True when someone else may take it over: ``now > expires + grace``."""
+        return now > self.expires + grace
+
+    def remaining(self, now: int) -> int:
+        """Seconds of lease left by ``now`` (negative once past the expiry)."""
+        return self.expires - now
+
+    @property
+    def label(self) -> str:
+        return self.path if self.scope == "file" and self.path else "the project lock"
+
+    def describe(self, now: int, grace: int) -> str:
+        """``alice until 2026-…Z (29m50s left)`` or ``alice, expired 3m ago``."""
+        left = self.remaining(now)
+        if left >= 0:
+            return f"{self.owner} until {iso(self.expires)} ({format_duration(left)} left)"
+        if not self.expired(now, grace):
+            return (f"{self.owner}, lease ended {format_duration(left)} ago "
+                    f"(free after the {grace}s grace, in {format_duration(self.expires + grace - now)})")
+        return f"{self.owner}, expired {format_duration(left)} ago"
+
+    def as_dict(self, now: int | None = None, grace: int | None = None) -> dict[str, Any]:
+        d = asdict(self)
+        d["expires_iso"] = iso(self.expires)
+        if now is not None and grace is not None:
+            d["remaining"] = self.remaining(now)
+            d["expired"] = self.expired(now, grace)
+            d["in_grace"] = self.remaining(now) < 0 and not self.expired(now, grace)
+        return d
+
+
+def parse_lock(ref: str, commit: str, message: str) -> Lock:
+    """Read a lock commit's message; an unreadable one is a Lock with ``readable=False``
+    (owner ``?``, already expired) so that status shows it and prune/steal can free it."""
+    fields: dict[str, str] = {}
+    for line in message.splitlines():
+        if line.startswith("Kb-Lock-"):
+            key, sep, value = line.partition(":")
+            if sep:
+                fields.setdefault(key[len("Kb-Lock-"):].lower(), value.strip())
+    scope = fields.get("scope") or ("project" if ref == PROJECT_REF else "file")
+    try:
+        expires = int(fields["expires-epoch"])
+        owner = fields["owner"]
+        ok = bool(owner)
+    except (KeyError, ValueError):
+        expires, owner, ok = 0, fields.get("owner") or "?", False
+    blob = fields.get("blob")
+    prev = fields.get("previous")
+    return Lock(ref=ref, commit=commit, scope=scope, path=fields.get("path"), owner=owner,
+                expires=expires, claimed=fields.get("claimed", ""),
+                blob=None if blob in (None, "none") else blob,
+                previous=prev.split()[0] if prev else None, reason=fields.get("reason"),
+                readable=ok)
+
+
+_FMT = ("%(refname)%00%(objectname)%00%(objecttype)%00"
+        "%(if:equals=commit)%(objecttype)%(then)%(contents)%(end)%00")
+
+
+def read_locks(top: Path, refs: Iterable[str] | None = None) -> dict[str, Lock]:
+    """Every lock ref (or only ``refs``) -> :class:`Lock`, in one ``git for-each-ref``."""
+    patterns = list(refs) if refs is not None else [LOCKS_NS.rstrip("/"), PROJECT_REF]
+    if not patterns:
+        return {}
+    proc = git.run(["for-each-ref", f"--format={_FMT}", *patterns], top)
+    parts = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+    out: dict[str, Lock] = {}
+    for i in range(0, len(parts) - 3, 4):
+        ref = parts[i].lstrip("\n")
+        if not ref:
+            continue
+        commit, typ, msg = parts[i + 1], parts[i + 2], parts[i + 3]
+        if ref != PROJECT_REF and not ref.startswith(LOCKS_NS):
+            continue
+        out[ref] = parse_lock(ref, commit, msg if typ == "commit" else "")
+    return out
+
+
+def lock_message(*, scope: str, path: str | None, owner: str, now: int, expires: int,
+                 blob: str | None, previous: str | None = None, how: str | None = None,
+                 reason: str | None = None) -> str:
+    subject = f"kb lock: {path}" if scope == "file" else "kb project lock"
+    lines = [f"Kb-Lock-Scope: {scope}"]
+    if path is not None:
+        lines.append(f"Kb-Lock-Path: {path}")
+    lines += [f"Kb-Lock-Owner: {owner}", f"Kb-Lock-Claimed: {iso(now)}",
+              f"Kb-Lock-Expires: {iso(expires)}", f"Kb-Lock-Expires-Epoch: {expires}"]
+    if scope == "file":
+        lines.append(f"Kb-Lock-Blob: {blob or 'none'}")
+    if previous:
+        lines.append(f"Kb-Lock-Previous: {previous} ({how or 'replaced'})")
+    if reason:
+        lines.append(f"Kb-Lock-Reason: {reason}")
+    return subject + "\n\n" + "\n".join(lines) + "\n"
+
+
+def make_lock_commit(top: Path, message: str, owner: str, now: int) -> str:
+    """Write the lock commit (empty tree, no parent) and return its id."""
+    ident = re.sub(r"[<>]", "", owner) or "kb"
+    env = {"GIT_AUTHOR_NAME": ident, "GIT_AUTHOR_EMAIL": "kb-lock",
+           "GIT_COMMITTER_NAME": ident, "GIT_COMMITTER_EMAIL": "kb-lock",
+           "GIT_AUTHOR_DATE": f"{now} +0000", "GIT_COMMITTER_DATE": f"{now} +0000"}
+    return git.out(["commit-tree", "--no-gpg-sign", git.EMPTY_TREE, "-F", "-"], top,
+                   input=message.encode("utf-8", "surrogateescape"), write=True, env=env)
+
+
+def worktree_blob(top: Path, repo_path: str) -> str | None:
+    """Blob id of the working-tree file (as read, no filters), None when absent."""
+    full = top / repo_path
+    try:
+        if full.is_symlink():
+            return git.blob_id(os.readlink(full).encode("utf-8", "surrogateescape"))
+        return git.blob_id(full.read_bytes())
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+
+
+# -- local ref transactions --------------------------------------------------------
+
+
+def ref_transaction(top: Path, ops: list[tuple], message: str = "kb lock") -> tuple[bool, str]:
+    """Apply ref updates atomically with ``git update-ref --stdin`` (start/prepare/commit).
+
+    ``ops`` items: ``("create", ref, new)``, ``("update", ref, new, old)`` (``old``
+    None: no check), ``("delete", ref, old)``. Returns (True, "") or (False,
+    git's message) when an expected old value did not hold (nothing changed).
+    """
+    lines = ["start"]
+    for op in ops:
+        if op[0] == "create":
+            lines.append(f"create {op[1]} {op[2]}")
+        elif op[0] == "update":
+            lines.append(f"update {op[1]} {op[2]}" + (f" {op[3]}" if op[3] else ""))
+        elif op[0] == "delete":
+            lines.append(f"delete {op[1]}" + (f" {op[2]}" if op[2] else ""))
+        else:  # pragma: no cover - programming error
+            raise ValueError(op)
+    lines += ["prepare", "commit", ""]
+    proc = git.run(["update-ref", "-m", message, "--stdin"], top,
+                   input="\n".join(lines).encode("utf-8"), check=False, write=True)
+    if proc.returncode == 0:
+        return True, ""
+    return False, proc.stderr.decode("utf-8", "replace").strip()
+
+
+# -- remotes ------------------------------------------------------------------------
+
+
+def check_remote(top: Path, remote: str) -> None:
+    """UsageError unless ``remote`` is a configured remote name."""
+    if not remote or _CONTROL.search(remote) or remote.startswith("-"):
+        raise UsageError(f"bad remote name {remote!r}")
+    proc = git.run(["remote", "get-url", remote], top, check=False)
+    if proc.returncode != 0:
+        known = git.out(["remote"], top).split()
+        raise UsageError(f"no remote named {remote!r}"
+                         + (f" (remotes: {', '.join(known)})" if known else " (no remotes configured)"))
+
+
+@dataclass
+class PushResult:
+    ok: bool
+    refs: dict[str, tuple[str, str]]   # remote ref -> (flag, summary)
+    message: str
+
+    def rejected(self, ref: str) -> str | None:
+        flag, summary = self.refs.get(ref, ("?", ""))
+        return summary if flag == "!" else None
+
+
+def push(top: Path, remote: str, refspecs: list[str], leases: dict[str, str | None],
+         *, atomic: bool, verify: bool = False) -> PushResult:
+    """``git push --porcelain [--atomic] remote refspecs --force-with-lease=ref:old``.
+
+    ``leases`` maps a remote ref to the value it must have (None: must be absent).
+    Never raises for a rejection: the caller reads :class:`PushResult`.
+    """
+    args = ["push", "--porcelain", "--no-progress"]
+    if atomic:
+        args.append("--atomic")
+    if not verify:
+        args.append("--no-verify")
+    args += [f"--force-with-lease={ref}:{old or ''}" for ref, old in leases.items()]
+    args += [remote, *refspecs]
+    proc = git.run(args, top, check=False, write=True)
+    refs: dict[str, tuple[str, str]] = {}
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        bits = line.split("\t")
+        if len(bits) >= 3 and len(bits[0]) == 1:
+            dst = bits[1].rpartition(":")[2]
+            refs[dst] = (bits[0], bits[2])
+    msg = proc.stderr.decode("utf-8", "replace").strip()
+    if proc.returncode != 0 and not refs:
+        # No per-ref report: the remote could not be reached at all.
+        raise GitError(f"git push to {remote} failed: {msg}", msg)
+    ok = proc.returncode == 0 and all(f != "!" for f, _ in refs.values())
+    return PushResult(ok=ok, refs=refs, message=msg)
+
+
+def fetch_locks(top: Path, remote: str, extra: Iterable[str] = ()) -> None:
+    """Mirror the remote's locks into the local refs, with pruning (one ``git fetch``)."""
+    args = ["fetch", "--prune", "--no-tags", "--no-write-fetch-head", "--quiet", remote,
+            f"+{LOCKS_NS}*:{LOCKS_NS}*", f"+{PROJECT_REF}*:{PROJECT_REF}*", *extra]
+    git.run(args, top, write=True)
+
+
+# -- checks used by writers and the hook ------------------------------------------------
+
+
+def blocking_locks(top: Path, paths: Iterable[str], owner: str | None,
+                   settings: Settings | None = None, now: int | None = None) -> list[Lock]:
+    """Locks on repository paths ``paths`` held by someone other than ``owner``
+    and not expired (grace included)."""
+    refs = {lock_ref(p): p for p in paths}
+    if not refs:
+        return []
+    settings = settings or Settings()
+    now = clock() if now is None else now
+    locks = read_locks(top, refs)
+    return [lk for lk in locks.values()
+            if lk.owner != (owner or "") and not lk.expired(now, settings.grace)]
+
+
+def check_unlocked(kb: Any, paths: Iterable[str], owner: str | None) -> None:
+    """Raise :class:`LockHeld` when one of ``paths`` (repository-relative) is locked
+    by someone else. ``owner`` None: ``git config kb.owner``, else ``user.email``."""
+    paths = list(paths)
+    if not paths:
+        return
+    if owner is None:
+        owner = default_owner(kb.top)
+    settings = Settings.from_config(getattr(kb.config, "locks", {}))
+    now = clock()
+    held = blocking_locks(kb.top, paths, owner, settings, now)
+    if held:
+        lk = held[0]
+        more = f" (and {len(held) - 1} more locked path(s))" if len(held) > 1 else ""
+        raise LockHeld(f"{lk.label} is locked by {lk.describe(now, settings.grace)}{more}; "
+                       f"nothing was written (acting as {owner or 'no owner'}; pass --owner "
+                       "if you hold the lock)", lk)
+
+
+__all__ = [
+    "LOCKS_NS", "PROJECT_REF", "Lock", "LockHeld", "LockLost", "NotLocked", "Settings",
+    "blocking_locks", "check_remote", "check_unlocked", "clock", "crash_point",
+    "default_owner", "fetch_locks", "format_duration", "iso", "lock_message", "lock_ref",
+    "make_lock_commit", "parse_duration", "parse_lock", "push", "read_locks",
+    "ref_transaction", "repo_paths", "resolve_owner", "validate_owner", "validate_text",
+    "worktree_blob",
+]
