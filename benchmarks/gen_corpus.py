@@ -398,8 +398,10 @@ def gen_tree_ids(rng: random.Random, n: int) -> list[str]:
             k = rng.choices([0, 1, 2, 3], [40, 25, 25, 10])[0]
         elif depth == 2:
             k = rng.choices([0, 1, 2], [75, 15, 10])[0]
-        else:
+        elif depth < 4:
             k = rng.choices([0, 1], [90, 10])[0]
+        else:  # H1.1.1.1.1 is an ###### heading, the deepest ATX level
+            k = 0
         for i in range(1, k + 1):
             grow(f"{prefix}.{i}", depth + 1)
 
@@ -415,7 +417,7 @@ def generate(out: Path, scale: float, seed: int) -> dict:
     prose = Prose(rng)
     counts = {k: max(1, round(v * scale)) for k, v in BASE.items()}
     counts["hypotheses"] = min(counts["hypotheses"], MAX_HYPOTHESES)
-    files: dict[str, str] = {}
+    files = Writer(out)
 
     files["kb.toml"] = '[kb]\nlocale = "zh"\n'
     files[".gitignore"] = ".kb/\n"
@@ -810,23 +812,31 @@ def generate(out: Path, scale: float, seed: int) -> dict:
     ]
     files["DASHBOARD.md"] = "\n".join(dash)
 
-    # ---------------- write ----------------
-    nbytes = 0
-    made = set()
-    for rel, text in files.items():
-        path = out / rel
-        d = path.parent
-        if d not in made:
-            d.mkdir(parents=True, exist_ok=True)
-            made.add(d)
-        data = text.encode("utf-8")
-        nbytes += len(data)
-        with open(path, "wb") as f:
-            f.write(data)
-    return {"files": len(files), "bytes": nbytes, "counts": counts}
+    return {"files": files.count, "bytes": files.nbytes, "counts": counts}
 
 
 VERIFIED_TEXT: dict[str, tuple] = {}
+
+
+class Writer:
+    """``files[rel] = text`` writes the file at once (keeps memory flat at 100k files)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.count = 0
+        self.nbytes = 0
+        self.dirs: set[Path] = set()
+
+    def __setitem__(self, rel: str, text: str) -> None:
+        path = self.root / rel
+        if path.parent not in self.dirs:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.dirs.add(path.parent)
+        data = text.encode("utf-8")
+        with open(path, "wb") as f:
+            f.write(data)
+        self.count += 1
+        self.nbytes += len(data)
 
 
 def git_env() -> dict:

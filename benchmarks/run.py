@@ -1,0 +1,490 @@
+#!/usr/bin/env python3
+"""kb benchmark (DESIGN §7): whole processes on a generated corpus.
+
+    python benchmarks/run.py [--corpus DIR] [--scale 1] [--runs 5] [--skip-peer]
+                             [--only NAMES] [--kb-cmd CMD] [--json FILE]
+
+Each case runs a command as a child process inside the corpus directory and
+measures its wall time (median, min and max of N runs, after warm-up runs) and
+its peak memory (max RSS, from the rusage that ``os.wait4`` returns for the
+child; on Linux this is the largest resident set of the child or of any
+process it waited for).  The table gives each case's ratio to the floor and
+checks it against the targets of DESIGN §7.
+
+Adding a case is one entry in CASES below, e.g.
+
+    Case("ls", lambda c: c.kb + ["ls", "--json"], ok_codes=KB_OK,
+         targets={"small": T(s=0.5, x_floor=1.7, mb=150)}),
+
+Exit status: 0 when every case ran (whatever PASS/MISS says), 1 when a case
+failed (a ``kb`` exit code >= 2, a crash or a timeout), 2 on usage errors.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+HERE = Path(__file__).resolve().parent
+KB_OK = (0, 1)  # kb index / verify exit 1 on diagnostics: a result, not a failure
+LARGE_FILES = 40_000  # a corpus with more tracked files uses the "large" (100k) targets
+
+
+# ---------------------------------------------------------------------------
+# Context handed to the cases
+
+
+@dataclass
+class Ctx:
+    corpus: Path          # the KB (and git work tree) the commands run in
+    python: str           # the interpreter running this script (the venv's)
+    kb: list[str]         # argv prefix of the kb executable
+    base_commit: str      # the corpus commit, for cases that must reset it
+    args: argparse.Namespace
+
+    def git(self, *argv: str) -> str:
+        r = subprocess.run(["git", *argv], cwd=self.corpus, env=child_env(),
+                           capture_output=True, text=True)
+        if r.returncode:
+            raise RuntimeError(f"git {' '.join(argv)}: {r.stderr.strip()}")
+        return r.stdout
+
+
+def T(s: float | None = None, x_floor: float | None = None, mb: float | None = None) -> dict:
+    """A target: median seconds, ratio of the median to the floor's, peak RSS in MB."""
+    return {k: v for k, v in (("s", s), ("x_floor", x_floor), ("mb", mb)) if v is not None}
+
+
+@dataclass
+class Case:
+    name: str
+    cmd: Callable[[Ctx], list[str]]
+    description: str = ""
+    ok_codes: tuple = (0,)
+    runs: int | None = None                 # None: --runs
+    warmup: int = 1                         # untimed runs first (page cache, .kb state)
+    setup: Callable[[Ctx], None] | None = None        # once, before the warm-up
+    before_each: Callable[[Ctx], None] | None = None  # before every run, untimed
+    teardown: Callable[[Ctx], None] | None = None     # once, at the end (also on failure)
+    targets: dict = field(default_factory=dict)       # {"small": T(...), "large": T(...)}
+    default: bool = True                    # run without --only
+    needs_kb: bool = False
+    peer: bool = False                      # skipped by --skip-peer
+
+
+# ---------------------------------------------------------------------------
+# Helpers for cases
+
+
+def rm_cache(c: Ctx) -> None:
+    shutil.rmtree(c.corpus / ".kb", ignore_errors=True)
+
+
+def reset_worktree(c: Ctx) -> None:
+    """Back to the corpus commit: tracked files, index, HEAD; untracked files removed
+    (ignored ones such as .kb/ are kept)."""
+    c.git("reset", "-q", "--hard", c.base_commit)
+    c.git("clean", "-fdq")
+
+
+def stage_one_change(c: Ctx) -> None:
+    """Reset, then change one problem card and stage it (for --staged cases)."""
+    reset_worktree(c)
+    path = c.corpus / "Problems" / "q1.md"
+    with open(path, "a", encoding="utf-8", newline="") as f:
+        f.write("\nOne more paragraph appended by the benchmark, 以及一句中文。\n")
+    c.git("add", "--", "Problems/q1.md")
+
+
+# ---------------------------------------------------------------------------
+# The cases (DESIGN §7).  Order matters: index-nochange reuses the .kb/ the
+# cold runs leave behind; the peer goes last.
+
+CASES: list[Case] = [
+    Case("floor", lambda c: [c.python, str(HERE / "floor.py")],
+         "git ls-files -s -z, read every .md, one multiline regex (the yardstick)"),
+    Case("index-cold", lambda c: c.kb + ["index"],
+         "kb index after rm -rf .kb (OS page cache warm)",
+         ok_codes=KB_OK, before_each=rm_cache, needs_kb=True,
+         targets={"small": T(s=1.5, x_floor=5, mb=150), "large": T(s=20)}),
+    Case("index-nochange", lambda c: c.kb + ["index"],
+         "kb index with an up-to-date .kb/ (after a warm-up run)",
+         ok_codes=KB_OK, needs_kb=True,
+         targets={"small": T(s=0.3, x_floor=1, mb=150)}),
+    Case("verify-staged", lambda c: c.kb + ["verify", "--staged"],
+         "kb verify --staged with one changed problem card staged",
+         ok_codes=KB_OK, before_each=stage_one_change, teardown=reset_worktree,
+         needs_kb=True, default=False,
+         targets={"small": T(s=0.5, x_floor=1.7, mb=150), "large": T(s=1)}),
+    Case("peer", lambda c: [c.python, str(HERE / "peer_obsidian.py")],
+         "obsidiantools Vault(path).connect().gather()",
+         runs=1, warmup=0, peer=True),
+]
+
+
+# ---------------------------------------------------------------------------
+# Measuring
+
+
+def child_env() -> dict:
+    env = dict(os.environ)
+    # never let a caller's git plumbing (e.g. running from a hook) leak into the corpus
+    for k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+              "GIT_COMMON_DIR", "GIT_PREFIX"):
+        env.pop(k, None)
+    return env
+
+
+@dataclass
+class Run:
+    seconds: float
+    rss_mb: float
+    code: int
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+
+
+def measure(argv: list[str], cwd: Path, timeout: float) -> Run:
+    """Run argv once; wall time from fork to reap, max RSS from wait4's rusage."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        killed = []
+
+        def kill():
+            killed.append(True)
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, cwd=cwd, env=child_env(), stdin=subprocess.DEVNULL,
+                                stdout=out, stderr=err, start_new_session=True)
+        timer = threading.Timer(timeout, kill)
+        timer.start()
+        try:
+            while True:
+                try:
+                    _, status, ru = os.wait4(proc.pid, 0)
+                    break
+                except InterruptedError:
+                    continue
+        except BaseException:  # Ctrl-C: the child has its own session, take it down too
+            kill()
+            os.waitpid(proc.pid, 0)
+            proc.returncode = -9
+            raise
+        finally:
+            t1 = time.perf_counter()
+            timer.cancel()
+        code = os.waitstatus_to_exitcode(status)
+        proc.returncode = code  # reaped by wait4; keep Popen from waiting again
+        rss = ru.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
+        out.seek(0)
+        err.seek(0)
+        return Run(t1 - t0, rss, code,
+                   out.read().decode("utf-8", "replace"),
+                   err.read().decode("utf-8", "replace"), bool(killed))
+
+
+def run_case(case: Case, c: Ctx, nruns: int, timeout: float) -> dict:
+    res = {"name": case.name, "description": case.description, "times": [], "rss_mb": [],
+           "exit_codes": [], "status": "ok", "note": ""}
+    argv = case.cmd(c)
+    res["argv"] = argv
+    try:
+        if case.setup:
+            case.setup(c)
+        total = case.warmup + nruns
+        for i in range(total):
+            warm = i < case.warmup
+            if case.before_each:
+                case.before_each(c)
+            r = measure(argv, c.corpus, timeout)
+            label = "warm-up" if warm else f"run {i - case.warmup + 1}/{nruns}"
+            print(f"  {case.name:<16} {label:<9} {r.seconds:8.3f} s {r.rss_mb:7.1f} MB  exit {r.code}",
+                  file=sys.stderr, flush=True)
+            if r.stdout.startswith("peer unavailable"):
+                res["status"] = "unavailable"
+                res["note"] = r.stdout.strip()
+                return res
+            if r.timed_out or r.code not in case.ok_codes:
+                res["status"] = "failed"
+                why = "timeout" if r.timed_out else f"exit code {r.code}"
+                tail = (r.stderr.strip() or r.stdout.strip())[-1500:]
+                res["note"] = f"{label}: {why}" + (f"\n{tail}" if tail else "")
+                res["exit_codes"].append(r.code)
+                return res
+            if not warm:
+                res["times"].append(r.seconds)
+                res["rss_mb"].append(r.rss_mb)
+                res["exit_codes"].append(r.code)
+                lines = r.stdout.strip().splitlines()
+                res["note"] = lines[-1][:200] if lines else ""
+    except Exception as e:  # a setup step (git, file system) broke: report, go on
+        res["status"] = "failed"
+        res["note"] = f"{type(e).__name__}: {e}"
+    finally:
+        if case.teardown:
+            try:
+                case.teardown(c)
+            except Exception as e:
+                res["note"] += f" (teardown failed: {e})"
+    return res
+
+
+# ---------------------------------------------------------------------------
+# Corpus
+
+
+def default_corpus(scale: float, seed: int) -> Path:
+    name = f"kb-bench-corpus-{scale:g}" + (f"-seed{seed}" if seed != 1 else "")
+    return Path(tempfile.gettempdir()) / name
+
+
+def ensure_corpus(path: Path, scale: float, seed: int, regen: bool) -> None:
+    if regen and path.exists():
+        shutil.rmtree(path)
+    if (path / ".git").is_dir() and (path / "kb.toml").is_file():
+        return
+    if path.exists() and any(path.iterdir()):
+        raise SystemExit(f"error: {path} exists but is not a generated corpus (use --regen)")
+    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    print(f"generating corpus (scale {scale:g}, seed {seed}) into {path} ...", file=sys.stderr, flush=True)
+    r = subprocess.run([sys.executable, str(HERE / "gen_corpus.py"), str(tmp),
+                        "--scale", f"{scale:g}", "--seed", str(seed)],
+                       stdout=sys.stderr)
+    if r.returncode:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise SystemExit(f"error: corpus generation failed ({r.returncode})")
+    if path.exists():
+        path.rmdir()
+    os.rename(tmp, path)
+
+
+def corpus_stats(path: Path) -> dict:
+    out = subprocess.run(["git", "ls-files", "-z"], cwd=path, env=child_env(),
+                         capture_output=True, check=True).stdout
+    files = [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+    total = 0
+    md = 0
+    for p in files:
+        total += os.lstat(path / p).st_size
+        md += p.endswith(".md")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, env=child_env(),
+                          capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "-uall"], cwd=path, env=child_env(),
+                           capture_output=True, text=True).stdout
+    return {"path": str(path), "files": len(files), "md_files": md, "bytes": total,
+            "commit": head, "dirty": bool(dirty.strip())}
+
+
+# ---------------------------------------------------------------------------
+# Report
+
+
+def fmt_target(t: dict) -> str:
+    parts = []
+    if "s" in t:
+        parts.append(f"≤{t['s']:g}s")
+    if "x_floor" in t:
+        parts.append(f"≤{t['x_floor']:g}×floor")
+    if "mb" in t:
+        parts.append(f"≤{t['mb']:g}MB")
+    return " ".join(parts) or "-"
+
+
+def judge(res: dict, target: dict) -> tuple[str, list[str]]:
+    if res["status"] == "failed":
+        return "FAIL", []
+    if res["status"] in ("unavailable", "skipped"):
+        return "SKIP", []
+    if not target:
+        return "-", []
+    misses = []
+    if "s" in target and res["median"] > target["s"]:
+        misses.append(f"time {res['median']:.3f}s > {target['s']:g}s")
+    if "x_floor" in target:
+        if res.get("ratio") is None:
+            misses.append("no floor to compare with")
+        elif res["ratio"] > target["x_floor"]:
+            misses.append(f"ratio {res['ratio']:.2f} > {target['x_floor']:g}")
+    if "mb" in target and res["peak_rss_mb"] > target["mb"]:
+        misses.append(f"memory {res['peak_rss_mb']:.0f}MB > {target['mb']:g}MB")
+    return ("MISS" if misses else "PASS"), misses
+
+
+def print_table(results: list[dict]) -> None:
+    head = ["case", "runs", "median s", "min s", "max s", "peak MB", "×floor", "exit", "target", "result"]
+    rows = []
+    for r in results:
+        if r["times"]:
+            rows.append([r["name"], str(len(r["times"])), f"{r['median']:.3f}", f"{r['min']:.3f}",
+                         f"{r['max']:.3f}", f"{r['peak_rss_mb']:.1f}",
+                         "-" if r.get("ratio") is None else f"{r['ratio']:.2f}",
+                         ",".join(sorted({str(x) for x in r["exit_codes"]})),
+                         fmt_target(r["target"]), r["verdict"]])
+        else:
+            rows.append([r["name"], "0", "-", "-", "-", "-", "-",
+                         ",".join(str(x) for x in r["exit_codes"]) or "-",
+                         fmt_target(r["target"]), r["verdict"]])
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
+    right = {1, 2, 3, 4, 5, 6}
+
+    def line(cells):
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    print(line(head))
+    print("  ".join("-" * w for w in widths))
+    for row in rows:
+        print(line(row))
+    for r in results:
+        extra = "; ".join(r.get("misses", []))
+        if r["status"] != "ok" or extra:
+            note = r["note"].strip().replace("\n", "\n      ")
+            print(f"  {r['name']}: {extra or r['status']}" + (f"\n      {note}" if r["status"] != "ok" and note else ""))
+
+
+# ---------------------------------------------------------------------------
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="kb benchmark (DESIGN §7)")
+    ap.add_argument("--corpus", type=Path, help="KB to benchmark (default: a generated corpus "
+                    "cached in $TMPDIR/kb-bench-corpus-<scale>)")
+    ap.add_argument("--scale", type=float, default=1.0, help="corpus scale: 1 (~7.5k files) or 13.3 (~100k)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--regen", action="store_true", help="regenerate the cached corpus")
+    ap.add_argument("--runs", type=int, default=5, help="timed runs per case (median reported)")
+    ap.add_argument("--skip-peer", action="store_true", help="do not run obsidiantools")
+    ap.add_argument("--only", action="append", default=[],
+                    help="comma-separated case names (repeatable); the floor is always added "
+                    "(the ratios need it)")
+    ap.add_argument("--kb-cmd", default=None,
+                    help="kb command (shell words), default: the kb next to this Python")
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds per run before it is killed")
+    ap.add_argument("--json", type=Path, help="write the figures to this file")
+    ap.add_argument("--reset", action="store_true",
+                    help="git reset --hard + git clean the corpus first (it must be unmodified)")
+    ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    a = ap.parse_args(argv)
+
+    if a.list:
+        for case in CASES:
+            print(f"{case.name:<16} {'' if case.default else '(opt-in) '}{case.description}")
+        return 0
+
+    names = {case.name for case in CASES}
+    only = [n.strip() for x in a.only for n in x.split(",") if n.strip()]
+    unknown = [n for n in only if n not in names]
+    if unknown:
+        print(f"error: unknown case(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}", file=sys.stderr)
+        return 2
+    if only:
+        selected = [case for case in CASES if case.name in only]
+        if "floor" not in only:  # every ratio needs it
+            selected.insert(0, CASES[0])
+    else:
+        selected = [case for case in CASES if case.default]
+    if a.skip_peer:
+        selected = [case for case in selected if not case.peer]
+
+    corpus = a.corpus or default_corpus(a.scale, a.seed)
+    if a.corpus is None:
+        ensure_corpus(corpus, a.scale, a.seed, a.regen)
+    corpus = corpus.resolve()
+    if not (corpus / "kb.toml").exists() and not any((p / "kb.toml").exists() for p in corpus.parents):
+        print(f"warning: no kb.toml in {corpus} or above", file=sys.stderr)
+
+    if a.kb_cmd:
+        kb = shlex.split(a.kb_cmd)
+    else:
+        kb = [str(Path(sys.executable).parent / "kb")]
+    kb_exe = shutil.which(kb[0]) if os.sep not in kb[0] else (kb[0] if os.access(kb[0], os.X_OK) else None)
+    kb_version = None
+    if kb_exe:
+        try:
+            v = subprocess.run(kb + ["--version"], capture_output=True, text=True, timeout=60)
+            kb_version = (v.stdout.strip() or v.stderr.strip()).splitlines()[-1] if v.returncode == 0 else None
+        except Exception:
+            kb_version = None
+
+    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=corpus, env=child_env(),
+                          capture_output=True, text=True).stdout.strip()
+    ctx = Ctx(corpus=corpus, python=sys.executable, kb=kb, base_commit=base, args=a)
+    if a.reset:
+        reset_worktree(ctx)
+    stats = corpus_stats(corpus)
+    if stats["dirty"]:
+        print("warning: the corpus has uncommitted changes (use --reset)", file=sys.stderr)
+    size = "large" if stats["files"] > LARGE_FILES else "small"
+    print(f"corpus {corpus}: {stats['files']} files, {stats['bytes'] / 1e6:.1f} MB "
+          f"({size} targets); kb: {' '.join(kb)}{f' ({kb_version})' if kb_version else ''}",
+          file=sys.stderr, flush=True)
+
+    results = []
+    for case in selected:
+        nruns = case.runs if case.runs is not None else a.runs
+        if case.needs_kb and not kb_exe:
+            res = {"name": case.name, "description": case.description, "times": [], "rss_mb": [],
+                   "exit_codes": [], "status": "unavailable",
+                   "note": f"kb not found: {kb[0]} (install the package or pass --kb-cmd)"}
+            print(f"  {case.name:<16} skipped: {res['note']}", file=sys.stderr)
+        else:
+            res = run_case(case, ctx, nruns, a.timeout)
+        t = res["times"]
+        if t:
+            res.update(median=statistics.median(t), min=min(t), max=max(t),
+                       peak_rss_mb=max(res["rss_mb"]))
+        res["target"] = case.targets.get(size, {})
+        results.append(res)
+
+    floor = next((r for r in results if r["name"] == "floor" and r["times"]), None)
+    for r in results:
+        if r["times"] and floor:
+            r["ratio"] = r["median"] / floor["median"]
+        r["verdict"], r["misses"] = judge(r, r["target"])
+
+    print()
+    print(f"corpus: {stats['files']} files ({stats['md_files']} .md), {stats['bytes'] / 1e6:.1f} MB, "
+          f"commit {stats['commit'][:12]}; {os.cpu_count()} CPUs; Python {platform.python_version()}")
+    print_table(results)
+    by = {r["name"]: r for r in results if r["times"]}
+    if "peer" in by and "index-cold" in by:
+        print(f"peer / index-cold: {by['peer']['median'] / by['index-cold']['median']:.1f}×")
+
+    if a.json:
+        doc = {
+            "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                        "python": platform.python_version()},
+            "kb": {"cmd": kb, "version": kb_version},
+            "corpus": {**stats, "scale": a.scale if a.corpus is None else None,
+                       "seed": a.seed if a.corpus is None else None, "targets": size},
+            "runs": a.runs,
+            "cases": [{k: v for k, v in r.items()} for r in results],
+        }
+        a.json.parent.mkdir(parents=True, exist_ok=True)
+        a.json.write_text(json.dumps(doc, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        print(f"figures written to {a.json}", file=sys.stderr)
+
+    return 1 if any(r["status"] == "failed" for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
