@@ -31,10 +31,19 @@ def command(obj_id: str, as_json: bool, kb_path: str | None) -> int:
         if vocab and data.get("status"):
             data["status"] = vocab.word(data["status"], locale)
     if as_json:
-        emit_json(found if len(found) > 1 else found[0])
+        # Always one object (agents rely on the shape); a duplicated ID lists
+        # every declaration in "declarations".
+        first = dict(found[0])
+        first["declarations"] = [{"kind": d["kind"], "path": d["path"], "line": d["line"]}
+                                 for d in found]
+        emit_json(first)
         return 0
-    if len(found) > 1:
-        err(f"{obj_id} is declared {len(found)} times (a duplicate ID):")
+    # A settled object and its Verified card share the ID by design; only two
+    # declarations of the same kind are a duplicate.
+    kinds = [data["kind"] for data in found]
+    dups = max(kinds.count(k) for k in kinds)
+    if dups > 1:
+        err(f"{obj_id} is declared {dups} times (a duplicate ID):")
     for data in found:
         click.echo(f"{data['id']}  ({data['kind']})  {data['path']}:{data['line']}")
         if data.get("statement") and data["kind"] in ("hypothesis",):

@@ -122,7 +122,9 @@ def _parse(src: SourceText, fmt: str, config: Config) -> ParseResult:
     elif fmt == "registry":
         from kb.parse.card import parse_registry
 
-        reg = next(r for r in config.registries if r.path == src.path)
+        reg = next((r for r in config.registries if r.path == src.path), None)
+        if reg is None:
+            raise ValueError(f"{src.path} is not a registry configured in kb.toml")
         objects, d = parse_registry(src, reg.heading, reg.kind)
     elif fmt == "dashboard":
         from kb.parse.dashboard import next_steps
@@ -160,7 +162,9 @@ def _frontmatter_conflicts(src: SourceText, fm: dict, objects: list) -> list[Dia
 
         canon = (EXPERIMENT_STATUS.canonical(fst) or HYPOTHESIS_STATUS.canonical(fst) or fst)
         if canon != obj.status:
-            out.append(Diagnostic(path=src.path, line=obj.anchor_lines.get("状态", obj.line),
+            # Cards write `- 状态:`, experiments `**Status**:`: cite the status line.
+            line = obj.anchor_lines.get("状态", obj.anchor_lines.get("Status", obj.line))
+            out.append(Diagnostic(path=src.path, line=line,
                                   code="KB104", severity="error",
                                   message=f"frontmatter status {fst!r} disagrees with the anchor "
                                   f"status {obj.status!r}"))

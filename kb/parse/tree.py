@@ -130,7 +130,7 @@ def parse_tree(
         diags.append(Diagnostic(
             path=path, line=lookalikes[0][0], code="KB116", severity="warning",
             message=f"{len(lookalikes)} heading(s) look like declarations but do not match the "
-            f"ID grammar {grammar!r} with separator ':' ({first}); they are not read — "
+            f"ID grammar {grammar!r} with separator {' or '.join(repr(s) for s in separators)} ({first}); they are not read — "
             "set [kb] id_grammar / heading_separators in kb.toml if they are hypotheses"))
 
     return _finish(src, found, heading_levels, frontmatter or {}, diags), diags

@@ -1,0 +1,365 @@
+"""Shared fixtures and helpers for kb's test suite.
+
+Every test runs with a pinned git environment (identity, dates, no system or
+user configuration, ``init.defaultBranch=main``), so commits, blob ids and
+messages are the same on every machine. Helpers:
+
+- :func:`git` runs git in a folder and returns its stdout;
+- ``git_repo``: a fresh repository in ``tmp_path``;
+- ``make_kb``: a factory writing ``kb.toml`` plus files into a repository
+  (optionally committed);
+- ``cases_dir``: ``../shared/cases`` (the input cases of the project);
+- ``run_kb`` / :func:`invoke`: run the CLI in-process (``kb_cli.main.main``)
+  and capture exit code, stdout and stderr;
+- :func:`kb_script`: the installed ``kb`` console script;
+- :func:`tree_snapshot`: every file and its bytes under a folder, to prove
+  that a refused command changed nothing.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Mapping, Optional, Union
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO_ROOT / "examples"
+
+#: Fixed identity and clock for every git command run by the tests (and by kb).
+GIT_ENV: dict[str, str] = {
+    "GIT_AUTHOR_NAME": "KB Test",
+    "GIT_AUTHOR_EMAIL": "kb-test@example.invalid",
+    "GIT_COMMITTER_NAME": "KB Test",
+    "GIT_COMMITTER_EMAIL": "kb-test@example.invalid",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00+0000",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00+0000",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+}
+
+#: Variables that would make git act on another repository or index (e.g. when
+#: the suite itself runs inside a git hook): removed for every test.
+GIT_UNSET = (
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE",
+    "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_COUNT",
+    "GIT_CONFIG_PARAMETERS", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "XDG_CONFIG_HOME",
+    "KB_DEBUG",
+)
+
+GITCONFIG = """\
+[init]
+\tdefaultBranch = main
+[user]
+\tname = KB Test
+\temail = kb-test@example.invalid
+[commit]
+\tgpgsign = false
+[tag]
+\tgpgsign = false
+[core]
+\tautocrlf = false
+[advice]
+\tdetachedHead = false
+"""
+
+_HOME = Path(tempfile.mkdtemp(prefix="kb-test-home-"))
+(_HOME / ".gitconfig").write_text(GITCONFIG, encoding="utf-8")
+atexit.register(shutil.rmtree, _HOME, ignore_errors=True)
+
+
+def _pin_environ(env: Union[dict, "os._Environ[str]"]) -> None:
+    for key in GIT_UNSET:
+        env.pop(key, None)
+    env.update(GIT_ENV)
+    env["HOME"] = str(_HOME)
+
+
+# Module level as well as per test: subprocesses started while collecting (or
+# by session fixtures) see the same environment.
+_pin_environ(os.environ)
+
+
+@pytest.fixture(autouse=True)
+def _git_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Re-pin the git environment for every test (a test may have changed it)."""
+    for key in GIT_UNSET:
+        monkeypatch.delenv(key, raising=False)
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("HOME", str(_HOME))
+
+
+# -- git -----------------------------------------------------------------------
+
+
+def git(cwd: Union[str, Path], *args: str, input: Optional[bytes] = None,
+        env: Optional[Mapping[str, str]] = None, check: bool = True) -> str:
+    """Run ``git <args>`` in ``cwd``; return stdout (UTF-8, stripped of the final newline).
+
+    Raises AssertionError with git's stderr when ``check`` and git fails.
+    """
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    proc = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True,
+                          env=full_env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed ({proc.returncode}): "
+                             f"{proc.stderr.decode('utf-8', 'replace')}")
+    return proc.stdout.decode("utf-8", "surrogateescape").rstrip("\n")
+
+
+def git_init(path: Path) -> Path:
+    """``git init`` ``path`` (created if missing) and return it."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q")
+    return path
+
+
+def commit_all(repo: Path, message: str = "commit") -> str:
+    """Stage everything in ``repo`` and commit it; return the new commit id."""
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--allow-empty", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def write_files(root: Path, files: Mapping[str, Union[str, bytes]]) -> None:
+    """Write ``files`` (relative path -> text or bytes) under ``root``.
+
+    Text is written as UTF-8 with its newlines untouched (no translation), so
+    a test controls every byte.
+    """
+    for rel, content in files.items():
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        target.write_bytes(data)
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> Path:
+    """A new, empty git repository (branch ``main``, no commits) in ``tmp_path/repo``."""
+    return git_init(tmp_path / "repo")
+
+
+MakeKB = Callable[..., Path]
+
+
+@pytest.fixture
+def make_kb(tmp_path: Path) -> MakeKB:
+    """Factory: ``make_kb(files, *, config=..., commit=False, root=None, subdir="")``.
+
+    Creates a git repository (a new folder per call, unless ``root`` names an
+    existing repository), writes ``kb.toml`` (``config``, default ``[kb]``)
+    into ``root/subdir`` unless ``files`` holds its own ``kb.toml``, writes
+    ``files`` (paths relative to the KB folder; ``str`` as UTF-8, ``bytes``
+    as is), optionally commits everything, and returns the KB folder.
+    """
+    counter = iter(range(1_000_000))
+
+    def factory(files: Optional[Mapping[str, Union[str, bytes]]] = None, *,
+                config: str = "[kb]\n", commit: bool = False,
+                root: Optional[Path] = None, subdir: str = "") -> Path:
+        repo = root if root is not None else git_init(tmp_path / f"kb{next(counter)}")
+        if not (repo / ".git").exists():
+            git_init(repo)
+        kb_root = repo / subdir if subdir else repo
+        kb_root.mkdir(parents=True, exist_ok=True)
+        files = dict(files or {})
+        if "kb.toml" not in files:
+            files["kb.toml"] = config
+        write_files(kb_root, files)
+        if commit:
+            commit_all(repo, "add KB")
+        return kb_root
+
+    return factory
+
+
+# -- shared input cases ----------------------------------------------------------
+
+
+def _find_cases() -> Optional[Path]:
+    here = Path(__file__).resolve().parents[2] / "shared" / "cases"
+    if here.is_dir():
+        return here
+    env = os.environ.get("KB_CASES_DIR")
+    if env and Path(env).is_dir():
+        return Path(env)
+    return None
+
+
+@pytest.fixture(scope="session")
+def cases_dir() -> Path:
+    """``../shared/cases`` beside the clone, else ``$KB_CASES_DIR``. Fails (never skips) if absent."""
+    found = _find_cases()
+    if found is None:
+        pytest.fail(
+            "the shared input cases are missing: expected "
+            f"{Path(__file__).resolve().parents[2] / 'shared' / 'cases'} or a folder in "
+            "$KB_CASES_DIR (CI checks out shared/ beside the clone)", pytrace=False)
+    return found
+
+
+@pytest.fixture(scope="session")
+def case_bytes(cases_dir: Path) -> Callable[[str], bytes]:
+    """``case_bytes("FM-01")`` -> the bytes of ``inputs/FM-01_*.md`` (or a ``real/`` file name)."""
+
+    def read(name: str) -> bytes:
+        real = cases_dir / "real" / name
+        if real.is_file():
+            return real.read_bytes()
+        hits = sorted((cases_dir / "inputs").glob(f"{name}_*.md"))
+        if len(hits) != 1:
+            pytest.fail(f"case {name!r}: expected one file in {cases_dir / 'inputs'}, "
+                        f"found {[h.name for h in hits]}", pytrace=False)
+        return hits[0].read_bytes()
+
+    return read
+
+
+# -- running the CLI -------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    """Outcome of one CLI run: exit code and the two streams (decoded UTF-8)."""
+
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self):  # noqa: ANN201 - any JSON value
+        import json
+
+        return json.loads(self.stdout)
+
+
+@contextlib.contextmanager
+def chdir(path: Union[str, Path]) -> Iterator[None]:
+    old = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(old)
+
+
+def invoke(*args: str, cwd: Union[str, Path, None] = None) -> Result:
+    """Run ``kb <args>`` in-process through ``kb_cli.main.main`` with click's runner.
+
+    Returns exit code, stdout and stderr separately (stdout must hold only
+    JSON for ``--json``).
+    """
+    from click.testing import CliRunner
+
+    from kb_cli.main import main
+
+    runner = CliRunner()
+    with contextlib.ExitStack() as stack:
+        if cwd is not None:
+            stack.enter_context(chdir(cwd))
+        streams = stack.enter_context(runner.isolation())
+        try:
+            code = main(list(args))
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        out, err = streams[0], streams[1]
+        stdout = out.getvalue().decode("utf-8")
+        stderr = err.getvalue().decode("utf-8")
+    return Result(code=code, stdout=stdout, stderr=stderr)
+
+
+@pytest.fixture
+def run_kb() -> Callable[..., Result]:
+    """``run_kb("index", "--json", cwd=kb_root)`` -> :class:`Result` (in-process)."""
+    return invoke
+
+
+def kb_script() -> str:
+    """Path of the installed ``kb`` console script (the running interpreter's first).
+
+    Fails the test, never skips, when it is not installed.
+    """
+    search = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    found = shutil.which("kb", path=search)
+    if found is None:
+        pytest.fail("the `kb` console script is not installed (pip install -e '.[test]')",
+                    pytrace=False)
+    return found
+
+
+def run_script(*args: str, cwd: Union[str, Path], env: Optional[Mapping[str, str]] = None,
+               timeout: float = 60) -> Result:
+    """Run the installed ``kb`` console script in a subprocess."""
+    full_env = dict(os.environ)
+    full_env.pop("PYTHONPATH", None)
+    if env:
+        full_env.update(env)
+    proc = subprocess.run([kb_script(), *args], cwd=cwd, capture_output=True, env=full_env,
+                          timeout=timeout)
+    return Result(code=proc.returncode, stdout=proc.stdout.decode("utf-8"),
+                  stderr=proc.stderr.decode("utf-8"))
+
+
+# -- files -----------------------------------------------------------------------
+
+
+def tree_snapshot(root: Path, skip_git: bool = False) -> dict[str, bytes]:
+    """Every file under ``root`` (relative POSIX path -> bytes); symlinks as their target text."""
+    out: dict[str, bytes] = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if skip_git and (rel == ".git" or rel.startswith(".git/")):
+            continue
+        if p.is_symlink():
+            out[rel] = os.readlink(p).encode()
+        elif p.is_file():
+            out[rel] = p.read_bytes()
+        elif p.is_dir():
+            out[rel + "/"] = b""
+    return out
+
+
+@pytest.fixture
+def example_kb(tmp_path: Path) -> Path:
+    """A committed copy of ``examples/`` (the bundled example KB) in its own repository."""
+    dest = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, dest, ignore=shutil.ignore_patterns(".kb", "__pycache__"))
+    git_init(dest)
+    commit_all(dest, "example KB")
+    return dest
+
+
+def config_for(root: Path, data: Optional[dict] = None):
+    """A :class:`kb.config.Config` for parser tests (``data`` is parsed-TOML shape)."""
+    from kb.config import config_from_dict
+
+    return config_from_dict(root, data or {})
+
+
+# -- hypothesis-tree workflow (issue 4) -------------------------------------------
+
+
+@pytest.fixture
+def tree_kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A committed KB made by ``kb init`` (zh locale) in its own repository, with
+    ``KB_TODAY`` pinned to 2026-11-29 for experiment dates."""
+    from kb.ops.init import init_kb
+
+    monkeypatch.setenv("KB_TODAY", "2026-11-29")
+    root = git_init(tmp_path / "research")
+    init_kb(root)
+    commit_all(root, "kb init")
+    return root

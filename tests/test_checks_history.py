@@ -1,0 +1,172 @@
+"""Every history rule (KB3xx) fires with the right path and line on a staged
+change, accepts an override, and is silent on legal changes."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import git, write_files
+from test_verify_support import TREE, codes, experiment, find, make_repo, verify_json
+
+
+def _stage(root, files=None, remove=(), move=None):
+    write_files(root, files or {})
+    for p in remove:
+        git(root, "rm", "-q", p)
+    if move:
+        git(root, "mv", *move)
+    git(root, "add", "-A")
+
+
+def _line(text: str, needle: str) -> int:
+    return next(i for i, ln in enumerate(text.splitlines(), 1) if needle in ln)
+
+
+TREE2 = TREE.replace("Evidence: E001\nChildren", "Evidence: E001, E002\nChildren")
+
+
+@pytest.fixture
+def repo(make_kb):
+    return make_repo(make_kb, {"tree.md": TREE2, "experiments/E002.md": experiment("E002", "H1")},
+                     dashboard=False)
+
+
+def test_removed_hypothesis(repo):
+    new = TREE2.split("## H2:")[0].rstrip("\n") + "\n"
+    _stage(repo, {"tree.md": new})
+    rc, data = verify_json(repo, "--staged")
+    (d,) = find(data, "KB301")
+    assert d["path"] == "tree.md" and d["line"] == _line(TREE2, "## H2:") and d["blocking"]
+    assert "H2" in d["message"] and rc == 1
+
+
+def test_removed_experiment_file_and_renamed_experiment(repo):
+    _stage(repo, remove=["experiments/E002.md"])
+    rc, data = verify_json(repo, "--staged")
+    assert [(d["code"], d["path"]) for d in data["diagnostics"] if d["code"].startswith("KB3")] == \
+        [("KB301", "experiments/E002.md")]
+    git(repo, "reset", "-q", "--hard")
+    _stage(repo, move=("experiments/E002.md", "experiments/E002-renamed.md"))
+    rc, data = verify_json(repo, "--staged")
+    (d,) = find(data, "KB305")
+    assert d["path"] == "experiments/E002-renamed.md" and d["line"] == 1 and rc == 1
+    assert not find(data, "KB301")
+
+
+def test_reassigned_statement_and_override(repo, monkeypatch):
+    new = TREE2.replace("Mixed precision slows convergence", "Mixed precision speeds convergence")
+    _stage(repo, {"tree.md": new})
+    rc, data = verify_json(repo, "--staged")
+    (d,) = find(data, "KB302")
+    assert d["line"] == _line(new, "## H2:") and d["severity"] == "error" and rc == 1
+    monkeypatch.setenv("KB_OVERRIDE", "H2 the statement had a typo")
+    rc, data = verify_json(repo, "--staged")
+    (d,) = find(data, "KB302")
+    assert d["severity"] == "info" and not d["blocking"] and rc == 0
+    assert "Kb-Override: H2 the statement had a typo" in d["message"]
+    monkeypatch.setenv("KB_OVERRIDE", "H1 some other reason")
+    rc, _ = verify_json(repo, "--staged")
+    assert rc == 1
+
+
+def test_experiment_reassigned_to_another_hypothesis(repo):
+    _stage(repo, {"experiments/E002.md": experiment("E002", "H2")})
+    rc, data = verify_json(repo, "--staged")
+    (d,) = find(data, "KB302")
+    assert d["path"] == "experiments/E002.md" and d["line"] == 1 and rc == 1
+
+
+@pytest.mark.parametrize("evidence,what", [("E002", "lost E001"), ("E002, E001", "reordered")])
+def test_evidence_append_only(repo, evidence, what):
+    new = TREE2.replace("Evidence: E001, E002", f"Evidence: {evidence}")
+    _stage(repo, {"tree.md": new})
+    rc, data = verify_json(repo, "--staged")
+    (d,) = find(data, "KB303")
+    assert d["line"] == _line(new, f"Evidence: {evidence}") and what in d["message"] and rc == 1
+
+
+def test_verified_file_modified_or_deleted(repo):
+    _stage(repo, {"Verified/命题/p1.md": "# 已验证｜changed\n- ID: p1\n"})
+    rc, data = verify_json(repo, "--staged")
+    (d,) = find(data, "KB304")
+    assert d["path"] == "Verified/命题/p1.md" and d["line"] == 1 and rc == 1
+    git(repo, "reset", "-q", "--hard")
+    _stage(repo, remove=["Verified/命题/p1.md"])
+    rc, data = verify_json(repo, "--staged")
+    assert [d["path"] for d in find(data, "KB304")] == ["Verified/命题/p1.md"] and rc == 1
+
+
+def test_verified_file_that_kb_does_not_parse_is_still_immutable(make_kb):
+    """Any file under Verified/ (here: a name with a space and CJK, not a card path)."""
+    root = make_repo(make_kb, {"Verified/实验 E001.md": "# record\n"}, dashboard=False)
+    _stage(root, {"Verified/实验 E001.md": "# record, edited\n"})
+    rc, data = verify_json(root, "--staged")
+    (d,) = find(data, "KB304")
+    assert d["path"] == "Verified/实验 E001.md" and rc == 1
+
+
+@pytest.mark.parametrize("old,new,ok", [
+    ("进行中", "待验", False), ("进行中", "被支持", True), ("进行中", "被推翻", True),
+])
+def test_hypothesis_status_moves(repo, old, new, ok):
+    text = TREE2.replace(f"Status: {old}", f"Status: {new}", 1)
+    _stage(repo, {"tree.md": text})
+    rc, data = verify_json(repo, "--staged")
+    hits = find(data, "KB306")
+    if ok:
+        assert not hits and rc == 0
+    else:
+        (d,) = hits
+        assert d["line"] == _line(text, f"Status: {new}") and rc == 1
+
+
+def test_refuted_is_final_and_experiment_cannot_reopen(make_kb):
+    tree = TREE2.replace("## H2: Mixed precision slows convergence\nStatus: 待验\nEvidence: (empty)",
+                         "## H2: Mixed precision slows convergence\nStatus: 被推翻\nEvidence: E002")
+    root = make_repo(make_kb, {"tree.md": tree, "experiments/E002.md":
+                               experiment("E002", "H1", status="已完成", conclusion="推翻")},
+                     dashboard=False)
+    _stage(root, {"tree.md": tree.replace("Status: 被推翻", "Status: 被支持"),
+                  "experiments/E002.md": experiment("E002", "H1", status="进行中", conclusion="推翻")})
+    rc, data = verify_json(root, "--staged")
+    assert sorted((d["path"], d["code"]) for d in find(data, "KB306")) == [
+        ("experiments/E002.md", "KB306"), ("tree.md", "KB306")]
+    assert rc == 1
+
+
+def test_new_ids_are_never_reused(make_kb):
+    tree = TREE2.replace("Children: H1.1\n", "Children: H1.1, H1.3\n").replace(
+        "## H2:", "### H1.3: Third\nStatus: 待验\nEvidence: (empty)\nParent: H1\n\n## H2:")
+    root = make_repo(make_kb, {"tree.md": tree, "experiments/E003.md": experiment("E003", "H1")},
+                     dashboard=False)
+    new = tree.replace("Children: H1.1, H1.3\n", "Children: H1.1, H1.3, H1.2\n").replace(
+        "## H2:", "### H1.2: Reused\nStatus: 待验\nEvidence: (empty)\nParent: H1\n\n## H2:")
+    _stage(root, {"tree.md": new, "experiments/E002.md": experiment("E002", "H1")})
+    rc, data = verify_json(root, "--staged")
+    got = sorted((d["path"], d["line"]) for d in find(data, "KB307"))
+    assert got == [("experiments/E002.md", 1), ("tree.md", _line(new, "### H1.2:"))], data
+    assert "use H1.4" in find(data, "KB307")[1]["message"] or "use H1.4" in find(data, "KB307")[0]["message"]
+    assert rc == 1
+
+
+def test_legal_changes_are_silent(repo):
+    new = (TREE2.replace("Evidence: E001, E002", "Evidence: E001, E002, E003")
+           .replace("Children: H1.1\n", "Children: H1.1, H1.2\n")
+           .replace("## H2:", "### H1.2: Another cause\nStatus: 待验\nEvidence: (empty)\nParent: H1\n\n## H2:")
+           + "\n## H3: A new top-level hypothesis\nStatus: 待验\nEvidence: (empty)\n")
+    e2 = experiment("E002", "H1") + "\n## 执行记录\n\nran it twice\n"
+    _stage(repo, {"tree.md": new, "experiments/E003.md": experiment("E003", "H1"),
+                  "experiments/E002.md": e2})
+    rc, data = verify_json(repo, "--staged")
+    assert (rc, [d for d in data["diagnostics"]]) == (0, [])
+
+
+def test_card_removed_and_moved(repo):
+    (repo / "Propos/代数").mkdir()
+    git(repo, "mv", "Propos/数论/p1.md", "Propos/代数/p1.md")
+    rc, data = verify_json(repo, "--staged")
+    assert not [c for c in codes(data) if c.startswith("KB3")] and rc == 0
+    git(repo, "rm", "-q", "Problems/q1.md")
+    rc, data = verify_json(repo, "--staged")
+    assert [(d["code"], d["path"]) for d in data["diagnostics"] if d["code"] == "KB301"] == \
+        [("KB301", "Problems/q1.md")] and rc == 1

@@ -1,0 +1,247 @@
+"""Every snapshot rule (KB2xx) fires with the right path and line, and is silent
+on valid input. Real repositories; `kb verify` run in-process."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLES, commit_all, git_init, write_files
+from test_verify_support import (
+    E001,
+    TREE,
+    codes,
+    experiment,
+    find,
+    fresh_dashboard,
+    make_repo,
+    method,
+    problem,
+    proposition,
+    verified,
+    verify_json,
+)
+
+
+def _line_of(text: str, needle: str, nth: int = 1) -> int:
+    seen = 0
+    for i, line in enumerate(text.splitlines(), 1):
+        if needle in line:
+            seen += 1
+            if seen == nth:
+                return i
+    raise AssertionError(f"{needle!r} not in text")
+
+
+def test_valid_kb_is_clean(make_kb):
+    root = make_repo(make_kb)
+    code, data = verify_json(root)
+    assert code == 0
+    assert data["diagnostics"] == [], data["diagnostics"]
+
+
+def test_example_kb_is_clean_once_its_dashboard_is_fresh(tmp_path):
+    root = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, root, ignore=shutil.ignore_patterns(".kb", "__pycache__"))
+    git_init(root)
+    code, data = verify_json(root)
+    assert codes(data) == ["KB240"] and code == 0  # the bundled dashboard predates kb dashboard
+    fresh_dashboard(root)
+    commit_all(root, "examples")
+    code, data = verify_json(root)
+    assert (code, data["diagnostics"]) == (0, [])
+    code, data = verify_json(root, "--staged")
+    assert (code, data["diagnostics"]) == (0, [])
+
+
+TREE_BAD_GRAMMAR = TREE + "\n## H03: Leading zeros\nStatus: 待验\nEvidence: (empty)\n"
+TREE_DUP = TREE + "\n## H2: Declared again\nStatus: 待验\nEvidence: (empty)\n"
+TREE_LEVEL = TREE.replace("## H2: Mixed", "### H2: Mixed")
+TREE_PARENT = TREE.replace("Parent: H1", "Parent: H2")
+TREE_NO_CHILDREN = TREE.replace("Children: H1.1\n", "")
+TREE_ORPHAN = TREE + "\n### H3.1: Orphan\nStatus: 待验\nEvidence: (empty)\nParent: H3\n"
+TREE_STATUS = TREE.replace("## H2: Mixed precision slows convergence\nStatus: 待验",
+                           "## H2: Mixed precision slows convergence\nStatus: maybe")
+TREE_NO_EVIDENCE = TREE.replace("## H2: Mixed precision slows convergence\nStatus: 待验",
+                                "## H2: Mixed precision slows convergence\nStatus: 被支持")
+TREE_MISSING_EXP = TREE.replace("Evidence: E001", "Evidence: E001, E009")
+
+
+@pytest.mark.parametrize("code,files,path,needle", [
+    ("KB201", {"tree.md": TREE_BAD_GRAMMAR}, "tree.md", "## H03:"),
+    ("KB202", {"tree.md": TREE_DUP}, "tree.md", "## H2: Declared again"),
+    ("KB203", {"tree.md": TREE_LEVEL}, "tree.md", "### H2:"),
+    ("KB204", {"tree.md": TREE_PARENT}, "tree.md", "Parent: H2"),
+    ("KB204", {"tree.md": TREE_NO_CHILDREN}, "tree.md", "## H1:"),
+    ("KB204", {"tree.md": TREE_ORPHAN}, "tree.md", "### H3.1:"),
+    ("KB205", {"tree.md": TREE_STATUS}, "tree.md", "Status: maybe"),
+    ("KB206", {"tree.md": TREE_NO_EVIDENCE}, "tree.md", "Evidence: (empty)\n"),
+    ("KB210", {"tree.md": TREE_MISSING_EXP}, "tree.md", "Evidence: E001, E009"),
+], ids=lambda x: x if isinstance(x, str) and x.startswith("KB") else None)
+def test_tree_rules_fire(make_kb, code, files, path, needle):
+    root = make_repo(make_kb, files, dashboard=False)
+    rc, data = verify_json(root)
+    hits = find(data, code)
+    assert hits, data["diagnostics"]
+    text = files[path]
+    if needle.endswith("\n"):  # the Evidence line of the hypothesis made 被支持
+        want = _line_of(text, "Status: 被支持") + 1
+    else:
+        want = _line_of(text, needle)
+    assert any(h["path"] == path and h["line"] == want for h in hits), (want, hits)
+    if hits[0]["severity"] == "error":
+        assert rc == 1
+
+
+def test_duplicate_names_both_locations(make_kb):
+    root = make_repo(make_kb, {"tree.md": TREE_DUP}, dashboard=False)
+    _, data = verify_json(root)
+    (dup,) = find(data, "KB202")
+    first, second = _line_of(TREE_DUP, "## H2:"), _line_of(TREE_DUP, "## H2:", 2)
+    assert dup["line"] == second
+    assert f"tree.md:{first}" in dup["message"] and f"tree.md:{second}" in dup["message"]
+
+
+def test_teamflint_duplicates_reported_with_both_lines(make_kb, case_bytes):
+    data = case_bytes("teamflint__HYPOTHESES.md")
+    root = make_kb({"tree.md": data}, commit=True)
+    rc, out = verify_json(root)
+    dups = find(out, "KB202")
+    assert dups and rc == 1
+    text = data.decode("utf-8")
+    for d in dups:
+        hid = d["message"].split()[0]
+        lines = [i for i, ln in enumerate(text.splitlines(), 1)
+                 if ln.startswith("#") and f"[{hid}:" in ln or ln.startswith(f"#### {hid}:")]
+        assert len(lines) >= 2 and d["line"] in lines
+        assert all(f"tree.md:{ln}" in d["message"] for ln in lines)
+    # the fenced ASCII tree declares nothing
+    fenced = [i for i, ln in enumerate(text.splitlines(), 1) if "├── H004" in ln]
+    assert all(d["line"] not in fenced for d in out["diagnostics"])
+
+
+def test_card_and_experiment_rules_fire(make_kb):
+    files = {
+        "experiments/E002.md": experiment("E002", "H1", status="已完成", conclusion="[待补充]"),
+        "experiments/E003.md": experiment("E004", "H1"),
+        "experiments/E005.md": experiment("E005", "H9"),
+        "Problems/q2.md": problem("q2", depends='["q9"]'),
+        "Problems/q3.md": problem("q3", depends='["q4"]').replace("- ID: q3", "- ID: q30"),
+        "Problems/q4.md": problem("q4", depends='["q3"]', depended_by='[]'),
+        "Propos/数论/p2.md": proposition("p2", prob="1.5"),
+        "Methods/m2.md": method("m2", claims='["p2"]', parents='["m1"]'),
+    }
+    root = make_repo(make_kb, files, dashboard=False)
+    rc, data = verify_json(root)
+    assert rc == 1
+
+    def at(code, path, needle):
+        want = _line_of(files[path], needle)
+        hits = [d for d in find(data, code) if d["path"] == path]
+        assert any(h["line"] == want for h in hits), (code, want, find(data, code))
+
+    at("KB207", "experiments/E002.md", "**结论**")
+    at("KB208", "experiments/E003.md", "# E004:")
+    at("KB211", "experiments/E005.md", "# E005:")
+    at("KB212", "Problems/q2.md", "- 依赖:")
+    at("KB209", "Problems/q3.md", "- ID: q30")
+    at("KB213", "Problems/q3.md", "- 依赖:")
+    at("KB218", "Propos/数论/p2.md", "- 概率: 1.5")
+    at("KB214", "Methods/m2.md", "- 可信断言:")
+    at("KB215", "Methods/m2.md", "- 上级体系:")
+    at("KB216", "Problems/q3.md", "- 被依赖:")
+    (cyc,) = find(data, "KB213")
+    assert "q3 -> q4 -> q3" in cyc["message"]
+    kb216 = [d for d in find(data, "KB216") if d["path"] == "Problems/q3.md"][0]
+    assert kb216["severity"] == "warning" and kb216["fix"]["new"] == '- 被依赖: ["q4"]'
+
+
+def test_verified_card_consistency_is_a_warning(make_kb):
+    files = {"Propos/数论/p3.md": proposition("p3", status="已验证·假", prob="0"),
+             "Verified/问题/q7.md": verified("q7", kind="问题")}
+    root = make_repo(make_kb, files, dashboard=False)
+    rc, data = verify_json(root)
+    hits = find(data, "KB217")
+    assert {h["path"] for h in hits} == {"Propos/数论/p3.md", "Verified/问题/q7.md"}
+    assert all(h["severity"] == "warning" for h in hits) and rc == 0
+
+
+def test_unknown_words_in_cards_and_experiments(make_kb):
+    files = {"experiments/E002.md": experiment("E002", "H1", status="finito", conclusion="maybe so"),
+             "Problems/q2.md": problem("q2", status="pending")}
+    root = make_repo(make_kb, files, dashboard=False)
+    _, data = verify_json(root)
+    got = {(d["path"], d["line"]) for d in find(data, "KB205")}
+    assert ("experiments/E002.md", _line_of(files["experiments/E002.md"], "**Status**")) in got
+    assert ("experiments/E002.md", _line_of(files["experiments/E002.md"], "**结论**")) in got
+    assert ("Problems/q2.md", _line_of(files["Problems/q2.md"], "- 状态:")) in got
+
+
+def test_stale_dashboard_warning_and_config_error(make_kb):
+    root = make_repo(make_kb)
+    (root / "tree.md").write_text(TREE + "\n## H3: New one\nStatus: 待验\nEvidence: (empty)\n",
+                                  encoding="utf-8")
+    rc, data = verify_json(root)
+    (st,) = find(data, "KB240")
+    assert st["path"] == "DASHBOARD.md" and st["severity"] == "warning" and rc == 0
+    assert "kb dashboard" in st["message"]
+    for cfg in ('[rules]\ndashboard_stale = "error"\n', '[rules.severity]\nKB240 = "error"\n'):
+        (root / "kb.toml").write_text(cfg, encoding="utf-8")
+        rc, data = verify_json(root)
+        assert find(data, "KB240")[0]["severity"] == "error" and rc == 1
+    (root / "kb.toml").write_text('[rules]\ndisable = ["KB240"]\n', encoding="utf-8")
+    rc, data = verify_json(root)
+    assert not find(data, "KB240") and rc == 0
+
+
+def test_no_dashboard_means_no_stale_warning(make_kb):
+    root = make_repo(make_kb, dashboard=False)
+    rc, data = verify_json(root)
+    assert (rc, data["diagnostics"]) == (0, [])
+
+
+def test_silent_near_misses(make_kb):
+    """Valid shapes close to every rule: deep IDs, evidence appended, settled with evidence."""
+    tree = TREE.replace("Children: H1.1\n", "Children: H1.1, H1.2\n") + (
+        "\n### H1.2: Deep branch\nStatus: 被推翻\nEvidence: E001\nChildren: H1.2.1\nParent: H1\n"
+        "\n#### H1.2.1: Deeper\nStatus: 待验\nEvidence: (empty)\nChildren: H1.2.1.1\nParent: H1.2\n"
+        "\n##### H1.2.1.1: Deepest\nStatus: 待验\nEvidence: (empty)\nParent: H1.2.1\n")
+    # H1.2 sits after H2 in the file: order of sections is free, Children follow file order.
+    files = {"tree.md": tree,
+             "experiments/E002.md": experiment("E002", "H1", status="已完成", conclusion="支持 — yes"),
+             "Problems/q2.md": problem("q2", depends='["q1"]'),
+             "Methods/m2.md": method("m2", parents='["m3"]'),
+             "Methods/m3.md": method("m3", subs='["m2"]')}
+    files["Problems/q1.md"] = problem("q1", depends='["p1"]', depended_by='["q2"]')
+    root = make_repo(make_kb, files)
+    rc, data = verify_json(root)
+    assert (rc, data["diagnostics"]) == (0, [])
+
+
+def test_custom_grammar_reads_its_ids(make_kb):
+    tree = "# T\n\n### K1. First\nStatus: 待验\nEvidence: (empty)\n\n### K2. Second\nStatus: 待验\nEvidence: (empty)\n"
+    root = make_kb({"tree.md": tree}, config='[kb]\nid_grammar = "K[0-9]+[a-z]?"\nheading_separators = ["."]\n',
+                   commit=True)
+    rc, data = verify_json(root)
+    assert (rc, data["diagnostics"]) == (0, [])
+
+
+def test_every_rule_code_is_in_the_catalogue():
+    from kb.checks.catalogue import BY_CODE, CATALOGUE
+    from kb.checks.registry import FILE_RULES, HISTORY_RULES, SNAPSHOT_RULES, load_rules
+
+    load_rules()
+    for rule in FILE_RULES + SNAPSHOT_RULES + HISTORY_RULES:
+        for code in rule.codes:
+            assert code in BY_CODE, code
+    assert len({r.code for r in CATALOGUE}) == len(CATALOGUE)
+    import re
+    from pathlib import Path as P
+
+    emitted = set()
+    for f in (P(__file__).resolve().parents[1] / "kb").rglob("*.py"):
+        emitted |= set(re.findall(r'"(KB[0-9]{3})"', f.read_text(encoding="utf-8")))
+    missing = sorted(c for c in emitted if c not in BY_CODE and not c.startswith("KB4"))
+    assert not missing, f"codes emitted but not in the catalogue: {missing}"

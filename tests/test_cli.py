@@ -1,0 +1,372 @@
+"""The ``kb`` command line: in-process (click's runner around ``kb_cli.main``) and through
+the installed console script (a subprocess), on a copy of ``examples/`` and on small KBs."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import kb
+from conftest import commit_all, git, git_init, run_script, tree_snapshot, write_files
+from kb_cli.main import COMMANDS, cli
+
+TREE = "# Hypothesis Tree\n\n## H1: 数据加载是训练瓶颈\nStatus: 进行中\nEvidence: E001\n"
+EXP = "# E001: H1 - 测量读盘\n\n**Hypothesis**: H1\n**Date**: 2026-01-02\n**Status**: 进行中\n"
+GBK_EXP = "# E002: H1 - 中文实验\n\n**Status**: 进行中\n".encode("gbk")
+
+
+def no_traceback(r) -> None:
+    assert "Traceback" not in r.stdout + r.stderr
+
+
+# -- help and version --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_command_has_help(run_kb, name):
+    """``kb <command> --help`` for every registered command (new ones included): exit 0,
+    a usage line, a description, and help text on every option."""
+    r = run_kb(name, "--help")
+    assert r.code == 0, r.stderr
+    assert r.stdout.startswith(f"Usage: kb {name}")
+    cmd = cli.get_command(None, name)  # type: ignore[arg-type]
+    assert cmd is not None and cmd.name == name
+    assert (cmd.help or "").strip(), f"kb {name} has no help text"
+    for param in cmd.params:
+        if param.param_type_name == "option" and param.name != "help":
+            assert (getattr(param, "help", None) or "").strip(), f"kb {name} {param.opts} has no help"
+
+
+def test_top_level_help_lists_every_command(run_kb):
+    """``kb --help`` names every command of COMMANDS with its one-line summary."""
+    r = run_kb("--help")
+    assert r.code == 0
+    listed = r.stdout.split("Commands:")[1]
+    for name in COMMANDS:
+        assert re.search(rf"^  {re.escape(name)}(\s|$)", listed, re.MULTILINE), name
+
+
+def test_version_in_process_and_runner(run_kb):
+    """``kb --version`` prints 'kb <version>' and exits 0 (through main() and CliRunner(cli))."""
+    r = run_kb("--version")
+    assert (r.code, r.stdout) == (0, f"kb {kb.__version__}\n")
+    res = CliRunner().invoke(cli, ["--version"])
+    assert res.exit_code == 0 and res.output == f"kb {kb.__version__}\n"
+
+
+def test_click_runner_on_cli_group(example_kb):
+    """``CliRunner().invoke(cli, ...)``: the group itself runs ``ls`` with ``--kb``."""
+    res = CliRunner().invoke(cli, ["ls", "hypotheses", "--json", "--kb", str(example_kb)])
+    assert res.exit_code == 0, res.output
+    assert [h["id"] for h in json.loads(res.stdout)][:1] == ["H1"]
+
+
+# -- the example KB -------------------------------------------------------------------
+
+
+def test_index_examples_is_clean(example_kb, run_kb):
+    """``kb index`` on the bundled example KB: exit 0, no error diagnostics, every kind the
+    issue asks for (>=3 hypotheses, >=2 experiments, problems, propositions, a method, verified)."""
+    r = run_kb("index", "--json", cwd=example_kb)
+    assert r.code == 0, r.stdout
+    out = r.json()
+    assert out["errors"] == 0 and out["failed_files"] == []
+    assert [d for d in out["diagnostics"] if d["severity"] == "error"] == []
+    c = out["counts"]
+    assert c["hypothesis"] >= 3 and c["experiment"] >= 2 and c["problem"] >= 2
+    assert c["proposition"] >= 2 and c["method"] >= 1 and c["verified"] >= 1
+    text = run_kb("index", "--stats", cwd=example_kb)
+    assert text.code == 0 and "indexed" in text.stderr and "cache reused" in text.stderr
+
+
+def test_ls_examples(example_kb, run_kb):
+    """``kb ls``: every kind as a table; hypotheses with id/status/statement; problems by
+    priority with ``never`` last; propositions with a probability; ``--status`` in English."""
+    r = run_kb("ls", cwd=example_kb)
+    assert r.code == 0 and "H1" in r.stdout and "hypothesis" in r.stdout
+    hyps = run_kb("ls", "hypotheses", "--json", cwd=example_kb).json()
+    assert all({"id", "status", "statement"} <= set(h) for h in hyps)
+    assert all(h["status"] in ("待验", "进行中", "被支持", "被推翻") for h in hyps)
+    probs = run_kb("ls", "problems", "--json", cwd=example_kb).json()
+    prios = [p["priority"] for p in probs]
+    ints = [p for p in prios if isinstance(p, int)]
+    assert prios == sorted(ints) + [p for p in prios if p == "never"]
+    assert "never" in prios
+    props = run_kb("ls", "propositions", "--json", cwd=example_kb).json()
+    assert props and all(isinstance(p["probability"], float) for p in props)
+    supported = run_kb("ls", "hypotheses", "--status", "supported", "--json", cwd=example_kb).json()
+    assert supported and {h["status"] for h in supported} == {"被支持"}
+    assert {h["id"] for h in supported} < {h["id"] for h in hyps}
+
+
+def test_show_examples(example_kb, run_kb):
+    """``kb show``: a hypothesis with file, line and links; a problem with its entries;
+    the problem and its Verified card are not called a duplicate."""
+    h = run_kb("show", "H1.1", "--json", cwd=example_kb).json()
+    assert h["path"] == "tree.md" and h["line"] > 1 and h["parent"] == "H1"
+    assert {"links_out", "links_in", "dependencies", "dependants", "experiments"} <= set(h)
+    assert {"to": "H1", "kind": "parent"} in h["links_out"]
+    text = run_kb("show", "H1.1", cwd=example_kb)
+    assert text.code == 0 and f"tree.md:{h['line']}" in text.stdout
+    q = run_kb("show", "q1", "--json", cwd=example_kb).json()
+    q = q if isinstance(q, list) else [q]
+    problem = next(x for x in q if x["kind"] == "problem")
+    assert problem["path"] == "Problems/q1.md"
+    e = problem["entries"][0]
+    assert set(e) >= {"kind", "number", "title", "probability", "status", "line"}
+    r = run_kb("show", "q1", cwd=example_kb)
+    assert r.code == 0 and "duplicate" not in r.stderr
+    assert "entries:" in r.stdout and "解法 1｜" in r.stdout
+
+
+def test_find_examples(example_kb, run_kb):
+    """``kb find``: case-insensitive over IDs, titles, statements; no match exits 0 with a
+    message on stderr; an empty TEXT is a usage error (2)."""
+    r = run_kb("find", "√2", "--json", cwd=example_kb)
+    assert r.code == 0 and "q1" in [x["id"] for x in r.json()]
+    r = run_kb("find", "PYTEST", "--json", cwd=example_kb)
+    assert "H1" in [x["id"] for x in r.json()]
+    r = run_kb("find", "no-such-text-anywhere", cwd=example_kb)
+    assert (r.code, r.stdout) == (0, "") and "no object matches" in r.stderr
+    r = run_kb("find", "  ", cwd=example_kb)
+    assert r.code == 2 and r.stderr.startswith("kb: ")
+
+
+@pytest.mark.parametrize("args", [("index", "--json"), ("ls", "--json"), ("show", "H1", "--json"),
+                                  ("find", "H1", "--json")])
+def test_json_is_only_json_and_keeps_non_ascii(example_kb, run_kb, args):
+    """Every ``--json`` output is one JSON document on stdout, non-ASCII written as itself."""
+    r = run_kb(*args, cwd=example_kb)
+    assert r.code == 0
+    json.loads(r.stdout)
+    assert "\\u" not in r.stdout
+    if args[0] != "index":  # the clean example KB has no diagnostics to print
+        assert any(ord(c) > 127 for c in r.stdout)
+
+
+# -- the console script -----------------------------------------------------------------
+
+
+def test_console_script(example_kb):
+    """The installed ``kb`` script: --version, index --json (UTF-8, non-ASCII kept), ls, show,
+    find; and not-a-KB exits 2 with one line on stderr."""
+    r = run_script("--version", cwd=example_kb)
+    assert (r.code, r.stdout) == (0, f"kb {kb.__version__}\n")
+    r = run_script("index", "--json", cwd=example_kb)
+    assert r.code == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["errors"] == 0 and out["counts"]["hypothesis"] >= 3
+    r = run_script("ls", "hypotheses", "--json", cwd=example_kb)
+    statuses = {h["status"] for h in json.loads(r.stdout)}
+    assert statuses <= {"待验", "进行中", "被支持", "被推翻"} and statuses
+    assert "\\u" not in r.stdout and "被支持" in r.stdout
+    r = run_script("show", "H1", cwd=example_kb)
+    assert r.code == 0 and "tree.md:" in r.stdout
+    r = run_script("find", "√2", cwd=example_kb)
+    assert r.code == 0 and "q1" in r.stdout
+    r = run_script("show", "NOPE", cwd=example_kb)
+    assert r.code == 1
+
+
+def test_console_script_not_a_kb(tmp_path):
+    """The script outside any KB: exit 2, exactly one line on stderr, nothing on stdout."""
+    r = run_script("ls", cwd=tmp_path)
+    assert r.code == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("kb: ")
+    no_traceback(r)
+
+
+# -- bad input and errors ------------------------------------------------------------------
+
+
+def test_gbk_file_fails_but_rest_is_indexed(make_kb, run_kb):
+    """A KB with a GBK-encoded experiment: ``kb index`` exits 1, names the file and the byte,
+    says how many files failed, and still indexes tree.md and the UTF-8 experiment."""
+    root = make_kb({"tree.md": TREE, "experiments/E001.md": EXP, "experiments/E002.md": GBK_EXP},
+                   commit=True)
+    r = run_kb("index", cwd=root)
+    assert r.code == 1
+    assert "experiments/E002.md:1:1: KB101" in r.stdout
+    assert "not valid UTF-8 (byte 0xd6 at offset 13)" in r.stdout
+    assert "1 error(s) in 1 file(s)" in r.stderr
+    no_traceback(r)
+    out = run_kb("index", "--json", cwd=root).json()
+    assert out["failed_files"] == ["experiments/E002.md"]
+    assert out["counts"] == {"hypothesis": 1, "experiment": 1}
+    assert run_kb("show", "E001", cwd=root).code == 0
+
+
+def test_show_unknown_id(example_kb, run_kb):
+    """``kb show NOPE``: exit 1, a message naming the ID on stderr, nothing on stdout."""
+    for args in (("show", "NOPE"), ("show", "NOPE", "--json")):
+        r = run_kb(*args, cwd=example_kb)
+        assert r.code == 1 and r.stdout == ""
+        assert "'NOPE'" in r.stderr
+
+
+@pytest.mark.parametrize("args", [("index",), ("index", "--json"), ("ls",), ("show", "H1"),
+                                  ("find", "x")])
+def test_not_a_kb_exits_2(tmp_path, run_kb, args):
+    """Outside any KB: exit 2, a one-line ``kb: …`` message naming ``kb init``, no traceback."""
+    r = run_kb(*args, cwd=tmp_path)
+    assert r.code == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("kb: ") and "kb init" in r.stderr
+    no_traceback(r)
+
+
+def test_usage_errors_exit_2(example_kb, run_kb):
+    """An unknown kind or option is a usage error (2)."""
+    assert run_kb("ls", "gizmos", cwd=example_kb).code == 2
+    assert run_kb("index", "--no-such-option", cwd=example_kb).code == 2
+    assert run_kb("no-such-command").code == 2
+
+
+def test_internal_bug_exits_3_without_traceback(example_kb, run_kb, monkeypatch):
+    """An unexpected exception inside a command: exit 3, one short message, no traceback."""
+    import kb.api
+
+    def boom(*a, **k):
+        raise ValueError("simulated bug")
+
+    monkeypatch.setattr(kb.api, "index_kb", boom)
+    r = run_kb("index", cwd=example_kb)
+    assert r.code == 3
+    assert "internal error: ValueError: simulated bug" in r.stderr
+    no_traceback(r)
+
+
+def test_kb_option_acts_elsewhere(example_kb, tmp_path, run_kb):
+    """``--kb PATH`` answers for that KB from an unrelated current directory."""
+    r = run_kb("show", "H1", "--json", "--kb", str(example_kb), cwd=tmp_path)
+    assert r.code == 0 and r.json()["id"] == "H1"
+
+
+# -- kb init ---------------------------------------------------------------------------------
+
+
+def test_init_empty_folder(tmp_path, run_kb):
+    """``kb init`` in an empty folder: runs ``git init``, writes kb.toml, tree.md (title only),
+    DASHBOARD.md (what ``kb dashboard`` renders), .gitignore (.kb/), .gitattributes; then
+    ``kb index`` works on it."""
+    from kb.render.dashboard import render_dashboard
+
+    target = tmp_path / "new"
+    target.mkdir()
+    r = run_kb("init", "--json", cwd=target)
+    assert r.code == 0, r.stderr
+    out = r.json()
+    assert out["git_initialised"] is True and Path(out["root"]) == target.resolve()
+    assert sorted(out["written"]) == sorted(
+        ["kb.toml", "tree.md", "DASHBOARD.md", ".gitignore", ".gitattributes"])
+    assert (target / ".git").is_dir()
+    assert (target / "tree.md").read_text(encoding="utf-8") == "# Hypothesis Tree\n"
+    assert (target / "DASHBOARD.md").read_text(encoding="utf-8") == render_dashboard([], [], None, "zh")
+    assert (target / ".gitignore").read_text().splitlines() == [".kb/"]
+    assert "DASHBOARD.md merge=kb-dashboard" in (target / ".gitattributes").read_text()
+    assert 'locale = "zh"' in (target / "kb.toml").read_text(encoding="utf-8")
+    r = run_kb("index", "--json", cwd=target)
+    assert r.code == 0 and r.json()["counts"] == {} and r.json()["diagnostics"] == []
+    commit_all(target, "kb init")
+    assert git(target, "status", "--porcelain") == ""
+
+
+def test_init_directory_argument_and_locale(tmp_path, run_kb):
+    """``kb init DIR --locale en`` creates DIR and writes ``locale = "en"``; text output lists files."""
+    r = run_kb("init", str(tmp_path / "a" / "b"), "--locale", "en", cwd=tmp_path)
+    assert r.code == 0
+    assert "wrote kb.toml" in r.stdout and "initialised an empty git repository" in r.stderr
+    assert 'locale = "en"' in (tmp_path / "a" / "b" / "kb.toml").read_text()
+
+
+def test_init_in_existing_repo(git_repo, run_kb):
+    """``kb init sub`` inside a repository with a commit: no second ``git init`` (no nested .git,
+    HEAD unchanged); the existing .gitignore gets ``.kb/`` appended once, its lines kept."""
+    write_files(git_repo, {".gitignore": "node_modules/\n*.log", "README.md": "hi\n"})
+    head = commit_all(git_repo, "first")
+    git_dir_before = tree_snapshot(git_repo / ".git")
+    r = run_kb("init", "--json", cwd=git_repo)
+    assert r.code == 0, r.stderr
+    assert r.json()["git_initialised"] is False
+    assert ".gitignore" in r.json()["appended"]
+    assert (git_repo / ".gitignore").read_text() == "node_modules/\n*.log\n.kb/\n"
+    assert tree_snapshot(git_repo / ".git") == git_dir_before
+    assert git(git_repo, "rev-parse", "HEAD") == head
+
+    sub = git_repo / "research"
+    r = run_kb("init", str(sub), cwd=git_repo)
+    assert r.code == 0 and "initialised" not in r.stderr
+    assert not (sub / ".git").exists() and (sub / "kb.toml").is_file()
+    assert git(sub, "rev-parse", "--show-toplevel") == str(git_repo.resolve())
+
+
+def test_init_gitignore_already_has_the_line(git_repo, run_kb):
+    """An existing .gitignore that already lists ``.kb/``: left byte for byte as it was."""
+    original = b"# mine\r\n.kb/\r\nbuild/\r\n"
+    (git_repo / ".gitignore").write_bytes(original)
+    r = run_kb("init", "--json", cwd=git_repo)
+    assert r.code == 0
+    assert ".gitignore" not in r.json()["appended"] + r.json()["written"]
+    assert (git_repo / ".gitignore").read_bytes() == original
+    assert run_kb("init", "--json", str(git_repo / "x"), cwd=git_repo).code == 0
+    assert (git_repo / "x" / ".gitignore").read_text() == ".kb/\n"
+
+
+def test_init_twice_refuses_and_changes_nothing(tmp_path, run_kb):
+    """A second ``kb init`` on the same folder: exit 1, a message, every file's bytes unchanged."""
+    target = tmp_path / "kb"
+    assert run_kb("init", str(target)).code == 0
+    (target / "tree.md").write_text(TREE, encoding="utf-8")
+    before = tree_snapshot(target)
+    for args in (("init", str(target)), ("init", str(target), "--layout", "research")):
+        r = run_kb(*args)
+        assert r.code == 1
+        assert "already a KB" in r.stderr and r.stderr.count("\n") == 1
+        assert tree_snapshot(target) == before
+
+
+def test_init_refuses_over_an_existing_tree(git_repo, run_kb):
+    """A folder that holds a tree.md but no kb.toml: refused (exit 1), nothing written."""
+    (git_repo / "tree.md").write_text(TREE, encoding="utf-8")
+    before = tree_snapshot(git_repo)
+    r = run_kb("init", str(git_repo))
+    assert r.code == 1 and "tree.md" in r.stderr
+    assert tree_snapshot(git_repo) == before
+
+
+def test_init_research_layout(tmp_path, run_kb):
+    """``kb init --layout research``: .research/tree.md, .research/DASHBOARD.md, kb.toml paths;
+    an experiment under .research/experiments is indexed."""
+    target = tmp_path / "r"
+    r = run_kb("init", str(target), "--layout", "research", "--json")
+    assert r.code == 0
+    assert sorted(r.json()["written"]) == sorted(
+        ["kb.toml", ".research/tree.md", ".research/DASHBOARD.md", ".gitignore", ".gitattributes"])
+    assert not (target / "tree.md").exists()
+    assert ".research/DASHBOARD.md merge=kb-dashboard" in (target / ".gitattributes").read_text()
+    write_files(target, {".research/tree.md": TREE, ".research/experiments/E001.md": EXP})
+    r = run_kb("index", "--json", cwd=target)
+    assert r.code == 0, r.stdout
+    assert r.json()["counts"] == {"hypothesis": 1, "experiment": 1}
+    shown = run_kb("show", "E001", "--json", cwd=target).json()
+    assert shown["path"] == ".research/experiments/E001.md"
+
+
+def test_init_script(tmp_path):
+    """The console script runs ``kb init`` too (templates found by the installed package)."""
+    r = run_script("init", "k", cwd=tmp_path)
+    assert r.code == 0, r.stderr
+    assert (tmp_path / "k" / "kb.toml").is_file() and (tmp_path / "k" / ".git").is_dir()
+
+
+def test_nested_repo_git_init_not_rerun(tmp_path, run_kb):
+    """``kb init`` at the top of a fresh (no commit) repository: it is not re-initialised."""
+    repo = git_init(tmp_path / "fresh")
+    marker = repo / ".git" / "description"
+    marker.write_text("keep me\n")
+    r = run_kb("init", "--json", cwd=repo)
+    assert r.code == 0 and r.json()["git_initialised"] is False
+    assert marker.read_text() == "keep me\n"

@@ -1,0 +1,263 @@
+"""kb's git hooks with real `git commit` in every form, a worktree, a merge, a
+rebase, a push to a local bare remote, and the DASHBOARD.md merge driver."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from conftest import commit_all, git, invoke, write_files
+from test_verify_support import TREE, experiment, fresh_dashboard, git_run, make_repo, verified
+
+EDIT_H2 = TREE.replace("Mixed precision slows", "Mixed precision speeds")
+ADD_H3 = TREE + "\n## H3: A third hypothesis\nStatus: 待验\nEvidence: (empty)\n"
+
+
+def _install(root: Path, *args: str) -> None:
+    res = invoke("hooks", "install", *args, cwd=root)
+    assert res.code == 0, res.stderr
+
+
+def _out(proc) -> bytes:
+    """What a hook printed (git sends a hook's stdout to stderr)."""
+    return proc.stdout + proc.stderr
+
+
+def _commit(root: Path, *args: str, env=None):
+    return git_run(root, "commit", "-q", *args, env=env)
+
+
+@pytest.fixture
+def repo(make_kb):
+    root = make_repo(make_kb, dashboard=False)
+    _install(root)
+    return root
+
+
+def test_install_chains_an_existing_hook_and_uninstall_restores_exactly(make_kb):
+    root = make_repo(make_kb, dashboard=False)
+    hooks = root / ".git" / "hooks"
+    mine = hooks / "pre-commit"
+    mine.write_bytes(b"#!/bin/sh\necho mine >> \"$(git rev-parse --git-dir)/mine-ran\"\n")
+    mine.chmod(0o750)
+    config_before = (root / ".git" / "config").read_bytes()
+    before = {p.name: (p.read_bytes(), stat.S_IMODE(p.stat().st_mode)) for p in hooks.iterdir()}
+    _install(root)
+    assert (hooks / "pre-commit.kb-chained").read_bytes() == before["pre-commit"][0]
+    assert "kb-managed-hook" in (hooks / "pre-commit").read_text()
+    assert git(root, "config", "merge.kb-dashboard.driver") == "true"
+    write_files(root, {"tree.md": ADD_H3})
+    assert _commit(root, "-am", "H3").returncode == 0
+    assert (root / ".git" / "mine-ran").read_text() == "mine\n"
+    write_files(root, {"tree.md": EDIT_H2})
+    proc = _commit(root, "-am", "edit H2")
+    assert proc.returncode == 1 and b"KB302" in proc.stderr + proc.stdout
+    assert (root / ".git" / "mine-ran").read_text() == "mine\nmine\n"  # chained hook ran first
+    _install(root)  # idempotent: never chains itself
+    assert (hooks / "pre-commit.kb-chained").read_bytes() == before["pre-commit"][0]
+    res = invoke("hooks", "uninstall", cwd=root)
+    assert res.code == 0
+    after = {p.name: (p.read_bytes(), stat.S_IMODE(p.stat().st_mode)) for p in hooks.iterdir()}
+    assert after == before
+    assert (root / ".git" / "config").read_bytes() == config_before
+
+
+def test_core_hooks_path_is_respected(make_kb):
+    root = make_repo(make_kb, dashboard=False)
+    git(root, "config", "core.hooksPath", ".githooks")
+    _install(root)
+    assert (root / ".githooks" / "pre-commit").exists()
+    assert not (root / ".git" / "hooks" / "pre-commit").exists()
+    write_files(root, {"tree.md": EDIT_H2})
+    assert _commit(root, "-am", "edit").returncode == 1
+    assert "installed" in invoke("hooks", "status", cwd=root).stdout
+
+
+def test_hook_without_kb_fails_with_the_install_command(repo):
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    text = hook.read_text()
+    hook.write_text(text.replace("KB_PYTHON='", "KB_PYTHON='/nonexistent/python"))
+    env = {"PATH": "/usr/bin:/bin"}
+    write_files(repo, {"tree.md": ADD_H3})
+    proc = _commit(repo, "-am", "H3", env=env)
+    assert proc.returncode != 0
+    assert b"pip install kb-research" in proc.stderr
+
+
+def test_plain_commit_refused_then_allowed(repo):
+    write_files(repo, {"tree.md": EDIT_H2})
+    git(repo, "add", "tree.md")
+    proc = _commit(repo, "-m", "edit H2")
+    assert proc.returncode == 1 and b"KB302" in _out(proc)
+    assert git(repo, "log", "--format=%s", "-1") == "base"
+    write_files(repo, {"tree.md": ADD_H3})
+    git(repo, "add", "tree.md")
+    assert _commit(repo, "-m", "H3").returncode == 0
+
+
+def test_commit_a_and_commit_paths_use_the_temporary_index(repo):
+    """GIT-03: git commit -a and git commit <path> set GIT_INDEX_FILE."""
+    vfile = "Verified/命题/p1.md"
+    write_files(repo, {vfile: verified("p1").replace("Claim p1", "Claim p1, edited")})
+    proc = _commit(repo, "-a", "-m", "edit a verified card")
+    assert proc.returncode == 1 and b"KB304" in _out(proc)
+    proc = _commit(repo, "-m", "edit it by path", "--", vfile)
+    assert proc.returncode == 1 and b"KB304" in _out(proc)
+    # the Verified edit is staged, but `git commit tree.md` commits only tree.md
+    git(repo, "add", vfile)
+    write_files(repo, {"tree.md": ADD_H3})
+    proc = _commit(repo, "-m", "H3 only", "--", "tree.md")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert git(repo, "show", "--name-only", "--format=", "HEAD") == "tree.md"
+
+
+def test_amend_is_checked(repo):
+    write_files(repo, {"tree.md": ADD_H3})
+    assert _commit(repo, "-am", "H3").returncode == 0
+    write_files(repo, {"tree.md": ADD_H3.replace("A third hypothesis", "Something else")})
+    proc = _commit(repo, "--amend", "-am", "H3, reworded")
+    assert proc.returncode == 1 and b"KB302" in _out(proc)
+    write_files(repo, {"tree.md": ADD_H3 + "\nProse after the tree.\n"})
+    assert _commit(repo, "--amend", "-am", "H3 with prose").returncode == 0
+
+
+def test_first_commit_of_an_empty_repository(make_kb):
+    """GIT-05 with the real hook."""
+    root = make_repo(make_kb, commit=False, dashboard=False)
+    _install(root)
+    git(root, "add", "-A")
+    proc = _commit(root, "-m", "first")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_merge_commit_runs_the_pre_merge_commit_hook(repo):
+    git(repo, "checkout", "-qb", "side")
+    write_files(repo, {"tree.md": EDIT_H2})
+    assert _commit(repo, "--no-verify", "-am", "edit H2 (bypassing the hook)").returncode == 0
+    git(repo, "checkout", "-q", "main")
+    write_files(repo, {"experiments/E002.md": experiment("E002")})
+    git(repo, "add", "-A")
+    assert _commit(repo, "-m", "E002").returncode == 0
+    proc = git_run(repo, "merge", "--no-ff", "-m", "merge side", "side")
+    assert proc.returncode != 0 and b"KB302" in _out(proc)
+    git(repo, "merge", "--abort")
+    # the same change with its override trailer merges
+    git(repo, "checkout", "-q", "side")
+    git(repo, "commit", "-q", "--amend", "--no-verify", "-m", "edit H2", "-m",
+        "Kb-Override: H2 reworded after review")
+    git(repo, "checkout", "-q", "main")
+    proc = git_run(repo, "merge", "--no-ff", "-m", "merge side", "side")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(git(repo, "rev-list", "--parents", "-n1", "HEAD").split()) == 3
+
+
+def test_rebase_then_range(repo):
+    git(repo, "checkout", "-qb", "feature")
+    write_files(repo, {"experiments/E002.md": experiment("E002")})
+    git(repo, "add", "-A")
+    assert _commit(repo, "-m", "E002").returncode == 0
+    git(repo, "checkout", "-q", "main")
+    write_files(repo, {"tree.md": ADD_H3})
+    assert _commit(repo, "-am", "H3").returncode == 0
+    proc = git_run(repo, "rebase", "main", "feature")
+    assert proc.returncode == 0, proc.stderr
+    assert invoke("verify", "--range", "main..feature", cwd=repo).code == 0
+    # a rebase that rewrites a statement on the way is caught by the range check
+    git(repo, "checkout", "-q", "feature")
+    proc = git_run(repo, "-c", "sequence.editor=sed -i 's/^pick/edit/'", "rebase", "-i", "main")
+    assert proc.returncode == 0, proc.stderr
+    write_files(repo, {"tree.md": ADD_H3.replace("A third hypothesis", "Changed during rebase")})
+    git(repo, "add", "tree.md")
+    proc = _commit(repo, "--amend", "--no-edit")
+    assert proc.returncode == 1 and b"KB302" in _out(proc)
+    git(repo, "rebase", "--abort")
+
+
+def test_linked_worktree_shares_the_hooks(repo, tmp_path):
+    wt = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", "-b", "wt", str(wt))
+    write_files(wt, {"tree.md": EDIT_H2})
+    proc = _commit(wt, "-am", "edit H2 in a worktree")
+    assert proc.returncode == 1 and b"KB302" in _out(proc)
+    write_files(wt, {"tree.md": ADD_H3})
+    assert _commit(wt, "-am", "H3 in a worktree").returncode == 0
+    assert not (repo / ".kb" / "index.sqlite").exists() or True  # each worktree keeps its cache
+    assert (wt / ".kb").is_dir()
+
+
+def test_pre_push_to_a_local_bare_remote(repo, tmp_path):
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(repo, "remote", "add", "origin", str(bare))
+    assert git_run(repo, "push", "-q", "origin", "main").returncode == 0
+    write_files(repo, {"tree.md": ADD_H3})
+    assert _commit(repo, "-am", "H3").returncode == 0
+    write_files(repo, {"tree.md": ADD_H3.replace("Mixed precision slows", "Mixed precision speeds")})
+    assert _commit(repo, "--no-verify", "-am", "edit H2, hook bypassed").returncode == 0
+    proc = git_run(repo, "push", "origin", "main")
+    assert proc.returncode != 0 and b"KB302" in _out(proc) and b"push refused" in proc.stderr
+    assert git(bare, "rev-parse", "main") != git(repo, "rev-parse", "HEAD")
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    assert git_run(repo, "push", "-q", "origin", "main").returncode == 0
+    # a new branch is checked from its merge base with origin/main
+    git(repo, "checkout", "-qb", "topic")
+    write_files(repo, {"experiments/E002.md": experiment("E002")})
+    git(repo, "add", "-A")
+    assert _commit(repo, "-m", "E002").returncode == 0
+    git(repo, "fetch", "-q", "origin")
+    proc = git_run(repo, "push", "origin", "topic")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert b"kb pre-push refs/heads/topic" in proc.stderr
+    # deleting a ref is skipped
+    proc = git_run(repo, "push", "origin", ":topic")
+    assert proc.returncode == 0 and b"kb pre-push" not in proc.stderr
+
+
+def test_merge_driver_keeps_one_side_of_the_dashboard(make_kb):
+    """MRG-01: both branches add a hypothesis and refresh DASHBOARD.md."""
+    tree = TREE + "\n## H3: Third\nStatus: 待验\nEvidence: (empty)\n\nSome prose about H3.\nMore.\nAnd more.\n"
+    root = make_repo(make_kb, {"tree.md": tree, ".gitattributes": "DASHBOARD.md merge=kb-dashboard\n"})
+    _install(root)
+    git(root, "checkout", "-qb", "a")
+    write_files(root, {"tree.md": tree.replace("Children: H1.1\n", "Children: H1.1, H1.2\n").replace(
+        "## H2:", "### H1.2: A child\nStatus: 待验\nEvidence: (empty)\nParent: H1\n\n## H2:")})
+    fresh_dashboard(root)
+    git(root, "add", "-A")
+    assert _commit(root, "-m", "a: H1.2").returncode == 0
+    ours_dash = (root / "DASHBOARD.md").read_bytes()
+    git(root, "checkout", "-q", "main")
+    write_files(root, {"tree.md": tree + "\n## H4: Fourth\nStatus: 待验\nEvidence: (empty)\n"})
+    fresh_dashboard(root)
+    git(root, "add", "-A")
+    assert _commit(root, "-m", "main: H4").returncode == 0
+    main_dash = (root / "DASHBOARD.md").read_bytes()
+    assert main_dash != ours_dash
+    proc = git_run(root, "merge", "--no-ff", "-m", "merge a", "a")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (root / "DASHBOARD.md").read_bytes() == main_dash  # one side, no markers
+    text = (root / "tree.md").read_text(encoding="utf-8")
+    assert "### H1.2: A child" in text and "## H4: Fourth" in text
+    res = invoke("verify", "--json", cwd=root)
+    assert res.code == 0 and [d["code"] for d in res.json()["diagnostics"]] == ["KB240"]
+    fresh_dashboard(root)
+    assert invoke("verify", cwd=root).code == 0
+
+
+def test_stale_dashboard_with_an_unstaged_edit_is_refused_not_fixed(make_kb):
+    """PC-03: the hook never writes files; it fails with `run kb dashboard`."""
+    root = make_repo(make_kb, config='[kb]\n[rules]\ndashboard_stale = "error"\n')
+    _install(root)
+    write_files(root, {"tree.md": ADD_H3})
+    git(root, "add", "tree.md")
+    dash = root / "DASHBOARD.md"
+    dash.write_bytes(dash.read_bytes() + b"- an unstaged note\n")
+    before = {p: (root / p).read_bytes() for p in ("tree.md", "DASHBOARD.md")}
+    index_before = git(root, "ls-files", "-s")  # git itself refreshes stat data
+    proc = _commit(root, "-m", "H3")
+    assert proc.returncode == 1
+    assert b"KB240" in _out(proc) and b"run `kb dashboard`" in _out(proc)
+    assert {p: (root / p).read_bytes() for p in before} == before
+    assert git(root, "ls-files", "-s") == index_before

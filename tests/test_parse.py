@@ -1,0 +1,222 @@
+"""``kb.parse``: the general rules of DESIGN.md §2 in every format (beyond the input cases).
+
+Repeated single-valued keys are errors citing both lines; full-width colons are
+warnings with a fix; list anchors are JSON (a comma list is a warning, anything
+else an error, never a silent ``[]``); numbers are never clamped; ``0`` stays
+``0``; frontmatter that disagrees with an anchor is an error; paths from
+``kb.toml`` decide the format.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import config_for
+from kb.parse import classify, parse_file
+
+
+def parse(path: str, text: str, extra: dict | None = None):
+    return parse_file(path, text.encode("utf-8"), config_for(Path("/kb"), extra))
+
+
+def diag(res, code: str):
+    found = [d for d in res.diagnostics if d.code == code]
+    assert len(found) == 1, res.diagnostics
+    return found[0]
+
+
+# -- repeated keys ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path,text,first,second", [
+    ("tree.md", "## H1: a\nStatus: 待验\nEvidence: E001\nStatus: 被支持\n", 2, 4),
+    ("tree.md", "## H1: a\nEvidence: E001\nStatus: 待验\n证据: E002\n", 2, 4),
+    ("experiments/E001.md", "# E001: H1 - act\n\n**Hypothesis**: H1\n**Date**: 2026-01-02\n"
+     "**Date**: 2026-01-03\n", 4, 5),
+    ("experiments/E001.md", "# E001: H1 - act\n\n## 结果\n**结论**: 支持\n\n**结论**: 推翻\n", 4, 6),
+    ("Problems/q1.md", "# 问题｜T\n- 标题: T\n- 状态: 求解中\n- 优先级: 0\n- 状态: 死路\n", 3, 5),
+    ("Propos/c/p1.md", "# 命题｜T\n- 概率: 0.2\n- 概率: 0.9\n", 2, 3),
+])
+def test_repeated_key_is_an_error_citing_both_lines(path, text, first, second):
+    """A single-valued anchor given twice in one block: error at the second line naming both."""
+    res = parse(path, text)
+    d = diag(res, "KB112")
+    assert d.severity == "error" and d.line == second and d.path == path
+    assert f"lines {first} and {second}" in d.message
+
+
+def test_repeated_key_keeps_the_first_value_and_reports():
+    """The first value is kept (and the error tells the user to keep one), never silently."""
+    res = parse("tree.md", "## H1: a\nStatus: 待验\nStatus: 被支持\n")
+    assert res.objects[0].status == "待验"
+    assert res.objects[0].anchor_lines["Status"] == 2
+
+
+# -- full-width colon ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path,text,line,fixed", [
+    ("experiments/E001.md", "# E001：H1 - act\n", 1, "# E001: H1 - act"),
+    ("experiments/E001.md", "# E001: H1 - act\n\n**Status**：进行中\n", 3, "**Status**: 进行中"),
+    ("Problems/q1.md", "# 问题｜T\n- 状态：求解中\n", 2, "- 状态: 求解中"),
+    ("tree.md", "## H1: a\nEvidence：E001\n", 2, "Evidence: E001"),
+])
+def test_fullwidth_colon_is_read_with_a_fixable_warning(path, text, line, fixed):
+    """``：`` in place of ``:`` is accepted; KB110 warning with a fix that, applied, is clean."""
+    res = parse(path, text)
+    d = diag(res, "KB110")
+    assert (d.line, d.severity, d.fix.new) == (line, "warning", fixed)
+    lines = text.split("\n")
+    lines[line - 1] = d.fix.new
+    again = parse(path, "\n".join(lines))
+    assert not [x for x in again.diagnostics if x.code == "KB110"]
+    assert [o.model_dump(exclude={"line"}) for o in again.objects] == [
+        o.model_dump(exclude={"line"}) for o in res.objects]
+
+
+# -- list anchors ------------------------------------------------------------------------
+
+CARD = "# 问题｜T\n- 标题: T\n- 状态: 求解中\n- 优先级: 1\n{line}\n\n## 陈述\nS\n"
+
+
+@pytest.mark.parametrize("value,expected,code,severity", [
+    ('["q1","p-3f2a9c01"]', ("q1", "p-3f2a9c01"), None, None),
+    ("[]", (), None, None),
+    ('["问题一"]', ("问题一",), None, None),
+    ("q1, q2", ("q1", "q2"), "KB120", "warning"),
+    ("q1，q2", ("q1", "q2"), "KB120", "warning"),
+    ("", (), "KB120", "warning"),
+    ("[1,2]", (), "KB121", "error"),
+    ('["q1",', (), "KB121", "error"),
+    ("{\"a\": 1}", (), "KB121", "error"),
+    ("see q1 and q2", (), "KB121", "error"),
+])
+def test_list_anchor_values(value, expected, code, severity):
+    """``- 依赖: <value>``: JSON read silently; comma lists warn (fixable); anything else is
+    an error and reads as () — the diagnostic makes it never silent."""
+    res = parse("Problems/q1.md", CARD.format(line=f"- 依赖: {value}".rstrip()))
+    assert res.objects[0].depends == expected
+    got = [(d.code, d.severity, d.line) for d in res.diagnostics]
+    assert got == ([] if code is None else [(code, severity, 5)])
+    if code == "KB120":
+        fixed = res.diagnostics[0].fix.new
+        again = parse("Problems/q1.md", CARD.format(line=fixed))
+        assert again.diagnostics == () and again.objects[0].depends == expected
+
+
+# -- numbers ---------------------------------------------------------------------------------
+
+
+def test_probabilities_are_never_clamped():
+    """``概率1.5`` in an entry and ``- 概率: -0.2`` stay 1.5 and -0.2 (verify reports them)."""
+    res = parse("Propos/c/p1.md", "# 命题｜T\n- 概率: -0.2\n- 价值/关键性: 5e-1\n\n## 证明尝试\n"
+                "### 证明 1｜t｜概率1.5｜状态未定论\n### 证明 2｜u｜概率1e-7｜状态已验\n")
+    [p] = res.objects
+    assert p.probability == -0.2 and p.value == 0.5
+    assert [(e.number, e.probability) for e in p.entries] == [(1, 1.5), (2, 1e-7)]
+
+
+def test_priority_zero_stays_zero_and_never_is_kept():
+    """``- 优先级: 0`` is 0 (Vibe Math's quirk reads it as 1); ``never`` is 'never'; junk is KB125."""
+    assert parse("Problems/q1.md", CARD.format(line="").replace("优先级: 1", "优先级: 0")).objects[0].priority == 0
+    assert parse("Problems/q1.md", CARD.format(line="").replace("优先级: 1", "优先级: never")).objects[0].priority == "never"
+    res = parse("Problems/q1.md", CARD.format(line="").replace("优先级: 1", "优先级: soon"))
+    assert res.objects[0].priority is None
+    assert (diag(res, "KB125").line, diag(res, "KB125").severity) == (4, "error")
+
+
+@pytest.mark.parametrize("line,code", [
+    ("### 解法 1｜t｜概率x｜状态未定论", "KB123"),
+    ("### 解法 1｜t｜0.5｜状态未定论", "KB122"),
+    ("### 解法 一｜t｜概率0.5｜状态未定论", "KB122"),
+    ("### 解法 1｜t｜概率0.5", "KB122"),
+])
+def test_malformed_entry_lines_are_errors(line, code):
+    """A broken entry line is an error at its line, never a silently missing entry."""
+    res = parse("Problems/q1.md", CARD.format(line="") + "\n## 解法候选\n" + line + "\ntext\n")
+    d = diag(res, code)
+    assert d.line == 11 and d.severity == "error"
+    assert res.objects[0].entries == ()
+
+
+def test_entry_field_escapes():
+    """``\\｜`` inside a title, ``\\\\`` and ``\\n`` are unescaped; entry text runs to the next heading."""
+    res = parse("Problems/q1.md", CARD.format(line="") + "\n## 解法候选\n"
+                "### 解法 1｜a\\｜b\\\\c\\nd｜概率5e-1｜状态未定论\nline 1\nline 2\n\n### 解法 2｜x｜概率0｜状态已验\n")
+    e1, e2 = res.objects[0].entries
+    assert (e1.title, e1.probability, e1.text) == ("a｜b\\c\nd", 0.5, "line 1\nline 2")
+    assert (e2.number, e2.status, e2.text) == (2, "已验", "")
+
+
+def test_entries_inside_a_fence_are_not_read():
+    """An entry line inside a fenced block is an example, not an entry."""
+    res = parse("Propos/c/p1.md", "# 命题｜T\n- 概率: 0.5\n\n## 证明尝试\n```\n"
+                "### 证明 9｜in fence｜概率1｜状态已验\n```\n### 证明 1｜t｜概率0.4｜状态未定论\n")
+    assert [(e.number, e.line) for e in res.objects[0].entries] == [(1, 8)]
+
+
+# -- frontmatter against anchors ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path,text,line", [
+    ("tree.md", "---\nstatus: 被支持\n---\n## H1: a\nStatus: 待验\n", 5),
+    ("experiments/E001.md", "---\nstatus: completed\n---\n# E001: H1 - a\n\n**Status**: 进行中\n", 6),
+    ("Propos/c/p1.md", "---\nstatus: 未定论\n---\n# 命题｜T\n- 状态: 已验证·真\n", 5),
+    ("experiments/E001.md", "---\nid: E002\n---\n# E001: H1 - a\n", 4),
+])
+def test_frontmatter_conflict_is_an_error(path, text, line):
+    """Frontmatter ``status``/``id`` that disagrees with the anchor line: KB104 at the anchor."""
+    d = diag(parse(path, text), "KB104")
+    assert (d.line, d.severity) == (line, "error")
+
+
+def test_frontmatter_agreeing_in_english_is_fine():
+    """``status: in-progress`` in frontmatter agrees with ``**Status**: 进行中``."""
+    res = parse("experiments/E001.md", "---\nstatus: in-progress\n---\n# E001: H1 - a\n\n**Status**: 进行中\n")
+    assert res.diagnostics == ()
+    assert res.objects[0].frontmatter == {"status": "in-progress"}
+
+
+# -- formats and paths ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path,fmt", [
+    ("tree.md", "tree"), ("DASHBOARD.md", "dashboard"), ("experiments/E001.md", "experiment"),
+    ("experiments/sub/E001.md", None), ("Problems/q1.md", "problem"), ("Propos/数论/p1.md", "proposition"),
+    ("Propos/p1.md", None), ("Methods/m1.md", "method"), ("Verified/命题/p1.md", "verified"),
+    ("Verified/问题/q1.md", "verified"), ("Verified/其他/x.md", None), ("Progress/q1.md", "progress"),
+    ("Progress/q1/d1.md", "direction"), ("Notes/x.md", None), ("Reliable/x.md", None),
+    ("tree.txt", None), ("Logs/Verification/r.json", None), ("sub/tree.md", None),
+])
+def test_classify_default_layout(path, fmt):
+    """DESIGN.md §1 layout: which files kb reads, as which format."""
+    assert classify(path, config_for(Path("/kb"))) == fmt
+
+
+VIBE = "VibeMath/Projects/demo"
+VIBE_TOML = f"""[kb]
+
+[paths]
+problems = "{VIBE}/Problems"
+propositions = "{VIBE}/Propos"
+methods = "{VIBE}/Methods"
+verified = "{VIBE}/Verified"
+progress = "{VIBE}/Progress"
+"""
+
+
+def test_vibe_math_layout_through_kb_toml(make_kb, run_kb):
+    """A KB in Vibe Math v3's layout (``VibeMath/Projects/<p>/…``) is read when kb.toml points
+    at it; the same files at the default paths are then not cards."""
+    problem = "# 问题｜T\n- 标题: T\n- ID: q1\n- 状态: 求解中\n- 优先级: 2\n- 依赖: [\"p1\"]\n\n## 陈述\nS\n"
+    prop = "# 命题｜P\n- 标题: P\n- ID: p1\n- 状态: 未定论\n- 概率: 0.5\n\n## 陈述\nP\n"
+    root = make_kb({f"{VIBE}/Problems/q1.md": problem, f"{VIBE}/Propos/数论/p1.md": prop,
+                    "Problems/q9.md": problem}, config=VIBE_TOML, commit=True)
+    r = run_kb("index", "--json", cwd=root)
+    assert r.code == 0 and r.json()["counts"] == {"problem": 1, "proposition": 1}
+    shown = run_kb("show", "p1", "--json", cwd=root).json()
+    assert shown["path"] == f"{VIBE}/Propos/数论/p1.md" and shown["category"] == "数论"
+    assert shown["dependants"] == ["q1"]
+    assert run_kb("show", "q9", cwd=root).code == 1

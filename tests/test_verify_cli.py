@@ -1,0 +1,59 @@
+"""`kb rules` (the catalogue) and `kb ci init` (the GitHub Actions workflow)."""
+
+from __future__ import annotations
+
+import yaml
+
+from conftest import git, invoke
+from test_verify_support import make_repo
+
+
+def test_rules_lists_every_code_with_severity_family_and_fix(make_kb):
+    from kb.checks.catalogue import CATALOGUE
+
+    res = invoke("rules")
+    assert res.code == 0
+    for r in CATALOGUE:
+        assert r.code in res.stdout
+    assert "KB110" in res.stdout and "KB304" in res.stdout and "KB240" in res.stdout
+    data = invoke("rules", "--json").json()["rules"]
+    by = {r["code"]: r for r in data}
+    assert by["KB240"]["severity"] == "warning" and by["KB240"]["family"] == "snapshot"
+    assert by["KB304"]["family"] == "history" and by["KB111"]["stage"] == "parse"
+    assert all(r["fix"] and r["summary"] for r in data)
+    assert {r["code"][:3] for r in data} >= {"KB1", "KB2", "KB3"}
+
+
+def test_rules_show_the_kbs_severity_overrides(make_kb):
+    root = make_repo(make_kb, config='[kb]\n[rules]\ndashboard_stale = "error"\ndisable = ["KB217"]\n')
+    data = invoke("rules", "--json", "KB240", "KB217", cwd=root).json()["rules"]
+    eff = {r["code"]: r["effective_severity"] for r in data}
+    assert eff == {"KB240": "error", "KB217": "off"}
+    res = invoke("rules", "KB240", cwd=root)
+    assert "error (default warning)" in res.stdout
+    assert invoke("rules", "KB999").code == 2
+
+
+def test_ci_init_writes_the_workflow(make_kb):
+    root = make_repo(make_kb)
+    res = invoke("ci", "init", cwd=root)
+    assert res.code == 0, res.stderr
+    wf = root / ".github" / "workflows" / "kb-verify.yml"
+    text = wf.read_text(encoding="utf-8")
+    assert "kb verify --range origin/main..HEAD --format github" in text
+    data = yaml.safe_load(text)
+    steps = data["jobs"]["kb-verify"]["steps"]
+    assert steps[0]["with"]["fetch-depth"] == 0
+    assert invoke("ci", "init", cwd=root).code == 1  # refuses to overwrite
+    assert wf.read_text(encoding="utf-8") == text
+    res = invoke("ci", "init", "--force", "--base", "develop", cwd=root)
+    assert res.code == 0 and "origin/develop..HEAD" in wf.read_text(encoding="utf-8")
+    assert invoke("ci", "init", "--force", "--base", "a b", cwd=root).code == 2
+    assert git(root, "status", "--porcelain", "--", ".github") != ""
+
+
+def test_templates_and_hooks_ship_in_the_package():
+    from kb.resources import hooks_dir, template
+
+    assert "@BASE@" in template("github-workflow.yml")
+    assert (hooks_dir() / "kb-hook.sh").is_file()

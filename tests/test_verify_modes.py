@@ -1,0 +1,278 @@
+"""`kb verify` modes, failure policy, output formats, exit codes, --fix, and the
+git situations of the cases table (GIT-01/02/05/07, PC-05, WIN-01) with real git."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import commit_all, git, invoke, tree_snapshot, write_files
+from test_verify_support import TREE, codes, experiment, find, make_repo, verify_json
+
+TREE_DUP = TREE + "\n## H2: Declared again\nStatus: 待验\nEvidence: (empty)\n"
+
+
+def _state(root: Path) -> dict:
+    """Everything verify must not change: tracked files, the index, refs, HEAD."""
+    files = {k: v for k, v in tree_snapshot(root).items()
+             if not (k.startswith(".kb/") or k.startswith(".git/") or k in (".kb/", ".git/"))}
+    return {"files": files, "index": (root / ".git" / "index").read_bytes()
+            if (root / ".git" / "index").exists() else b"",
+            "refs": git(root, "for-each-ref"), "head": git(root, "rev-parse", "HEAD", check=False)}
+
+
+# -- policy ----------------------------------------------------------------------
+
+
+def test_pre_existing_errors_listed_but_not_failing(make_kb):
+    root = make_repo(make_kb, {"tree.md": TREE_DUP}, dashboard=False)
+    (root / "tree.md").write_text(TREE_DUP + "\n## H3: New\nStatus: 待验\nEvidence: (empty)\n",
+                                  encoding="utf-8")
+    git(root, "add", "tree.md")
+    rc, data = verify_json(root, "--staged")
+    (dup,) = find(data, "KB202")
+    assert dup["pre_existing"] and not dup["blocking"] and rc == 0 and data["ok"]
+    # a change that adds an error fails, and only that error blocks
+    (root / "tree.md").write_text(TREE_DUP.replace("Evidence: E001", "Evidence: E001, E404"),
+                                  encoding="utf-8")
+    git(root, "add", "tree.md")
+    rc, data = verify_json(root, "--staged")
+    assert rc == 1 and codes(data, blocking=True) == ["KB210"]
+    assert find(data, "KB202")[0]["pre_existing"]
+    # the working-tree mode reports everything and fails on every error
+    rc, data = verify_json(root)
+    assert rc == 1 and {"KB202", "KB210"} <= set(codes(data, blocking=True))
+
+
+def test_text_and_github_output(make_kb):
+    root = make_repo(make_kb, {"tree.md": TREE_DUP}, dashboard=False)
+    res = invoke("verify", cwd=root)
+    line = TREE_DUP.splitlines().index("## H2: Declared again") + 1
+    assert res.code == 1
+    assert f"tree.md:{line}:1: KB202 [error] H2 is declared more than once" in res.stdout
+    assert "1 error(s)" in res.stderr
+    res = invoke("verify", "--format", "github", cwd=root)
+    assert res.code == 1
+    assert f"::error file=tree.md,line={line},col=1,title=KB202::H2 is declared" in res.stdout
+    res = invoke("verify", "--json", cwd=root)
+    data = json.loads(res.stdout)
+    assert data["exit_code"] == 1 and data["mode"] == "worktree"
+    assert data["diagnostics"][0]["code"] == "KB202"
+
+
+def test_exit_codes_for_usage_and_environment(tmp_path, make_kb):
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    assert invoke("verify", cwd=outside).code == 2
+    root = make_repo(make_kb)
+    assert invoke("verify", "--range", "HEAD", cwd=root).code == 2
+    assert invoke("verify", "--range", "nope..HEAD", cwd=root).code == 2
+    assert invoke("verify", "--rev", "nope", cwd=root).code == 2
+    assert invoke("verify", "--staged", "--rev", "HEAD", cwd=root).code == 2
+    res = invoke("verify", "--staged", "--fix", cwd=root)
+    assert res.code == 2 and "--fix" in res.stderr
+    assert invoke("verify", "--rev", "HEAD", cwd=root).code == 0
+
+
+def test_fix_applies_fixes_and_regenerates_the_dashboard(make_kb):
+    root = make_repo(make_kb)
+    bad = (TREE.replace("## H2: Mixed", "### H2: Mixed").replace("Parent: H1", "Parent: H2")
+           .replace("Status: 进行中", "Status：进行中")
+           + "\n## H3: New\nStatus: 待验\nEvidence: (empty)\n")
+    (root / "tree.md").write_text(bad.replace("\n", "\r\n"), encoding="utf-8", newline="")
+    rc, data = verify_json(root)
+    assert {"KB203", "KB204", "KB110", "KB240"} <= set(codes(data))
+    res = invoke("verify", "--fix", cwd=root)
+    assert res.code == 0, res.stdout + res.stderr
+    assert "applied 3 fix(es)" in res.stderr and "regenerated 1 DASHBOARD.md" in res.stderr
+    text = (root / "tree.md").read_bytes().decode("utf-8")
+    assert "\r\n## H2: Mixed" in text and "Parent: H1\r\n" in text and "Status: 进行中\r\n" in text
+    assert text.count("\r\n") == text.count("\n")  # line endings kept
+    rc, data = verify_json(root)
+    assert (rc, data["diagnostics"]) == (0, [])
+
+
+def test_verify_is_read_only_in_every_mode(make_kb):
+    root = make_repo(make_kb)
+    write_files(root, {"tree.md": TREE.replace("Mixed precision", "Half precision"),
+                       "experiments/E002.md": experiment("E002")})
+    git(root, "add", "experiments/E002.md")
+    before = _state(root)
+    for args in ([], ["--staged"], ["--rev", "HEAD"], ["--range", "HEAD~0..HEAD"]):
+        invoke("verify", *args, cwd=root)
+        assert _state(root) == before, args
+
+
+def test_stale_index_lock_never_blocks_verify(make_kb):
+    """GIT-01: verify never takes git's index lock, and never deletes a stale one."""
+    root = make_repo(make_kb)
+    lock = root / ".git" / "index.lock"
+    lock.write_bytes(b"")
+    (root / "tree.md").write_text(TREE + "\n## H3: x\nStatus: 待验\nEvidence: (empty)\n", encoding="utf-8")
+    for args in ([], ["--staged"], ["--rev", "HEAD"]):
+        res = invoke("verify", *args, cwd=root)
+        assert res.code == 0, (args, res.stderr)
+    assert lock.exists() and lock.read_bytes() == b""
+
+
+def test_paths_with_spaces_and_cjk_in_every_kb(make_kb):
+    """GIT-02 + several KBs: real UTF-8 paths (core.quotePath=true), every KB checked."""
+    root = make_repo(make_kb, {"tree.md": TREE_DUP}, dashboard=False)
+    make_kb({"tree.md": TREE, "experiments/E001.md": experiment("E001"),
+             "Verified/实验 E001.md": "# x\n"}, root=root, subdir="知识 库")
+    commit_all(root, "second KB")
+    git(root, "config", "core.quotePath", "true")
+    write_files(root, {"知识 库/Verified/实验 E001.md": "# x, edited\n"})
+    git(root, "add", "-A")
+    rc, data = verify_json(root, "--staged")
+    assert sorted(data["kbs"]) == [".", "知识 库"]
+    (v,) = find(data, "KB304")
+    assert v["path"] == "知识 库/Verified/实验 E001.md" and v["kb"] == "知识 库" and rc == 1
+    assert find(data, "KB202")[0]["path"] == "tree.md"
+    res = invoke("verify", "--staged", cwd=root)
+    assert "知识 库/Verified/实验 E001.md:1:1: KB304" in res.stdout
+    rc, data = verify_json(root, "--staged", "--kb", str(root / "知识 库"))
+    assert data["kbs"] == ["知识 库"]
+
+
+def test_first_commit_has_empty_history(make_kb):
+    """GIT-05: no HEAD yet: history is empty and the commit is allowed."""
+    root = make_repo(make_kb, commit=False)
+    git(root, "add", "-A")
+    rc, data = verify_json(root, "--staged")
+    assert (rc, data["diagnostics"]) == (0, [])
+    assert any("no commit yet" in n for n in data["notes"])
+    res = invoke("verify", cwd=root)
+    assert res.code == 0
+
+
+def test_staged_blob_is_checked_not_the_working_tree(make_kb):
+    """PC-05: the staged version passes; only the working tree drops E001."""
+    root = make_repo(make_kb, {"experiments/E002.md": experiment("E002")})
+    staged = TREE.replace("Evidence: E001", "Evidence: E001, E002")
+    write_files(root, {"tree.md": staged})
+    git(root, "add", "tree.md")
+    write_files(root, {"tree.md": staged.replace("Evidence: E001, E002", "Evidence: E002")})
+    rc, data = verify_json(root, "--staged")
+    assert rc == 0 and not find(data, "KB303")
+    rc, data = verify_json(root)
+    assert rc == 1 and find(data, "KB303")
+
+
+def test_autocrlf_untouched_verified_file_is_not_modified(make_kb, tmp_path):
+    """WIN-01: CRLF bytes in the working tree of an untouched Verified/ file."""
+    root = make_repo(make_kb)
+    git(root, "config", "core.autocrlf", "true")
+    vfile = root / "Verified" / "命题" / "p1.md"
+    vfile.unlink()
+    git(root, "checkout", "--", "Verified/命题/p1.md")
+    assert b"\r\n" in vfile.read_bytes()
+    os.utime(vfile, (1, 1))  # stat-dirty: git must look at the content
+    git(root, "add", "-A")  # autocrlf cleans CRLF back to the committed blob
+    for args in ([], ["--staged"]):
+        rc, data = verify_json(root, *args)
+        assert not find(data, "KB304") and rc == 0, (args, data["diagnostics"])
+    vfile.write_bytes(vfile.read_bytes().replace("Claim p1".encode(), b"Claim p1 (edited)"))
+    rc, data = verify_json(root)
+    assert find(data, "KB304") and rc == 1
+
+
+# -- commits -----------------------------------------------------------------------
+
+
+def test_rev_and_range_catch_no_verify_commits_and_read_trailers(make_kb):
+    root = make_repo(make_kb)
+    base = git(root, "rev-parse", "HEAD")
+    write_files(root, {"tree.md": TREE.replace("Mixed precision slows", "Mixed precision speeds")})
+    git(root, "commit", "-qam", "edit H2 without an override")
+    bad = git(root, "rev-parse", "HEAD")
+    write_files(root, {"tree.md": TREE.replace("Mixed precision slows", "Mixed precision speeds")
+                       .replace("Status: 进行中", "Status: 被支持")})
+    git(root, "commit", "-qam", "support H1", "-m", "Kb-Override: H1 supported by E001 (reviewed)")
+    rc, data = verify_json(root, "--rev", bad)
+    assert rc == 1 and [(d["code"], d["commit"]) for d in find(data, "KB302")] == [("KB302", bad)]
+    rc, data = verify_json(root, "--range", f"{base}..HEAD")
+    assert rc == 1 and data["commits"] == 2
+    assert [d["commit"] for d in find(data, "KB302")] == [bad]
+    (moved,) = find(data, "KB306") if find(data, "KB306") else [None]
+    # 进行中 -> 被支持 is legal; nothing about H1 blocks
+    assert moved is None
+    res = invoke("verify", "--range", f"{base}..HEAD", cwd=root)
+    assert f"[{bad[:10]}]" in res.stdout
+
+
+def test_override_trailer_accepts_a_change_in_ci(make_kb):
+    root = make_repo(make_kb)
+    write_files(root, {"tree.md": TREE.replace("Status: 进行中", "Status: 待验", 1)})
+    git(root, "commit", "-qam", "reopen H1", "-m", "Kb-Override: H1 the experiment was invalid")
+    rc, data = verify_json(root, "--rev", "HEAD")
+    (d,) = find(data, "KB306")
+    assert d["severity"] == "info" and rc == 0
+
+
+def test_ids_allocated_twice_on_parallel_branches_are_caught_at_the_merge(make_kb):
+    root = make_repo(make_kb, dashboard=False)
+    main = git(root, "rev-parse", "HEAD")
+    git(root, "checkout", "-qb", "a")
+    write_files(root, {"experiments/E002.md": experiment("E002", "H1")})
+    commit_all(root, "a: E002")
+    git(root, "checkout", "-q", "main")
+    write_files(root, {"experiments/E002.md": experiment("E002", "H2")})
+    commit_all(root, "main: E002")
+    # each branch alone is fine
+    assert verify_json(root, "--range", f"{main}..a")[0] == 0
+    assert verify_json(root, "--range", f"{main}..main")[0] == 0
+    git(root, "merge", "-q", "a", "-m", "merge", check=False)  # add/add conflict
+    write_files(root, {"experiments/E002.md": experiment("E002", "H2"),
+                       "experiments/E003.md": experiment("E002", "H1")})
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--no-verify", "-m", "merge a")
+    rc, data = verify_json(root, "--range", f"{main}..HEAD")
+    assert rc == 1
+    assert "KB202" in codes(data, blocking=True)
+    assert "KB208" in codes(data, blocking=True)
+
+
+def test_shallow_clone_is_reported_not_misjudged(make_kb, tmp_path):
+    """GIT-07: the boundary commit is not judged as 'created here'."""
+    root = make_repo(make_kb)
+    write_files(root, {"experiments/E002.md": experiment("E002")})
+    commit_all(root, "E002")
+    clone = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{root}", str(clone))
+    res = invoke("verify", "--rev", "HEAD", "--json", cwd=clone)
+    data = json.loads(res.stdout)
+    assert res.code == 2 and "git fetch --unshallow" in data["error"]
+    assert not [c for c in codes(data) if c in ("KB301", "KB307")]
+    res = invoke("verify", "--range", "HEAD~1..HEAD", cwd=clone)
+    assert res.code == 2 and "unshallow" in res.stderr
+    # the staged snapshot needs no history beyond HEAD
+    assert invoke("verify", "--staged", cwd=clone).code == 0
+    git(clone, "fetch", "-q", "--unshallow")
+    assert invoke("verify", "--range", "HEAD~1..HEAD", cwd=clone).code == 0
+
+
+def test_resolve_mode_reads_the_pre_commit_framework_variables():
+    from kb.checks.verify import resolve_mode
+
+    assert resolve_mode(environ={}).kind == "worktree"
+    assert resolve_mode(environ={"PRE_COMMIT": "1"}).kind == "staged"
+    assert resolve_mode(environ={"PRE_COMMIT_HOOK_STAGE": "pre-commit"}).kind == "staged"
+    m = resolve_mode(environ={"PRE_COMMIT": "1", "PRE_COMMIT_FROM_REF": "a1",
+                              "PRE_COMMIT_TO_REF": "b2"})
+    assert (m.kind, m.base, m.tip) == ("range", "a1", "b2")
+    m = resolve_mode(environ={"PRE_COMMIT_HOOK_STAGE": "pre-push", "PRE_COMMIT_FROM_REF": "a1",
+                              "PRE_COMMIT_TO_REF": "b2"})
+    assert (m.kind, m.base, m.tip) == ("range", "a1", "b2")
+    m = resolve_mode(environ={"PRE_COMMIT": "1", "PRE_COMMIT_REMOTE_NAME": "origin",
+                              "PRE_COMMIT_LOCAL_BRANCH": "refs/heads/x",
+                              "PRE_COMMIT_REMOTE_BRANCH": "refs/heads/x"})
+    assert (m.kind, m.base, m.tip) == ("range", None, "refs/heads/x")
+    assert resolve_mode(staged=True, environ={"PRE_COMMIT_FROM_REF": "a"}).kind == "staged"
+    from kb.errors import UsageError
+
+    with pytest.raises(UsageError):
+        resolve_mode(staged=True, rev="HEAD", environ={})

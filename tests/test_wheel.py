@@ -1,0 +1,124 @@
+"""The built wheel, installed into a fresh virtual environment (not the editable install).
+
+The wheel is built from a copy of the source tree (the shared checkout is never
+written to) and installed with ``--no-deps`` into a new venv; the dependencies
+come from the environment running the tests (its site-packages is appended to
+the new venv's path), so no network is needed. Every check runs the new venv's
+interpreter in isolated mode or its own ``kb`` script from a neutral folder, and
+proves that ``kb`` is imported from the new site-packages.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import site
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+import kb
+from conftest import REPO_ROOT
+
+SOURCES = ("kb", "cli", "templates", "hooks", "pyproject.toml", "README.md", "LICENSE",
+           "setup.cfg", "MANIFEST.in")
+
+
+def _run(args, cwd, env=None, timeout=300):
+    full = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    full.pop("VIRTUAL_ENV", None)
+    if env:
+        full.update(env)
+    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, env=full,
+                          timeout=timeout)
+    assert proc.returncode == 0, f"{args} failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """Build the wheel from a copy of the sources and install it into a new venv.
+
+    Returns (venv python, venv bin folder, venv site-packages, work folder).
+    """
+    work = tmp_path_factory.mktemp("wheel")
+    src = work / "src"
+    src.mkdir()
+    for name in SOURCES:
+        p = REPO_ROOT / name
+        if p.is_dir():
+            shutil.copytree(p, src / name, ignore=shutil.ignore_patterns(
+                "__pycache__", "*.pyc", "*.egg-info", ".kb"))
+        elif p.is_file():
+            shutil.copy2(p, src / name)
+    dist = work / "dist"
+    isolation = [] if importlib.util.find_spec("setuptools") is None else ["--no-build-isolation"]
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "-q", "-w", str(dist),
+          str(src)], cwd=work)
+    [wheel] = list(dist.glob("kb_research-*.whl"))
+
+    venv = work / "venv"
+    base_python = getattr(sys, "_base_executable", sys.executable)
+    _run([base_python, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], cwd=work)
+    bindir = venv / ("Scripts" if os.name == "nt" else "bin")
+    py = bindir / ("python.exe" if os.name == "nt" else "python")
+    purelib = Path(_run([str(py), "-I", "-c",
+                         "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=work).strip())
+    # Dependencies from the running environment, *after* the venv's own site-packages.
+    # Plain path lines: the running environment's own .pth files (its editable
+    # install of kb) are not processed.
+    running = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
+               *site.getsitepackages()}
+    (purelib / "_kb_test_deps.pth").write_text("\n".join(sorted(running)) + "\n")
+    _run([str(py), "-m", "pip", "install", "--no-deps", "--ignore-installed", "--no-index", "-q",
+          str(wheel)], cwd=work)
+    return py, bindir, purelib, work
+
+
+def test_kb_imported_from_the_wheel(installed):
+    """In the new venv (isolated mode) ``kb`` and ``kb_cli`` come from its site-packages."""
+    py, _, purelib, work = installed
+    out = _run([str(py), "-I", "-c",
+                "import json, kb, kb_cli, kb.resources as r; print(json.dumps("
+                "[kb.__file__, kb_cli.__file__, kb.__version__, str(r.hooks_dir()),"
+                " str(r.templates_dir())]))"], cwd=work)
+    kb_file, cli_file, version, hooks, templates = json.loads(out)
+    assert Path(kb_file).is_relative_to(purelib)
+    assert Path(cli_file).is_relative_to(purelib)
+    assert version == kb.__version__
+    assert Path(hooks) == purelib / "kb" / "_hooks" and Path(hooks).is_dir()
+    assert Path(templates) == purelib / "kb" / "_templates"
+    assert (Path(templates) / "kb.toml").is_file() and (Path(templates) / "gitignore").is_file()
+
+
+def test_no_top_level_cli_package(installed):
+    """The wheel installs ``kb_cli`` and no top-level ``cli`` package, templates or hooks."""
+    _, _, purelib, _ = installed
+    assert (purelib / "kb_cli" / "main.py").is_file()
+    for name in ("cli", "templates", "hooks", "tests"):
+        assert not (purelib / name).exists(), f"{name}/ is installed at the top level"
+
+
+def test_console_script_from_the_wheel(installed):
+    """The venv's own ``kb`` script: ``--version``; ``kb init`` finds its templates in the
+    wheel; ``kb index`` runs on the new KB; the script imports kb from the venv."""
+    py, bindir, purelib, work = installed
+    script = bindir / ("kb.exe" if os.name == "nt" else "kb")
+    assert script.is_file()
+    assert _run([str(script), "--version"], cwd=work) == f"kb {kb.__version__}\n"
+    first_line = script.read_text(errors="replace").splitlines()[0]
+    assert str(bindir) in first_line  # the shebang is the new venv's python
+    target = work / "newkb"
+    out = json.loads(_run([str(script), "init", str(target), "--json"], cwd=work))
+    assert "kb.toml" in out["written"]
+    assert (target / "kb.toml").read_text(encoding="utf-8").startswith("# kb knowledge base")
+    assert (target / "tree.md").read_text(encoding="utf-8") == "# Hypothesis Tree\n"
+    out = json.loads(_run([str(script), "index", "--json"], cwd=target))
+    assert out["errors"] == 0 and out["files"] == 2
+    where = _run([str(py), "-c", "import kb; print(kb.__file__)"], cwd=target).strip()
+    assert Path(where).is_relative_to(purelib)
