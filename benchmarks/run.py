@@ -83,6 +83,7 @@ class Case:
     default: bool = True                    # run without --only
     needs_kb: bool = False
     peer: bool = False                      # skipped by --skip-peer
+    show_note: bool = False                 # print the last stdout line under the table
 
 
 # ---------------------------------------------------------------------------
@@ -109,9 +110,178 @@ def stage_one_change(c: Ctx) -> None:
     c.git("add", "--", "Problems/q1.md")
 
 
+def stage_one_experiment(c: Ctx) -> None:
+    """Reset, then append a run log to one experiment and stage it (verify-staged-1)."""
+    reset_worktree(c)
+    path = c.corpus / "experiments" / "E0007.md"
+    with open(path, "a", encoding="utf-8", newline="") as f:
+        f.write("\n2026-02-01 the benchmark ran it once more; 结果与上次一致。\n")
+    c.git("add", "--", "experiments/E0007.md")
+
+
+def twenty_commits(c: Ctx) -> None:
+    """Reset, then make 20 legal commits (hooks bypassed): run logs appended to
+    experiments, and every fourth commit a new top-level hypothesis in tree.md."""
+    import re as _re
+
+    reset_worktree(c)
+    tree = c.corpus / "tree.md"
+    top = max(int(m) for m in _re.findall(r"^## H(\d+):", tree.read_text(encoding="utf-8"), _re.M))
+    for i in range(20):
+        exp = c.corpus / "experiments" / f"E{10 + i:04d}.md"
+        with open(exp, "a", encoding="utf-8", newline="") as f:
+            f.write(f"\nrun {i} of the benchmark range\n")
+        paths = [exp.relative_to(c.corpus).as_posix()]
+        if i % 4 == 3:
+            top += 1
+            with open(tree, "a", encoding="utf-8", newline="") as f:
+                f.write(f"\n## H{top}: Benchmark hypothesis {top}\nStatus: 待验\nEvidence: (empty)\n")
+            paths.append("tree.md")
+        c.git("add", "--", *paths)
+        c.git("commit", "-q", "--no-verify", "-m", f"bench commit {i}")
+
+
+# Write locks (issue 6).  They run in a private clone of the corpus (and a bare
+# clone as the shared remote), made in setup and removed in teardown, so the
+# corpus itself is never written and other runs on it are not disturbed.
+
+LOCK_ROUNDS = int(os.environ.get("KB_LOCK_RACE_ROUNDS", "5"))
+
+
+def lock_dir(c: Ctx) -> Path:
+    return Path(tempfile.gettempdir()) / f"kb-bench-locks-{os.getpid()}"
+
+
+def lock_setup(c: Ctx) -> None:
+    d = lock_dir(c)
+    bare = d.with_name(d.name + "-remote.git")
+    lock_teardown(c)
+    for argv in (["clone", "-q", str(c.corpus), str(d)], ["clone", "-q", "--bare", str(c.corpus), str(bare)]):
+        subprocess.run(["git", *argv], env=child_env(), check=True, capture_output=True)
+    for argv in (["remote", "add", "bench", str(bare)], ["config", "user.name", "kb bench"],
+                 ["config", "user.email", "bench@example.invalid"]):
+        subprocess.run(["git", *argv], cwd=d, env=child_env(), check=True, capture_output=True)
+
+
+def lock_teardown(c: Ctx) -> None:
+    d = lock_dir(c)
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.rmtree(d.with_name(d.name + "-remote.git"), ignore_errors=True)
+
+
+def lock_cycle(c: Ctx, remote: bool) -> list[str]:
+    """claim + edit + release of one card, as two kb processes (the latency an agent sees)."""
+    kb = shlex.join(c.kb)
+    r = " --remote bench" if remote else ""
+    return ["sh", "-c", f"cd {shlex.quote(str(lock_dir(c)))} && "
+            f"{kb} lock claim Problems/q1.md --owner bench{r} >/dev/null && "
+            "echo 'one more line' >> Problems/q1.md && "
+            f"{kb} lock release Problems/q1.md --owner bench -m bench{r}"]
+
+
+#: 8 processes on one clone race for one card (and each for its own card) for
+#: LOCK_ROUNDS rounds: claim (retrying with back-off), edit, release. Prints
+#: the throughput (claims + releases per second) as its last line.
+LOCK_WORKER = r"""
+import random, sys, time
+from pathlib import Path
+from kb.repo import open_kb
+from kb.locks import LockHeld
+from kb.ops.locks import claim, release
+root, owner, rounds, shared, own = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+kb = open_kb(root)
+rng = random.Random(owner)
+for r in range(rounds):
+    for path in (shared, own):
+        k = 0
+        while True:
+            try:
+                claim(kb, [path], owner=owner, ttl="10m", cwd=root)
+                break
+            except LockHeld:
+                k += 1
+                time.sleep(min(0.08, 0.003 * 1.5 ** k) * rng.uniform(0.5, 1.5))
+        f = root / path
+        f.write_text(f.read_text() + f"BEGIN {owner} {r}\n")
+        f.write_text(f.read_text() + f"END {owner} {r}\n")
+        release(kb, [path], owner=owner, message=f"{owner} round {r}", cwd=root)
+"""
+
+LOCK_RACE = r"""
+import subprocess, sys, time
+root, rounds, worker, n = sys.argv[1], int(sys.argv[2]), sys.argv[3], 8
+t0 = time.perf_counter()
+procs = [subprocess.Popen([sys.executable, "-c", worker, root, f"w{i}", str(rounds),
+                           "Problems/q1.md", f"Problems/q{i + 2}.md"]) for i in range(n)]
+codes = [p.wait() for p in procs]
+dt = time.perf_counter() - t0
+if any(codes):
+    sys.exit(f"a racing process failed: exit codes {codes}")
+ops = n * rounds * 4
+print(f"{n} processes x {rounds} rounds: {ops} claims+releases in {dt:.2f} s = {ops / dt:.1f} ops/s")
+"""
+
+
 # ---------------------------------------------------------------------------
 # The cases (DESIGN §7).  Order matters: index-nochange reuses the .kb/ the
 # cold runs leave behind; the peer goes last.
+
+# Hypothesis tree (issue 4) -------------------------------------------------------
+
+
+def reset_and_forget(c: Ctx) -> None:
+    """Reset the corpus, and drop the index entries of file versions the working
+    tree does not hold (what the previous run wrote), so that every run pays what
+    a real write pays: its new tree / dashboard / experiment are not cached yet."""
+    import sqlite3
+
+    reset_worktree(c)
+    db_path = c.corpus / ".kb" / "index.sqlite"
+    if not db_path.exists():
+        return
+    db = sqlite3.connect(db_path, timeout=30)
+    try:
+        with db:
+            for table in ("parsed", "objects", "links", "diagnostics"):
+                db.execute(f"DELETE FROM {table} WHERE (path, blob) NOT IN "
+                           "(SELECT path, blob FROM files)")
+    finally:
+        db.close()
+
+
+def first_untested_top(c: Ctx) -> str:
+    """A top-level hypothesis of the corpus still 待验 (kb exp new moves it to 进行中)."""
+    import re
+
+    text = (c.corpus / "tree.md").read_text(encoding="utf-8")
+    m = re.search(r"^## (H\d+): .*\nStatus: 待验$", text, re.MULTILINE)
+    return m.group(1) if m else "H1"
+
+
+def first_running_experiment(c: Ctx) -> str:
+    """An experiment of the corpus without a result yet (kb exp result fills it)."""
+    for p in sorted((c.corpus / "experiments").glob("E*.md")):
+        body = p.read_text(encoding="utf-8")
+        if "**Status**: 进行中" in body and "[待实验完成后填写]" in body:
+            return p.stem
+    return "E0001"
+
+
+def hooks_install(c: Ctx) -> None:
+    reset_worktree(c)
+    subprocess.run(c.kb + ["hooks", "install", "--no-pre-push"], cwd=c.corpus, env=child_env(),
+                   capture_output=True, check=True)
+
+
+def hooks_uninstall(c: Ctx) -> None:
+    subprocess.run(c.kb + ["hooks", "uninstall"], cwd=c.corpus, env=child_env(),
+                   capture_output=True, check=False)
+    reset_worktree(c)
+
+
+HYP_ADD = ["hyp", "add", "The benchmark's hypothesis: prefetching hides the decode cost",
+           "--parent", "H1"]
+
 
 CASES: list[Case] = [
     Case("floor", lambda c: [c.python, str(HERE / "floor.py")],
@@ -129,6 +299,72 @@ CASES: list[Case] = [
          ok_codes=KB_OK, before_each=stage_one_change, teardown=reset_worktree,
          needs_kb=True, default=False,
          targets={"small": T(s=0.5, x_floor=1.7, mb=150), "large": T(s=1)}),
+    # kb verify (issue 3): the pre-commit hook's check and the CI range check.
+    Case("verify-staged-1", lambda c: c.kb + ["verify", "--staged"],
+         "kb verify --staged with one changed experiment staged (the pre-commit hook)",
+         ok_codes=KB_OK, before_each=stage_one_experiment, teardown=reset_worktree,
+         needs_kb=True,
+         targets={"small": T(s=0.5, x_floor=1.7, mb=150), "large": T(s=1)}),
+    Case("verify-range-20", lambda c: c.kb + ["verify", "--range", f"{c.base_commit}..HEAD"],
+         "kb verify --range over 20 commits (20 experiments, 5 tree.md changes)",
+         ok_codes=KB_OK, setup=twenty_commits, teardown=reset_worktree, needs_kb=True,
+         targets={"small": T(mb=150)}),
+    # Research cards (issue 5): one write each, whole process, no hooks installed.
+    # Each run starts from the corpus commit (reset, untimed), so the ID is free and
+    # the entry not yet verified; the index re-reads the few files the reset changed.
+    Case("problem-add", lambda c: c.kb + ["problem", "add", "qbench", "A benchmark problem.",
+                                          "--depends", "q5,p7"],
+         "kb problem add with two dependencies (q5 gets 被依赖)",
+         before_each=reset_worktree, teardown=reset_worktree, needs_kb=True,
+         targets={"small": T(s=0.5, mb=150)}),
+    Case("entry-add", lambda c: c.kb + ["entry", "add", "q10", "--kind", "解法", "--title",
+                                        "benchmark", "--prob", "0.5", "--text",
+                                        "A solution appended by the benchmark."],
+         "kb entry add: a 解法 entry appended to a problem card",
+         before_each=reset_worktree, teardown=reset_worktree, needs_kb=True,
+         targets={"small": T(s=0.5, mb=150)}),
+    Case("verdict", lambda c: c.kb + ["verdict", "q10#解法1", "--vote", "v1=1", "--vote", "v2=1",
+                                      "--vote", "v3=1"],
+         "kb verdict settling a problem (record, Verified card, 5 dependants re-checked)",
+         before_each=reset_worktree, teardown=reset_worktree, needs_kb=True,
+         targets={"small": T(s=0.5, mb=150)}),
+    # Hypothesis tree (issue 4): one write each, whole process. Each run starts from
+    # the corpus commit with nothing the previous run wrote left in the index
+    # (reset_and_forget); hyp add appends a child to H1, at the top of tree.md, so
+    # every later hypothesis moves (the costly case for the index).
+    Case("hyp-add", lambda c: c.kb + HYP_ADD,
+         "kb hyp add --parent H1 in the 5,000-hypothesis tree (tree.md + DASHBOARD.md, one commit)",
+         before_each=reset_and_forget, teardown=reset_worktree, needs_kb=True,
+         targets={"small": T(s=0.5, mb=150)}),
+    Case("exp-new", lambda c: c.kb + ["exp", "new", "--hyp", first_untested_top(c),
+                                      "Benchmark experiment", "--date", "2026-11-29"],
+         "kb exp new: a new experiment file, its hypothesis 待验 -> 进行中, the dashboard",
+         before_each=reset_and_forget, teardown=reset_worktree, needs_kb=True,
+         targets={"small": T(s=0.5, mb=150)}),
+    Case("exp-result", lambda c: c.kb + ["exp", "result", first_running_experiment(c), "--data",
+                                         "2100 samples/s vs 1400 baseline", "--conclusion", "支持",
+                                         "--reason", "the benchmark says so"],
+         "kb exp result: 结果 filled, 已完成, Evidence appended, hypothesis status by the rule",
+         before_each=reset_and_forget, teardown=reset_worktree, needs_kb=True,
+         targets={"small": T(s=0.5, mb=150)}),
+    Case("hyp-add-hook", lambda c: c.kb + HYP_ADD,
+         "kb hyp add as above with kb's pre-commit hook installed (kb verify --staged runs)",
+         setup=hooks_install, before_each=reset_and_forget, teardown=hooks_uninstall,
+         needs_kb=True, targets={"small": T(s=1.0, mb=150)}),
+    # Write locks (issue 6): in a private clone, no hooks; see lock_setup.
+    Case("lock-local", lambda c: lock_cycle(c, remote=False),
+         "kb lock claim + edit + kb lock release of one card (two processes)",
+         setup=lock_setup, teardown=lock_teardown, needs_kb=True),
+    Case("lock-remote", lambda c: lock_cycle(c, remote=True),
+         "the same with --remote: push with a lease, atomic push of branch + ref deletion "
+         "(local bare remote)",
+         setup=lock_setup, teardown=lock_teardown, needs_kb=True),
+    Case("lock-race", lambda c: [c.python, "-c", LOCK_RACE, str(lock_dir(c)), str(LOCK_ROUNDS),
+                                 LOCK_WORKER],
+         f"8 processes on one clone racing for one card and their own ({LOCK_ROUNDS} rounds; "
+         "KB_LOCK_RACE_ROUNDS)",
+         setup=lock_setup, teardown=lock_teardown, runs=1, warmup=0, needs_kb=True,
+         show_note=True),
     Case("peer", lambda c: [c.python, str(HERE / "peer_obsidian.py")],
          "obsidiantools Vault(path).connect().gather()",
          runs=1, warmup=0, peer=True),
@@ -202,7 +438,7 @@ def measure(argv: list[str], cwd: Path, timeout: float) -> Run:
 
 def run_case(case: Case, c: Ctx, nruns: int, timeout: float) -> dict:
     res = {"name": case.name, "description": case.description, "times": [], "rss_mb": [],
-           "exit_codes": [], "status": "ok", "note": ""}
+           "exit_codes": [], "status": "ok", "note": "", "show_note": case.show_note}
     argv = case.cmd(c)
     res["argv"] = argv
     try:
@@ -353,6 +589,9 @@ def print_table(results: list[dict]) -> None:
     print("  ".join("-" * w for w in widths))
     for row in rows:
         print(line(row))
+    for r in results:
+        if r.get("show_note") and r["status"] == "ok" and r["note"]:
+            print(f"  {r['name']}: {r['note']}")
     for r in results:
         extra = "; ".join(r.get("misses", []))
         if r["status"] != "ok" or extra:

@@ -284,15 +284,38 @@ class Index:
                               (path, blob)).fetchone()
         return json.loads(row[0]) if row else None
 
-    def rows_of(self, path: str, blob: str, kind: str | None = None) -> list[ObjectRow]:
-        """Objects of one file version, in line order."""
+    def rows_of(self, path: str, blob: str, kind: str | None = None,
+                obj_id: str | None = None) -> list[ObjectRow]:
+        """Objects of one file version (optionally of one kind / ID), in line order."""
         sql = ("SELECT id, kind, status, title, path, line, data FROM objects "
                "WHERE path=? AND blob=?")
         args: list[Any] = [path, blob]
         if kind:
             sql += " AND kind=?"
             args.append(kind)
+        if obj_id is not None:
+            sql += " AND id=?"
+            args.append(obj_id)
         return [ObjectRow(*r) for r in self.db.execute(sql + " ORDER BY line", args)]
+
+    def extract(self, kind: str, fields: Iterable[str], path: str | None = None,
+                blob: str | None = None) -> list[tuple[Any, ...]]:
+        """``(path, id, line, status, title, *fields)`` of every object of ``kind``, light.
+
+        ``fields`` are top-level keys of the object's JSON, read by SQLite
+        (scalars as values, lists/dicts as JSON text); no model is built. Of
+        one file version when ``path`` and ``blob`` are given, else of the
+        indexed working tree; in path and line order.
+        """
+        cols = "".join(f", json_extract(o.data, '$.{f}')" for f in fields)
+        sql = f"SELECT o.path, o.id, o.line, o.status, o.title{cols} FROM objects o "
+        if path is not None:
+            sql += "WHERE o.path=? AND o.blob=? AND o.kind=?"
+            args: tuple[Any, ...] = (path, blob, kind)
+        else:
+            sql += f"{self._CUR} WHERE o.kind=?"
+            args = (kind,)
+        return list(self.db.execute(sql + " ORDER BY o.path, o.line", args))
 
     def diagnostics_of(self, path: str, blob: str) -> list[Any]:
         """Parse diagnostics of one file version, in line order."""
@@ -341,37 +364,42 @@ class Index:
         if not self.has_parse(path, old_blob):
             return False
         d = new_stop - old_stop
-        outside = "path=:p AND blob=:ob AND (line < :first OR line >= :stop)"
-        inside = "path=:p AND blob=:ob AND line >= :first AND line < :stop"
         args = {"p": path, "ob": old_blob, "nb": new_blob, "first": first, "stop": old_stop, "d": d}
-        clash = self.db.execute(
-            f"SELECT 1 FROM objects WHERE {inside} AND id IN (SELECT id FROM objects WHERE {outside}) "
-            "LIMIT 1", args).fetchone()
-        if clash:
+        inner = sorted({i for (i,) in self.db.execute(
+            "SELECT id FROM objects WHERE path=:p AND blob=:ob AND line >= :first AND line < :stop",
+            args)})
+        marks = ",".join("?" * len(inner))
+        if inner and self.db.execute(
+                f"SELECT 1 FROM objects WHERE path=? AND blob=? AND id IN ({marks}) "
+                "AND (line < ? OR line >= ?) LIMIT 1",
+                (path, old_blob, *inner, first, old_stop)).fetchone():
             return False
-        shift = ("CASE WHEN line >= :stop THEN json_set(data, '$.line', line + :d, "
-                 "'$.end_line', json_extract(data, '$.end_line') + :d, '$.anchor_lines', "
-                 "json((SELECT json_group_object(key, value + :d) "
-                 "FROM json_each(data, '$.anchor_lines')))) ELSE data END")
+        shifted = "data" if not d else (
+            "json_set(data, '$.line', line + :d, '$.end_line', json_extract(data, '$.end_line') + :d, "
+            "'$.anchor_lines', json((SELECT json_group_object(key, value + :d) "
+            "FROM json_each(data, '$.anchor_lines'))))")
         rows_p, rows_o, rows_l, rows_d = _result_rows(path, new_blob, region)
         rows_p = [(path, new_blob, "tree", json.dumps(meta, ensure_ascii=False, default=str))]
+        cols = "path, :nb, id, kind, status, title"
         with self.db:
             self.db.executemany("INSERT OR REPLACE INTO parsed VALUES (?,?,?,?)", rows_p)
+            self.db.execute(f"INSERT INTO objects SELECT {cols}, line, data FROM objects "
+                            "WHERE path=:p AND blob=:ob AND line < :first", args)
+            self.db.execute(f"INSERT INTO objects SELECT {cols}, line + :d, {shifted} FROM objects "
+                            "WHERE path=:p AND blob=:ob AND line >= :stop", args)
+            # Links belong to their source object; no ID of the region is declared outside it.
             self.db.execute(
-                "INSERT INTO objects SELECT path, :nb, id, kind, status, title, "
-                f"CASE WHEN line >= :stop THEN line + :d ELSE line END, {shift} "
-                f"FROM objects WHERE {outside}", args)
+                "INSERT INTO links SELECT path, ?, src, dst, kind FROM links "
+                f"WHERE path=? AND blob=? AND src NOT IN ({marks})",
+                (new_blob, path, old_blob, *inner))
             self.db.execute(
-                "INSERT INTO links SELECT path, :nb, src, dst, kind FROM links "
-                "WHERE path=:p AND blob=:ob AND src IN "
-                f"(SELECT id FROM objects WHERE {outside})", args)
+                "INSERT INTO diagnostics SELECT path, :nb, line, col, code, severity, message, fix "
+                "FROM diagnostics WHERE path=:p AND blob=:ob AND line < :first", args)
             self.db.execute(
-                "INSERT INTO diagnostics SELECT path, :nb, "
-                "CASE WHEN line >= :stop THEN line + :d ELSE line END, col, code, severity, "
-                "message, CASE WHEN fix IS NOT NULL AND line >= :stop THEN "
-                "json_set(fix, '$.line', json_extract(fix, '$.line') + :d) ELSE fix END "
-                "FROM diagnostics WHERE path=:p AND blob=:ob AND "
-                "(line < :first OR line >= :stop)", args)
+                "INSERT INTO diagnostics SELECT path, :nb, line + :d, col, code, severity, message, "
+                "CASE WHEN fix IS NOT NULL AND :d THEN json_set(fix, '$.line', "
+                "json_extract(fix, '$.line') + :d) ELSE fix END "
+                "FROM diagnostics WHERE path=:p AND blob=:ob AND line >= :stop", args)
             self.db.executemany("INSERT INTO objects VALUES (?,?,?,?,?,?,?,?)", rows_o)
             self.db.executemany("INSERT INTO links VALUES (?,?,?,?,?)", rows_l)
             self.db.executemany("INSERT INTO diagnostics VALUES (?,?,?,?,?,?,?,?)", rows_d)

@@ -188,7 +188,7 @@ def default_owner(top: Path) -> str | None:
     found: dict[str, str] = {}
     for line in proc.stdout.decode("utf-8", "replace").splitlines():
         key, _, value = line.partition(" ")
-        found.setdefault(key.lower(), value.strip())
+        found[key.lower()] = value.strip()   # system, global, local…: the last one wins
     return found.get("kb.owner") or found.get("user.email") or None
 
 

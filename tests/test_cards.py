@@ -376,7 +376,7 @@ BAD = [
     (("problem", "add", "q9", "x", "--source", "weird"), "原始, 后生, promote"),
     (("problem", "status", "q404", "求解中"), "unknown problem"),
     (("problem", "status", "q2", "done"), "原始, 求解中, 等待依赖, 已解决, 死路"),
-    (("problem", "status", "q2", "已解决"), "verdict"),
+    (("problem", "status", "q2", "已解决"), "kb verdict q2#解法N"),
     (("problem", "plan", "q2", ""), "empty"),
     (("entry", "add", "q2", "--kind", "解法", "--title", "t", "--prob", "1.5", "--text", "x"),
      "outside [0,1]"),
@@ -457,6 +457,18 @@ def test_problem_status_rules(ex: Path) -> None:
         set_problem_status(ex, "q1", "求解中")
     r = set_problem_status(ex, "q6", "死路")
     assert r.tx.commit and "- 状态: 死路\n" in (ex / "Problems/q6.md").read_text(encoding="utf-8")
+    # 已解决 by hand: only for a card that already holds a solution at 概率1 (then closed as a
+    # verdict would close it, Verified card included)
+    with pytest.raises(CardError, match="no solution at 概率1"):
+        set_problem_status(ex, "q2", "已解决")
+    q2 = ex / "Problems/q2.md"
+    q2.write_text(q2.read_text(encoding="utf-8").replace("｜概率0.9｜状态未定论", "｜概率1｜状态已验"),
+                  encoding="utf-8")
+    commit_all(ex, "solved in Vibe Math")
+    r = set_problem_status(ex, "q2", "已解决")
+    assert "Verified/问题/q2.md" in r.tx.paths
+    assert "- 状态: 已解决\n- 优先级: never\n" in q2.read_text(encoding="utf-8")
+    assert "【解法 #1】任取有限个素数" in (ex / "Verified/问题/q2.md").read_text(encoding="utf-8")
 
 
 def test_library_api_result(ex: Path) -> None:

@@ -245,3 +245,24 @@ def test_every_rule_code_is_in_the_catalogue():
         emitted |= set(re.findall(r'"(KB[0-9]{3})"', f.read_text(encoding="utf-8")))
     missing = sorted(c for c in emitted if c not in BY_CODE and not c.startswith("KB4"))
     assert not missing, f"codes emitted but not in the catalogue: {missing}"
+
+
+def test_stale_rule_agrees_with_kb_dashboard(make_kb, run_kb):
+    """KB240 and `kb dashboard` use one renderer: after `kb dashboard` nothing is stale,
+    with CRLF line ends and a Next Steps section of the user's own."""
+    root = make_repo(make_kb, {"experiments/E002.md": experiment("E002", "H2", date="2026-03-04")})
+    dash = root / "DASHBOARD.md"
+    text = dash.read_text(encoding="utf-8").split("## Next Steps")[0]
+    dash.write_bytes((text + "## Next Steps\n\n- my own plan\n").replace("\n", "\r\n").encode())
+    (root / "tree.md").write_text(TREE + "\n## H3: Third\nStatus: 待验\nEvidence: (empty)\n",
+                                  encoding="utf-8")
+    commit_all(root, "stale")
+    assert [d["code"] for d in verify_json(root)[1]["diagnostics"]] == ["KB240"]
+    res = run_kb("dashboard", cwd=root)
+    assert res.code == 0, res.stderr
+    assert b"- my own plan\r\n" in dash.read_bytes()
+    rc, data = verify_json(root, "--staged")
+    assert (rc, data["diagnostics"]) == (0, [])
+    rc, data = verify_json(root)
+    assert (rc, data["diagnostics"]) == (0, [])
+    assert run_kb("dashboard", "--check", cwd=root).code == 0

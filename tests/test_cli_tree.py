@@ -96,7 +96,7 @@ def test_full_flow_on_the_command_line(tree_kb: Path) -> None:
 def test_dashboard_command(tree_kb: Path) -> None:
     root = tree_kb
     kb(root, "hyp", "add", "A", "--no-commit")
-    assert git(root, "status", "--porcelain") == " M DASHBOARD.md\n M tree.md".strip()
+    assert git(root, "status", "--porcelain") == " M DASHBOARD.md\n M tree.md"
     git(root, "checkout", "--", "DASHBOARD.md")
     r = kb(root, "dashboard", "--check", "--json")
     assert r.code == 1 and r.json() == {"path": "DASHBOARD.md", "stale": True, "exists": True}

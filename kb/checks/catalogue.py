@@ -148,6 +148,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
     _r("KB240", "warning", "snapshot", "verify", "DASHBOARD.md is stale (not what `kb dashboard` "
        "renders for this tree); [rules] dashboard_stale = \"error\" makes it an error",
        "run `kb dashboard` (or kb verify --fix) and commit DASHBOARD.md", True),
+    _r("KB260", "error", "snapshot", "verify", "unsafe ID in a card (path separator, '..' or a "
+       "control character) — the file name, '- ID:' or an ID an anchor names",
+       "rename to a safe ID (letters, digits, CJK, '-', '_'); correct the anchor"),
     # -- history rules (base -> new) ----------------------------------------------
     _r("KB301", "error", "history", "verify", "a hypothesis, experiment or card was removed",
        "restore it (mark a refuted hypothesis 被推翻 instead); or record Kb-Override: <ID> <reason>"),
@@ -163,6 +166,10 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "restore the status; or kb hyp status <ID> <status> --force --reason R"),
     _r("KB307", "error", "history", "verify", "a new ID is lower than or equal to one that existed "
        "before (IDs are never reused)", "use the next free ID (above every existing sibling)"),
+    _r("KB380", "error", "history", "verify", "a staged change to a path whose write lock another "
+       "owner holds (pre-commit only; the owner is KB_OWNER, else kb.owner, else user.email)",
+       "wait for the holder's `kb lock release`, or claim the path once its lease is over "
+       "(kb lock status / claim / steal)"),
     _r("KB390", "error", "history", "verify", "history checks need full history (shallow clone)",
        "git fetch --unshallow (actions/checkout: fetch-depth: 0)"),
 )

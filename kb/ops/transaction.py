@@ -37,12 +37,14 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from kb import git
 from kb.errors import RefusedError
-from kb.model import Diagnostic
 from kb.repo import KnowledgeBase
+
+if TYPE_CHECKING:  # annotations only: `kb lock release` imports this module without pydantic
+    from kb.model import Diagnostic
 
 LOCK_NAME = "kb-write.lock"
 JOURNAL_NAME = "kb-transaction.json"
@@ -326,6 +328,9 @@ class Transaction:
         message = self._message()
         if not changed:
             return TxResult(self.op, list(self.ids), [], None, message)
+        # Write locks (DESIGN §5): refuse a target locked by another owner.
+        from kb.locks import check_unlocked
+        check_unlocked(kb, [kb.repo_path(r) for r in changed], self.owner)
         head_blobs = self._check_clean(changed)
         for rel, want in self.expect.items():
             # What the caller read is the file on disk (equal to HEAD unless

@@ -8,10 +8,12 @@ levels of the tree and saying how many deeper hypotheses it leaves out.
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
-from kb.model import Experiment, Hypothesis
 from kb.vocab import ACTIVE_HYPOTHESIS, CLOSED_HYPOTHESIS, HYPOTHESIS_STATUS
+
+if TYPE_CHECKING:  # annotations only: the pre-commit hook renders without importing pydantic
+    from kb.model import Experiment, Hypothesis
 
 MAX_EDGES = 500
 MAX_CHARS = 50_000
@@ -41,23 +43,43 @@ def _label(h: Hypothesis, locale: str) -> str:
 
 
 def mermaid(hypotheses: Sequence[Hypothesis], locale: str = "zh") -> tuple[list[str], int]:
-    """Mermaid lines for the tree and the number of hypotheses left out."""
+    """Mermaid lines for the tree and the number of hypotheses left out.
+
+    Shows the deepest levels that fit: every hypothesis down to depth D and
+    every edge whose two ends are shown, for the largest D within the limits.
+    Each line is built once; the size of every D is summed per depth.
+    """
     ids = {h.id for h in hypotheses}
     max_depth = max((h.id.count(".") + 1 for h in hypotheses), default=0)
+    nodes: list[tuple[int, str]] = []   # (depth, line) in hypothesis order
+    edges: list[tuple[int, str]] = []   # (depth at which it shows, line)
+    for h in hypotheses:
+        d = h.id.count(".") + 1
+        nodes.append((d, f'  {_node(h.id)}["{_label(h, locale)}"]:::{_CLASSES.get(h.status, "unknown")}'))
+        if h.parent and h.parent in ids:
+            edges.append((max(d, h.parent.count(".") + 1), f"  {_node(h.parent)} --> {_node(h.id)}"))
+    fixed = ["```mermaid", "graph TD", *("  " + s for s in _STYLE), "```"]
+    base = sum(len(x) + 1 for x in fixed)
+    node_chars = [0] * (max_depth + 2)
+    node_count = [0] * (max_depth + 2)
+    edge_chars = [0] * (max_depth + 2)
+    edge_count = [0] * (max_depth + 2)
+    for d, line in nodes:
+        node_chars[d] += len(line) + 1
+        node_count[d] += 1
+    for d, line in edges:
+        edge_chars[d] += len(line) + 1
+        edge_count[d] += 1
     for depth in range(max_depth, 0, -1):
-        shown = [h for h in hypotheses if h.id.count(".") + 1 <= depth]
-        lines = ["```mermaid", "graph TD"]
-        edges = 0
-        for h in shown:
-            lines.append(f'  {_node(h.id)}["{_label(h, locale)}"]:::{_CLASSES.get(h.status, "unknown")}')
-        for h in shown:
-            if h.parent and h.parent in ids and h.parent.count(".") + 1 <= depth:
-                lines.append(f"  {_node(h.parent)} --> {_node(h.id)}")
-                edges += 1
-        lines.extend("  " + s for s in _STYLE)
-        lines.append("```")
-        if edges <= MAX_EDGES and sum(len(x) + 1 for x in lines) <= MAX_CHARS:
-            return lines, len(hypotheses) - len(shown)
+        n_edges = sum(edge_count[1:depth + 1])
+        chars = base + sum(node_chars[1:depth + 1]) + sum(edge_chars[1:depth + 1])
+        if n_edges <= MAX_EDGES and chars <= MAX_CHARS:
+            lines = ["```mermaid", "graph TD"]
+            lines += [line for d, line in nodes if d <= depth]
+            lines += [line for d, line in edges if d <= depth]
+            lines.extend("  " + s for s in _STYLE)
+            lines.append("```")
+            return lines, len(hypotheses) - sum(node_count[1:depth + 1])
     return ["```mermaid", "graph TD", "```"], len(hypotheses)
 
 

@@ -34,21 +34,19 @@ class Document:
 
     @classmethod
     def from_text(cls, text: str, path: str, bom: bool = False) -> "Document":
-        lines: list[str] = []
-        endings: list[str] = []
-        for part in text.split("\n"):
-            lines.append(part)
-            endings.append("\n")
+        lines: list[str] = text.split("\n")
+        endings: list[str] = ["\n"] * len(lines)
         endings[-1] = ""
         if lines[-1] == "" and len(lines) > 1:
             lines.pop()
             endings.pop()
         elif lines == [""]:
             lines, endings = [], []
-        for i, ln in enumerate(lines):
-            if ln.endswith("\r") and endings[i] == "\n":
-                lines[i] = ln[:-1]
-                endings[i] = "\r\n"
+        if "\r" in text:
+            for i, ln in enumerate(lines):
+                if ln.endswith("\r") and endings[i] == "\n":
+                    lines[i] = ln[:-1]
+                    endings[i] = "\r\n"
         first = next((e for e in endings if e), "\n")
         return cls(path=path, lines=lines, endings=endings, bom=bom, newline=first)
 

@@ -43,3 +43,56 @@ def render_tree(hypotheses: Iterable[Hypothesis], title: str = "Hypothesis Tree"
         out.extend(hypothesis_block(h, locale))
         out.append("")
     return "\n".join(out[:-1]) + "\n" if len(out) > 2 else f"# {title}\n"
+
+
+# -- splice helpers: the new text of one existing line -----------------------------
+# Each keeps everything of the line it does not change (the key as written, the
+# colon, the spacing before the value), so an edit touches only its own bytes.
+
+def _anchor_match(line: str):  # noqa: ANN202 - re.Match
+    from kb.parse.tree import _ANCHOR
+
+    return _ANCHOR.match(line)
+
+
+def set_anchor_value(line: str, value: str) -> str:
+    """``Status: 待验`` -> ``Status: <value>``, keeping the key and colon as written."""
+    m = _anchor_match(line)
+    if m is None:
+        raise ValueError(f"not an anchor line: {line!r}")
+    start, end = m.span("value")
+    if start == end:  # an empty value: `Status:` -> `Status: <value>`
+        head = line[:start].rstrip(" \t")
+        return f"{head} {value}"
+    return line[:start] + value + line[end:]
+
+
+def append_to_list_line(line: str, item: str) -> str:
+    """``Evidence: E001`` -> ``Evidence: E001, E002``; ``(empty)`` is replaced by the item.
+
+    The items already there keep their own separators (``，`` ``、`` ``;``).
+    """
+    from kb.parse.common import split_id_list
+
+    m = _anchor_match(line)
+    if m is None:
+        raise ValueError(f"not an anchor line: {line!r}")
+    if not split_id_list(m.group("value")):
+        return set_anchor_value(line, item)
+    start, end = m.span("value")
+    return line[:end] + ", " + item + line[end:]
+
+
+def list_line(key: str, items: Iterable[str]) -> str:
+    """A new ``Children:`` / ``Evidence:`` line."""
+    return f"{key}: {evidence_value(items)}"
+
+
+def set_statement(heading: str, hid: str, statement: str) -> str:
+    """The heading line of ``hid`` with a new statement (the ``#`` marks and ID as written)."""
+    import re
+
+    m = re.match(rf"^(#+[ \t]+{re.escape(hid)}[ \t]*[:：][ \t]*)", heading)
+    if m is None:
+        return f"{'#' * (1 + id_depth(hid))} {hid}: {statement}"
+    return m.group(1) + statement

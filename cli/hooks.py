@@ -1,0 +1,96 @@
+"""``kb hooks``: install / uninstall kb's git hooks and the DASHBOARD.md merge driver."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from kb_cli.output import emit_json, err, json_option
+
+
+@click.group("hooks")
+def command() -> None:
+    """Git hooks: pre-commit (kb verify --staged), pre-push (kb verify --range over
+    what each ref adds), and the merge driver that keeps DASHBOARD.md conflict-free."""
+
+
+def _report(res, as_json: bool, verb: str) -> None:
+    if as_json:
+        emit_json({"hooks_dir": str(res.hooks_dir), "hooks": res.actions,
+                   "merge_driver": res.merge_driver})
+        return
+    for hook, action in res.actions.items():
+        click.echo(f"{hook}: {action}")
+    if res.merge_driver:
+        click.echo(f"merge driver kb-dashboard: {res.merge_driver}")
+    err(f"{verb} in {res.hooks_dir}")
+
+
+@command.command("install")
+@click.option("--no-pre-push", is_flag=True, help="Do not install the pre-push hook.")
+@click.option("--no-merge-driver", is_flag=True, help="Do not register the DASHBOARD.md merge driver.")
+@json_option
+def install_cmd(no_pre_push: bool, no_merge_driver: bool, as_json: bool) -> int:
+    """Install the hooks where git runs them (core.hooksPath respected); an existing
+    hook is kept and run first. Also registers the kb-dashboard merge driver."""
+    from kb.hooks import HOOKS, install
+
+    hooks = [h for h in HOOKS if not (no_pre_push and h == "pre-push")]
+    res = install(Path.cwd(), hooks, merge_driver=not no_merge_driver)
+    _report(res, as_json, "hooks")
+    return 0
+
+
+@command.command("uninstall")
+@json_option
+def uninstall_cmd(as_json: bool) -> int:
+    """Remove exactly what `kb hooks install` added (chained hooks are put back)."""
+    from kb.hooks import uninstall
+
+    res = uninstall(Path.cwd())
+    _report(res, as_json, "hooks")
+    return 0
+
+
+@command.command("status")
+@json_option
+def status_cmd(as_json: bool) -> int:
+    """Show which kb hooks are installed."""
+    from kb.hooks import status
+
+    res = status(Path.cwd())
+    _report(res, as_json, "hooks")
+    return 0
+
+
+@command.command("pre-push", hidden=True)
+@click.argument("remote", required=False, default="origin")
+@click.argument("url", required=False, default="")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text")
+def pre_push_cmd(remote: str, url: str, fmt: str) -> int:
+    """Run by the pre-push hook: reads git's ref lines on stdin and checks, for each
+    pushed ref, the commits it adds (kb verify --range)."""
+    from kb.checks.verify import Report, verify_commit_range
+    from kb.hooks import pre_push_ranges
+    from kb.checks.verify import _top
+    from kb_cli.verify import _github, _summary
+
+    top = _top(Path.cwd())
+    lines = sys.stdin.read().splitlines()
+    total = Report(mode="range")
+    for base, tip, ref in pre_push_ranges(top, remote, lines):
+        rep = verify_commit_range(top, base, tip, allow_root=True)
+        from kb.checks.verify import sort_findings
+
+        for f in sort_findings(rep.findings):
+            click.echo(_github(f) if fmt == "github" else f.format())
+        label = f"kb pre-push {ref} ({(base or 'root')[:10]}..{tip[:10]})"
+        err(_summary(rep, label))
+        for note in rep.notes:
+            err(f"kb: {note}")
+        total.merge(rep)
+    if total.blocking:
+        err("kb: push refused; fix the commits above (`kb rules` explains every code)")
+    return total.exit_code

@@ -1,0 +1,38 @@
+"""``kb refresh``: recompute 被依赖 and 等待依赖 from the 依赖 lists."""
+
+from __future__ import annotations
+
+import click
+
+from kb_cli.output import emit_json, json_option, kb_option, print_waiting, write_options
+from kb_cli.problem import emit_result
+
+
+@click.command("refresh")
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 when something is out of date.")
+@json_option
+@kb_option
+@write_options
+def command(check: bool, as_json: bool, kb_path: str | None, no_commit: bool, owner: str | None,
+            expect: str | None) -> int:
+    """Rebuild every problem's 被依赖 from the problems' 依赖 lists and move problems
+    between 求解中 and 等待依赖 by the state of their dependencies. One commit."""
+    from kb.ops.cards import CardError
+    from kb.ops.research import refresh
+
+    if expect:
+        raise CardError("--expect applies to commands that edit one existing card")
+    res = refresh(kb_path, check=check, no_commit=no_commit, owner=owner, on_wait=print_waiting)
+    if check:
+        if as_json:
+            emit_json(res.data)
+        else:
+            for ln in res.lines:
+                click.echo(ln)
+            if not res.lines:
+                click.echo("被依赖 and 等待依赖 are up to date", err=True)
+        return 1 if res.data["changes"] else 0
+    if not res.data["changes"] and not as_json:
+        click.echo("被依赖 and 等待依赖 are up to date", err=True)
+        return 0
+    return emit_result(res, as_json)

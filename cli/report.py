@@ -1,0 +1,33 @@
+"""``kb report``: write Logs/报告.md, a readable report of the project."""
+
+from __future__ import annotations
+
+import click
+
+from kb_cli.output import json_option, kb_option, print_waiting, write_options
+from kb_cli.problem import emit_result
+
+
+@click.command("report")
+@click.option("--date", default=None, help="The date to print in the report (default: KB_NOW, "
+              "else none: the report depends only on the KB).")
+@click.option("--stdout", "to_stdout", is_flag=True, help="Print the report; write nothing.")
+@json_option
+@kb_option
+@write_options
+def command(date: str | None, to_stdout: bool, as_json: bool, kb_path: str | None,
+            no_commit: bool, owner: str | None, expect: str | None) -> int:
+    """Write Logs/报告.md: problems by state, settled results with links to their Verified
+    cards, open propositions by probability and value, methods and their applications,
+    recent verdicts. One commit (none when it is up to date)."""
+    from kb.ops.cards import CardError
+    from kb.ops.research import report, report_date, report_text
+
+    if expect:
+        raise CardError("--expect applies to commands that edit one existing card")
+    if to_stdout:
+        _path, text = report_text(kb_path, report_date(date))
+        click.echo(text, nl=False)
+        return 0
+    res = report(kb_path, date, no_commit=no_commit, owner=owner, on_wait=print_waiting)
+    return emit_result(res, as_json)

@@ -1,0 +1,31 @@
+"""``kb verifiers``: each verifier's accuracy against outcomes that settled later."""
+
+from __future__ import annotations
+
+import click
+
+from kb_cli.output import emit_json, json_option, kb_option
+
+
+@click.command("verifiers")
+@json_option
+@kb_option
+def command(as_json: bool, kb_path: str | None) -> int:
+    """Accuracy of every verifier, derived from Logs/Verification/*.json: the share of its
+    votes on targets that later settled (final verdict 0 or 1) that agreed with the outcome
+    (≥ 0.5 agrees with 1, ≤ 0.5 with 0); 0.5 without history."""
+    from kb.ops.verdict import accuracy_table
+
+    rows = accuracy_table(kb_path)
+    if as_json:
+        emit_json([{"verifier": a.verifier, "accuracy": a.rate, "agreed": a.agreed,
+                    "counted": a.counted, "votes": a.votes} for a in rows])
+        return 0
+    if not rows:
+        click.echo("(no verification records)", err=True)
+        return 0
+    width = max(len("verifier"), *(len(a.verifier) for a in rows))
+    click.echo(f"{'verifier':<{width}}  accuracy  agreed/counted  votes")
+    for a in rows:
+        click.echo(f"{a.verifier:<{width}}  {a.rate:8.3f}  {a.agreed:>6}/{a.counted:<7}  {a.votes:>5}")
+    return 0

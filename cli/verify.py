@@ -1,0 +1,144 @@
+"""``kb verify``: the rules of the research record (DESIGN.md §4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import click
+
+from kb_cli.output import emit_json, err, kb_option
+
+
+def _gh_escape(text: str, prop: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if prop:
+        text = text.replace(":", "%3A").replace(",", "%2C")
+    return text
+
+
+def _github(f: Any) -> str:
+    if f.blocking:
+        level = "error"
+    elif f.severity in ("error", "warning"):
+        level = "warning"
+    else:
+        level = "notice"
+    title = f.code + (" (pre-existing)" if f.pre_existing else "")
+    props = [f"file={_gh_escape(f.path, True)}"]
+    if f.line:
+        props += [f"line={f.line}", f"col={f.col}"]
+    props.append(f"title={_gh_escape(title, True)}")
+    where = f"[{f.commit[:10]}] " if f.commit else ""
+    return f"::{level} {','.join(props)}::{_gh_escape(where + f.message)}"
+
+
+def _summary(report: Any, label: str) -> str:
+    blocking = report.blocking
+    errors = [f for f in report.findings if f.severity == "error" and not f.blocking]
+    warnings = [f for f in report.findings if f.severity == "warning"]
+    notes = [f for f in report.findings if f.severity == "info"]
+    kbs = f"{len(report.kbs)} KB" + ("s" if len(report.kbs) != 1 else "")
+    if report.mode in ("range", "rev"):
+        kbs += f", {report.commits} commit" + ("s" if report.commits != 1 else "")
+    parts = []
+    if blocking:
+        what = "introduced by this change" if report.mode != "worktree" else ""
+        parts.append(f"{len(blocking)} error(s) {what}".rstrip())
+    if errors:
+        parts.append(f"{len(errors)} pre-existing error(s) (not failing)")
+    if warnings:
+        parts.append(f"{len(warnings)} warning(s)")
+    if notes:
+        parts.append(f"{len(notes)} accepted override(s)")
+    body = ", ".join(parts) if parts else "no problems"
+    verdict = ""
+    if blocking:
+        verdict = {"staged": " — commit refused", "range": " — refused",
+                   "rev": " — refused"}.get(report.mode, "")
+    return f"{label} ({kbs}): {body}{verdict}"
+
+
+@click.command("verify")
+@click.option("--staged", is_flag=True,
+              help="Check the staged index against HEAD (the pre-commit hook), every KB of the repository.")
+@click.option("--rev", "rev", metavar="R", default=None, help="Check commit R against its first parent.")
+@click.option("--range", "range_", metavar="A..B", default=None,
+              help="Check every commit of A..B (each against its first parent) and the final snapshot.")
+@click.option("--fix", is_flag=True,
+              help="Apply the fixes diagnostics carry to working-tree files (never in hook or CI modes).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",
+              show_default=True, help="Output: text, json, or github (workflow annotations).")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@kb_option
+def command(staged: bool, rev: Optional[str], range_: Optional[str], fix: bool, fmt: str,
+            as_json: bool, kb_path: Optional[str]) -> int:
+    """Check the rules of the research record (`kb rules` lists them).
+
+    Without options: the KB containing the current directory, working tree
+    against HEAD, everything reported. --staged / --rev / --range check every
+    KB of the repository and fail on history violations and on errors the
+    change introduces (errors already in the base are listed as pre-existing).
+    Under the pre-commit framework, kb reads PRE_COMMIT_FROM_REF /
+    PRE_COMMIT_TO_REF (pre-push) itself.
+
+    Exit 0 clean, 1 violations, 2 usage or environment error.
+    """
+    from kb.checks.verify import resolve_mode, run, sort_findings
+    from kb.errors import UsageError
+
+    if as_json:
+        fmt = "json"
+    mode = resolve_mode(staged, rev, range_)
+    if fix and mode.kind != "worktree":
+        why = "the hook never fixes" if mode.source != "options" else "fixes apply to the working tree"
+        raise UsageError(f"--fix works only without --staged/--rev/--range ({why}); "
+                         "run `kb verify --fix` yourself")
+    kb_dir = Path(kb_path) if kb_path else None
+    report = run(mode, Path.cwd(), kb_dir)
+    label = {"worktree": "kb verify", "staged": "kb verify --staged", "rev": "kb verify --rev",
+             "range": "kb verify --range"}[mode.kind]
+    if fix:
+        from kb.checks.fix import apply_fixes, regenerate_dashboard
+
+        res = apply_fixes(report.findings)
+        regenerated = 0
+        for root in sorted({f.kb_root for f in report.findings if f.code == "KB240" and f.kb_root}):
+            if regenerate_dashboard(Path(root)):
+                regenerated += 1
+        if res.applied or regenerated:
+            report = run(mode, Path.cwd(), kb_dir)
+        msg = f"kb verify --fix: applied {res.applied} fix(es) in {len(res.files)} file(s)"
+        if regenerated:
+            msg += f", regenerated {regenerated} DASHBOARD.md"
+        if res.skipped:
+            msg += f" ({res.skipped} skipped: the line had changed)"
+        err(msg)
+    findings = sort_findings(report.findings)
+    if fmt == "json":
+        counts: dict[str, int] = {}
+        for f in findings:
+            counts[f.severity] = counts.get(f.severity, 0) + 1
+        emit_json({
+            "mode": mode.kind, "ok": report.exit_code == 0, "exit_code": report.exit_code,
+            "kbs": report.kbs, "commits": report.commits,
+            "blocking": len(report.blocking), "counts": counts,
+            "notes": report.notes, "error": report.env_error,
+            "diagnostics": [f.as_dict() for f in findings],
+        })
+    elif fmt == "github":
+        for f in findings:
+            click.echo(_github(f))
+        err(_summary(report, label))
+    else:
+        for f in findings:
+            click.echo(f.format())
+        err(_summary(report, label))
+    if fmt != "json":
+        for note in report.notes:
+            err(f"kb: {note}")
+        if report.env_error and report.env_error not in report.notes:
+            err(f"kb: {report.env_error}")
+        if report.blocking and mode.kind == "staged":
+            err("kb: fix the errors above and commit again (`kb rules` explains every code)")
+    return report.exit_code

@@ -1,0 +1,468 @@
+"""What the rules read: one snapshot, answered from the index (DESIGN.md §6).
+
+:class:`Facts` wraps a :class:`kb.repo.Snapshot` whose blobs the index has
+parsed. Whole-snapshot questions (every ID, every reference) are answered
+from light rows (``id kind status path line``) and the ``links`` table, never
+by building thousands of pydantic models; models are built only for the files
+a rule looks at closely (a changed file). A snapshot that differs from an
+already loaded one in a few files is *derived* from it, so a second snapshot
+of the same KB costs what its changed files cost.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Optional
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kb.index import Index, ObjectRow
+    from kb.repo import KnowledgeBase, Snapshot
+
+#: Object kind -> ID namespace (cards of the three kinds share one; Verified
+#: cards carry the ID of the object they settle, so they have their own).
+NAMESPACE = {
+    "hypothesis": "hypothesis", "experiment": "experiment", "problem": "card",
+    "proposition": "card", "method": "card", "verified": "verified",
+    "direction": "direction", "record": "record",
+}
+CARD_KINDS = ("problem", "proposition", "method")
+#: Link kinds the cross-file rules read.
+XREF_LINKS = ("evidence", "tests", "depends", "depended_by", "claims", "parent_method", "submethod")
+
+
+class LightDiagnostic(NamedTuple):
+    """A diagnostic with the fields of :class:`kb.model.Diagnostic`, without pydantic.
+
+    Rules return ``kb.model.Diagnostic`` values or these (same fields; ``fix``
+    is ``(line, old, new)`` or None): importing pydantic costs more than a whole
+    one-change ``kb verify --staged`` on this path, so kb's own rules build these
+    and ``to_model()`` gives the pydantic value when a caller wants one.
+    """
+
+    path: str
+    line: int
+    col: int
+    code: str
+    severity: str
+    message: str
+    fix: Optional[tuple[int, str, str]] = None
+
+    @classmethod
+    def of(cls, d: Any) -> "LightDiagnostic":
+        """From a LightDiagnostic or a kb.model.Diagnostic."""
+        if isinstance(d, cls):
+            return d
+        fx = d.fix
+        return cls(d.path, d.line, d.col, d.code, d.severity, d.message,
+                   (fx.line, fx.old, fx.new) if fx is not None else None)
+
+    def to_model(self) -> Any:
+        from kb.model import Diagnostic, Fix
+
+        return Diagnostic(path=self.path, line=self.line, col=self.col, code=self.code,
+                          severity=self.severity, message=self.message,  # type: ignore[arg-type]
+                          fix=Fix(line=self.fix[0], old=self.fix[1], new=self.fix[2]) if self.fix else None)
+
+    def format(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}"
+
+
+class Rec(dict):
+    """A JSON object whose keys read as attributes (a missing key reads as None)."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        return self.get(name)
+
+
+class Obj(NamedTuple):
+    """A light object row: enough for IDs and references across a snapshot."""
+
+    id: str
+    kind: str
+    status: str
+    path: str
+    line: int
+    blob: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+class Light(NamedTuple):
+    """What history rules compare for one object (read with SQLite's json_extract).
+
+    ``evidence_json`` is the raw JSON array; :attr:`evidence` parses it.
+    """
+
+    id: str
+    kind: str
+    ns: str
+    status: str
+    path: str
+    line: int
+    statement: str
+    evidence_json: str
+    evidence_line: int
+    status_line: int
+    hypothesis: str
+
+    @property
+    def evidence(self) -> tuple[str, ...]:
+        return tuple(json.loads(self.evidence_json)) if self.evidence_json else ()
+
+
+#: (index file, path, blob) -> Light rows; cleared at the start of every verify run.
+_LIGHT_CACHE: dict[tuple[str, str, str], list[Light]] = {}
+
+
+class Facts:
+    """One snapshot of one KB as the rules see it (read through ``index``).
+
+    ``label`` names the snapshot in messages (``HEAD``, ``the staged index``,
+    a short commit id, ``the working tree``). The index parses what it lacks:
+    every file (the default), the files that differ from ``derive_from``, or
+    only the paths in ``ensure`` (history checks of one commit of a range).
+    """
+
+    def __init__(self, index: "Index", snap: "Snapshot", label: str,
+                 derive_from: Optional["Facts"] = None,
+                 ensure: Optional[Iterable[str]] = None) -> None:
+        self.index = index
+        self.snap = snap
+        self.kb: "KnowledgeBase" = snap.kb
+        self.config = snap.kb.config
+        self.files = snap.files
+        self.formats = snap.formats
+        self.label = label
+        self._parent = derive_from
+        self._rows: Optional[list[Obj]] = None
+        self._links: Optional[list[tuple[str, str, str, str]]] = None
+        self._by_ns: Optional[dict[tuple[str, str], list[Obj]]] = None
+        self._ids: Optional[dict[str, set[str]]] = None
+        self._by_kind: Optional[dict[str, list[Obj]]] = None
+        self._full: dict[str, list["ObjectRow"]] = {}
+        self._models: dict[str, list[Any]] = {}
+        self._light: dict[str, list[Light]] = {}
+        if ensure is not None:
+            self._ensure({p: self.files[p] for p in ensure if p in self.files})
+        elif derive_from is not None:
+            other = derive_from.files
+            changed = {p: b for p, b in self.files.items() if other.get(p) != b}
+            self._ensure(changed)
+        else:
+            index.ensure(snap)
+        self.db = index.db
+
+    # -- loading ---------------------------------------------------------------
+    def _ensure(self, subset: dict[str, str]) -> None:
+        if not subset:
+            return
+        from kb.repo import Snapshot
+
+        part = Snapshot(kb=self.kb, kind=self.snap.kind, rev=self.snap.rev,
+                        files=dict(subset), formats={p: self.formats[p] for p in subset})
+        self.index.ensure(part)
+
+    def _differs(self) -> list[str]:
+        other = self._parent.files if self._parent else {}
+        return [p for p, b in self.files.items() if other.get(p) != b]
+
+    def rows(self) -> list[Obj]:
+        """Every object of the snapshot (light rows), in no particular order."""
+        if self._rows is None:
+            files = self.files
+            make = Obj._make
+            if self._parent is not None:
+                rows = [r for r in self._parent.rows() if files.get(r.path) == r.blob]
+                for p in self._differs():
+                    rows.extend(map(make, self.db.execute(
+                        "SELECT id, kind, status, path, line, blob FROM objects WHERE path=? AND blob=?",
+                        (p, files[p]))))
+            else:
+                get = files.get
+                rows = [r for r in map(make, self.db.execute(
+                    "SELECT id, kind, status, path, line, blob FROM objects")) if get(r[3]) == r[5]]
+            # Two racing processes may have stored one parse twice: one object per place.
+            self._rows = list(dict.fromkeys(rows))
+        return self._rows
+
+    def links(self) -> list[tuple[str, str, str, str]]:
+        """(path, src, dst, kind) of the cross-file link kinds (:data:`XREF_LINKS`)."""
+        if self._links is None:
+            files = self.files
+            kinds = ",".join(f"'{k}'" for k in XREF_LINKS)
+            if self._parent is not None:
+                links = [x for x in self._parent.links() if files.get(x[0]) == self._parent.files.get(x[0])]
+                for p in self._differs():
+                    links.extend((p, s, d, k) for s, d, k in self.db.execute(
+                        f"SELECT src, dst, kind FROM links WHERE path=? AND blob=? AND kind IN ({kinds})",
+                        (p, files[p])))
+            else:
+                links = [(p, s, d, k) for p, b, s, d, k in self.db.execute(
+                    f"SELECT path, blob, src, dst, kind FROM links WHERE kind IN ({kinds})")
+                    if files.get(p) == b]
+            self._links = list(dict.fromkeys(links))
+        return self._links
+
+    def by_ns(self) -> dict[tuple[str, str], list[Obj]]:
+        """(namespace, id) -> its declarations, in path and line order."""
+        if self._by_ns is None:
+            out: dict[tuple[str, str], list[Obj]] = {}
+            ns = NAMESPACE
+            for r in self.rows():
+                key = (ns.get(r.kind, r.kind), r.id)
+                have = out.get(key)
+                if have is None:
+                    out[key] = [r]
+                else:
+                    have.append(r)
+            for v in out.values():
+                if len(v) > 1:
+                    v.sort(key=lambda r: (r.path, r.line))
+            self._by_ns = out
+        return self._by_ns
+
+    def _kinds(self) -> dict[str, list[Obj]]:
+        if self._by_kind is None:
+            by_kind: dict[str, list[Obj]] = {}
+            for r in self.rows():
+                have = by_kind.get(r.kind)
+                if have is None:
+                    by_kind[r.kind] = [r]
+                else:
+                    have.append(r)
+            self._by_kind = by_kind
+        return self._by_kind
+
+    def ids(self, *kinds: str) -> set[str]:
+        """IDs of objects of ``kinds`` (all kinds when none given)."""
+        groups = self._kinds()
+        if self._ids is None:
+            self._ids = {k: {r.id for r in v} for k, v in groups.items()}
+        if not kinds:
+            return set().union(*self._ids.values())
+        return set().union(*(self._ids.get(k, set()) for k in kinds))
+
+    def of_kind(self, *kinds: str) -> list[Obj]:
+        groups = self._kinds()
+        if len(kinds) == 1:
+            return list(groups.get(kinds[0], ()))
+        return [r for k in kinds for r in groups.get(k, ())]
+
+    def kind_ids(self, kind: str) -> set[str]:
+        """IDs of one kind (a targeted query when the rows are not loaded)."""
+        if self._rows is not None or self._parent is not None:
+            return self.ids(kind)
+        files = self.files
+        return {i for p, b, i in self.db.execute(
+            "SELECT path, blob, id FROM objects WHERE kind=?", (kind,)) if files.get(p) == b}
+
+    def find(self, obj_id: str, kinds: Iterable[str]) -> list[Obj]:
+        """Declarations of ``obj_id`` among ``kinds`` (a point query; no full load)."""
+        kinds = tuple(kinds)
+        if self._rows is not None:
+            return [r for r in self._rows if r.id == obj_id and r.kind in kinds]
+        files = self.files
+        marks = ",".join("?" * len(kinds))
+        out = [Obj(i, k, s, p, ln, b) for p, b, i, k, s, ln in self.db.execute(
+            f"SELECT path, blob, id, kind, status, line FROM objects WHERE id=? AND kind IN ({marks})",
+            (obj_id, *kinds)) if files.get(p) == b]
+        return list(dict.fromkeys(out))
+
+    # -- one file in detail ----------------------------------------------------
+    def paths(self, fmt: str) -> list[str]:
+        """Paths of the snapshot with format ``fmt`` (``tree``, ``experiment``, …)."""
+        return sorted(p for p, f in self.formats.items() if f == fmt)
+
+    def full_rows(self, path: str) -> list["ObjectRow"]:
+        """The objects of ``path`` with their JSON, in line order."""
+        if path not in self._full:
+            from kb.index import ObjectRow
+
+            blob = self.files.get(path)
+            rows = [] if blob is None else [ObjectRow(*r) for r in self.db.execute(
+                "SELECT id, kind, status, title, path, line, data FROM objects "
+                "WHERE path=? AND blob=? ORDER BY line", (path, blob))]
+            self._full[path] = list(dict.fromkeys(rows))
+        return self._full[path]
+
+    def records(self, path: str) -> list["Rec"]:
+        """The objects of ``path`` as attribute-access records of their JSON
+        (``h.id``, ``h.anchor_lines``, ``e.probability``): no pydantic."""
+        if path not in self._models:
+            self._models[path] = [json.loads(r.data, object_hook=Rec) for r in self.full_rows(path)]
+        return self._models[path]
+
+    def light(self, path: str) -> list[Light]:
+        """History view of the objects of ``path`` (no models built; the last few
+        file versions are shared by every snapshot of the run)."""
+        if path not in self._light:
+            blob = self.files.get(path)
+            out: list[Light] = []
+            key = (str(self.index.path), path, blob)
+            if blob is not None and key in _LIGHT_CACHE:
+                self._light[path] = _LIGHT_CACHE[key]
+                return self._light[path]
+            if blob is not None:
+                for (i, k, s, ln, stmt, ev, evl, stl, hyp) in self.db.execute(
+                    "SELECT id, kind, status, line, json_extract(data, '$.statement'), "
+                    "json_extract(data, '$.evidence'), json_extract(data, '$.anchor_lines.Evidence'), "
+                    "coalesce(json_extract(data, '$.anchor_lines.Status'), "
+                    "json_extract(data, '$.anchor_lines.状态')), json_extract(data, '$.hypothesis') "
+                    "FROM objects WHERE path=? AND blob=? ORDER BY line", (path, blob)):
+                    out.append(Light(i, k, NAMESPACE.get(k, k), s, path, ln, stmt or "",
+                                     ev or "", evl or 0, stl or 0, hyp or ""))
+            self._light[path] = list(dict.fromkeys(out))
+            if blob is not None:
+                _LIGHT_CACHE[key] = self._light[path]
+                while len(_LIGHT_CACHE) > 8:
+                    _LIGHT_CACHE.pop(next(iter(_LIGHT_CACHE)))
+        return self._light[path]
+
+    def meta(self, path: str) -> dict[str, Any]:
+        """The parse metadata of ``path`` (newline, bom, next_steps, …)."""
+        blob = self.files.get(path)
+        if blob is None:
+            return {}
+        row = self.db.execute("SELECT meta FROM parsed WHERE path=? AND blob=?", (path, blob)).fetchone()
+        return json.loads(row[0]) if row else {}
+
+    def read(self, path: str) -> Optional[bytes]:
+        """The bytes of ``path`` in this snapshot (None when absent)."""
+        if path not in self.files:
+            return None
+        return self.snap.read([path]).get(path)
+
+    def parse_diagnostics(self, paths: Optional[Iterable[str]] = None) -> list[tuple]:
+        """Parse diagnostics (raw rows: path, line, col, code, severity, message, fix JSON).
+
+        ``paths`` limits the query (the default is every file of the snapshot).
+        """
+        files = self.files
+        if paths is None:
+            rows = [r[:1] + r[2:] for r in self.db.execute(
+                "SELECT path, blob, line, col, code, severity, message, fix FROM diagnostics")
+                if files.get(r[0]) == r[1]]
+        else:
+            rows = []
+            for p in paths:
+                if p in files:
+                    rows.extend((p, *r) for r in self.db.execute(
+                        "SELECT line, col, code, severity, message, fix FROM diagnostics "
+                        "WHERE path=? AND blob=?", (p, files[p])))
+        return list(dict.fromkeys(rows))
+
+
+@dataclass
+class FileFacts:
+    """One parsed file of a snapshot, for the per-file rules."""
+
+    facts: Facts
+    path: str
+    fmt: str
+
+    @property
+    def config(self) -> Any:
+        return self.facts.config
+
+    @property
+    def objects(self) -> list[Rec]:
+        return self.facts.records(self.path)
+
+    _lines: Optional[list[str]] = None
+
+    def line_text(self, lineno: int) -> Optional[str]:
+        """Line ``lineno`` (1-based) of the file without its ending, for fixes."""
+        if self._lines is None:
+            data = self.facts.read(self.path)
+            if data is None:
+                self._lines = []
+            else:
+                text = data.decode("utf-8", "replace")
+                if text.startswith("\ufeff"):
+                    text = text[1:]
+                lines = text.split("\n")
+                self._lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+        if 1 <= lineno <= len(self._lines):
+            return self._lines[lineno - 1]
+        return None
+
+
+@dataclass(frozen=True)
+class RawChange:
+    """One changed path of a KB between two snapshots (KB-relative path).
+
+    ``old`` / ``new`` are blob ids (None: absent on that side). It covers every
+    path of the KB, also files kb does not parse (a file under Verified/ with
+    any name), so rules decided on blob ids see them all.
+    """
+
+    path: str
+    old: Optional[str]
+    new: Optional[str]
+
+
+class Change:
+    """A base snapshot and a new one, for the history rules.
+
+    ``changes`` are the changed paths (blob ids of both sides); ``paths`` the
+    ones kb parses. ``overrides`` maps an ID to the reason of a
+    ``Kb-Override:`` that names it. ``commit`` is the new commit (None for the
+    staged index or the working tree). ``origin`` is the snapshot a range
+    started from (IDs that existed before the range), or None.
+    """
+
+    def __init__(self, base: Facts, new: Facts, mode: str, changes: list[RawChange],
+                 overrides: Optional[dict[str, str]] = None, commit: Optional[str] = None,
+                 origin: Optional[Facts] = None) -> None:
+        self.base = base
+        self.new = new
+        self.mode = mode
+        self.changes = changes
+        self.overrides = overrides or {}
+        self.commit = commit
+        self.origin = origin
+        self.kb = new.kb
+        self.config = new.config
+        self.paths = sorted({c.path for c in changes
+                             if c.path in base.files or c.path in new.files})
+        self._lights: dict[tuple[int, tuple[str, ...]], dict[tuple[str, str], Light]] = {}
+        self._by_kind: dict[int, dict[str, dict[tuple[str, str], Light]]] = {}
+
+    def lights(self, side: Facts, kinds: Iterable[str]) -> dict[tuple[str, str], Light]:
+        """(namespace, id) -> object of ``kinds`` in the changed files of one side
+        (the first declaration when an ID is declared twice)."""
+        key = (id(side), tuple(sorted(kinds)))
+        hit = self._lights.get(key)
+        if hit is not None:
+            return hit
+        by_kind = self._by_kind.get(id(side))
+        if by_kind is None:
+            by_kind = {}
+            for p in self.paths:
+                if p in side.files:
+                    for x in side.light(p):
+                        by_kind.setdefault(x.kind, {}).setdefault((x.ns, x.id), x)
+            self._by_kind[id(side)] = by_kind
+        out: dict[tuple[str, str], Light] = {}
+        for k in key[1]:
+            for nk, x in by_kind.get(k, {}).items():
+                out.setdefault(nk, x)
+        self._lights[key] = out
+        return out
+
+    def violation(self, obj_id: str, path: str, line: int, code: str, message: str,
+                  fix: Optional[tuple[int, str, str]] = None) -> Any:
+        """A history diagnostic about ``obj_id``: an error, or an ``info`` note when
+        a ``Kb-Override:`` names the ID (the change is accepted, and said so)."""
+        from kb.checks.snapshot_rules import diag
+
+        reason = self.overrides.get(obj_id)
+        if reason is not None:
+            return diag(path, line, code, f"{message} — accepted: Kb-Override: {obj_id} {reason}".rstrip(),
+                        severity="info", fix=fix)
+        return diag(path, line, code, message, fix=fix)

@@ -1,0 +1,110 @@
+"""``kb verify --fix``: apply the fixes diagnostics carry, to working-tree files.
+
+Only when a person asks, in the working-tree mode (the hook never fixes).
+A :class:`kb.model.Fix` replaces one whole line and applies only while the
+line still reads ``old``; lines are edited by splicing (every other byte,
+the BOM and each line's ending survive) and files are written atomically.
+A stale DASHBOARD.md (KB240) is regenerated with the renderer ``kb
+dashboard`` uses.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from kb.checks.verify import Finding
+
+
+@dataclass
+class FixResult:
+    """What ``--fix`` changed: KB-relative paths per KB root, and counts."""
+
+    applied: int = 0
+    skipped: int = 0
+    files: list[str] = field(default_factory=list)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".kb-tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        except OSError:
+            pass
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def apply_fixes(findings: Iterable[Finding]) -> FixResult:
+    """Apply the line fixes of ``findings`` to the files of the working tree."""
+    from kb.render.document import Document
+    from kb.text import DecodeError
+
+    result = FixResult()
+    by_file: dict[Path, list[tuple[int, str, str]]] = {}
+    for f in findings:
+        if f.fix is None or f.commit or not f.kb_root or not f.kb_path:
+            continue
+        by_file.setdefault(Path(f.kb_root) / f.kb_path, []).append(f.fix)
+    for path, fixes in sorted(by_file.items()):
+        try:
+            doc = Document.from_bytes(path.read_bytes(), str(path))
+        except (OSError, DecodeError):  # unreadable or not UTF-8: leave it alone
+            result.skipped += len(fixes)
+            continue
+        done_lines: set[int] = set()
+        changed = False
+        # Bottom-up: a fix that inserts lines cannot shift the lines of the next one.
+        for line, old, new in sorted(set(fixes), key=lambda x: -x[0]):
+            if line in done_lines or not 1 <= line <= len(doc.lines) or doc.lines[line - 1] != old:
+                result.skipped += 1
+                continue
+            doc.replace(line, new)
+            done_lines.add(line)
+            result.applied += 1
+            changed = True
+        if changed:
+            _write_atomic(path, doc.to_bytes())
+            result.files.append(str(path))
+    return result
+
+
+def regenerate_dashboard(kb_root: Path) -> bool:
+    """Rewrite DASHBOARD.md of the KB at ``kb_root`` as ``kb dashboard`` renders it
+    from the working tree (its Next Steps and line endings kept). True if written."""
+    from kb.checks.facts import Facts
+    from kb.checks.snapshot_rules import render_expected
+    from kb.index import Index
+    from kb.repo import Snapshot, open_kb
+
+    k = open_kb(kb_root)
+    with Index(k) as idx:
+        idx.refresh()
+        files, fmts = {}, {}
+        for p, b, f in idx.db.execute("SELECT path, blob, fmt FROM files"):
+            files[p] = b
+            fmts[p] = f
+        facts = Facts(idx, Snapshot(kb=k, kind="worktree", files=files, formats=fmts),
+                      "the working tree", ensure=())
+        want = render_expected(facts)
+        if want is None:
+            return False
+        target = k.root / k.config.paths["dashboard"]
+        have = target.read_bytes()
+        data = want.encode("utf-8")
+        if have.startswith(b"\xef\xbb\xbf"):
+            data = b"\xef\xbb\xbf" + data
+        if data == have:
+            return False
+        _write_atomic(target, data)
+        return True

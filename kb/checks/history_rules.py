@@ -1,0 +1,249 @@
+"""History rules (KB3xx): a base snapshot -> a new snapshot (DESIGN.md §4).
+
+Every rule looks only at the paths that changed (:attr:`Change.paths`, from
+the two snapshots' blob ids), so its cost is proportional to the change,
+not to the KB. Content is compared as git stores it (blob ids and the parse
+of the committed/staged blob), never as working-tree bytes: line-ending
+conversion (``core.autocrlf``) cannot make an untouched file look changed.
+
+A change to an ID named by a ``Kb-Override:`` (``KB_OVERRIDE`` for the staged
+index; the commit's trailers in CI) is accepted and reported as ``info``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+from typing import Optional
+
+from kb.checks.facts import CARD_KINDS, NAMESPACE, Change, Light
+from kb.checks.registry import history_rule
+from kb.vocab import EXPERIMENT_MOVES, HYPOTHESIS_MOVES, HYPOTHESIS_STATUS, is_legal_move
+
+#: Kinds whose objects are never removed or reassigned.
+KINDS = ("hypothesis", "experiment", *CARD_KINDS)
+_WORD = {"hypothesis": "hypothesis", "experiment": "experiment", "problem": "problem card",
+         "proposition": "proposition card", "method": "method card"}
+
+
+def _kinds_of(ns: str) -> tuple[str, ...]:
+    return tuple(k for k, v in NAMESPACE.items() if v == ns)
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _short(text: str, n: int = 70) -> str:
+    text = _norm(text)
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _override_hint(obj_id: str) -> str:
+    return f"(or record `Kb-Override: {obj_id} <reason>`)"
+
+
+@history_rule("KB301", "KB305")
+def removed(c: Change) -> list:
+    """KB301: nothing is removed; KB305: an experiment file keeps its name."""
+    base = c.lights(c.base, KINDS)
+    new = c.lights(c.new, KINDS)
+    out = []
+    for key, b in base.items():
+        here = [new[key]] if key in new else c.new.find(b.id, _kinds_of(b.ns))
+        if here:
+            if b.kind == "experiment" and all(x.path != b.path for x in here):
+                dest = here[0].path
+                out.append(c.violation(
+                    b.id, dest, here[0].line, "KB305",
+                    f"experiment {b.id} was renamed from {b.path} to {dest}; experiment files "
+                    f"keep their name — move it back {_override_hint(b.id)}"))
+            continue
+        if b.kind == "hypothesis":
+            advice = "a hypothesis is never removed: mark it 被推翻 instead"
+        elif b.kind == "experiment":
+            advice = "experiment files are never deleted"
+        else:
+            advice = "cards are never deleted"
+        gone = "" if b.path in c.new.files else f" ({b.path} was deleted)"
+        out.append(c.violation(
+            b.id, b.path, b.line, "KB301",
+            f"{_WORD[b.kind]} {b.id} was removed{gone}; it was declared at {b.path}:{b.line} "
+            f"in {c.base.label}; {advice} {_override_hint(b.id)}"))
+    return out
+
+
+@history_rule("KB302")
+def reassigned(c: Change) -> list:
+    """KB302: an ID keeps its statement (a hypothesis) / its hypothesis (an experiment)."""
+    base = c.lights(c.base, ("hypothesis", "experiment"))
+    new = c.lights(c.new, ("hypothesis", "experiment"))
+    out = []
+    for key, n in new.items():
+        b = base.get(key)
+        if b is None:
+            continue
+        if n.kind == "hypothesis" and _norm(b.statement) != _norm(n.statement):
+            out.append(c.violation(
+                n.id, n.path, n.line, "KB302",
+                f"{n.id} was reassigned: its statement was {_short(b.statement)!r} in "
+                f"{c.base.label} and is now {_short(n.statement)!r}; an ID keeps its statement — "
+                f"add a new hypothesis, or run `kb hyp edit {n.id} \"…\" --reason R`"))
+        elif n.kind == "experiment" and b.hypothesis and n.hypothesis and b.hypothesis != n.hypothesis:
+            out.append(c.violation(
+                n.id, n.path, n.line, "KB302",
+                f"experiment {n.id} was reassigned from hypothesis {b.hypothesis} to {n.hypothesis}; "
+                f"open a new experiment for {n.hypothesis} {_override_hint(n.id)}"))
+    return out
+
+
+@history_rule("KB303")
+def evidence_append_only(c: Change) -> list:
+    """KB303: Evidence only grows, at its end."""
+    base = c.lights(c.base, ("hypothesis",))
+    new = c.lights(c.new, ("hypothesis",))
+    out = []
+    for key, n in new.items():
+        b = base.get(key)
+        if b is None or b.evidence_json == n.evidence_json or n.evidence[: len(b.evidence)] == b.evidence:
+            continue
+        lost = [e for e in b.evidence if e not in n.evidence]
+        was, now = ", ".join(b.evidence) or "(empty)", ", ".join(n.evidence) or "(empty)"
+        if lost:
+            what = f"lost {', '.join(lost)}"
+        else:
+            what = "was reordered"
+        keep = list(b.evidence) + [e for e in n.evidence if e not in b.evidence]
+        fix = None
+        if c.mode == "worktree" and n.evidence_line:
+            data = c.new.read(n.path)
+            if data is not None:
+                lines = data.decode("utf-8", "replace").lstrip("\ufeff").split("\n")
+                if n.evidence_line <= len(lines):
+                    old = lines[n.evidence_line - 1].rstrip("\r")
+                    fix = (n.evidence_line, old, "Evidence: " + ", ".join(keep))
+        out.append(c.violation(
+            n.id, n.path, n.evidence_line or n.line, "KB303",
+            f"Evidence of {n.id} {what} (was: {was}; now: {now}); Evidence is append-only — "
+            f"write 'Evidence: {', '.join(keep)}'", fix=fix))
+    return out
+
+
+@history_rule("KB304")
+def verified_immutable(c: Change) -> list:
+    """KB304: a file under Verified/ is never modified or deleted (decided on blob ids)."""
+    folder = c.config.paths["verified"].strip("/")
+    prefix = "" if folder in ("", ".") else folder + "/"
+    out = []
+    for ch in c.changes:
+        if not ch.path.startswith(prefix) or ch.old is None or ch.old == ch.new:
+            continue
+        repo_path = c.kb.prefix + ch.path
+        if c.mode in ("staged", "worktree"):
+            how = f"restore it: git restore --source=HEAD --staged --worktree -- '{repo_path}'"
+        else:
+            how = f"restore it from {c.base.label}"
+        what = "deleted" if ch.new is None else "modified"
+        out.append(c.violation(
+            PurePosixPath(ch.path).stem, ch.path, 1, "KB304",
+            f"{ch.path} was {what}; files under {prefix or 'Verified/'} are immutable once "
+            f"committed — {how}"))
+    return out
+
+
+def _status_word(status: str, kind: str, locale: str) -> str:
+    return HYPOTHESIS_STATUS.word(status, locale) if kind == "hypothesis" else status
+
+
+@history_rule("KB306")
+def status_moves(c: Change) -> list:
+    """KB306: statuses only move forward (vocab.HYPOTHESIS_MOVES / EXPERIMENT_MOVES);
+    a settled proposition or a solved problem stays settled."""
+    base = c.lights(c.base, KINDS)
+    new = c.lights(c.new, KINDS)
+    out = []
+    for key, n in new.items():
+        b = base.get(key)
+        if b is None or b.status == n.status:
+            continue
+        legal = True
+        why = ""
+        if n.kind == "hypothesis":
+            legal = is_legal_move(HYPOTHESIS_MOVES, b.status, n.status)
+            why = "a hypothesis never goes back (被推翻 is final; only 被支持 -> 被推翻 reverses)"
+        elif n.kind == "experiment":
+            legal = is_legal_move(EXPERIMENT_MOVES, b.status, n.status)
+            why = "a finished experiment stays 已完成"
+        elif n.kind == "proposition" and b.status in ("已验证·真", "已验证·假"):
+            legal, why = False, "a verified proposition stays settled"
+        elif n.kind == "problem" and b.status == "已解决":
+            legal, why = False, "a solved problem stays 已解决"
+        if legal:
+            continue
+        loc = c.config.locale
+        old_w, new_w = _status_word(b.status, n.kind, loc), _status_word(n.status, n.kind, loc)
+        hint = (f"`kb hyp status {n.id} {new_w} --force --reason R`" if n.kind == "hypothesis"
+                else f"record `Kb-Override: {n.id} <reason>`")
+        out.append(c.violation(
+            n.id, n.path, n.status_line or n.line, "KB306",
+            f"{n.id}: status {old_w} -> {new_w} is not allowed ({why}); restore it, or {hint}"))
+    return out
+
+
+_NUM = re.compile(r"^(.*?)(\d+)$")
+
+
+@history_rule("KB307")
+def ids_never_reused(c: Change) -> list:
+    """KB307: a new ID is above every ID that existed before it (never reused)."""
+    base = c.lights(c.base, KINDS)
+    new = c.lights(c.new, KINDS)
+    fresh = [n for key, n in new.items() if key not in base and not c.base.find(n.id, _kinds_of(n.ns))]
+    if not fresh:
+        return []
+    out = []
+    tree = c.config.paths["tree"]
+    base_hyps: Optional[list[Light]] = None
+    exp_max: Optional[int] = None
+    for n in fresh:
+        if c.origin is not None and c.origin.find(n.id, _kinds_of(n.ns)):
+            out.append(c.violation(
+                n.id, n.path, n.line, "KB307",
+                f"{n.id} existed before (in {c.origin.label}) and was removed; IDs are never "
+                "reused — give this one the next free ID"))
+            continue
+        if n.kind == "hypothesis":
+            if base_hyps is None:
+                base_hyps = c.base.light(tree) if tree in c.base.files else []
+            parent = n.id.rsplit(".", 1)[0] if "." in n.id else None
+            m = _NUM.match(n.id.rsplit(".", 1)[-1])
+            if m is None:
+                continue
+            sibs = []
+            for h in base_hyps:
+                hp = h.id.rsplit(".", 1)[0] if "." in h.id else None
+                hm = _NUM.match(h.id.rsplit(".", 1)[-1])
+                if hp == parent and hm is not None and hm.group(1) == m.group(1):
+                    sibs.append((int(hm.group(2)), h.id))
+            if sibs and int(m.group(2)) <= max(sibs)[0]:
+                top_n, top_id = max(sibs)
+                nxt = (parent + "." if parent else "") + m.group(1) + str(top_n + 1)
+                out.append(c.violation(
+                    n.id, n.path, n.line, "KB307",
+                    f"{n.id} is new but not above {top_id}, which existed before; IDs are never "
+                    f"reused — use {nxt}"))
+        elif n.kind == "experiment":
+            m = re.fullmatch(r"E(\d+)", n.id)
+            if m is None:
+                continue
+            if exp_max is None:
+                nums = [int(x[1:]) for x in c.base.kind_ids("experiment") if re.fullmatch(r"E\d+", x)]
+                exp_max = max(nums, default=0)
+            if int(m.group(1)) <= exp_max:
+                width = max(3, len(m.group(1)))
+                out.append(c.violation(
+                    n.id, n.path, n.line, "KB307",
+                    f"experiment {n.id} is new but not above E{exp_max:0{width}d}, the highest "
+                    f"experiment ID that existed before; IDs are never reused — use "
+                    f"E{exp_max + 1:0{width}d}"))
+    return out

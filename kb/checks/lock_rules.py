@@ -1,0 +1,41 @@
+"""History rule KB380: a staged change to a path locked by another owner
+(DESIGN.md §4 and §5). Staged mode only — the pre-commit hook — because past
+lock state is not known in CI.
+
+The committing owner is ``KB_OWNER`` (kb's own commands pass the ``--owner``
+they act for, so a holder's release is never refused by its own lock), else
+``git config kb.owner``, else ``git config user.email``. Expired locks
+(grace included) do not refuse anything: a claim would take them over.
+"""
+
+from __future__ import annotations
+
+import os
+
+from kb.checks.facts import Change
+from kb.checks.registry import history_rule
+
+
+@history_rule("KB380", modes=("staged",))
+def locked_by_another_owner(c: Change) -> list:
+    """KB380: the change touches a path whose write lock someone else holds."""
+    from kb.checks.snapshot_rules import diag
+    from kb.errors import KbError
+    from kb.locks import Settings, blocking_locks, clock, default_owner, lock_ref
+
+    by_ref = {lock_ref(c.kb.repo_path(x.path)): x.path for x in c.changes}
+    if not by_ref:
+        return []
+    top = c.kb.top
+    owner = os.environ.get("KB_OWNER") or default_owner(top) or ""
+    try:
+        settings = Settings.from_config(getattr(c.config, "locks", {}))
+    except KbError:
+        settings = Settings()
+    now = clock()
+    paths = [c.kb.repo_path(p) for p in by_ref.values()]
+    return [diag(by_ref[lk.ref], 0, "KB380",
+                 f"{lk.path or by_ref[lk.ref]} is locked by {lk.describe(now, settings.grace)}; "
+                 f"this commit (as {owner or 'no owner'}) changes it — wait for the holder's "
+                 "release, or claim it once the lease is over (kb lock status)")
+            for lk in blocking_locks(top, paths, owner, settings, now)]

@@ -1,0 +1,120 @@
+"""Where rules are registered: three lists of plain functions.
+
+A rule is a function that returns a list of :class:`kb.model.Diagnostic`
+(beancount's validation style); one run calls every rule and reports
+everything. Three shapes, by what the rule looks at:
+
+- :data:`FILE_RULES` — ``rule(f: FileFacts)``: one parsed file of a snapshot.
+  Their results depend only on the file's bytes (and kb.toml), so they are
+  cached per (path, blob id) and re-run only for changed files.
+- :data:`SNAPSHOT_RULES` — ``rule(s: Facts)``: a whole snapshot (IDs and links
+  across files: duplicates, missing references, cycles, a stale dashboard).
+- :data:`HISTORY_RULES` — ``rule(c: Change)``: a base snapshot and a new one,
+  looking only at the paths that changed.
+
+Adding a rule is: write the function in a module, decorate it with the codes
+it emits, add the codes to :mod:`kb.checks.catalogue`, and (for a new module)
+add the module to :data:`RULE_MODULES`. ``modes`` limits a history rule to
+some verify modes (e.g. a lock rule: ``modes=("staged",)``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+#: Modules whose import registers rules (in this order).
+RULE_MODULES: list[str] = ["kb.checks.snapshot_rules", "kb.checks.history_rules", "kb.checks.cards",
+                           "kb.checks.lock_rules"]
+
+
+@dataclass(frozen=True)
+class Registered:
+    """A registered rule: the function, the codes it may emit, where it applies."""
+
+    func: Callable[[Any], list]
+    codes: tuple[str, ...]
+    modes: Optional[tuple[str, ...]] = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.func.__module__}.{self.func.__name__}"
+
+
+FILE_RULES: list[Registered] = []
+SNAPSHOT_RULES: list[Registered] = []
+HISTORY_RULES: list[Registered] = []
+
+
+def _register(target: list[Registered], codes: tuple[str, ...],
+              modes: Optional[tuple[str, ...]] = None) -> Callable[[Callable], Callable]:
+    def deco(func: Callable) -> Callable:
+        if not any(r.func is func for r in target):
+            target.append(Registered(func, codes, modes))
+        return func
+    return deco
+
+
+def file_rule(*codes: str) -> Callable[[Callable], Callable]:
+    """Register a per-file rule emitting ``codes``."""
+    return _register(FILE_RULES, codes)
+
+
+def snapshot_rule(*codes: str) -> Callable[[Callable], Callable]:
+    """Register a whole-snapshot rule emitting ``codes``."""
+    return _register(SNAPSHOT_RULES, codes)
+
+
+def history_rule(*codes: str, modes: Optional[tuple[str, ...]] = None) -> Callable[[Callable], Callable]:
+    """Register a history rule emitting ``codes`` (only in ``modes`` when given:
+    ``worktree``, ``staged``, ``rev``, ``range``)."""
+    return _register(HISTORY_RULES, codes, modes)
+
+
+_loaded = False
+
+
+def load_rules() -> None:
+    """Import every module of :data:`RULE_MODULES` (once)."""
+    global _loaded
+    if _loaded:
+        return
+    for name in RULE_MODULES:
+        importlib.import_module(name)
+    _loaded = True
+
+
+def enabled(rule: Registered, config: Any) -> bool:
+    """False when every code of ``rule`` is disabled in ``config``."""
+    from kb.checks.catalogue import BY_CODE, effective_severity
+
+    for code in rule.codes:
+        default = BY_CODE[code].severity if code in BY_CODE else "error"
+        if effective_severity(code, default, config) is not None:
+            return True
+    return False
+
+
+def rules_fingerprint() -> str:
+    """Identity of the file rules' code, for the per-blob result cache."""
+    import hashlib
+    import os
+    import sys
+
+    import kb
+
+    load_rules()
+    h = hashlib.sha1(kb.__version__.encode())
+    mods = sorted({r.func.__module__ for r in FILE_RULES} | {__name__, "kb.checks.facts"})
+    for m in mods:
+        f = getattr(sys.modules.get(m), "__file__", None)
+        if f:
+            try:
+                st = os.stat(f)
+                h.update(f"{m}:{st.st_mtime_ns}:{st.st_size}".encode())
+            except OSError:
+                h.update(m.encode())
+    for r in FILE_RULES:
+        h.update(r.name.encode())
+    return h.hexdigest()[:16]
