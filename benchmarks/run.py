@@ -113,10 +113,15 @@ def stage_one_change(c: Ctx) -> None:
 def stage_one_experiment(c: Ctx) -> None:
     """Reset, then append a run log to one experiment and stage it (verify-staged-1)."""
     reset_worktree(c)
-    path = c.corpus / "experiments" / "E0007.md"
+    path = _experiments(c)[6]
     with open(path, "a", encoding="utf-8", newline="") as f:
         f.write("\n2026-02-01 the benchmark ran it once more; 结果与上次一致。\n")
-    c.git("add", "--", "experiments/E0007.md")
+    c.git("add", "--", path.relative_to(c.corpus).as_posix())
+
+
+def _experiments(c: Ctx) -> list[Path]:
+    """The corpus's experiment files in name order (E0001.md or E00001.md: it depends on the scale)."""
+    return sorted((c.corpus / "experiments").glob("E*.md"))
 
 
 def twenty_commits(c: Ctx) -> None:
@@ -127,8 +132,9 @@ def twenty_commits(c: Ctx) -> None:
     reset_worktree(c)
     tree = c.corpus / "tree.md"
     top = max(int(m) for m in _re.findall(r"^## H(\d+):", tree.read_text(encoding="utf-8"), _re.M))
+    exps = _experiments(c)
     for i in range(20):
-        exp = c.corpus / "experiments" / f"E{10 + i:04d}.md"
+        exp = exps[10 + i]
         with open(exp, "a", encoding="utf-8", newline="") as f:
             f.write(f"\nrun {i} of the benchmark range\n")
         paths = [exp.relative_to(c.corpus).as_posix()]
@@ -200,7 +206,7 @@ for r in range(rounds):
                 break
             except LockHeld:
                 k += 1
-                time.sleep(min(0.08, 0.003 * 1.5 ** k) * rng.uniform(0.5, 1.5))
+                time.sleep(min(0.08, 0.003 * 1.5 ** min(k, 12)) * rng.uniform(0.5, 1.5))
         f = root / path
         f.write_text(f.read_text() + f"BEGIN {owner} {r}\n")
         f.write_text(f.read_text() + f"END {owner} {r}\n")
@@ -330,10 +336,15 @@ CASES: list[Case] = [
          targets={"small": T(s=0.5, mb=150)}),
     # Hypothesis tree (issue 4): one write each, whole process. Each run starts from
     # the corpus commit with nothing the previous run wrote left in the index
-    # (reset_and_forget); hyp add appends a child to H1, at the top of tree.md, so
-    # every later hypothesis moves (the costly case for the index).
-    Case("hyp-add", lambda c: c.kb + HYP_ADD,
-         "kb hyp add --parent H1 in the 5,000-hypothesis tree (tree.md + DASHBOARD.md, one commit)",
+    # (reset_and_forget). hyp-add adds a top-level hypothesis (end of tree.md);
+    # hyp-add-child adds a child of H1, at the top of the file, so that all 5,000
+    # later hypotheses move down (the costly case for the index).
+    Case("hyp-add", lambda c: c.kb + HYP_ADD[:3],
+         "kb hyp add (top level) in the 5,000-hypothesis tree: tree.md + DASHBOARD.md, one commit",
+         before_each=reset_and_forget, teardown=reset_worktree, needs_kb=True,
+         targets={"small": T(s=0.5, mb=150)}),
+    Case("hyp-add-child", lambda c: c.kb + HYP_ADD,
+         "kb hyp add --parent H1: every later hypothesis moves (worst case for the index)",
          before_each=reset_and_forget, teardown=reset_worktree, needs_kb=True,
          targets={"small": T(s=0.5, mb=150)}),
     Case("exp-new", lambda c: c.kb + ["exp", "new", "--hyp", first_untested_top(c),
@@ -347,8 +358,8 @@ CASES: list[Case] = [
          "kb exp result: 结果 filled, 已完成, Evidence appended, hypothesis status by the rule",
          before_each=reset_and_forget, teardown=reset_worktree, needs_kb=True,
          targets={"small": T(s=0.5, mb=150)}),
-    Case("hyp-add-hook", lambda c: c.kb + HYP_ADD,
-         "kb hyp add as above with kb's pre-commit hook installed (kb verify --staged runs)",
+    Case("hyp-add-hook", lambda c: c.kb + HYP_ADD[:3],
+         "kb hyp add (top level) with kb's pre-commit hook installed (kb verify --staged runs)",
          setup=hooks_install, before_each=reset_and_forget, teardown=hooks_uninstall,
          needs_kb=True, targets={"small": T(s=1.0, mb=150)}),
     # Write locks (issue 6): in a private clone, no hooks; see lock_setup.

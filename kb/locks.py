@@ -41,9 +41,14 @@ commits, local ref transactions and pushes with leases. The use cases
 Test-only environment variables (documented in docs, never needed in use):
 
 - ``KB_NOW``: the current time as epoch seconds (clock-skew and expiry tests);
-- ``KB_TEST_CRASH_AT``: ``before-ref`` | ``after-ref`` | ``during-commit``
-  (optionally prefixed ``claim:`` / ``release:`` …): the process kills
-  itself with SIGKILL at that step (fault-injection tests).
+- ``KB_TEST_CRASH_AT``: the process kills itself with SIGKILL at one step
+  (fault-injection tests): ``claim:before-ref`` (lock commit written, ref not
+  yet created or pushed), ``claim:after-ref`` (ref created or pushed, nothing
+  reported; with a remote, before the local mirror is updated),
+  ``release:during-commit`` (release commit built, no ref moved),
+  ``release:after-ref`` (branch and lock refs updated or pushed, the index
+  not yet). ``renew:``/``steal:`` work like ``claim:``; a bare step name
+  matches every operation.
 """
 
 from __future__ import annotations
@@ -307,8 +312,9 @@ def parse_lock(ref: str, commit: str, message: str) -> Lock:
     for line in message.splitlines():
         if line.startswith("Kb-Lock-"):
             key, sep, value = line.partition(":")
-            if sep:
-                fields.setdefault(key[len("Kb-Lock-"):].lower(), value.strip())
+            if sep:  # "Key: value": only the one separating space goes (a path may end in one)
+                fields.setdefault(key[len("Kb-Lock-"):].lower(),
+                                  value[1:] if value.startswith(" ") else value)
     scope = fields.get("scope") or ("project" if ref == PROJECT_REF else "file")
     try:
         expires = int(fields["expires-epoch"])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, invoke, tree_snapshot
+from conftest import git, invoke, tree_snapshot
 
 T0 = 1_800_000_000  # a fixed "now" (KB_NOW) for lease arithmetic
 
@@ -260,7 +260,7 @@ def test_status_explains_each_lock(kbr, monkeypatch):
     assert by["Notes/b.md"]["expired"] is True and by["Notes/b.md"]["remaining"] == -60
     text = kb_(kbr, "lock", "status").stdout
     assert "Notes/a.md\talice\tuntil" in text and "EXPIRED 1m ago" in text
-    assert "not released yet" in text
+    assert "uncommitted edits" in text
 
 
 def test_renew_rules(kbr, monkeypatch):
@@ -441,3 +441,17 @@ def test_hook_refuses_a_commit_to_a_path_locked_by_another_owner(kbr, monkeypatc
     kb_(kbr, "lock", "claim", "Notes/a.md", "--owner", "alice", "--ttl", "1m")
     (kbr / "Notes/a.md").write_text("later\n")
     assert commit("Notes/a.md", KB_NOW=str(T0 + 91)).returncode == 0
+
+
+def test_write_command_of_another_issue_refuses_a_locked_target(make_kb, monkeypatch):
+    """`kb hyp add` (a Transaction) refuses with the holder's name; the holder writes."""
+    root = make_kb({"tree.md": "# Hypothesis Tree\n"}, commit=True)
+    kb_(root, "lock", "claim", "tree.md", "--owner", "alice")
+    head = git(root, "rev-parse", "HEAD")
+    r = kb_(root, "hyp", "add", "Data loading is slow", "--owner", "bob")
+    assert r.code == 1 and "tree.md is locked by alice" in r.stderr
+    assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain") == ""
+    r = kb_(root, "hyp", "add", "Data loading is slow", "--owner", "alice")
+    assert r.code == 0, r.stderr
+    st = kb_(root, "lock", "status", "--json").json()["locks"][0]
+    assert st["modified_since_claim"] is True and st["notes"] == []   # committed, not pending

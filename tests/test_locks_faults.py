@@ -100,7 +100,7 @@ def test_crash_during_the_release_commit_changes_nothing(kbr):
     assert git(kbr, "diff", "--cached", "--name-only") == ""           # the index untouched
     st = kb(kbr, "lock", "status", "--json").json()
     assert st["locks"][0]["modified_since_claim"] is True and st["interrupted_release"] is None
-    assert "not released yet" in kb(kbr, "lock", "status").stdout
+    assert "uncommitted edits" in kb(kbr, "lock", "status").stdout
     # the dead process held kb's machine lock: the next release is not blocked
     r = kb(kbr, "lock", "release", "Notes/a.md", "--owner", "alice", "--json")
     assert r.code == 0, r.stderr
@@ -225,7 +225,7 @@ def test_clock_skew_between_clones_never_gives_two_holders(two_clones, skew):
     main = git(bare, "rev-parse", "main")
     r = kbi(a, "lock", "release", "Notes/a.md", "--owner", "alice", "--remote", "origin",
            now=took_over + 1)
-    assert r.code == 1 and "locked by bob" in r.stderr
+    assert r.code == 1 and "by bob" in r.stderr and "nothing was committed" in r.stderr
     assert git(bare, "rev-parse", "main") == main
 
 

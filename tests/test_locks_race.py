@@ -49,7 +49,7 @@ for r in range(rounds):
                 waits += 1
                 k += 1
                 # exponential back-off: 8 pollers must not starve the holder of CPU
-                time.sleep(min(0.08, 0.003 * 1.5 ** k) * rng.uniform(0.5, 1.5))
+                time.sleep(min(0.08, 0.003 * 1.5 ** min(k, 12)) * rng.uniform(0.5, 1.5))
         f = root / path
         f.write_text(f.read_text() + f"BEGIN {owner} {r}\n")
         time.sleep(0.001)

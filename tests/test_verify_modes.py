@@ -276,3 +276,28 @@ def test_resolve_mode_reads_the_pre_commit_framework_variables():
 
     with pytest.raises(UsageError):
         resolve_mode(staged=True, rev="HEAD", environ={})
+
+
+def test_inherited_results_equal_a_full_check(make_kb):
+    """A change that leaves every object and link as it was (prose) inherits the
+    stored cross-file results of its base; they must be what a full check finds."""
+    import sqlite3
+
+    files = {"tree.md": TREE_DUP.replace("Evidence: E001", "Evidence: E001, E404"),
+             "Problems/q2.md": __import__("test_verify_support").problem("q2", depends='["q3"]'),
+             "Problems/q3.md": __import__("test_verify_support").problem("q3", depends='["q2"]')}
+    root = make_repo(make_kb, files)
+    assert verify_json(root, "--rev", "HEAD")[0] == 1  # stores the HEAD snapshot's results
+    write_files(root, {"experiments/E001.md": (root / "experiments/E001.md").read_text(encoding="utf-8")
+                       + "\n## 执行记录\n\nran again\n",
+                       "Problems/q2.md": files["Problems/q2.md"] + "More prose.\n",
+                       "tree.md": files["tree.md"] + "\nProse at the end of the tree.\n"})
+    git(root, "add", "-A")
+    _, inherited = verify_json(root, "--staged")
+    db = sqlite3.connect(root / ".kb" / "index.sqlite")
+    db.execute("DELETE FROM kb_check_kv WHERE key LIKE 'snap:%'")
+    db.commit()
+    db.close()
+    _, full = verify_json(root, "--staged")
+    assert inherited["diagnostics"] == full["diagnostics"]
+    assert {"KB202", "KB210", "KB213"} <= set(codes(full))

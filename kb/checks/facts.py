@@ -144,6 +144,7 @@ class Facts:
         self._by_ns: Optional[dict[tuple[str, str], list[Obj]]] = None
         self._ids: Optional[dict[str, set[str]]] = None
         self._by_kind: Optional[dict[str, list[Obj]]] = None
+        self._table: Optional[str] = None
         self._full: dict[str, list["ObjectRow"]] = {}
         self._models: dict[str, list[Any]] = {}
         self._light: dict[str, list[Light]] = {}
@@ -153,11 +154,41 @@ class Facts:
             other = derive_from.files
             changed = {p: b for p, b in self.files.items() if other.get(p) != b}
             self._ensure(changed)
-        else:
-            index.ensure(snap)
         self.db = index.db
+        if ensure is None and derive_from is None:
+            if len(self.files) > 256:
+                # What the cache lacks, found by SQLite (the index would load every
+                # (path, blob) it holds into Python to find out).
+                missing = [p for (p,) in self.db.execute(
+                    f"SELECT s.path FROM {self.table()} s LEFT JOIN parsed t "
+                    "ON t.path = s.path AND t.blob = s.blob WHERE t.path IS NULL")]
+                self._ensure({p: self.files[p] for p in missing})
+            else:
+                index.ensure(snap)
 
     # -- loading ---------------------------------------------------------------
+    _serial = 0
+
+    def table(self) -> str:
+        """A temporary table ``(path, blob)`` of this snapshot, to join the index's
+        tables with: the cost follows the snapshot, not what else the cache holds."""
+        if self._table is None:
+            Facts._serial += 1
+            name = f"kb_snap_{Facts._serial}"
+            self.db.execute(f"CREATE TEMP TABLE {name} (path TEXT PRIMARY KEY, blob TEXT NOT NULL) "
+                            "WITHOUT ROWID")
+            self.db.executemany(f"INSERT INTO {name} VALUES (?, ?)", self.files.items())
+            self._table = name
+        return self._table
+
+    def join(self, table: str, columns: str, where: str = "", args: tuple = ()) -> Any:
+        """``SELECT columns FROM <snapshot> s JOIN <table> t USING (path, blob) [WHERE …]``."""
+        sql = (f"SELECT {columns} FROM {self.table()} s JOIN {table} t "
+               f"ON t.path = s.path AND t.blob = s.blob")
+        if where:
+            sql += f" WHERE {where}"
+        return self.db.execute(sql, args)
+
     def _ensure(self, subset: dict[str, str]) -> None:
         if not subset:
             return
@@ -183,9 +214,8 @@ class Facts:
                         "SELECT id, kind, status, path, line, blob FROM objects WHERE path=? AND blob=?",
                         (p, files[p]))))
             else:
-                get = files.get
-                rows = [r for r in map(make, self.db.execute(
-                    "SELECT id, kind, status, path, line, blob FROM objects")) if get(r[3]) == r[5]]
+                rows = list(map(make, self.join(
+                    "objects", "t.id, t.kind, t.status, t.path, t.line, t.blob")))
             # Two racing processes may have stored one parse twice: one object per place.
             self._rows = list(dict.fromkeys(rows))
         return self._rows
@@ -202,11 +232,35 @@ class Facts:
                         f"SELECT src, dst, kind FROM links WHERE path=? AND blob=? AND kind IN ({kinds})",
                         (p, files[p])))
             else:
-                links = [(p, s, d, k) for p, b, s, d, k in self.db.execute(
-                    f"SELECT path, blob, src, dst, kind FROM links WHERE kind IN ({kinds})")
-                    if files.get(p) == b]
+                links = list(self.join("links", "t.path, t.src, t.dst, t.kind",
+                                       f"t.kind IN ({kinds})"))
             self._links = list(dict.fromkeys(links))
         return self._links
+
+    def duplicates(self) -> dict[tuple[str, str], list[Obj]]:
+        """(namespace, id) -> declarations, for the IDs declared more than once
+        (in path and line order)."""
+        if self._by_ns is not None:
+            return {k: v for k, v in self._by_ns.items() if len(v) > 1}
+        ns = NAMESPACE
+        seen: set[tuple[str, str]] = set()
+        dup: set[tuple[str, str]] = set()
+        add = seen.add
+        for r in self.rows():
+            key = (ns.get(r.kind, r.kind), r.id)
+            if key in seen:
+                dup.add(key)
+            else:
+                add(key)
+        out: dict[tuple[str, str], list[Obj]] = {k: [] for k in dup}
+        if dup:
+            for r in self.rows():
+                key = (ns.get(r.kind, r.kind), r.id)
+                if key in out:
+                    out[key].append(r)
+            for v in out.values():
+                v.sort(key=lambda r: (r.path, r.line))
+        return out
 
     def by_ns(self) -> dict[tuple[str, str], list[Obj]]:
         """(namespace, id) -> its declarations, in path and line order."""
@@ -257,9 +311,7 @@ class Facts:
         """IDs of one kind (a targeted query when the rows are not loaded)."""
         if self._rows is not None or self._parent is not None:
             return self.ids(kind)
-        files = self.files
-        return {i for p, b, i in self.db.execute(
-            "SELECT path, blob, id FROM objects WHERE kind=?", (kind,)) if files.get(p) == b}
+        return {i for (i,) in self.join("objects", "t.id", "t.kind = ?", (kind,))}
 
     def find(self, obj_id: str, kinds: Iterable[str]) -> list[Obj]:
         """Declarations of ``obj_id`` among ``kinds`` (a point query; no full load)."""
@@ -289,6 +341,11 @@ class Facts:
                 "WHERE path=? AND blob=? ORDER BY line", (path, blob))]
             self._full[path] = list(dict.fromkeys(rows))
         return self._full[path]
+
+    def forget(self, path: str) -> None:
+        """Drop what was loaded for ``path`` (rows with JSON, records)."""
+        self._full.pop(path, None)
+        self._models.pop(path, None)
 
     def records(self, path: str) -> list["Rec"]:
         """The objects of ``path`` as attribute-access records of their JSON
@@ -344,9 +401,8 @@ class Facts:
         """
         files = self.files
         if paths is None:
-            rows = [r[:1] + r[2:] for r in self.db.execute(
-                "SELECT path, blob, line, col, code, severity, message, fix FROM diagnostics")
-                if files.get(r[0]) == r[1]]
+            rows = list(self.join("diagnostics", "t.path, t.line, t.col, t.code, t.severity, "
+                                                 "t.message, t.fix"))
         else:
             rows = []
             for p in paths:

@@ -36,6 +36,7 @@ class Registered:
     func: Callable[[Any], list]
     codes: tuple[str, ...]
     modes: Optional[tuple[str, ...]] = None
+    volatile: bool = False
 
     @property
     def name(self) -> str:
@@ -48,10 +49,11 @@ HISTORY_RULES: list[Registered] = []
 
 
 def _register(target: list[Registered], codes: tuple[str, ...],
-              modes: Optional[tuple[str, ...]] = None) -> Callable[[Callable], Callable]:
+              modes: Optional[tuple[str, ...]] = None,
+              volatile: bool = False) -> Callable[[Callable], Callable]:
     def deco(func: Callable) -> Callable:
         if not any(r.func is func for r in target):
-            target.append(Registered(func, codes, modes))
+            target.append(Registered(func, codes, modes, volatile))
         return func
     return deco
 
@@ -61,9 +63,15 @@ def file_rule(*codes: str) -> Callable[[Callable], Callable]:
     return _register(FILE_RULES, codes)
 
 
-def snapshot_rule(*codes: str) -> Callable[[Callable], Callable]:
-    """Register a whole-snapshot rule emitting ``codes``."""
-    return _register(SNAPSHOT_RULES, codes)
+def snapshot_rule(*codes: str, volatile: bool = False) -> Callable[[Callable], Callable]:
+    """Register a whole-snapshot rule emitting ``codes``.
+
+    A snapshot rule reads the index's objects and links of the snapshot (its
+    result is reused for a snapshot whose changed files have the same objects
+    and links); one that reads anything else (file bytes, parse metadata) is
+    ``volatile`` and runs every time.
+    """
+    return _register(SNAPSHOT_RULES, codes, volatile=volatile)
 
 
 def history_rule(*codes: str, modes: Optional[tuple[str, ...]] = None) -> Callable[[Callable], Callable]:

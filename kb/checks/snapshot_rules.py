@@ -314,8 +314,8 @@ def card_rules(f: FileFacts) -> list:
 def duplicate_ids(s: Facts) -> list:
     """KB202: one declaration per ID (per namespace), both locations named."""
     out = []
-    for (ns, oid), decls in s.by_ns().items():
-        if len(decls) < 2 or ns == "direction":
+    for (ns, oid), decls in sorted(s.duplicates().items()):
+        if ns == "direction":
             continue
         places = [d.where for d in decls]
         for d in decls[1:]:
@@ -403,7 +403,7 @@ def _sccs(graph: dict[str, list[str]]) -> list[list[str]]:
     on: set[str] = set()
     out: list[list[str]] = []
     counter = 0
-    for root in sorted(graph, key=natural):
+    for root in graph:
         if root in index:
             continue
         work = [(root, iter(graph.get(root, [])))]
@@ -514,9 +514,9 @@ def depended_by(s: Facts) -> list:
         elif kind == "depended_by" and src in problems:
             declared.setdefault(src, set()).add(dst)
     out = []
-    for pid in sorted(set(derived) | set(declared), key=natural):
-        if pid not in problems or derived.get(pid, set()) == declared.get(pid, set()):
-            continue
+    differ = [pid for pid in set(derived) | set(declared)
+              if pid in problems and derived.get(pid, set()) != declared.get(pid, set())]
+    for pid in sorted(differ, key=natural):
         row = problems[pid]
         want = sorted(derived.get(pid, set()), key=natural)
         ln = _anchor_line(s, row.path, pid, "被依赖")
@@ -627,24 +627,35 @@ def render_expected(s: Facts) -> Optional[str]:
     meta = s.meta(dash)
     steps = meta.get("next_steps")
     newline = meta.get("newline") or "\n"
-    hyp_rows = [r for r in s.full_rows(tree) if r.kind == "hypothesis"] if tree in s.files else []
-    files, formats = s.files, s.formats
-    exp_rows = [(p, data) for p, b, data in s.db.execute(
-        "SELECT path, blob, data FROM objects WHERE kind='experiment'")
-        if files.get(p) == b and formats.get(p) == "experiment"]
+    locale = s.config.locale
+    formats = s.formats
+    tree_blob = s.files.get(tree)
+    # 1. the fields the renderer reads today, straight from SQLite (strict views:
+    #    a field it starts reading later raises and we fall back to the full JSON).
     try:
-        # The per-file rules already read the tree's JSON: a shallow strict view of it.
-        hyps = [_Fields(x) for x in s.records(tree) if x.get("kind") == "hypothesis"] \
-            if tree in s.files else []
-        exps = [json.loads(d, object_hook=_Fields) for _, d in sorted(exp_rows)]
-        return render_dashboard(hyps, exps, steps, s.config.locale, newline)
+        hyps = [] if tree_blob is None else [_Fields(id=i, statement=st, status=su, parent=pa) for i, st, su, pa in s.db.execute(
+            "SELECT id, json_extract(data, '$.statement'), status, json_extract(data, '$.parent') "
+            "FROM objects WHERE path=? AND blob=? AND kind='hypothesis' ORDER BY line", (tree, tree_blob))]
+        exps = [_Fields(date=d) for p, d in sorted(s.join(
+            "objects", "t.path, json_extract(t.data, '$.date')", "t.kind = 'experiment'"))
+            if formats.get(p) == "experiment"]
+        return render_dashboard(hyps, exps, steps, locale, newline)
     except (AttributeError, TypeError):
-        from kb.index import ObjectRow  # noqa: F401  (models, the slow and sure way)
+        pass
+    hyp_rows = [r for r in s.full_rows(tree) if r.kind == "hypothesis"] if tree_blob else []
+    exp_rows = [(p, data) for p, data in s.join("objects", "t.path, t.data", "t.kind = 'experiment'")
+                if formats.get(p) == "experiment"]
+    # 2. the whole JSON of the models; 3. the models themselves.
+    try:
+        hyps = [json.loads(r.data, object_hook=_Fields) for r in hyp_rows]
+        exps = [json.loads(d, object_hook=_Fields) for _, d in sorted(exp_rows)]
+        return render_dashboard(hyps, exps, steps, locale, newline)
+    except (AttributeError, TypeError):
         from kb.model import Experiment, Hypothesis
 
         hyps = [Hypothesis.model_validate_json(r.data) for r in hyp_rows]
         exps = [Experiment.model_validate_json(d) for _, d in sorted(exp_rows)]
-        return render_dashboard(hyps, exps, steps, s.config.locale, newline)
+        return render_dashboard(hyps, exps, steps, locale, newline)
 
 
 def _first_difference(a: str, b: str) -> int:
@@ -655,7 +666,7 @@ def _first_difference(a: str, b: str) -> int:
     return min(len(la), len(lb)) + 1
 
 
-@snapshot_rule("KB240")
+@snapshot_rule("KB240", volatile=True)
 def stale_dashboard(s: Facts) -> list:
     """KB240: DASHBOARD.md is byte for byte what ``kb dashboard`` renders.
 
@@ -673,9 +684,10 @@ def stale_dashboard(s: Facts) -> list:
     key1 = hashlib.sha1(f"{base}\0{_experiment_key(s)}".encode("utf-8", "surrogateescape")).hexdigest()
     verdict = _kv(s, key1)
     if verdict is None:
-        dates = [d for p in s.paths("experiment") for (d,) in s.db.execute(
-            "SELECT json_extract(data, '$.date') FROM objects WHERE path=? AND blob=? AND kind='experiment'",
-            (p, s.files[p])) if d]
+        formats = s.formats
+        dates = [d for p, d in s.join("objects", "t.path, json_extract(t.data, '$.date')",
+                                      "t.kind = 'experiment'")
+                 if d and formats.get(p) == "experiment"]
         key2 = hashlib.sha1(f"{base}\0{max(dates, default='')}".encode("utf-8", "surrogateescape")).hexdigest()
         verdict = _kv(s, key2)
         if verdict is None:

@@ -167,8 +167,9 @@ def _prepare_cache(db: sqlite3.Connection) -> bool:
         return False
 
 
-def _file_rule_results(facts: Any) -> list[_D]:
-    """Per-file rule diagnostics of every file, from the cache or computed (then cached)."""
+def _file_rule_results(facts: Any, paths: Optional[list[str]] = None) -> list[_D]:
+    """Per-file rule diagnostics of every file (or of ``paths``), from the cache or
+    computed (then cached)."""
     import json
 
     from kb.checks.facts import FileFacts
@@ -176,18 +177,21 @@ def _file_rule_results(facts: Any) -> list[_D]:
 
     db = facts.db
     files, formats = facts.files, facts.formats
+    scope = list(files) if paths is None else [p for p in paths if p in files]
     cached = _prepare_cache(db)
-    done: set[tuple[str, str]] = set()
-    if cached:
-        if len(files) > 64:
-            done = set(db.execute("SELECT path, blob FROM kb_check_files"))
-        else:
-            for p, b in files.items():
-                if db.execute("SELECT 1 FROM kb_check_files WHERE path=? AND blob=?", (p, b)).fetchone():
-                    done.add((p, b))
-    todo = [p for p, b in files.items() if formats.get(p) in _RULED and (p, b) not in done]
+    if not cached:
+        missing = scope
+    elif len(scope) > 64:
+        missing = [p for (p,) in db.execute(
+            f"SELECT s.path FROM {facts.table()} s LEFT JOIN kb_check_files c "
+            "ON c.path = s.path AND c.blob = s.blob WHERE c.path IS NULL")]
+    else:
+        missing = [p for p in scope if db.execute(
+            "SELECT 1 FROM kb_check_files WHERE path=? AND blob=?", (p, files[p])).fetchone() is None]
+    todo = [p for p in missing if formats.get(p) in _RULED]
     fresh: list[tuple] = []
     out: list[_D] = []
+    keep = facts.config.paths["tree"]
     for p in todo:
         ff = FileFacts(facts, p, formats[p])
         for rule in FILE_RULES:
@@ -197,6 +201,8 @@ def _file_rule_results(facts: Any) -> list[_D]:
                 fresh.append((p, files[p], x.line, x.col, x.code, x.severity, x.message,
                               json.dumps({"line": x.fix[0], "old": x.fix[1], "new": x.fix[2]},
                                          ensure_ascii=False) if x.fix else None))
+        if p != keep:  # a cold sweep of a large KB must not hold every file's objects
+            facts.forget(p)
     if cached and todo:
         try:
             with db:
@@ -207,7 +213,13 @@ def _file_rule_results(facts: Any) -> list[_D]:
             pass
     if cached:
         todo_set = set(todo)
-        rows = db.execute("SELECT path, blob, line, col, code, severity, message, fix FROM kb_check_diags")
+        if len(scope) > 64:
+            rows = facts.join("kb_check_diags", "t.path, t.blob, t.line, t.col, t.code, t.severity, "
+                                                "t.message, t.fix")
+        else:
+            rows = [(p, files[p], *r) for p in scope for r in db.execute(
+                "SELECT line, col, code, severity, message, fix FROM kb_check_diags "
+                "WHERE path=? AND blob=?", (p, files[p]))]
         seen = set()
         for p, b, ln, col, code, sev, msg, fx in rows:
             if p in todo_set or files.get(p) != b or (p, ln, col, code, msg) in seen:
@@ -217,21 +229,128 @@ def _file_rule_results(facts: Any) -> list[_D]:
     return out
 
 
-def snapshot_diagnostics(facts: Any) -> list[_D]:
-    """Every snapshot diagnostic of ``facts`` (parse + KB2xx), config severities applied."""
-    from kb.checks.catalogue import effective_severity
+# -- whole-snapshot results, cached per snapshot ------------------------------------
+#
+# The results of a snapshot are stored under a hash of its {path: blob} map. A
+# snapshot that differs from a stored one only in files whose index facts (the
+# objects' JSON and the links) are identical on both sides -- prose appended to
+# an experiment, a card's free sections -- inherits the stored cross-file
+# results; only its changed files' parse and per-file results are read, and the
+# "volatile" rules (the dashboard, which reads file bytes) run again. The
+# common pre-commit check then costs what its change costs.
+
+
+def _snap_key(facts: Any) -> str:
+    key = getattr(facts, "_snap_key", None)
+    if key is None:
+        import hashlib
+
+        body = "\n".join(f"{p}\0{b}" for p, b in sorted(facts.files.items()))
+        key = "snap:" + hashlib.sha1(body.encode("utf-8", "surrogateescape")).hexdigest()
+        facts._snap_key = key
+    return key
+
+
+def _load_results(facts: Any, key: str) -> Optional[list[tuple[str, _D]]]:
+    import json
+
+    try:
+        row = facts.db.execute("SELECT value FROM kb_check_kv WHERE key=?", (key,)).fetchone()
+    except sqlite3.Error:
+        return None
+    if row is None:
+        return None
+    out = []
+    for origin, p, ln, col, code, sev, msg, fx in json.loads(row[0]):
+        out.append((origin, _D(p, ln, col, code, sev, msg, tuple(fx) if fx else None)))
+    return out
+
+
+def _store_results(facts: Any, key: str, results: list[tuple[str, _D]], keep: Iterable[str]) -> None:
+    import json
+
+    data = json.dumps([[o, *d] for o, d in results], ensure_ascii=False)
+    try:
+        with facts.db:
+            facts.db.execute("INSERT OR REPLACE INTO kb_check_kv VALUES (?, ?)", (key, data))
+            kept = [key, *keep]
+            marks = ",".join("?" * len(kept))
+            facts.db.execute(f"DELETE FROM kb_check_kv WHERE key LIKE 'snap:%' AND key NOT IN ({marks})",
+                             kept)
+    except sqlite3.Error:
+        pass
+
+
+def _neutral(facts: Any, base: Any, changed: list[str]) -> bool:
+    """True when every changed path has the same objects (JSON) and links on both sides."""
+    db = facts.db
+    for p in changed:
+        a, b = facts.files.get(p), base.files.get(p)
+        if a is None or b is None or facts.formats.get(p) != base.formats.get(p):
+            return False
+        q_obj = "SELECT id, kind, status, title, line, data FROM objects WHERE path=? AND blob=?"
+        q_lnk = "SELECT src, dst, kind FROM links WHERE path=? AND blob=?"
+        if sorted(set(db.execute(q_obj, (p, a)))) != sorted(set(db.execute(q_obj, (p, b)))):
+            return False
+        if sorted(set(db.execute(q_lnk, (p, a)))) != sorted(set(db.execute(q_lnk, (p, b)))):
+            return False
+    return True
+
+
+def _parse_rows(facts: Any, paths: Optional[list[str]] = None) -> list[_D]:
+    return [_D(p, ln, col, code, sev, msg, _fix_of(fx))
+            for p, ln, col, code, sev, msg, fx in facts.parse_diagnostics(paths)]
+
+
+def _raw_snapshot(facts: Any, base: Optional[Any]) -> list[tuple[str, _D]]:
+    """(origin, diagnostic) of every snapshot rule: origin ``p`` parse, ``f`` per-file
+    rule, ``x`` cross-file rule, ``v`` volatile cross-file rule."""
     from kb.checks.registry import SNAPSHOT_RULES, enabled, load_rules
 
     load_rules()
     cfg = facts.config
-    raw: list[_D] = [_D(p, ln, col, code, sev, msg, _fix_of(fx))
-                     for p, ln, col, code, sev, msg, fx in facts.parse_diagnostics()]
-    raw.extend(_file_rule_results(facts))
-    for rule in SNAPSHOT_RULES:
-        if enabled(rule, cfg):
-            raw.extend(_D.of(d) for d in rule.func(facts))
+    _prepare_cache(facts.db)
+    key = _snap_key(facts)
+    hit = _load_results(facts, key)
+    if hit is not None:
+        return hit
+    volatile = [r for r in SNAPSHOT_RULES if r.volatile and enabled(r, cfg)]
+    stable = [r for r in SNAPSHOT_RULES if not r.volatile and enabled(r, cfg)]
+    inherited = None
+    if base is not None:
+        bkey = _snap_key(base)
+        prev = _load_results(base, bkey)
+        if prev is not None:
+            changed = sorted(p for p in set(facts.files) | set(base.files)
+                             if facts.files.get(p) != base.files.get(p))
+            if _neutral(facts, base, changed):
+                cset = set(changed)
+                inherited = [(o, d) for o, d in prev if o == "x" or (o in "pf" and d.path not in cset)]
+                inherited += [("p", d) for d in _parse_rows(facts, changed)]
+                inherited += [("f", d) for d in _file_rule_results(facts, changed)]
+    if inherited is not None:
+        out = inherited
+    else:
+        out = [("p", d) for d in _parse_rows(facts)]
+        out += [("f", d) for d in _file_rule_results(facts)]
+        for rule in stable:
+            out.extend(("x", _D.of(d)) for d in rule.func(facts))
+    for rule in volatile:
+        out.extend(("v", _D.of(d)) for d in rule.func(facts))
+    _store_results(facts, key, out, [_snap_key(base)] if base is not None else [])
+    return out
+
+
+def snapshot_diagnostics(facts: Any, base: Optional[Any] = None) -> list[_D]:
+    """Every snapshot diagnostic of ``facts`` (parse + KB2xx), config severities applied.
+
+    ``base`` is a snapshot whose stored results may be inherited (see above).
+    """
+    from kb.checks.catalogue import effective_severity
+
+    cfg = facts.config
     out = []
-    for d in raw:
+    for _, d in _raw_snapshot(facts, base):
         sev = effective_severity(d.code, d.severity, cfg)
         if sev is not None:
             out.append(d if sev == d.severity else d._replace(severity=sev))
@@ -531,7 +650,7 @@ def _config_findings(k: Any) -> list[Finding]:
 def _check_snapshots(k: Any, new_f: Any, base_f: Optional[Any], strict: bool) -> list[Finding]:
     """Snapshot findings of ``new_f``; with ``strict``, only errors absent from
     ``base_f`` block (the others are marked pre-existing)."""
-    diags = snapshot_diagnostics(new_f)
+    diags = snapshot_diagnostics(new_f, base_f)
     if not strict:
         return _findings(diags, k, "snapshot", all_errors_block=True)
     errors = [d for d in diags if d.severity == "error"]

@@ -84,16 +84,22 @@ def _current_nodes(k: KnowledgeBase, idx: Any) -> list[Any]:
     return nodes_from(idx.extract("hypothesis", _NODE_FIELDS, tree_rel, blob))
 
 
-def _experiments(idx: Any, pending: dict[str, Experiment | None] | None = None) -> list[Any]:
-    """Every experiment of the indexed working tree, with ``pending`` (path -> new) applied."""
+def _experiments(idx: Any, pending: dict[str, Experiment | None] | None = None,
+                 rows: list[tuple[Any, ...]] | None = None) -> list[Any]:
+    """Every experiment of the indexed working tree, with ``pending`` (path -> new) applied.
+
+    ``rows`` are ``idx.extract("experiment", ("date",))`` rows when the caller has them.
+    """
     pending = pending or {}
-    out: list[Any] = [ExperimentView(i, d) for p, i, _ln, _st, _t, d
-                      in idx.extract("experiment", ("date",)) if p not in pending]
+    if rows is None:
+        rows = idx.extract("experiment", ("date",))
+    out: list[Any] = [ExperimentView(i, d) for p, i, _ln, _st, _t, d in rows if p not in pending]
     out += [e for e in pending.values() if e is not None]
     return out
 
 
-def stage_dashboard(s: Any, pending: dict[str, Experiment | None] | None = None) -> str | None:
+def stage_dashboard(s: Any, pending: dict[str, Experiment | None] | None = None,
+                    experiment_rows: list[tuple[Any, ...]] | None = None) -> str | None:
     """Render DASHBOARD.md for the session's new state and stage it; its path when it changes.
 
     ``s`` is a kb.ops.tree.Session; the tree is its pending version when it
@@ -108,7 +114,7 @@ def stage_dashboard(s: Any, pending: dict[str, Experiment | None] | None = None)
     else:  # the tree as indexed (even when it has format errors: it is only read)
         nodes = _current_nodes(k, idx)
     hyps = _hypotheses(nodes)
-    exps = _experiments(idx, pending)
+    exps = _experiments(idx, pending, experiment_rows)
     rel = k.config.paths["dashboard"]
     old = s.tx.read(rel)
     meta = None

@@ -253,7 +253,7 @@ def new_experiment(kb: Any, hid: str, action: str, goal: str | None = None, *,
         h = tree.find(hid)
         _, deleted = s.history()
         # Every experiment file gives one object (its ID from the title, else the file name).
-        rows = idx.extract("experiment", ())
+        rows = idx.extract("experiment", ("date",))
         names = [r[1] for r in rows] + [r[0].rsplit("/", 1)[-1][:-3] for r in rows]
         eid = next_experiment_id(names, deleted)
         rel = _exp_rel(k, eid)
@@ -286,7 +286,7 @@ def new_experiment(kb: Any, hid: str, action: str, goal: str | None = None, *,
         s.tx.summary = f"exp new {eid} for {h.id}: {_short(action)}"
         from kb.ops.dashboard import stage_dashboard
 
-        dash = stage_dashboard(s, {rel: exp})
+        dash = stage_dashboard(s, {rel: exp}, experiment_rows=rows)
         if dash:
             changes.append(f"refreshed {k.prefix}{dash}")
         details = {"path": k.prefix + rel, "hypothesis": h.id, "date": day, "status": status_word,

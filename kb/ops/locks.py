@@ -399,8 +399,14 @@ def _git_paths(top: Path) -> _GitPaths:
                        for x in lines[:3]])
 
 
-def _index_lock(gp: _GitPaths) -> None:
+def _index_lock(gp: _GitPaths, wait: float = 0.5) -> None:
+    """Refuse while git's ``index.lock`` exists (after ``wait`` seconds, for a git
+    process that is just finishing). Called with kb's machine lock held, so the
+    lock is not another kb release's."""
     lock = gp.git_dir / "index.lock"
+    deadline = time.monotonic() + wait
+    while lock.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
     if lock.exists():
         raise RefusedError(
             f"git's index is locked ({lock} exists): another git process is running, or one "
@@ -531,14 +537,15 @@ def _run_pre_commit(top: Path, hook: Path, env: dict[str, str]) -> None:
 
 def _build_commit(kb: KnowledgeBase, paths: list[str], head: str | None, owner: str,
                   message: str | None, lock_commits: list[str], hook: Path | None,
-                  ) -> tuple[str | None, list[str]]:
-    """The commit of ``paths``' working-tree content on ``head`` (None when nothing changed)."""
+                  ) -> tuple[str | None, list[str], str]:
+    """The commit of ``paths``' working-tree content on ``head`` (None when nothing
+    changed), the paths it changes, and their ``--index-info`` lines."""
     top = kb.top
     before = _head_entries(top, head, paths)
     after = _worktree_entries(top, paths)
     changed = [p for p in paths if before.get(p) != after.get(p)]
     if not changed:
-        return None, []
+        return None, [], ""
     lines = []
     for p in changed:
         if p in after:
@@ -563,7 +570,7 @@ def _build_commit(kb: KnowledgeBase, paths: list[str], head: str | None, owner: 
             _run_pre_commit(top, hook, {**env, "KB_OWNER": owner, "KB_OP": "lock.release"})
     args = ["commit-tree", tree] + (["-p", head] if head else []) + ["-F", "-"]
     commit = git.out(args, top, input=full_msg.encode("utf-8", "surrogateescape"), write=True)
-    return commit, changed
+    return commit, changed, "\n".join(lines) + "\n"
 
 
 def read_interrupted(top: Path, git_dir: Path | None = None) -> dict[str, Any] | None:
@@ -600,6 +607,22 @@ def _finish_interrupted(top: Path, jp: Path) -> None:
         if stale:
             _reset_index(top, stale)
     jp.unlink(missing_ok=True)
+
+
+def _set_index(top: Path, entries: str) -> bool:
+    """Set the real index entries of the released paths to the committed blobs
+    (``git update-index --index-info``: exactly those paths, the user's other
+    staged work untouched), retried while another git process holds the index
+    lock. False when it could not."""
+    for i in range(20):
+        proc = git.run(["update-index", "--index-info"], top, check=False, write=True,
+                       input=entries.encode("utf-8", "surrogateescape"))
+        if proc.returncode == 0:
+            return True
+        if b"index.lock" not in proc.stderr:
+            return False
+        time.sleep(0.05 * (i + 1))
+    return False
 
 
 def _reset_index(top: Path, paths: list[str]) -> bool:
@@ -650,7 +673,6 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
     gp = _git_paths(top)
     journal = gp.git_dir / RELEASE_JOURNAL
     hook = gp.pre_commit if verify else None
-    _index_lock(gp)
     held = _machine_lock(gp)
     try:
         if (gp.git_dir / JOURNAL_NAME).exists():
@@ -662,18 +684,30 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
             raise RefusedError("HEAD is detached: check out a branch before releasing "
                                "(the locks are kept)")
         warnings: list[str] = []
+        # With a remote the first try trusts the local mirror of the locks: the
+        # push's leases (lock values) and fast-forward rule (branch) make the
+        # remote refuse a stale view, and only then do we fetch and look again.
+        synced = False
         for _attempt in range(_ATTEMPTS):
-            remote_tip = _sync_remote(top, remote, branch) if remote else None
+            remote_tip = None
+            if remote and _attempt > 0:
+                remote_tip = _sync_remote(top, remote, branch)
+                synced = True
             now = clock()
             if targets is None:
                 mine = [lk for lk in read_locks(top).values()
                         if lk.scope == "file" and lk.owner == owner and lk.path]
                 tg = [_Target(lk.ref, "file", lk.path) for lk in mine]
                 if not tg:
+                    if remote and not synced:
+                        continue
                     return ReleaseResult(owner, [], [], None, branch, [], remote)
             else:
                 tg = targets
             locks = read_locks(top, [t.ref for t in tg])
+            if remote and not synced and any(
+                    locks.get(t.ref) is None or locks[t.ref].owner != owner for t in tg):
+                continue  # the mirror may be stale: fetch before refusing
             for t in tg:
                 lk = locks.get(t.ref)
                 where = f" on {remote}" if remote else ""
@@ -686,7 +720,8 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
             rps = [t.path for t in tg if t.path]
             lock_commits = [locks[t.ref].commit for t in tg]
             head = git.rev_parse("HEAD", top)
-            commit, changed = _build_commit(kb, rps, head, owner, message, lock_commits, hook)
+            commit, changed, entries = _build_commit(kb, rps, head, owner, message, lock_commits,
+                                                     hook)
             if remote and commit and remote_tip and remote_tip != head and git.run(
                     ["merge-base", "--is-ancestor", remote_tip, head or remote_tip], top,
                     check=False).returncode != 0:
@@ -736,7 +771,7 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
                     continue  # the branch moved: build again on the new HEAD
                 crash_point("release", "after-ref")
             if commit:
-                if _reset_index(top, changed):
+                if _set_index(top, entries):
                     journal.unlink(missing_ok=True)
                 else:
                     warnings.append("committed, but the index entries of "
@@ -778,23 +813,26 @@ def _raise_if_lost(top: Path, tg: list[_Target], owner: str, now: int, s: Settin
 # -- status / prune ------------------------------------------------------------------------------
 
 
-def _state(top: Path, lk: Lock, now: int, grace: int) -> LockState:
+def _state(top: Path, lk: Lock, now: int, grace: int,
+           head_blobs: dict[str, str | None]) -> LockState:
     left = lk.remaining(now)
     expired = lk.expired(now, grace)
     in_grace = left < 0 and not expired
     notes: list[str] = []
-    modified = None
+    modified = uncommitted = None
     if lk.scope == "file" and lk.path:
-        modified = worktree_blob(top, lk.path) != lk.blob
+        wt = worktree_blob(top, lk.path)
+        modified = wt != lk.blob
+        uncommitted = wt != head_blobs.get(lk.path)
     if not lk.readable:
         notes.append("unreadable lock commit: `kb lock prune` or `kb lock steal` frees it")
     elif expired:
         notes.append("expired: a claim takes it over, `kb lock prune` deletes it")
     elif in_grace:
         notes.append(f"lease over; others may take it over after the {grace}s grace margin")
-    if modified:
-        notes.append("the working-tree file differs from the claim: the holder's edits are not "
-                     "released yet (`kb lock release` by the holder commits them)")
+    if uncommitted:
+        notes.append("uncommitted edits in the working tree: the holder's `kb lock release` "
+                     "commits them")
     return LockState(lk, expired, in_grace, left, modified, notes)
 
 
@@ -811,8 +849,12 @@ def status(kb: KnowledgeBase, remote: str | None = None) -> StatusReport:
                    key=lambda lk: (lk.path or "", lk.ref))
     proj = locks.get(PROJECT_REF)
     interrupted = read_interrupted(top)
-    return StatusReport(now=now, grace=s.grace, locks=[_state(top, lk, now, s.grace) for lk in files],
-                        project=_state(top, proj, now, s.grace) if proj else None,
+    paths = [lk.path for lk in files if lk.path]
+    head = git.rev_parse("HEAD", top) if paths else None
+    head_blobs = {p: e[1] for p, e in _head_entries(top, head, paths).items()} if head else {}
+    return StatusReport(now=now, grace=s.grace,
+                        locks=[_state(top, lk, now, s.grace, head_blobs) for lk in files],
+                        project=_state(top, proj, now, s.grace, head_blobs) if proj else None,
                         interrupted=interrupted, remote=remote)
 
 

@@ -343,7 +343,15 @@ class Transaction:
                     f"{have}); read it again — nothing was written")
         for rel in changed:
             format_guard(kb, rel, olds[rel], self._writes[rel], self.known_errors)
-        stored = self._store([r for r in changed if olds[r] is not None]) if not self.no_commit else {}
+        # Old contents for recovery: when a file's bytes are HEAD's blob (no filter
+        # in between), that object is in the store already.
+        stored = {r: head_blobs[kb.repo_path(r)] for r in changed
+                  if olds[r] is not None and head_blobs.get(kb.repo_path(r)) is not None
+                  and git.blob_id(olds[r]) == head_blobs[kb.repo_path(r)]}
+        if not self.no_commit:
+            stored.update(self._store([r for r in changed if olds[r] is not None and r not in stored]))
+        else:
+            stored = {}
         journal = {
             "op": self.op, "head": git.rev_parse("HEAD", kb.top), "pid": os.getpid(),
             "files": {kb.repo_path(r): {"old": stored.get(r),

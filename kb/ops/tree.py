@@ -416,8 +416,9 @@ class TreeEdit:
         before = [b for b in bounds if b < lo or (b == lo and not inserts_at_lo)]
         if not before:
             return None
-        after = [b for b in bounds if b >= hi and b > max(before)]
-        return max(before), (min(after) if after else self._n_old + 1)
+        start = max(before)
+        after = [b for b in bounds if b >= hi and b > start]
+        return start, (min(after) if after else self._n_old + 1)
 
     def _parse_new(self, new: bytes, new_blob: str) -> tuple[list[Diagnostic], list[Node]]:
         """Parse the new version (a region of it when possible); store it in the index.
@@ -541,13 +542,19 @@ def _exp_pathspec(k: KnowledgeBase) -> str:
     return k.repo_path(exp_dir + "/") if exp_dir not in ("", ".") else (k.prefix or ".")
 
 
+_CACHE_HEADS = 16  # commits remembered (a reset or a branch switch still hits)
+
+
 def _write_cache(k: KnowledgeBase, head: str, ids: Iterable[str], deleted: Iterable[str]) -> None:
+    cache = _read_cache(k) or {"key": _history_key(k), "heads": {}}
+    heads = {h: v for h, v in cache["heads"].items() if h != head}
+    heads[head] = {"ids": sorted(set(ids)), "deleted": sorted(set(deleted))}
+    heads = dict(list(heads.items())[-_CACHE_HEADS:])
     cache_file = _cache_file(k)
     try:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = cache_file.with_name(f"history-ids.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"key": _history_key(k), "head": head, "ids": sorted(set(ids)),
-                                   "deleted": sorted(set(deleted))}), encoding="utf-8")
+        tmp.write_text(json.dumps({"key": _history_key(k), "heads": heads}), encoding="utf-8")
         tmp.replace(cache_file)
     except OSError:
         pass
@@ -559,7 +566,7 @@ def _read_cache(k: KnowledgeBase) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     if isinstance(cache, dict) and cache.get("key") == _history_key(k) \
-            and isinstance(cache.get("head"), str):
+            and isinstance(cache.get("heads"), dict):
         return cache
     return None
 
@@ -567,19 +574,20 @@ def _read_cache(k: KnowledgeBase) -> dict[str, Any] | None:
 def note_commit(k: KnowledgeBase, parent: str, commit: str, ids: Iterable[str]) -> None:
     """Extend the history cache by kb's own commit (its Kb-Id values when it touched the tree)."""
     cache = _read_cache(k)
-    if cache is None or cache["head"] != parent:
+    if cache is None or parent not in cache["heads"]:
         return
-    _write_cache(k, commit, [*cache.get("ids", []), *ids], cache.get("deleted", []))
+    old = cache["heads"][parent]
+    _write_cache(k, commit, [*old.get("ids", []), *ids], old.get("deleted", []))
 
 
 def _history_ids(k: KnowledgeBase) -> tuple[set[str], set[str], str | None]:
-    """``(trailer IDs, deleted experiment stems)`` from the history of HEAD.
+    """``(trailer IDs, deleted experiment stems, HEAD)`` from the history of HEAD.
 
     The first set holds every ``Kb-Id:`` value of the commits that touched
     ``tree.md``; the second the names (without ``.md``) of every file ever
     deleted from the experiments folder; the third the HEAD they were read at.
-    Cached in ``.kb/history-ids.json`` and extended incrementally from the
-    cached commit when it is an ancestor of HEAD.
+    Cached in ``.kb/history-ids.json`` for the last few commits seen, and
+    extended incrementally from a cached commit that is an ancestor of HEAD.
     """
     head = git.rev_parse("HEAD", k.top)
     if head is None:
@@ -589,12 +597,16 @@ def _history_ids(k: KnowledgeBase) -> tuple[set[str], set[str], str | None]:
     rev = head
     cache = _read_cache(k)
     if cache is not None:
-        if cache["head"] == head:
-            return set(cache.get("ids", [])), set(cache.get("deleted", [])), head
-        anc = git.run(["merge-base", "--is-ancestor", cache["head"], head], k.top, check=False)
-        if anc.returncode == 0:
-            ids, deleted = set(cache.get("ids", [])), set(cache.get("deleted", []))
-            rev = f"{cache['head']}..{head}"
+        hit = cache["heads"].get(head)
+        if hit is not None:
+            return set(hit.get("ids", [])), set(hit.get("deleted", [])), head
+        for base in reversed(list(cache["heads"])):
+            anc = git.run(["merge-base", "--is-ancestor", base, head], k.top, check=False)
+            if anc.returncode == 0:
+                ids = set(cache["heads"][base].get("ids", []))
+                deleted = set(cache["heads"][base].get("deleted", []))
+                rev = f"{base}..{head}"
+                break
     tree_path = k.repo_path(k.config.paths["tree"])
     out = git.out(["log", "--format=%(trailers:key=Kb-Id,valueonly)", rev, "--", tree_path], k.top)
     ids.update(out.split())

@@ -32,6 +32,29 @@ def _under(path: str, folder: str) -> str | None:
     return None
 
 
+_PREPARED: dict[int, tuple[Config, tuple]] = {}
+_FOLDERS = ("experiments", "problems", "propositions", "methods", "verified", "progress")
+
+
+def _prepared(config: Config) -> tuple:
+    """The config's paths normalised once (classify runs for every file of a snapshot)."""
+    hit = _PREPARED.get(id(config))
+    if hit is not None and hit[0] is config:
+        return hit[1]
+    p = config.paths
+
+    def prefix(folder: str) -> str:
+        folder = folder.strip("/")
+        return "" if folder in ("", ".") else folder + "/"
+
+    prep = (p["tree"], p["dashboard"], frozenset(r.path for r in config.registries),
+            tuple((prefix(p[k]), k) for k in _FOLDERS))
+    if len(_PREPARED) > 32:
+        _PREPARED.clear()
+    _PREPARED[id(config)] = (config, prep)
+    return prep
+
+
 def classify(path: str, config: Config) -> str | None:
     """The format of the KB-relative ``path``, or None when kb does not read it.
 
@@ -39,32 +62,35 @@ def classify(path: str, config: Config) -> str | None:
     """
     if not path.endswith(".md"):
         return None
-    p = config.paths
-    if path == p["tree"]:
+    tree, dashboard, registries, folders = _prepared(config)
+    if path == tree:
         return "tree"
-    if path == p["dashboard"]:
+    if path == dashboard:
         return "dashboard"
-    for reg in config.registries:
-        if path == reg.path:
-            return "registry"
-    rest = _under(path, p["experiments"])
-    if rest is not None and "/" not in rest:
-        return "experiment"
-    rest = _under(path, p["problems"])
-    if rest is not None and "/" not in rest:
-        return "problem"
-    rest = _under(path, p["propositions"])
-    if rest is not None and rest.count("/") == 1:
-        return "proposition"
-    rest = _under(path, p["methods"])
-    if rest is not None and "/" not in rest:
-        return "method"
-    rest = _under(path, p["verified"])
-    if rest is not None and rest.count("/") == 1 and rest.split("/")[0] in ("命题", "问题"):
-        return "verified"
-    rest = _under(path, p["progress"])
-    if rest is not None:
-        return "direction" if rest.count("/") == 1 else "progress" if "/" not in rest else None
+    if path in registries:
+        return "registry"
+    for pre, key in folders:
+        if pre and not path.startswith(pre):
+            continue
+        rest = path[len(pre):]
+        depth = rest.count("/")
+        if key == "experiments":
+            if depth == 0:
+                return "experiment"
+        elif key == "problems":
+            if depth == 0:
+                return "problem"
+        elif key == "propositions":
+            if depth == 1:
+                return "proposition"
+        elif key == "methods":
+            if depth == 0:
+                return "method"
+        elif key == "verified":
+            if depth == 1 and rest.split("/", 1)[0] in ("命题", "问题"):
+                return "verified"
+        else:  # progress: the last rule, its answer is final
+            return "direction" if depth == 1 else "progress" if depth == 0 else None
     return None
 
 

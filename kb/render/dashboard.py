@@ -47,40 +47,49 @@ def mermaid(hypotheses: Sequence[Hypothesis], locale: str = "zh") -> tuple[list[
 
     Shows the deepest levels that fit: every hypothesis down to depth D and
     every edge whose two ends are shown, for the largest D within the limits.
-    Each line is built once; the size of every D is summed per depth.
+    The size only grows with D, so depths are tried from the top down to the
+    first that does not fit, and only the lines of the depths tried are built.
     """
     ids = {h.id for h in hypotheses}
-    max_depth = max((h.id.count(".") + 1 for h in hypotheses), default=0)
-    nodes: list[tuple[int, str]] = []   # (depth, line) in hypothesis order
-    edges: list[tuple[int, str]] = []   # (depth at which it shows, line)
-    for h in hypotheses:
-        d = h.id.count(".") + 1
-        nodes.append((d, f'  {_node(h.id)}["{_label(h, locale)}"]:::{_CLASSES.get(h.status, "unknown")}'))
+    depth_of = [h.id.count(".") + 1 for h in hypotheses]
+    max_depth = max(depth_of, default=0)
+    nodes_at: list[list[int]] = [[] for _ in range(max_depth + 1)]
+    edges_at: list[list[int]] = [[] for _ in range(max_depth + 1)]
+    edge_depth: dict[int, int] = {}
+    for i, h in enumerate(hypotheses):
+        nodes_at[depth_of[i]].append(i)
         if h.parent and h.parent in ids:
-            edges.append((max(d, h.parent.count(".") + 1), f"  {_node(h.parent)} --> {_node(h.id)}"))
-    fixed = ["```mermaid", "graph TD", *("  " + s for s in _STYLE), "```"]
-    base = sum(len(x) + 1 for x in fixed)
-    node_chars = [0] * (max_depth + 2)
-    node_count = [0] * (max_depth + 2)
-    edge_chars = [0] * (max_depth + 2)
-    edge_count = [0] * (max_depth + 2)
-    for d, line in nodes:
-        node_chars[d] += len(line) + 1
-        node_count[d] += 1
-    for d, line in edges:
-        edge_chars[d] += len(line) + 1
-        edge_count[d] += 1
-    for depth in range(max_depth, 0, -1):
-        n_edges = sum(edge_count[1:depth + 1])
-        chars = base + sum(node_chars[1:depth + 1]) + sum(edge_chars[1:depth + 1])
-        if n_edges <= MAX_EDGES and chars <= MAX_CHARS:
-            lines = ["```mermaid", "graph TD"]
-            lines += [line for d, line in nodes if d <= depth]
-            lines += [line for d, line in edges if d <= depth]
-            lines.extend("  " + s for s in _STYLE)
-            lines.append("```")
-            return lines, len(hypotheses) - sum(node_count[1:depth + 1])
-    return ["```mermaid", "graph TD", "```"], len(hypotheses)
+            edge_depth[i] = max(depth_of[i], h.parent.count(".") + 1)
+            if edge_depth[i] <= max_depth:
+                edges_at[edge_depth[i]].append(i)
+    styles = ["  " + s for s in _STYLE]
+    chars = sum(len(x) + 1 for x in ["```mermaid", "graph TD", *styles, "```"])
+    n_edges = 0
+    node_line: dict[int, str] = {}
+    edge_line: dict[int, str] = {}
+    best = 0
+    for depth in range(1, max_depth + 1):
+        for i in nodes_at[depth]:
+            h = hypotheses[i]
+            node_line[i] = f'  {_node(h.id)}["{_label(h, locale)}"]:::{_CLASSES.get(h.status, "unknown")}'
+            chars += len(node_line[i]) + 1
+        for i in edges_at[depth]:
+            h = hypotheses[i]
+            edge_line[i] = f"  {_node(h.parent)} --> {_node(h.id)}"  # type: ignore[arg-type]
+            chars += len(edge_line[i]) + 1
+            n_edges += 1
+        if n_edges > MAX_EDGES or chars > MAX_CHARS:
+            break
+        best = depth
+    if not best:
+        return ["```mermaid", "graph TD", "```"], len(hypotheses)
+    lines = ["```mermaid", "graph TD"]
+    lines += [node_line[i] for i in range(len(hypotheses)) if depth_of[i] <= best]
+    lines += [edge_line[i] for i in range(len(hypotheses))
+              if i in edge_depth and edge_depth[i] <= best]
+    lines += styles
+    lines.append("```")
+    return lines, sum(1 for d in depth_of if d > best)
 
 
 def render_dashboard(
