@@ -40,7 +40,7 @@ commits, local ref transactions and pushes with leases. The use cases
 
 Test-only environment variables (documented in docs, never needed in use):
 
-- ``KB_NOW``: the current time as epoch seconds (clock-skew and expiry tests);
+- ``KB_NOW``: the current time (kb.clock: epoch seconds or ISO) (clock-skew and expiry tests);
 - ``KB_TEST_CRASH_AT``: the process kills itself with SIGKILL at one step
   (fault-injection tests): ``claim:before-ref`` (lock commit written, ref not
   yet created or pushed), ``claim:after-ref`` (ref created or pushed, nothing
@@ -57,7 +57,6 @@ import hashlib
 import os
 import re
 import signal
-import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -101,13 +100,9 @@ class LockLost(RefusedError):
 
 def clock() -> int:
     """Now, as integer epoch seconds; ``KB_NOW`` overrides it (tests only)."""
-    fake = os.environ.get("KB_NOW")
-    if fake:
-        try:
-            return int(float(fake))
-        except ValueError:
-            raise UsageError(f"KB_NOW must be epoch seconds, not {fake!r}") from None
-    return int(time.time())
+    from kb import clock as _clock
+
+    return _clock.epoch()
 
 
 def crash_point(op: str, point: str) -> None:

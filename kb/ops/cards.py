@@ -27,10 +27,9 @@ reads too —, ISO 8601 or ``20261102T100000``, UTC), else the system's UTC time
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
@@ -68,33 +67,17 @@ PLACEHOLDERS = {"解法": "（暂无解法候选）", "证明": "（暂无证明
 
 
 def now() -> datetime:
-    """The current time in UTC; ``KB_NOW`` (ISO 8601 or compact) overrides it."""
-    raw = os.environ.get("KB_NOW", "").strip()
-    if raw:
-        dt = parse_time(raw)
-        if dt is None:
-            raise CardError(f"KB_NOW={raw!r} is not a time; write e.g. 2026-11-02T10:00:00")
-        return dt
-    return datetime.now(timezone.utc).replace(microsecond=0)
+    """The current time in UTC; ``KB_NOW`` overrides it (kb.clock)."""
+    from kb import clock
+
+    return clock.now()
 
 
 def parse_time(raw: str) -> datetime | None:
-    """Epoch seconds, ``2026-11-02T10:00:00[Z|+hh:mm]``, ``2026-11-02 10:00:00``,
-    ``20261102T100000`` or a date (UTC unless an offset is given)."""
-    s = raw.strip()
-    if re.fullmatch(r"\d+(?:\.\d+)?", s) and len(s.split(".")[0]) >= 9:
-        # Epoch seconds: the form kb's lock code reads from KB_NOW as well.
-        return datetime.fromtimestamp(int(float(s)), timezone.utc)
-    m = re.fullmatch(r"(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z?", s)
-    if m:
-        return datetime(*map(int, m.groups()), tzinfo=timezone.utc)
-    try:
-        dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc).replace(microsecond=0)
+    """See :func:`kb.clock.parse_time`."""
+    from kb import clock
+
+    return clock.parse_time(raw)
 
 
 def fmt_time(dt: datetime) -> str:

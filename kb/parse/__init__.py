@@ -8,8 +8,6 @@ content; every problem is a :class:`kb.model.Diagnostic`.
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
-
 from typing import TYPE_CHECKING
 
 from kb.config import Config
