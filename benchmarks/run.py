@@ -110,13 +110,29 @@ def stage_one_change(c: Ctx) -> None:
     c.git("add", "--", "Problems/q1.md")
 
 
+_STAGED_RUNS = [0]
+
+
 def stage_one_experiment(c: Ctx) -> None:
-    """Reset, then append a run log to one experiment and stage it (verify-staged-1)."""
+    """Reset, then append a run log to one experiment and stage it (verify-staged-1).
+
+    The text differs on every run (and every invocation), so every run parses a new
+    blob and checks a snapshot no earlier run has seen."""
     reset_worktree(c)
+    _STAGED_RUNS[0] += 1
     path = _experiments(c)[6]
     with open(path, "a", encoding="utf-8", newline="") as f:
-        f.write("\n2026-02-01 the benchmark ran it once more; 结果与上次一致。\n")
+        f.write(f"\n2026-02-01 run {_STAGED_RUNS[0]} ({time.time_ns()}) of the benchmark; "
+                "结果与上次一致。\n")
     c.git("add", "--", path.relative_to(c.corpus).as_posix())
+
+
+def verify_head(c: Ctx) -> None:
+    """Untimed: check the corpus commit once, as the hook did when it was committed
+    (a one-change check then starts from HEAD's stored results: the steady state)."""
+    reset_worktree(c)
+    subprocess.run(c.kb + ["verify", "--rev", "HEAD"], cwd=c.corpus, env=child_env(),
+                   capture_output=True)
 
 
 def _experiments(c: Ctx) -> list[Path]:
@@ -307,9 +323,9 @@ CASES: list[Case] = [
          targets={"small": T(s=0.5, x_floor=1.7, mb=150), "large": T(s=1)}),
     # kb verify (issue 3): the pre-commit hook's check and the CI range check.
     Case("verify-staged-1", lambda c: c.kb + ["verify", "--staged"],
-         "kb verify --staged with one changed experiment staged (the pre-commit hook)",
-         ok_codes=KB_OK, before_each=stage_one_experiment, teardown=reset_worktree,
-         needs_kb=True,
+         "kb verify --staged, one experiment changed (a new change each run; HEAD checked before)",
+         ok_codes=KB_OK, setup=verify_head, before_each=stage_one_experiment,
+         teardown=reset_worktree, needs_kb=True,
          targets={"small": T(s=0.5, x_floor=1.7, mb=150), "large": T(s=1)}),
     Case("verify-range-20", lambda c: c.kb + ["verify", "--range", f"{c.base_commit}..HEAD"],
          "kb verify --range over 20 commits (20 experiments, 5 tree.md changes)",

@@ -26,7 +26,6 @@ ObjectKind = Literal[
     "record",
 ]
 
-from kb.vocab import KIND_PLURALS  # noqa: E402  (re-exported)
 
 
 class _Frozen(BaseModel):

@@ -4,13 +4,11 @@ on valid input. Real repositories; `kb verify` run in-process."""
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, commit_all, git_init, write_files
+from conftest import EXAMPLES, commit_all, git_init
 from test_verify_support import (
-    E001,
     TREE,
     codes,
     experiment,

@@ -3,13 +3,12 @@ rebase, a push to a local bare remote, and the DASHBOARD.md merge driver."""
 
 from __future__ import annotations
 
-import os
 import stat
 from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, invoke, write_files
+from conftest import git, invoke, write_files
 from test_verify_support import TREE, experiment, fresh_dashboard, git_run, make_repo, verified
 
 EDIT_H2 = TREE.replace("Mixed precision slows", "Mixed precision speeds")

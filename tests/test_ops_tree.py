@@ -12,7 +12,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -263,6 +262,23 @@ def test_ids_are_never_reused(tree_kb: Path) -> None:
     commit_all(root, "remove H3 and H1.2 by hand")
     assert tr.add_hypothesis(root, "four").id == "H4"
     assert tr.add_hypothesis(root, "child 3", parent="H1").id == "H1.3"
+
+
+def test_history_cache_follows_head(tree_kb: Path) -> None:
+    """IDs are those of HEAD's history: after a reset the cache answers for the old
+    HEAD (an ID only an abandoned commit used is free again), and it extends itself
+    over commits made without kb."""
+    root = tree_kb
+    tr.add_hypothesis(root, "one")
+    tr.add_hypothesis(root, "two")
+    git(root, "reset", "-q", "--hard", "HEAD~1")
+    assert tr.add_hypothesis(root, "two again").id == "H2"
+    t = text(root).replace("\n## H2: two again\nStatus: 待验\nEvidence: (empty)\n", "")
+    (root / "tree.md").write_text(t, encoding="utf-8")
+    commit_all(root, "drop H2 by hand")  # a commit the cache has not seen
+    assert tr.add_hypothesis(root, "three").id == "H3"
+    cache = json.loads((root / ".kb" / "history-ids.json").read_text(encoding="utf-8"))
+    assert cache["heads"][head(root)]["ids"] == ["H1", "H2", "H3"]
 
 
 def test_child_number_is_max_plus_one(tree_kb: Path) -> None:
@@ -537,6 +553,29 @@ def test_two_concurrent_adds_get_different_ids(tree_kb: Path) -> None:
     assert git(root, "status", "--porcelain") == ""
     assert_verifies(root, "HEAD")
     assert_verifies(root, "HEAD~1")
+
+
+def test_commits_pass_through_the_installed_hooks(tree_kb: Path) -> None:
+    """kb's own commits go through the repository's hooks like any other commit."""
+    from kb_cli.main import COMMANDS
+
+    root = tree_kb
+    if "hooks" in COMMANDS:
+        assert invoke("hooks", "install", "--no-pre-push", cwd=root).code == 0
+    hook = Path(git(root, "rev-parse", "--absolute-git-dir")) / "hooks" / "pre-commit"
+    marker = root.parent / "hook-ran"
+    if not hook.exists():  # no kb hooks yet: a plain hook shows the same thing
+        hook.write_text("#!/bin/sh\nexit 0\n")
+        hook.chmod(0o755)
+    chained = hook.with_name("pre-commit.kb-chained") if "hooks" in COMMANDS else hook
+    body = hook.read_text() if chained == hook else "#!/bin/sh\n"
+    chained.write_text(body.replace("#!/bin/sh\n", f"#!/bin/sh\necho $KB_OP >> '{marker}'\n", 1))
+    chained.chmod(0o755)
+    res = subprocess.run([kb_script(), "hyp", "add", "hooked", "--json"], cwd=root,
+                         capture_output=True, env=_script_env(), timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert marker.read_text().split() == ["hyp.add"]
+    assert "## H1: hooked" in text(root) and git(root, "status", "--porcelain") == ""
 
 
 def test_library_accepts_a_path_inside_the_kb(tree_kb: Path) -> None:

@@ -278,7 +278,7 @@ def test_resolve_mode_reads_the_pre_commit_framework_variables():
         resolve_mode(staged=True, rev="HEAD", environ={})
 
 
-def test_inherited_results_equal_a_full_check(make_kb):
+def test_inherited_results_equal_a_full_check(make_kb, monkeypatch):
     """A change that leaves every object and link as it was (prose) inherits the
     stored cross-file results of its base; they must be what a full check finds."""
     import sqlite3
@@ -289,11 +289,17 @@ def test_inherited_results_equal_a_full_check(make_kb):
     root = make_repo(make_kb, files)
     assert verify_json(root, "--rev", "HEAD")[0] == 1  # stores the HEAD snapshot's results
     write_files(root, {"experiments/E001.md": (root / "experiments/E001.md").read_text(encoding="utf-8")
-                       + "\n## 执行记录\n\nran again\n",
-                       "Problems/q2.md": files["Problems/q2.md"] + "More prose.\n",
-                       "tree.md": files["tree.md"] + "\nProse at the end of the tree.\n"})
+                       + "\nran again on 2026-01-03; same numbers.\n",
+                       "Problems/q2.md": files["Problems/q2.md"].replace("State q2.", "State q2.\n\n"
+                                                                          "## 笔记\nMore prose.")})
     git(root, "add", "-A")
+    import kb.checks.verify as V
+
+    seen = []
+    real = V._neutral
+    monkeypatch.setattr(V, "_neutral", lambda *a: seen.append(real(*a)) or seen[-1])
     _, inherited = verify_json(root, "--staged")
+    assert seen == [True]
     db = sqlite3.connect(root / ".kb" / "index.sqlite")
     db.execute("DELETE FROM kb_check_kv WHERE key LIKE 'snap:%'")
     db.commit()

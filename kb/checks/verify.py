@@ -13,6 +13,12 @@ Modes:
   final snapshot (CI and pre-push; catches ``--no-verify`` commits and IDs
   allocated twice on parallel branches at their merge).
 
+``git commit --amend``: git does not tell the hook, so the staged index is
+compared with HEAD (the commit being replaced); what that commit changed was
+checked when it was made, and CI checks the amended commit against its parent.
+A merge being committed (``pre-merge-commit``, or ``git commit`` with
+``MERGE_HEAD``) accepts the ``Kb-Override:`` trailers of the merged commits.
+
 In ``staged``, ``rev`` and ``range`` a run fails on every history violation
 and on the snapshot errors the change introduces; errors already present in
 the base are listed as pre-existing without failing. Verify is read-only:
@@ -266,17 +272,20 @@ def _load_results(facts: Any, key: str) -> Optional[list[tuple[str, _D]]]:
     return out
 
 
-def _store_results(facts: Any, key: str, results: list[tuple[str, _D]], keep: Iterable[str]) -> None:
+_KEEP_SNAPSHOTS = 8
+
+
+def _store_results(facts: Any, key: str, results: list[tuple[str, _D]]) -> None:
+    """Store the results of a snapshot (the most recent few are kept)."""
     import json
 
     data = json.dumps([[o, *d] for o, d in results], ensure_ascii=False)
     try:
         with facts.db:
             facts.db.execute("INSERT OR REPLACE INTO kb_check_kv VALUES (?, ?)", (key, data))
-            kept = [key, *keep]
-            marks = ",".join("?" * len(kept))
-            facts.db.execute(f"DELETE FROM kb_check_kv WHERE key LIKE 'snap:%' AND key NOT IN ({marks})",
-                             kept)
+            facts.db.execute(
+                "DELETE FROM kb_check_kv WHERE key LIKE 'snap:%' AND rowid NOT IN (SELECT rowid "
+                f"FROM kb_check_kv WHERE key LIKE 'snap:%' ORDER BY rowid DESC LIMIT {_KEEP_SNAPSHOTS})")
     except sqlite3.Error:
         pass
 
@@ -337,7 +346,7 @@ def _raw_snapshot(facts: Any, base: Optional[Any]) -> list[tuple[str, _D]]:
             out.extend(("x", _D.of(d)) for d in rule.func(facts))
     for rule in volatile:
         out.extend(("v", _D.of(d)) for d in rule.func(facts))
-    _store_results(facts, key, out, [_snap_key(base)] if base is not None else [])
+    _store_results(facts, key, out)
     return out
 
 
@@ -700,7 +709,7 @@ def verify_worktree(start: Path, kb_path: Optional[Path] = None,
         overrides = parse_overrides(env.get("KB_OVERRIDE", ""))
         change = Change(base_f, new_f, "worktree", changes, overrides)
         report.findings += _config_findings(k)
-        report.findings += _check_snapshots(k, new_f, None, strict=False)
+        report.findings += _check_snapshots(k, new_f, base_f, strict=False)
         report.findings += _history(change, k, None)
     if head is None:
         report.notes.append("HEAD has no commit yet: history is empty")

@@ -16,11 +16,13 @@ dashboard in its own transaction (:func:`stage_dashboard`);
 
 from __future__ import annotations
 
-from typing import Any, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
 from kb import git
-from kb.model import Experiment, Hypothesis
 from kb.repo import KnowledgeBase, Snapshot
+
+if TYPE_CHECKING:  # annotations only: `kb dashboard --check` builds no pydantic model
+    from kb.model import Experiment, Hypothesis
 
 __all__ = ["dashboard_text", "is_stale", "refresh_dashboard", "stage_dashboard",
            "DashboardCheck"]
@@ -169,8 +171,9 @@ class DashboardCheck:
         return self.stale
 
 
-def _inputs_from(k: KnowledgeBase, source: Any) -> tuple[list[Hypothesis], list[Experiment], bytes | None]:
-    """(hypotheses, experiments, dashboard bytes) of a Snapshot, or of the working tree."""
+def _inputs_from(k: KnowledgeBase, source: Any) -> tuple[list[Any], list[Any], bytes | None,
+                                                          dict[str, Any] | None]:
+    """(hypotheses, experiments, dashboard bytes, its index meta) of a Snapshot or the working tree."""
     from kb.index import Index
 
     tree_rel, dash_rel = k.config.paths["tree"], k.config.paths["dashboard"]
@@ -190,15 +193,17 @@ def _inputs_from(k: KnowledgeBase, source: Any) -> tuple[list[Hypothesis], list[
                     exps += [ExperimentView(i, d) for _, i, _ln, _st, _t, d
                              in idx.extract("experiment", ("date",), path, blob)]
             existing = snap.read([dash_rel]).get(dash_rel) if dash_rel in files else None
-            return hyps, exps, existing
+            meta = idx.parse_meta(dash_rel, files[dash_rel]) if dash_rel in files else None
+            return hyps, exps, existing, meta
         idx.refresh()
         hyps = _hypotheses(_current_nodes(k, idx))
         exps = _experiments(idx)
-    try:
-        existing = (k.root / dash_rel).read_bytes()
-    except OSError:
-        existing = None
-    return hyps, exps, existing
+        try:
+            existing = (k.root / dash_rel).read_bytes()
+        except OSError:
+            existing = None
+        meta = idx.parse_meta(dash_rel, git.blob_id(existing)) if existing is not None else None
+    return hyps, exps, existing, meta
 
 
 def is_stale(kb: Any = None, source: Any = None) -> DashboardCheck:
@@ -208,19 +213,18 @@ def is_stale(kb: Any = None, source: Any = None) -> DashboardCheck:
     commit) or None for the working tree.
     """
     from kb.ops.tree import resolve_kb
-    from kb.text import DecodeError, decode
+
+    from kb.render.dashboard import render_dashboard
 
     k = resolve_kb(kb)
-    hyps, exps, existing = _inputs_from(k, source)
-    expected = dashboard_text(k, hyps, exps, existing)
+    hyps, exps, existing, meta = _inputs_from(k, source)
+    steps, newline, _ = _carried(k, existing, meta)
+    expected = render_dashboard(hyps, exps, steps, k.config.locale, newline)
     rel = k.config.paths["dashboard"]
     if existing is None:
         return DashboardCheck(rel, True, expected, False)
-    try:
-        text, _ = decode(existing, rel)
-    except DecodeError:
-        return DashboardCheck(rel, True, expected, True)
-    return DashboardCheck(rel, text != expected, expected, True)
+    have = existing[3:] if existing.startswith(b"\xef\xbb\xbf") else existing
+    return DashboardCheck(rel, have != expected.encode("utf-8"), expected, True)
 
 
 def refresh_dashboard(kb: Any = None, *, no_commit: bool = False, owner: str | None = None,

@@ -49,17 +49,18 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple
 
 from kb import git
 from kb.errors import RefusedError, UsageError
-from kb.model import Diagnostic, Hypothesis
 from kb.ops.transaction import FormatGuardError, Transaction, TxResult
 from kb.repo import KnowledgeBase, open_kb
 from kb.vocab import HYPOTHESIS_MOVES, HYPOTHESIS_STATUS, is_legal_move
 
+if TYPE_CHECKING:  # pydantic is imported only when something is parsed or built
+    from kb.model import Diagnostic, Hypothesis
+
 OnWait = Callable[[str], None]
-KbLike = "KnowledgeBase | str | Path | None"
 
 __all__ = [
     "OpResult", "add_hypothesis", "set_status", "edit_statement", "add_evidence",
@@ -678,6 +679,7 @@ def add_hypothesis(kb: Any, statement: str, parent: str | None = None, *, no_com
         if 1 + depth > MAX_LEVEL:
             raise RefusedError(f"{hid} would need a level-{1 + depth} heading; Markdown headings stop "
                                f"at ######, so {ph.id if ph else hid} cannot have children")
+        from kb.model import Hypothesis
         from kb.render.tree import hypothesis_block
 
         node = Hypothesis(id=hid, path=tree.rel, line=0, statement=statement, status="待验",
