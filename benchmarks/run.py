@@ -281,11 +281,18 @@ def first_untested_top(c: Ctx) -> str:
 
 
 def first_running_experiment(c: Ctx) -> str:
-    """An experiment of the corpus without a result yet (kb exp result fills it)."""
+    """An experiment without a result yet whose hypothesis is 进行中, so that
+    kb exp result --conclusion 支持 changes tree.md too (-> 被支持)."""
+    import re
+
+    tree = (c.corpus / "tree.md").read_text(encoding="utf-8")
+    status = dict(re.findall(r"^#+ (H[\d.]+): .*\nStatus: (\S+)", tree, re.MULTILINE))
     for p in sorted((c.corpus / "experiments").glob("E*.md")):
         body = p.read_text(encoding="utf-8")
         if "**Status**: 进行中" in body and "[待实验完成后填写]" in body:
-            return p.stem
+            m = re.search(r"^# E\d+: (\S+)", body, re.MULTILINE)
+            if m and status.get(m.group(1)) == "进行中":
+                return p.stem
     return "E0001"
 
 

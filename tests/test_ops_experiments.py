@@ -76,6 +76,22 @@ def test_log_fills_the_placeholder_then_appends(one_hyp: Path) -> None:
     assert_verifies(root)
 
 
+def test_headings_inside_code_are_not_sections(one_hyp: Path) -> None:
+    root = one_hyp
+    ex.new_experiment(root, "H1", "run")
+    p = root / "experiments/E001.md"
+    p.write_text(p.read_text(encoding="utf-8").replace(
+        "## 执行记录\n\n[待补充]\n", "## 执行记录\n\n```text\n## 结果\n[待实验完成后填写]\n```\n"),
+        encoding="utf-8")
+    commit_all(root, "a fenced log")
+    ex.record_result(root, "E001", "d", "支持", "r")
+    body = p.read_text(encoding="utf-8")
+    assert "```text\n## 结果\n[待实验完成后填写]\n```\n\n## 结果\n\n**数据**: d\n" in body
+    ex.log(root, "E001", "after")
+    assert "[待实验完成后填写]\n```\n\nafter\n\n## 结果" in p.read_text(encoding="utf-8")
+    assert_verifies(root)
+
+
 def test_update_design_fields_in_either_language(one_hyp: Path) -> None:
     root = one_hyp
     ex.new_experiment(root, "H1", "run", goal="Know the read rate")

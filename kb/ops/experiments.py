@@ -106,7 +106,7 @@ class ExpEdit:
                        [d for d in idx.diagnostics_of(self.rel, self.old_blob) if d.severity == "error"])
         s.tx.known_errors[self.old_blob] = []
         self.doc = Document.from_bytes(data, self.rel)
-        src = SourceText(path=self.rel, text="", lines=list(self.doc.lines))
+        src = SourceText.from_text("\n".join(self.doc.lines) + "\n", self.rel)
         # (name, 1-based heading line) of every `## ` section outside code
         self.sections: list[tuple[str, int]] = []
         for i, ln in enumerate(self.doc.lines):
@@ -116,7 +116,7 @@ class ExpEdit:
 
     def section(self, name: str) -> tuple[int, int] | None:
         """``(heading line, end)``: the section's body is lines ``(heading, end)`` (1-based, end exclusive)."""
-        for k, (n, ln) in enumerate(self.sections):
+        for n, ln in self.sections:
             if n == name:
                 end = len(self.doc.lines) + 1
                 for j in range(ln, len(self.doc.lines)):
@@ -136,7 +136,9 @@ class ExpEdit:
         return last
 
     def placeholders(self, head: int, end: int) -> list[int]:
-        return [n for n in range(head + 1, end) if _PLACEHOLDER.match(self.doc.lines[n - 1])]
+        """Lines of a section body that are a ``[待…]`` placeholder (outside code)."""
+        return [n for n in range(head + 1, end)
+                if _PLACEHOLDER.match(self.doc.lines[n - 1]) and not self._masked.is_masked(n - 1)]
 
     def write_into(self, name: str, lines: list[str], before: tuple[str, ...] = ()) -> str:
         """Put ``lines`` into section ``name``: over its placeholder(s), else after its text.
