@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any
+
+# The kb process loads no pydantic plugins: scanning installed distributions
+# for them costs ~10 ms on every command that parses (library users keep theirs).
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 import click
 
@@ -91,8 +96,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _debug() -> bool:
-    import os
-
     return bool(os.environ.get("KB_DEBUG"))
 
 

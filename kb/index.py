@@ -434,20 +434,11 @@ def _rows(cfg: Any, items: list[tuple[str, str, str | None, bytes]]) -> Rows:
     """Parse (path, blob, fmt, bytes) items into table rows (in a worker or not)."""
     from kb.parse import parse_file
 
-    rows_p, rows_o, rows_l, rows_d = [], [], [], []
+    out: Rows = ([], [], [], [])
     for p, blob, fmt, data in items:
-        res = parse_file(p, data, cfg, fmt)
-        rows_p.append((p, blob, res.kind, json.dumps(res.meta, ensure_ascii=False, default=str)))
-        for obj in res.objects:
-            # Entry bodies stay in the files: the index keeps what is queried.
-            data_json = obj.model_dump_json(exclude=_ENTRY_TEXT if "entries" in obj.__dict__ else None)
-            rows_o.append((p, blob, obj.id, obj.kind, obj.status, obj.title, obj.line, data_json))
-            for src, dst, kind in links_of(obj):
-                rows_l.append((p, blob, src, dst, kind))
-        for d in res.diagnostics:
-            rows_d.append((p, blob, d.line, d.col, d.code, d.severity, d.message,
-                           d.fix.model_dump_json() if d.fix else None))
-    return rows_p, rows_o, rows_l, rows_d
+        for table, rows in zip(out, _result_rows(p, blob, parse_file(p, data, cfg, fmt))):
+            table.extend(rows)
+    return out
 
 
 def _worker_disk(args: tuple[str, list[str]]) -> Rows:

@@ -34,7 +34,7 @@ class _Frozen(BaseModel):
     validation would cost a tenth of a cold index); tests validate the same
     objects through ``model_validate`` to keep them honest."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Fix(_Frozen):

@@ -414,75 +414,11 @@ def _index_lock(gp: _GitPaths, wait: float = 0.5) -> None:
             "— nothing was changed")
 
 
-class _Flock:
-    """An exclusive ``flock`` on a file: the same lock filelock's UnixFileLock takes
-    (so it excludes a :class:`kb.ops.transaction.Transaction`), without importing
-    filelock (~70 ms, a large part of a release's run time)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.fd: int | None = None
-
-    def acquire(self, timeout: float) -> bool:
-        import fcntl
-
-        deadline = time.monotonic() + timeout
-        delay = 0.001
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                if time.monotonic() >= deadline:
-                    os.close(fd)
-                    return False
-                time.sleep(delay)
-                delay = min(delay * 1.5, 0.02)
-                continue
-            if os.fstat(fd).st_nlink == 0:  # the file was unlinked while we waited: reopen
-                os.close(fd)
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-                continue
-            self.fd = fd
-            return True
-
-    def release(self) -> None:
-        import fcntl
-
-        if self.fd is not None:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
-            os.close(self.fd)
-            self.fd = None
-
-
 def _machine_lock(gp: _GitPaths, timeout: float = 120.0) -> Any:
     """kb's write lock in git's common directory (the one every write transaction takes)."""
-    from kb.ops.transaction import LOCK_NAME, _Lock
+    from kb.ops.transaction import acquire_write_lock
 
-    lk = _Lock(path=gp.common_dir / LOCK_NAME, info=gp.common_dir / (LOCK_NAME + ".info"))
-    try:
-        import fcntl  # noqa: F401  (POSIX)
-
-        fl: Any = _Flock(lk.path)
-        ok = fl.acquire(timeout)
-    except ImportError:  # pragma: no cover - Windows
-        from filelock import FileLock, Timeout
-
-        fl = FileLock(str(lk.path))
-        try:
-            fl.acquire(timeout=timeout)
-            ok = True
-        except Timeout:
-            ok = False
-    if not ok:
-        raise RefusedError(f"timed out after {timeout:.0f}s waiting for the kb write lock "
-                           f"{lk.path}")
-    lk.lock = fl
-    try:
-        lk.info.write_text(f"pid {os.getpid()} (lock.release)\n", encoding="utf-8")
-    except OSError:
-        pass
-    return lk
+    return acquire_write_lock(gp.common_dir, "lock.release", None, timeout)
 
 
 def _head_entries(top: Path, head: str | None, paths: list[str]) -> dict[str, tuple[str, str]]:

@@ -78,9 +78,19 @@ class _Lock:
 
 def _acquire(kb: KnowledgeBase, op: str, on_wait: Callable[[str], None] | None,
              timeout: float) -> _Lock:
+    return acquire_write_lock(git.common_dir(kb.top), op, on_wait, timeout)
+
+
+def acquire_write_lock(common: Path, op: str, on_wait: Callable[[str], None] | None = None,
+                       timeout: float = 120.0) -> _Lock:
+    """Take kb's machine-wide write lock in git's common directory ``common``.
+
+    Every writer (transactions, lock release) serialises on it. ``on_wait``
+    is told once who holds it when it is busy. Raises RefusedError after
+    ``timeout`` seconds.
+    """
     from filelock import FileLock, Timeout
 
-    common = git.common_dir(kb.top)
     lk = _Lock(path=common / LOCK_NAME, info=common / (LOCK_NAME + ".info"))
     fl = FileLock(str(lk.path))
     try:
