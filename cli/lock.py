@@ -203,5 +203,5 @@ def prune_cmd(remote: str | None, as_json: bool, kb_path: str | None) -> int:
     for lk in done:
         click.echo(f"pruned {lk.path or '[project]'} ({lk.owner})")
     if not done:
-        err("kb: no expired locks")
+        err("no expired locks")
     return 0

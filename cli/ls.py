@@ -44,13 +44,15 @@ HEADERS = {
 
 
 @click.command("ls")
-@click.argument("kind", required=False, type=click.Choice(KINDS))
+@click.argument("kind", required=False, metavar="[KIND]", type=click.Choice(KINDS))
 @click.option("--status", help="Only objects with this status (either language for hypotheses).")
 @json_option
 @kb_option
 def command(kind: str | None, status: str | None, as_json: bool, kb_path: str | None) -> int:
-    """List objects: hypotheses with status and statement, problems by priority
-    (never last), propositions with probability, … (all kinds when KIND is omitted)."""
+    """List objects of KIND (hypotheses, experiments, problems, propositions,
+    methods, verified, directions, records; all kinds when omitted): hypotheses
+    with status and statement, problems by priority (never last), propositions
+    with probability."""
     from kb.api import list_objects
 
     k, rows = list_objects(kind, status, kb_path)

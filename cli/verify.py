@@ -101,18 +101,24 @@ def command(staged: bool, rev: Optional[str], range_: Optional[str], fix: bool, 
     if fix:
         from kb.checks.fix import apply_fixes, regenerate_dashboard
 
-        res = apply_fixes(report.findings)
-        regenerated = 0
-        for root in sorted({f.kb_root for f in report.findings if f.code == "KB240" and f.kb_root}):
-            if regenerate_dashboard(Path(root)):
-                regenerated += 1
-        if res.applied or regenerated:
+        applied, skipped, regenerated, files = 0, 0, 0, set()
+        # A fix can reveal another (a repaired heading exposes its bold anchor):
+        # fix, re-check, until nothing more applies (a few passes at most).
+        for _pass in range(5):
+            res = apply_fixes(report.findings)
+            regen = sum(1 for root in sorted({f.kb_root for f in report.findings
+                                              if f.code == "KB240" and f.kb_root})
+                        if regenerate_dashboard(Path(root)))
+            applied, skipped, regenerated = applied + res.applied, skipped + res.skipped, regenerated + regen
+            files |= set(res.files)
+            if not (res.applied or regen):
+                break
             report = run(mode, Path.cwd(), kb_dir)
-        msg = f"kb verify --fix: applied {res.applied} fix(es) in {len(res.files)} file(s)"
+        msg = f"kb verify --fix: applied {applied} fix(es) in {len(files)} file(s)"
         if regenerated:
             msg += f", regenerated {regenerated} DASHBOARD.md"
-        if res.skipped:
-            msg += f" ({res.skipped} skipped: the line had changed)"
+        if skipped:
+            msg += f" ({skipped} skipped: the line had changed)"
         err(msg)
     findings = sort_findings(report.findings)
     if fmt == "json":

@@ -103,29 +103,48 @@ def load_config(root: Path) -> Config:
     """Read ``root/kb.toml``. Raises ConfigError for unreadable TOML or a wrong type."""
     path = root / "kb.toml"
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"kb.toml is not valid TOML: {exc}") from None
-    return config_from_dict(root, data)
+    return config_from_dict(root, data, text)
 
 
-def config_from_dict(root: Path, data: dict[str, Any]) -> Config:
-    """Build a :class:`Config` from parsed TOML (see :func:`load_config`)."""
+def _line_of(text: str, section: str, key: str | None) -> int:
+    """1-based line of ``[section]`` (or of ``key`` inside it) in kb.toml; 0 if not found."""
+    in_section = False
+    for i, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if line.startswith("["):
+            in_section = line.strip("[] ") == section
+            if in_section and key is None:
+                return i
+            continue
+        if in_section and key is not None and re.match(rf'["\']?{re.escape(key)}["\']?\s*=', line):
+            return i
+    return 0
+
+
+def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config:
+    """Build a :class:`Config` from parsed TOML (see :func:`load_config`).
+
+    ``text`` is the file's text, used only to give warnings their line numbers.
+    """
     warnings: list[Diagnostic] = []
     for section, body in data.items():
         if section == "registry":
             continue
         if section not in _SCHEMA:
-            warnings.append(_unknown(f"[{section}]"))
+            warnings.append(_unknown(f"[{section}]", _line_of(text, section, None)))
             continue
         if not isinstance(body, dict):
             raise ConfigError(f"kb.toml: [{section}] must be a table")
         for key, value in body.items():
             want = _SCHEMA[section].get(key)
             if want is None:
-                warnings.append(_unknown(f"{section}.{key}"))
+                warnings.append(_unknown(f"{section}.{key}", _line_of(text, section, key)))
             elif not isinstance(value, want) or isinstance(value, bool) and want is not bool:
                 raise ConfigError(
                     f"kb.toml: {section}.{key} must be {_tname(want)}, not {type(value).__name__}"
@@ -178,10 +197,10 @@ def config_from_dict(root: Path, data: dict[str, Any]) -> Config:
     )
 
 
-def _unknown(key: str) -> Diagnostic:
+def _unknown(key: str, line: int = 0) -> Diagnostic:
     from kb.model import Diagnostic  # pydantic only when there is something to say
 
-    return Diagnostic(path="kb.toml", line=0, code="KB001", severity="warning",
+    return Diagnostic(path="kb.toml", line=line, code="KB001", severity="warning",
                       message=f"unknown key {key} in kb.toml (ignored)")
 
 

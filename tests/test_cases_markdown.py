@@ -217,3 +217,15 @@ def test_frontmatter_shifts_every_line_exactly(case_bytes, case, prefix):
         (h.id, h.line, h.status, h.evidence) for h in shifted.objects]
     assert sorted((d.code, d.line + shift, d.col) for d in plain.diagnostics) == sorted(
         (d.code, d.line, d.col) for d in shifted.diagnostics)
+
+
+def test_heading_without_space_and_lookalike_id_is_not_a_heading_error():
+    """##H3b: x — a declaration meant with an ID outside the grammar and no space
+    after the hashes: KB113 (error, fixable), never silently skipped."""
+    from kb.config import config_from_dict
+    from kb.parse import parse_file
+
+    cfg = config_from_dict(Path("."), {"kb": {}})
+    res = parse_file("tree.md", "# Hypothesis Tree\n\n##H3b: x\nStatus: 待验\n".encode(), cfg)
+    assert [(d.code, d.line, d.severity) for d in res.diagnostics if d.code == "KB113"] == [
+        ("KB113", 3, "error")]

@@ -370,3 +370,14 @@ def test_nested_repo_git_init_not_rerun(tmp_path, run_kb):
     r = run_kb("init", "--json", cwd=repo)
     assert r.code == 0 and r.json()["git_initialised"] is False
     assert marker.read_text() == "keep me\n"
+
+
+def test_unknown_kb_toml_key_is_a_warning_with_its_line(make_kb, run_kb):
+    """[kb]
+    locale = "zh"
+    colour = 1   <- line 3: KB001 warning naming kb.colour, exit 0"""
+    root = make_kb({"tree.md": "# Hypothesis Tree\n"},
+                   config='[kb]\nlocale = "zh"\ncolour = 1\n')
+    r = run_kb("index", cwd=root)
+    assert r.code == 0
+    assert "kb.toml:3:1: KB001" in r.stdout and "kb.colour" in r.stdout

@@ -139,3 +139,13 @@ def test_console_script_whole_process(tree_kb: Path) -> None:
     assert r.code == 0, r.stderr
     assert json.loads(r.stdout)["id"] == "H1"
     assert "## H1: through the installed script" in text(tree_kb)
+
+
+def test_owner_with_a_newline_is_refused_before_anything_is_written(tree_kb):
+    """kb hyp add x --owner $'a\\nb': a one-line usage error, nothing written."""
+    head = git(tree_kb, "rev-parse", "HEAD")
+    before = (tree_kb / "tree.md").read_bytes()
+    r = invoke("hyp", "add", "x", "--owner", "a\nb", cwd=tree_kb)
+    assert r.code == 2 and "newline" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert git(tree_kb, "rev-parse", "HEAD") == head
+    assert (tree_kb / "tree.md").read_bytes() == before

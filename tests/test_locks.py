@@ -455,3 +455,22 @@ def test_write_command_of_another_issue_refuses_a_locked_target(make_kb, monkeyp
     assert r.code == 0, r.stderr
     st = kb_(root, "lock", "status", "--json").json()["locks"][0]
     assert st["modified_since_claim"] is True and st["notes"] == []   # committed, not pending
+
+
+def test_release_of_the_tree_carries_the_refreshed_dashboard(tree_kb):
+    """kb hyp add --no-commit under a lock on tree.md, then kb lock release tree.md:
+    the release commit holds DASHBOARD.md too, so HEAD verifies clean (no stale KB240)."""
+    root = tree_kb
+
+    def run(*args: str):
+        return invoke(*args, cwd=root)
+    assert run("lock", "claim", "tree.md", "--owner", "agent-7").code == 0
+    assert run("hyp", "add", "Released with its dashboard", "--owner", "agent-7",
+               "--no-commit").code == 0
+    r = run("lock", "release", "tree.md", "--owner", "agent-7", "-m", "add H2")
+    assert r.code == 0, r.stderr
+    files = git(root, "show", "--name-only", "--format=", "HEAD").split()
+    assert sorted(files) == ["DASHBOARD.md", "tree.md"]
+    assert git(root, "status", "--porcelain") == ""
+    v = run("verify", "--rev", "HEAD")
+    assert v.code == 0 and "KB240" not in v.stdout + v.stderr

@@ -57,3 +57,16 @@ def test_templates_and_hooks_ship_in_the_package():
 
     assert "@BASE@" in template("github-workflow.yml")
     assert (hooks_dir() / "kb-hook.sh").is_file()
+
+
+def test_fix_repairs_what_a_first_fix_reveals_in_one_run(make_kb):
+    """##H3: Broken heading
+    **Status**: 待验
+    — the heading fix exposes the bold anchor; one `kb verify --fix` repairs both."""
+    tree = ("# Hypothesis Tree\n\n## H1: First\nStatus: 待验\nEvidence: (empty)\n\n"
+            "##H2: Broken heading\n**Status**: 待验\nEvidence: (empty)\n")
+    root = make_kb({"tree.md": tree}, commit=True)
+    r = invoke("verify", "--fix", cwd=root)
+    text = (root / "tree.md").read_text(encoding="utf-8")
+    assert "## H2: Broken heading\nStatus: 待验\n" in text
+    assert "KB111" not in r.stdout and "KB113" not in r.stdout

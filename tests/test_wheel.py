@@ -40,6 +40,16 @@ def _run(args, cwd, env=None, timeout=300):
     return proc.stdout
 
 
+def _modern_setuptools() -> bool:
+    """True when the running environment can build the wheel offline (bdist_wheel built in)."""
+    if importlib.util.find_spec("setuptools") is None:
+        return False
+    from importlib.metadata import version
+
+    major, minor = (int(x) for x in version("setuptools").split(".")[:2])
+    return (major, minor) >= (70, 1)
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     """Build the wheel from a copy of the sources and install it into a new venv.
@@ -57,7 +67,7 @@ def installed(tmp_path_factory):
         elif p.is_file():
             shutil.copy2(p, src / name)
     dist = work / "dist"
-    isolation = [] if importlib.util.find_spec("setuptools") is None else ["--no-build-isolation"]
+    isolation = ["--no-build-isolation"] if _modern_setuptools() else []
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "-q", "-w", str(dist),
           str(src)], cwd=work)
     [wheel] = list(dist.glob("kb_research-*.whl"))

@@ -93,7 +93,7 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "write a number in [0,1]"),
     _r("KB125", "error", "snapshot", "parse", "'优先级' is not an integer or 'never'",
        "write an integer or never"),
-    _r("KB130", "error", "snapshot", "parse", "experiment title line missing or malformed",
+    _r("KB130", "warning", "snapshot", "parse", "experiment title line missing or malformed",
        "write '# Exxx: <hypothesis ID> - <action>' as the first heading"),
     _r("KB131", "error", "snapshot", "parse", "experiment **Date** is not YYYY-MM-DD",
        "write the date as YYYY-MM-DD"),

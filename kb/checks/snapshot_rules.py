@@ -79,7 +79,7 @@ def id_grammar(f: FileFacts) -> list:
             else:
                 hint = " (numbers start at 1)"
         out.append(diag(h.path, h.line, "KB201",
-                        f"{h.id} does not match the ID grammar {grammar!r}{hint}; IDs are "
+                        f"{h.id} does not match the ID grammar `{grammar}`{hint}; IDs are "
                         "H<n>(.<n>)* with n >= 1 and no leading zeros, or set [kb] id_grammar "
                         "in kb.toml"))
     return out

@@ -33,7 +33,8 @@ from typing import Any
 from kb import git
 from kb.errors import GitError, RefusedError, UsageError
 from kb.locks import (
-    LOCKS_NS, PROJECT_REF, Lock, LockHeld, LockLost, NotLocked, Settings, check_remote, clock,
+    LOCKS_NS, PROJECT_REF, Lock, LockHeld, LockLost, NotLocked, Settings, blocking_locks,
+    check_remote, clock,
     crash_point, fetch_locks, iso, lock_message, lock_ref, make_lock_commit, parse_duration,
     push, read_locks, ref_transaction, repo_paths, resolve_owner, validate_text, worktree_blob,
 )
@@ -471,6 +472,22 @@ def _run_pre_commit(top: Path, hook: Path, env: dict[str, str]) -> None:
                        f"the lock is still yours):\n{text}")
 
 
+def _derived_paths(kb: KnowledgeBase, paths: list[str], owner: str, s: Any, now: int) -> list[str]:
+    """Generated files that must travel with ``paths``: the KB's DASHBOARD.md when a
+    released path is its tree or an experiment (kb's write commands refresh the
+    dashboard with them) and it is not locked by someone else. Without it a
+    release would commit a tree whose committed dashboard is stale."""
+    cfg = kb.config.paths
+    tree = kb.repo_path(cfg["tree"])
+    exps = kb.repo_path(cfg["experiments"].strip("/")) + "/"
+    dash = kb.repo_path(cfg["dashboard"])
+    if dash in paths or not any(p == tree or p.startswith(exps) for p in paths):
+        return []
+    if blocking_locks(kb.top, [dash], owner, s, now):
+        return []
+    return [dash]  # unchanged content simply drops out of the commit
+
+
 def _build_commit(kb: KnowledgeBase, paths: list[str], head: str | None, owner: str,
                   message: str | None, lock_commits: list[str], hook: Path | None,
                   ) -> tuple[str | None, list[str], str]:
@@ -654,6 +671,7 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
                     raise LockHeld(f"{t.path} is locked by {lk.describe(now, s.grace)}, not by "
                                    f"{owner}; only the holder releases — nothing was changed", lk)
             rps = [t.path for t in tg if t.path]
+            rps += _derived_paths(kb, rps, owner, s, now)
             lock_commits = [locks[t.ref].commit for t in tg]
             head = git.rev_parse("HEAD", top)
             commit, changed, entries = _build_commit(kb, rps, head, owner, message, lock_commits,

@@ -263,6 +263,10 @@ class Transaction:
 
     # -- context --------------------------------------------------------------
     def __enter__(self) -> "Transaction":
+        if self.owner is not None:
+            from kb.locks import validate_owner
+
+            self.owner = validate_owner(self.owner)  # one line, no control characters
         self._lock = _acquire(self.kb, self.op, self.on_wait, self.lock_timeout)
         try:
             self.recovered = recover(self.kb)

@@ -126,7 +126,8 @@ def _parse(src: SourceText, fmt: str, config: Config) -> ParseResult:
     if fmt == "tree":
         from kb.parse.tree import parse_tree
 
-        objects, d = parse_tree(src, config.recognise_grammar, config.heading_separators, fm)
+        objects, d = parse_tree(src, config.recognise_grammar, config.heading_separators, fm,
+                                grammar_label=config.id_grammar)
         for ln in src.lines[src.body_start:]:
             if ln.startswith("# "):
                 meta["title"] = ln[2:].strip()

@@ -51,7 +51,7 @@ def parse_experiment(src: SourceText) -> tuple[list[Experiment], list[Diagnostic
             title_line = i + 1
             if m is None:
                 diags.append(Diagnostic(
-                    path=path, line=i + 1, code="KB130", severity="error",
+                    path=path, line=i + 1, code="KB130", severity="warning",
                     message="experiment title must read '# Exxx: <hypothesis ID> - <action>'"))
                 continue
             if m.group("colon") == "：":
@@ -97,7 +97,7 @@ def parse_experiment(src: SourceText) -> tuple[list[Experiment], list[Diagnostic
         first = next((k for k in range(src.body_start, len(lines)) if lines[k].strip()),
                      src.body_start)
         diags.append(Diagnostic(
-            path=path, line=first + 1, code="KB130", severity="error",
+            path=path, line=first + 1, code="KB130", severity="warning",
             message="experiment has no title line '# Exxx: <hypothesis ID> - <action>'"))
     date = anchors.get("Date")
     if date is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):

@@ -54,10 +54,12 @@ def parse_tree(
     grammar: str,
     separators: tuple[str, ...] = (":", "："),
     frontmatter: dict[str, Any] | None = None,
+    grammar_label: str | None = None,
 ) -> tuple[list[Hypothesis], list[Diagnostic]]:
     """Parse the declarations of a hypothesis tree.
 
-    ``grammar`` is the ID regex used to recognise declarations. Returns the
+    ``grammar`` is the ID regex used to recognise declarations;
+    ``grammar_label`` the one to name in messages (the KB's configured grammar). Returns the
     hypotheses in file order and the parse diagnostics (KB110 full-width
     colon, KB111 bold anchor, KB112 repeated anchor, KB113 not a heading,
     KB114 setext trap, KB115 missing Status, KB116 headings that look like
@@ -130,7 +132,8 @@ def parse_tree(
         diags.append(Diagnostic(
             path=path, line=lookalikes[0][0], code="KB116", severity="warning",
             message=f"{len(lookalikes)} heading(s) look like declarations but do not match the "
-            f"ID grammar {grammar!r} with separator {' or '.join(repr(s) for s in separators)} ({first}); they are not read — "
+            f"ID grammar `{grammar_label or grammar}` with separator "
+            f"{' or '.join(repr(s) for s in separators)} ({first}); they are not read — "
             "set [kb] id_grammar / heading_separators in kb.toml if they are hypotheses"))
 
     return _finish(src, found, heading_levels, frontmatter or {}, diags), diags
@@ -144,10 +147,10 @@ def _looks_like_anchor(line: str) -> bool:
 def _not_a_heading(line: str, decl: re.Pattern[str]) -> tuple[str, str] | None:
     """A line meant as a declaration heading that Markdown does not read as one."""
     m = _NOSPACE.match(line)
-    if m and decl.match(m.group(2)):
+    if m and (decl.match(m.group(2)) or _CANDIDATE.match(m.group(2))):
         return f"{m.group(1)} {m.group(2)}", f"no space after '{m.group(1)}'"
     m = _FULLWIDTH_HASH.match(line)
-    if m and decl.match(m.group(2)):
+    if m and (decl.match(m.group(2)) or _CANDIDATE.match(m.group(2))):
         return "#" * len(m.group(1)) + " " + m.group(2), "full-width '＃' is not a heading mark"
     return None
 
