@@ -10,7 +10,6 @@ import pytest
 from conftest import EXAMPLES, commit_all, git_init
 from test_verify_support import (
     TREE,
-    codes,
     experiment,
     find,
     fresh_dashboard,

@@ -192,12 +192,12 @@ class _Card:
             return
         while body and not body[-1].strip():
             body.pop()
-        self.entries.append(Entry.model_construct(text="\n".join(body), **entry))
+        self.entries.append(Entry.build(text="\n".join(body), **entry))
 
     def _application(self, i: int, line: str) -> None:
         m = _APPLICATION.match(line)
         if m:
-            self.applications.append(Application.model_construct(
+            self.applications.append(Application.build(
                 number=int(m.group("n")), time=m.group("time"), problem=m.group("q"),
                 direction=m.group("d") or "", line=i + 1))
 
@@ -247,11 +247,12 @@ class _Card:
             "title": self.text("标题") or self.h1_title,
             "status": self.text("状态"),
             "anchors": dict(self.anchors), "anchor_lines": dict(self.anchor_lines),
+            "frontmatter": {},
         }
 
 
 def _problem(c: _Card, obj_id: str) -> KBObject:
-    return Problem.model_construct(
+    return Problem.build(
         **c.common(obj_id), priority=c.priority(), depends=c.lst("依赖"),
         depended_by=c.lst("被依赖"), source=c.text("来源"), plan=c.text("计划"),
         statement=c.statement(), entries=tuple(c.entries),
@@ -260,7 +261,7 @@ def _problem(c: _Card, obj_id: str) -> KBObject:
 
 def _proposition(c: _Card, obj_id: str) -> KBObject:
     parts = PurePosixPath(c.path).parts
-    return Proposition.model_construct(
+    return Proposition.build(
         **c.common(obj_id), category=parts[-2] if len(parts) >= 2 else "",
         probability=c.number("概率"), value=c.number("价值/关键性"), priority=c.priority(),
         depends=c.lst("依赖"), source_problem=c.text("来源问题"), statement=c.statement(),
@@ -269,7 +270,7 @@ def _proposition(c: _Card, obj_id: str) -> KBObject:
 
 
 def _method(c: _Card, obj_id: str) -> KBObject:
-    return Method.model_construct(
+    return Method.build(
         **c.common(obj_id), type=c.text("类型"), claims=c.lst("可信断言"),
         parents=c.lst("上级体系"), submethods=c.lst("子方法"), related=c.lst("相关"),
         scenario=c.text("适用场景"), applications=tuple(c.applications),
@@ -277,7 +278,7 @@ def _method(c: _Card, obj_id: str) -> KBObject:
 
 
 def _verified(c: _Card, obj_id: str) -> KBObject:
-    return VerifiedCard.model_construct(
+    return VerifiedCard.build(
         **{**c.common(obj_id), "status": c.text("结论")}, object_type=c.text("类型"),
         conclusion=c.text("结论"),
         probability=c.number("概率"), category=c.text("分类"), source=c.text("来源"),
@@ -338,9 +339,9 @@ def parse_direction(src: SourceText) -> tuple[list[KBObject], list[Diagnostic]]:
                                 message=f"header names {m.group('q')} / {m.group('d')} but the "
                                 f"file is {qid} / {did}"))
     lemmas = tuple(re.findall(r"\((p-?[^)\s]+)\)", fields.get("引理索引", "")))
-    obj = ProgressDirection.model_construct(
+    obj = ProgressDirection.build(
         id=f"{qid}/{did}", path=path, line=card.line, title=fields.get("方向", ""),
-        status=status, anchors=dict(card.anchors), anchor_lines=dict(card.anchor_lines),
+        status=status, anchors=dict(card.anchors), anchor_lines=dict(card.anchor_lines), frontmatter={},
         problem=qid, direction=did, survival=survival,
         rounds=int(rounds) if rounds.isdigit() else None, lemmas=lemmas,
     )
@@ -359,7 +360,7 @@ def parse_registry(src: SourceText, heading: str, kind: str) -> tuple[list[KBObj
         if cur is not None:
             out.append(Record(id=cur["id"], path=path, line=cur["line"], title=cur["title"],
                               status=cur["anchors"].get("状态", cur["anchors"].get("status", "")),
-                              anchors=cur["anchors"], anchor_lines=cur["lines"]))
+                              anchors=cur["anchors"], anchor_lines=cur["lines"], frontmatter={}))
 
     for i in range(src.body_start, len(lines)):
         line = lines[i]

@@ -113,10 +113,10 @@ def parse_experiment(src: SourceText) -> tuple[list[Experiment], list[Diagnostic
             "'**结论**: 支持|推翻|不确定 …' line"))
     hyp_text = anchors.get("Hypothesis", "")
     hyp_id = hyp_text.split(None, 1)[0] if hyp_text else hyp
-    exp = Experiment.model_construct(
+    exp = Experiment.build(
         id=exp_id, path=path, line=title_line or 1, title=action, status=status,
         hypothesis=hyp_id or hyp, hypothesis_text=hyp_text.split(None, 1)[1] if len(hyp_text.split(None, 1)) > 1 else "",
         action=action, date=date, conclusion=conclusion, conclusion_line=conclusion_line,
-        sections=tuple(sections), anchors=anchors, anchor_lines=anchor_lines,
+        sections=tuple(sections), anchors=anchors, anchor_lines=anchor_lines, frontmatter={},
     )
     return [exp], diags

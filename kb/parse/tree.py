@@ -249,7 +249,7 @@ def _finish(
         else:
             node_fm = {}
         parent = anchors.get("Parent")
-        out.append(Hypothesis.model_construct(
+        out.append(Hypothesis.build(
             id=node["id"],
             path=path,
             line=node["line"],
