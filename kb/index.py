@@ -481,17 +481,26 @@ def _parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Iter
 
     _WORK = (k.config, snap.files, snap.formats)
     ctx = multiprocessing.get_context("fork")
+    def tasks() -> Iterator[tuple[Any, Any]]:
+        for batch in batches:
+            if snap.kind == "worktree":
+                yield _worker_disk, (str(k.root), batch)
+            else:
+                contents = snap.read(batch)
+                yield _worker_bytes, [(p, snap.files[p], snap.formats.get(p), contents[p])
+                                      for p in batch if p in contents]
+
     try:
         with ctx.Pool(workers) as pool:
-            if snap.kind == "worktree":
-                yield from pool.imap_unordered(_worker_disk, [(str(k.root), b) for b in batches])
-            else:
-                def blobs() -> Iterator[list[tuple[str, str, str | None, bytes]]]:
-                    for batch in batches:
-                        contents = snap.read(batch)
-                        yield [(p, snap.files[p], snap.formats.get(p), contents[p])
-                               for p in batch if p in contents]
-                yield from pool.imap_unordered(_worker_bytes, blobs())
+            # A bounded window of batches in flight: results wait for the
+            # parent's inserts, so an unbounded queue would hold the whole KB.
+            window: list[Any] = []
+            for fn, arg in tasks():
+                window.append(pool.apply_async(fn, (arg,)))
+                if len(window) >= 2 * workers:
+                    yield window.pop(0).get()
+            for res in window:
+                yield res.get()
     finally:
         _WORK = None
 

@@ -246,3 +246,38 @@ def test_model_round_trip_from_index(kb_root):
     with Index(k) as idx:
         [row] = idx.get("q1")
         assert row.model() == fresh
+
+
+def test_parallel_cold_index_equals_serial(make_kb, monkeypatch):
+    """450 problem cards (over PARALLEL_MIN): the forked workers' index holds the
+    same objects, links and diagnostics as a one-process parse."""
+    import sqlite3
+
+    from kb.index import PARALLEL_MIN
+
+    n = PARALLEL_MIN + 50
+    files = {f"Problems/q{i}.md": (
+        f"# 问题｜P{i}\n- 标题: P{i}\n- ID: q{i}\n- 类型: 问题\n- 状态: 求解中\n- 优先级: {i % 7}\n"
+        f"- 依赖: [\"q{(i + 1) % n}\"]\n- 被依赖: []\n- 来源: 原始\n- 计划: x\n\n## 陈述\nS{i}\n\n"
+        f"## 解法候选\n### 解法 1｜t{i}｜概率0.5｜状态未定论\nproof\n") for i in range(n)}
+    files["Problems/bad.md"] = "# 问题｜bad\n- 优先级: soon\n"
+    root = make_kb(files, commit=True)
+
+    def dump() -> list:
+        from kb.index import Index
+        from kb.repo import open_kb
+
+        with Index(open_kb(root)) as idx:
+            idx.refresh()
+        db = sqlite3.connect(root / ".kb" / "index.sqlite")
+        out = [sorted(db.execute(f"SELECT * FROM {t}")) for t in ("objects", "links", "diagnostics")]
+        db.close()
+        return out
+
+    parallel = dump()
+    assert len(parallel[0]) == n + 1 and any(r[4] == "KB125" for r in parallel[2])
+    import shutil
+
+    shutil.rmtree(root / ".kb")
+    monkeypatch.setenv("KB_NO_PARALLEL", "1")
+    assert dump() == parallel
