@@ -169,12 +169,20 @@ class Index:
                 parsed += len(rows_p)
         return parsed
 
-    def refresh(self) -> RefreshStats:
-        """Bring the working-tree snapshot up to date (incremental)."""
+    def refresh(self, only: list[str] | None = None) -> RefreshStats:
+        """Bring the working-tree snapshot up to date (incremental).
+
+        ``only`` (KB-relative files or folders) refreshes just those paths;
+        the rest of the indexed snapshot stays as it was last indexed.
+        """
         t0 = time.perf_counter()
-        snap = worktree_snapshot(self.kb)
+        snap = worktree_snapshot(self.kb, only)
         parsed = self.ensure(snap)
         old = dict(self.db.execute("SELECT path, blob FROM files").fetchall())
+        if only is not None:
+            scope = tuple(p.rstrip("/") for p in only)
+            old = {p: b for p, b in old.items()
+                   if any(p == s or p.startswith(s + "/") for s in scope)}
         removed = [p for p in old if p not in snap.files]
         changed = [(p, b, snap.formats[p]) for p, b in snap.files.items() if old.get(p) != b]
         if removed or changed:

@@ -130,7 +130,10 @@ def _keep(kb: KnowledgeBase, repo_path: str, out: dict[str, str], fmts: dict[str
     fmts[rel] = fmt
 
 
-def _pathspec(kb: KnowledgeBase) -> list[str]:
+def _pathspec(kb: KnowledgeBase, only: list[str] | None = None) -> list[str]:
+    """``-- <pathspec>`` for the KB, or for ``only`` (KB-relative paths or folders)."""
+    if only is not None:
+        return ["--", *(f":(literal){kb.repo_path(p.rstrip('/'))}" for p in only)]
     return ["--", kb.prefix] if kb.prefix else []
 
 
@@ -168,16 +171,19 @@ def empty_snapshot(kb: KnowledgeBase) -> Snapshot:
     return Snapshot(kb=kb, kind="commit", files={}, formats={}, rev=None)
 
 
-def worktree_snapshot(kb: KnowledgeBase) -> Snapshot:
+def worktree_snapshot(kb: KnowledgeBase, only: list[str] | None = None) -> Snapshot:
     """The working tree: staged blob ids, re-hashed where git reports a change.
 
     Files that ``git diff-files`` reports as changed and untracked files kb
     reads are hashed by kb in git's blob format; deleted files drop out.
+    ``only`` limits the snapshot to these KB-relative files or folders (a
+    write command looks at the few it needs, not at the whole KB).
     """
+    spec = _pathspec(kb, only)
     # The three git calls run at once; their wall time is the longest one's.
-    cmds = [["ls-files", "-s", "-z", *_pathspec(kb)],
-            ["diff-files", "-z", "--name-only", *_pathspec(kb)],
-            ["ls-files", "-z", "--others", "--exclude-standard", *_pathspec(kb)]]
+    cmds = [["ls-files", "-s", "-z", *spec],
+            ["diff-files", "-z", "--name-only", *spec],
+            ["ls-files", "-z", "--others", "--exclude-standard", *spec]]
     procs = [git.start(c, kb.top) for c in cmds]
     staged, changed, untracked = (git.finish(p, c) for p, c in zip(procs, cmds))
     snap = staged_snapshot(kb, staged)

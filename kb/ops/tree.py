@@ -190,7 +190,9 @@ class Session:
             from kb.index import Index
 
             self.idx = Index(self.kb)
-            self.idx.refresh()
+            paths = self.kb.config.paths
+            # The tree workflow reads the tree, the experiments and the dashboard only.
+            self.idx.refresh(only=[paths["tree"], paths["experiments"], paths["dashboard"]])
         except BaseException as exc:
             if self.idx is not None:
                 self.idx.close()
