@@ -1,10 +1,9 @@
 """Races (issue 6): 8 processes on one clone, each claiming, editing and
 releasing the same file and its own file, round after round.
 
-The issue asks for 50 rounds per process; the default suite runs
-``KB_LOCK_RACE_ROUNDS`` rounds (default 8) to stay within its time budget on
-a 2-core machine — ``KB_LOCK_RACE_ROUNDS=50 pytest tests/test_locks_race.py``
-runs the full size. The shape is the same: every round, every process takes
+The issue asks for 50 rounds per process, and the suite runs 50
+(``KB_LOCK_RACE_ROUNDS`` lowers it for a quick local run; about a minute on a
+2-core machine). The shape: every round, every process takes
 the shared file and then its own file, appends ``BEGIN <owner> <round>``,
 sleeps, appends ``END <owner> <round>`` (two separate read-modify-writes,
 so two holders at once would interleave or lose lines) and releases.
@@ -21,7 +20,7 @@ from pathlib import Path
 
 from conftest import git, invoke
 
-ROUNDS = int(os.environ.get("KB_LOCK_RACE_ROUNDS", "8"))
+ROUNDS = int(os.environ.get("KB_LOCK_RACE_ROUNDS", "50"))
 WORKERS = 8
 
 #: One racing process: library calls (each a real process with its own git
