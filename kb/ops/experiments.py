@@ -31,7 +31,7 @@ from kb import git
 from kb.errors import RefusedError
 from kb.model import Experiment
 from kb.ops.tree import (OnWait, OpResult, Session, _short, evidence_status, expect_map,
-                         find_experiment, one_line, refuse_corrupt)
+                         find_experiment, one_line, read_clean)
 from kb.vocab import (CONCLUSION, EXPERIMENT_STATUS, HYPOTHESIS_MOVES, HYPOTHESIS_STATUS,
                       is_legal_move)
 
@@ -92,20 +92,8 @@ class ExpEdit:
         row = find_experiment(s, eid)
         self.id, self.rel = row.id, row.path
         self.exp: Experiment = row.model()
-        data = s.tx.read(self.rel)
-        if data is None:
-            raise RefusedError(f"{s.kb.prefix}{self.rel} does not exist")
-        self.old = data
-        self.old_blob = git.blob_id(data)
-        idx = s.idx
-        if not idx.has_parse(self.rel, self.old_blob):
-            from kb.parse import parse_file
-
-            idx.put(self.rel, self.old_blob, parse_file(self.rel, data, s.kb.config, "experiment"))
-        refuse_corrupt(self.rel, s.kb.prefix,
-                       [d for d in idx.diagnostics_of(self.rel, self.old_blob) if d.severity == "error"])
-        s.tx.known_errors[self.old_blob] = []
-        self.doc = Document.from_bytes(data, self.rel)
+        self.old, self.old_blob = read_clean(s, self.rel, "experiment")
+        self.doc = Document.from_bytes(self.old, self.rel)
         src = SourceText.from_text("\n".join(self.doc.lines) + "\n", self.rel)
         # (name, 1-based heading line) of every `## ` section outside code
         self.sections: list[tuple[str, int]] = []

@@ -231,6 +231,26 @@ class Session:
                         recovered=list(self.tx.recovered))
 
 
+def read_clean(s: Session, rel: str, fmt: str, hint: str = "") -> tuple[bytes, str]:
+    """The bytes and blob id of ``rel``, its parse in the index, refused if corrupt.
+
+    The parse is stored once (the next command and the hook reuse it); a file
+    that already has format errors is refused with the first one.
+    """
+    data = s.tx.read(rel)
+    if data is None:
+        raise RefusedError(f"{s.kb.prefix}{rel} does not exist {hint}".rstrip())
+    blob = git.blob_id(data)
+    if not s.idx.has_parse(rel, blob):
+        from kb.parse import parse_file
+
+        s.idx.put(rel, blob, parse_file(rel, data, s.kb.config, fmt))
+    refuse_corrupt(rel, s.kb.prefix,
+                   [d for d in s.idx.diagnostics_of(rel, blob) if d.severity == "error"])
+    s.tx.known_errors[blob] = []
+    return data, blob
+
+
 def refuse_corrupt(rel: str, prefix: str, errors: list[Diagnostic]) -> None:
     """Refuse to edit a file that already has format errors, naming the first."""
     if errors:
@@ -276,21 +296,9 @@ class TreeEdit:
 
     def __init__(self, s: Session) -> None:
         self.s = s
-        k = s.kb
-        self.rel = k.config.paths["tree"]
-        data = s.tx.read(self.rel)
-        if data is None:
-            raise RefusedError(f"{k.prefix}{self.rel} does not exist (`kb init` creates it)")
-        self.old = data
-        self.old_blob = git.blob_id(data)
+        self.rel = s.kb.config.paths["tree"]
+        self.old, self.old_blob = read_clean(s, self.rel, "tree", "(`kb init` creates it)")
         idx = s.idx
-        if not idx.has_parse(self.rel, self.old_blob):
-            from kb.parse import parse_file
-
-            idx.put(self.rel, self.old_blob, parse_file(self.rel, data, k.config, "tree"))
-        errors = [d for d in idx.diagnostics_of(self.rel, self.old_blob) if d.severity == "error"]
-        refuse_corrupt(self.rel, k.prefix, errors)
-        s.tx.known_errors[self.old_blob] = []
         self.meta = idx.parse_meta(self.rel, self.old_blob) or {}
         self.outline = nodes_from(idx.extract("hypothesis", _NODE_FIELDS, self.rel, self.old_blob))
         self._doc: Any = None
