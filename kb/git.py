@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
@@ -89,14 +90,19 @@ def toplevel(start: Path) -> Path | None:
     return Path(proc.stdout.decode("utf-8", "surrogateescape").strip())
 
 
+@lru_cache(maxsize=64)
 def common_dir(cwd: Path) -> Path:
-    """``git rev-parse --git-common-dir`` as an absolute path (shared by worktrees)."""
+    """``git rev-parse --git-common-dir`` as an absolute path (shared by worktrees).
+
+    Cached per folder: it cannot change while a kb process runs.
+    """
     p = Path(out(["rev-parse", "--git-common-dir"], cwd))
     return p if p.is_absolute() else (cwd / p).resolve()
 
 
+@lru_cache(maxsize=64)
 def git_dir(cwd: Path) -> Path:
-    """``git rev-parse --git-dir`` as an absolute path."""
+    """``git rev-parse --git-dir`` as an absolute path (cached per folder)."""
     p = Path(out(["rev-parse", "--git-dir"], cwd))
     return p if p.is_absolute() else (cwd / p).resolve()
 
