@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
-from kb_cli.hyp import _common, report
-from kb_cli.output import json_option, kb_option, write_options
+from kb_cli.hyp import report
+from kb_cli.output import json_option, kb_option, write_kwargs, write_options
 
 
 @click.group("exp")
@@ -30,7 +30,7 @@ def new(action: str, hid: str, goal: str | None, date: str | None, as_json: bool
     hypothesis from 待验 to 进行中."""
     from kb.ops.experiments import new_experiment
 
-    return report(new_experiment(kb_path, hid, action, goal, date=date, **_common(kw)), as_json)
+    return report(new_experiment(kb_path, hid, action, goal, date=date, **write_kwargs(kw)), as_json)
 
 
 @command.command("log")
@@ -43,7 +43,7 @@ def log(eid: str, text: str, as_json: bool, kb_path: str | None, **kw: Any) -> i
     """Append TEXT to the 执行记录 section of experiment ID."""
     from kb.ops.experiments import log as do_log
 
-    return report(do_log(kb_path, eid, text, **_common(kw)), as_json)
+    return report(do_log(kb_path, eid, text, **write_kwargs(kw)), as_json)
 
 
 @command.command("update")
@@ -59,7 +59,7 @@ def update(eid: str, text: str, section: str, as_json: bool, kb_path: str | None
     """Fill a design field (目标 / 方法 / 预期) of experiment ID with TEXT."""
     from kb.ops.experiments import update_section
 
-    return report(update_section(kb_path, eid, section, text, **_common(kw)), as_json)
+    return report(update_section(kb_path, eid, section, text, **write_kwargs(kw)), as_json)
 
 
 @command.command("result")
@@ -77,4 +77,4 @@ def result(eid: str, data: str, conclusion: str, reason: str, as_json: bool,
     hypothesis's Evidence and updates the hypothesis status."""
     from kb.ops.experiments import record_result
 
-    return report(record_result(kb_path, eid, data, conclusion, reason, **_common(kw)), as_json)
+    return report(record_result(kb_path, eid, data, conclusion, reason, **write_kwargs(kw)), as_json)

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from kb_cli.output import json_option, kb_option, print_waiting, write_options
+from kb_cli.output import json_option, kb_option, write_kwargs, write_options
 
 
 def report(res: Any, as_json: bool) -> int:
@@ -27,11 +27,6 @@ def report(res: Any, as_json: bool) -> int:
     return 0
 
 
-def _common(kw: dict[str, Any]) -> dict[str, Any]:
-    return {"no_commit": kw["no_commit"], "owner": kw["owner"], "expect": kw["expect"],
-            "on_wait": print_waiting}
-
-
 @click.group("hyp")
 def command() -> None:
     """Hypotheses in tree.md: add, status, edit, evidence (each one commit)."""
@@ -47,7 +42,7 @@ def add(statement: str, parent: str | None, as_json: bool, kb_path: str | None, 
     """Add a hypothesis (Status 待验) with the next free ID: H<n>, or <parent>.<n>."""
     from kb.ops.tree import add_hypothesis
 
-    return report(add_hypothesis(kb_path, statement, parent, **_common(kw)), as_json)
+    return report(add_hypothesis(kb_path, statement, parent, **write_kwargs(kw)), as_json)
 
 
 @command.command("status")
@@ -64,7 +59,7 @@ def status(hid: str, status: str, force: bool, reason: str | None, as_json: bool
     supported refuted)."""
     from kb.ops.tree import set_status
 
-    return report(set_status(kb_path, hid, status, force, reason, **_common(kw)), as_json)
+    return report(set_status(kb_path, hid, status, force, reason, **write_kwargs(kw)), as_json)
 
 
 @command.command("edit")
@@ -79,7 +74,7 @@ def edit(hid: str, statement: str, reason: str, as_json: bool, kb_path: str | No
     """Correct the statement of hypothesis ID (an override, with its reason)."""
     from kb.ops.tree import edit_statement
 
-    return report(edit_statement(kb_path, hid, statement, reason, **_common(kw)), as_json)
+    return report(edit_statement(kb_path, hid, statement, reason, **write_kwargs(kw)), as_json)
 
 
 @command.command("evidence")
@@ -92,4 +87,4 @@ def evidence(hid: str, eid: str, as_json: bool, kb_path: str | None, **kw: Any) 
     """Append EXPERIMENT to the Evidence of hypothesis ID (append only)."""
     from kb.ops.tree import add_evidence
 
-    return report(add_evidence(kb_path, hid, eid, **_common(kw)), as_json)
+    return report(add_evidence(kb_path, hid, eid, **write_kwargs(kw)), as_json)

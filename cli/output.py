@@ -46,6 +46,12 @@ def write_options(f: F) -> F:
     return f
 
 
+def write_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
+    """The library keywords of :func:`write_options` (plus the waiting message)."""
+    return {"no_commit": kw["no_commit"], "owner": kw["owner"], "expect": kw["expect"],
+            "on_wait": print_waiting}
+
+
 def print_waiting(msg: str) -> None:
     """``on_wait`` callback for transactions: tell the user once what kb waits for."""
     err(f"kb: {msg}")

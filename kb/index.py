@@ -195,6 +195,14 @@ class Index:
         return RefreshStats(files=len(snap.files), parsed=parsed, removed=len(removed),
                             seconds=time.perf_counter() - t0, rebuilt=self.rebuilt)
 
+    def worktree(self) -> Snapshot:
+        """The working-tree snapshot as last indexed (call :meth:`refresh` first)."""
+        files, fmts = {}, {}
+        for p, b, f in self.db.execute("SELECT path, blob, fmt FROM files"):
+            files[p] = b
+            fmts[p] = f
+        return Snapshot(kb=self.kb, kind="worktree", files=files, formats=fmts)
+
     def _drop(self, pairs: Iterable[tuple[str, str]]) -> None:
         """Forget cached parses no snapshot in the index refers to any more."""
         pairs = list(pairs)

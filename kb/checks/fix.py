@@ -85,17 +85,12 @@ def regenerate_dashboard(kb_root: Path) -> bool:
     from kb.checks.facts import Facts
     from kb.checks.snapshot_rules import render_expected
     from kb.index import Index
-    from kb.repo import Snapshot, open_kb
+    from kb.repo import open_kb
 
     k = open_kb(kb_root)
     with Index(k) as idx:
         idx.refresh()
-        files, fmts = {}, {}
-        for p, b, f in idx.db.execute("SELECT path, blob, fmt FROM files"):
-            files[p] = b
-            fmts[p] = f
-        facts = Facts(idx, Snapshot(kb=k, kind="worktree", files=files, formats=fmts),
-                      "the working tree", ensure=())
+        facts = Facts(idx, idx.worktree(), "the working tree", ensure=())
         want = render_expected(facts)
         if want is None:
             return False

@@ -684,27 +684,23 @@ def verify_worktree(start: Path, kb_path: Optional[Path] = None,
                     environ: Optional[Mapping[str, str]] = None) -> Report:
     """``kb verify``: the working tree of one KB vs HEAD; every error fails."""
     from kb.checks.facts import Change, Facts, RawChange
-    from kb.repo import Snapshot, commit_snapshot, empty_snapshot, open_kb
+    from kb.repo import commit_snapshot, empty_snapshot, open_kb
 
     env = os.environ if environ is None else environ
     k = open_kb(kb_path or start)
     report = Report(mode="worktree", kbs=[k.prefix.rstrip("/") or "."])
     with _index(k) as idx:
         idx.refresh()
-        files, fmts = {}, {}
-        for p, b, f in idx.db.execute("SELECT path, blob, fmt FROM files"):
-            files[p] = b
-            fmts[p] = f
-        new = Snapshot(kb=k, kind="worktree", files=files, formats=fmts)
+        new = idx.worktree()
         new_f = Facts(idx, new, "the working tree", ensure=())
         head = git.rev_parse("HEAD", k.top)
         base = commit_snapshot(k, head) if head else empty_snapshot(k)
         base_f = Facts(idx, base, "HEAD", derive_from=new_f)
         folder = k.config.paths["verified"].strip("/")
         vprefix = "" if folder in ("", ".") else folder + "/"
-        changes = [RawChange(p, base.files.get(p), files.get(p))
-                   for p in sorted(set(files) | set(base.files))
-                   if base.files.get(p) != files.get(p) and not p.startswith(vprefix)]
+        changes = [RawChange(p, base.files.get(p), new.files.get(p))
+                   for p in sorted(set(new.files) | set(base.files))
+                   if base.files.get(p) != new.files.get(p) and not p.startswith(vprefix)]
         changes += _worktree_verified(k, head)
         overrides = parse_overrides(env.get("KB_OVERRIDE", ""))
         change = Change(base_f, new_f, "worktree", changes, overrides)

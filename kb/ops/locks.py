@@ -562,33 +562,30 @@ def _finish_interrupted(top: Path, jp: Path) -> None:
     jp.unlink(missing_ok=True)
 
 
+def _index_write(top: Path, args: list[str], input: bytes | None = None) -> bool:
+    """Run a git command that writes the real index, retried while another git
+    process holds the index lock. False when it could not."""
+    for i in range(20):
+        proc = git.run(args, top, check=False, write=True, input=input)
+        if proc.returncode == 0:
+            return True
+        if b"index.lock" not in proc.stderr:
+            return False
+        time.sleep(0.05 * (i + 1))
+    return False
+
+
 def _set_index(top: Path, entries: str) -> bool:
     """Set the real index entries of the released paths to the committed blobs
     (``git update-index --index-info``: exactly those paths, the user's other
-    staged work untouched), retried while another git process holds the index
-    lock. False when it could not."""
-    for i in range(20):
-        proc = git.run(["update-index", "--index-info"], top, check=False, write=True,
-                       input=entries.encode("utf-8", "surrogateescape"))
-        if proc.returncode == 0:
-            return True
-        if b"index.lock" not in proc.stderr:
-            return False
-        time.sleep(0.05 * (i + 1))
-    return False
+    staged work untouched)."""
+    return _index_write(top, ["update-index", "--index-info"],
+                        entries.encode("utf-8", "surrogateescape"))
 
 
 def _reset_index(top: Path, paths: list[str]) -> bool:
-    """``git reset -q -- paths`` (index entries := HEAD's), retried while another git
-    process holds the index lock. False when it could not."""
-    for i in range(20):
-        proc = git.run(["reset", "-q", "--", *paths], top, check=False, write=True)
-        if proc.returncode == 0:
-            return True
-        if b"index.lock" not in proc.stderr:
-            return False
-        time.sleep(0.05 * (i + 1))
-    return False
+    """``git reset -q -- paths`` (index entries := HEAD's)."""
+    return _index_write(top, ["reset", "-q", "--", *paths])
 
 
 def _sync_remote(top: Path, remote: str, branch: str) -> str | None:
