@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
@@ -127,6 +128,56 @@ def blob_id(data: bytes) -> str:
     h = hashlib.sha1(b"blob %d\0" % len(data))
     h.update(data)
     return h.hexdigest()
+
+
+def object_id(kind: str, data: bytes, like: str) -> str:
+    """The id git gives an object of ``kind`` with body ``data``.
+
+    ``like`` is any object id of the repository: its length says the hash
+    (40 hex digits SHA-1, 64 SHA-256).
+    """
+    h = hashlib.sha1() if len(like) == 40 else hashlib.sha256()
+    h.update(b"%s %d\0" % (kind.encode("ascii"), len(data)))
+    h.update(data)
+    return h.hexdigest()
+
+
+def tree_object(entries: Iterable[tuple[str, str, str]]) -> bytes:
+    """The body of the tree object listing ``(mode, id, name)`` entries (``ls-tree`` modes).
+
+    Entries are sorted as git sorts them (a folder's name compares as if it
+    ended with ``/``); a tree's mode is written ``40000``.
+    """
+    recs = []
+    for mode, oid, name in entries:
+        raw = name.encode("utf-8", "surrogateescape")
+        if not raw or b"/" in raw or b"\0" in raw or raw in (b".", b".."):
+            raise GitError(f"invalid tree entry name {name!r}", "")
+        mode = mode.lstrip("0")
+        recs.append((raw + b"/" if mode == "40000" else raw,
+                     mode.encode("ascii") + b" " + raw + b"\0" + bytes.fromhex(oid)))
+    recs.sort(key=lambda r: r[0])
+    return b"".join(r[1] for r in recs)
+
+
+def write_objects(kind: str, bodies: list[bytes], cwd: Path) -> list[str]:
+    """Write ``bodies`` as objects of ``kind`` with one ``git hash-object -w``; their ids.
+
+    git checks each body is a well-formed object of that kind, not that the
+    objects it names exist (``mktree`` and ``write-tree`` open every entry's
+    object: tens of milliseconds for a folder of loose objects).
+    """
+    if not bodies:
+        return []
+    with tempfile.TemporaryDirectory(prefix="kb-objects-") as d:
+        files = []
+        for i, body in enumerate(bodies):
+            f = Path(d) / f"{i}.{kind}"
+            f.write_bytes(body)
+            files.append(str(f))
+        proc = run(["hash-object", "-w", "--no-filters", "-t", kind, "--", *files], cwd,
+                   write=True)
+    return proc.stdout.decode("ascii").split()
 
 
 def read_blobs(ids: Iterable[str], cwd: Path) -> dict[str, bytes]:
