@@ -26,7 +26,7 @@ def command(as_json: bool, kb_path: str | None, stats: bool) -> int:
             "kb": str(report.root), "files": report.stats.files, "parsed": report.stats.parsed,
             "counts": report.counts, "seconds": round(report.stats.seconds, 4),
             "rebuilt": report.stats.rebuilt, "errors": len(errors), "failed_files": failed,
-            "diagnostics": [d.model_dump() for d in report.diagnostics],
+            "diagnostics": [d.to_dict() for d in report.diagnostics],
         })
     else:
         for d in report.diagnostics:

@@ -7,10 +7,6 @@ import os
 import sys
 from typing import Any
 
-# The kb process loads no pydantic plugins: scanning installed distributions
-# for them costs ~10 ms on every command that parses (library users keep theirs).
-os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-
 import click
 
 import kb

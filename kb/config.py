@@ -198,7 +198,7 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
 
 
 def _unknown(key: str, line: int = 0) -> Diagnostic:
-    from kb.model import Diagnostic  # pydantic only when there is something to say
+    from kb.model import Diagnostic
 
     return Diagnostic(path="kb.toml", line=line, code="KB001", severity="warning",
                       message=f"unknown key {key} in kb.toml (ignored)")

@@ -5,7 +5,7 @@ of ``kb.toml`` or of kb's version, rebuilds the cache from scratch):
 
 - ``parsed(path, blob, fmt, meta)`` — one row per parsed file version;
 - ``objects(path, blob, id, kind, status, title, line, data)`` — ``data`` is
-  the object's JSON (pydantic);
+  the object's JSON (``kb.model`` ``to_json``);
 - ``links(path, blob, src, dst, kind)`` — parent/child/evidence/depends/…;
 - ``diagnostics(path, blob, line, col, code, severity, message, fix)``;
 - ``files(path, blob, fmt)`` — the working-tree snapshot last indexed.
@@ -88,7 +88,7 @@ class ObjectRow:
     def model(self) -> Any:
         from kb.model import MODEL_BY_KIND
 
-        return MODEL_BY_KIND[self.kind].model_validate_json(self.data)
+        return MODEL_BY_KIND[self.kind].from_json(self.data)
 
 
 def _config_key(k: KnowledgeBase) -> str:
@@ -148,15 +148,19 @@ class Index:
         return db
 
     # -- filling -------------------------------------------------------------
-    def ensure(self, snap: Snapshot) -> int:
+    def ensure(self, snap: Snapshot, known: dict[str, str] | None = None) -> int:
         """Parse and store every (path, blob) of ``snap`` not in the cache yet.
 
+        ``known`` (path -> blob) are versions known to be parsed (the indexed
+        working tree: every ``files`` row has its parse), not looked up again.
         Returns the number of files parsed.
         """
-        have = set(self.db.execute("SELECT path, blob FROM parsed").fetchall()) if len(snap.files) > 64 \
-            else {row for p, b in snap.files.items()
+        todo = snap.files if known is None else \
+            {p: b for p, b in snap.files.items() if known.get(p) != b}
+        have = set(self.db.execute("SELECT path, blob FROM parsed").fetchall()) if len(todo) > 64 \
+            else {row for p, b in todo.items()
                   for row in self.db.execute("SELECT path, blob FROM parsed WHERE path=? AND blob=?", (p, b))}
-        missing = [p for p, b in snap.files.items() if (p, b) not in have]
+        missing = [p for p, b in todo.items() if (p, b) not in have]
         if not missing:
             return 0
         parsed = 0
@@ -177,12 +181,8 @@ class Index:
         """
         t0 = time.perf_counter()
         snap = worktree_snapshot(self.kb, only)
-        parsed = self.ensure(snap)
-        old = dict(self.db.execute("SELECT path, blob FROM files").fetchall())
-        if only is not None:
-            scope = tuple(p.rstrip("/") for p in only)
-            old = {p: b for p, b in old.items()
-                   if any(p == s or p.startswith(s + "/") for s in scope)}
+        old = self._indexed(only)
+        parsed = self.ensure(snap, known=old)
         removed = [p for p in old if p not in snap.files]
         changed = [(p, b, snap.formats[p]) for p, b in snap.files.items() if old.get(p) != b]
         if removed or changed:
@@ -194,6 +194,18 @@ class Index:
                     self._drop(stale)
         return RefreshStats(files=len(snap.files), parsed=parsed, removed=len(removed),
                             seconds=time.perf_counter() - t0, rebuilt=self.rebuilt)
+
+    def _indexed(self, only: list[str] | None = None) -> dict[str, str]:
+        """path -> blob of the indexed working tree (of the files or folders ``only``)."""
+        if only is None:
+            return dict(self.db.execute("SELECT path, blob FROM files").fetchall())
+        out: dict[str, str] = {}
+        for s in {p.rstrip("/") for p in only}:
+            # The file itself, or what lies under the folder: '/' + 1 is '0'.
+            out.update(self.db.execute(
+                "SELECT path, blob FROM files WHERE path = ? OR (path > ? AND path < ?)",
+                (s, s + "/", s + "0")).fetchall())
+        return out
 
     def worktree(self) -> Snapshot:
         """The working-tree snapshot as last indexed (call :meth:`refresh` first)."""
@@ -260,11 +272,11 @@ class Index:
             "SELECT d.path, d.line, d.col, d.code, d.severity, d.message, d.fix FROM diagnostics d "
             "JOIN files f ON f.path=d.path AND f.blob=d.blob ORDER BY d.path, d.line, d.code").fetchall()
         if not rows:
-            return []  # no pydantic import on a clean KB
+            return []
         from kb.model import Diagnostic, Fix
 
         return [Diagnostic(path=p, line=ln, col=c, code=code, severity=s, message=m,
-                           fix=Fix.model_validate_json(fx) if fx else None)
+                           fix=Fix.from_json(fx) if fx else None)
                 for p, ln, c, code, s, m, fx in rows]
 
     def search(self, text: str) -> list[ObjectRow]:
@@ -315,21 +327,26 @@ class Index:
         return [ObjectRow(*r) for r in self.db.execute(sql + " ORDER BY line", args)]
 
     def extract(self, kind: str, fields: Iterable[str], path: str | None = None,
-                blob: str | None = None) -> list[tuple[Any, ...]]:
+                blob: str | None = None, fmt: str | None = None) -> list[tuple[Any, ...]]:
         """``(path, id, line, status, title, *fields)`` of every object of ``kind``, light.
 
         ``fields`` are top-level keys of the object's JSON, read by SQLite
         (scalars as values, lists/dicts as JSON text); no model is built. Of
         one file version when ``path`` and ``blob`` are given, else of the
-        indexed working tree; in path and line order.
+        indexed working tree (only its files of format ``fmt`` when given:
+        they are found without scanning every object); in path and line order.
         """
         cols = "".join(f", json_extract(o.data, '$.{f}')" for f in fields)
-        sql = f"SELECT o.path, o.id, o.line, o.status, o.title{cols} FROM objects o "
+        sql = f"SELECT o.path, o.id, o.line, o.status, o.title{cols} "
         if path is not None:
-            sql += "WHERE o.path=? AND o.blob=? AND o.kind=?"
+            sql += "FROM objects o WHERE o.path=? AND o.blob=? AND o.kind=?"
             args: tuple[Any, ...] = (path, blob, kind)
+        elif fmt is not None:
+            sql += ("FROM files f CROSS JOIN objects o ON o.path = f.path AND o.blob = f.blob "
+                    "WHERE f.fmt=? AND o.kind=?")
+            args = (fmt, kind)
         else:
-            sql += f"{self._CUR} WHERE o.kind=?"
+            sql += f"FROM objects o {self._CUR} WHERE o.kind=?"
             args = (kind,)
         return list(self.db.execute(sql + " ORDER BY o.path, o.line", args))
 
@@ -341,7 +358,7 @@ class Index:
             "SELECT path, line, col, code, severity, message, fix FROM diagnostics "
             "WHERE path=? AND blob=? ORDER BY line, code", (path, blob))
         return [Diagnostic(path=p, line=ln, col=c, code=code, severity=s, message=m,
-                           fix=Fix.model_validate_json(fx) if fx else None)
+                           fix=Fix.from_json(fx) if fx else None)
                 for p, ln, c, code, s, m, fx in rows]
 
     def put(self, path: str, blob: str, result: Any) -> None:
@@ -422,25 +439,38 @@ class Index:
         return True
 
 
+def _object_json(obj: Any) -> str:
+    """An object's JSON for the ``objects`` table: every field but entry bodies
+    (commands that need an entry's text read the card)."""
+    if not getattr(obj, "entries", None):
+        return obj.to_json()
+    fields = dict(obj.__dict__)
+    fields["entries"] = [{k: v for k, v in e.__dict__.items() if k != "text"} for e in obj.entries]
+    return json.dumps(fields, default=_plain, ensure_ascii=False, separators=(",", ":"))
+
+
+def _plain(o: Any) -> Any:
+    return o.__dict__  # a nested model (kb.model); anything else is a bug
+
+
 def _result_rows(path: str, blob: str, res: Any) -> "Rows":
     """Table rows of one ParseResult (what :meth:`Index.ensure` stores for a parse)."""
     rows_p = [(path, blob, res.kind, json.dumps(res.meta, ensure_ascii=False, default=str))]
     rows_o, rows_l, rows_d = [], [], []
     for obj in res.objects:
-        data_json = obj.model_dump_json(exclude=_ENTRY_TEXT if "entries" in obj.__dict__ else None)
+        data_json = _object_json(obj)
         rows_o.append((path, blob, obj.id, obj.kind, obj.status, obj.title, obj.line, data_json))
         for src, dst, kind in links_of(obj):
             rows_l.append((path, blob, src, dst, kind))
     for d in res.diagnostics:
         rows_d.append((path, blob, d.line, d.col, d.code, d.severity, d.message,
-                       d.fix.model_dump_json() if d.fix else None))
+                       d.fix.to_json() if d.fix else None))
     return rows_p, rows_o, rows_l, rows_d
 
 
 #: Below this many files one process parses them; above, a worker per core.
 PARALLEL_MIN = 400
 BATCH = 250
-_ENTRY_TEXT = {"entries": {"__all__": {"text"}}}
 
 Rows = tuple[list[tuple], list[tuple], list[tuple], list[tuple]]
 _WORK: tuple[Any, dict[str, str], dict[str, str]] | None = None  # (config, blobs, formats) in workers
@@ -531,7 +561,7 @@ def _can_fork() -> bool:
 def links_of(obj: Any) -> list[tuple[str, str, str]]:
     """The links an object declares: (its id, other id, kind)."""
     out = []
-    fields = obj.__dict__  # pydantic v2 keeps fields here; getattr on a missing one is slow
+    fields = obj.__dict__  # a model's fields; getattr on a missing one is slow
     for fld, kind in _LINK_FIELDS.items():
         v = fields.get(fld)
         if not v:

@@ -1,6 +1,14 @@
-"""Pydantic models of every research object kb reads, and of diagnostics.
+"""The models of every research object kb reads, and of diagnostics.
 
-All models are frozen: a parsed object is a value. Formats come from
+Each model is a frozen standard-library dataclass; pydantic validates them and
+gives their JSON Schema (:func:`validate`, :func:`json_schema`, through
+``pydantic.TypeAdapter``). They are not ``pydantic.BaseModel`` subclasses
+because importing pydantic and building its model classes costs about 70 ms,
+a seventh of a whole ``kb hyp add`` (DESIGN.md §7, docs/DECISIONS.md): kb
+imports pydantic only where it validates or exports a schema, never on the
+parse → index → write path.
+
+A parsed object is a value: frozen, compared field by field. Formats come from
 DESIGN.md §2 (tree, experiments, dashboard) and VIBEMATH-V3.md (cards).
 Line numbers are 1-based and count lines of the file on disk (frontmatter and
 BOM included). Probabilities are floats in [0, 1] when valid; an out-of-range
@@ -9,9 +17,11 @@ value is kept as read so that ``kb verify`` can report it (never clamped).
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Union
-
-from pydantic import BaseModel, ConfigDict, Field
+import dataclasses
+import json
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Optional, TypeVar, Union
 
 Severity = Literal["error", "warning", "info"]
 
@@ -26,61 +36,165 @@ ObjectKind = Literal[
     "record",
 ]
 
+M = TypeVar("M", bound="_Frozen")
+
+#: Every model: a frozen dataclass whose keyword-only ``__init__``, ``__eq__``,
+#: ``__hash__`` and ``__repr__`` are :class:`_Frozen`'s (generic over ``__dict__``):
+#: generating them per class costs a millisecond each, a tenth of a write's imports.
+model = dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)
 
 
-class _Frozen(BaseModel):
-    """Frozen, strict about unknown fields. Parsers build objects with
-    ``build`` (model_construct without its overhead; values are typed by construction, and
-    validation would cost a tenth of a cold index); tests validate the same
-    objects through ``model_validate`` to keep them honest."""
+class _Frozen:
+    """What every model shares: fast building, copying, JSON in and out.
 
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    Parsers build objects with :meth:`build` (no per-field ``__setattr__``;
+    values are typed by construction, and a test validates every parsed
+    object through pydantic); the index stores :meth:`to_json` and reads it
+    back with :meth:`from_json` (trusted: kb wrote it).
+    """
+
+    #: pydantic's settings for validating these dataclasses (read by TypeAdapter).
+    __pydantic_config__ = {"extra": "forbid"}
+
+    def __init__(self, **values: Any) -> None:
+        """Keyword arguments only, one per field; fields with no default are required.
+        Not validated (see :func:`validate`); raises TypeError like a dataclass."""
+        object.__setattr__(self, "__dict__", _field_values(type(self), values))
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    def __hash__(self) -> int:
+        # Like a frozen dataclass: raises TypeError when a field holds a dict.
+        return hash(tuple(self.__dict__.values()))
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items())
+        return f"{type(self).__name__}({args})"
 
     @classmethod
-    def build(cls, **values: Any) -> Any:
-        """``model_construct`` for kb's plain models, without its per-call overhead.
+    def build(cls: type[M], **values: Any) -> M:
+        """An instance from its field values, without validation (the constructor).
 
-        kb's models have no aliases, no private attributes and no post-init,
-        so an instance is its field values in field order plus the set of
-        fields given. A default factory is called only when its field is not
-        given (most parsers pass every such field). Values are not validated:
-        parsers type them by construction (and a test validates them all).
+        Fields not given take their default (a default factory is called
+        only then). Raises TypeError for a name that is not a field or a
+        required field not given.
         """
-        order, defaults, factories = _layout(cls)
-        fields_values = {}
-        for name in order:
-            if name in values:
-                fields_values[name] = values[name]
-            elif name in defaults:
-                fields_values[name] = defaults[name]
-            elif name in factories:
-                fields_values[name] = factories[name]()
-        unknown = values.keys() - fields_values.keys()
-        if unknown:
-            raise TypeError(f"{cls.__name__} has no field(s) {sorted(unknown)}")
         m = cls.__new__(cls)
-        object.__setattr__(m, "__dict__", fields_values)
-        object.__setattr__(m, "__pydantic_fields_set__", set(values))
-        object.__setattr__(m, "__pydantic_extra__", None)
-        object.__setattr__(m, "__pydantic_private__", None)
+        object.__setattr__(m, "__dict__", _field_values(cls, values))
         return m
 
+    def replace(self: M, **changes: Any) -> M:
+        """A copy with ``changes`` applied (the object itself is frozen)."""
+        values = dict(self.__dict__)
+        values.update(changes)
+        return type(self).build(**values)
 
-_LAYOUTS: dict[type, tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]] = {}
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data (nested models as dicts, tuples as lists)."""
+        return json.loads(self.to_json())
+
+    def to_json(self) -> str:
+        """Compact JSON of every field (UTF-8 text, not ASCII-escaped)."""
+        return json.dumps(self, default=_encode, ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls: type[M], data: dict[str, Any]) -> M:
+        """The instance :meth:`to_dict` gave ``data`` for (lists back to tuples,
+        nested models rebuilt). Not validated: for data kb wrote itself; use
+        :func:`validate` for anything else. Raises TypeError on unknown fields."""
+        convert = _layout(cls)[3]
+        return cls.build(**{k: (convert[k](v) if k in convert and v is not None else v)
+                            for k, v in data.items()})
+
+    @classmethod
+    def from_json(cls: type[M], text: str | bytes) -> M:
+        """:meth:`from_dict` of JSON text (e.g. a row of the index)."""
+        return cls.from_dict(json.loads(text))
 
 
-def _layout(cls: type) -> tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]:
+def _field_values(cls: type, values: dict[str, Any]) -> dict[str, Any]:
+    """Every field's value in field order: ``values``, else the default."""
+    template, factories, required, _ = _layout(cls)
+    out = dict(template)
+    out.update(values)
+    if len(out) != len(template):
+        raise TypeError(f"{cls.__name__} has no field(s) {sorted(values.keys() - template.keys())}")
+    for name, make in factories.items():
+        if out[name] is _MISSING:
+            out[name] = make()
+    for name in required:
+        if out[name] is _MISSING:
+            raise TypeError(f"{cls.__name__} missing required field {name!r}")
+    return out
+
+
+def _encode(o: Any) -> Any:
+    if isinstance(o, _Frozen):
+        return o.__dict__
+    raise TypeError(f"{type(o).__name__} is not JSON serialisable")
+
+
+_MISSING = dataclasses.MISSING
+_Layout = tuple[dict[str, Any], dict[str, Callable[[], Any]], tuple[str, ...],
+                dict[str, Callable[[Any], Any]]]
+_LAYOUTS: dict[type, _Layout] = {}
+
+
+def _layout(cls: type) -> _Layout:
+    """A model's (field -> default or MISSING in field order, default factories,
+    required fields, JSON converters), computed once per class."""
     hit = _LAYOUTS.get(cls)
     if hit is None:
-        fields = cls.__pydantic_fields__  # type: ignore[attr-defined]
-        hit = (tuple(fields),
-               {n: f.default for n, f in fields.items()
-                if f.default_factory is None and not f.is_required()},
-               {n: f.default_factory for n, f in fields.items() if f.default_factory is not None})
+        fields = dataclasses.fields(cls)
+        hints = typing.get_type_hints(cls)
+        factories = {f.name: f.default_factory for f in fields if f.default_factory is not _MISSING}
+        hit = ({f.name: f.default for f in fields},
+               factories,  # type: ignore[dict-item]
+               tuple(f.name for f in fields if f.default is _MISSING and f.name not in factories),
+               {f.name: c for f in fields if (c := _converter(hints[f.name])) is not None})
         _LAYOUTS[cls] = hit
     return hit
 
 
+def _converter(tp: Any) -> Callable[[Any], Any] | None:
+    """How a JSON value becomes a field value of type ``tp`` (None: as it is)."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if isinstance(tp, type) and issubclass(tp, _Frozen):
+        return tp.from_dict
+    if origin is Union:
+        inner = [c for a in args if a is not type(None) and (c := _converter(a)) is not None]
+        return inner[0] if len(inner) == 1 else None
+    if origin is tuple:
+        item = _converter(args[0]) if args else None
+        if item is None:
+            return tuple
+        return lambda v: tuple(item(x) for x in v)
+    return None
+
+
+def validate(cls: type[M], data: Any) -> M:
+    """``data`` (a dict, or an instance) validated by pydantic as a ``cls``.
+
+    Raises ``pydantic.ValidationError`` naming each bad field.
+    """
+    from pydantic import TypeAdapter
+
+    if isinstance(data, _Frozen):
+        data = data.to_dict()
+    return TypeAdapter(cls).validate_python(data)
+
+
+def json_schema(cls: type) -> dict[str, Any]:
+    """The JSON Schema of a model (pydantic's, draft 2020-12)."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(cls).json_schema()
+
+
+@model
 class Fix(_Frozen):
     """A mechanical repair: replace line ``line`` (1-based) ``old`` by ``new``.
 
@@ -93,6 +207,7 @@ class Fix(_Frozen):
     new: str
 
 
+@model
 class Diagnostic(_Frozen):
     """One problem found in one file: where, what, how bad, how to fix it."""
 
@@ -109,6 +224,7 @@ class Diagnostic(_Frozen):
         return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}"
 
 
+@model
 class KBObject(_Frozen):
     """Fields every research object has.
 
@@ -123,11 +239,12 @@ class KBObject(_Frozen):
     line: int
     title: str = ""
     status: str = ""
-    anchors: dict[str, str] = Field(default_factory=dict)
-    anchor_lines: dict[str, int] = Field(default_factory=dict)
-    frontmatter: dict[str, object] = Field(default_factory=dict)
+    anchors: dict[str, str] = field(default_factory=dict)
+    anchor_lines: dict[str, int] = field(default_factory=dict)
+    frontmatter: dict[str, object] = field(default_factory=dict)
 
 
+@model
 class Hypothesis(KBObject):
     """A node of ``tree.md`` (DESIGN.md §2.1, seed hypothesis-tree.md).
 
@@ -148,6 +265,7 @@ class Hypothesis(KBObject):
     end_line: int = 0
 
 
+@model
 class Experiment(KBObject):
     """``experiments/Exxx.md`` (DESIGN.md §2.2).
 
@@ -168,6 +286,7 @@ class Experiment(KBObject):
 EntryKind = Literal["解法", "证明", "证伪"]
 
 
+@model
 class Entry(_Frozen):
     """An entry line ``### 解法 N｜title｜概率x｜状态y`` (VIBEMATH-V3.md)."""
 
@@ -180,6 +299,7 @@ class Entry(_Frozen):
     text: str = ""
 
 
+@model
 class Problem(KBObject):
     """``Problems/<id>.md`` (VIBEMATH-V3.md). ``priority`` is an int or "never"."""
 
@@ -193,6 +313,7 @@ class Problem(KBObject):
     entries: tuple[Entry, ...] = ()
 
 
+@model
 class Proposition(KBObject):
     """``Propos/<category>/<id>.md``; ``probability``/``value`` in [0,1] when valid."""
 
@@ -207,6 +328,7 @@ class Proposition(KBObject):
     entries: tuple[Entry, ...] = ()
 
 
+@model
 class Application(_Frozen):
     """``### 应用 N｜<time>｜问题 <qid> 方向 <dir>`` in a method card."""
 
@@ -217,6 +339,7 @@ class Application(_Frozen):
     line: int
 
 
+@model
 class Method(KBObject):
     """``Methods/<id>.md`` (VIBEMATH-V3.md)."""
 
@@ -230,6 +353,7 @@ class Method(KBObject):
     applications: tuple[Application, ...] = ()
 
 
+@model
 class VerifiedCard(KBObject):
     """``Verified/命题/<id>.md`` or ``Verified/问题/<id>.md`` (generated, immutable)."""
 
@@ -243,6 +367,7 @@ class VerifiedCard(KBObject):
     statement: str = ""
 
 
+@model
 class ProgressDirection(KBObject):
     """``Progress/<qid>/<dir>.md`` header: a research direction of a problem."""
 
@@ -254,6 +379,7 @@ class ProgressDirection(KBObject):
     lemmas: tuple[str, ...] = ()
 
 
+@model
 class Record(KBObject):
     """An entry of a configured registry file (several cards in one file)."""
 
@@ -276,6 +402,7 @@ MODEL_BY_KIND: dict[str, type[KBObject]] = {
 }
 
 
+@model
 class ParseResult(_Frozen):
     """What parsing one file gives: its objects and its diagnostics.
 
@@ -288,4 +415,4 @@ class ParseResult(_Frozen):
     kind: str
     objects: tuple[AnyObject, ...] = ()
     diagnostics: tuple[Diagnostic, ...] = ()
-    meta: dict[str, object] = Field(default_factory=dict)
+    meta: dict[str, object] = field(default_factory=dict)

@@ -237,7 +237,7 @@ def test_two_open_indexes_at_once(kb_root):
 
 
 def test_model_round_trip_from_index(kb_root):
-    """An indexed row turns back into the same pydantic model as a fresh parse."""
+    """An indexed row turns back into the same model as a fresh parse."""
     from kb.parse import parse_file
 
     refresh(kb_root)

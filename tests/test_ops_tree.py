@@ -68,7 +68,7 @@ def assert_index_is_exact(root: Path) -> None:
                        for d in idx.diagnostics_of("tree.md", blob))
         links = sorted(idx.db.execute("SELECT src, dst, kind FROM links WHERE path=? AND blob=?",
                                       ("tree.md", blob)).fetchall())
-    assert got == [(o.id, o.line, json.loads(o.model_dump_json())) for o in full.objects]
+    assert got == [(o.id, o.line, json.loads(o.to_json())) for o in full.objects]
     assert diags == sorted((d.line, d.code, d.message, d.fix.line if d.fix else None)
                            for d in full.diagnostics)
     assert links == sorted(x for o in full.objects for x in links_of(o))

@@ -72,8 +72,7 @@ def test_fullwidth_colon_is_read_with_a_fixable_warning(path, text, line, fixed)
     lines[line - 1] = d.fix.new
     again = parse(path, "\n".join(lines))
     assert not [x for x in again.diagnostics if x.code == "KB110"]
-    assert [o.model_dump(exclude={"line"}) for o in again.objects] == [
-        o.model_dump(exclude={"line"}) for o in res.objects]
+    assert [o.replace(line=0) for o in again.objects] == [o.replace(line=0) for o in res.objects]
 
 
 # -- list anchors ------------------------------------------------------------------------

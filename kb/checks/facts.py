@@ -3,7 +3,7 @@
 :class:`Facts` wraps a :class:`kb.repo.Snapshot` whose blobs the index has
 parsed. Whole-snapshot questions (every ID, every reference) are answered
 from light rows (``id kind status path line``) and the ``links`` table, never
-by building thousands of pydantic models; models are built only for the files
+by building thousands of models; models are built only for the files
 a rule looks at closely (a changed file). A snapshot that differs from an
 already loaded one in a few files is *derived* from it, so a second snapshot
 of the same KB costs what its changed files cost.
@@ -32,12 +32,12 @@ XREF_LINKS = ("evidence", "tests", "depends", "depended_by", "claims", "parent_m
 
 
 class LightDiagnostic(NamedTuple):
-    """A diagnostic with the fields of :class:`kb.model.Diagnostic`, without pydantic.
+    """A diagnostic with the fields of :class:`kb.model.Diagnostic`, as a NamedTuple.
 
     Rules return ``kb.model.Diagnostic`` values or these (same fields; ``fix``
-    is ``(line, old, new)`` or None): importing pydantic costs more than a whole
-    one-change ``kb verify --staged`` on this path, so kb's own rules build these
-    and ``to_model()`` gives the pydantic value when a caller wants one.
+    is ``(line, old, new)`` or None). kb's own rules build these: a NamedTuple
+    costs a fifth of a model to build (0.25 µs against 1.25 µs), and
+    ``to_model()`` gives the model when a caller wants one.
     """
 
     path: str
@@ -349,7 +349,7 @@ class Facts:
 
     def records(self, path: str) -> list["Rec"]:
         """The objects of ``path`` as attribute-access records of their JSON
-        (``h.id``, ``h.anchor_lines``, ``e.probability``): no pydantic."""
+        (``h.id``, ``h.anchor_lines``, ``e.probability``): no model is built."""
         if path not in self._models:
             self._models[path] = [json.loads(r.data, object_hook=Rec) for r in self.full_rows(path)]
         return self._models[path]

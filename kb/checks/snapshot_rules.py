@@ -2,7 +2,7 @@
 
 Per-file rules take a :class:`kb.checks.facts.FileFacts` whose ``objects``
 are the file's objects as attribute-access records (the index's JSON; no
-pydantic model is built on this path). Whole-snapshot rules take a
+model is built on this path). Whole-snapshot rules take a
 :class:`kb.checks.facts.Facts` and work from light rows and links.
 Every diagnostic names the file and line, and what fixes it.
 """
@@ -34,7 +34,7 @@ def diag(path: str, line: int, code: str, message: str, *, severity: Optional[st
     """A diagnostic with the catalogue's default severity (``fix``: ``(line, old, new)``).
 
     A :class:`kb.checks.facts.LightDiagnostic` (the fields of
-    ``kb.model.Diagnostic`` without importing pydantic).
+    ``kb.model.Diagnostic`` in a NamedTuple).
     """
     from kb.checks.catalogue import BY_CODE
 
@@ -613,7 +613,7 @@ def render_expected(s: Facts) -> Optional[str]:
     """What ``kb dashboard`` renders for this snapshot (None without a DASHBOARD.md).
 
     ``render_dashboard`` reads the objects' fields only, so it is given the
-    index's JSON of the Hypothesis and Experiment models (no pydantic import on
+    index's JSON of the Hypothesis and Experiment models (no model is built on
     the hook's path); if it ever needs more, the models themselves are built.
     """
     import json
@@ -653,8 +653,8 @@ def render_expected(s: Facts) -> Optional[str]:
     except (AttributeError, TypeError):
         from kb.model import Experiment, Hypothesis
 
-        hyps = [Hypothesis.model_validate_json(r.data) for r in hyp_rows]
-        exps = [Experiment.model_validate_json(d) for _, d in sorted(exp_rows)]
+        hyps = [Hypothesis.from_json(r.data) for r in hyp_rows]
+        exps = [Experiment.from_json(d) for _, d in sorted(exp_rows)]
         return render_dashboard(hyps, exps, steps, locale, newline)
 
 

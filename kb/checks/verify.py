@@ -127,7 +127,7 @@ class Report:
         self.env_error = self.env_error or other.env_error
 
 
-from kb.checks.facts import LightDiagnostic as _D  # noqa: E402  (light: no pydantic)
+from kb.checks.facts import LightDiagnostic as _D  # noqa: E402
 
 
 def _fix_of(raw: Optional[str]) -> Optional[tuple[int, str, str]]:

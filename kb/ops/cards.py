@@ -451,7 +451,7 @@ class CardEdit:
         from kb.render.card import entry_line
 
         e = self.entry(kind, number)
-        new = e.model_copy(update=update)
+        new = e.replace(**update)
         self.doc.replace(e.line, entry_line(new))
         self._invalidate()
         return new

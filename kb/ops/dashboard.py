@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 from kb import git
 from kb.repo import KnowledgeBase, Snapshot
 
-if TYPE_CHECKING:  # annotations only: `kb dashboard --check` builds no pydantic model
+if TYPE_CHECKING:  # annotations only
     from kb.model import Experiment, Hypothesis
 
 __all__ = ["dashboard_text", "is_stale", "refresh_dashboard", "stage_dashboard",
@@ -72,7 +72,7 @@ class ExperimentView(NamedTuple):
 def _hypotheses(nodes: Iterable[Any]) -> list[Any]:
     """The hypotheses for the renderer: kb.ops.tree.Node values carry what it reads
     (``id``, ``status``, ``statement``, ``parent``), in file order, without building
-    thousands of pydantic models."""
+    thousands of models."""
     return list(nodes)
 
 
@@ -94,7 +94,7 @@ def _experiments(idx: Any, pending: dict[str, Experiment | None] | None = None,
     """
     pending = pending or {}
     if rows is None:
-        rows = idx.extract("experiment", ("date",))
+        rows = idx.extract("experiment", ("date",), fmt="experiment")
     out: list[Any] = [ExperimentView(i, d) for p, i, _ln, _st, _t, d in rows if p not in pending]
     out += [e for e in pending.values() if e is not None]
     return out

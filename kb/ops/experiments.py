@@ -243,7 +243,7 @@ def new_experiment(kb: Any, hid: str, action: str, goal: str | None = None, *,
         h = tree.find(hid)
         _, deleted = s.history()
         # Every experiment file gives one object (its ID from the title, else the file name).
-        rows = idx.extract("experiment", ("date",))
+        rows = idx.extract("experiment", ("date",), fmt="experiment")
         names = [r[1] for r in rows] + [r[0].rsplit("/", 1)[-1][:-3] for r in rows]
         eid = next_experiment_id(names, deleted)
         rel = _exp_rel(k, eid)

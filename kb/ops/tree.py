@@ -57,7 +57,7 @@ from kb.ops.transaction import FormatGuardError, Transaction, TxResult
 from kb.repo import KnowledgeBase, open_kb
 from kb.vocab import HYPOTHESIS_MOVES, HYPOTHESIS_STATUS, is_legal_move
 
-if TYPE_CHECKING:  # pydantic is imported only when something is parsed or built
+if TYPE_CHECKING:  # annotations only
     from kb.model import Diagnostic, Hypothesis
 
 OnWait = Callable[[str], None]
@@ -495,13 +495,12 @@ def parse_region(k: KnowledgeBase, rel: str, lines: list[str], offset: int,
         return None
     if not offset:
         return hyps, diags
-    out_h = [h.model_copy(update={
-        "line": h.line + offset, "end_line": h.end_line + offset,
-        "anchor_lines": {a: n + offset for a, n in h.anchor_lines.items()}}) for h in hyps]
-    out_d = [d.model_copy(update={
-        "line": d.line + offset if d.line else 0,
-        "fix": d.fix.model_copy(update={"line": d.fix.line + offset}) if d.fix else None})
-        for d in diags]
+    out_h = [h.replace(line=h.line + offset, end_line=h.end_line + offset,
+                       anchor_lines={a: n + offset for a, n in h.anchor_lines.items()})
+             for h in hyps]
+    out_d = [d.replace(line=d.line + offset if d.line else 0,
+                       fix=d.fix.replace(line=d.fix.line + offset) if d.fix else None)
+             for d in diags]
     return out_h, out_d
 
 

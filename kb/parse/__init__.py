@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from kb.config import Config
 
-if TYPE_CHECKING:  # pydantic is imported only when something is parsed
+if TYPE_CHECKING:  # annotations only
     from kb.model import Diagnostic, ParseResult
     from kb.text import SourceText
 
@@ -149,7 +149,7 @@ def _parse(src: SourceText, fmt: str, config: Config) -> ParseResult:
     diags.extend(d)
     if fm and fmt not in ("tree",):
         diags.extend(_frontmatter_conflicts(src, fm, objects))
-        objects = [o.model_copy(update={"frontmatter": fm}) for o in objects]
+        objects = [o.replace(frontmatter=fm) for o in objects]
     if fm:
         meta["frontmatter"] = fm
     meta["bom"] = src.bom

@@ -311,7 +311,7 @@ def parse_direction(src: SourceText) -> tuple[list[KBObject], list[Diagnostic]]:
     parts = PurePosixPath(path).parts
     qid, did = (parts[-2], PurePosixPath(path).stem) if len(parts) >= 2 else ("", "")
     card = _Card(src, "direction")
-    diags = [d.model_copy(update={"severity": "warning"}) for d in card.diags]
+    diags = [d.replace(severity="warning") for d in card.diags]
     fields: dict[str, str] = {}
     for key, value in card.anchors.items():
         # `- 存活率: 0.6；状态: active；轮次: 2` holds three fields on one line.

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 from kb.vocab import ACTIVE_HYPOTHESIS, CLOSED_HYPOTHESIS, HYPOTHESIS_STATUS
 
-if TYPE_CHECKING:  # annotations only: the pre-commit hook renders without importing pydantic
+if TYPE_CHECKING:  # annotations only: the renderer reads fields, light records will do
     from kb.model import Experiment, Hypothesis
 
 MAX_EDGES = 500
