@@ -370,3 +370,26 @@ def test_written_files_get_the_permissions_open_would_give(tmp_path: Path) -> No
     assert (kb_root / "notes/a.md").stat().st_mode & 0o777 == 0o640
     assert (kb_root / "tools/run.md").stat().st_mode & 0o777 == 0o755
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_plumbing_commit_runs_gits_auto_maintenance(tmp_path: Path) -> None:
+    """Like `git commit`, a kb commit packs loose objects when gc.auto says so (here at
+    once: threshold 1, not detached); with gc.auto=0 nothing is packed."""
+    repo, kb_root = kb_repo(tmp_path)
+    # git estimates the loose objects from the folder objects/17: give it three.
+    blobs = [b for b in (b"blob %d\n" % i for i in range(20_000))
+             if kbgit.blob_id(b).startswith("17")][:3]
+    for b in blobs:
+        git(repo, "hash-object", "-w", "--stdin", input=b)
+    git(repo, "config", "gc.auto", "0")
+    tx_write(kb_root, {"notes/a.md": b"a, edited\n"})
+    assert "packs: 0" in git(repo, "count-objects", "-v")
+    git(repo, "config", "gc.auto", "1")
+    git(repo, "config", "gc.autoDetach", "false")
+    tx_write(kb_root, {"notes/a.md": b"a, edited again\n"})
+    counts = dict(line.split(": ") for line in git(repo, "count-objects", "-v").splitlines())
+    # Everything reachable is packed; only the three unreachable blobs stay loose.
+    assert int(counts["packs"]) >= 1 and int(counts["count"]) == len(blobs)
+    assert git(repo, "status", "--porcelain") == ""
+
+    assert git(repo, "fsck", "--strict", "--no-dangling") == ""

@@ -553,6 +553,11 @@ class Transaction:
         info = "".join(f"{modes[p]} {blobs[p]}\t{p}\0" for p in paths)
         git.run(["update-index", "-z", "--add", "--index-info"], top, write=True,
                 input=info.encode("utf-8", "surrogateescape"))
+        # What `git commit` does last: pack loose objects when the repository's
+        # gc.auto / maintenance.auto settings say so (in the background, by git's
+        # default gc.autoDetach). An agent that only commits through kb would
+        # otherwise pile up loose objects and slow every git command.
+        git.run(["maintenance", "run", "--auto", "--quiet"], top, write=True, check=False)
         return commit
 
     def _rollback(self, written: list[str], olds: dict[str, bytes | None]) -> None:
