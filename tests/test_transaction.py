@@ -1,4 +1,4 @@
-"""The commit step of the write transaction (kb.ops.transaction).
+"""The commit step of the write transaction (kb.ops.transaction, kb.ops.commit).
 
 Real git repositories in tmp (pinned identity and dates, conftest), no mocks.
 kb commits from plumbing when no commit hook is installed: its commit must
@@ -19,6 +19,7 @@ import pytest
 from conftest import commit_all, git, git_init, tree_snapshot, write_files
 from kb import git as kbgit
 from kb.errors import RefusedError
+from kb.ops import commit as commit_mod
 from kb.ops import transaction as txm
 from kb.ops.transaction import Transaction
 from kb.repo import open_kb
@@ -294,14 +295,14 @@ def test_head_moving_during_the_commit_is_refused(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """update-ref swaps from the HEAD read under the lock: a commit landing in between wins."""
     repo, kb_root = kb_repo(tmp_path)
-    read_head = txm._read_head
+    read_head = commit_mod.read_head
 
     def then_someone_commits(top, paths):  # type: ignore[no-untyped-def]
         head = read_head(top, paths)
         git(repo, "commit", "-q", "--allow-empty", "-m", "meanwhile")
         return head
 
-    monkeypatch.setattr(txm, "_read_head", then_someone_commits)
+    monkeypatch.setattr(commit_mod, "read_head", then_someone_commits)
     before = state(repo)
     with pytest.raises(RefusedError, match="HEAD moved while kb was committing"):
         tx_write(kb_root, {"notes/a.md": b"kb's edit\n", "notes/x.md": b"x\n"})
