@@ -326,3 +326,63 @@ def test_fm15_gbk_is_never_rewritten(case_bytes):
     with pytest.raises(DecodeError) as exc:
         Document.from_bytes(case_bytes("FM-15"), "tree.md")
     assert exc.value.diagnostic.code == "KB101" and exc.value.diagnostic.line == 3
+
+
+# -- a status change moves the frontmatter's status too (KB104 forbids a split) ---------------
+
+
+def test_fm01_status_changes_carry_the_frontmatter(case_bytes, make_kb, run_kb):
+    """FM-01 as tree.md: `kb exp new` and `kb exp result` set the frontmatter's `status:`
+    with the `Status:` line; the BOM and every other byte stay; verify is clean."""
+    data = case_bytes("FM-01")
+    root = make_kb({"tree.md": data}, commit=True)
+    r = run_kb("exp", "new", "--hyp", "H1", "测读盘速度", cwd=root)
+    assert r.code == 0, r.stderr
+    moved = data.replace("status: 待验".encode(), "status: 进行中".encode())
+    assert (root / "tree.md").read_bytes() == moved.replace("Status: 待验".encode(), "Status: 进行中".encode())
+    r = run_kb("exp", "result", "E001", "--data", "读盘占 70%", "--conclusion", "支持",
+               "--reason", "瓶颈在读盘", cwd=root)
+    assert r.code == 0, r.stderr
+    out = (root / "tree.md").read_bytes()
+    assert out.startswith(BOM + b"---\nid: H1\nstatus: \xe8\xa2\xab\xe6\x94\xaf\xe6\x8c\x81\n---\n")
+    assert parse(out).diagnostics == () and parse(out).objects[0].status == "被支持"
+    v = run_kb("verify", cwd=root)
+    assert v.code == 0, v.stdout + v.stderr
+
+
+def test_fm02_status_change_keeps_crlf_and_quotes(case_bytes, make_kb, run_kb):
+    """FM-02 (CRLF) with a quoted, commented frontmatter status: `kb hyp status` keeps the
+    quotes, the comment and CRLF on every line."""
+    data = case_bytes("FM-02").replace(b"status: \xe5\xbe\x85\xe9\xaa\x8c\r\n",
+                                       "status: '待验'  # kept in sync by kb\r\n".encode())
+    assert parse(data).diagnostics == ()
+    root = make_kb({"tree.md": data}, commit=True)
+    r = run_kb("hyp", "status", "H1", "active", cwd=root)
+    assert r.code == 0, r.stderr
+    out = (root / "tree.md").read_bytes()
+    assert out == data.replace("'待验'".encode(), "'进行中'".encode()).replace(
+        "Status: 待验".encode(), "Status: 进行中".encode())
+    assert out.count(b"\n") == out.count(b"\r\n")
+
+
+def test_experiment_and_card_frontmatter_status_follow(make_kb, run_kb):
+    """An experiment and a problem card with a frontmatter `status:`: `kb exp result` and
+    `kb problem status` change both, and verify stays clean."""
+    exp = ("---\nstatus: 进行中\n---\n# E001: H1 - 测读盘速度\n\n**Hypothesis**: H1\n"
+           "**Date**: 2026-06-16\n**Status**: 进行中\n\n## 结果\n\n[待实验完成后填写]\n")
+    card = ("---\nid: q1\nstatus: 求解中\n---\n# 问题｜读盘\n- 标题: 读盘\n- ID: q1\n- 类型: 问题\n"
+            "- 状态: 求解中\n- 优先级: 0\n- 依赖: []\n- 被依赖: []\n- 来源: 原始\n- 计划: 待调度\n\n"
+            "## 陈述\n读盘是瓶颈吗？\n\n## 解法候选\n（暂无解法候选）\n")
+    root = make_kb({"tree.md": "# 假设树\n\n## H1: 读盘是瓶颈\nStatus: 进行中\nEvidence: (empty)\n",
+                    "experiments/E001.md": exp, "Problems/q1.md": card}, commit=True)
+    assert run_kb("dashboard", cwd=root).code == 0
+    r = run_kb("exp", "result", "E001", "--data", "70%", "--conclusion", "不确定",
+               "--reason", "样本太少", cwd=root)
+    assert r.code == 0, r.stderr
+    assert (root / "experiments/E001.md").read_text(encoding="utf-8").startswith(
+        "---\nstatus: 已完成\n---\n")
+    r = run_kb("problem", "status", "q1", "死路", cwd=root)
+    assert r.code == 0, r.stderr
+    assert "status: 死路\n" in (root / "Problems/q1.md").read_text(encoding="utf-8")
+    v = run_kb("verify", cwd=root)
+    assert v.code == 0, v.stdout + v.stderr

@@ -161,7 +161,17 @@ class ExpEdit:
         return "appended"
 
     def set_header(self, key: str, value: str, after: tuple[str, ...] = ("Date", "Hypothesis")) -> None:
-        """Set the value of a header anchor (``**Status**``), or add it after ``after``."""
+        """Set the value of a header anchor (``**Status**``), or add it after ``after``.
+
+        The frontmatter's ``status:``, when there is one, follows ``**Status**``
+        (the two must agree: KB104).
+        """
+        if key == "Status" and isinstance(self.exp.frontmatter.get("status"), str):
+            from kb.render.document import frontmatter_line, set_frontmatter_value
+
+            fm = frontmatter_line(self.doc.lines, "status")
+            if fm is not None:
+                self.doc.lines[fm - 1] = set_frontmatter_value(self.doc.lines[fm - 1], "status", value)
         ln = self.exp.anchor_lines.get(key)
         if ln:
             line = self.doc.lines[ln - 1]

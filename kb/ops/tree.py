@@ -350,10 +350,18 @@ class TreeEdit:
         self._splices.append(_Splice(first, count, list(lines), len(self._splices)))
 
     def set_status(self, h: Hypothesis, canonical: str) -> None:
+        """Set ``Status:``, and the frontmatter's ``status:`` when it describes ``h``
+        (the two must agree: KB104)."""
+        from kb.render.document import frontmatter_line, set_frontmatter_value
         from kb.render.tree import set_anchor_value
 
+        word = HYPOTHESIS_STATUS.word(canonical, self.s.locale)
         ln = h.anchor_lines["Status"]
-        self.splice(ln, 1, [set_anchor_value(self.line(ln), HYPOTHESIS_STATUS.word(canonical, self.s.locale))])
+        self.splice(ln, 1, [set_anchor_value(self.line(ln), word)])
+        if isinstance(h.frontmatter.get("status"), str):
+            fm = frontmatter_line(self.doc.lines, "status")
+            if fm is not None:
+                self.splice(fm, 1, [set_frontmatter_value(self.line(fm), "status", word)])
 
     def append_evidence(self, h: Hypothesis, eid: str) -> None:
         from kb.render.tree import append_to_list_line, list_line

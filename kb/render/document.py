@@ -8,6 +8,7 @@ final newline, prose, unknown sections and anchors) survive exactly
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from kb.text import decode
@@ -91,3 +92,39 @@ class Document:
     def to_bytes(self) -> bytes:
         """The file's bytes: BOM kept, each line's ending kept."""
         return (("\ufeff" if self.bom else "") + self.text()).encode("utf-8")
+
+
+# -- the leading YAML frontmatter (DESIGN.md §2.5) ------------------------------------------
+
+_FM_SCALAR = re.compile(r"^(?P<head>[ \t]*:[ \t]*)(?P<q>[\"']?)(?P<value>.*?)(?P=q)"
+                        r"(?P<tail>[ \t]+#.*)?$")
+
+
+def frontmatter_line(lines: list[str], key: str) -> int | None:
+    """The 1-based line of top-level ``key:`` in the file's leading ``---`` block, or None.
+
+    ``lines`` are a :class:`Document`'s lines (BOM already removed). Only a
+    plain, unquoted key at column 0 is found; the caller knows from the parse
+    that the block is frontmatter.
+    """
+    if not lines or lines[0].rstrip() != "---":
+        return None
+    for i in range(1, len(lines)):
+        ln = lines[i]
+        if ln.rstrip() in ("---", "..."):
+            return None
+        if ln.startswith(key) and _FM_SCALAR.match(ln[len(key):]):
+            return i + 1
+    return None
+
+
+def set_frontmatter_value(line: str, key: str, value: str) -> str:
+    """``status: 待验`` -> ``status: <value>``: key, spacing, quotes and a comment kept.
+
+    ``value`` must be a plain YAML scalar (a status word); raises ValueError
+    when ``line`` is not ``key: scalar``.
+    """
+    m = _FM_SCALAR.match(line[len(key):]) if line.startswith(key) else None
+    if m is None:
+        raise ValueError(f"not a frontmatter line for {key!r}: {line!r}")
+    return f"{key}{m.group('head')}{m.group('q')}{value}{m.group('q')}{m.group('tail') or ''}"
