@@ -189,25 +189,18 @@ def make_kb(tmp_path: Path) -> MakeKB:
 # -- shared input cases ----------------------------------------------------------
 
 
-def _find_cases() -> Optional[Path]:
-    here = Path(__file__).resolve().parents[2] / "shared" / "cases"
-    if here.is_dir():
-        return here
-    env = os.environ.get("KB_CASES_DIR")
-    if env and Path(env).is_dir():
-        return Path(env)
-    return None
+#: The project's shared parser cases (``shared/cases``), vendored byte for byte
+#: (.gitattributes keeps git from converting them); ``$KB_CASES_DIR`` runs the
+#: suite against another copy.
+CASES = Path(__file__).resolve().parent / "cases"
 
 
 @pytest.fixture(scope="session")
 def cases_dir() -> Path:
-    """``../shared/cases`` beside the clone, else ``$KB_CASES_DIR``. Fails (never skips) if absent."""
-    found = _find_cases()
-    if found is None:
-        pytest.fail(
-            "the shared input cases are missing: expected "
-            f"{Path(__file__).resolve().parents[2] / 'shared' / 'cases'} or a folder in "
-            "$KB_CASES_DIR (CI checks out shared/ beside the clone)", pytrace=False)
+    """``tests/cases``, or ``$KB_CASES_DIR``. Fails (never skips) if absent."""
+    found = Path(os.environ.get("KB_CASES_DIR") or CASES)
+    if not (found / "inputs").is_dir():
+        pytest.fail(f"the input cases are missing: no {found / 'inputs'}", pytrace=False)
     return found
 
 
