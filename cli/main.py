@@ -66,20 +66,26 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; return the exit code (0 clean, 1 violations, 2 usage/env, 3 bug)."""
+    """Run the CLI; return the exit code (0 clean, 1 violations, 2 usage/env, 3 bug).
+
+    An error is one line on stderr; with ``--json`` it is also the JSON object
+    ``{"error": {"message", "exit_code", "kind"}}`` on stdout, for agents.
+    """
+    args = sys.argv[1:] if argv is None else argv
     try:
         rv: Any = cli.main(args=argv, prog_name="kb", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.ClickException as exc:
         exc.show()
-        return 2
+        return _json_error(args, exc.format_message(), 2, "usage")
     except click.Abort:
         click.echo("kb: aborted", err=True)
         return 2
     except KbError as exc:
         click.echo(f"kb: {exc}", err=True)
-        return exc.exit_code
+        kind = "refused" if exc.exit_code == 1 else type(exc).__name__.rstrip("_")
+        return _json_error(args, str(exc), exc.exit_code, kind)
     except BrokenPipeError:
         return 0
     except Exception as exc:  # a bug: a short message, never a traceback for users
@@ -89,6 +95,16 @@ def main(argv: list[str] | None = None) -> int:
             raise
         return 3
     return int(rv or 0)
+
+
+def _json_error(args: list[str], message: str, code: int, kind: str) -> int:
+    """Also print the error as JSON on stdout when the command was asked for ``--json``."""
+    if "--json" in args:
+        import json
+
+        sys.stdout.write(json.dumps({"error": {"message": message, "exit_code": code, "kind": kind}},
+                                    ensure_ascii=False) + "\n")
+    return code
 
 
 def _debug() -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from kb.errors import RefusedError
 from kb_cli.output import emit_json, err, json_option, kb_option
 
 _SKIP = {"id", "kind", "path", "line", "anchors", "frontmatter", "links_out", "links_in",
@@ -23,8 +24,7 @@ def command(obj_id: str, as_json: bool, kb_path: str | None) -> int:
 
     k, found = show_object(obj_id, kb_path)
     if not found:
-        err(f"kb: no object with ID {obj_id!r} (try `kb find {obj_id}`)")
-        return 1
+        raise RefusedError(f"no object with ID {obj_id!r} (try `kb find {obj_id}`)")
     locale = k.config.locale
     for data in found:
         vocab = {"hypothesis": HYPOTHESIS_STATUS, "experiment": EXPERIMENT_STATUS}.get(data["kind"])

@@ -201,11 +201,25 @@ def test_gbk_file_fails_but_rest_is_indexed(make_kb, run_kb):
 
 
 def test_show_unknown_id(example_kb, run_kb):
-    """``kb show NOPE``: exit 1, a message naming the ID on stderr, nothing on stdout."""
-    for args in (("show", "NOPE"), ("show", "NOPE", "--json")):
-        r = run_kb(*args, cwd=example_kb)
-        assert r.code == 1 and r.stdout == ""
-        assert "'NOPE'" in r.stderr
+    """``kb show NOPE``: exit 1, a message naming the ID on stderr, nothing on stdout;
+    with ``--json`` the error is also a JSON object on stdout."""
+    r = run_kb("show", "NOPE", cwd=example_kb)
+    assert r.code == 1 and r.stdout == "" and "'NOPE'" in r.stderr
+    r = run_kb("show", "NOPE", "--json", cwd=example_kb)
+    assert r.code == 1 and "'NOPE'" in r.stderr
+    err = r.json()["error"]
+    assert err["exit_code"] == 1 and err["kind"] == "refused" and "'NOPE'" in err["message"]
+
+
+def test_json_errors_for_usage_and_refusals(example_kb, run_kb):
+    """Every failing ``--json`` command prints ``{"error": …}`` (usage errors too), and
+    the plain form prints nothing on stdout."""
+    r = run_kb("hyp", "add", "--json", cwd=example_kb)
+    assert r.code == 2 and r.json()["error"]["kind"] == "usage"
+    assert "STATEMENT" in r.json()["error"]["message"]
+    r = run_kb("hyp", "status", "H1", "bogus", "--json", cwd=example_kb)
+    assert r.code == 1 and "accepted: 待验|untested" in r.json()["error"]["message"]
+    assert run_kb("hyp", "status", "H1", "bogus", cwd=example_kb).stdout == ""
 
 
 @pytest.mark.parametrize("args", [("index",), ("index", "--json"), ("ls",), ("show", "H1"),
@@ -213,8 +227,12 @@ def test_show_unknown_id(example_kb, run_kb):
 def test_not_a_kb_exits_2(tmp_path, run_kb, args):
     """Outside any KB: exit 2, a one-line ``kb: …`` message naming ``kb init``, no traceback."""
     r = run_kb(*args, cwd=tmp_path)
-    assert r.code == 2 and r.stdout == ""
+    assert r.code == 2
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("kb: ") and "kb init" in r.stderr
+    if "--json" in args:
+        assert r.json()["error"]["exit_code"] == 2 and "kb init" in r.json()["error"]["message"]
+    else:
+        assert r.stdout == ""
     no_traceback(r)
 
 

@@ -47,7 +47,8 @@ def test_bad_input_is_one_line_exit_1_nothing_written(tree_kb: Path, args: list,
     with unchanged(tree_kb):
         r = kb(tree_kb, *args, "--json")
     assert r.code == 1, r.stderr
-    assert r.stdout == ""
+    assert json.loads(r.stdout)["error"] == {"message": r.stderr[4:-1], "exit_code": 1,
+                                             "kind": "refused"}
     assert needle in r.stderr and r.stderr.startswith("kb: ") and r.stderr.count("\n") == 1
 
 

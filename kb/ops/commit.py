@@ -168,8 +168,9 @@ def _refuse_dirty(top: Path, paths: list[str]) -> None:
             dirty.append(path)
         i += 1
     if dirty:
+        verb = "has" if len(dirty) == 1 else "have"
         raise RefusedError(
-            f"{', '.join(dirty)} has uncommitted changes; commit or stash them first "
+            f"{', '.join(dirty)} {verb} uncommitted changes; commit or stash them first "
             "(or use --no-commit) — nothing was written")
 
 

@@ -108,7 +108,8 @@ def render_dashboard(
     active = [h for h in hyps if h.status in ACTIVE_HYPOTHESIS]
     closed = [h for h in hyps if h.status in CLOSED_HYPOTHESIS]
     dates = sorted(e.date for e in experiments if e.date)
-    head = f"**Active**: {len(active)} hypotheses | **Closed**: {len(closed)}"
+    noun = "hypothesis" if len(active) == 1 else "hypotheses"
+    head = f"**Active**: {len(active)} {noun} | **Closed**: {len(closed)}"
     if dates:
         head += f" | **Last**: {dates[-1]}"
     out = [
