@@ -49,6 +49,12 @@ def _declaration_re(grammar: str, seps: tuple[str, ...]) -> re.Pattern[str]:
     )
 
 
+@lru_cache(maxsize=16)
+def _missing_separator_re(grammar: str) -> re.Pattern[str]:
+    # `## H2 Prefetching hides the decode cost`: an ID of the grammar, a space, words.
+    return re.compile(rf"^(?P<id>{grammar})[ \t]+(?P<stmt>\S.*)$")
+
+
 def parse_tree(
     src: SourceText,
     grammar: str,
@@ -63,8 +69,8 @@ def parse_tree(
     hypotheses in file order and the parse diagnostics (KB110 full-width
     colon, KB111 bold anchor, KB112 repeated anchor, KB113 not a heading,
     KB114 setext trap, KB115 missing Status, KB116 headings that look like
-    declarations of another grammar, KB117 stray anchor line, KB104
-    frontmatter conflict).
+    declarations of another grammar, KB117 stray anchor line, KB119 a
+    declaration without its separator, KB104 frontmatter conflict).
     """
     path = src.path
     lines = src.lines
@@ -113,7 +119,16 @@ def parse_tree(
         d = decl.match(text)
         if d is None:
             c = _CANDIDATE.match(text)
-            if c is not None and level >= 2:
+            bare = _missing_separator_re(grammar).match(text) if level >= 2 else None
+            if bare is not None:
+                fixed = f"{m.group(1)} {bare.group('id')}{separators[0]} {bare.group('stmt')}"
+                diags.append(Diagnostic(
+                    path=path, line=i + 1, code="KB119", severity="warning",
+                    message=f"heading starts with the ID {bare.group('id')} but has no "
+                    f"{separators[0]!r} after it, so it declares nothing; write {fixed!r}",
+                    fix=Fix(line=i + 1, old=line, new=fixed)))
+                under_lookalike = True  # its anchor lines are explained by this report
+            elif c is not None and level >= 2:
                 lookalikes.append((i + 1, c.group("tok") + c.group("sep")))
                 under_lookalike = True
             i += 1
