@@ -170,3 +170,33 @@ def test_card_removed_and_moved(repo):
     rc, data = verify_json(repo, "--staged")
     assert [(d["code"], d["path"]) for d in data["diagnostics"] if d["code"] == "KB301"] == \
         [("KB301", "Problems/q1.md")] and rc == 1
+
+
+def test_recorded_conclusion_is_never_rewritten(make_kb, monkeypatch):
+    """KB308 at the **结论** line when a recorded conclusion changes or is removed; a first
+    conclusion is no violation, and a Kb-Override turns it into an info note."""
+    tree = TREE2.replace("## H2: Mixed precision slows convergence\nStatus: 待验\nEvidence: (empty)",
+                         "## H2: Mixed precision slows convergence\nStatus: 被支持\nEvidence: E002")
+    root = make_repo(make_kb, {"tree.md": tree, "experiments/E002.md":
+                               experiment("E002", "H1", status="已完成", conclusion="支持")},
+                     dashboard=False)
+    for now in ("推翻", "[待补充]"):
+        text = experiment("E002", "H1", status="已完成", conclusion=now)
+        _stage(root, {"experiments/E002.md": text})
+        rc, data = verify_json(root, "--staged")
+        [d] = find(data, "KB308")
+        assert (d["path"], d["line"], d["severity"]) == ("experiments/E002.md",
+                                                          _line(text, "**结论**"), "error")
+        assert "支持" in d["message"] and rc == 1
+    _stage(root, {"experiments/E002.md": experiment("E002", "H1", status="已完成", conclusion="推翻")})
+    monkeypatch.setenv("KB_OVERRIDE", "E002 the data file was mislabelled")
+    rc, data = verify_json(root, "--staged")
+    [d] = find(data, "KB308")
+    assert d["severity"] == "info" and "accepted: Kb-Override: E002" in d["message"] and rc == 0
+
+
+def test_a_first_conclusion_is_not_a_rewrite(repo):
+    """Recording the result of a running experiment (no conclusion yet) is legal."""
+    _stage(repo, {"experiments/E002.md": experiment("E002", "H1", status="已完成", conclusion="支持")})
+    rc, data = verify_json(repo, "--staged")
+    assert not find(data, "KB308")

@@ -190,6 +190,29 @@ def status_moves(c: Change) -> list:
     return out
 
 
+@history_rule("KB308")
+def results_stay(c: Change) -> list:
+    """KB308: an experiment's recorded conclusion (``**结论**``) is never rewritten.
+
+    The conclusion is the evidence a hypothesis's status rests on (Evidence
+    is append-only); ``kb exp result`` never rewrites one either.
+    """
+    base = c.lights(c.base, ("experiment",))
+    out = []
+    for path in sorted({b.path for b in base.values()} & set(c.new.files)):
+        recorded = {r.id: r for r in c.base.records(path) if r.kind == "experiment" and r.conclusion}
+        for n in c.new.records(path):
+            b = recorded.get(n.id)
+            if n.kind != "experiment" or b is None or n.conclusion == b.conclusion:
+                continue
+            now = n.conclusion or "(none)"
+            out.append(c.violation(
+                n.id, path, n.conclusion_line or n.line, "KB308",
+                f"{n.id}: its recorded conclusion {b.conclusion} became {now}; a recorded result "
+                f"stays — restore it and record a new experiment {_override_hint(n.id)}"))
+    return out
+
+
 _NUM = re.compile(r"^(.*?)(\d+)$")
 
 
