@@ -87,7 +87,12 @@ class Document:
 
     # -- output ---------------------------------------------------------------
     def text(self) -> str:
-        return "".join(ln + e for ln, e in zip(self.lines, self.endings))
+        nl, endings = self.newline, self.endings
+        if endings and endings.count(nl) - (endings[-1] == nl) == len(endings) - 1:
+            # Every line but the last ends in the file's newline (the usual case):
+            # one join instead of one concatenation per line (a tree has 40,000).
+            return nl.join(self.lines) + endings[-1]
+        return "".join(ln + e for ln, e in zip(self.lines, endings))
 
     def to_bytes(self) -> bytes:
         """The file's bytes: BOM kept, each line's ending kept."""
