@@ -260,3 +260,25 @@ def test_stale_dashboard_with_an_unstaged_edit_is_refused_not_fixed(make_kb):
     assert b"KB240" in _out(proc) and b"run `kb dashboard`" in _out(proc)
     assert {p: (root / p).read_bytes() for p in before} == before
     assert git(root, "ls-files", "-s") == index_before
+
+
+def test_a_correction_by_hand_passes_the_hook_and_the_push(repo, tmp_path):
+    """The README's recipe for a correction kb has no command for: KB_OVERRIDE for the
+    pre-commit hook, the same `Kb-Override:` trailer for pre-push and CI. The variable
+    alone gets the commit past the hook but not past the push."""
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(repo, "remote", "add", "origin", str(bare))
+    assert git_run(repo, "push", "-q", "origin", "main").returncode == 0
+    write_files(repo, {"tree.md": EDIT_H2})
+    env = {"KB_OVERRIDE": "H2 the measurement showed a speed-up"}
+    assert _commit(repo, "-am", "reword H2", env=env).returncode == 0
+    proc = git_run(repo, "push", "origin", "main")
+    assert proc.returncode != 0 and b"KB302" in _out(proc)
+    git(repo, "reset", "-q", "--soft", "HEAD~1")
+    proc = _commit(repo, "-m", "reword H2", "--trailer",
+                   "Kb-Override: H2 the measurement showed a speed-up", env=env)
+    assert proc.returncode == 0, _out(proc)
+    proc = git_run(repo, "push", "origin", "main")
+    assert proc.returncode == 0, _out(proc)
+    assert git(bare, "rev-parse", "main") == git(repo, "rev-parse", "HEAD")

@@ -40,7 +40,8 @@ def _short(text: str, n: int = 70) -> str:
 
 
 def _override_hint(obj_id: str) -> str:
-    return f"(or record `Kb-Override: {obj_id} <reason>`)"
+    return (f"(or commit it with the trailer `Kb-Override: {obj_id} <reason>` and the same "
+            f"text in KB_OVERRIDE for the hook)")
 
 
 @history_rule("KB301", "KB305")
@@ -182,11 +183,11 @@ def status_moves(c: Change) -> list:
             continue
         loc = c.config.locale
         old_w, new_w = _status_word(b.status, n.kind, loc), _status_word(n.status, n.kind, loc)
-        hint = (f"`kb hyp status {n.id} {new_w} --force --reason R`" if n.kind == "hypothesis"
-                else f"record `Kb-Override: {n.id} <reason>`")
+        hint = (f"or `kb hyp status {n.id} {new_w} --force --reason R`" if n.kind == "hypothesis"
+                else _override_hint(n.id))
         out.append(c.violation(
             n.id, n.path, n.status_line or n.line, "KB306",
-            f"{n.id}: status {old_w} -> {new_w} is not allowed ({why}); restore it, or {hint}"))
+            f"{n.id}: status {old_w} -> {new_w} is not allowed ({why}); restore it {hint}"))
     return out
 
 
