@@ -307,3 +307,22 @@ def test_inherited_results_equal_a_full_check(make_kb, monkeypatch):
     _, full = verify_json(root, "--staged")
     assert inherited["diagnostics"] == full["diagnostics"]
     assert {"KB202", "KB210", "KB213"} <= set(codes(full))
+
+
+def test_heads_results_stay_cached_across_many_staged_checks(make_kb, monkeypatch):
+    """Every pre-commit check inherits HEAD's stored results; more distinct staged
+    states than the cache keeps (8) must not evict them, or every later check redoes
+    the whole KB."""
+    import kb.checks.verify as V
+
+    root = make_repo(make_kb)
+    assert verify_json(root, "--rev", "HEAD")[0] == 0
+    seen = []
+    real = V._neutral
+    monkeypatch.setattr(V, "_neutral", lambda *a: seen.append(real(*a)) or seen[-1])
+    exp = (root / "experiments/E001.md").read_text(encoding="utf-8")
+    for i in range(V._KEEP_SNAPSHOTS + 4):
+        write_files(root, {"experiments/E001.md": exp + f"\nrun {i}: same numbers.\n"})
+        git(root, "add", "-A")
+        assert verify_json(root, "--staged")[0] == 0
+    assert seen == [True] * (V._KEEP_SNAPSHOTS + 4)  # HEAD's results found every time

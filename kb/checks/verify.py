@@ -266,6 +266,13 @@ def _load_results(facts: Any, key: str) -> Optional[list[tuple[str, _D]]]:
         return None
     if row is None:
         return None
+    try:
+        # Used again: keep it among the most recent (HEAD's results are the base of
+        # every pre-commit check; evicted, every check would redo the whole KB).
+        with facts.db:
+            facts.db.execute("INSERT OR REPLACE INTO kb_check_kv VALUES (?, ?)", (key, row[0]))
+    except sqlite3.Error:
+        pass
     out = []
     for origin, p, ln, col, code, sev, msg, fx in json.loads(row[0]):
         out.append((origin, _D(p, ln, col, code, sev, msg, tuple(fx) if fx else None)))
@@ -276,7 +283,7 @@ _KEEP_SNAPSHOTS = 8
 
 
 def _store_results(facts: Any, key: str, results: list[tuple[str, _D]]) -> None:
-    """Store the results of a snapshot (the most recent few are kept)."""
+    """Store the results of a snapshot (the few most recently stored or used are kept)."""
     import json
 
     data = json.dumps([[o, *d] for o, d in results], ensure_ascii=False)
