@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 import click
 
-from kb_cli.output import emit_json, err, json_option, kb_option, print_waiting, write_options
+from kb_cli.output import emit_json, err, json_option, kb_option, write_kwargs, write_options
 
 
 @click.command("dashboard")
@@ -14,8 +16,7 @@ from kb_cli.output import emit_json, err, json_option, kb_option, print_waiting,
 @write_options
 @json_option
 @kb_option
-def command(check: bool, as_json: bool, kb_path: str | None, no_commit: bool,
-            owner: str | None, expect: str | None) -> int:
+def command(check: bool, as_json: bool, kb_path: str | None, **kw: Any) -> int:
     """Regenerate DASHBOARD.md from tree.md and the experiments (counts, last date,
     active list, Mermaid map; ## Next Steps kept verbatim) and commit it."""
     if check:
@@ -32,5 +33,4 @@ def command(check: bool, as_json: bool, kb_path: str | None, no_commit: bool,
     from kb.ops.dashboard import refresh_dashboard
     from kb_cli.hyp import report
 
-    return report(refresh_dashboard(kb_path, no_commit=no_commit, owner=owner, expect=expect,
-                                    on_wait=print_waiting), as_json)
+    return report(refresh_dashboard(kb_path, **write_kwargs(kw)), as_json)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from kb_cli.output import json_option, kb_option, print_waiting, write_options
+from kb_cli.output import json_option, kb_option, write_kwargs, write_options
 from kb_cli.problem import emit_result
 
 
@@ -25,11 +27,10 @@ def command() -> None:
 @kb_option
 @write_options
 def add(obj_id: str, kind: str, title: str, prob: str, text: str | None, text_file: str | None,
-        as_json: bool, kb_path: str | None, no_commit: bool, owner: str | None,
-        expect: str | None) -> int:
+        as_json: bool, kb_path: str | None, **kw: Any) -> int:
     """Append an entry (状态 未定论) to problem or proposition ID; one commit."""
     from kb.ops.cards import add_entry
 
     res = add_entry(kb_path, obj_id, kind, title, prob, text=text, text_file=text_file,
-                    no_commit=no_commit, owner=owner, expect=expect, on_wait=print_waiting)
+                    **write_kwargs(kw))
     return emit_result(res, as_json)

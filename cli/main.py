@@ -100,10 +100,9 @@ def main(argv: list[str] | None = None) -> int:
 def _json_error(args: list[str], message: str, code: int, kind: str) -> int:
     """Also print the error as JSON on stdout when the command was asked for ``--json``."""
     if "--json" in args:
-        import json
+        from kb_cli.output import emit_json
 
-        sys.stdout.write(json.dumps({"error": {"message": message, "exit_code": code, "kind": kind}},
-                                    ensure_ascii=False) + "\n")
+        emit_json({"error": {"message": message, "exit_code": code, "kind": kind}})
     return code
 
 

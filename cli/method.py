@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from kb_cli.output import json_option, kb_option, print_waiting, write_options
+from kb_cli.output import json_option, kb_option, write_kwargs, write_options
 from kb_cli.problem import emit_result, split_ids
 
 
@@ -26,14 +28,12 @@ def command() -> None:
 @kb_option
 @write_options
 def add(mid: str, name: str, type_: str, parent: str | None, scenario: str, content: str,
-        related: tuple[str, ...], as_json: bool, kb_path: str | None, no_commit: bool,
-        owner: str | None, expect: str | None) -> int:
+        related: tuple[str, ...], as_json: bool, kb_path: str | None, **kw: Any) -> int:
     """Create method ID called NAME (状态 经验)."""
     from kb.ops.cards import add_method
 
     res = add_method(kb_path, mid, name, type=type_, parent=parent, scenario=scenario,
-                     content=content, related=split_ids(related), no_commit=no_commit,
-                     owner=owner, expect=expect, on_wait=print_waiting)
+                     content=content, related=split_ids(related), **write_kwargs(kw))
     return emit_result(res, as_json)
 
 
@@ -46,12 +46,11 @@ def add(mid: str, name: str, type_: str, parent: str | None, scenario: str, cont
 @kb_option
 @write_options
 def apply(mid: str, effect: str, problem: str, direction: str | None, as_json: bool,
-          kb_path: str | None, no_commit: bool, owner: str | None, expect: str | None) -> int:
+          kb_path: str | None, **kw: Any) -> int:
     """Record an application of method ID: '### 应用 N｜<time>｜问题 <qid> 方向 <dir>' and EFFECT."""
     from kb.ops.cards import apply_method
 
-    res = apply_method(kb_path, mid, problem, effect, direction=direction, no_commit=no_commit,
-                       owner=owner, expect=expect, on_wait=print_waiting)
+    res = apply_method(kb_path, mid, problem, effect, direction=direction, **write_kwargs(kw))
     return emit_result(res, as_json)
 
 
@@ -64,10 +63,10 @@ def apply(mid: str, effect: str, problem: str, direction: str | None, as_json: b
 @kb_option
 @write_options
 def improve(mid: str, reason: str, text: str | None, text_file: str | None, as_json: bool,
-            kb_path: str | None, no_commit: bool, owner: str | None, expect: str | None) -> int:
+            kb_path: str | None, **kw: Any) -> int:
     """Record an improvement of method ID: '### vN（REASON）' and the text."""
     from kb.ops.cards import improve_method
 
     res = improve_method(kb_path, mid, reason, text=text, text_file=text_file,
-                         no_commit=no_commit, owner=owner, expect=expect, on_wait=print_waiting)
+                         **write_kwargs(kw))
     return emit_result(res, as_json)

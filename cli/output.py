@@ -52,6 +52,18 @@ def write_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
             "on_wait": print_waiting}
 
 
+def many_cards_write_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
+    """:func:`write_kwargs` for commands that write many cards: ``--expect`` names the
+    blob of one file, so it is refused there."""
+    if kw["expect"]:
+        from kb.ops.cards import CardError
+
+        raise CardError("--expect applies to commands that edit one existing card")
+    out = write_kwargs(kw)
+    del out["expect"]
+    return out
+
+
 def print_waiting(msg: str) -> None:
     """``on_wait`` callback for transactions: tell the user once what kb waits for."""
     err(f"kb: {msg}")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from kb_cli.output import json_option, kb_option, print_waiting, write_options
+from kb_cli.output import json_option, kb_option, many_cards_write_kwargs, write_options
 from kb_cli.problem import emit_result
 
 
@@ -20,17 +22,13 @@ def command() -> None:
 @json_option
 @kb_option
 @write_options
-def adjust(mode: str, dry_run: bool, as_json: bool, kb_path: str | None, no_commit: bool,
-           owner: str | None, expect: str | None) -> int:
+def adjust(mode: str, dry_run: bool, as_json: bool, kb_path: str | None, **kw: Any) -> int:
     """deadend-deprioritize: all directions dead-end and priority < 10 → 10;
     survival-map: round(clamp(10 − 10·max survival, 0, 10)); progress-graded:
     round(clamp(10 − 10·(1.2·|概率 − 0.5| + 0.08·min(5, proofs + refutations)), 0, 10)).
     One commit."""
-    from kb.ops.cards import CardError
     from kb.ops.research import priority_adjust
 
-    if expect:
-        raise CardError("--expect applies to commands that edit one existing card")
-    res = priority_adjust(kb_path, mode, dry_run=dry_run, no_commit=no_commit, owner=owner,
-                          on_wait=print_waiting)
+    write = many_cards_write_kwargs(kw)
+    res = priority_adjust(kb_path, mode, dry_run=dry_run, **write)
     return emit_result(res, as_json)

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from kb_cli.output import emit_json, json_option, kb_option, print_waiting, write_options
+from kb_cli.output import emit_json, json_option, kb_option, write_kwargs, write_options
 
 
 def emit_result(res: Any, as_json: bool) -> int:
@@ -56,14 +56,14 @@ def command() -> None:
 @write_options
 def add(qid: str, statement: str, title: str | None, priority: str, depends: tuple[str, ...],
         source: str, motivation: str | None, plan: str, as_json: bool, kb_path: str | None,
-        no_commit: bool, owner: str | None, expect: str | None) -> int:
+        **kw: Any) -> int:
     """Create problem ID with STATEMENT (状态 求解中, or 等待依赖 while a dependency is
     unsettled); updates the dependencies' 被依赖; one commit."""
     from kb.ops.cards import add_problem
 
     res = add_problem(kb_path, qid, statement, title=title, priority=priority,
                       depends=split_ids(depends), source=source, motivation=motivation, plan=plan,
-                      no_commit=no_commit, owner=owner, expect=expect, on_wait=print_waiting)
+                      **write_kwargs(kw))
     return emit_result(res, as_json)
 
 
@@ -73,14 +73,12 @@ def add(qid: str, statement: str, title: str | None, priority: str, depends: tup
 @json_option
 @kb_option
 @write_options
-def status(qid: str, status: str, as_json: bool, kb_path: str | None, no_commit: bool,
-           owner: str | None, expect: str | None) -> int:
+def status(qid: str, status: str, as_json: bool, kb_path: str | None, **kw: Any) -> int:
     """Set the 状态 of problem ID: 原始, 求解中, 等待依赖 or 死路 (已解决 comes from
     `kb verdict`)."""
     from kb.ops.cards import set_problem_status
 
-    res = set_problem_status(kb_path, qid, status, no_commit=no_commit, owner=owner,
-                             expect=expect, on_wait=print_waiting)
+    res = set_problem_status(kb_path, qid, status, **write_kwargs(kw))
     return emit_result(res, as_json)
 
 
@@ -90,13 +88,11 @@ def status(qid: str, status: str, as_json: bool, kb_path: str | None, no_commit:
 @json_option
 @kb_option
 @write_options
-def plan_cmd(qid: str, plan: str, as_json: bool, kb_path: str | None, no_commit: bool,
-             owner: str | None, expect: str | None) -> int:
+def plan_cmd(qid: str, plan: str, as_json: bool, kb_path: str | None, **kw: Any) -> int:
     """Set the 计划 (next step, one line) of problem ID."""
     from kb.ops.cards import set_plan
 
-    res = set_plan(kb_path, qid, plan, no_commit=no_commit, owner=owner, expect=expect,
-                   on_wait=print_waiting)
+    res = set_plan(kb_path, qid, plan, **write_kwargs(kw))
     return emit_result(res, as_json)
 
 
@@ -106,13 +102,11 @@ def plan_cmd(qid: str, plan: str, as_json: bool, kb_path: str | None, no_commit:
 @json_option
 @kb_option
 @write_options
-def priority_cmd(obj_id: str, priority: str, as_json: bool, kb_path: str | None, no_commit: bool,
-                 owner: str | None, expect: str | None) -> int:
+def priority_cmd(obj_id: str, priority: str, as_json: bool, kb_path: str | None, **kw: Any) -> int:
     """Set the 优先级 of a problem or proposition (an integer, smaller first, or never)."""
     from kb.ops.cards import set_priority
 
-    res = set_priority(kb_path, obj_id, priority, no_commit=no_commit, owner=owner, expect=expect,
-                       on_wait=print_waiting)
+    res = set_priority(kb_path, obj_id, priority, **write_kwargs(kw))
     return emit_result(res, as_json)
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from kb_cli.output import json_option, kb_option, print_waiting, write_options
+from kb_cli.output import json_option, kb_option, many_cards_write_kwargs, write_options
 from kb_cli.problem import emit_result
 
 
@@ -14,15 +16,12 @@ from kb_cli.problem import emit_result
 @json_option
 @kb_option
 @write_options
-def command(threshold: str, as_json: bool, kb_path: str | None, no_commit: bool,
-            owner: str | None, expect: str | None) -> int:
+def command(threshold: str, as_json: bool, kb_path: str | None, **kw: Any) -> int:
     """Turn every undecided proposition (概率 not 0/1, priority not never) with
     价值/关键性 ≥ THRESHOLD and no judge problem into problem q-promoted-…, its proofs and
     refutations copied as 解法 entries. One commit."""
-    from kb.ops.cards import CardError
     from kb.ops.research import promote
 
-    if expect:
-        raise CardError("--expect applies to commands that edit one existing card")
-    res = promote(kb_path, threshold, no_commit=no_commit, owner=owner, on_wait=print_waiting)
+    write = many_cards_write_kwargs(kw)
+    res = promote(kb_path, threshold, **write)
     return emit_result(res, as_json)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from kb_cli.output import json_option, kb_option, print_waiting, write_options
+from kb_cli.output import json_option, kb_option, write_kwargs, write_options
 from kb_cli.problem import emit_result, split_ids
 
 
@@ -33,8 +35,7 @@ def command() -> None:
 def add(category: str | None, pid: str | None, statement: str | None, title: str | None,
         prob: str, value: str, depends: tuple[str, ...], priority: str,
         source_problem: str | None, source_direction: str | None, new_category: bool,
-        as_json: bool, kb_path: str | None, no_commit: bool, owner: str | None,
-        expect: str | None) -> int:
+        as_json: bool, kb_path: str | None, **kw: Any) -> int:
     """Create proposition ID in CATEGORY with STATEMENT (状态 未定论). CATEGORY must
     exist unless --new-category."""
     from kb.ops.cards import CardError, add_proposition
@@ -48,6 +49,5 @@ def add(category: str | None, pid: str | None, statement: str | None, title: str
     res = add_proposition(kb_path, category or "", pid, statement, title=title, probability=prob,
                           value=value, depends=split_ids(depends), priority=priority,
                           source_problem=source_problem, source_direction=source_direction,
-                          new_category=new_category, no_commit=no_commit, owner=owner,
-                          expect=expect, on_wait=print_waiting)
+                          new_category=new_category, **write_kwargs(kw))
     return emit_result(res, as_json)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from kb_cli.output import emit_json, json_option, kb_option, print_waiting, write_options
+from kb_cli.output import emit_json, json_option, kb_option, many_cards_write_kwargs, write_options
 from kb_cli.problem import emit_result
 
 
@@ -13,16 +15,13 @@ from kb_cli.problem import emit_result
 @json_option
 @kb_option
 @write_options
-def command(check: bool, as_json: bool, kb_path: str | None, no_commit: bool, owner: str | None,
-            expect: str | None) -> int:
+def command(check: bool, as_json: bool, kb_path: str | None, **kw: Any) -> int:
     """Rebuild every problem's 被依赖 from the problems' 依赖 lists and move problems
     between 求解中 and 等待依赖 by the state of their dependencies. One commit."""
-    from kb.ops.cards import CardError
     from kb.ops.research import refresh
 
-    if expect:
-        raise CardError("--expect applies to commands that edit one existing card")
-    res = refresh(kb_path, check=check, no_commit=no_commit, owner=owner, on_wait=print_waiting)
+    write = many_cards_write_kwargs(kw)
+    res = refresh(kb_path, check=check, **write)
     if check:
         if as_json:
             emit_json(res.data)

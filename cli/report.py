@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from kb_cli.output import json_option, kb_option, print_waiting, write_options
+from kb_cli.output import json_option, kb_option, many_cards_write_kwargs, write_options
 from kb_cli.problem import emit_result
 
 
@@ -16,18 +18,16 @@ from kb_cli.problem import emit_result
 @kb_option
 @write_options
 def command(date: str | None, to_stdout: bool, as_json: bool, kb_path: str | None,
-            no_commit: bool, owner: str | None, expect: str | None) -> int:
+            **kw: Any) -> int:
     """Write Logs/报告.md: problems by state, settled results with links to their Verified
     cards, open propositions by probability and value, methods and their applications,
     recent verdicts. One commit (none when it is up to date)."""
-    from kb.ops.cards import CardError
     from kb.ops.research import report, report_date, report_text
 
-    if expect:
-        raise CardError("--expect applies to commands that edit one existing card")
+    write = many_cards_write_kwargs(kw)
     if to_stdout:
         _path, text = report_text(kb_path, report_date(date))
         click.echo(text, nl=False)
         return 0
-    res = report(kb_path, date, no_commit=no_commit, owner=owner, on_wait=print_waiting)
+    res = report(kb_path, date, **write)
     return emit_result(res, as_json)

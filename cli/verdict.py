@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import json
 
 import click
 
-from kb_cli.output import json_option, kb_option, print_waiting, write_options
+from kb_cli.output import json_option, kb_option, write_kwargs, write_options
 from kb_cli.problem import emit_result
 
 
@@ -77,7 +79,7 @@ def read_reasons(values: tuple[str, ...], reason_file: str | None) -> dict[str, 
 @write_options
 def command(target: str, votes: tuple[str, ...], reasons: tuple[str, ...], reason_file: str | None,
             transcript_file: str | None, mode: str | None, as_json: bool, kb_path: str | None,
-            no_commit: bool, owner: str | None, expect: str | None) -> int:
+            **kw: Any) -> int:
     """Verify TARGET — ID#解法N (a solution), ID#证明N / ID#证伪N (a proof or refutation)
     or ID (a bare proposition) — with the verifiers' votes: computes the verdict, writes
     Logs/Verification/<rid>_<time>.json, sets the entry to the verdict (状态已验) and settles
@@ -89,7 +91,6 @@ def command(target: str, votes: tuple[str, ...], reasons: tuple[str, ...], reaso
     if transcript_file is not None:
         transcript = read_text_arg(None, transcript_file, "transcript", required=False)
     res = record_verdict(kb_path, target, parse_votes(votes), read_reasons(reasons, reason_file),
-                         mode, transcript=transcript, no_commit=no_commit, owner=owner,
-                         expect=expect, on_wait=print_waiting)
+                         mode, transcript=transcript, **write_kwargs(kw))
     return emit_result(res, as_json)
 
