@@ -444,13 +444,11 @@ def _object_json(obj: Any) -> str:
     (commands that need an entry's text read the card)."""
     if not getattr(obj, "entries", None):
         return obj.to_json()
+    from kb.model import json_default
+
     fields = dict(obj.__dict__)
     fields["entries"] = [{k: v for k, v in e.__dict__.items() if k != "text"} for e in obj.entries]
-    return json.dumps(fields, default=_plain, ensure_ascii=False, separators=(",", ":"))
-
-
-def _plain(o: Any) -> Any:
-    return o.__dict__  # a nested model (kb.model); anything else is a bug
+    return json.dumps(fields, default=json_default, ensure_ascii=False, separators=(",", ":"))
 
 
 def _result_rows(path: str, blob: str, res: Any) -> "Rows":

@@ -98,7 +98,7 @@ class _Frozen:
 
     def to_json(self) -> str:
         """Compact JSON of every field (UTF-8 text, not ASCII-escaped)."""
-        return json.dumps(self, default=_encode, ensure_ascii=False, separators=(",", ":"))
+        return json.dumps(self, default=json_default, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
     def from_dict(cls: type[M], data: dict[str, Any]) -> M:
@@ -131,7 +131,8 @@ def _field_values(cls: type, values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _encode(o: Any) -> Any:
+def json_default(o: Any) -> Any:
+    """``json.dumps(default=…)`` for data holding models: a model is its fields."""
     if isinstance(o, _Frozen):
         return o.__dict__
     raise TypeError(f"{type(o).__name__} is not JSON serialisable")

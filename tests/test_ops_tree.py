@@ -601,3 +601,25 @@ def test_kb_in_a_subfolder_of_the_repository(tmp_path: Path, monkeypatch: pytest
     assert "Status: 被支持" in (k / ".research/tree.md").read_text(encoding="utf-8")
     assert git(repo, "status", "--porcelain") == ""
     assert_verifies(k)
+
+
+def test_a_tree_write_hashes_each_version_of_tree_md_once(tree_kb: Path, monkeypatch) -> None:
+    """The operation, its index writes and the commit share one blob id per text
+    (Transaction.blob_id): `kb hyp add` hashes the new tree.md once, and the old one
+    once more only in the index refresh (git reports a file written a moment ago as
+    stat-dirty, so the working-tree snapshot hashes it itself)."""
+    from kb import git as kbgit
+
+    tr.add_hypothesis(tree_kb, "first")
+    tree = (tree_kb / "tree.md").read_bytes()
+    calls: list[bytes] = []
+    blob_id = kbgit.blob_id
+
+    def counting(data: bytes) -> str:
+        calls.append(data)
+        return blob_id(data)
+
+    monkeypatch.setattr(kbgit, "blob_id", counting)
+    tr.add_hypothesis(tree_kb, "second")
+    trees = [d for d in calls if d.startswith(tree[:40])]
+    assert sorted(trees, key=len) == [tree, tree, (tree_kb / "tree.md").read_bytes()]

@@ -340,11 +340,7 @@ class CardEdit:
         line = f"- {key}: {value}"
         if key == "状态" and isinstance(m.frontmatter.get("status"), str):
             # The frontmatter's status follows the anchor (the two must agree: KB104).
-            from kb.render.document import frontmatter_line, set_frontmatter_value
-
-            fm = frontmatter_line(self.doc.lines, "status")
-            if fm is not None:
-                self.doc.lines[fm - 1] = set_frontmatter_value(self.doc.lines[fm - 1], "status", value)
+            self.doc.set_frontmatter("status", value)
         if key in m.anchor_lines:
             ln = m.anchor_lines[key]
             if self.doc.lines[ln - 1] == line:

@@ -121,7 +121,7 @@ def stage_dashboard(s: Any, pending: dict[str, Experiment | None] | None = None,
     old = s.tx.read(rel)
     meta = None
     if old is not None:
-        blob = git.blob_id(old)
+        blob = s.tx.blob_id(old)
         meta = idx.parse_meta(rel, blob)
         if meta is not None:
             errors = [d for d in idx.diagnostics_of(rel, blob) if d.severity == "error"]
@@ -130,7 +130,7 @@ def stage_dashboard(s: Any, pending: dict[str, Experiment | None] | None = None,
     new = _encode(render_dashboard(hyps, exps, steps, k.config.locale, newline), bom)
     if new == old:
         return None
-    blob = git.blob_id(new)
+    blob = s.tx.blob_id(new)
     s.idx.put(rel, blob, rendered_parse(rel, steps, newline, bom))
     s.tx.known_errors[blob] = []
     s.tx.write(rel, new)

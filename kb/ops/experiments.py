@@ -27,7 +27,6 @@ import os
 import re
 from typing import Any
 
-from kb import git
 from kb.errors import RefusedError
 from kb.model import Experiment
 from kb.ops.tree import (OnWait, OpResult, Session, _short, evidence_status, expect_map,
@@ -167,11 +166,7 @@ class ExpEdit:
         (the two must agree: KB104).
         """
         if key == "Status" and isinstance(self.exp.frontmatter.get("status"), str):
-            from kb.render.document import frontmatter_line, set_frontmatter_value
-
-            fm = frontmatter_line(self.doc.lines, "status")
-            if fm is not None:
-                self.doc.lines[fm - 1] = set_frontmatter_value(self.doc.lines[fm - 1], "status", value)
+            self.doc.set_frontmatter("status", value)
         ln = self.exp.anchor_lines.get(key)
         if ln:
             line = self.doc.lines[ln - 1]
@@ -193,7 +188,7 @@ class ExpEdit:
         new = self.doc.to_bytes()
         res = parse_file(self.rel, new, self.s.kb.config, "experiment")
         errors = [d for d in res.diagnostics if d.severity == "error"]
-        blob = git.blob_id(new)
+        blob = self.s.tx.blob_id(new)
         self.s.tx.known_errors[blob] = errors
         if errors:
             from kb.ops.transaction import FormatGuardError
@@ -266,13 +261,13 @@ def new_experiment(kb: Any, hid: str, action: str, goal: str | None = None, *,
         data = text.encode("utf-8")
         res = parse_file(rel, data, k.config, "experiment")
         errors = [d for d in res.diagnostics if d.severity == "error"]
-        s.tx.known_errors[git.blob_id(data)] = errors
+        s.tx.known_errors[s.tx.blob_id(data)] = errors
         exp = res.objects[0] if res.objects else None
         if errors or exp is None or exp.id != eid or exp.hypothesis != h.id or exp.date != day:
             raise RefusedError(f"the new experiment would not read back as {eid} for {h.id} "
                                f"({errors[0].format() if errors else 'title or header changed'}); "
                                "nothing was written")
-        idx.put(rel, git.blob_id(data), res)
+        idx.put(rel, s.tx.blob_id(data), res)
         s.tx.write(rel, data)
         s.tx.ids.append(eid)
         changes = [f"created {k.prefix}{rel} ({eid} for {h.id}: {action})"]

@@ -270,6 +270,7 @@ class Transaction:
     result: TxResult | None = None
     _writes: dict[str, bytes] = field(default_factory=dict)
     _lock: _Lock | None = None
+    _ids: list[tuple[bytes, str]] = field(default_factory=list)
 
     # -- context --------------------------------------------------------------
     def __enter__(self) -> "Transaction":
@@ -310,6 +311,17 @@ class Transaction:
         """Stage new bytes for ``rel``; nothing touches the disk before commit."""
         self._writes[rel] = data
 
+    def blob_id(self, data: bytes) -> str:
+        """:func:`kb.git.blob_id` of ``data``, computed once per transaction: the
+        operation, its index writes and the commit all need the ids of the same
+        texts, and a tree can be megabytes (equal bytes read again match too)."""
+        for seen, oid in self._ids:
+            if seen is data or (len(seen) == len(data) and seen == data):
+                return oid
+        oid = git.blob_id(data)
+        self._ids.append((data, oid))
+        return oid
+
     # -- committing ---------------------------------------------------------------
     def _commit(self) -> TxResult:
         kb = self.kb
@@ -324,9 +336,8 @@ class Transaction:
         paths = [kb.repo_path(r) for r in changed]
         # Write locks (DESIGN §5): refuse a target locked by another owner.
         check_unlocked(kb, paths, self.owner)
-        # Blob ids of the old and new bytes, each hashed once (a tree can be megabytes).
-        old_ids = {r: None if (old := olds[r]) is None else git.blob_id(old) for r in changed}
-        new_ids = {r: git.blob_id(self._writes[r]) for r in changed}
+        old_ids = {r: None if (old := olds[r]) is None else self.blob_id(old) for r in changed}
+        new_ids = {r: self.blob_id(self._writes[r]) for r in changed}
         # HEAD is read once, here, under the write lock; update-ref swaps from it.
         head = None if self.no_commit else commit_mod.read_head(kb.top, paths)
         head_blobs = {} if head is None else commit_mod.check_clean(
@@ -339,7 +350,7 @@ class Transaction:
                 have = old_ids[rel]
             else:
                 cur = olds[rel] if rel in olds else self.read_disk(rel)
-                have = git.blob_id(cur) if cur is not None else None
+                have = self.blob_id(cur) if cur is not None else None
             if have != want:
                 raise RefusedError(
                     f"{kb.prefix}{rel} changed since it was read (expected blob {want}, it is "

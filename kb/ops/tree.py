@@ -240,7 +240,7 @@ def read_clean(s: Session, rel: str, fmt: str, hint: str = "") -> tuple[bytes, s
     data = s.tx.read(rel)
     if data is None:
         raise RefusedError(f"{s.kb.prefix}{rel} does not exist {hint}".rstrip())
-    blob = git.blob_id(data)
+    blob = s.tx.blob_id(data)
     if not s.idx.has_parse(rel, blob):
         from kb.parse import parse_file
 
@@ -352,16 +352,16 @@ class TreeEdit:
     def set_status(self, h: Hypothesis, canonical: str) -> None:
         """Set ``Status:``, and the frontmatter's ``status:`` when it describes ``h``
         (the two must agree: KB104)."""
-        from kb.render.document import frontmatter_line, set_frontmatter_value
+        from kb.render.document import frontmatter_edit
         from kb.render.tree import set_anchor_value
 
         word = HYPOTHESIS_STATUS.word(canonical, self.s.locale)
         ln = h.anchor_lines["Status"]
         self.splice(ln, 1, [set_anchor_value(self.line(ln), word)])
         if isinstance(h.frontmatter.get("status"), str):
-            fm = frontmatter_line(self.doc.lines, "status")
+            fm = frontmatter_edit(self.doc.lines, "status", word)
             if fm is not None:
-                self.splice(fm, 1, [set_frontmatter_value(self.line(fm), "status", word)])
+                self.splice(fm[0], 1, [fm[1]])
 
     def append_evidence(self, h: Hypothesis, eid: str) -> None:
         from kb.render.tree import append_to_list_line, list_line
@@ -403,7 +403,7 @@ class TreeEdit:
             else:
                 doc.insert(sp.first, sp.lines)
         new = doc.to_bytes()
-        new_blob = git.blob_id(new)
+        new_blob = self.s.tx.blob_id(new)
         if new_blob == self.old_blob:
             return False
         errors, nodes = self._parse_new(new, new_blob)

@@ -80,6 +80,15 @@ class Document:
         self.lines.extend(texts)
         self.endings.extend([self.newline] * len(texts))
 
+    def set_frontmatter(self, key: str, value: str) -> bool:
+        """Set top-level ``key:`` of the leading frontmatter (:func:`frontmatter_edit`);
+        False when there is no such line."""
+        edit = frontmatter_edit(self.lines, key, value)
+        if edit is None:
+            return False
+        self.lines[edit[0] - 1] = edit[1]  # the line keeps its own ending
+        return True
+
     def delete(self, lineno: int, count: int = 1) -> None:
         """Remove ``count`` lines starting at ``lineno``."""
         del self.lines[lineno - 1:lineno - 1 + count]
@@ -105,12 +114,15 @@ _FM_SCALAR = re.compile(r"^(?P<head>[ \t]*:[ \t]*)(?P<q>[\"']?)(?P<value>.*?)(?P
                         r"(?P<tail>[ \t]+#.*)?$")
 
 
-def frontmatter_line(lines: list[str], key: str) -> int | None:
-    """The 1-based line of top-level ``key:`` in the file's leading ``---`` block, or None.
+def frontmatter_edit(lines: list[str], key: str, value: str) -> tuple[int, str] | None:
+    """``(line, new text)`` setting top-level ``key: scalar`` of the leading ``---``
+    block to ``value`` (a plain YAML scalar, e.g. a status word), or None when the
+    block has no such line.
 
-    ``lines`` are a :class:`Document`'s lines (BOM already removed). Only a
-    plain, unquoted key at column 0 is found; the caller knows from the parse
-    that the block is frontmatter.
+    ``lines`` are a :class:`Document`'s lines (BOM already removed); the line
+    number is 1-based. The key, spacing, quotes and a trailing comment are kept.
+    Only a plain, unquoted key at column 0 is found; the caller knows from the
+    parse that the block is frontmatter.
     """
     if not lines or lines[0].rstrip() != "---":
         return None
@@ -118,18 +130,8 @@ def frontmatter_line(lines: list[str], key: str) -> int | None:
         ln = lines[i]
         if ln.rstrip() in ("---", "..."):
             return None
-        if ln.startswith(key) and _FM_SCALAR.match(ln[len(key):]):
-            return i + 1
+        m = _FM_SCALAR.match(ln[len(key):]) if ln.startswith(key) else None
+        if m is not None:
+            q = m.group("q")
+            return i + 1, f"{key}{m.group('head')}{q}{value}{q}{m.group('tail') or ''}"
     return None
-
-
-def set_frontmatter_value(line: str, key: str, value: str) -> str:
-    """``status: 待验`` -> ``status: <value>``: key, spacing, quotes and a comment kept.
-
-    ``value`` must be a plain YAML scalar (a status word); raises ValueError
-    when ``line`` is not ``key: scalar``.
-    """
-    m = _FM_SCALAR.match(line[len(key):]) if line.startswith(key) else None
-    if m is None:
-        raise ValueError(f"not a frontmatter line for {key!r}: {line!r}")
-    return f"{key}{m.group('head')}{m.group('q')}{value}{m.group('q')}{m.group('tail') or ''}"
