@@ -31,7 +31,11 @@ def command(as_json: bool, kb_path: str | None, stats: bool) -> int:
     else:
         for d in report.diagnostics:
             click.echo(fmt_diag(d))
-        parts = ", ".join(f"{n} {k}" for k, n in report.counts.items()) or "no objects"
+        from kb.vocab import KIND_PLURALS
+
+        plural = {one: many for many, one in KIND_PLURALS.items()}
+        parts = ", ".join(f"{n} {k if n == 1 else plural.get(k, k)}"
+                          for k, n in report.counts.items()) or "no objects"
         warn = sum(1 for d in report.diagnostics if d.severity == "warning")
         err(f"indexed {report.stats.files} files ({report.stats.parsed} parsed): {parts}")
         if stats:

@@ -81,6 +81,8 @@ def test_index_examples_is_clean(example_kb, run_kb):
     assert c["proposition"] >= 2 and c["method"] >= 1 and c["verified"] >= 1
     text = run_kb("index", "--stats", cwd=example_kb)
     assert text.code == 0 and "indexed" in text.stderr and "cache reused" in text.stderr
+    assert f"{c['hypothesis']} hypotheses, {c['experiment']} experiments" in text.stderr
+    assert f"{c['method']} method{'s' if c['method'] != 1 else ''}" in text.stderr
 
 
 def test_ls_examples(example_kb, run_kb):
