@@ -73,6 +73,21 @@ def main(argv: list[str] | None = None) -> int:
     """
     args = sys.argv[1:] if argv is None else argv
     try:
+        return _main(args, argv)
+    finally:
+        _print_notes()
+
+
+def _print_notes() -> None:
+    """The library's notes for the user (an unusable cache, …), once each, on stderr."""
+    from kb.index import take_notes
+
+    for message in take_notes():
+        click.echo(message, err=True)
+
+
+def _main(args: list[str], argv: list[str] | None) -> int:
+    try:
         rv: Any = cli.main(args=argv, prog_name="kb", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return exc.exit_code
