@@ -41,14 +41,9 @@ commits, local ref transactions and pushes with leases. The use cases
 Test-only environment variables (documented in docs, never needed in use):
 
 - ``KB_NOW``: the current time (kb.clock: epoch seconds or ISO) (clock-skew and expiry tests);
-- ``KB_TEST_CRASH_AT``: the process kills itself with SIGKILL at one step
-  (fault-injection tests): ``claim:before-ref`` (lock commit written, ref not
-  yet created or pushed), ``claim:after-ref`` (ref created or pushed, nothing
-  reported; with a remote, before the local mirror is updated),
-  ``release:during-commit`` (release commit built, no ref moved),
-  ``release:after-ref`` (branch and lock refs updated or pushed, the index
-  not yet). ``renew:``/``steal:`` work like ``claim:``; a bare step name
-  matches every operation.
+
+Fault-injection tests kill kb from outside (at the git command a step runs);
+the library carries no crash switch.
 """
 
 from __future__ import annotations
@@ -56,7 +51,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import signal
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -103,13 +97,6 @@ def clock() -> int:
     from kb import clock as _clock
 
     return _clock.epoch()
-
-
-def crash_point(op: str, point: str) -> None:
-    """Fault injection: SIGKILL this process when ``KB_TEST_CRASH_AT`` names this step."""
-    want = os.environ.get("KB_TEST_CRASH_AT")
-    if want and want in (point, f"{op}:{point}"):
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def iso(epoch: int) -> str:
@@ -515,7 +502,7 @@ def check_unlocked(kb: Any, paths: Iterable[str], owner: str | None) -> None:
 
 __all__ = [
     "LOCKS_NS", "PROJECT_REF", "Lock", "LockHeld", "LockLost", "NotLocked", "Settings",
-    "blocking_locks", "check_remote", "check_unlocked", "clock", "crash_point",
+    "blocking_locks", "check_remote", "check_unlocked", "clock",
     "default_owner", "fetch_locks", "format_duration", "iso", "lock_message", "lock_ref",
     "make_lock_commit", "parse_duration", "parse_lock", "push", "read_locks",
     "ref_transaction", "repo_paths", "resolve_owner", "validate_owner", "validate_text",

@@ -35,7 +35,7 @@ from kb.errors import GitError, RefusedError, UsageError
 from kb.locks import (
     LOCKS_NS, PROJECT_REF, Lock, LockHeld, LockLost, NotLocked, Settings, blocking_locks,
     check_remote, clock,
-    crash_point, fetch_locks, iso, lock_message, lock_ref, make_lock_commit, parse_duration,
+    fetch_locks, iso, lock_message, lock_ref, make_lock_commit, parse_duration,
     push, read_locks, ref_transaction, repo_paths, resolve_owner, validate_text, worktree_blob,
 )
 from kb.repo import KnowledgeBase
@@ -254,7 +254,6 @@ def _acquire(kb: KnowledgeBase, targets: list[_Target], owner: str, mode: str, t
                                reason=reason if how == "stolen" else None)
             commit = make_lock_commit(top, msg, owner, now)
             made.append(Acquired(t.ref, t.scope, t.path, commit, owner, expires, how, prev))
-        crash_point(mode, "before-ref")
         if remote:
             res = push(top, remote, [f"{a.commit}:{a.ref}" for a in made],
                        {a.ref: (a.previous.commit if a.previous else None) for a in made},
@@ -273,7 +272,6 @@ def _acquire(kb: KnowledgeBase, targets: list[_Target], owner: str, mode: str, t
             if not ok:
                 known = None
                 continue
-        crash_point(mode, "after-ref")
         result = AcquireResult(owner=owner, now=now, locks=made, remote=remote)
         if remote:
             result.branch, result.behind = _remote_behind(top, remote)
@@ -680,7 +678,6 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
                     f"{remote}/{branch[len('refs/heads/'):]} has commits your branch lacks: pull "
                     f"them first (git pull --rebase --autostash {remote}), then release again "
                     "— your locks are kept, nothing was changed")
-            crash_point("release", "during-commit")
             if commit:
                 journal.write_text(json.dumps(
                     {"branch": branch, "commit": commit, "parent": head, "paths": changed,
@@ -701,7 +698,6 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
                         raise RefusedError(f"{remote} refused the release (nothing was changed, "
                                            f"your locks are kept): {summary}\n{res.message}".strip())
                     continue  # the branch or a lock moved on the remote: sync and look again
-                crash_point("release", "after-ref")
                 ops: list[tuple] = [("delete", t.ref, None) for t in tg]
                 if commit:
                     name = branch[len("refs/heads/"):]
@@ -720,7 +716,6 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
                     journal.unlink(missing_ok=True)
                     _raise_if_lost(top, tg, owner, now, s)
                     continue  # the branch moved: build again on the new HEAD
-                crash_point("release", "after-ref")
             if commit:
                 if _set_index(top, entries):
                     journal.unlink(missing_ok=True)

@@ -382,8 +382,6 @@ class Transaction:
                 written.append(rel)
             if self.no_commit or head is None:
                 return TxResult(self.op, list(self.ids), [kb.repo_path(r) for r in changed], None, message)
-            if os.environ.get("KB_TEST_CRASH_AFTER_WRITE"):  # tests: die between write and commit
-                os.kill(os.getpid(), 9)
             hook_env = {"KB_OWNER": self.owner or "", "KB_OP": self.op}
             if self.overrides:
                 hook_env["KB_OVERRIDE"] = "\n".join(f"{i} {r}" for i, r in self.overrides)
