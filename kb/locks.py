@@ -360,6 +360,9 @@ def make_lock_commit(top: Path, message: str, owner: str, now: int) -> str:
     env = {"GIT_AUTHOR_NAME": ident, "GIT_AUTHOR_EMAIL": "kb-lock",
            "GIT_COMMITTER_NAME": ident, "GIT_COMMITTER_EMAIL": "kb-lock",
            "GIT_AUTHOR_DATE": f"{now} +0000", "GIT_COMMITTER_DATE": f"{now} +0000"}
+    # The empty tree is written, not only named: `git fsck` reports a commit
+    # whose tree is missing from the store, even the empty one.
+    git.write_objects("tree", [b""], top)
     return git.out(["commit-tree", "--no-gpg-sign", git.EMPTY_TREE, "-F", "-"], top,
                    input=message.encode("utf-8", "surrogateescape"), write=True, env=env)
 

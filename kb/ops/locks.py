@@ -519,8 +519,9 @@ def _build_commit(kb: KnowledgeBase, paths: list[str], head: str | None, owner: 
         tree = git.out(["write-tree"], top, write=True, env=env)
         if hook is not None:
             _run_pre_commit(top, hook, {**env, "KB_OWNER": owner, "KB_OP": "lock.release"})
-    args = ["commit-tree", tree] + (["-p", head] if head else []) + ["-F", "-"]
-    commit = git.out(args, top, input=full_msg.encode("utf-8", "surrogateescape"), write=True)
+    from kb.ops.commit import commit_tree
+
+    commit = commit_tree(top, tree, head, full_msg)
     return commit, changed, "\n".join(lines) + "\n"
 
 
@@ -555,9 +556,18 @@ def _finish_interrupted(top: Path, jp: Path) -> None:
             mode, oid, _stage = meta.split(" ")
             staged[p] = (mode, oid)
         stale = [p for p in paths if staged.get(p) == parent.get(p)]
-        if stale:
-            _reset_index(top, stale)
+        if stale and not _reset_index(top, stale):
+            return  # git's index is locked: the journal stays for the next command
     jp.unlink(missing_ok=True)
+
+
+def finish_interrupted_release(top: Path) -> None:
+    """Finish a lock release killed between its commit and its index update
+    (every kb write calls this first; the index entries of the released paths
+    are set to HEAD's when they still hold the old blobs)."""
+    jp = git.git_dir(top) / RELEASE_JOURNAL
+    if jp.exists():
+        _finish_interrupted(top, jp)
 
 
 def _index_write(top: Path, args: list[str], input: bytes | None = None) -> bool:
@@ -610,7 +620,7 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
     lock changed while the commit was being built. ``verify=False`` skips the
     pre-commit hook.
     """
-    from kb.ops.transaction import JOURNAL_NAME, _release as tx_unlock, recover
+    from kb.ops.transaction import JOURNAL_NAME, _release as tx_unlock, recover, remove_index_litter
 
     top = kb.top
     owner = resolve_owner(top, owner)
@@ -623,6 +633,7 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
     hook = gp.pre_commit if verify else None
     held = _machine_lock(gp)
     try:
+        remove_index_litter(top)
         if (gp.git_dir / JOURNAL_NAME).exists():
             recover(kb)  # a write transaction killed before its commit: roll it back first
         _finish_interrupted(top, journal)

@@ -142,24 +142,39 @@ def recover(kb: KnowledgeBase) -> list[str]:
 
     For each file in the journal whose working-tree content is still what the
     dead transaction wrote, the old content is restored (a new file is
-    removed). Returns the repository paths restored. Call with the write lock
-    held (Transaction does).
+    removed) and its index entry put back (HEAD's entry; a new file leaves
+    the index). When the dead transaction's commit landed (HEAD moved) but
+    the index was not updated yet, the index entries of its paths that still
+    hold the old blobs are set to HEAD's (git would otherwise show them as
+    staged reversals, and a plain ``git commit`` would undo kb's commit).
+    ``next-index-*.lock`` files left by killed git processes are removed.
+    Returns the repository paths restored. Call with the write lock held
+    (Transaction does).
+
+    Raises RefusedError, keeping the journal for the next command, when
+    git's ``index.lock`` exists or a git command fails: the journal is
+    deleted only once everything is restored.
     """
+    remove_index_litter(kb.top)
     jp = _journal_path(kb)
     if not jp.exists():
         return []
     try:
         journal = json.loads(jp.read_text(encoding="utf-8"))
     except (OSError, ValueError):
+        # The journal is written before any file: a torn journal means no file was.
+        jp.unlink(missing_ok=True)
+        return []
+    _index_lock(kb)  # before touching anything: the journal stays until this works
+    files = journal.get("files", {})
+    head = git.rev_parse("HEAD", kb.top)
+    if head != journal.get("head"):
+        # The commit landed (HEAD moved): nothing to undo, perhaps the index to finish.
+        _finish_landed(kb, files, head)
         jp.unlink(missing_ok=True)
         return []
     restored = []
-    head = git.rev_parse("HEAD", kb.top)
-    if head != journal.get("head"):
-        # The commit landed (HEAD moved): nothing to undo.
-        jp.unlink(missing_ok=True)
-        return []
-    for repo_path, rec in journal.get("files", {}).items():
+    for repo_path, rec in files.items():
         full = kb.top / repo_path
         try:
             cur = git.blob_id(full.read_bytes())
@@ -172,16 +187,92 @@ def recover(kb: KnowledgeBase) -> list[str]:
         else:
             data = git.read_blobs([rec["old"]], kb.top).get(rec["old"])
             if data is None:
-                continue
+                raise RefusedError(
+                    f"cannot roll back the interrupted kb write of {repo_path}: its old content "
+                    f"(blob {rec['old']}) is missing from git's object store; the journal "
+                    f"{jp} is kept")
             _atomic_write(full, data)
         if rec.get("tracked"):
-            git.run(["reset", "-q", "--", repo_path], kb.top, write=True, check=False)
+            args = ["reset", "-q", "--", repo_path]
         else:
-            git.run(["rm", "-q", "--cached", "--ignore-unmatch", "--", repo_path], kb.top,
-                    write=True, check=False)
+            args = ["rm", "-q", "--cached", "--ignore-unmatch", "--", repo_path]
+        _git_or_refuse(kb, ["--literal-pathspecs", *args], jp)
         restored.append(repo_path)
     jp.unlink(missing_ok=True)
     return restored
+
+
+def _git_or_refuse(kb: KnowledgeBase, args: list[str], jp: Path,
+                   input: bytes | None = None) -> None:
+    """Run a git command of the recovery; RefusedError (journal kept) when it fails."""
+    proc = git.run(args, kb.top, write=True, check=False, input=input)
+    if proc.returncode != 0:
+        why = proc.stderr.decode("utf-8", "replace").strip()
+        sub = next(a for a in args if not a.startswith("-"))
+        raise RefusedError(
+            f"could not finish recovering an interrupted kb write (git {sub} failed: {why}); "
+            f"the journal {jp} is kept and the next kb write tries again")
+
+
+def _finish_landed(kb: KnowledgeBase, files: dict[str, dict], head: str | None) -> None:
+    """Set the index entries of a landed commit's paths that still hold the
+    old blob (or no entry, for a new file) to HEAD's entries."""
+    if head is None or not files:
+        return
+    paths = list(files)
+    in_head: dict[str, tuple[str, str]] = {}
+    out = git.run(["--literal-pathspecs", "ls-tree", "-z", "--full-tree", head, "--", *paths],
+                  kb.top).stdout
+    for rec in git.split_z(out):
+        meta, _, p = rec.partition("\t")
+        mode, _kind, oid = meta.split(" ")
+        in_head[p] = (mode, oid)
+    staged: dict[str, list[str]] = {}
+    out = git.run(["--literal-pathspecs", "ls-files", "-s", "-z", "--", *paths], kb.top).stdout
+    for rec in git.split_z(out):
+        meta, _, p = rec.partition("\t")
+        staged.setdefault(p, []).append(meta.split(" ")[1])
+    lines = []
+    for p, rec in files.items():
+        mode_oid = in_head.get(p)
+        if mode_oid is None or mode_oid[1] != rec.get("new"):
+            continue  # HEAD does not hold what the dead write committed
+        have = staged.get(p, [])
+        if have == ([rec["old"]] if rec.get("tracked") and rec.get("old") else []):
+            lines.append(f"{mode_oid[0]} {mode_oid[1]}\t{p}\0")
+    if lines:
+        _git_or_refuse(kb, ["update-index", "-z", "--index-info"], _journal_path(kb),
+                       input="".join(lines).encode("utf-8", "surrogateescape"))
+
+
+def remove_index_litter(top: Path) -> list[Path]:
+    """Delete the ``next-index-<pid>.lock`` files of git processes that no longer
+    run (a ``git commit --only`` killed mid-way leaves one); the removed paths.
+
+    ``index.lock`` itself is never deleted: kb cannot tell a crashed git from
+    one still running on another machine sharing the folder."""
+    removed = []
+    gd = git.git_dir(top)
+    for f in gd.glob("next-index-*.lock"):
+        pid = f.name[len("next-index-"):-len(".lock")]
+        if pid.isdigit() and _alive(int(pid)):
+            continue
+        try:
+            f.unlink()
+            removed.append(f)
+        except OSError:
+            pass
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -282,6 +373,9 @@ class Transaction:
         try:
             self.recovered = recover(self.kb)
             _index_lock(self.kb)
+            from kb.ops.locks import finish_interrupted_release
+
+            finish_interrupted_release(self.kb.top)  # a lock release killed before its index update
         except BaseException:
             _release(self._lock)
             raise
