@@ -31,25 +31,30 @@ def _report(res, as_json: bool, verb: str) -> None:
 @command.command("install")
 @click.option("--no-pre-push", is_flag=True, help="Do not install the pre-push hook.")
 @click.option("--no-merge-driver", is_flag=True, help="Do not register the DASHBOARD.md merge driver.")
+@click.option("--shared", is_flag=True,
+              help="Also when core.hooksPath points outside the repository (hooks other "
+                   "repositories may share).")
 @json_option
-def install_cmd(no_pre_push: bool, no_merge_driver: bool, as_json: bool) -> int:
+def install_cmd(no_pre_push: bool, no_merge_driver: bool, shared: bool, as_json: bool) -> int:
     """Install the hooks where git runs them (core.hooksPath respected); an existing
     hook is kept and run first. Also registers the kb-dashboard merge driver."""
     from kb.hooks import HOOKS, install
 
     hooks = [h for h in HOOKS if not (no_pre_push and h == "pre-push")]
-    res = install(Path.cwd(), hooks, merge_driver=not no_merge_driver)
+    res = install(Path.cwd(), hooks, merge_driver=not no_merge_driver, shared=shared)
     _report(res, as_json, "hooks")
     return 0
 
 
 @command.command("uninstall")
+@click.option("--shared", is_flag=True,
+              help="Also when core.hooksPath points outside the repository.")
 @json_option
-def uninstall_cmd(as_json: bool) -> int:
+def uninstall_cmd(shared: bool, as_json: bool) -> int:
     """Remove exactly what `kb hooks install` added (chained hooks are put back)."""
     from kb.hooks import uninstall
 
-    res = uninstall(Path.cwd())
+    res = uninstall(Path.cwd(), shared=shared)
     _report(res, as_json, "hooks")
     return 0
 

@@ -99,11 +99,35 @@ def _config_get(top: Path, key: str) -> Optional[str]:
     return proc.stdout.decode("utf-8", "replace").strip() if proc.returncode == 0 else None
 
 
+def check_own_hooks(top: Path, d: Path, shared: bool) -> None:
+    """Refuse to touch a hooks folder outside this repository unless ``shared``.
+
+    ``core.hooksPath`` (often set globally) can point every repository of a
+    user or machine at one folder: installing or removing kb's hooks there
+    changes what all of them run. Inside the work tree or git's directory is
+    this repository's own. Raises RefusedError (nothing changed).
+    """
+    if shared:
+        return
+    where = d.resolve()
+    own = [top.resolve(), git.common_dir(top).resolve(), git.git_dir(top).resolve()]
+    if any(where == o or o in where.parents for o in own):
+        return
+    raise RefusedError(
+        f"git runs this repository's hooks from {where} (core.hooksPath), outside the "
+        "repository: other repositories may use those hooks too. Nothing was changed; pass "
+        "--shared to change them anyway, or set core.hooksPath for this repository only")
+
+
 def install(start: Path, hooks: Iterable[str] = HOOKS, python: Optional[str] = None,
-            merge_driver: bool = True) -> HookResult:
-    """Install kb's hooks (chaining existing ones) and the DASHBOARD.md merge driver."""
+            merge_driver: bool = True, shared: bool = False) -> HookResult:
+    """Install kb's hooks (chaining existing ones) and the DASHBOARD.md merge driver.
+
+    ``shared``: allow a hooks folder outside the repository (:func:`check_own_hooks`).
+    """
     top = _top(start)
     d = hooks_dir(top)
+    check_own_hooks(top, d, shared)
     d.mkdir(parents=True, exist_ok=True)
     res = HookResult(hooks_dir=d)
     for hook in hooks:
@@ -139,10 +163,15 @@ def install(start: Path, hooks: Iterable[str] = HOOKS, python: Optional[str] = N
     return res
 
 
-def uninstall(start: Path, hooks: Iterable[str] = HOOKS, merge_driver: bool = True) -> HookResult:
-    """Remove kb's hooks, put chained hooks back, unregister kb's merge driver."""
+def uninstall(start: Path, hooks: Iterable[str] = HOOKS, merge_driver: bool = True,
+              shared: bool = False) -> HookResult:
+    """Remove kb's hooks, put chained hooks back, unregister kb's merge driver.
+
+    ``shared``: allow a hooks folder outside the repository (:func:`check_own_hooks`).
+    """
     top = _top(start)
     d = hooks_dir(top)
+    check_own_hooks(top, d, shared)
     res = HookResult(hooks_dir=d)
     for hook in hooks:
         target, chained = d / hook, d / (hook + CHAINED)

@@ -684,6 +684,25 @@ BATCH = 250
 
 Rows = tuple[list[tuple], list[tuple], list[tuple], list[tuple]]
 _WORK: tuple[Any, dict[str, str], dict[str, str]] | None = None  # (config, blobs, formats) in workers
+_WORK_KB: Any = None  # the KnowledgeBase, in workers
+
+
+def _with_outside(k: KnowledgeBase, snap: Snapshot, batch: list[str], rows: Rows) -> Rows:
+    """Add, to ``rows``, a KB106 parse for each path of ``batch`` that is a
+    symlink leaving the work tree (worktree snapshots; never read)."""
+    if snap.kind != "worktree":
+        return rows
+    from kb.model import Diagnostic, ParseResult
+    from kb.repo import outside_links
+
+    for p, target in outside_links(k, batch).items():
+        d = Diagnostic(path=p, line=1, col=1, code="KB106", severity="error",
+                       message=f"{p} is a symlink to {target}, outside the work tree: kb does not "
+                               "read it (nor write through it); replace it by a regular file")
+        res = ParseResult(path=p, kind=snap.formats.get(p) or "other", diagnostics=(d,))
+        for table, new in zip(rows, _result_rows(p, snap.files[p], res)):
+            table.extend(new)
+    return rows
 
 
 def _rows(cfg: Any, items: list[tuple[str, str, str | None, bytes]]) -> Rows:
@@ -707,7 +726,13 @@ def _worker_disk(args: tuple[str, list[str]]) -> Rows:
     root, paths = args
     cfg, blobs, fmts = _WORK  # type: ignore[misc]
     items = []
+    from kb.repo import outside_links
+
+    k = _WORK_KB
+    outside = outside_links(k, paths) if k is not None else {}
     for p in paths:
+        if p in outside:
+            continue  # stored by the parent (_with_outside)
         try:
             items.append((p, blobs[p], fmts.get(p), (Path(root) / p).read_bytes()))
         except OSError:
@@ -735,12 +760,15 @@ def _parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Iter
     if not parallel:
         for batch in batches:
             contents = snap.read(batch)
-            yield _rows(k.config, [(p, snap.files[p], snap.formats.get(p), contents[p])
-                                   for p in batch if p in contents])
+            rows = _rows(k.config, [(p, snap.files[p], snap.formats.get(p), contents[p])
+                                    for p in batch if p in contents])
+            yield _with_outside(k, snap, batch, rows)
         return
     import multiprocessing
 
+    global _WORK_KB
     _WORK = (k.config, snap.files, snap.formats)
+    _WORK_KB = k
     ctx = multiprocessing.get_context("fork")
     def tasks() -> Iterator[tuple[Any, Any]]:
         for batch in batches:
@@ -762,8 +790,11 @@ def _parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Iter
                     yield window.pop(0).get()
             for res in window:
                 yield res.get()
+        if snap.kind == "worktree":
+            yield _with_outside(k, snap, missing, ([], [], [], []))
     finally:
         _WORK = None
+        _WORK_KB = None
 
 
 def _can_fork() -> bool:

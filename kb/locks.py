@@ -65,7 +65,11 @@ DEFAULT_TTL = 30 * 60
 DEFAULT_GRACE = 30
 ZERO_OID = "0" * 40
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: Characters an owner, reason, remote or path may not hold: C0 and C1 controls,
+#: DEL, Unicode line and paragraph separators (U+0085 NEL, U+2028, U+2029;
+#: Python's splitlines() and many tools break lines there) and the
+#: bidirectional overrides that make a name display as another.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 _MAX_TTL = 366 * 24 * 3600
 
@@ -155,7 +159,8 @@ def validate_owner(owner: str) -> str:
         raise UsageError("the owner is empty: pass --owner NAME "
                          "(or set `git config kb.owner NAME`)")
     if _CONTROL.search(owner):
-        raise UsageError(f"the owner {owner!r} contains a newline or control character")
+        raise UsageError(f"the owner {owner!r} contains a line or paragraph separator or a "
+                         "control character")
     if len(owner) > 200:
         raise UsageError("the owner is longer than 200 characters")
     return owner.strip()
@@ -165,7 +170,8 @@ def validate_text(text: str, what: str) -> str:
     if text is None or not text.strip():
         raise UsageError(f"{what} is empty")
     if _CONTROL.search(text):
-        raise UsageError(f"{what} {text!r} contains a newline or control character")
+        raise UsageError(f"{what} {text!r} contains a line or paragraph separator or a "
+                         "control character")
     return text.strip()
 
 
@@ -291,7 +297,10 @@ def parse_lock(ref: str, commit: str, message: str) -> Lock:
     """Read a lock commit's message; an unreadable one is a Lock with ``readable=False``
     (owner ``?``, already expired) so that status shows it and prune/steal can free it."""
     fields: dict[str, str] = {}
-    for line in message.splitlines():
+    # By "\n" only: str.splitlines() would also break at U+2028 and friends
+    # inside a value, letting an owner name forge the fields after it.
+    for line in message.split("\n"):
+        line = line.removesuffix("\r")
         if line.startswith("Kb-Lock-"):
             key, sep, value = line.partition(":")
             if sep:  # "Key: value": only the one separating space goes (a path may end in one)

@@ -156,7 +156,26 @@ _PROJECT = _Target(PROJECT_REF, "project", None)
 
 
 def _settings(kb: KnowledgeBase) -> Settings:
-    return Settings.from_config(kb.config.locks)
+    """``[locks]`` of kb.toml; ``leads`` from the committed kb.toml only (HEAD's):
+    an uncommitted edit grants no one the right to steal a running lease."""
+    from dataclasses import replace
+
+    return replace(Settings.from_config(kb.config.locks), leads=_committed_leads(kb))
+
+
+def _committed_leads(kb: KnowledgeBase) -> tuple[str, ...]:
+    """``[locks] leads`` of HEAD's kb.toml (none when there is no commit or no file)."""
+    from kb.config import tomllib
+
+    proc = git.run(["cat-file", "blob", f"HEAD:{kb.prefix}kb.toml"], kb.top, check=False)
+    if proc.returncode != 0:
+        return ()
+    try:
+        locks = tomllib.loads(proc.stdout.decode("utf-8")).get("locks", {})
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return ()
+    leads = locks.get("leads", []) if isinstance(locks, dict) else []
+    return tuple(str(x) for x in leads) if isinstance(leads, list) else ()
 
 
 def _ttl(kb: KnowledgeBase, ttl: str | int | None) -> int:

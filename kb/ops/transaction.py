@@ -393,9 +393,12 @@ class Transaction:
         return self.kb.root / rel
 
     def read(self, rel: str) -> bytes | None:
-        """Current bytes of KB-relative ``rel`` (pending writes first); None if absent."""
+        """Current bytes of KB-relative ``rel`` (pending writes first); None if absent.
+
+        Raises RefusedError for a symlink whose target leaves the work tree."""
         if rel in self._writes:
             return self._writes[rel]
+        self._inside(rel)
         try:
             return self.path(rel).read_bytes()
         except FileNotFoundError:
@@ -495,7 +498,15 @@ class Transaction:
                        self.kb.top, write=True)
         return dict(zip(rels, proc.stdout.decode().split()))
 
+    def _inside(self, rel: str) -> None:
+        from kb.repo import outside_links
+
+        for p, target in outside_links(self.kb, [rel]).items():
+            raise RefusedError(f"{self.kb.prefix}{p} is a symlink to {target}, outside the work "
+                               "tree: kb neither reads nor writes through it — nothing was written")
+
     def read_disk(self, rel: str) -> bytes | None:
+        self._inside(rel)
         try:
             return self.path(rel).read_bytes()
         except FileNotFoundError:
