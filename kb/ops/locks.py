@@ -516,6 +516,7 @@ def _build_commit(kb: KnowledgeBase, paths: list[str], head: str | None, owner: 
     changed = [p for p in paths if before.get(p) != after.get(p)]
     if not changed:
         return None, [], ""
+    _guard_release(kb, before, after, changed)
     lines = []
     for p in changed:
         if p in after:
@@ -542,6 +543,52 @@ def _build_commit(kb: KnowledgeBase, paths: list[str], head: str | None, owner: 
 
     commit = commit_tree(top, tree, head, full_msg)
     return commit, changed, "\n".join(lines) + "\n"
+
+
+def _guard_release(kb: KnowledgeBase, before: dict[str, tuple[str, str]],
+                   after: dict[str, tuple[str, str]], changed: list[str]) -> None:
+    """The format guard of a release commit (what a transaction's commit passes).
+
+    Each changed KB file is parsed as committed (the blob written to the
+    store) and as in HEAD: the release is refused (FormatGuardError, nothing
+    changed, the locks kept) when the new version has an error diagnostic, or
+    an ID declared more than once, that HEAD's version did not have. A file
+    that was already broken in HEAD may be released as long as it gets no
+    worse (the holder may be fixing it).
+    """
+    from kb.ops.transaction import FormatGuardError
+    from kb.parse import classify, parse_file
+    from kb.repo import outside_links
+
+    def problems(rel: str, oid: str | None) -> tuple[set[tuple[str, str]], list[Any]]:
+        if oid is None:
+            return set(), []
+        data = git.read_blobs([oid], kb.top).get(oid, b"")
+        res = parse_file(rel, data, kb.config)
+        errs = [d for d in res.diagnostics if d.severity == "error"]
+        ids: dict[str, int] = {}
+        for o in res.objects:
+            ids[o.id] = ids.get(o.id, 0) + 1
+        keys = {(d.code, d.message) for d in errs} | {("dup", i) for i, n in ids.items() if n > 1}
+        return keys, errs
+
+    for p in changed:
+        rel = kb.rel(p)
+        if rel is None or p not in after or classify(rel, kb.config) is None:
+            continue
+        for q, target in outside_links(kb, [rel]).items():
+            raise RefusedError(f"{p} is a symlink to {target}, outside the work tree: kb does not "
+                               "commit it — nothing was changed, your locks are kept")
+        new_keys, new_errs = problems(rel, after[p][1])
+        old_keys, _ = problems(rel, before[p][1] if p in before else None)
+        added = new_keys - old_keys
+        if added:
+            dups = sorted(i for c, i in added if c == "dup")
+            first = next((d.format() for d in new_errs if (d.code, d.message) in added),
+                         f"{dups[0] if dups else '?'} is declared more than once")
+            raise FormatGuardError(
+                f"the release would commit format errors in {p} ({first}); fix them first "
+                "(kb index lists them) — nothing was changed, your locks are kept", new_errs)
 
 
 def read_interrupted(top: Path, git_dir: Path | None = None) -> dict[str, Any] | None:
