@@ -174,6 +174,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "before (IDs are never reused)", "use the next free ID (above every existing sibling)"),
     _r("KB308", "error", "history", "verify", "the recorded conclusion of an experiment was changed",
        "restore it and record a new experiment (or Kb-Override: <ID> <reason>)"),
+    _r("KB309", "error", "history", "verify",
+       "kb.toml weakens a rule or moves a path of the record",
+       "undo the kb.toml change, or accept it with Kb-Override: <code or paths.key> <reason>"),
     _r("KB380", "error", "history", "verify", "a staged change to a path whose write lock another "
        "owner holds (pre-commit only; the owner is KB_OWNER, else kb.owner, else user.email)",
        "wait for the holder's `kb lock release`, or claim the path once its lease is over "

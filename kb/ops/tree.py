@@ -648,10 +648,19 @@ def ids_in_headings(lines: Iterable[str]) -> set[str]:
     """Every hypothesis-shaped ID on a heading, table row or bold list item of
     the tree, read or not (``## **H5** …``, ``| H6 | … |``): a new hypothesis
     never takes an ID the file already shows somewhere a reader would see it as
-    one, even where kb's parser does not."""
+    one, even where kb's parser does not. Fenced code blocks are skipped."""
     out: set[str] = set()
+    fence = ""
     for line in lines:
-        if _CARRIER.match(line):
+        bare = line.lstrip(" ")
+        if bare.startswith(("```", "~~~")):
+            mark = bare[:3]
+            if not fence:
+                fence = mark
+            elif mark == fence:
+                fence = ""
+            continue
+        if not fence and _CARRIER.match(line):
             out.update(_ANY_ID.findall(line))
     return out
 
