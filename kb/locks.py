@@ -159,7 +159,7 @@ def validate_owner(owner: str) -> str:
         raise UsageError("the owner is empty: pass --owner NAME "
                          "(or set `git config kb.owner NAME`)")
     if _CONTROL.search(owner):
-        raise UsageError(f"the owner {owner!r} contains a line or paragraph separator or a "
+        raise UsageError(f"the owner {owner!r} contains a newline, a Unicode line or paragraph separator or a "
                          "control character")
     if len(owner) > 200:
         raise UsageError("the owner is longer than 200 characters")
@@ -170,7 +170,7 @@ def validate_text(text: str, what: str) -> str:
     if text is None or not text.strip():
         raise UsageError(f"{what} is empty")
     if _CONTROL.search(text):
-        raise UsageError(f"{what} {text!r} contains a line or paragraph separator or a "
+        raise UsageError(f"{what} {text!r} contains a newline, a Unicode line or paragraph separator or a "
                          "control character")
     return text.strip()
 
