@@ -99,3 +99,26 @@ def pre_push_cmd(remote: str, url: str, fmt: str) -> int:
     if total.blocking:
         err("kb: push refused; fix the commits above (`kb rules` explains every code)")
     return total.exit_code
+
+
+@command.command("post-commit", hidden=True)
+def post_commit_cmd() -> int:
+    """Run by the post-commit hook during a cherry-pick: warns (stderr) when the new
+    commit breaks kb's rules. Always exits 0 (the commit is made)."""
+    from kb.hooks import check_after
+
+    for line in check_after(Path.cwd(), ["HEAD"]):
+        err(line)
+    return 0
+
+
+@command.command("post-rewrite", hidden=True)
+@click.argument("kind", required=False, default="")
+def post_rewrite_cmd(kind: str) -> int:
+    """Run by the post-rewrite hook (amend, rebase): warns (stderr) about rewritten
+    commits that break kb's rules. Always exits 0."""
+    from kb.hooks import check_after, rewritten_commits
+
+    for line in check_after(Path.cwd(), rewritten_commits(sys.stdin.read().splitlines())):
+        err(line)
+    return 0

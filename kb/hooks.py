@@ -30,14 +30,15 @@ from typing import Iterable, Optional
 from kb import git
 from kb.errors import EnvironmentError_, RefusedError
 
-HOOKS = ("pre-commit", "pre-merge-commit", "pre-push")
+HOOKS = ("pre-commit", "pre-merge-commit", "pre-push", "post-commit", "post-rewrite")
 MARK = "# kb-managed-hook:"
 CHAINED = ".kb-chained"
 DRIVER = "kb-dashboard"
 DRIVER_NAME = "kb: DASHBOARD.md is generated; keep our side (run `kb dashboard` after the merge)"
 DRIVER_CMD = "true"
 _ARGS = {"pre-commit": "verify --staged", "pre-merge-commit": "verify --staged",
-         "pre-push": 'hooks pre-push "$@"'}
+         "pre-push": 'hooks pre-push "$@"', "post-commit": "hooks post-commit",
+         "post-rewrite": 'hooks post-rewrite "$@"'}
 ZERO = "0" * 40
 
 
@@ -265,4 +266,52 @@ def pre_push_ranges(top: Path, remote: str, lines: Iterable[str]) -> list[tuple[
             first = git.out(["rev-list", "--parents", "-n", "1", revs[0]], top).split()[1:]
             base = first[0] if first else None
         out.append((base, local_sha, local_ref))
+    return out
+
+
+# -- after the fact: commits made without the pre-commit hook -------------------------------
+
+
+def rewritten_commits(lines: Iterable[str]) -> list[str]:
+    """The new commit ids of ``post-rewrite``'s stdin (``old new [extra]`` lines), in order."""
+    out: list[str] = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) >= 2 and parts[1] not in out:
+            out.append(parts[1])
+    return out
+
+
+#: At most this many commits are checked after one rewrite (a hook must stay quick).
+MAX_AFTER = 50
+
+
+def check_after(start: Path, revs: list[str]) -> list[str]:
+    """Warnings for ``revs`` that break kb's rules (``kb verify --rev`` each).
+
+    git runs no pre-commit hook for a clean cherry-pick or a rebase's picks;
+    ``post-commit`` / ``post-rewrite`` call this so the user hears at once
+    what the pre-push hook (and CI) will refuse. Never raises for a broken
+    commit: a post-hook cannot undo it; returns one line per finding.
+    """
+    from kb.checks.verify import verify_rev
+    from kb.errors import KbError
+
+    top = _top(start)
+    out: list[str] = []
+    for rev in revs[:MAX_AFTER]:
+        try:
+            rep = verify_rev(top, rev)
+        except KbError as exc:
+            out.append(f"kb: warning: could not check {rev[:10]}: {exc}")
+            continue
+        for f in rep.blocking:
+            out.append(f"kb: warning: {rev[:10]} {f.format()}")
+    if out:
+        out.append("kb: warning: these commits were made without kb's pre-commit check (a "
+                   "cherry-pick, a rebase or an amend); the pre-push hook and CI will refuse "
+                   "them — fix them now (git commit --amend, git rebase -i)")
+    if len(revs) > MAX_AFTER:
+        out.append(f"kb: note: checked the first {MAX_AFTER} of {len(revs)} rewritten commits; "
+                   "`kb verify --range` checks them all")
     return out

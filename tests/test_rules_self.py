@@ -52,3 +52,51 @@ def test_weakening_alone_needs_an_override(repo) -> None:
     rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")
     assert rc == 0, data
     assert find(data, "KB309")[0]["severity"] == "info"
+
+
+def _forged_card_commit(repo, branch: str) -> None:
+    """A commit on ``branch`` that edits a Verified card, made with --no-verify."""
+    git(repo, "checkout", "-q", "-b", branch)
+    write_files(repo, {CARD: "# 已验证｜forged\n- ID: p1\n"})
+    git(repo, "commit", "-q", "--no-verify", "-am", "forge the card")
+    git(repo, "checkout", "-q", "-")
+
+
+def _hooks(repo) -> None:
+    from conftest import invoke
+
+    r = invoke("hooks", "install", cwd=repo)
+    assert r.code == 0, r.stderr
+
+
+def _git_err(repo, *args: str) -> str:
+    import os
+    import subprocess
+
+    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, env=dict(os.environ))
+    return proc.stderr.decode("utf-8", "replace") + proc.stdout.decode("utf-8", "replace")
+
+
+def test_cherry_pick_without_pre_commit_is_warned_at_once(repo) -> None:
+    _forged_card_commit(repo, "side")
+    _hooks(repo)
+    out = _git_err(repo, "cherry-pick", "side")
+    assert "kb: warning" in out and "KB304" in out, out
+    assert git(repo, "log", "-1", "--format=%s") == "forge the card"  # made, and said so
+
+
+def test_rebase_and_amend_are_warned_by_post_rewrite(repo) -> None:
+    _forged_card_commit(repo, "side")
+    write_files(repo, {"notes.md": "unrelated\n"})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "unrelated")
+    _hooks(repo)
+    out = _git_err(repo, "rebase", "main", "side")
+    assert "kb: warning" in out and "KB304" in out, out
+    out = _git_err(repo, "commit", "--amend", "--no-verify", "-m", "forge it again")
+    assert "KB304" in out, out
+    # a clean commit says nothing
+    git(repo, "checkout", "-q", "main")
+    write_files(repo, {"notes.md": "still unrelated\n"})
+    out = _git_err(repo, "commit", "-q", "-am", "fine")
+    assert "kb: warning" not in out
