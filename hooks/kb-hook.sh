@@ -7,7 +7,7 @@
 KB_PYTHON='@KB_PYTHON@'
 hook="$0"
 input=""
-if [ "@HOOK@" = "pre-push" ] || [ "@HOOK@" = "post-rewrite" ]; then
+if [ "@HOOK@" = "pre-push" ] || [ "@HOOK@" = "post-rewrite" ] || [ "@HOOK@" = "pre-receive" ]; then
     input=$(mktemp "${TMPDIR:-/tmp}/kb-@HOOK@.XXXXXX") || exit 1
     trap 'rm -f "$input"' EXIT
     cat > "$input"

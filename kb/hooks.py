@@ -38,7 +38,9 @@ DRIVER_NAME = "kb: DASHBOARD.md is generated; keep our side (run `kb dashboard` 
 DRIVER_CMD = "true"
 _ARGS = {"pre-commit": "verify --staged", "pre-merge-commit": "verify --staged",
          "pre-push": 'hooks pre-push "$@"', "post-commit": "hooks post-commit",
-         "post-rewrite": 'hooks post-rewrite "$@"'}
+         "post-rewrite": 'hooks post-rewrite "$@"', "pre-receive": "hooks pre-receive"}
+#: What ``kb hooks install --server`` installs in a bare repository.
+SERVER_HOOKS = ("pre-receive",)
 ZERO = "0" * 40
 
 
@@ -53,9 +55,57 @@ class HookResult:
 
 def _top(start: Path) -> Path:
     top = git.toplevel(start)
+    if top is None and _bare(start):
+        return git.git_dir(Path(start)).resolve()
     if top is None:
         raise EnvironmentError_(f"{Path(start).resolve()} is not inside a git work tree")
     return top.resolve()
+
+
+def _bare(start: Path) -> bool:
+    proc = git.run(["rev-parse", "--is-bare-repository"], start, check=False)
+    return proc.returncode == 0 and proc.stdout.strip() == b"true"
+
+
+def install_server(start: Path, python: Optional[str] = None, shared: bool = False) -> HookResult:
+    """``kb hooks install --server``: the pre-receive hook of a bare repository.
+
+    It runs ``kb verify --range`` over what every pushed ref adds and refuses
+    the whole push when one breaks a rule: the check no client can skip
+    (``--no-verify``, cherry-picks, rebases). Raises RefusedError outside a
+    bare repository (a work tree uses the client hooks).
+    """
+    if not _bare(start):
+        raise RefusedError("--server installs the pre-receive hook of a bare repository (the "
+                           "one a git server pushes into); run it there — nothing changed")
+    return install(start, SERVER_HOOKS, python, merge_driver=False, shared=shared)
+
+
+def pre_receive_ranges(top: Path, lines: Iterable[str]) -> list[tuple[Optional[str], str, str]]:
+    """``(base or None, tip, ref)`` to check for each ``old new ref`` line of pre-receive.
+
+    A deleted ref is skipped; an updated one is checked from its old value; a
+    new ref from the parent of the first commit no existing ref reaches (None:
+    from the root), or not at all when it adds no commit.
+    """
+    out: list[tuple[Optional[str], str, str]] = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) != 3:
+            continue
+        old, new, ref = parts
+        if set(new) == {"0"}:
+            continue
+        if set(old) != {"0"}:
+            out.append((old, new, ref))
+            continue
+        revs = git.out(["rev-list", "--topo-order", "--reverse", new, "--not", "--all"],
+                       top).split()
+        if not revs:
+            continue
+        first = git.out(["rev-list", "--parents", "-n", "1", revs[0]], top).split()[1:]
+        out.append((first[0] if first else None, new, ref))
+    return out
 
 
 def hooks_dir(start: Path) -> Path:
@@ -131,6 +181,9 @@ def install(start: Path, hooks: Iterable[str] = HOOKS, python: Optional[str] = N
     check_own_hooks(top, d, shared)
     d.mkdir(parents=True, exist_ok=True)
     res = HookResult(hooks_dir=d)
+    if _bare(top) and not set(hooks) <= set(SERVER_HOOKS):
+        raise RefusedError("this is a bare repository: `kb hooks install --server` installs its "
+                           "pre-receive hook — nothing changed")
     for hook in hooks:
         if hook not in _ARGS:
             raise RefusedError(f"kb has no {hook} hook (it has {', '.join(HOOKS)})")

@@ -100,3 +100,29 @@ def test_rebase_and_amend_are_warned_by_post_rewrite(repo) -> None:
     write_files(repo, {"notes.md": "still unrelated\n"})
     out = _git_err(repo, "commit", "-q", "-am", "fine")
     assert "kb: warning" not in out
+
+
+def test_server_pre_receive_refuses_what_clients_skipped(repo, tmp_path) -> None:
+    from conftest import invoke
+
+    bare = tmp_path / "server.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(bare))
+    r = invoke("hooks", "install", "--server", cwd=bare)
+    assert r.code == 0, r.stderr
+    assert (bare / "hooks" / "pre-receive").exists()
+    assert invoke("hooks", "install", cwd=bare).code == 1  # client hooks make no sense there
+    work = tmp_path / "client"
+    git(tmp_path, "clone", "-q", str(bare), str(work))
+    write_files(work, {CARD: "# 已验证｜forged\n- ID: p1\n"})
+    git(work, "commit", "-q", "--no-verify", "-am", "forge the card")
+    out = _git_err(work, "push", "-q", "origin", "HEAD:main")
+    assert "KB304" in out and "refused" in out, out
+    assert git(bare, "rev-parse", "main") == git(repo, "rev-parse", "HEAD")  # nothing landed
+    out = _git_err(work, "push", "-q", "origin", "HEAD:refs/heads/sneaky")  # a new branch too
+    assert "KB304" in out
+    git(work, "reset", "-q", "--hard", "HEAD~1")
+    write_files(work, {"notes.md": "fine\n"})
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "a clean change")
+    out = _git_err(work, "push", "-q", "origin", "HEAD:main")
+    assert git(bare, "rev-parse", "main") == git(work, "rev-parse", "HEAD"), out

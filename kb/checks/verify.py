@@ -631,7 +631,7 @@ def _config_at(k: Any, rev: Optional[str]) -> Any:
 def _index(k: Any) -> Any:
     from kb.index import Index
 
-    if k.root.is_dir():
+    if k.root.is_dir() and (k.root / "kb.toml").is_file():
         return Index(k)
     import hashlib
 
@@ -646,8 +646,12 @@ def _staged_kbs(top: Path) -> list[str]:
 
 
 def _top(start: Path) -> Path:
+    """The work tree top; in a bare repository (a server's pre-receive hook) its git dir."""
     top = git.toplevel(start)
     if top is None:
+        bare = git.run(["rev-parse", "--is-bare-repository"], start, check=False)
+        if bare.returncode == 0 and bare.stdout.strip() == b"true":
+            return git.git_dir(Path(start)).resolve()
         raise EnvironmentError_(f"{start.resolve()} is not inside a git work tree")
     return top.resolve()
 
