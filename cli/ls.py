@@ -75,7 +75,9 @@ def command(kind: str | None, status: str | None, as_json: bool, kb_path: str | 
     groups: dict[str, list] = {}
     for r in rows:
         groups.setdefault(r.kind, []).append(r)
-    console = Console(soft_wrap=False)
+    # No styles: human output escapes every control character (kb_cli.output.printable),
+    # so rich must not emit its own.
+    console = Console(soft_wrap=False, color_system=None)
     for kind_name, group in groups.items():
         table = Table(title=None if kind else kind_name, show_edge=False, box=None, pad_edge=False)
         for h in HEADERS.get(kind_name, ["ID", "Status", "Title"]):

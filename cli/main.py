@@ -72,10 +72,17 @@ def main(argv: list[str] | None = None) -> int:
     ``{"error": {"message", "exit_code", "kind"}}`` on stdout, for agents.
     """
     args = sys.argv[1:] if argv is None else argv
+    out, err = sys.stdout, sys.stderr
+    if "--json" not in args:
+        # Human output never carries a terminal escape from a file's text raw.
+        from kb_cli.output import PrintableStream
+
+        sys.stdout, sys.stderr = PrintableStream(out), PrintableStream(err)
     try:
         return _main(args, argv)
     finally:
         _print_notes()
+        sys.stdout, sys.stderr = out, err
 
 
 def _print_notes() -> None:
