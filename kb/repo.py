@@ -245,3 +245,46 @@ def outside_links(kb: KnowledgeBase, paths: list[str]) -> dict[str, str]:
         if not (real == top or real.startswith(inside)):
             out[rel] = real
     return out
+
+
+#: Names Windows reserves in every folder, with any extension (``CON.md``).
+_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
+             *(f"LPT{i}" for i in range(1, 10)), "COM¹", "COM²", "COM³", "LPT¹", "LPT²", "LPT³"}
+_BAD_CHARS = set('<>:"|?*\\') | {chr(i) for i in range(32)}
+
+
+def unportable(path: str) -> str | None:
+    """Why the ``/``-separated ``path`` cannot be checked out on every file system, or None.
+
+    A component that Windows reserves (``CON``, ``aux.md``, ``COM1``…), ends in
+    a dot or a space, or holds ``<>:"|?*\\`` or a control character.
+    """
+    for part in path.split("/"):
+        if part.split(".")[0].upper() in _RESERVED:
+            return f"{part!r} is a name Windows reserves"
+        if part.endswith((".", " ")):
+            return f"{part!r} ends in a dot or a space (Windows drops it)"
+        if _BAD_CHARS & set(part):
+            return f"{part!r} holds a character Windows does not allow in file names"
+    return None
+
+
+def fold(path: str) -> str:
+    """The form under which case-insensitive or normalising file systems (macOS,
+    Windows) see ``path`` as the same file: NFC, case-folded."""
+    import unicodedata
+
+    return unicodedata.normalize("NFC", path).casefold()
+
+
+def colliding(paths: list[str]) -> list[tuple[str, str]]:
+    """Pairs of distinct ``paths`` that some file systems take for one file."""
+    seen: dict[str, str] = {}
+    out = []
+    for p in sorted(paths):
+        k = fold(p)
+        if k in seen and seen[k] != p:
+            out.append((seen[k], p))
+        else:
+            seen.setdefault(k, p)
+    return out

@@ -119,3 +119,30 @@ def test_uncommitted_kb_toml_grants_no_lead_rights(make_kb) -> None:
     assert r.code == 1, r.stderr
     r = invoke("lock", "steal", "tree.md", "--owner", "lead", "--reason", "reassigned", cwd=root)
     assert r.code == 0, r.stderr
+
+
+def test_unportable_names_are_refused_on_write_and_reported(tree_kb: Path) -> None:
+    root = tree_kb
+    commits = git(root, "rev-list", "--count", "HEAD")
+    r = invoke("propo", "add", "CON", "p1", "A statement", "--new-category", cwd=root)
+    assert r.code == 1 and "reserves" in r.stderr, r.stderr
+    r = invoke("propo", "add", "数论", "aux", "A statement", "--new-category", cwd=root)
+    assert r.code == 1 and "reserves" in r.stderr, r.stderr
+    assert git(root, "rev-list", "--count", "HEAD") == commits
+    assert invoke("propo", "add", "数论", "p1", "A statement", "--new-category", cwd=root).code == 0
+    r = invoke("propo", "add", "数论", "P1", "Another statement", cwd=root)
+    assert r.code == 1 and "only in case" in r.stderr, r.stderr
+    # a file committed by hand is reported by verify
+    folder = root / "Propos" / "数论"
+    (folder / "P1.md").write_bytes((folder / "p1.md").read_bytes().replace(b"p1", b"P1"))
+    r = invoke("verify", "--json", cwd=root)
+    assert "KB219" in {d["code"] for d in r.json()["diagnostics"]}, r.stdout
+
+
+def test_nul_bytes_are_a_diagnostic(tree_kb: Path) -> None:
+    root = tree_kb
+    tree = root / "tree.md"
+    tree.write_bytes(tree.read_bytes() + "\n## H1: a\x00b\nStatus: 待验\n".encode())
+    r = invoke("index", "--json", cwd=root)
+    hits = [d for d in r.json()["diagnostics"] if d["code"] == "KB107"]
+    assert hits and hits[0]["severity"] == "error" and hits[0]["line"] > 1

@@ -66,6 +66,8 @@ CATALOGUE: tuple[RuleInfo, ...] = (
     _r("KB106", "error", "snapshot", "parse",
        "a symlink whose target leaves the work tree (never read or written through)",
        "replace the symlink by a regular file inside the repository"),
+    _r("KB107", "error", "snapshot", "parse", "a NUL byte in a Markdown file",
+       "delete the NUL bytes (git treats the file as binary)"),
     _r("KB110", "warning", "snapshot", "parse", "full-width colon '：' where ':' belongs",
        "write ':' (kb verify --fix)", True),
     _r("KB111", "error", "snapshot", "parse", "bold anchor in tree.md (anchors are never bold)",
@@ -151,6 +153,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "settled object without its Verified card", "write the missing card, or settle the object"),
     _r("KB218", "error", "snapshot", "verify", "probability outside [0,1] (never clamped)",
        "write a number between 0 and 1"),
+    _r("KB219", "error", "snapshot", "verify",
+       "a path Windows reserves, or two paths that differ only in case or normalisation",
+       "rename the file (git mv) to a portable, distinct name"),
     _r("KB240", "warning", "snapshot", "verify", "DASHBOARD.md is stale (not what `kb dashboard` "
        "renders for this tree); [rules] dashboard_stale = \"error\" makes it an error",
        "run `kb dashboard` (or kb verify --fix) and commit DASHBOARD.md", True),

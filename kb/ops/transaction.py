@@ -275,6 +275,31 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _portable_new(kb: KnowledgeBase, new_paths: list[str]) -> None:
+    """Refuse new files a clone elsewhere could not check out: a name Windows
+    reserves, or one that differs from a file already in the repository only in
+    case or Unicode normalisation (one file on macOS and Windows)."""
+    if not new_paths:
+        return
+    from kb.repo import colliding, unportable
+
+    for p in new_paths:
+        why = unportable(p)
+        if why:
+            raise RefusedError(f"cannot create {p}: {why}; choose another ID or category — "
+                               "nothing was written")
+    folders = sorted({p.rpartition("/")[0] for p in new_paths})
+    listed = git.run(["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--",
+                      *[f"{d}/" if d else "." for d in folders]], kb.top).stdout
+    have = [p for p in git.split_z(listed)]
+    for a, b in colliding(have + [p for p in new_paths if p not in have]):
+        if a in new_paths or b in new_paths:
+            other = a if b in new_paths else b
+            raise RefusedError(f"cannot create {b if b in new_paths else a}: it differs from "
+                               f"{other} only in case or Unicode normalisation, and macOS and "
+                               "Windows would take them for one file — nothing was written")
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
     """Replace ``path`` by ``data`` through a temporary file and a rename.
 
@@ -431,6 +456,7 @@ class Transaction:
         from kb.locks import check_unlocked
 
         paths = [kb.repo_path(r) for r in changed]
+        _portable_new(kb, [p for r, p in zip(changed, paths) if olds[r] is None])
         # Write locks (DESIGN §5): refuse a target locked by another owner.
         check_unlocked(kb, paths, self.owner)
         old_ids = {r: None if (old := olds[r]) is None else self.blob_id(old) for r in changed}
