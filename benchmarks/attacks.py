@@ -137,16 +137,16 @@ def attack_kills(lab: Lab, n: int, rng: random.Random) -> dict:
         if (gd / "index.lock").exists():
             (gd / "index.lock").unlink()  # the user's part after a crash: kb never deletes it
             locks_removed += 1
+        if kind == "release":
+            # the holder releases again (a killed release keeps the lock, or finishes)
+            r = lab.run(root, "lock", "release", "--all", "--owner", "attack")
+            if r.returncode != 0:
+                fails.append(f"run {i} ({kind}): release again failed: {r.stderr.decode()[-300:]}")
         # the next kb write recovers; then the checks
         r = lab.run(root, "hyp", "add", f"After kill {i}")
         if r.returncode != 0:
             fails.append(f"run {i} ({kind}): the next write failed: {r.stderr.decode()[-300:]}")
             continue
-        if kind == "release":
-            lab.run(root, "lock", "release", "--all", "--owner", "attack")
-            # an uncommitted hand edit that survived the kill is committed or left: both fine
-            if lab.git(root, "status", "--porcelain").stdout.strip():
-                lab.git(root, "checkout", "--", "tree.md")
         st = lab.git(root, "status", "--porcelain").stdout.decode()
         if st.strip():
             fails.append(f"run {i} ({kind}): not clean after recovery: {st.strip()[:200]}")

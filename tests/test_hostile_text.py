@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from conftest import git, invoke, run_script
 
 EVIL = "evil \x1b[31mRED\x1b[0m \x1b]0;pwned\x07 \x9b2J \u202eelif"
@@ -54,3 +56,21 @@ def test_duplicate_ids_are_one_mermaid_node() -> None:
     nodes = [Node("H1", 0, "待验", 2, 0, "first", None), Node("H1", 1, "待验", 2, 0, "again", None)]
     lines, left = mermaid(nodes)
     assert sum(1 for ln in lines if ln.strip().startswith("n_H1[")) == 1 and left == 0
+
+
+@pytest.mark.parametrize("value,want", [
+    ("[[E001]], [[E002|run, then rerun]]", ["E001", "E002"]),
+    ("[[E001|a ] odd; label]]，E002", ["E001", "E002"]),
+    ("[[E001#结果|结果, 见表]]", ["E001"]),
+])
+def test_wiki_link_anchor_values_are_read_as_links(value: str, want: list) -> None:
+    from kb.config import config_from_dict
+    from kb.parse import parse_file
+
+    text = f"# T\n\n## H1: Root\nStatus: 待验\nEvidence: {value}\n"
+    res = parse_file("tree.md", text.encode(), config_from_dict(Path("."), {}))
+    (h,) = res.objects
+    assert list(h.evidence) == want
+    card = f"# 问题｜q\n\n- ID: q1\n- 状态: 开放\n- 依赖: {value.replace('E00', 'p')}\n"
+    res = parse_file("Problems/q1.md", card.encode(), config_from_dict(Path("."), {}))
+    assert [d.code for d in res.diagnostics if d.code in ("KB120", "KB121")] == []
