@@ -432,6 +432,24 @@ def _index_lock(gp: _GitPaths, wait: float = 0.5) -> None:
             "— nothing was changed")
 
 
+def git_ref_locks(git_dir: Path, common_dir: Path) -> None:
+    """Refuse while git's own ref lock files exist (``HEAD.lock``, ``packed-refs.lock``,
+    ``refs/…/*.lock``): a git killed in the middle of a ref update leaves them, and
+    every ref update fails until they are removed. Like ``index.lock``, kb never
+    deletes them (it cannot tell a crashed git from a running one). Called with
+    kb's machine lock held. Raises RefusedError naming them."""
+    found = [p for p in (git_dir / "HEAD.lock", common_dir / "packed-refs.lock") if p.exists()]
+    refs = common_dir / "refs"
+    if refs.is_dir():
+        found += sorted(refs.rglob("*.lock"))[:5]
+    if found:
+        raise RefusedError(
+            f"git's ref lock {'files exist' if len(found) > 1 else 'file exists'} "
+            f"({', '.join(str(p) for p in found)}): another git process is updating refs, or one "
+            "crashed. kb never deletes them; remove them yourself once no git process is running "
+            "— nothing was changed")
+
+
 def _machine_lock(gp: _GitPaths, timeout: float = 120.0) -> Any:
     """kb's write lock in git's common directory (the one every write transaction takes)."""
     from kb.ops.transaction import acquire_write_lock
@@ -704,6 +722,7 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
             recover(kb)  # a write transaction killed before its commit: roll it back first
         _finish_interrupted(top, journal)
         _index_lock(gp)
+        git_ref_locks(gp.git_dir, gp.common_dir)
         branch = current_branch(top)
         if branch is None:
             raise RefusedError("HEAD is detached: check out a branch before releasing "

@@ -158,9 +158,11 @@ def recover(kb: KnowledgeBase) -> list[str]:
     remove_index_litter(kb.top)
     jp = _journal_path(kb)
     if not jp.exists():
+        _remove_tmp_litter(kb, [])
         return []
     try:
         journal = json.loads(jp.read_text(encoding="utf-8"))
+        _remove_tmp_litter(kb, [kb.top / p for p in journal.get("files", {})])
     except (OSError, ValueError):
         # The journal is written before any file: a torn journal means no file was.
         jp.unlink(missing_ok=True)
@@ -245,6 +247,27 @@ def _finish_landed(kb: KnowledgeBase, files: dict[str, dict], head: str | None) 
                        input="".join(lines).encode("utf-8", "surrogateescape"))
 
 
+#: Prefix of _atomic_write's temporary files.
+TMP_PREFIX = ".kb-tmp-"
+
+
+def _remove_tmp_litter(kb: KnowledgeBase, files: list[Path]) -> None:
+    """Delete temporary files of an atomic write killed before its rename, in the
+    folders of ``files`` and of the KB's configured paths. Only kb writes them,
+    under the write lock the caller holds, so any found now is litter."""
+    folders = {f.parent for f in files} | {kb.root}
+    for rel in kb.config.paths.values():
+        p = kb.root / rel.strip("/")
+        folders.add(p if p.suffix != ".md" else p.parent)
+    for d in folders:
+        try:
+            for f in d.glob(TMP_PREFIX + "*"):
+                if f.is_file() and not f.is_symlink():
+                    f.unlink(missing_ok=True)
+        except OSError:
+            continue
+
+
 def remove_index_litter(top: Path) -> list[Path]:
     """Delete the ``next-index-<pid>.lock`` files of git processes that no longer
     run (a ``git commit --only`` killed mid-way leaves one); the removed paths.
@@ -313,7 +336,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
         umask = os.umask(0)
         os.umask(umask)
         mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".kb-tmp-", suffix=path.suffix)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TMP_PREFIX, suffix=path.suffix)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -398,6 +421,9 @@ class Transaction:
         try:
             self.recovered = recover(self.kb)
             _index_lock(self.kb)
+            from kb.ops.locks import git_ref_locks
+
+            git_ref_locks(git.git_dir(self.kb.top), git.common_dir(self.kb.top))
             from kb.ops.locks import finish_interrupted_release
 
             finish_interrupted_release(self.kb.top)  # a lock release killed before its index update
