@@ -728,7 +728,7 @@ def verify_worktree(start: Path, kb_path: Optional[Path] = None,
     k = open_kb(kb_path or start)
     report = Report(mode="worktree", kbs=[k.prefix.rstrip("/") or "."])
     with _index(k) as idx:
-        idx.refresh()
+        idx.refresh(check=True)  # verify reads everything: check every cached parse too
         new = idx.worktree()
         new_f = Facts(idx, new, "the working tree", ensure=())
         head = git.rev_parse("HEAD", k.top)
