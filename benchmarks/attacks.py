@@ -125,7 +125,9 @@ def attack_kills(lab: Lab, n: int, rng: random.Random) -> dict:
         else:
             lab.run(root, "lock", "claim", "tree.md", "--owner", "attack")
             with (root / "tree.md").open("a", encoding="utf-8") as fh:
-                fh.write(f"\n## H{900 + i}: Released by hand {i}\nStatus: 待验\nEvidence: (empty)\n")
+                # prose, not a new ID: a hand-written ID could collide with one kb
+                # allocated meanwhile, which the release's guard rightly refuses
+                fh.write(f"\nEdited by hand while holding the lock, run {i}.\n")
             args = ["lock", "release", "tree.md", "--owner", "attack"]
         p = subprocess.Popen([*lab.kb, *args], cwd=root, env=lab.env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, start_new_session=True)
