@@ -84,16 +84,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KbError as exc:
         click.echo(f"kb: {exc}", err=True)
-        kind = "refused" if exc.exit_code == 1 else type(exc).__name__.rstrip("_")
-        return _json_error(args, str(exc), exc.exit_code, kind)
+        return _json_error(args, str(exc), exc.exit_code, exc.kind)
     except BrokenPipeError:
         return 0
     except Exception as exc:  # a bug: a short message, never a traceback for users
-        click.echo(f"kb: internal error: {type(exc).__name__}: {exc} "
-                   "(set KB_DEBUG=1 for the traceback; please report it)", err=True)
+        msg = f"internal error: {type(exc).__name__}: {exc}"
+        click.echo(f"kb: {msg} (set KB_DEBUG=1 for the traceback; please report it)", err=True)
         if _debug():
             raise
-        return 3
+        return _json_error(args, msg, 3, "internal")
     return int(rv or 0)
 
 

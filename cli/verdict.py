@@ -13,20 +13,21 @@ from kb_cli.problem import emit_result
 
 
 def parse_votes(values: tuple[str, ...]) -> list[tuple[str, str]]:
-    from kb.ops.cards import CardError
+    from kb.errors import UsageError
 
     out = []
     for v in values:
         name, sep, x = v.partition("=")
         if not sep or not name.strip():
-            raise CardError(f"vote {v!r} is not NAME=RESULT; write e.g. --vote v1=0.9 (RESULT in [0,1])")
+            raise UsageError(f"vote {v!r} is not NAME=RESULT; write e.g. --vote v1=0.9 (RESULT in [0,1])")
         out.append((name.strip(), x.strip()))
     return out
 
 
 def read_reasons(values: tuple[str, ...], reason_file: str | None) -> dict[str, str]:
     """``--reason v1=TEXT`` and ``--reason-file F`` (a JSON object, or ``NAME: TEXT`` lines)."""
-    from kb.ops.cards import CardError, read_text_arg
+    from kb.errors import UsageError
+    from kb.ops.cards import read_text_arg
 
     out: dict[str, str] = {}
     if reason_file is not None:
@@ -36,7 +37,7 @@ def read_reasons(values: tuple[str, ...], reason_file: str | None) -> dict[str, 
             try:
                 data = json.loads(text)
             except ValueError as exc:
-                raise CardError(f"reason file {reason_file!r} is not valid JSON: {exc}") from None
+                raise UsageError(f"reason file {reason_file!r} is not valid JSON: {exc}") from None
         if isinstance(data, dict):
             out.update({str(k): str(v) for k, v in data.items()})
         elif isinstance(data, list):
@@ -53,12 +54,12 @@ def read_reasons(values: tuple[str, ...], reason_file: str | None) -> dict[str, 
                 elif cur is not None:
                     out[cur] = (out[cur] + "\n" + ln).strip("\n")
                 elif ln.strip():
-                    raise CardError(f"reason file {reason_file!r}: write 'NAME: reason' lines or a "
+                    raise UsageError(f"reason file {reason_file!r}: write 'NAME: reason' lines or a "
                                     "JSON object {\"v1\": \"reason\"}")
     for v in values:
         name, sep, text = v.partition("=")
         if not sep or not name.strip():
-            raise CardError(f"reason {v!r} is not NAME=TEXT; write e.g. --reason v1='step 3 fails'")
+            raise UsageError(f"reason {v!r} is not NAME=TEXT; write e.g. --reason v1='step 3 fails'")
         out[name.strip()] = text
     return out
 

@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from kb import git
-from kb.errors import GitError, RefusedError, UsageError
+from kb.errors import ConflictError, GitError, LockedError, NotFoundError, UsageError
 
 LOCKS_NS = "refs/kb/locks/"
 PROJECT_REF = "refs/kb/project-lock"
@@ -79,19 +79,19 @@ _MAX_TTL = 366 * 24 * 3600
 # -- errors ------------------------------------------------------------------
 
 
-class LockHeld(RefusedError):
-    """The target is locked by someone else (exit 1). ``lock`` is the holder's lock."""
+class LockHeld(LockedError):
+    """The target is locked by someone else (exit 1, kind ``locked``). ``lock`` is the holder's lock."""
 
     def __init__(self, message: str, lock: "Lock") -> None:
         super().__init__(message)
         self.lock = lock
 
 
-class NotLocked(RefusedError):
-    """Release/renew of a path that is not locked, or not by the caller (exit 1)."""
+class NotLocked(NotFoundError):
+    """Release/renew of a path that is not locked, or not by the caller (exit 1, ``not_found``)."""
 
 
-class LockLost(RefusedError):
+class LockLost(ConflictError):
     """The caller's lock changed under it (stolen or expired and taken): nothing committed."""
 
 

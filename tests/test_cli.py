@@ -210,7 +210,7 @@ def test_show_unknown_id(example_kb, run_kb):
     r = run_kb("show", "NOPE", "--json", cwd=example_kb)
     assert r.code == 1 and "'NOPE'" in r.stderr
     err = r.json()["error"]
-    assert err["exit_code"] == 1 and err["kind"] == "refused" and "'NOPE'" in err["message"]
+    assert err["exit_code"] == 1 and err["kind"] == "not_found" and "'NOPE'" in err["message"]
 
 
 def test_json_errors_for_usage_and_refusals(example_kb, run_kb):
@@ -220,7 +220,7 @@ def test_json_errors_for_usage_and_refusals(example_kb, run_kb):
     assert r.code == 2 and r.json()["error"]["kind"] == "usage"
     assert "STATEMENT" in r.json()["error"]["message"]
     r = run_kb("hyp", "status", "H1", "bogus", "--json", cwd=example_kb)
-    assert r.code == 1 and "accepted: 待验|untested" in r.json()["error"]["message"]
+    assert r.code == 2 and r.json()["error"]["kind"] == "usage" and "accepted: 待验|untested" in r.json()["error"]["message"]
     assert run_kb("hyp", "status", "H1", "bogus", cwd=example_kb).stdout == ""
 
 
