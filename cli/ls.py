@@ -63,6 +63,7 @@ def command(kind: str | None, status: str | None, as_json: bool, kb_path: str | 
             f = r.fields()
             f.pop("anchor_lines", None)
             f["status"] = _display_status(r, locale)
+            f["blob"] = r.blob
             out.append(f)
         emit_json(out)
         return 0

@@ -125,6 +125,7 @@ def show_object(obj_id: str, path: str | Path | None = None) -> tuple[KnowledgeB
         data.update(links)
         data["path"] = r.path
         data["line"] = r.line
+        data["blob"] = r.blob  # what --expect takes for an edit of this file
         result.append(data)
     return k, result
 

@@ -292,7 +292,9 @@ class Lock:
 
     def as_dict(self, now: int | None = None, grace: int | None = None) -> dict[str, Any]:
         d = asdict(self)
-        d["expires_iso"] = iso(self.expires)
+        # One naming for agents: times are ISO 8601 with an ``_epoch`` twin.
+        d["expires"] = iso(self.expires)
+        d["expires_epoch"] = self.expires
         if now is not None and grace is not None:
             d["remaining"] = self.remaining(now)
             d["expired"] = self.expired(now, grace)

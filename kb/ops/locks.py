@@ -83,7 +83,7 @@ class AcquireResult:
     behind: int | None = None   # commits of the remote branch HEAD lacks (remote claims)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"owner": self.owner, "now": self.now, "remote": self.remote,
+        return {"owner": self.owner, "now": iso(self.now), "now_epoch": self.now, "remote": self.remote,
                 "locks": [a.as_dict() for a in self.locks], "branch": self.branch,
                 "behind": self.behind}
 
@@ -149,7 +149,7 @@ class StatusReport:
     remote: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"now": self.now, "now_iso": iso(self.now), "grace": self.grace,
+        return {"now": iso(self.now), "now_epoch": self.now, "grace": self.grace,
                 "remote": self.remote, "locks": [s.as_dict() for s in self.locks],
                 "project": self.project.as_dict() if self.project else None,
                 "interrupted_release": self.interrupted}
