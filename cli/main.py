@@ -39,6 +39,9 @@ COMMANDS: dict[str, str] = {
     "rules": "rules",
     "hooks": "hooks",
     "ci": "ci",
+    "schema": "schema",
+    "prime": "prime",
+    "mcp": "mcp",
 }
 
 
