@@ -61,14 +61,14 @@ def scenario(ex: Path, tmp: Path) -> list[tuple[str, tuple[str, ...], Path]]:
         ("verify", ("verify",), ex), ("rules", ("rules",), ex), ("verifiers", ("verifiers",), ex),
         ("schema", ("schema",), ex), ("prime", ("prime",), ex),
         ("hyp add", ("hyp", "add", "Caching halves load time"), ex),
-        ("hyp status", ("hyp", "status", "H1", "进行中"), ex),
-        ("exp new", ("exp", "new", "--hyp", "H1", "measure cold loads"), ex),
-        ("exp log", ("exp", "log", "E003", "ran 10 loads"), ex),
-        ("exp update", ("exp", "update", "E003", "cold cache", "--section", "方法"), ex),
-        ("exp result", ("exp", "result", "E003", "--data", "2x", "--conclusion", "支持",
+        ("hyp status", ("hyp", "status", "H2", "进行中"), ex),
+        ("exp new", ("exp", "new", "--hyp", "H2", "measure cold loads"), ex),
+        ("exp log", ("exp", "log", "E005", "ran 10 loads"), ex),
+        ("exp update", ("exp", "update", "E005", "cold cache", "--section", "方法"), ex),
+        ("exp result", ("exp", "result", "E005", "--data", "2x", "--conclusion", "支持",
                         "--reason", "faster"), ex),
-        ("hyp evidence", ("hyp", "evidence", "H1", "E003"), ex),
-        ("hyp edit", ("hyp", "edit", "H1", "Caching halves the load time", "--reason", "wording"), ex),
+        ("hyp evidence", ("hyp", "evidence", "H1", "E005"), ex),
+        ("hyp edit", ("hyp", "edit", "H2", "xdist on 4 workers is under 12 minutes", "--reason", "wording"), ex),
         ("dashboard", ("dashboard",), ex), ("dashboard --check", ("dashboard", "--check"), ex),
         ("problem add", ("problem", "add", "q9", "Is the cache ever stale?"), ex),
         ("problem status", ("problem", "status", "q9", "死路"), ex),
@@ -89,6 +89,7 @@ def scenario(ex: Path, tmp: Path) -> list[tuple[str, tuple[str, ...], Path]]:
         ("lock status", ("lock", "status"), ex),
         ("lock release", ("lock", "release", "Problems/q2.md", "--owner", "alice"), ex),
         ("lock prune", ("lock", "prune"), ex),
+        ("lock steal", ("lock", "steal", "Problems/q2.md", "--reason", "free now"), ex),
         ("project lock", ("project", "lock", "--owner", "alice"), ex),
         ("project unlock", ("project", "unlock", "--owner", "alice"), ex),
         ("hooks install", ("hooks", "install"), ex), ("hooks status", ("hooks", "status"), ex),
@@ -112,11 +113,11 @@ def test_every_command_output_validates(example_kb: Path, tmp_path: Path,
         assert "error" not in data or not isinstance(data, dict) or data["error"] is None, (argv, data)
         validate_output(key, data)
         ran.add(key)
-    # lock steal needs an expired lease; steal as a lead is refused without one: the
-    # refusal is the error object
-    r = invoke("lock", "steal", "Problems/q2.md", "--reason", "r", "--json", cwd=example_kb)
+    # a refusal is the error object, in every command
     from kb.contract import ErrorOutput
 
-    ErrorOutput.model_validate(r.json())
-    ran.add("lock steal")
+    # (the scenario's steal left Problems/q2.md locked by the default owner)
+    r = invoke("lock", "steal", "Problems/q2.md", "--reason", "r", "--owner", "bob", "--json",
+               cwd=example_kb)
+    assert r.code == 1 and ErrorOutput.model_validate(r.json()).error.kind == "locked"
     assert ran == {k for k, v in OUTPUTS.items() if v is not None}

@@ -2,7 +2,6 @@
 ``verify``, ``rules``, ``verifiers``, ``prime``, ``schema``. Each returns what the
 CLI prints with ``--json`` and changes nothing."""
 
-from pathlib import Path
 from typing import Any, Optional
 
 from kb.errors import NotFoundError, UsageError
