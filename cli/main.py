@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 import kb
-from kb.errors import KbError
+from kb.errors import KbError, UsageError
 
 #: command name -> module under kb_cli holding ``command``. Later issues add rows.
 COMMANDS: dict[str, str] = {
@@ -60,12 +60,19 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(kb.__version__, "--version", prog_name="kb", message="%(prog)s %(version)s")
-def cli() -> None:
+@click.option("-C", "directory", metavar="DIR", default=None,
+              help="Run as if kb was started in DIR (like git -C).")
+def cli(directory: str | None) -> None:
     """kb — a git-backed Markdown knowledge base for research.
 
     Reads the anchor lines of tree.md, experiments and Vibe Math cards, keeps an
     index in .kb/, and (with its hooks) enforces the rules of the research record.
     """
+    if directory is not None:
+        try:
+            os.chdir(directory)
+        except OSError as exc:
+            raise UsageError(f"-C {directory}: {exc.strerror or exc}") from None
 
 
 def main(argv: list[str] | None = None) -> int:

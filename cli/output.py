@@ -26,6 +26,17 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
+def console() -> Any:
+    """A rich console for human tables: colour off with ``NO_COLOR`` (rich reads it) or
+    when stdout is not a terminal, and no wrapping there (one row, one line, for grep)."""
+    from rich.console import Console
+
+    if sys.stdout.isatty():
+        return Console(soft_wrap=False)
+    return Console(soft_wrap=True, width=100_000, no_color=True, highlight=False,
+                   color_system=None)
+
+
 def err(msg: str) -> None:
     """A message for people: stderr, so stdout stays clean for --json."""
     click.echo(msg, err=True)
@@ -47,9 +58,12 @@ def write_options(f: F) -> F:
 
 
 def write_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
-    """The library keywords of :func:`write_options` (plus the waiting message)."""
-    return {"no_commit": kw["no_commit"], "owner": kw["owner"], "expect": kw["expect"],
-            "on_wait": print_waiting}
+    """The library keywords of :func:`write_options` (plus the waiting message), through
+    the one :class:`kb.ops.result.WriteOptions`."""
+    from kb.ops.result import WriteOptions
+
+    return WriteOptions(no_commit=kw["no_commit"], owner=kw["owner"], expect=kw["expect"],
+                        on_wait=print_waiting).kwargs()
 
 
 def many_cards_write_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
