@@ -260,3 +260,34 @@ def test_only_protocol_on_stdout_even_when_a_hook_prints(ex: Path) -> None:
     assert not call["result"].get("isError"), call
     assert (ex / ".git/hook-ran").exists() and "HOOK NOISE" not in (out + rest).decode()
     assert "- 计划: raw\n" in (ex / "Problems/q2.md").read_text(encoding="utf-8")
+
+
+def test_warm_reads_see_changes_made_outside_the_server(ex: Path) -> None:
+    """The warm index skips its refresh only while git sees no change: a hand edit (twice
+    to the same file), a new file and a commit made between calls are all read back."""
+    from kb.mcp import build_server
+
+    card = ex / "Problems/q2.md"
+
+    def retitle(title: str) -> None:
+        lines = card.read_text(encoding="utf-8").split("\n")
+        lines[0], lines[1] = f"# 问题｜{title}", f"- 标题: {title}"
+        card.write_text("\n".join(lines), encoding="utf-8")
+
+    async def session() -> None:
+        async with Client(build_server(ex)) as c:
+            assert (await call(c, "show", id="q2"))["title"] == "Infinitude of primes"
+            retitle("Edited once")
+            assert (await call(c, "show", id="q2"))["title"] == "Edited once"
+            retitle("Edited twice")  # the same file again: still listed by diff-files
+            assert (await call(c, "show", id="q2"))["title"] == "Edited twice"
+            git(ex, "commit", "-qam", "retitle")
+            shown = await call(c, "show", id="q2")
+            assert shown["blob"] == git(ex, "rev-parse", "HEAD:Problems/q2.md")
+            new = ex / "Problems/q77.md"
+            new.write_bytes(card.read_bytes().replace(b"q2", b"q77"))
+            assert [o["id"] for o in await call(c, "find", text="q77")] == ["q77"]
+            new.unlink()
+            assert await call(c, "find", text="q77") == []
+
+    asyncio.run(session())

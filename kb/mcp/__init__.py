@@ -24,7 +24,7 @@ from mcp.server.mcpserver import MCPServer
 
 import kb as _kb_pkg
 from kb.mcp.registry import Registry
-from kb.repo import KnowledgeBase, open_kb
+from kb.mcp.warm import WarmKB
 
 #: Modules under kb.mcp with a ``register(reg)`` function, in tool-list order.
 AREAS = ["reads", "tree", "cards", "locks", "review", "trail", "gen"]
@@ -44,14 +44,9 @@ def build_server(kb: Optional[Path] = None) -> MCPServer:
     The KB is opened on the first tool call, so a server started outside a KB
     still lists its tools and answers each call with an ``environment`` error."""
     server = MCPServer(name="kb", version=_kb_pkg.__version__, instructions=INSTRUCTIONS)
-    cache: dict[str, KnowledgeBase] = {}
-
-    def served() -> KnowledgeBase:
-        if "kb" not in cache:
-            cache["kb"] = open_kb(kb)
-        return cache["kb"]
-
-    reg = Registry(server, served)
+    warm = WarmKB(kb)
+    served = warm.get
+    reg = Registry(server, warm)
     for area in AREAS:
         try:
             mod = importlib.import_module(f"kb.mcp.{area}")

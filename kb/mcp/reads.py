@@ -6,6 +6,7 @@ from typing import Any, Optional
 
 from kb.errors import NotFoundError, UsageError
 from kb.mcp.registry import Registry
+from kb.mcp.warm import WarmKB
 from kb.repo import KnowledgeBase
 
 
@@ -30,10 +31,12 @@ def _status_word(kind: str, status: str, locale: str) -> str:
     return vocab.word(status, locale) if vocab and status else status
 
 
-def ls(kb: KnowledgeBase, kind: Optional[str] = None, status: Optional[str] = None) -> object:
+def ls(warm: WarmKB, kind: Optional[str] = None, status: Optional[str] = None) -> object:
     from kb.api import list_objects
 
-    _k, rows = list_objects(kind, status, kb.root)
+    idx = warm.index()
+    kb = warm.get()
+    _k, rows = list_objects(kind, status, idx=idx)
     out = []
     for r in rows:
         f = r.fields()
@@ -44,10 +47,12 @@ def ls(kb: KnowledgeBase, kind: Optional[str] = None, status: Optional[str] = No
     return out
 
 
-def show(kb: KnowledgeBase, id: str) -> object:
+def show(warm: WarmKB, id: str) -> object:
     from kb.api import show_object
 
-    _k, found = show_object(id, kb.root)
+    idx = warm.index()
+    kb = warm.get()
+    _k, found = show_object(id, idx=idx)
     if not found:
         raise NotFoundError(f"no object with ID {id!r} (try the find tool)")
     for d in found:
@@ -57,10 +62,10 @@ def show(kb: KnowledgeBase, id: str) -> object:
     return first
 
 
-def find(kb: KnowledgeBase, text: str) -> object:
+def find(warm: WarmKB, text: str) -> object:
     from kb.api import find_objects
 
-    _k, rows = find_objects(text, kb.root)
+    _k, rows = find_objects(text, idx=warm.index())
     return [{"id": r.id, "kind": r.kind, "status": r.status, "title": r.title, "path": r.path,
              "line": r.line, "blob": r.blob} for r in rows]
 

@@ -1,7 +1,8 @@
 """How an area registers its MCP tools: one line per tool.
 
 A tool is a plain function whose first parameter is the :class:`KnowledgeBase`
-the server serves and whose other parameters are the CLI's arguments and options
+the server serves (or, annotated :class:`kb.mcp.warm.WarmKB`, the server's warm
+KB whose ``index()`` is kept open between calls) and whose other parameters are the CLI's arguments and options
 in snake_case (with full type hints: the SDK builds the input schema from them)::
 
     def register(reg: Registry) -> None:
@@ -22,6 +23,7 @@ import functools
 import inspect
 import json
 import logging
+import threading
 import typing
 from typing import Any, Callable
 
@@ -29,7 +31,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from kb.errors import error_object
-from kb.repo import KnowledgeBase
+from kb.mcp.warm import WarmKB
 
 log = logging.getLogger("kb.mcp")
 
@@ -56,22 +58,29 @@ def _result(data: Any, is_error: bool = False) -> CallToolResult:
 class Registry:
     """Registers kb tools on one :class:`MCPServer` serving one KB."""
 
-    def __init__(self, server: MCPServer, kb: Callable[[], KnowledgeBase]) -> None:
+    def __init__(self, server: MCPServer, warm: WarmKB) -> None:
         self.server = server
-        self.kb = kb
+        self.warm = warm
         self.names: list[str] = []
+        # One call at a time: the SDK may run tools in parallel threads, and kb's
+        # writes (and an agent's read-after-write) expect the order of the calls.
+        self.lock = threading.Lock()
 
     def _add(self, name: str, fn: Callable[..., Any], description: str,
              annotations: ToolAnnotations) -> None:
         sig = inspect.signature(fn)
         hints = typing.get_type_hints(fn)  # real types, also from string annotations
+        first = list(sig.parameters)[0]
+        served: Callable[[], Any] = (
+            (lambda: self.warm) if hints.get(first) is WarmKB else self.warm.get)
         params = [p.replace(annotation=hints.get(p.name, p.annotation))
                   for p in list(sig.parameters.values())[1:]]  # the first is the served KB
 
         @functools.wraps(fn)
         def tool(**kwargs: Any) -> CallToolResult:
             try:
-                return _result(to_data(fn(self.kb(), **kwargs)))
+                with self.lock:
+                    return _result(to_data(fn(served(), **kwargs)))
             except Exception as exc:  # every failure is a tool error, never a dead server
                 if not hasattr(exc, "kind"):
                     log.exception("tool %s failed", name)
