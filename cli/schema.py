@@ -94,7 +94,7 @@ def reference_markdown() -> str:
             out += [helptext, ""]
         for p in cmd.get_params(sub):
             rec = p.get_help_record(sub)
-            if rec and rec[0] != "-h, --help":
+            if rec and "--help" not in rec[0]:
                 out.append(f"- `{rec[0]}`: {' '.join(rec[1].split())}")
         out.append("")
         variants = [k for k in OUTPUTS if k == words or k.startswith(words + " --")]
