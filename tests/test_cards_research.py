@@ -161,4 +161,4 @@ def test_brief_json_text_and_max_chars(ex: Path) -> None:
     assert short.code == 0 and len(short.stdout) <= 401
     small = invoke("brief", "--json", "--max-chars", "1200", cwd=ex)
     assert len(small.stdout) <= 1201 and "omitted" in json.loads(small.stdout)
-    assert invoke("brief", "--max-chars", "0", cwd=ex).code == 1
+    assert invoke("brief", "--max-chars", "0", cwd=ex).code == 2  # an out-of-range number is a usage mistake

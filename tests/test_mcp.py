@@ -77,6 +77,7 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
     ("lock_status", {}),
     ("lock_release", {"paths": ["Problems/q2.md"], "owner": "alice"}),
     ("lock_prune", {}),
+    ("project_lock", {"owner": "alice"}), ("project_unlock", {"owner": "alice"}),
 ]
 
 

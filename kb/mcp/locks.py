@@ -57,6 +57,20 @@ def lock_status(kb: KnowledgeBase, remote: Optional[str] = None) -> object:
     return status(kb, remote=remote)
 
 
+def project_lock(kb: KnowledgeBase, owner: Optional[str] = None, ttl: Optional[str] = None,
+                 steal: Optional[str] = None, remote: Optional[str] = None) -> object:
+    from kb.ops.locks import project_lock as take
+
+    return take(kb, owner=owner, ttl=ttl, remote=remote, steal_reason=steal)
+
+
+def project_unlock(kb: KnowledgeBase, owner: Optional[str] = None,
+                   remote: Optional[str] = None) -> object:
+    from kb.ops.locks import project_unlock as give
+
+    return give(kb, owner=owner, remote=remote).op_result(kb.top)
+
+
 def register(reg: Registry) -> None:
     reg.write("lock_claim", lock_claim, "kb lock claim: lock `paths` for `owner` (all or none); "
               "refused with kind locked while someone else holds one.")
@@ -70,3 +84,8 @@ def register(reg: Registry) -> None:
               destructive=True, idempotent=True)
     reg.read("lock_status", lock_status, "kb lock status: every lock with owner, expiry "
              "(ISO and _epoch) and whether it expired.")
+    reg.write("project_lock", project_lock, "kb project lock: take (or renew) the project-wide "
+              "lease of one scheduling session; `steal` (a reason) takes another's over.",
+              idempotent=True)
+    reg.write("project_unlock", project_unlock, "kb project unlock: give the project lease back "
+              "(holder only).", destructive=True)
