@@ -86,6 +86,8 @@ def command(kind: str | None, status: str | None, fmt: str, as_json: bool,
     groups: dict[str, list] = {}
     for r in rows:
         groups.setdefault(r.kind, []).append(r)
+    # No styles: human output escapes every control character (kb_cli.output.printable),
+    # so rich must not emit its own.
     console = make_console()
     for kind_name, group in groups.items():
         table = Table(title=None if kind else kind_name, show_edge=False, box=None, pad_edge=False)

@@ -82,6 +82,28 @@ def main(argv: list[str] | None = None) -> int:
     ``{"error": {"message", "exit_code", "kind"}}`` on stdout, for agents.
     """
     args = sys.argv[1:] if argv is None else argv
+    out, err = sys.stdout, sys.stderr
+    if "--json" not in args:
+        # Human output never carries a terminal escape from a file's text raw.
+        from kb_cli.output import PrintableStream
+
+        sys.stdout, sys.stderr = PrintableStream(out), PrintableStream(err)
+    try:
+        return _main(args, argv)
+    finally:
+        _print_notes()
+        sys.stdout, sys.stderr = out, err
+
+
+def _print_notes() -> None:
+    """The library's notes for the user (an unusable cache, …), once each, on stderr."""
+    from kb.index import take_notes
+
+    for message in take_notes():
+        click.echo(message, err=True)
+
+
+def _main(args: list[str], argv: list[str] | None) -> int:
     try:
         rv: Any = cli.main(args=argv, prog_name="kb", standalone_mode=False)
     except click.exceptions.Exit as exc:
