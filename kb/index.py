@@ -224,9 +224,13 @@ class Index:
     # -- reading the working-tree snapshot ------------------------------------
     _CUR = "JOIN files f ON f.path = o.path AND f.blob = o.blob"
 
-    def objects(self, kind: str | None = None, status: str | None = None) -> list[ObjectRow]:
-        """Objects of the indexed working tree, in path and line order."""
-        sql = f"SELECT o.id, o.kind, o.status, o.title, o.path, o.line, o.data FROM objects o {self._CUR}"
+    def objects(self, kind: str | None = None, status: str | None = None,
+                with_data: bool = True) -> list[ObjectRow]:
+        """Objects of the indexed working tree, in path and line order (``with_data``
+        False: every row's ``data`` is ``"{}"``, not read)."""
+        data = "o.data" if with_data else "'{}'"
+        sql = (f"SELECT o.id, o.kind, o.status, o.title, o.path, o.line, {data} "
+               f"FROM objects o {self._CUR}")
         cond, args = [], []
         if kind:
             cond.append("o.kind = ?")

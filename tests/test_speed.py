@@ -1,0 +1,94 @@
+"""Correctness of the speed work of issue 18 (no timings here: those are in benchmarks/).
+
+Each optimisation is checked against the straightforward computation it replaces.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from conftest import config_for
+from kb.parse import parse_file
+
+
+def _naive_section_ends(text: str) -> dict[str, int]:
+    """The quadratic reference: a section ends before the next heading of the same
+    or a higher level, trailing blank lines left out (what the parser did before)."""
+    lines = text.split("\n")
+    heads = [(i, len(ln) - len(ln.lstrip("#"))) for i, ln in enumerate(lines)
+             if ln.startswith("#") and ln.lstrip("#").startswith(" ")]
+    out = {}
+    for k, (i, lvl) in enumerate(heads):
+        end = len(lines)
+        for j, lv in heads[k + 1:]:
+            if lv <= lvl:
+                end = j
+                break
+        while end - 1 > i and not lines[end - 1].strip():
+            end -= 1
+        name = lines[i].lstrip("#").strip().split(":")[0]
+        out[name] = end
+    return out
+
+
+def _random_tree(seed: int, n: int) -> str:
+    rng = random.Random(seed)
+    parts = ["# Tree\n"]
+    stack: list[str] = []
+    top = 0
+    for _ in range(n):
+        depth = rng.randint(0, min(len(stack), 6))
+        stack = stack[:depth]
+        if not stack:
+            top += 1
+            hid = f"H{top}"
+        else:
+            hid = f"{stack[-1]}.{rng.randint(1, 10**6)}"
+        stack.append(hid)
+        block = f"{'#' * (2 + depth)} {hid}: statement {hid}\nStatus: 待验\n"
+        if rng.random() < 0.5:
+            block += "\nprose under it\n\n" + ("## Notes (not a hypothesis)\n\ntext\n" if rng.random() < 0.1 else "")
+        parts.append(block)
+    return "\n".join(parts) + "\n\n"
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_section_ends_match_the_quadratic_reference(seed: int) -> None:
+    text = _random_tree(seed, 300)
+    res = parse_file("tree.md", text.encode(), config_for(Path("/kb")))
+    want = _naive_section_ends(text)
+    got = {h.id: h.end_line for h in res.objects}
+    assert len(got) == len(res.objects) >= 300
+    assert got == {k: v for k, v in want.items() if k in got}
+
+
+def test_deep_tree_of_many_hypotheses_parses_every_section() -> None:
+    # 20,000 siblings under one root: the quadratic loop scanned ~2e8 headings here.
+    n = 20_000
+    text = "## H1: root\nStatus: 待验\n\n" + "".join(
+        f"### H1.{i}: child {i}\nStatus: 待验\n\n" for i in range(1, n + 1))
+    res = parse_file("tree.md", text.encode(), config_for(Path("/kb")))
+    hyps = {h.id: h for h in res.objects}
+    assert len(hyps) == n + 1
+    assert hyps["H1"].end_line == 3 * (n + 1) - 1  # the root's section is the whole file
+    assert hyps["H1.7"].end_line == hyps["H1.7"].line + 1  # heading + Status, blank left out
+
+
+def test_ls_prints_a_long_listing_as_plain_aligned_lines(make_kb, run_kb, monkeypatch) -> None:
+    import kb_cli.ls
+
+    tree = "# Tree\n\n" + "".join(f"## H{i}: 假设 number {i}\nStatus: {'待验' if i % 2 else '进行中'}\n\n"
+                                  for i in range(1, 13))
+    root = make_kb({"tree.md": tree}, config='[kb]\nlocale = "zh"\n', commit=True)
+    rich_out = run_kb("ls", "hypotheses", cwd=root).stdout
+    monkeypatch.setattr(kb_cli.ls, "RICH_MAX_ROWS", 5)
+    plain = run_kb("ls", "hypotheses", cwd=root).stdout.splitlines()
+    assert plain[0].split() == ["ID", "Status", "Statement"]
+    assert plain[1] == "H1   待验    假设 number 1"
+    assert plain[2] == "H2   进行中  假设 number 2"  # 进行中 is 6 columns wide, the widest status
+    assert len(plain) == 13
+    # the same rows and words as the rich table (which may wrap a long statement)
+    assert [ln.split()[:2] for ln in plain] == [ln.split()[:2] for ln in rich_out.splitlines()]
