@@ -92,3 +92,54 @@ def test_ls_prints_a_long_listing_as_plain_aligned_lines(make_kb, run_kb, monkey
     assert len(plain) == 13
     # the same rows and words as the rich table (which may wrap a long statement)
     assert [ln.split()[:2] for ln in plain] == [ln.split()[:2] for ln in rich_out.splitlines()]
+
+
+def _git_processes(trace: Path) -> list[str]:
+    """The git commands a traced run started: one ``built-in:`` line per git process."""
+    return [ln.split("built-in: ", 1)[1] for ln in trace.read_text().splitlines()
+            if "trace: built-in: " in ln]
+
+
+def _kb216_repo(make_kb, n: int) -> Path:
+    from test_verify_support import make_repo, problem
+
+    # Every problem claims a dependant that does not depend on it: n KB216 warnings,
+    # each with fix text read from the committed blob.
+    files = {f"Problems/q{i}.md": problem(f"q{i}", depended_by=f'["q{i + 100}"]') for i in range(2, 2 + n)}
+    return make_repo(make_kb, files)
+
+
+def test_blob_contents_come_through_one_cat_file_whatever_the_file_count(make_kb, tmp_path) -> None:
+    from conftest import run_script
+
+    counts = {}
+    for n in (3, 25):
+        root = _kb216_repo(make_kb, n)
+        trace = tmp_path / f"trace-{n}.txt"
+        res = run_script("verify", "--rev", "HEAD", "--json", cwd=root, env={"GIT_TRACE": str(trace)})
+        kb216 = [d for d in res.json()["diagnostics"] if d["code"] == "KB216"]
+        assert len(kb216) == n, res.stdout
+        assert all(d["fix"]["new"].startswith("- 被依赖: ") and d["fix"]["old"].startswith("- 被依赖: [\"q")
+                   for d in kb216)
+        procs = _git_processes(trace)
+        assert sum("cat-file --batch" in p for p in procs) == 1, procs
+        counts[n] = len(procs)
+    assert counts[3] == counts[25]  # bounded: independent of the number of files
+
+
+def test_blob_reader_reads_many_blobs_and_skips_missing_ones(git_repo) -> None:
+    from conftest import commit_all
+
+    from kb import git
+
+    bodies = {f"f{i}.md": (f"file {i}\n" * (i * 50)).encode() for i in range(200)}  # > one chunk
+    for name, data in bodies.items():
+        (git_repo / name).write_bytes(data)
+    commit_all(git_repo)
+    ids = {name: git.blob_id(data) for name, data in bodies.items()}
+    missing = "0" * 39 + "1"
+    got = git.read_blobs([*ids.values(), missing], git_repo)
+    assert got == {ids[n]: d for n, d in bodies.items()}
+    again = git.read_blobs([ids["f7.md"]], git_repo)  # the same process answers again
+    assert again == {ids["f7.md"]: bodies["f7.md"]}
+    assert len([k for k in git.BlobReader._open if k[1] == git_repo]) == 1
