@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import kb
+from kb import git
 from kb.repo import KnowledgeBase, Snapshot, worktree_snapshot
 
 SCHEMA_VERSION = 3
@@ -166,6 +167,36 @@ class Index:
         parsed = 0
         with self.db:  # one transaction: a batch per commit costs more than the parse
             for rows_p, rows_o, rows_l, rows_d in _parse_batches(self.kb, snap, missing):
+                self.db.executemany("INSERT OR REPLACE INTO parsed VALUES (?,?,?,?)", rows_p)
+                self.db.executemany("INSERT INTO objects VALUES (?,?,?,?,?,?,?,?)", rows_o)
+                self.db.executemany("INSERT INTO links VALUES (?,?,?,?,?)", rows_l)
+                self.db.executemany("INSERT INTO diagnostics VALUES (?,?,?,?,?,?,?,?)", rows_d)
+                parsed += len(rows_p)
+        return parsed
+
+    def ensure_versions(self, items: Iterable[tuple[str, str, str]]) -> int:
+        """Parse and store every ``(path, blob, fmt)`` not in the cache yet, read from git.
+
+        Many versions of one path may be given (``verify --range``: every
+        tree.md of the range, with the tip's files), so that they are parsed in
+        one pass -- in parallel when there are many -- instead of one commit
+        at a time. Blobs git lacks are skipped. Returns the number parsed.
+        """
+        items = list(dict.fromkeys(items))
+        if not items:
+            return 0
+        self.db.execute("CREATE TEMP TABLE IF NOT EXISTS kb_want (path TEXT NOT NULL, blob TEXT NOT NULL)")
+        self.db.execute("DELETE FROM kb_want")
+        self.db.executemany("INSERT INTO kb_want VALUES (?, ?)", [(p, b) for p, b, _ in items])
+        have = set(self.db.execute(
+            "SELECT w.path, w.blob FROM kb_want w JOIN parsed t ON t.path = w.path AND t.blob = w.blob"))
+        self.db.execute("DELETE FROM kb_want")
+        missing = [it for it in items if (it[0], it[1]) not in have]
+        if not missing:
+            return 0
+        parsed = 0
+        with self.db:
+            for rows_p, rows_o, rows_l, rows_d in _version_batches(self.kb, missing):
                 self.db.executemany("INSERT OR REPLACE INTO parsed VALUES (?,?,?,?)", rows_p)
                 self.db.executemany("INSERT INTO objects VALUES (?,?,?,?,?,?,?,?)", rows_o)
                 self.db.executemany("INSERT INTO links VALUES (?,?,?,?,?)", rows_l)
@@ -545,6 +576,45 @@ def _parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Iter
             window: list[Any] = []
             for fn, arg in tasks():
                 window.append(pool.apply_async(fn, (arg,)))
+                if len(window) >= 2 * workers:
+                    yield window.pop(0).get()
+            for res in window:
+                yield res.get()
+    finally:
+        _WORK = None
+
+
+def _version_batches(k: KnowledgeBase, items: list[tuple[str, str, str]]) -> Iterator[Rows]:
+    """Parse ``(path, blob, fmt)`` items read from git in batches (:func:`_parse_batches`
+    for many versions of a path): in forked workers when there are many, the
+    parent reading the next batch's blobs while they parse."""
+    import os
+
+    global _WORK
+
+    def batches() -> Iterator[list[tuple[str, str, str | None, bytes]]]:
+        # Large files (tree.md) alone in their batch, so that workers share them out.
+        big = [it for it in items if it[2] == "tree"]
+        rest = [it for it in items if it[2] != "tree"]
+        groups = [[it] for it in big] + [rest[i:i + BATCH] for i in range(0, len(rest), BATCH)]
+        for group in groups:
+            data = git.read_blobs([b for _, b, _ in group], k.top)
+            yield [(p, b, f, data[b]) for p, b, f in group if b in data]
+
+    workers = min(os.cpu_count() or 1, 4)
+    if not (len(items) >= 8 and workers > 1 and _can_fork()):
+        for batch in batches():
+            yield _rows(k.config, batch)
+        return
+    import multiprocessing
+
+    _WORK = (k.config, {}, {})
+    ctx = multiprocessing.get_context("fork")
+    try:
+        with ctx.Pool(workers) as pool:
+            window: list[Any] = []
+            for batch in batches():
+                window.append(pool.apply_async(_worker_bytes, (batch,)))
                 if len(window) >= 2 * workers:
                     yield window.pop(0).get()
             for res in window:

@@ -184,3 +184,82 @@ def test_dashboard_header_comment_is_read_without_markdown_it(monkeypatch) -> No
     monkeypatch.setattr(kb.text, "_code_ranges", refuse)
     res = parse_file("DASHBOARD.md", data, config_for(Path("/kb")))
     assert res.meta["next_steps"] == want and want
+
+
+# -- verify --range: every version parsed in one pass, tree versions derived -----------
+
+def _tree(n: int, extra: str = "") -> str:
+    blocks = ["# Hypothesis Tree\n"]
+    for i in range(1, n + 1):
+        blocks.append(f"## H{i}: Statement {i}\nStatus: 待验\nEvidence: (empty)\n\nProse about {i}.\n")
+    return "\n".join(blocks) + extra
+
+
+TREE_EDITS = [
+    lambda t: t + "\n## H99: Appended at the end\nStatus: 待验\nEvidence: (empty)\n",
+    lambda t: t.replace("## H3: Statement 3\n", "## H3: Statement 3 (reworded)\n"),
+    lambda t: t.replace("Prose about 5.\n", "Prose about 5.\n\n```python\n# not a heading\n```\n"),
+    lambda t: t.replace("## H7: Statement 7\nStatus: 待验\nEvidence: (empty)\n\nProse about 7.\n\n", ""),
+    lambda t: t.replace("Prose about 2.\n", "Prose about 2.\n\n### H2.1: A child\nStatus: 待验\n"),
+    lambda t: t.replace("Prose about 9.\n", "Prose about 9.\n\n```\nan open fence at the end\n"),
+    lambda t: t.replace("# Hypothesis Tree\n", "# The tree, renamed\n"),
+    lambda t: t.replace("## H4: Statement 4\n", "## H4 Statement 4 without its colon\n"),
+    lambda t: t + "\n## H3: Declared twice\nStatus: 待验\n",
+]
+
+
+def test_range_derives_tree_versions_equal_to_full_parses(make_kb, tmp_path, monkeypatch) -> None:
+    import json
+    import shutil
+    import subprocess
+
+    import kb.checks.tree_versions as tv
+    from conftest import commit_all, git
+    from kb.index import Index, _result_rows
+    from kb.repo import open_kb
+
+    root = make_kb({"tree.md": _tree(12)}, commit=True)
+    base = git(root, "rev-parse", "HEAD").strip()
+    text = _tree(12)
+    for i, edit in enumerate(TREE_EDITS):
+        text = edit(text)
+        (root / "tree.md").write_text(text, encoding="utf-8")
+        commit_all(root, f"tree edit {i}")
+
+    spliced: list[bool] = []
+    real = tv.splice_tree_version
+
+    def spy(*args):
+        spliced.append(real(*args))
+        return spliced[-1]
+
+    def verify(where):
+        from test_verify_support import verify_json
+
+        return verify_json(where, "--range", f"{base}..HEAD")
+
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
+    monkeypatch.setattr(tv, "splice_tree_version", spy)
+    got = verify(clone)
+    assert True in spliced and False in spliced  # both paths taken by these edits
+    # every derived version's index rows are those of a full parse
+    k = open_kb(clone)
+    with Index(k) as idx:
+        blobs = [b for (b,) in idx.db.execute("SELECT blob FROM parsed WHERE path='tree.md'")]
+        assert len(blobs) == len(TREE_EDITS) + 1
+        from kb import git as kgit
+        from kb.parse import parse_file
+
+        data = kgit.read_blobs(blobs, k.top)
+        for b in blobs:
+            rp, ro, rl, rd = _result_rows("tree.md", b, parse_file("tree.md", data[b], k.config))
+            q = "SELECT * FROM {} WHERE path='tree.md' AND blob=?"
+            norm = lambda rows: sorted((r[:7], json.dumps(json.loads(r[7]), sort_keys=True)) for r in rows)
+            assert norm(idx.db.execute(q.format("objects"), (b,))) == norm(ro)
+            assert sorted(idx.db.execute(q.format("links"), (b,))) == sorted(rl)
+            assert sorted(idx.db.execute(q.format("diagnostics"), (b,))) == sorted(rd)
+    # and the report is the one of a check that parses every version whole
+    shutil.rmtree(clone / ".kb")
+    monkeypatch.setattr(tv, "splice_tree_version", lambda *a: False)
+    assert verify(clone) == got

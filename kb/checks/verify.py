@@ -901,6 +901,9 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
         report.kbs.append(prefix.rstrip("/") or ".")
         with _index(k) as idx:
             tip_snap = commit_snapshot(k, tip)
+            diffs = diff_many(k, [(c, parents[0] if parents else None) for c, parents in commits
+                                  if c not in shallow])
+            _prefetch(idx, k, tip_snap, [diffs.get(c, []) for c, _ in commits])
             tip_f = Facts(idx, tip_snap, tip[:10])
             origin_f = None
             if origin:
@@ -910,8 +913,6 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
                                                rev=origin), origin[:10], derive_from=tip_f)
             maps: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
             left = dict(children)
-            diffs = diff_many(k, [(c, parents[0] if parents else None) for c, parents in commits
-                                  if c not in shallow])
             for c, parents in commits:
                 parent = parents[0] if parents else None
                 if c in shallow:
@@ -951,6 +952,43 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
             report.findings += _check_snapshots(k, tip_f, origin_f, strict=True) if origin_f is not None \
                 else _check_snapshots(k, tip_f, _empty_facts(idx, k), strict=True)
     return report
+
+
+def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]]) -> None:
+    """Parse every file version a range check reads before the commits are walked: the
+    tip's files and both sides of every change (``diffs``: the commits' changes, oldest
+    first). A CI clone starts with no cache; one commit at a time, the parent parsed
+    them serially, tree.md from scratch each time. Here the versions are parsed in one
+    pass (in parallel), except the tree versions that follow an earlier one: those are
+    derived from it (:mod:`kb.checks.tree_versions`), one after the other."""
+    from kb.checks.tree_versions import splice_tree_version
+    from kb.parse import classify
+
+    tree_steps: list[tuple[str, str, str]] = []
+    derived: set[tuple[str, str]] = set()
+    items = []
+    for changes in diffs:
+        for ch in changes:
+            fmt = tip.formats.get(ch.path) or classify(ch.path, k.config)
+            if fmt is None:
+                continue
+            if fmt == "tree" and ch.old and ch.new:
+                tree_steps.append((ch.path, ch.old, ch.new))
+                if (ch.path, ch.old) not in derived:
+                    items.append((ch.path, ch.old, fmt))
+                derived.add((ch.path, ch.new))
+                continue
+            items += [(ch.path, b, fmt) for b in (ch.old, ch.new) if b]
+    items += [(p, b, tip.formats[p]) for p, b in tip.files.items() if (p, b) not in derived]
+    idx.ensure_versions([it for it in items if (it[0], it[1]) not in derived])
+    if not tree_steps:
+        return
+    blobs = git.read_blobs([b for _, old, new in tree_steps for b in (old, new)], k.top)
+    for path, old, new in tree_steps:
+        if old in blobs and new in blobs and idx.has_parse(path, old):
+            if splice_tree_version(k, idx, path, old, blobs[old], new, blobs[new]):
+                continue
+        idx.ensure_versions([(path, new, "tree")])
 
 
 def _empty_facts(idx: Any, k: Any) -> Any:
