@@ -405,7 +405,7 @@ HYP_ADD = ["hyp", "add", "The benchmark's hypothesis: prefetching hides the deco
 
 
 CASES: list[Case] = [
-    Case("floor", lambda c: [c.python, str(HERE / "floor.py")],
+    Case("floor", lambda c: [c.python, str(HERE / "floor.py")], paired=False,
          "git ls-files -s -z, read every .md, one multiline regex (the yardstick)"),
     Case("index-cold", lambda c: c.kb + ["index"],
          "kb index after rm -rf .kb (OS page cache warm)",

@@ -263,3 +263,56 @@ def test_range_derives_tree_versions_equal_to_full_parses(make_kb, tmp_path, mon
     shutil.rmtree(clone / ".kb")
     monkeypatch.setattr(tv, "splice_tree_version", lambda *a: False)
     assert verify(clone) == got
+
+
+# -- the first hook after a pull reuses the results of the state before the pull --------
+
+@pytest.mark.parametrize("pulled", ["prose", "anchor"])
+def test_first_check_after_a_pull_equals_a_full_check(make_kb, monkeypatch, pulled) -> None:
+    import shutil
+
+    import kb.checks.verify as verify
+    from conftest import commit_all, git
+    from test_verify_support import make_repo, problem, verify_json
+
+    files = {f"Problems/q{i}.md": problem(f"q{i}", depends='["q2"]' if i > 2 else "[]",
+                                          depended_by='["q3","q4","q5"]' if i == 2 else "[]")
+             for i in range(2, 6)}
+    root = make_repo(make_kb, files)
+    assert verify_json(root, "--rev", "HEAD")[0] == 0  # HEAD's results stored, as the hook does
+    q3 = root / "Problems" / "q3.md"
+    if pulled == "prose":
+        q3.write_text(q3.read_text(encoding="utf-8") + "\nA pulled paragraph.\n", encoding="utf-8")
+    else:  # q3 no longer depends on q2: q2's 被依赖 goes stale (KB216), q3 moves down
+        q3.write_text(q3.read_text(encoding="utf-8").replace('- 依赖: ["q2"]', "- 依赖: []"),
+                      encoding="utf-8")
+    commit_all(root, "pulled")  # no hook: kb has no results for this HEAD
+    q4 = root / "Problems" / "q4.md"
+    q4.write_text(q4.read_text(encoding="utf-8") + "\nMy own paragraph.\n", encoding="utf-8")
+    git(root, "add", "Problems/q4.md")
+
+    used = []
+    real = verify._before_head
+
+    def spy(*args):
+        used.append(real(*args))
+        return used[-1]
+
+    neutral = []
+    real_neutral = verify._neutral
+
+    def spy_neutral(*args):
+        neutral.append(real_neutral(*args))
+        return neutral[-1]
+
+    monkeypatch.setattr(verify, "_before_head", spy)
+    monkeypatch.setattr(verify, "_neutral", spy_neutral)
+    got = verify_json(root, "--staged")
+    assert used and used[0] is not None and used[0].snap.rev  # HEAD@{1}: the state before
+    assert neutral == [pulled == "prose"]  # prose only: its cross-file results are inherited
+    # the same report as a check that computes everything
+    shutil.rmtree(root / ".kb")
+    monkeypatch.setattr(verify, "_before_head", lambda *a: None)
+    assert verify_json(root, "--staged") == got
+    codes = [d["code"] for d in got[1]["diagnostics"]]
+    assert ("KB216" in codes) == (pulled == "anchor")

@@ -318,7 +318,8 @@ def _parse_rows(facts: Any, paths: Optional[list[str]] = None) -> list[_D]:
             for p, ln, col, code, sev, msg, fx in facts.parse_diagnostics(paths)]
 
 
-def _raw_snapshot(facts: Any, base: Optional[Any]) -> list[tuple[str, _D]]:
+def _raw_snapshot(facts: Any, base: Optional[Any],
+                  earlier: Optional[Any] = None) -> list[tuple[str, _D]]:
     """(origin, diagnostic) of every snapshot rule: origin ``p`` parse, ``f`` per-file
     rule, ``x`` cross-file rule, ``v`` volatile cross-file rule."""
     from kb.checks.registry import SNAPSHOT_RULES, enabled, load_rules
@@ -333,17 +334,22 @@ def _raw_snapshot(facts: Any, base: Optional[Any]) -> list[tuple[str, _D]]:
     volatile = [r for r in SNAPSHOT_RULES if r.volatile and enabled(r, cfg)]
     stable = [r for r in SNAPSHOT_RULES if not r.volatile and enabled(r, cfg)]
     inherited = None
+    src, prev = base, None
     if base is not None:
-        bkey = _snap_key(base)
-        prev = _load_results(base, bkey)
-        if prev is not None:
-            changed = sorted(p for p in set(facts.files) | set(base.files)
-                             if facts.files.get(p) != base.files.get(p))
-            if _neutral(facts, base, changed):
-                cset = set(changed)
-                inherited = [(o, d) for o, d in prev if o == "x" or (o in "pf" and d.path not in cset)]
-                inherited += [("p", d) for d in _parse_rows(facts, changed)]
-                inherited += [("f", d) for d in _file_rule_results(facts, changed)]
+        prev = _load_results(base, _snap_key(base))
+        if prev is None and earlier is not None:
+            # The base was never checked (a pull, a merge, a --no-verify commit): the
+            # state checked before it may be, and differ from this one only in prose.
+            src = earlier()
+            prev = _load_results(src, _snap_key(src)) if src is not None else None
+    if src is not None and prev is not None:
+        changed = sorted(p for p in set(facts.files) | set(src.files)
+                         if facts.files.get(p) != src.files.get(p))
+        if _neutral(facts, src, changed):
+            cset = set(changed)
+            inherited = [(o, d) for o, d in prev if o == "x" or (o in "pf" and d.path not in cset)]
+            inherited += [("p", d) for d in _parse_rows(facts, changed)]
+            inherited += [("f", d) for d in _file_rule_results(facts, changed)]
     if inherited is not None:
         out = inherited
     else:
@@ -357,16 +363,19 @@ def _raw_snapshot(facts: Any, base: Optional[Any]) -> list[tuple[str, _D]]:
     return out
 
 
-def snapshot_diagnostics(facts: Any, base: Optional[Any] = None) -> list[_D]:
+def snapshot_diagnostics(facts: Any, base: Optional[Any] = None,
+                         earlier: Optional[Any] = None) -> list[_D]:
     """Every snapshot diagnostic of ``facts`` (parse + KB2xx), config severities applied.
 
-    ``base`` is a snapshot whose stored results may be inherited (see above).
+    ``base`` is a snapshot whose stored results may be inherited (see above);
+    ``earlier`` (a callable returning Facts or None) offers another one when
+    the base's results are not stored.
     """
     from kb.checks.catalogue import effective_severity
 
     cfg = facts.config
     out = []
-    for _, d in _raw_snapshot(facts, base):
+    for _, d in _raw_snapshot(facts, base, earlier):
         sev = effective_severity(d.code, d.severity, cfg)
         if sev is not None:
             out.append(d if sev == d.severity else d._replace(severity=sev))
@@ -663,10 +672,11 @@ def _config_findings(k: Any) -> list[Finding]:
     return _findings([_D.of(w) for w in k.config.warnings], k, "snapshot")
 
 
-def _check_snapshots(k: Any, new_f: Any, base_f: Optional[Any], strict: bool) -> list[Finding]:
+def _check_snapshots(k: Any, new_f: Any, base_f: Optional[Any], strict: bool,
+                     earlier: Optional[Any] = None) -> list[Finding]:
     """Snapshot findings of ``new_f``; with ``strict``, only errors absent from
     ``base_f`` block (the others are marked pre-existing)."""
-    diags = snapshot_diagnostics(new_f, base_f)
+    diags = snapshot_diagnostics(new_f, base_f, earlier)
     if not strict:
         return _findings(diags, k, "snapshot", all_errors_block=True)
     errors = [d for d in diags if d.severity == "error"]
@@ -791,8 +801,38 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
             change = Change(base_f, new_f, "staged", changes, overrides)
             report.findings += _config_findings(k)
             report.findings += _history(change, k, None)
-            report.findings += _check_snapshots(k, new_f, base_f, strict=True)
+            report.findings += _check_snapshots(k, new_f, base_f, strict=True,
+                                                earlier=lambda: _before_head(idx, k, base_f))
     return report
+
+
+#: Above this many changed paths between HEAD and the state before it, a search for
+#: reusable results costs about what the full check costs.
+_EARLIER_MAX_CHANGES = 400
+
+
+def _before_head(idx: Any, k: Any, head_f: Any) -> Optional[Any]:
+    """Facts of the commit HEAD pointed at before it last moved (``HEAD@{1}``: the state
+    before a pull, a merge or a reset), built from HEAD's without parsing; None when
+    there is none, it is far away, or a version it holds is not in the index."""
+    from kb.checks.facts import Facts
+    from kb.repo import Snapshot
+
+    head = head_f.snap.rev
+    if not head:
+        return None
+    proc = git.run(["rev-parse", "--verify", "--quiet", "HEAD@{1}^{commit}"], k.top, check=False)
+    before = proc.stdout.decode().strip()
+    if proc.returncode != 0 or not before or before == head:
+        return None
+    changes = diff_commits(k, before, head)
+    if len(changes) > _EARLIER_MAX_CHANGES:
+        return None
+    files, fmts = _patch(head_f.files, head_f.formats, changes, k, forward=False)
+    if any(c.old and c.path in files and not idx.has_parse(c.path, c.old) for c in changes):
+        return None
+    return Facts(idx, Snapshot(kb=k, kind="commit", files=files, formats=fmts, rev=before),
+                 before[:10], ensure=())
 
 
 def _selected(top: Path, kb_path: Optional[Path], found: list[str]) -> list[str]:
