@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             docs[col] = json.loads(dest.read_text(encoding="utf-8"))
     if docs:
         first = next(iter(docs.values()))
-        print(f"{first['machine']['cpus']} CPUs, Python {first['machine']['python']}, kb "
+        print(f"{first['machine']['cpus']} CPUs, Python {first['machine']['python']}, "
               f"{first['kb']['version']}; cell: median (×floor: median of paired runs, range) "
               "peak RSS, git processes, verdict")
         print(table(docs))
