@@ -405,8 +405,8 @@ HYP_ADD = ["hyp", "add", "The benchmark's hypothesis: prefetching hides the deco
 
 
 CASES: list[Case] = [
-    Case("floor", lambda c: [c.python, str(HERE / "floor.py")], paired=False,
-         "git ls-files -s -z, read every .md, one multiline regex (the yardstick)"),
+    Case("floor", lambda c: [c.python, str(HERE / "floor.py")],
+         "git ls-files -s -z, read every .md, one multiline regex (the yardstick)", paired=False),
     Case("index-cold", lambda c: c.kb + ["index"],
          "kb index after rm -rf .kb (OS page cache warm)",
          ok_codes=KB_OK, before_each=rm_cache, needs_kb=True, count_git=True,
