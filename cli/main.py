@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "rules": "rules",
     "hooks": "hooks",
     "ci": "ci",
+    "trail": "trail",
 }
 
 
@@ -84,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KbError as exc:
         click.echo(f"kb: {exc}", err=True)
-        kind = "refused" if exc.exit_code == 1 else type(exc).__name__.rstrip("_")
+        kind = getattr(exc, "kind", None) or (
+            "refused" if exc.exit_code == 1 else type(exc).__name__.rstrip("_"))
         return _json_error(args, str(exc), exc.exit_code, kind)
     except BrokenPipeError:
         return 0
