@@ -11,12 +11,13 @@ never do. So every recording kb makes is one new file::
 named by its batch id (UTC time of the recording + 48 random bits) and holding
 one JSON object per line, one per operation::
 
-    {"v": 1, "id": "20261201T072213Z-3f9a1c0e5b2d-0000", "at": "2026-12-01T07:22:13Z",
-     "actor": "alice", "op": "add", "node": {...}}
+    {"v": 1, "id": "20261201T072213Z-3f9a1c0e5b2d-0000", "lc": 17,
+     "at": "2026-12-01T07:22:13Z", "actor": "alice", "op": "add", "node": {...}}
 
-An operation's ``id`` is its batch id plus its position, so sorting by ``id``
-orders the log by time, then writer, then position: the replay order, the same
-on every machine whatever order the files were listed or merged in. A file is
+An operation's ``id`` is its batch id plus its position; ``lc`` a logical
+clock (one more than the largest in the log its writer replayed). Sorting by
+``(lc, id)`` is the replay order: causal on each branch, the same on every
+machine whatever order the files were listed or merged in. A file is
 written once and never changed; an operation id seen twice counts once.
 
 Reading never raises for bad content: a line that is not a JSON object with
@@ -51,15 +52,16 @@ def batch_rel(batch: str) -> str:
     return f"{OPS_DIR}/{batch[:4]}-{batch[4:6]}/{batch}.jsonl"
 
 
-def encode_batch(batch: str, at: str, actor: str, ops: list[dict[str, Any]]) -> bytes:
-    """The bytes of a log file: each op stamped with ``v``, ``id``, ``at``, ``actor``.
+def encode_batch(batch: str, at: str, actor: str, ops: list[dict[str, Any]], lc: int = 0) -> bytes:
+    """The bytes of a log file: each op stamped with ``v``, ``id``, ``at``, ``actor`` and
+    the recording's logical clock ``lc`` (see :func:`kb.trail.replay.sort_key`).
 
     Keys are sorted and non-ASCII written as itself, so a recording's file
     reads well in a pull request's diff.
     """
     lines = []
     for i, op in enumerate(ops):
-        rec = {"v": SCHEMA_VERSION, "id": f"{batch}-{i:04d}", "at": at, "actor": actor}
+        rec = {"v": SCHEMA_VERSION, "id": f"{batch}-{i:04d}", "lc": lc, "at": at, "actor": actor}
         rec.update(op)
         lines.append(json.dumps(rec, ensure_ascii=False, sort_keys=True, separators=(",", ":")))
     return ("\n".join(lines) + "\n").encode("utf-8")

@@ -184,7 +184,7 @@ def record(kb: Any, op: str, build: Callable[[Ctx], None], *, actor: str | None 
         if ctx.ops:
             batch = oplog.new_batch_id(ctx.at)
             rel = oplog.batch_rel(batch)
-            data = oplog.encode_batch(batch, ctx.at, who, ctx.ops)
+            data = oplog.encode_batch(batch, ctx.at, who, ctx.ops, g.clock + 1)
             before = len(g.problems)
             parsed = []
             for i, line in enumerate(data.decode("utf-8").splitlines()):

@@ -32,7 +32,7 @@ from kb.trail.model import (MAX_DIGEST_HISTORY, MAX_NODES, Edge, LogProblem, Nod
                             MAX_SUMMARY, MAX_TITLE)
 
 CACHE_NAME = "trail-graph.json"
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 
 
 @dataclass
@@ -43,7 +43,8 @@ class Graph:
     ``roots`` the ids without a parent in creation order; ``edges`` in log
     order; ``fps`` ingest fingerprint -> node id; ``problems`` the skipped
     entries and operations; ``ops`` the number of operations applied;
-    ``last`` the last operation id; ``seen`` the ids of the operations applied
+    ``last`` the :func:`sort_key` of the last operation; ``clock`` the
+    largest logical clock seen; ``seen`` the ids of the operations applied
     (idempotence); ``hidden`` the done leaves archived out of the live views
     because the graph passed ``max_nodes`` (computed by :func:`finish`).
     """
@@ -55,6 +56,7 @@ class Graph:
     problems: list[LogProblem] = field(default_factory=list)
     ops: int = 0
     last: str = ""
+    clock: int = 0
     seen: set[str] = field(default_factory=set)
     hidden: set[str] = field(default_factory=set)
     files: dict[str, list[int]] = field(default_factory=dict)
@@ -101,8 +103,12 @@ class Graph:
             return
         self.seen.add(oid)
         self.ops += 1
-        if oid > self.last:
-            self.last = oid
+        key = sort_key(op)
+        if key > self.last:
+            self.last = key
+        lc = op.get("lc")
+        if isinstance(lc, int) and lc > self.clock:
+            self.clock = lc
         fn = _APPLY.get(op["op"])
         src = op.get("_src", ("?", 0))
         if fn is None:
@@ -110,6 +116,8 @@ class Graph:
             return
         try:
             msg = fn(self, op)
+        except _Skip as exc:
+            msg = str(exc)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             msg = f"malformed {op['op']} operation ({type(exc).__name__}: {exc})"
         if msg:
@@ -151,6 +159,19 @@ def set_digest(t: Node, text: str, source: str, at: str) -> None:
     t.digest_history.append({"revision": t.digest_revision, "text": text, "source": source,
                              "at": at})
     del t.digest_history[:-MAX_DIGEST_HISTORY]
+
+
+def sort_key(op: dict[str, Any]) -> str:
+    """The replay order of an operation: its logical clock, then its id.
+
+    ``lc`` is a Lamport clock: a recording takes one more than the largest
+    clock in the log it replayed under the write lock, so everything a writer
+    saw sorts before what it writes, even within one second; concurrent
+    recordings on two branches are ordered by clock, then time, then the
+    random part of the batch id — the same on every machine.
+    """
+    lc = op.get("lc")
+    return f"{lc if isinstance(lc, int) and lc >= 0 else 0:012d} {op['id']}"
 
 
 # -- operations ----------------------------------------------------------------------
@@ -406,7 +427,7 @@ def replay_files(root: Path, rels: list[str], g: Graph | None = None) -> Graph:
     ops: list[dict[str, Any]] = []
     for rel in rels:
         ops.extend(oplog.read_file(root, rel, g.problems))
-    ops.sort(key=lambda o: o["id"])
+    ops.sort(key=sort_key)
     _run(g, ops)
     return g
 
@@ -429,17 +450,29 @@ def load(kb: Any, *, use_cache: bool = True, max_nodes: int = MAX_NODES) -> Grap
             if g.files == key:
                 return g
             new = [r for r in key if r not in g.files]
-            if (all(g.files.get(r) == key.get(r) for r in g.files) and new
-                    and all(os.path.basename(r)[:-6] > g.last.rsplit("-", 1)[0] for r in new)):
-                replay_files(root, new, g)
-            else:
-                g = None
+            g = _extend(root, g, new) if all(g.files.get(r) == key.get(r) for r in g.files) \
+                else None
     if g is None:
         g = replay_files(root, list(key))
     g.files = key
     finish(g, max_nodes)
     if use_cache:
         _write_cache(cache, g)
+    return g
+
+
+def _extend(root: Path, g: Graph, new: list[str]) -> Graph | None:
+    """Apply the files ``new`` to the cached ``g`` when every operation in them sorts after
+    the last one applied (else None: replay from scratch)."""
+    probs: list[LogProblem] = []
+    ops: list[dict[str, Any]] = []
+    for rel in new:
+        ops.extend(oplog.read_file(root, rel, probs))
+    if any(sort_key(o) <= g.last for o in ops):
+        return None
+    g.problems.extend(probs)
+    ops.sort(key=sort_key)
+    _run(g, ops)
     return g
 
 
@@ -451,7 +484,8 @@ def _read_cache(path: Path) -> Graph | None:
         g = Graph(nodes={d["id"]: Node.from_json(d) for d in data["nodes"]}, roots=data["roots"],
                   edges=[Edge.from_json(e) for e in data["edges"]],
                   problems=[LogProblem(**p) for p in data["problems"]], ops=data["ops"],
-                  last=data["last"], seen=set(data["seen"]), files=data["files"])
+                  last=data["last"], clock=data["clock"], seen=set(data["seen"]),
+                  files=data["files"])
         g.fps = {n.fp: n.id for n in g.nodes.values() if n.fp}
         return g
     except (OSError, ValueError, KeyError, TypeError):
@@ -459,7 +493,7 @@ def _read_cache(path: Path) -> Graph | None:
 
 
 def _write_cache(path: Path, g: Graph) -> None:
-    data = {"format": CACHE_FORMAT, "files": g.files, "ops": g.ops, "last": g.last,
+    data = {"format": CACHE_FORMAT, "files": g.files, "ops": g.ops, "last": g.last, "clock": g.clock,
             "seen": sorted(g.seen), "roots": g.roots,
             "nodes": [n.to_json() for n in g.nodes.values()],
             "edges": [e.to_json() for e in g.edges],

@@ -1,0 +1,156 @@
+"""The exploration graph's storage (issue 15): an op log that merges with plain git merge,
+deterministic idempotent replay, torn entries reported, serialised writers, one commit each."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import git, invoke, kb_script, tree_snapshot
+
+
+@pytest.fixture
+def trail_kb(tree_kb: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("KB_NOW", "2026-12-01T10:00:00Z")
+    return tree_kb
+
+
+def add(kb: Path, *args: str) -> dict:
+    r = invoke("trail", "add", *args, "--json", cwd=kb)
+    assert r.code == 0, r.stderr + r.stdout
+    return r.json()
+
+
+def view(kb: Path, *args: str) -> dict:
+    r = invoke("trail", *args, "--json", cwd=kb)
+    assert r.code == 0, r.stderr + r.stdout
+    return r.json()
+
+
+def test_two_recording_branches_merge_without_conflict_and_replay_to_the_union(trail_kb: Path) -> None:
+    goal = add(trail_kb, "--kind", "goal", "--title", "Why does the cache miss?")["ids"][0]
+    git(trail_kb, "checkout", "-q", "-b", "alice")
+    a = add(trail_kb, "--kind", "hypothesis", "--title", "Tool order changes the prefix",
+            "--parent", goal)["ids"][0]
+    a2 = add(trail_kb, "--kind", "topic", "--title", "Prefix stability")["ids"][0]
+    git(trail_kb, "checkout", "-q", "main")
+    b = add(trail_kb, "--kind", "evidence", "--title", "Prefix lengths differ by 214 bytes",
+            "--parent", goal)["ids"][0]
+    invoke("trail", "set", goal, "--status", "active", cwd=trail_kb)
+    # A plain merge, no drivers configured (as a forge's merge button does).
+    assert git(trail_kb, "config", "--get-regexp", r"^merge\.", check=False) == ""
+    ops_file = git(trail_kb, "ls-files", ".explore-tree").splitlines()[0]
+    assert git(trail_kb, "check-attr", "merge", "--", ops_file).endswith("unspecified")
+    proc = subprocess.run(["git", "merge", "--no-edit", "alice"], cwd=trail_kb,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert git(trail_kb, "diff", "--name-only", "--diff-filter=U") == ""
+    shutil.rmtree(trail_kb / ".kb", ignore_errors=True)
+    merged = view(trail_kb, "node", goal)
+    kids = {c["id"] for c in merged["children"]}
+    assert kids == {a, b}
+    assert merged["status"] == "active"
+    st = view(trail_kb, "stats")
+    assert st["nodes"] == 4 and st["by_kind"] == {"evidence": 1, "goal": 1, "hypothesis": 1,
+                                                  "topic": 1}
+    assert len({goal, a, a2, b}) == 4
+    assert st["problems"] == 0
+
+
+def test_each_recording_is_one_commit_touching_only_the_op_log(trail_kb: Path) -> None:
+    before = git(trail_kb, "rev-parse", "HEAD")
+    res = add(trail_kb, "--kind", "goal", "--title", "g")
+    assert res["commit"] == git(trail_kb, "rev-parse", "HEAD")
+    assert git(trail_kb, "rev-parse", "HEAD~1") == before
+    files = git(trail_kb, "show", "--name-only", "--format=", "HEAD").splitlines()
+    assert files == res["paths"] and len(files) == 1
+    assert files[0].startswith(".explore-tree/ops/2026-12/20261201T100000Z-")
+    msg = git(trail_kb, "log", "-1", "--format=%B")
+    assert "Kb-Op: trail.add" in msg and f"Kb-Id: {res['ids'][0]}" in msg
+    assert git(trail_kb, "status", "--porcelain") == ""
+
+
+def test_no_commit_leaves_the_recording_for_the_user(trail_kb: Path) -> None:
+    before = git(trail_kb, "rev-parse", "HEAD")
+    res = invoke("trail", "add", "--kind", "goal", "--title", "g", "--no-commit", "--json",
+                 cwd=trail_kb).json()
+    assert res["commit"] is None
+    assert git(trail_kb, "rev-parse", "HEAD") == before
+    assert git(trail_kb, "status", "--porcelain", "-uall") == f"?? {res['paths'][0]}"
+    assert view(trail_kb, "stats")["nodes"] == 1
+
+
+def test_replay_is_idempotent_and_deterministic(trail_kb: Path) -> None:
+    g = add(trail_kb, "--kind", "goal", "--title", "g")["ids"][0]
+    for i in range(3):
+        add(trail_kb, "--kind", "question", "--title", f"q{i}", "--parent", g)
+    first = view(trail_kb, "tree", "--depth", "5")
+    # The same operation file seen twice (e.g. copied under another month) counts once.
+    files = sorted((trail_kb / ".explore-tree" / "ops").rglob("*.jsonl"))
+    dup = trail_kb / ".explore-tree" / "ops" / "2027-01" / files[1].name
+    dup.parent.mkdir()
+    shutil.copy(files[1], dup)
+    shutil.rmtree(trail_kb / ".kb")
+    again = view(trail_kb, "tree", "--depth", "5")
+    assert again == first
+    st = view(trail_kb, "stats")
+    assert st["nodes"] == 4 and st["operations"] == 4
+    # Cached and cold replays agree byte for byte.
+    assert view(trail_kb, "node", g) == view(trail_kb, "node", g)
+
+
+def test_torn_and_corrupt_entries_are_reported_with_path_and_skipped(trail_kb: Path) -> None:
+    g = add(trail_kb, "--kind", "goal", "--title", "g")["ids"][0]
+    bad = trail_kb / ".explore-tree" / "ops" / "2026-12" / "20261201T100001Z-000000000000.jsonl"
+    good = json.dumps({"v": 1, "id": "20261201T100001Z-000000000000-0000", "op": "add", "lc": 9,
+                       "at": "2026-12-01T10:00:01Z", "actor": "x",
+                       "node": {"id": "n0000000001", "kind": "note", "title": "ok",
+                                "parent": g}})
+    bad.write_bytes(b"<<<<<<< HEAD\n" + good.encode() + b"\n[1, 2]\n{\"v\": 1, \"id\": \"tor")
+    r = invoke("trail", "check", "--json", cwd=trail_kb)
+    assert r.code == 1
+    probs = r.json()["problems"]
+    rel = ".explore-tree/ops/2026-12/20261201T100001Z-000000000000.jsonl"
+    assert [(p["path"], p["line"]) for p in probs] == [(rel, 1), (rel, 3), (rel, 4)]
+    assert "torn" in probs[2]["message"]
+    v = view(trail_kb, "node", g)  # views keep working, with the good entry applied
+    assert [c["id"] for c in v["children"]] == ["n0000000001"]
+    assert len(v["problems"]) == 3
+    text = invoke("trail", "overview", cwd=trail_kb)
+    assert text.code == 0 and "3 log problem(s)" in text.stdout
+
+
+def test_a_refused_write_changes_nothing(trail_kb: Path) -> None:
+    add(trail_kb, "--kind", "goal", "--title", "g")
+    before = tree_snapshot(trail_kb, skip_git=True)
+    head = git(trail_kb, "rev-parse", "HEAD")
+    r = invoke("trail", "add", "--kind", "question", "--title", "q", "--parent", "nffffffffff",
+               "--json", cwd=trail_kb)
+    assert r.code == 1 and r.json()["error"]["kind"] == "refused"
+    r = invoke("trail", "add", "--kind", "idea", "--title", "q", "--json", cwd=trail_kb)
+    assert r.code == 2 and "accepted: goal topic" in r.json()["error"]["message"]
+    after = tree_snapshot(trail_kb, skip_git=True)
+    assert {k: v for k, v in after.items() if not k.startswith(".kb/")} == \
+        {k: v for k, v in before.items() if not k.startswith(".kb/")}
+    assert git(trail_kb, "rev-parse", "HEAD") == head
+
+
+def test_concurrent_writers_on_one_machine_serialise(trail_kb: Path) -> None:
+    g = add(trail_kb, "--kind", "goal", "--title", "g")["ids"][0]
+    exe = kb_script()
+    procs = [subprocess.Popen([exe, "trail", "add", "--kind", "question", "--title", f"q{i}",
+                               "--parent", g, "--json"], cwd=trail_kb, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) for i in range(4)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], [o[1] for o in outs]
+    commits = {json.loads(o[0])["commit"] for o in outs}
+    assert len(commits) == 4
+    assert int(git(trail_kb, "rev-list", "--count", "HEAD")) == 2 + 4
+    kids = view(trail_kb, "node", g)["children"]
+    assert sorted(c["title"] for c in kids) == ["q0", "q1", "q2", "q3"]
+    assert git(trail_kb, "status", "--porcelain") == ""
