@@ -150,7 +150,7 @@ def test_move_merge_promote_archive(kb: Path) -> None:
     assert [x["id"] for x in ok(kb, "node", g)["children"]] == [a]
     assert ok(kb, "stats")["duplicates"]["merged"] == 1
     t = ok(kb, "promote", a)["nodes"][0]
-    assert t["kind"] == "topic" and t["digest"] == "0/1 done"
+    assert t["kind"] == "topic" and t["digest"] == "0/1 done · open: c"
     assert "only a leaf" in fail(kb, 1, "promote", a)["message"]
     ok(kb, "set", c, "--status", "done")
     ok(kb, "archive", c)
