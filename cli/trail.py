@@ -337,3 +337,38 @@ def check(as_json: bool, kb_path: str | None) -> int:
             click.echo(p.format())
         err(f"{g.ops} operation(s), {len(g.nodes)} node(s), {len(probs)} problem(s)")
     return 1 if probs else 0
+
+
+@command.command("ingest")
+@click.argument("transcript", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--actor", default="extractor", show_default=True,
+              help="Who the ingested nodes are attributed to (no write scope applies).")
+@click.option("--no-commit", is_flag=True, help="Write the log file but leave it uncommitted.")
+@json_option
+@kb_option
+def ingest(transcript: str, actor: str, no_commit: bool, as_json: bool, kb_path: str | None) -> int:
+    """Turn an agent session transcript into trail nodes (one recording; no model is called).
+
+    TRANSCRIPT is Claude Code's JSONL, or the generic events format: one JSON object per
+    line with type user | injected | reasoning | assistant | tool_call (id, name, input) |
+    tool_result (id, ok, error) | artifact (path, description) | turn_end (interrupted),
+    and an optional session. Re-ingesting adds nothing; the nodes seen again count a hit.
+    """
+    from kb.trail.ingest import ingest as do
+
+    res = do(kb_path, transcript, no_commit=no_commit, on_wait=print_waiting, actor=actor)
+    for p in res["problems"]:
+        err(f"kb: {p['path']}:{p['line']}: {p['message']}")
+    if as_json:
+        emit_json(res)
+        return 0
+    for t in res["report"]["turns"]:
+        kinds = ", ".join(c["kind"] for c in t["chosen"]) or "no thoughts"
+        click.echo(f"turn {t['turn']}: {kinds}; {t['folded']} folded; {t['tool_calls']} tool "
+                   f"call(s), {t['failed']} failed")
+    click.echo(f"added {res['added']} node(s); {res['hits']} seen again")
+    if res["commit"]:
+        err(f"committed {res['commit'][:12]} ({', '.join(res['paths'])})")
+    elif res["paths"]:
+        err(f"wrote {', '.join(res['paths'])} (not committed)")
+    return 0

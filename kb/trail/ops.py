@@ -160,12 +160,14 @@ def _resolve_kb(kb: Any) -> Any:
 
 
 def record(kb: Any, op: str, build: Callable[[Ctx], None], *, actor: str | None = None,
-           role: str | None = None, no_commit: bool = False,
-           on_wait: OnWait | None = None) -> RecordResult:
+           role: str | None = None, no_commit: bool = False, on_wait: OnWait | None = None,
+           as_actor: str | None = None) -> RecordResult:
     """Run ``build`` under the write lock and record what it emitted as one log file.
 
     ``build(ctx)`` reads ``ctx.g``, raises to refuse, and calls ``ctx.emit``.
-    Emitting nothing records nothing (no file, no commit).
+    Emitting nothing records nothing (no file, no commit). ``as_actor``
+    attributes the recording without turning on write scopes (the ingest's
+    ``extractor``).
     """
     from kb.locks import default_owner, validate_owner
     from kb.ops.transaction import Transaction
@@ -173,7 +175,8 @@ def record(kb: Any, op: str, build: Callable[[Ctx], None], *, actor: str | None 
     k = _resolve_kb(kb)
     if role is not None:
         check_choice(role, PRIVILEGED_ROLES + ("agent",), "role")
-    who = validate_owner(actor) if actor is not None else (default_owner(k.top) or "unknown")
+    who = validate_owner(actor) if actor is not None else (
+        as_actor or default_owner(k.top) or "unknown")
     with Transaction(k, f"trail.{op}", no_commit=no_commit, on_wait=on_wait) as tx:
         g = load(k)
         now = clock.now()
