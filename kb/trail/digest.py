@@ -6,7 +6,7 @@ text in full) and is at most 120 characters::
     3/5 done · concluded: Tool order changes the prefix · open: Pin order?; Cache TTL
 
 Parts, in order, each only when it has something: progress over the leaf
-roots (done + abandoned over all), the newest conclusion, the open leaf roots
+roots (done, abandoned and dead ends over all), the newest conclusion, the open leaf roots
 (newest first), the dead-end count. A topic without children reads
 ``no leaves yet``.
 """
@@ -22,6 +22,11 @@ if TYPE_CHECKING:  # annotations only
     from kb.trail.replay import Graph
 
 
+def closed(n: "Node") -> bool:
+    """A leaf counts as closed when done or abandoned, or a dead end (a finished exploration)."""
+    return n.status in ("done", "abandoned") or n.kind == "dead_end"
+
+
 def synthesise(g: "Graph", topic: "Node") -> str:
     """The template digest of ``topic`` in ``g`` (≤ 120 characters)."""
     kids = [g.nodes[c] for c in topic.children if c in g.nodes]
@@ -29,12 +34,11 @@ def synthesise(g: "Graph", topic: "Node") -> str:
     if not kids:
         return "no leaves yet"
     leaves = [k for k in kids if k.kind in LEAF_ROOT_KINDS] or kids
-    closed = sum(1 for k in leaves if k.status in ("done", "abandoned"))
-    parts = [f"{closed}/{len(leaves)} done"]
+    parts = [f"{sum(1 for k in leaves if closed(k))}/{len(leaves)} done"]
     concl = [k for k in kids if k.kind == "conclusion" and k.status != "abandoned"]
     if concl:
         parts.append("concluded: " + clip(concl[-1].title, 48))
-    open_ = [k for k in reversed(leaves) if k.status in ("open", "active") and k.kind != "conclusion"]
+    open_ = [k for k in reversed(leaves) if not closed(k) and k.kind != "conclusion"]
     if open_:
         parts.append("open: " + "; ".join(clip(k.title, 32) for k in open_[:3]))
     dead = sum(1 for k in kids if k.kind == "dead_end")

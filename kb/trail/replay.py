@@ -448,6 +448,7 @@ def load(kb: Any, *, use_cache: bool = True, max_nodes: int = MAX_NODES) -> Grap
         g = _read_cache(cache)
         if g is not None:
             if g.files == key:
+                finish(g, max_nodes)
                 return g
             new = [r for r in key if r not in g.files]
             g = _extend(root, g, new) if all(g.files.get(r) == key.get(r) for r in g.files) \

@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from kb import clock
 from kb.errors import UsageError
+from kb.trail.digest import closed
 from kb.trail.model import LEAF_ROOT_KINDS, Node, TrailError, clip
 from kb.trail.replay import Graph
 
@@ -83,7 +84,7 @@ def _leaves(g: Graph, t: Node, archived: bool) -> tuple[list[Node], int]:
 
 def _progress(g: Graph, t: Node) -> dict[str, int]:
     kids, _ = _leaves(g, t, True)
-    done = sum(1 for k in kids if k.status in ("done", "abandoned"))
+    done = sum(1 for k in kids if closed(k))
     return {"done": done, "total": len(kids)}
 
 
@@ -134,18 +135,19 @@ def overview(g: Graph, now: int | None = None, limit: int = 8) -> dict[str, Any]
 
 
 def _topics_under(g: Graph, root: Node) -> list[Node]:
-    out, stack, guard = [], [root.id], len(g.nodes) + 1
+    """The live topics below ``root`` in pre-order, looking through goals, topics and steps."""
+    out: list[Node] = []
+    stack = [c for c in reversed(root.children)]
+    guard = len(g.nodes) + 1
     while stack and guard:
         guard -= 1
-        n = g.nodes[stack.pop()]
-        for c in reversed(n.children):
-            k = g.nodes.get(c)
-            if k is None or k.merged_into is not None or k.archived or k.id in g.hidden:
-                continue
-            if k.kind == "topic":
-                out.append(k)
-            if k.kind in ("topic", "goal", "step"):
-                stack.append(c)
+        k = g.nodes.get(stack.pop())
+        if k is None or not g.live(k):
+            continue
+        if k.kind == "topic":
+            out.append(k)
+        if k.kind in ("topic", "goal", "step"):
+            stack.extend(reversed(k.children))
     return out
 
 
