@@ -372,3 +372,39 @@ def ingest(transcript: str, actor: str, no_commit: bool, as_json: bool, kb_path:
     elif res["paths"]:
         err(f"wrote {', '.join(res['paths'])} (not committed)")
     return 0
+
+
+@command.command("render")
+@click.option("--check", is_flag=True, help="Only report whether TRAIL.md is stale (exit 1).")
+@click.option("--no-commit", is_flag=True, help="Write TRAIL.md but leave it uncommitted.")
+@json_option
+@kb_option
+def render(check: bool, no_commit: bool, as_json: bool, kb_path: str | None) -> int:
+    """Write TRAIL.md (deterministic, with a Mermaid view of the trunk) as one commit."""
+    from kb.ops.tree import resolve_kb
+    from kb.trail.render import TRAIL_FILE, is_stale, render_kb
+    from kb.trail.replay import load
+
+    if check:
+        k = resolve_kb(kb_path)
+        path = k.root / TRAIL_FILE
+        have = path.read_bytes() if path.is_file() else None
+        line = is_stale(load(k), have) if have is not None else 1
+        data = {"path": k.prefix + TRAIL_FILE, "exists": have is not None,
+                "stale": line is not None, "line": line}
+        if as_json:
+            emit_json(data)
+        elif line is not None:
+            err(f"{data['path']}:{line}: " + ("stale: run `kb trail render`" if have is not None
+                                              else "missing: run `kb trail render`"))
+        return 1 if line is not None else 0
+    res = render_kb(kb_path, no_commit=no_commit, on_wait=print_waiting)
+    if as_json:
+        emit_json(res)
+    elif not res["changed"]:
+        err(f"{res['path']} is up to date")
+    elif res["commit"]:
+        err(f"committed {res['commit'][:12]} ({res['path']})")
+    else:
+        err(f"wrote {res['path']} (not committed)")
+    return 0

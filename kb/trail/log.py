@@ -104,6 +104,11 @@ def read_file(root: Path, rel: str, problems: list[LogProblem]) -> Iterator[dict
     except OSError as exc:
         problems.append(LogProblem(rel, 0, f"cannot read the log file: {exc.strerror or exc}"))
         return
+    yield from read_bytes(rel, data, problems)
+
+
+def read_bytes(rel: str, data: bytes, problems: list[LogProblem]) -> Iterator[dict[str, Any]]:
+    """The well-formed operations in the bytes ``data`` of log file ``rel``."""
     lines = data.split(b"\n")
     last = len(lines) - 1
     for i, raw in enumerate(lines):

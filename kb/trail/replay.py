@@ -432,6 +432,18 @@ def replay_files(root: Path, rels: list[str], g: Graph | None = None) -> Graph:
     return g
 
 
+def replay_blobs(files: dict[str, bytes]) -> Graph:
+    """Replay log files given as bytes (KB-relative path -> bytes), e.g. read from a commit."""
+    g = Graph()
+    ops: list[dict[str, Any]] = []
+    for rel in sorted(files):
+        ops.extend(oplog.read_bytes(rel, files[rel], g.problems))
+    ops.sort(key=sort_key)
+    _run(g, ops)
+    finish(g)
+    return g
+
+
 def load(kb: Any, *, use_cache: bool = True, max_nodes: int = MAX_NODES) -> Graph:
     """The current graph of the KB ``kb`` (a :class:`kb.repo.KnowledgeBase`).
 
