@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kb.trail.model import LEAF_ROOT_KINDS, MAX_DIGEST, clip
+from kb.trail.model import LEAF_ROOT_KINDS, MAX_DIGEST, Node, clip
 
 if TYPE_CHECKING:  # annotations only
-    from kb.trail.model import Node
     from kb.trail.replay import Graph
 
 
@@ -29,19 +28,41 @@ def closed(n: "Node") -> bool:
 
 def synthesise(g: "Graph", topic: "Node") -> str:
     """The template digest of ``topic`` in ``g`` (≤ 120 characters)."""
-    kids = [g.nodes[c] for c in topic.children if c in g.nodes]
-    kids = [k for k in kids if k.merged_into is None and "handoff" not in k.tags]
-    if not kids:
+    # One pass over the children (a topic can have thousands; this runs once per recording
+    # that touches the topic).
+    total = done = dead = 0
+    ltotal = ldone = 0
+    concl: Node | None = None
+    opn: list[Node] = []
+    anyleaf: list[Node] = []
+    nodes = g.nodes
+    for c in topic.children:
+        k = nodes.get(c)
+        if k is None or k.merged_into is not None or "handoff" in k.tags:
+            continue
+        total += 1
+        is_closed = closed(k)
+        done += is_closed
+        if k.kind == "dead_end":
+            dead += 1
+        if k.kind == "conclusion" and k.status != "abandoned":
+            concl = k
+        if k.kind in LEAF_ROOT_KINDS:
+            ltotal += 1
+            ldone += is_closed
+            if not is_closed and k.kind != "conclusion":
+                opn.append(k)
+        elif not is_closed and k.kind != "conclusion":
+            anyleaf.append(k)
+    if not total:
         return "no leaves yet"
-    leaves = [k for k in kids if k.kind in LEAF_ROOT_KINDS] or kids
-    parts = [f"{sum(1 for k in leaves if closed(k))}/{len(leaves)} done"]
-    concl = [k for k in kids if k.kind == "conclusion" and k.status != "abandoned"]
-    if concl:
-        parts.append("concluded: " + clip(concl[-1].title, 48))
-    open_ = [k for k in reversed(leaves) if not closed(k) and k.kind != "conclusion"]
-    if open_:
-        parts.append("open: " + "; ".join(clip(k.title, 32) for k in open_[:3]))
-    dead = sum(1 for k in kids if k.kind == "dead_end")
+    if not ltotal:  # no leaf roots: count every child
+        ltotal, ldone, opn = total, done, anyleaf
+    parts = [f"{ldone}/{ltotal} done"]
+    if concl is not None:
+        parts.append("concluded: " + clip(concl.title, 48))
+    if opn:
+        parts.append("open: " + "; ".join(clip(k.title, 32) for k in reversed(opn[-3:])))
     if dead:
         parts.append(f"{dead} dead end{'s' if dead != 1 else ''}")
     return clip(" · ".join(parts), MAX_DIGEST)

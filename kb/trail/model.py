@@ -102,8 +102,15 @@ class Node:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Node":
-        """Inverse of :meth:`to_json` (the cache format)."""
+        """Inverse of :meth:`to_json`."""
         return cls(**d)
+
+    def to_row(self) -> tuple[Any, ...]:
+        """The fields as a tuple in declaration order (the cache format)."""
+        return tuple(getattr(self, f) for f in NODE_FIELDS)
+
+
+NODE_FIELDS = tuple(Node.__dataclass_fields__)
 
 
 @dataclass(slots=True)

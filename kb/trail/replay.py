@@ -12,7 +12,8 @@ reported as a :class:`LogProblem`, never a crash. After each recording (batch)
 the digests of the topics it touched are re-synthesised (:mod:`kb.trail.digest`),
 so full and incremental replays reach the same state.
 
-The result is cached in ``.kb/trail-graph.json`` (never committed): keyed by
+The result is cached in ``.kb/trail-graph.marshal`` (never committed; plain
+data in Python's marshal format, rebuilt when another Python wrote it): keyed by
 every log file's path, size and mtime. When only files whose operations all
 sort after the cached last one were added (the common case: a new recording),
 only those are applied; otherwise the log is replayed from scratch.
@@ -20,8 +21,8 @@ only those are applied; otherwise the log is replayed from scratch.
 
 from __future__ import annotations
 
-import json
 import os
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,8 +32,9 @@ from kb.trail import log as oplog
 from kb.trail.model import (MAX_DIGEST_HISTORY, MAX_NODES, Edge, LogProblem, Node, clip,
                             MAX_SUMMARY, MAX_TITLE)
 
-CACHE_NAME = "trail-graph.json"
-CACHE_FORMAT = 4
+CACHE_NAME = "trail-graph.marshal"
+CACHE_FORMAT = 5
+_PY = sys.version
 
 
 @dataclass
@@ -103,7 +105,7 @@ class Graph:
             return
         self.seen.add(oid)
         self.ops += 1
-        key = sort_key(op)
+        key = op.get("_k") or sort_key(op)
         if key > self.last:
             self.last = key
         lc = op.get("lc")
@@ -132,9 +134,8 @@ class Graph:
         self._mark(n.id)
 
     def _mark(self, nid: str) -> None:
-        t = self.topic_of(nid)
-        if t is not None:
-            self._dirty.add(t.id)
+        # The topic above is found once per batch (end_batch), not once per operation.
+        self._dirty.add(nid)
 
     def end_batch(self, at: str) -> None:
         """Re-synthesise the digests of the topics the batch touched."""
@@ -142,7 +143,12 @@ class Graph:
             return
         from kb.trail.digest import synthesise
 
-        for tid in sorted(self._dirty):
+        topics: set[str] = set()
+        for nid in self._dirty:
+            t = self.topic_of(nid)
+            if t is not None:
+                topics.add(t.id)
+        for tid in sorted(topics):
             t = self.nodes.get(tid)
             if t is None or t.kind != "topic" or t.digest_manual:
                 continue
@@ -234,7 +240,8 @@ def _op_add(g: Graph, op: dict[str, Any]) -> str | None:
             return f"unknown parent {parent}"
         parent = pn.id
     at = op.get("at", "")
-    n = Node(id=nid, kind=d["kind"], title=clip(d["title"], MAX_TITLE),
+    title = d["title"]
+    n = Node(id=nid, kind=d["kind"], title=title if len(title) <= MAX_TITLE else clip(title, MAX_TITLE),
              summary=(d.get("summary") or "")[:MAX_SUMMARY], status=d.get("status") or "open",
              tags=list(d.get("tags") or []), refs=list(d.get("refs") or []),
              created_by=op.get("actor", ""), created_at=at, updated_by=op.get("actor", ""),
@@ -427,9 +434,15 @@ def replay_files(root: Path, rels: list[str], g: Graph | None = None) -> Graph:
     ops: list[dict[str, Any]] = []
     for rel in rels:
         ops.extend(oplog.read_file(root, rel, g.problems))
-    ops.sort(key=sort_key)
+    _sort(ops)
     _run(g, ops)
     return g
+
+
+def _sort(ops: list[dict[str, Any]]) -> None:
+    for o in ops:
+        o["_k"] = sort_key(o)
+    ops.sort(key=lambda o: o["_k"])
 
 
 def replay_blobs(files: dict[str, bytes]) -> Graph:
@@ -438,7 +451,7 @@ def replay_blobs(files: dict[str, bytes]) -> Graph:
     ops: list[dict[str, Any]] = []
     for rel in sorted(files):
         ops.extend(oplog.read_bytes(rel, files[rel], g.problems))
-    ops.sort(key=sort_key)
+    _sort(ops)
     _run(g, ops)
     finish(g)
     return g
@@ -481,44 +494,54 @@ def _extend(root: Path, g: Graph, new: list[str]) -> Graph | None:
     ops: list[dict[str, Any]] = []
     for rel in new:
         ops.extend(oplog.read_file(root, rel, probs))
-    if any(sort_key(o) <= g.last for o in ops):
+    _sort(ops)
+    if ops and ops[0]["_k"] <= g.last:
         return None
     g.problems.extend(probs)
-    ops.sort(key=sort_key)
     _run(g, ops)
     return g
 
 
 def _read_cache(path: Path) -> Graph | None:
+    """The cached graph, or None (absent, damaged, or written by another format or Python)."""
+    import marshal
+
     try:
-        data = json.loads(path.read_bytes())
-        if data.get("format") != CACHE_FORMAT:
+        data = marshal.loads(path.read_bytes())
+        if data.get("format") != CACHE_FORMAT or data.get("python") != _PY:
             return None
-        g = Graph(nodes={d["id"]: Node.from_json(d) for d in data["nodes"]}, roots=data["roots"],
-                  edges=[Edge.from_json(e) for e in data["edges"]],
-                  problems=[LogProblem(**p) for p in data["problems"]], ops=data["ops"],
-                  last=data["last"], clock=data["clock"], seen=set(data["seen"]),
+        nodes = {}
+        for row in data["nodes"]:
+            n = Node(*row)
+            nodes[n.id] = n
+        g = Graph(nodes=nodes, roots=data["roots"],
+                  edges=[Edge(*e) for e in data["edges"]],
+                  problems=[LogProblem(*p) for p in data["problems"]], ops=data["ops"],
+                  last=data["last"], clock=data["clock"], seen=data["seen"],
                   files=data["files"])
-        g.fps = {n.fp: n.id for n in g.nodes.values() if n.fp}
+        g.fps = data["fps"]
         return g
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, EOFError, KeyError, TypeError, AttributeError):
         return None  # no cache, or a damaged one: replay
 
 
 def _write_cache(path: Path, g: Graph) -> None:
-    data = {"format": CACHE_FORMAT, "files": g.files, "ops": g.ops, "last": g.last, "clock": g.clock,
-            "seen": sorted(g.seen), "roots": g.roots,
-            "nodes": [n.to_json() for n in g.nodes.values()],
-            "edges": [e.to_json() for e in g.edges],
-            "problems": [p.to_json() for p in g.problems]}
+    """Write the cache atomically (marshal: plain data only, read back ~10x faster than JSON)."""
+    import marshal
+
+    data = {"format": CACHE_FORMAT, "python": _PY, "files": g.files, "ops": g.ops,
+            "last": g.last, "clock": g.clock, "seen": g.seen, "roots": g.roots,
+            "nodes": [n.to_row() for n in g.nodes.values()],
+            "edges": [(e.id, e.src, e.dst, e.kind, e.note, e.by, e.at) for e in g.edges],
+            "problems": [(p.path, p.line, p.message) for p in g.problems], "fps": g.fps}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         gi = path.parent / ".gitignore"
         if not gi.exists():
             gi.write_text("*\n", encoding="utf-8")  # the cache is never committed
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".trail-", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, ensure_ascii=False, separators=(",", ":"))
+        with os.fdopen(fd, "wb") as f:
+            f.write(marshal.dumps(data))
         os.replace(tmp, path)
-    except OSError:
+    except (OSError, ValueError):
         pass  # a cache: failing to write it costs the next reader a replay, nothing more

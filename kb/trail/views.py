@@ -17,6 +17,7 @@ are a stable contract for the CLI, the MCP tools and the web page.
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import Any, Callable
 
 from kb import clock
@@ -450,12 +451,12 @@ def run_view(kb: Any, name: str, **params: Any) -> dict[str, Any]:
     entries, as dicts with path and line) when there are any. Raises
     UsageError for an unknown view, TrailError NOT_FOUND for an unknown id.
     """
-    from kb.ops.tree import resolve_kb
+    from kb.repo import KnowledgeBase, open_kb
     from kb.trail.replay import load
 
     if name not in _VIEW_FNS:
         raise UsageError(f"unknown view {name!r}; accepted: {' '.join(VIEWS)}")
-    g = load(resolve_kb(kb))
+    g = load(kb if isinstance(kb, KnowledgeBase) else open_kb(Path(kb) if kb else None))
     out = _VIEW_FNS[name](g, params)
     if g.problems:
         out["problems"] = [p.to_json() for p in g.problems]
