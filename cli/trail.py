@@ -408,3 +408,28 @@ def render(check: bool, no_commit: bool, as_json: bool, kb_path: str | None) -> 
     else:
         err(f"wrote {res['path']} (not committed)")
     return 0
+
+
+@command.command("diff")
+@click.argument("rev_range", metavar="A..B")
+@json_option
+@kb_option
+def diff(rev_range: str, as_json: bool, kb_path: str | None) -> int:
+    """The trail nodes the commits A..B added or closed (B defaults to HEAD)."""
+    from kb.trail.diff import range_changes
+    from kb.trail.text import line
+
+    base, sep, head = rev_range.partition("..")
+    if not sep or not base:
+        from kb.errors import UsageError
+
+        raise UsageError(f"give a range A..B, not {rev_range!r}")
+    res = range_changes(kb_path, base, head or "HEAD")
+    if as_json:
+        emit_json(res)
+        return 0
+    for key in ("added", "closed"):
+        click.echo(f"{key} ({len(res[key])}):")
+        for d in res[key]:
+            click.echo(f"  {line(d)}")
+    return 0

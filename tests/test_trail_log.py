@@ -201,3 +201,18 @@ def test_moves_that_cross_on_two_branches_are_reported_not_a_crash(trail_kb: Pat
     assert "would make a cycle" in prob["message"] and prob["path"].startswith(".explore-tree/ops/")
     tree = view(trail_kb, "tree")
     assert len(tree["roots"]) == 1  # one of the moves applied, the other was skipped
+
+
+def test_trail_diff_lists_the_nodes_a_range_added_or_closed(trail_kb: Path) -> None:
+    g = add(trail_kb, "--kind", "goal", "--title", "g")["ids"][0]
+    q = add(trail_kb, "--kind", "question", "--title", "q", "--parent", g)["ids"][0]
+    base = git(trail_kb, "rev-parse", "HEAD")
+    h = add(trail_kb, "--kind", "hypothesis", "--title", "h", "--parent", g)["ids"][0]
+    invoke("trail", "set", q, "--status", "done", cwd=trail_kb)
+    # Uncommitted recordings are not part of the range.
+    invoke("trail", "add", "--kind", "note", "--title", "wip", "--no-commit", cwd=trail_kb)
+    d = view(trail_kb, "diff", f"{base}..HEAD")
+    assert [n["id"] for n in d["added"]] == [h]
+    assert [n["id"] for n in d["closed"]] == [q]
+    r = invoke("trail", "diff", "nope..HEAD", "--json", cwd=trail_kb)
+    assert r.code == 2 and "unknown revision" in r.json()["error"]["message"]
