@@ -5,8 +5,8 @@
     g = load(kb)            # Graph: nodes, edges, problems
     g.nodes["n3f9a1c0e5b"].version
 
-Operations are applied in ``id`` order (see :mod:`kb.trail.log`); an id seen
-twice counts once. An operation that cannot apply (its node is unknown, a move
+Operations are applied in :func:`sort_key` order (logical clock, then id; see
+:mod:`kb.trail.log`); an id seen twice counts once. An operation that cannot apply (its node is unknown, a move
 would make a cycle — possible once two branches are merged) is skipped and
 reported as a :class:`LogProblem`, never a crash. After each recording (batch)
 the digests of the topics it touched are re-synthesised (:mod:`kb.trail.digest`),
@@ -33,7 +33,7 @@ from kb.trail.model import (MAX_DIGEST_HISTORY, MAX_NODES, Edge, LogProblem, Nod
                             MAX_SUMMARY, MAX_TITLE)
 
 CACHE_NAME = "trail-graph.marshal"
-CACHE_FORMAT = 5
+CACHE_FORMAT = 6
 _PY = sys.version
 
 
@@ -46,9 +46,12 @@ class Graph:
     order; ``fps`` ingest fingerprint -> node id; ``problems`` the skipped
     entries and operations; ``ops`` the number of operations applied;
     ``last`` the :func:`sort_key` of the last operation; ``clock`` the
-    largest logical clock seen; ``seen`` the ids of the operations applied
-    (idempotence); ``hidden`` the done leaves archived out of the live views
-    because the graph passed ``max_nodes`` (computed by :func:`finish`).
+    largest logical clock seen; ``seen`` the ids of the operations applied by
+    this replay (idempotence; not cached: an incremental replay only applies
+    operations sorting after ``last``, which cannot have been seen);
+    ``hidden`` the done leaves archived out of the live views because the
+    graph passed ``max_nodes`` (computed by :func:`finish`); ``files`` the
+    cache key (log file -> [size, mtime]).
     """
 
     nodes: dict[str, Node] = field(default_factory=dict)
@@ -458,6 +461,21 @@ def replay_blobs(files: dict[str, bytes]) -> Graph:
 
 
 def load(kb: Any, *, use_cache: bool = True, max_nodes: int = MAX_NODES) -> Graph:
+    """See :func:`_load`; the cyclic garbage collector is paused meanwhile (replay and the
+    cache allocate hundreds of thousands of objects and no cycles: the collector's passes
+    over them cost more than the replay itself)."""
+    import gc
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        return _load(kb, use_cache=use_cache, max_nodes=max_nodes)
+    finally:
+        if was:
+            gc.enable()
+
+
+def _load(kb: Any, *, use_cache: bool = True, max_nodes: int = MAX_NODES) -> Graph:
     """The current graph of the KB ``kb`` (a :class:`kb.repo.KnowledgeBase`).
 
     Reads the log files in the working tree (committed or not), through the
@@ -517,8 +535,7 @@ def _read_cache(path: Path) -> Graph | None:
         g = Graph(nodes=nodes, roots=data["roots"],
                   edges=[Edge(*e) for e in data["edges"]],
                   problems=[LogProblem(*p) for p in data["problems"]], ops=data["ops"],
-                  last=data["last"], clock=data["clock"], seen=data["seen"],
-                  files=data["files"])
+                  last=data["last"], clock=data["clock"], files=data["files"])
         g.fps = data["fps"]
         return g
     except (OSError, ValueError, EOFError, KeyError, TypeError, AttributeError):
@@ -530,7 +547,7 @@ def _write_cache(path: Path, g: Graph) -> None:
     import marshal
 
     data = {"format": CACHE_FORMAT, "python": _PY, "files": g.files, "ops": g.ops,
-            "last": g.last, "clock": g.clock, "seen": g.seen, "roots": g.roots,
+            "last": g.last, "clock": g.clock, "roots": g.roots,
             "nodes": [n.to_row() for n in g.nodes.values()],
             "edges": [(e.id, e.src, e.dst, e.kind, e.note, e.by, e.at) for e in g.edges],
             "problems": [(p.path, p.line, p.message) for p in g.problems], "fps": g.fps}
