@@ -64,7 +64,7 @@ def _children(path: str | None) -> list[dict[str, Any]]:
         raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
     try:
         data = json.loads(raw)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise UsageError(f"{path}:{exc.lineno}:{exc.colno}: not JSON ({exc.msg})") from None
     if not isinstance(data, list):
         raise UsageError(f"{path}: expected a JSON array of children (objects with kind and title)")

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from kb.errors import UsageError
-from kb.trail.classify import Thought, classify, select, split_thoughts
+from kb.trail.classify import Thought, select, split_thoughts
 from kb.trail.model import LogProblem, MAX_SUMMARY, MAX_TITLE, clip
 
 WRITE_TOOLS = {"write", "edit", "multiedit", "notebookedit", "create_file", "write_file",
@@ -103,6 +103,14 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, list):
         return [b for b in content if isinstance(b, dict)]
     return []
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _own_tool(name: str) -> bool:
@@ -186,7 +194,7 @@ def _claude(events: list[tuple[int, dict[str, Any]]]) -> Transcript:
                     if _own_tool(b["name"]):
                         continue
                     c = ToolCall(id=str(b.get("id") or len(calls)), name=b["name"],
-                                 input=b.get("input") if isinstance(b.get("input"), dict) else {})
+                                 input=_obj(b.get("input")))
                     calls[c.id] = c
                     cur.calls.append(c)
     return Transcript(session=session, format="claude-code", turns=turns, problems=[])
@@ -201,7 +209,7 @@ def _generic(events: list[tuple[int, dict[str, Any]]], problems: list[LogProblem
     for line, ev in events:
         session = session or str(ev.get("session") or "")
         kind = ev["type"]
-        text = ev.get("text") if isinstance(ev.get("text"), str) else ""
+        text = _str(ev.get("text"))
         if kind == "user":
             if text.strip():
                 cur = _new_turn(turns, text.strip())
@@ -222,14 +230,14 @@ def _generic(events: list[tuple[int, dict[str, Any]]], problems: list[LogProblem
             if _own_tool(name):
                 continue
             c = ToolCall(id=str(ev.get("id") or f"call{line}"), name=name,
-                         input=ev.get("input") if isinstance(ev.get("input"), dict) else {})
+                         input=_obj(ev.get("input")))
             calls[c.id] = c
             cur.calls.append(c)
         elif kind == "tool_result":
-            c = calls.get(str(ev.get("id")))
-            if c is not None and ev.get("ok") is False:
-                c.failed = True
-                c.error = str(ev.get("error") or ev.get("output") or "")
+            done = calls.get(str(ev.get("id")))
+            if done is not None and ev.get("ok") is False:
+                done.failed = True
+                done.error = str(ev.get("error") or ev.get("output") or "")
         elif kind == "artifact":
             if isinstance(ev.get("path"), str) and ev["path"]:
                 cur.artifacts.append((ev["path"], str(ev.get("description") or "")))
@@ -315,21 +323,22 @@ def plan(tr: Transcript) -> tuple[list[Planned], dict[str, Any]]:
                                     if c.kind in ("question", "hypothesis") else "done"}))
         if t.calls:
             counts: dict[str, int] = {}
-            for c in t.calls:
-                counts[c.name] = counts.get(c.name, 0) + 1
+            for call in t.calls:
+                counts[call.name] = counts.get(call.name, 0) + 1
             names = list(counts)
             title = f"tool calls ×{len(t.calls)} ({', '.join(names[:3])}{'…' if len(names) > 3 else ''})"
             out.append(Planned(fingerprint("action", step_fp), {
                 "kind": "action", "title": title, "parent": step_fp,
                 "summary": ", ".join(f"{n} ×{k}" for n, k in counts.items()),
                 "status": "abandoned" if t.interrupted else "done"}))
-        for c in t.calls:
-            if c.failed:
-                err = first_sentence(c.error) if c.error.strip() else "failed"
-                out.append(Planned(fingerprint("failed", step_fp, c.id), {
-                    "kind": "dead_end", "title": clip(f"{c.name} failed: {err}", MAX_TITLE),
-                    "summary": clip(c.error, MAX_SUMMARY), "parent": step_fp, "status": "done"}))
-        files = [(p, "") for c in t.calls for p in _written_paths(c)] + t.artifacts
+        for call in t.calls:
+            if call.failed:
+                err = first_sentence(call.error) if call.error.strip() else "failed"
+                out.append(Planned(fingerprint("failed", step_fp, call.id), {
+                    "kind": "dead_end", "title": clip(f"{call.name} failed: {err}", MAX_TITLE),
+                    "summary": clip(call.error, MAX_SUMMARY), "parent": step_fp,
+                    "status": "done"}))
+        files = [(p, "") for call in t.calls for p in _written_paths(call)] + t.artifacts
         for p, desc in files:
             out.append(Planned(fingerprint("artifact", p), {
                 "kind": "artifact", "title": clip(p, MAX_TITLE), "summary": desc, "refs": [p],
@@ -376,7 +385,7 @@ def ingest(kb: Any, transcript: str | Path, *, no_commit: bool = False, on_wait:
             spec = dict(p.spec, id=nid, fp=p.fp, source="extractor")
             spec.setdefault("tags", [])
             spec.setdefault("refs", [])
-            parent = spec.get("parent")
+            parent = str(spec.get("parent") or "")
             spec["parent"] = None if parent == p.fp else ids.get(parent, parent)
             ctx.emit({"op": "add", "node": spec}, nid)
             added += 1

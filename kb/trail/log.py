@@ -131,13 +131,13 @@ def read_bytes(rel: str, data: bytes, problems: list[LogProblem]) -> Iterator[di
             continue
         try:
             op = json.loads(raw)
-        except ValueError as exc:
+        except UnicodeDecodeError:
+            problems.append(LogProblem(rel, i + 1, "corrupt entry: not UTF-8; skipped"))
+            continue
+        except json.JSONDecodeError as exc:
             what = ("torn entry (the line ends without a newline and is not JSON)"
                     if i == last else f"corrupt entry: not JSON ({exc.msg})")
             problems.append(LogProblem(rel, i + 1, what + "; skipped"))
-            continue
-        except UnicodeDecodeError:
-            problems.append(LogProblem(rel, i + 1, "corrupt entry: not UTF-8; skipped"))
             continue
         if (not isinstance(op, dict) or not isinstance(op.get("id"), str)
                 or not isinstance(op.get("op"), str) or not isinstance(op.get("v"), int)):

@@ -317,7 +317,8 @@ def link(kb: Any, src: str, dst: str, edge_kind: str, note: str | None = None, *
         ctx.scope(a)
         ctx.emit({"op": "link", "from": a.id, "to": b.id, "kind": edge_kind,
                   "note": clip(note, MAX_SUMMARY)}, a.id, f"linked {a.id} -[{edge_kind}]-> {b.id}")
-        ctx.ids.append(b.id) if b.id not in ctx.ids else None
+        if b.id not in ctx.ids:
+            ctx.ids.append(b.id)
         ctx.summary = f"{a.id} {edge_kind} {b.id}"
 
     return record(kb, "link", build, **kw)

@@ -148,7 +148,7 @@ def explore_tree_record(action: str, *, kb: Any = None, **params: Any) -> dict[s
         p = dict(params)
         kw = {"actor": p.pop("actor", None), "role": p.pop("role", None),
               "expect_version": p.pop("expectedRevision", None)}
-        nid = p.get("id")
+        nid = str(p.get("id") or "")
         if action == "add":
             res = ops.add(kb, kind=p.get("kind") or "", title=p.get("title") or "",
                           summary=p.get("summary"), parent=p.get("parentId"),

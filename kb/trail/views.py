@@ -105,7 +105,8 @@ def overview(g: Graph, now: int | None = None, limit: int = 8) -> dict[str, Any]
     goals = _recent([n for n in live if n.kind == "goal"])
     focus = next(iter(_recent([n for n in live if n.kind in ("topic", "step")
                                and n.status in ("open", "active")])), None)
-    current, folded = [], Counter()
+    current: list[Node] = []
+    folded: Counter[str] = Counter()
     for n in live:
         if n.kind not in THOUGHTS or n.status not in ("open", "active"):
             continue
@@ -172,7 +173,7 @@ def trunk(g: Graph, now: int | None = None, archived: bool = False) -> dict[str,
     """
     now = clock.epoch() if now is None else now
     conflict_topics = {c["topic"] for c in conflicts(g) if c["topic"]}
-    goals = []
+    goals: list[dict[str, Any]] = []
     live_roots = [g.nodes[r] for r in g.roots if g.live(g.nodes[r])]
     for r in live_roots:
         if r.kind not in ("goal", "topic"):
@@ -182,7 +183,7 @@ def trunk(g: Graph, now: int | None = None, archived: bool = False) -> dict[str,
         goals.append({"goal": short(r, now) if r.kind == "goal" else None,
                       "topics": [_topic_entry(g, t, now, archived, conflict_topics)
                                  for t in topics]})
-    claim = []
+    claim: list[dict[str, Any]] = []
     for gl in goals:
         for t in gl["topics"]:
             if t["status"] in ("open", "active") and t["owner"] is None:
