@@ -119,7 +119,7 @@ def test_torn_and_corrupt_entries_are_reported_with_path_and_skipped(trail_kb: P
     assert "torn" in probs[2]["message"]
     v = view(trail_kb, "node", g)  # views keep working, with the good entry applied
     assert [c["id"] for c in v["children"]] == ["n0000000001"]
-    assert len(v["problems"]) == 3
+    assert len(v["log_problems"]) == 3
     text = invoke("trail", "overview", cwd=trail_kb)
     assert text.code == 0 and "3 log problem(s)" in text.stdout
 
@@ -215,3 +215,26 @@ def test_trail_diff_lists_the_nodes_a_range_added_or_closed(trail_kb: Path) -> N
     assert [n["id"] for n in d["closed"]] == [q]
     r = invoke("trail", "diff", "nope..HEAD", "--json", cwd=trail_kb)
     assert r.code == 2 and "unknown revision" in r.json()["error"]["message"]
+
+
+def test_a_kb_in_a_subfolder_and_a_symlinked_log(make_kb, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KB_NOW", "2026-12-01T10:00:00Z")
+    kb = make_kb({}, commit=True, subdir="research")
+    res = add(kb, "--kind", "goal", "--title", "g\x1b[31m red")
+    assert res["paths"][0].startswith("research/.explore-tree/ops/")
+    assert res["nodes"][0]["title"] == "g[31m red"  # control characters dropped
+    assert invoke("trail", "render", cwd=kb).code == 0
+    assert git(kb, "show", "--name-only", "--format=", "HEAD") == "research/TRAIL.md"
+    add(kb, "--kind", "note", "--title", "n")
+    r = invoke("verify", "--rev", "HEAD", "--json", cwd=kb)
+    assert [d["code"] for d in r.json()["diagnostics"]] == ["KB241"]
+    # A log folder that is a symbolic link is neither read nor written through.
+    outside = tmp_path / "outside"
+    shutil.move(str(kb / ".explore-tree"), outside)
+    (kb / ".explore-tree").symlink_to(outside)
+    r = invoke("trail", "add", "--kind", "note", "--title", "x", "--json", cwd=kb)
+    assert r.code == 1 and "symbolic link" in r.json()["error"]["message"]
+    st = view(kb, "stats")
+    assert st["nodes"] == 0 and st["problems"] == 1
+    assert st["log_problems"][0]["path"] == ".explore-tree"

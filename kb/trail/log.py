@@ -76,10 +76,22 @@ class LogFile:
     mtime: int
 
 
+def symlinked(root: Path) -> str | None:
+    """``.explore-tree`` or ``.explore-tree/ops`` when it is a symbolic link (kb neither reads
+    nor writes through one: it could lead out of the work tree), else None."""
+    for rel in (LOG_DIR, OPS_DIR):
+        if (root / rel).is_symlink():
+            return rel
+    return None
+
+
 def list_files(root: Path) -> list[LogFile]:
-    """Every ``*.jsonl`` under ``<root>/.explore-tree/ops`` (one folder level), sorted by path."""
+    """Every ``*.jsonl`` under ``<root>/.explore-tree/ops`` (one folder level), sorted by path;
+    none when the folder is a symbolic link (see :func:`symlinked`)."""
     base = root / OPS_DIR
     out: list[LogFile] = []
+    if symlinked(root):
+        return out
     try:
         months = list(os.scandir(base))
     except (FileNotFoundError, NotADirectoryError):

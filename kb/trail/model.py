@@ -13,6 +13,7 @@ branches and machines without any coordination (DESIGN.md §9).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -191,7 +192,16 @@ def check_choice(value: str, allowed: tuple[str, ...], what: str) -> str:
     return value
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def clean(text: str | None) -> str:
+    """``text`` without control characters other than tab and newlines."""
+    return _CONTROL.sub("", text or "")
+
+
 def clip(text: str | None, limit: int) -> str:
-    """``text`` on one line of white space, cut to ``limit`` characters (… marks a cut)."""
-    t = " ".join((text or "").split())
+    """``text`` on one line of white space, without control characters, cut to ``limit``
+    characters (… marks a cut)."""
+    t = " ".join(clean(text).split())
     return t if len(t) <= limit else t[: limit - 1].rstrip() + "…"

@@ -41,7 +41,7 @@ from kb.trail import log as oplog
 from kb.trail.model import (DEFAULT_LEASE_SECONDS, EDGE_KINDS, KINDS, LEAF_ROOT_KINDS,
                             MAX_CHILDREN_PER_ADD, MAX_DIGEST, MAX_SUMMARY, MAX_TITLE,
                             PRIVILEGED_ROLES, STATUSES, Node, StaleRevision, TrailError,
-                            check_choice, clip)
+                            check_choice, clean, clip)
 from kb.trail.replay import Graph, _run, load
 
 OnWait = Callable[[str], None]
@@ -177,6 +177,10 @@ def record(kb: Any, op: str, build: Callable[[Ctx], None], *, actor: str | None 
         check_choice(role, PRIVILEGED_ROLES + ("agent",), "role")
     who = validate_owner(actor) if actor is not None else (
         as_actor or default_owner(k.top) or "unknown")
+    bad = oplog.symlinked(k.root)
+    if bad:
+        raise TrailError(f"{k.prefix}{bad} is a symbolic link; kb does not write through it "
+                         "— nothing was written", "INVALID")
     with Transaction(k, f"trail.{op}", no_commit=no_commit, on_wait=on_wait) as tx:
         g = load(k)
         now = clock.now()
@@ -222,7 +226,7 @@ def _summary(text: Any) -> str:
         return ""
     if not isinstance(text, str):
         raise UsageError("the summary must be text")
-    return text.strip()[:MAX_SUMMARY]
+    return clean(text).strip()[:MAX_SUMMARY]
 
 
 def _strings(values: Any, what: str) -> list[str]:

@@ -498,6 +498,10 @@ def _load(kb: Any, *, use_cache: bool = True, max_nodes: int = MAX_NODES) -> Gra
                 else None
     if g is None:
         g = replay_files(root, list(key))
+    bad = oplog.symlinked(root)
+    if bad and not any(p.path == bad for p in g.problems):
+        g.problems.append(LogProblem(bad, 0, "a symbolic link: kb does not read the log "
+                                             "through it"))
     g.files = key
     finish(g, max_nodes)
     if use_cache:

@@ -134,6 +134,6 @@ def format_view(v: dict[str, Any]) -> str:
         _tree_lines(v["tree"], 0, out)
     else:
         out = [str(v)]
-    if v.get("problems"):
-        out.append(f"({len(v['problems'])} log problem(s): kb trail check lists them)")
+    if v.get("log_problems"):
+        out.append(f"({len(v['log_problems'])} log problem(s): kb trail check lists them)")
     return "\n".join(out)

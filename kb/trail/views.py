@@ -448,7 +448,7 @@ def run_view(kb: Any, name: str, **params: Any) -> dict[str, Any]:
     """Load the KB's graph and compute view ``name`` (one of :data:`VIEWS`).
 
     ``params``: ``id`` (node/path/subtree/tree/brief), ``depth``, ``query``,
-    ``limit``, ``archived``, ``now``. Adds ``problems`` (torn or corrupt log
+    ``limit``, ``archived``, ``now``. Adds ``log_problems`` (torn or corrupt log
     entries, as dicts with path and line) when there are any. Raises
     UsageError for an unknown view, TrailError NOT_FOUND for an unknown id.
     """
@@ -460,5 +460,5 @@ def run_view(kb: Any, name: str, **params: Any) -> dict[str, Any]:
     g = load(kb if isinstance(kb, KnowledgeBase) else open_kb(Path(kb) if kb else None))
     out = _VIEW_FNS[name](g, params)
     if g.problems:
-        out["problems"] = [p.to_json() for p in g.problems]
+        out["log_problems"] = [p.to_json() for p in g.problems]
     return out
