@@ -320,6 +320,24 @@ def tree(nid: str | None, depth: int, as_json: bool, kb_path: str | None) -> int
     return _view("tree", as_json, kb_path, id=nid, depth=depth)
 
 
+@command.command("snapshot")
+@click.option("--focus", default=None, metavar="ID")
+@click.option("--limit", type=int, default=2000, show_default=True)
+@json_option
+@kb_option
+def snapshot(focus: str | None, limit: int, as_json: bool, kb_path: str | None) -> int:
+    """The live graph for a panel: recent nodes with their ancestors, edges, frontier, stats."""
+    from kb.trail.views import run_view
+
+    v = run_view(kb_path, "snapshot", id=focus, limit=limit)
+    if as_json:
+        emit_json(v)
+    else:
+        click.echo(f"{len(v['nodes'])} node(s), {len(v['edges'])} edge(s)"
+                   + (" (truncated)" if v["truncated"] else "") + f"; focus {v['focus']}")
+    return 0
+
+
 @command.command("check")
 @json_option
 @kb_option

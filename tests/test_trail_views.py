@@ -168,3 +168,18 @@ def test_max_nodes_archives_the_oldest_done_leaves(kb: Path) -> None:
     assert hidden_one["live"] is False  # still in history, reachable by id
     assert ok(kb, "node", "n0000000019")["live"] is True
     assert all(f["id"] != "n0000000000" or f["archived"] for f in ok(kb, "find", "leaf 0")["results"])
+
+
+def test_snapshot_for_a_panel(kb: Path, graph: dict[str, str]) -> None:
+    v = ok(kb, "snapshot")
+    assert len(v["nodes"]) == 12 and v["truncated"] is False
+    assert v["roots"] == [graph["goal"], graph["other"]]
+    assert {e["kind"] for e in v["edges"]} == {"contradicts", "supports"}
+    assert v["stats"]["nodes"] == 12 and "suggestions" in v["frontier"]
+    small = ok(kb, "snapshot", "--limit", "1", "--focus", graph["h2"])
+    # The newest node and its ancestors, so that the tree stays connected.
+    ids = [n["id"] for n in small["nodes"]]
+    assert small["truncated"] is True and small["focus"] == graph["h2"]
+    assert ids[0] in (graph["goal"], graph["other"]) and len(ids) <= 3
+    for n in small["nodes"]:
+        assert n["parent"] is None or n["parent"] in ids

@@ -405,6 +405,42 @@ def subtree(g: Graph, nid: str, depth: int = 6, now: int | None = None) -> dict[
     return {"view": "subtree", "node": d, "tree": t["roots"][0]}
 
 
+def snapshot(g: Graph, focus: str | None = None, limit: int = 2000,
+             now: int | None = None) -> dict[str, Any]:
+    """The whole live graph for a panel (the seed's ``/explore-tree/snapshot``): at most
+    ``limit`` nodes — the most recently updated, plus their ancestors so that the tree
+    stays connected — each a short dict with ``summary``, ``tags``, ``refs``,
+    ``digest``, ``updated_at`` and ``children`` (ids); the side edges between them;
+    ``roots``; ``focus`` (the given id, else the newest open topic or step);
+    ``truncated`` when nodes were left out; ``frontier``; ``stats``."""
+    if limit < 1:
+        raise UsageError("limit must be at least 1")
+    live = _live(g)
+    keep: set[str] = set()
+    for n in _recent(live):
+        if len(keep) >= limit:
+            break
+        keep.add(n.id)
+        keep.update(a.id for a in g.ancestors(n.id))
+    nodes = []
+    for n in sorted((g.nodes[i] for i in keep), key=lambda n: n.seq):
+        d = short(n, now)
+        d.update(summary=n.summary, tags=list(n.tags), refs=list(n.refs), digest=n.digest,
+                 updated_at=n.updated_at, updated_by=n.updated_by,
+                 children=[c for c in n.children if c in keep])
+        nodes.append(d)
+    if focus:
+        fid: str | None = _need(g, focus).id
+    else:
+        f = next(iter(_recent([n for n in live if n.kind in ("topic", "step")
+                                and n.status in ("open", "active")])), None)
+        fid = f.id if f else None
+    return {"view": "snapshot", "nodes": nodes,
+            "edges": [e.to_json() for e in g.edges if e.src in keep and e.dst in keep],
+            "roots": [r for r in g.roots if r in keep], "focus": fid,
+            "truncated": len(keep) < len(live), "frontier": frontier(g, now), "stats": stats(g)}
+
+
 def handoff_package(g: Graph, t: Node) -> str:
     """The text of a handoff package for ``t``: digest, open leaves, recent key nodes, conflicts."""
     lines = [f"Digest: {t.digest or '-'}"]
@@ -441,11 +477,12 @@ _VIEW_FNS: dict[str, Callable[..., dict[str, Any]]] = {
     "tree": lambda g, p: tree(g, p.get("id"), int(p["depth"]) if p.get("depth") is not None else 3),
     "subtree": lambda g, p: subtree(g, p.get("id"),
                                     int(p["depth"]) if p.get("depth") is not None else 6),
+    "snapshot": lambda g, p: snapshot(g, p.get("id"), int(p.get("limit") or 2000), p.get("now")),
 }
 
 
 def run_view(kb: Any, name: str, **params: Any) -> dict[str, Any]:
-    """Load the KB's graph and compute view ``name`` (one of :data:`VIEWS`).
+    """Load the KB's graph and compute view ``name`` (one of :data:`VIEWS`, or ``snapshot``).
 
     ``params``: ``id`` (node/path/subtree/tree/brief), ``depth``, ``query``,
     ``limit``, ``archived``, ``now``. Adds ``log_problems`` (torn or corrupt log
