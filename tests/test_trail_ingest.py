@@ -194,3 +194,20 @@ def test_mmr_prefers_a_different_thought_over_a_similar_one() -> None:
     assert titles == ["Maybe the cache key includes the tool order list.",
                       "Maybe the timestamp in the system prompt changes.",
                       "Maybe the region header differs per request."]
+
+
+def test_ingest_no_commit_and_two_branches_converge(kb: Path) -> None:
+    head = git(kb, "rev-parse", "HEAD")
+    res = ok(kb, "ingest", str(FIX / "events_zh.jsonl"), "--no-commit")
+    assert res["commit"] is None and git(kb, "rev-parse", "HEAD") == head
+    assert git(kb, "status", "--porcelain", "-uall") == f"?? {res['paths'][0]}"
+    git(kb, "add", "-A")
+    git(kb, "commit", "-q", "-m", "ingest by hand")
+    # The same transcript ingested on another branch gives the same node ids (fingerprints):
+    # after the merge every node exists once and counts two hits.
+    git(kb, "checkout", "-q", "-b", "other", head)
+    other = ok(kb, "ingest", str(FIX / "events_zh.jsonl"))
+    assert other["ids"] == res["ids"]
+    git(kb, "merge", "-q", "--no-edit", "main")
+    st = ok(kb, "stats")
+    assert st["nodes"] == res["added"] and st["duplicates"]["nodes_hit_again"] == res["added"]

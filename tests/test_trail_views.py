@@ -183,3 +183,19 @@ def test_snapshot_for_a_panel(kb: Path, graph: dict[str, str]) -> None:
     assert ids[0] in (graph["goal"], graph["other"]) and len(ids) <= 3
     for n in small["nodes"]:
         assert n["parent"] is None or n["parent"] in ids
+
+
+def test_every_view_has_a_text_form(kb: Path, graph: dict[str, str]) -> None:
+    outs = {v: text(kb, *args) for v, args in {
+        "overview": ["overview"], "trunk": ["trunk"], "brief": ["brief"],
+        "frontier": ["frontier"], "stats": ["stats"], "find": ["find", "prefix"],
+        "node": ["node", graph["h2"]], "path": ["path", graph["e1"]], "tree": ["tree"],
+        "subtree": ["subtree", graph["t1"]]}.items()}
+    assert outs["stats"].startswith("nodes 12 ")
+    assert "verify " in outs["frontier"] and "Avoid:" in outs["frontier"]
+    assert outs["brief"].startswith("Goal: Speed up the index")
+    assert "version 1" in outs["node"] and "← supports" in outs["node"]
+    assert outs["path"].splitlines()[-1].strip().startswith(f"○ {graph['e1']} evidence:")
+    assert f"topic {graph['t1']} Prefix stability" in outs["trunk"]
+    for name, out in outs.items():
+        assert out.strip(), name
