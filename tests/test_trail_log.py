@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git, invoke, kb_script, tree_snapshot
+from conftest import git, invoke, kb_script, source_env, tree_snapshot
 
 
 @pytest.fixture
@@ -143,7 +143,7 @@ def test_concurrent_writers_on_one_machine_serialise(trail_kb: Path) -> None:
     g = add(trail_kb, "--kind", "goal", "--title", "g")["ids"][0]
     exe = kb_script()
     procs = [subprocess.Popen([exe, "trail", "add", "--kind", "question", "--title", f"q{i}",
-                               "--parent", g, "--json"], cwd=trail_kb, stdout=subprocess.PIPE,
+                               "--parent", g, "--json"], cwd=trail_kb, env=source_env(), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE) for i in range(4)]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0, 0], [o[1] for o in outs]
