@@ -109,7 +109,8 @@ def render(g: Graph) -> str:
         if any(f"  {a}(" in ln or f"  {a}[" in ln for ln in lines) and \
                 any(f"  {b}(" in ln or f"  {b}[" in ln for ln in lines):
             lines.append(f"  {a} -. contradicts .- {b}")
-    lines += ["  classDef done fill:#e6f4ea", "  classDef abandoned fill:#eeeeee",
+    lines += ["  classDef open fill:#ffffff", "  classDef done fill:#e6f4ea",
+              "  classDef abandoned fill:#eeeeee",
               "  classDef active fill:#fff4d6", "```", ""]
     for goal, topics in trunk:
         title = f"Goal: {md(goal.title)}" if goal.kind == "goal" else "Topics without a goal"
