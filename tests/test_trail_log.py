@@ -130,7 +130,7 @@ def test_a_refused_write_changes_nothing(trail_kb: Path) -> None:
     head = git(trail_kb, "rev-parse", "HEAD")
     r = invoke("trail", "add", "--kind", "question", "--title", "q", "--parent", "nffffffffff",
                "--json", cwd=trail_kb)
-    assert r.code == 1 and r.json()["error"]["kind"] == "refused"
+    assert r.code == 1 and r.json()["error"]["kind"] == "not_found"
     r = invoke("trail", "add", "--kind", "idea", "--title", "q", "--json", cwd=trail_kb)
     assert r.code == 2 and "accepted: goal topic" in r.json()["error"]["message"]
     after = tree_snapshot(trail_kb, skip_git=True)

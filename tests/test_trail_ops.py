@@ -93,7 +93,8 @@ def test_leases_scope_and_epochs(kb: Path, monkeypatch: pytest.MonkeyPatch) -> N
     ok(kb, "add", "--kind", "question", "--title", "q", "--parent", other, "--actor", "boss",
        "--role", "lead")
     # Another owner cannot claim a live lease; a lead can steal it.
-    assert "leased to agent-a" in fail(kb, 1, "assign", t, "--owner", "agent-b")["message"]
+    err = fail(kb, 1, "assign", t, "--owner", "agent-b")
+    assert "leased to agent-a" in err["message"] and err["kind"] == "locked"
     assert "lead or curator" in fail(kb, 1, "assign", t, "--owner", "agent-b", "--steal")["message"]
     # Time passes: the lease expired.
     monkeypatch.setenv("KB_NOW", "2026-12-01T11:00:00Z")
@@ -201,4 +202,4 @@ def test_set_and_link_validate(kb: Path) -> None:
     assert "itself" in fail(kb, 1, "link", a, a, "--kind", "related")["message"]
     r = ok(kb, "set", a, "--tags", "x,y", "--refs", "E004,q1")
     assert r["nodes"][0]["tags"] == ["x", "y"] and r["nodes"][0]["refs"] == ["E004", "q1"]
-    assert fail(kb, 1, "node", "nzzzzzzzzzz")["kind"] == "refused"
+    assert fail(kb, 1, "node", "nzzzzzzzzzz")["kind"] == "not_found"

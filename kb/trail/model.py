@@ -158,23 +158,24 @@ class LogProblem:
 class TrailError(RefusedError):
     """A trail write was refused; nothing was written (exit 1).
 
-    ``kind`` is the JSON error kind; ``code`` the seed's word
-    (``OUT_OF_SCOPE``, ``LEASE_EXPIRED``, ``NOT_FOUND``, …) and ``details``
-    extra data for ``--json``.
+    ``code`` is the seed's word (``OUT_OF_SCOPE``, ``LEASE_EXPIRED``,
+    ``NOT_FOUND``, ``LEASED``, …), ``kind`` the JSON error kind it maps to
+    (:data:`KINDS`), ``details`` extra data for the tools.
     """
 
     kind = "refused"
+    #: The JSON error kind of a code (kb's error vocabulary); others are ``refused``.
+    KINDS = {"NOT_FOUND": "not_found", "LEASED": "locked", "STALE_REVISION": "stale"}
 
     def __init__(self, message: str, code: str = "REFUSED", **details: Any) -> None:
         super().__init__(message)
         self.code = code
+        self.kind = self.KINDS.get(code, "refused")
         self.details = details
 
 
 class StaleRevision(TrailError):
     """``--expect-version`` no longer matches (error kind ``stale``, exit 1)."""
-
-    kind = "stale"
 
     def __init__(self, node: Node, expected: int) -> None:
         super().__init__(
