@@ -352,8 +352,10 @@ def plan(tr: Transcript) -> tuple[list[Planned], dict[str, Any]]:
 
 def ingest(kb: Any, transcript: str | Path, *, no_commit: bool = False, on_wait: Any = None,
            actor: str = "extractor") -> dict[str, Any]:
-    """Ingest a transcript as one recording; returns ``{"added", "hits", "ids", "commit",
-    "paths", "problems", "report"}``.
+    """Ingest a transcript as one recording; returns a write result (``op`` ``trail.ingest``,
+    ``id``, ``ids``, ``paths``, ``blobs``, ``commit``, ``changes``, ``recovered``) plus
+    ``added``, ``hits``, ``problems`` (skipped transcript lines, with path and line) and
+    ``report`` (per turn: the chosen thoughts with kind and score, the folded count).
 
     ``added`` counts new nodes, ``hits`` the nodes seen again (their ``hits``
     grows); nothing new and nothing seen again records nothing. Raises
@@ -395,7 +397,10 @@ def ingest(kb: Any, transcript: str | Path, *, no_commit: bool = False, on_wait:
         result.update(added=added, hits=len(hits), ids=list(ctx.ids))
 
     res = record(kb, "ingest", build, as_actor=actor, no_commit=no_commit, on_wait=on_wait)
-    return {"added": result.get("added", 0), "hits": result.get("hits", 0),
-            "ids": result.get("ids", []), "commit": res.commit, "paths": res.paths,
-            "problems": [p.to_json() for p in tr.problems], "report": report,
-            "recovered": res.recovered}
+    out = res.to_json()
+    del out["nodes"]  # up to hundreds: `kb trail node` shows them
+    out["changes"] = [f"added {result.get('added', 0)} node(s); "
+                      f"{result.get('hits', 0)} seen again"]
+    out.update(added=result.get("added", 0), hits=result.get("hits", 0),
+               problems=[p.to_json() for p in tr.problems], report=report)
+    return out

@@ -49,15 +49,16 @@ OnWait = Callable[[str], None]
 
 @dataclass
 class RecordResult:
-    """What a recording did.
+    """What a recording did (the shape of every kb write result, plus ``nodes``).
 
-    ``op`` the operation (``add``); ``ids`` the node ids it created or
-    changed (first: the main one); ``nodes`` those nodes after the write
-    (``Node.to_json`` dicts); ``changes`` one line per change for people;
-    ``commit`` the commit id (None with ``no_commit`` or when nothing was
-    recorded); ``paths`` the repository paths written (the one log file);
-    ``batch`` the recording's batch id; ``recovered`` paths an interrupted
-    earlier kb write left that were rolled back first.
+    ``op`` the ``Kb-Op`` value (``trail.add``); ``ids`` the node ids it
+    created or changed (first: the main one, also ``id``); ``nodes`` those
+    nodes after the write (``Node.to_json`` dicts); ``changes`` one line per
+    change for people; ``commit`` the commit id (None with ``no_commit`` or
+    when nothing was recorded); ``paths`` the repository paths written (the one
+    log file); ``blobs`` path -> git blob id; ``batch`` the recording's batch
+    id; ``recovered`` paths an interrupted earlier kb write left that were
+    rolled back first.
     """
 
     op: str
@@ -66,13 +67,15 @@ class RecordResult:
     changes: list[str]
     commit: str | None = None
     paths: list[str] = field(default_factory=list)
+    blobs: dict[str, str] = field(default_factory=dict)
     batch: str | None = None
     recovered: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"op": self.op, "ids": self.ids, "nodes": self.nodes, "changes": self.changes,
-                "commit": self.commit, "paths": self.paths, "batch": self.batch,
-                **({"recovered": self.recovered} if self.recovered else {})}
+        return {"op": self.op, "id": self.ids[0] if self.ids else None, "ids": self.ids,
+                "nodes": self.nodes, "changes": self.changes, "commit": self.commit,
+                "paths": self.paths, "blobs": self.blobs, "batch": self.batch,
+                "recovered": self.recovered}
 
 
 @dataclass
@@ -207,8 +210,10 @@ def record(kb: Any, op: str, build: Callable[[Ctx], None], *, actor: str | None 
             tx.summary = f"trail {op}: {ctx.summary}" if ctx.summary else f"trail {op}"
     res = tx.result
     nodes = [g.nodes[i].to_json() for i in ctx.ids if i in g.nodes]
-    return RecordResult(op=op, ids=list(ctx.ids), nodes=nodes, changes=ctx.changes,
-                        commit=res.commit if res else None, paths=res.paths if res else [],
+    paths = res.paths if res else []
+    blobs = {p: tx.blob_id(data) for p in paths} if batch else {}
+    return RecordResult(op=f"trail.{op}", ids=list(ctx.ids), nodes=nodes, changes=ctx.changes,
+                        commit=res.commit if res else None, paths=paths, blobs=blobs,
                         batch=batch, recovered=tx.recovered)
 
 

@@ -145,7 +145,9 @@ def _iso(epoch: int) -> str:
 def render_kb(kb: Any, *, no_commit: bool = False, on_wait: Any = None) -> dict[str, Any]:
     """Write TRAIL.md at the KB root (one commit ``trail.render``, or left uncommitted).
 
-    Returns ``{"path", "changed", "commit"}``; an up-to-date file is not rewritten.
+    Returns a write result (``op`` ``trail.render``, ``id`` None, ``ids``, ``paths``,
+    ``blobs``, ``commit``, ``changes``, ``recovered``) plus ``path`` and ``changed``;
+    an up-to-date file is not rewritten.
     """
     from kb.ops.transaction import Transaction
     from kb.ops.tree import resolve_kb
@@ -159,8 +161,12 @@ def render_kb(kb: Any, *, no_commit: bool = False, on_wait: Any = None) -> dict[
         if changed:
             tx.write(TRAIL_FILE, text)
     res = tx.result
-    return {"path": k.prefix + TRAIL_FILE, "changed": changed,
-            "commit": res.commit if res else None, "recovered": tx.recovered}
+    paths = res.paths if res else []
+    return {"op": "trail.render", "id": None, "ids": [], "paths": paths,
+            "blobs": {p: tx.blob_id(text) for p in paths},
+            "commit": res.commit if res else None,
+            "changes": [f"wrote {k.prefix}{TRAIL_FILE}"] if changed else [],
+            "recovered": tx.recovered, "path": k.prefix + TRAIL_FILE, "changed": changed}
 
 
 def is_stale(g: Graph, have: bytes | None) -> int | None:
