@@ -111,6 +111,20 @@ def _error(action: Any, exc: KbError) -> dict[str, Any]:
     return {"ok": False, "action": action, "error": err}
 
 
+def view_action(action: str = "overview", *, id: str | None = None, depth: int | None = None,
+                query: str | None = None, limit: int | None = None, archived: bool = False,
+                kb: Any = None) -> dict[str, Any]:
+    """:func:`explore_tree` that raises: ``{"ok": true, "action", "text", "data"}``, or a
+    :class:`kb.errors.KbError` (what the MCP server turns into a tool error)."""
+    from kb.trail.text import format_view
+    from kb.trail.views import run_view
+
+    if action not in VIEW_ACTIONS:
+        raise UsageError(f"unknown action {action!r}; accepted: {' '.join(VIEW_ACTIONS)}")
+    data = run_view(kb, action, id=id, depth=depth, query=query, limit=limit, archived=archived)
+    return {"ok": True, "action": action, "text": format_view(data), "data": data}
+
+
 def explore_tree(action: str = "overview", *, id: str | None = None, depth: int | None = None,
                  query: str | None = None, limit: int | None = None, archived: bool = False,
                  view: str | None = None, kb: Any = None) -> dict[str, Any]:
@@ -118,17 +132,58 @@ def explore_tree(action: str = "overview", *, id: str | None = None, depth: int 
 
     ``view`` is accepted as another name of ``action``.
     """
-    from kb.trail.text import format_view
-    from kb.trail.views import run_view
-
     name = view or action or "overview"
     try:
-        if name not in VIEW_ACTIONS:
-            raise UsageError(f"unknown action {name!r}; accepted: {' '.join(VIEW_ACTIONS)}")
-        data = run_view(kb, name, id=id, depth=depth, query=query, limit=limit, archived=archived)
+        return view_action(name, id=id, depth=depth, query=query, limit=limit,
+                           archived=archived, kb=kb)
     except KbError as exc:
         return _error(name, exc)
-    return {"ok": True, "action": name, "text": format_view(data), "data": data}
+
+
+def record_action(action: str, *, kb: Any = None, **params: Any) -> dict[str, Any]:
+    """:func:`explore_tree_record` that raises a :class:`kb.errors.KbError` when refused."""
+    from kb.trail import ops
+
+    unknown = sorted(set(params) - set(EXPLORE_TREE_RECORD_SCHEMA["properties"]))
+    if unknown:
+        raise UsageError(f"unknown parameter(s) {', '.join(unknown)} for explore_tree_record")
+    if action not in RECORD_ACTIONS:
+        raise UsageError(f"unknown action {action!r}; accepted: {' '.join(RECORD_ACTIONS)}")
+    p = {k: v for k, v in params.items() if v is not None}
+    kw = {"actor": p.pop("actor", None), "role": p.pop("role", None),
+          "expect_version": p.pop("expectedRevision", None)}
+    nid = str(p.get("id") or "")
+    lease = int(p.get("leaseMinutes") or 30) * 60
+    if action == "add":
+        res = ops.add(kb, kind=p.get("kind") or "", title=p.get("title") or "",
+                      summary=p.get("summary"), parent=p.get("parentId"),
+                      status=p.get("status") or "open", tags=p.get("tags"), refs=p.get("refs"),
+                      children=p.get("children"), **kw)
+    elif action == "link":
+        res = ops.link(kb, p.get("from") or "", p.get("to") or "", p.get("edgeKind") or "",
+                       p.get("note"), **kw)
+    elif action == "set":
+        res = ops.set_fields(kb, nid, status=p.get("status"), title=p.get("title"),
+                             summary=p.get("summary"), tags=p.get("tags"), refs=p.get("refs"),
+                             **kw)
+    elif action == "move":
+        res = ops.move(kb, nid, p.get("parentId"), **kw)
+    elif action == "merge":
+        res = ops.merge(kb, nid, p.get("into") or "", **kw)
+    elif action == "promote":
+        res = ops.promote(kb, nid, **kw)
+    elif action == "archive":
+        res = ops.archive(kb, nid, unarchive=bool(p.get("unarchive")), **kw)
+    elif action == "digest":
+        res = ops.digest(kb, nid, p.get("text"), auto=bool(p.get("auto")), **kw)
+    elif action == "rollback":
+        res = ops.rollback(kb, nid, int(p.get("version") or 0), **kw)
+    elif action == "assign":
+        res = ops.assign(kb, nid, p.get("owner"), renew=bool(p.get("renew")),
+                         steal=bool(p.get("steal")), lease_seconds=lease, **kw)
+    else:  # handoff
+        res = ops.handoff(kb, nid, p.get("toActor") or "", lease_seconds=lease, **kw)
+    return {"ok": True, "action": action, "text": "\n".join(res.changes), "data": res.to_json()}
 
 
 def explore_tree_record(action: str, *, kb: Any = None, **params: Any) -> dict[str, Any]:
@@ -137,54 +192,12 @@ def explore_tree_record(action: str, *, kb: Any = None, **params: Any) -> dict[s
     ``params`` are the seed's names (:data:`EXPLORE_TREE_RECORD_SCHEMA`);
     unknown names are refused (``USAGE``).
     """
-    from kb.trail import ops
-
     try:
-        unknown = sorted(set(params) - set(EXPLORE_TREE_RECORD_SCHEMA["properties"]))
-        if unknown:
-            raise UsageError(f"unknown parameter(s) {', '.join(unknown)} for explore_tree_record")
-        if action not in RECORD_ACTIONS:
-            raise UsageError(f"unknown action {action!r}; accepted: {' '.join(RECORD_ACTIONS)}")
-        p = dict(params)
-        kw = {"actor": p.pop("actor", None), "role": p.pop("role", None),
-              "expect_version": p.pop("expectedRevision", None)}
-        nid = str(p.get("id") or "")
-        if action == "add":
-            res = ops.add(kb, kind=p.get("kind") or "", title=p.get("title") or "",
-                          summary=p.get("summary"), parent=p.get("parentId"),
-                          status=p.get("status") or "open", tags=p.get("tags"), refs=p.get("refs"),
-                          children=p.get("children"), **kw)
-        elif action == "link":
-            res = ops.link(kb, p.get("from") or "", p.get("to") or "", p.get("edgeKind") or "",
-                           p.get("note"), **kw)
-        elif action == "set":
-            res = ops.set_fields(kb, nid, status=p.get("status"), title=p.get("title"),
-                                 summary=p.get("summary"), tags=p.get("tags"), refs=p.get("refs"),
-                                 **kw)
-        elif action == "move":
-            res = ops.move(kb, nid, p.get("parentId"), **kw)
-        elif action == "merge":
-            res = ops.merge(kb, nid, p.get("into") or "", **kw)
-        elif action == "promote":
-            res = ops.promote(kb, nid, **kw)
-        elif action == "archive":
-            res = ops.archive(kb, nid, unarchive=bool(p.get("unarchive")), **kw)
-        elif action == "digest":
-            res = ops.digest(kb, nid, p.get("text"), auto=bool(p.get("auto")), **kw)
-        elif action == "rollback":
-            res = ops.rollback(kb, nid, int(p.get("version") or 0), **kw)
-        elif action == "assign":
-            res = ops.assign(kb, nid, p.get("owner"), renew=bool(p.get("renew")),
-                             steal=bool(p.get("steal")),
-                             lease_seconds=int(p.get("leaseMinutes") or 30) * 60, **kw)
-        else:  # handoff
-            res = ops.handoff(kb, nid, p.get("toActor") or "",
-                              lease_seconds=int(p.get("leaseMinutes") or 30) * 60, **kw)
+        return record_action(action, kb=kb, **params)
     except KbError as exc:
         return _error(action, exc)
-    return {"ok": True, "action": action, "text": "\n".join(res.changes), "data": res.to_json()}
 
 
-__all__ = ["explore_tree", "explore_tree_record", "EXPLORE_TREE_SCHEMA",
-           "EXPLORE_TREE_RECORD_SCHEMA", "EXPLORE_TREE_DESCRIPTION",
+__all__ = ["explore_tree", "explore_tree_record", "view_action", "record_action",
+           "EXPLORE_TREE_SCHEMA", "EXPLORE_TREE_RECORD_SCHEMA", "EXPLORE_TREE_DESCRIPTION",
            "EXPLORE_TREE_RECORD_DESCRIPTION", "VIEW_ACTIONS", "RECORD_ACTIONS"]
