@@ -211,3 +211,18 @@ def test_ingest_no_commit_and_two_branches_converge(kb: Path) -> None:
     git(kb, "merge", "-q", "--no-edit", "main")
     st = ok(kb, "stats")
     assert st["nodes"] == res["added"] and st["duplicates"]["nodes_hit_again"] == res["added"]
+
+
+def test_a_transcript_without_reasoning_uses_the_assistants_narration(kb: Path) -> None:
+    ok(kb, "ingest", str(FIX / "claude_no_thinking.jsonl"))
+    goal = ok(kb, "overview")["goal"]
+    assert goal["title"] == "Make the nightly build green again."
+    (step,) = ok(kb, "node", goal["id"])["children"]
+    assert kinds_titles(kb, step["id"]) == [
+        ("decision", "I'll look at the failing job first.", "done"),
+        ("evidence", "The log shows test_read times out after 30 s.", "done"),
+        ("hypothesis", "Maybe the fixture server never starts on the runner.", "open"),
+        ("conclusion", "The root cause is the port the fixture hard-codes, so the fix is to "
+                       "bind port 0.", "done"),
+        ("action", "tool calls ×1 (Bash)", "done"),
+    ]

@@ -24,7 +24,8 @@ Two input formats, detected per file:
 What becomes what (seed §4): the first real user message is the ``goal``
 (first sentence as title); each turn a ``step`` under it ("Turn N: intent");
 the turn's reasoning is cut into sentences and classified
-(:mod:`kb.trail.classify`) — the chosen thoughts (≤ 10) hang under the step,
+(:mod:`kb.trail.classify`; a turn without reasoning blocks uses the assistant's
+texts before its final answer) — the chosen thoughts (≤ 10) hang under the step,
 the rest is folded into the step's summary as "process notes ×N"; one
 aggregated ``action`` per turn ("tool calls ×N (read, grep…)"); a
 ``dead_end`` for each failed tool call; an ``artifact`` for each file a
@@ -296,16 +297,19 @@ def plan(tr: Transcript) -> tuple[list[Planned], dict[str, Any]]:
     for t in tr.turns:
         step_fp = fingerprint("step", tr.session, str(t.index))
         thoughts: list[Thought] = []
-        for block in t.reasoning:
-            thoughts.extend(split_thoughts(block, start=len(thoughts) * 1000))
+        # Without reasoning blocks (many transcripts have none), the assistant's texts
+        # before its final answer narrate the work: they are cut and classified instead.
+        source = t.reasoning or t.answers[:-1]
+        for b, block in enumerate(source):
+            thoughts.extend(split_thoughts(block, start=b * 1_000_000))
         chosen, notes = select(thoughts)
         if not any(c.kind == "conclusion" for c in chosen) and t.answers:
             concl = [c for c in split_thoughts(t.answers[-1]) if c.kind == "conclusion"]
             if concl:
                 chosen.append(concl[-1])
         summary = []
-        if t.reasoning:
-            summary.append("Reasoning: " + clip(" ".join(t.reasoning), MAX_REASONING_CHARS))
+        if source:
+            summary.append("Reasoning: " + clip(" ".join(source), MAX_REASONING_CHARS))
         if notes:
             summary.append(f"Process notes ×{len(notes)}: "
                            + " / ".join(clip(n.text, 80) for n in notes[:5]))
