@@ -535,6 +535,13 @@ CASES: list[Case] = [
 ]
 
 
+# The exploration graph (issue 15): views on 5,000 nodes, a cold 50,000-op replay.
+sys.path.insert(0, str(HERE))
+from trail_cases import cases as _trail_cases  # noqa: E402
+
+CASES[-1:-1] = _trail_cases(Case, T)
+
+
 # ---------------------------------------------------------------------------
 # Measuring
 

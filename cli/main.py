@@ -42,6 +42,7 @@ COMMANDS: dict[str, str] = {
     "schema": "schema",
     "prime": "prime",
     "mcp": "mcp",
+    "trail": "trail",
 }
 
 
