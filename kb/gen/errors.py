@@ -1,0 +1,17 @@
+"""Errors of the generation loop."""
+
+from __future__ import annotations
+
+from kb.errors import RefusedError
+
+
+class GenError(RefusedError):
+    """A submission or command was refused (exit 1); nothing in the sandbox changed.
+
+    ``problems`` lists every finding as ``file: $.json.path: what is wrong``.
+    """
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        full = message if not problems else message + "\n" + "\n".join(f"  {p}" for p in problems)
+        super().__init__(full)
+        self.problems = list(problems or [])
