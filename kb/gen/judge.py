@@ -62,11 +62,11 @@ def apply(sb: Sandbox, path: Path, raw: Any, m: Any, reason: str | None = None) 
         gates = list(v.gate_failures)
         dup = v.duplicate_of
         if scores["novelty"] <= 1:
-            gates.append(f"novelty<=1: {ev.novelty_assessment if ev else 'no evaluation'}")
+            _gate(gates, "novelty<=1", f": {ev.novelty_assessment if ev else 'no evaluation'}")
         if scores["testability"] <= 1:
-            gates.append("testability<=1: not falsifiable as stated")
+            _gate(gates, "testability<=1", ": not falsifiable as stated")
         if dup in pool_hids:
-            gates.append(f"duplicate of pool hypothesis {dup}")
+            _gate(gates, f"duplicate of pool hypothesis {dup}")
         elif dup is None:
             for p in pool:
                 sim = rules.jaccard(cands[v.hid].statement, p["statement"])
@@ -91,6 +91,12 @@ def apply(sb: Sandbox, path: Path, raw: Any, m: Any, reason: str | None = None) 
                                f"{str(keep).lower()} ({why})")
         o["keep"] = keep
     return _advance(sb, raw, out, corrections, cands, evals, scout, check)
+
+
+def _gate(gates: list[str], name: str, detail: str = "") -> None:
+    """Record gate ``name`` unless the Judge already recorded it (same prefix)."""
+    if not any(g.strip().startswith(name) for g in gates):
+        gates.append(name + detail)
 
 
 def _check_coverage(path: Path, m: Any, cands: dict[str, Any], pool_hids: set[str]) -> None:
