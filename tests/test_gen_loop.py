@@ -134,6 +134,10 @@ def test_full_loop_to_saturation_then_adopt(lit, tree_kb: Path, tmp_path: Path):
     assert "## 1. Sleep-timed review sessions" in text and "Elo 1214.53" in text
     assert "[E1: Spacing Effects in Motor Skill Consolidation (s2, a1b2" in text
     assert "| 3 | 3 | 0 | 2 | - |" in text and "## Best open gaps" in text
+    open_gaps = text.split("## Best open gaps")[1].split("##")[0]
+    assert "- difficulty thresholds for interleaving unmapped (round 2, r2h3)" in open_gaps
+    assert "surgical" not in open_gaps  # backed only by the fabricated snippet
+    assert "sleep-timed scheduling" not in open_gaps  # filled by r2h1
 
     # -- adopt: a normal hyp add commit that kb verify passes --------------------------------
     ok("hyp", "add", "Practice schedules shape motor retention", cwd=tree_kb)

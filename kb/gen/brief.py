@@ -59,7 +59,7 @@ def brief(sb: Sandbox, role: str) -> dict[str, Any]:
         "stopped": st["stopped"], "question": run["question"],
         "task": TASKS[r].format(gen_n=run["gen_n"], round=n),
         "pool": [{"hid": p["hid"], "statement": p["statement"], "total": p["total"]} for p in st["pool"]],
-        "gaps": [g["claim"] for g in st["gaps"]],
+        "gaps": [g["claim"] for g in st["gaps"] if not g.get("filled_by")],
     }
     rd = sb.round_dir()
     if r == "generator":

@@ -162,13 +162,18 @@ def _advance(sb: Sandbox, raw: Any, out: list[dict[str, Any]], corrections: list
         item["evidence"] = {k: dict(evidence[k], check=check.get(k)) for k in sorted(used) if k in evidence}
         kept.append(item)
     st["pool"].extend(kept)
+    # A gap joins only when a checked snippet backs it (the evidence gate); the gap of a
+    # kept hypothesis is the one it fills, so it is recorded as filled, not open.
     known = {rules.normalise_ws(g["claim"]).lower() for g in st["gaps"]}
+    kept_hids = {k["hid"] for k in kept}
     for ev in scout.evaluations:
         for p in ev.gap:
             norm = rules.normalise_ws(p.claim).lower()
-            if norm and norm not in known:
-                known.add(norm)
-                st["gaps"].append({"claim": p.claim, "cites": list(p.cites), "hid": ev.hid, "round": n})
+            if not norm or norm in known or not any(check.get(k) in ("verified", "web") for k in p.cites):
+                continue
+            known.add(norm)
+            st["gaps"].append({"claim": p.claim, "cites": list(p.cites), "hid": ev.hid, "round": n,
+                               "filled_by": ev.hid if ev.hid in kept_hids else None})
     st["dry"] = 0 if kept else st["dry"] + 1
     best = max(kept, key=lambda k: k["total"], default=None)
     top = f"{best['statement']} [{best['total']:g}]" if best else "-"

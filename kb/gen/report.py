@@ -29,6 +29,11 @@ def _cites(keys: list[str], evidence: dict[str, Any]) -> str:
     return " ".join(out)
 
 
+def open_gaps(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """Gaps the LiteratureScout found and no kept hypothesis fills, most recent first."""
+    return [g for g in reversed(state["gaps"]) if g.get("hid") and not g.get("filled_by")]
+
+
 def ranked(sb: Sandbox) -> list[dict[str, Any]]:
     """The pool, best first: total, then Elo (when rated), then hid."""
     ratings = load_elo(sb)["ratings"]
@@ -67,7 +72,7 @@ def render(sb: Sandbox) -> str:
     for t in st["trajectory"]:
         lines.append(f"| {t['round']} | {t['generated']} | {t['kept_new']} | {t['pool_size']} | "
                      f"{t['top_kept'].replace('|', '/')} |")
-    gaps = [g for g in reversed(st["gaps"]) if g.get("hid")][:MAX_GAPS]
+    gaps = open_gaps(st)[:MAX_GAPS]
     lines += ["", "## Best open gaps", ""] + ([f"- {g['claim']} (round {g['round']}, {g['hid']})"
                                               for g in gaps] or ["- (none recorded)"])
     if elo["matches"]:
