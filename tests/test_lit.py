@@ -121,7 +121,8 @@ def test_500_storm_cli_prints_error_and_fallback(lit, tmp_path):
                "--cache-dir", str(tmp_path / "c"))
     assert r.code == 1
     data = r.json()
-    assert data["error"]["kind"] == "LitUnavailable" and data["error"]["exit_code"] == 1
+    assert data["error"]["kind"] == "refused" and data["error"]["exit_code"] == 1
+    assert "failed 4 times; last: HTTP 502" in data["error"]["message"]
     assert "web tools" in data["fallback"]
     assert "fallback" in r.stderr
 

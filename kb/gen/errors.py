@@ -11,6 +11,8 @@ class GenError(RefusedError):
     ``problems`` lists every finding as ``file: $.json.path: what is wrong``.
     """
 
+    kind = "refused"
+
     def __init__(self, message: str, problems: list[str] | None = None) -> None:
         full = message if not problems else message + "\n" + "\n".join(f"  {p}" for p in problems)
         super().__init__(full)

@@ -109,9 +109,10 @@ def status(sandbox: str | Path | Sandbox | None = None) -> dict[str, Any]:
 # -- submit ----------------------------------------------------------------------------
 
 
-def submit(sandbox: str | Path | Sandbox | None, kind: str, path: str | Path,
-           reason: str | None = None) -> dict[str, Any]:
-    """Validate ``path`` as the round's ``kind`` (candidates | litscout | verdict) and advance.
+def submit(sandbox: str | Path | Sandbox | None, kind: str, path: str | Path | None = None,
+           reason: str | None = None, *, data: Any = None) -> dict[str, Any]:
+    """Validate ``path`` (or ``data``: JSON text or a parsed value, e.g. from an MCP
+    client) as the round's ``kind`` (candidates | litscout | verdict) and advance.
 
     ``reason`` explains fewer candidates than gen_n. Returns what kb decided
     (see the ``_candidates`` / ``_litscout`` / ``_verdict`` results).
@@ -127,8 +128,10 @@ def submit(sandbox: str | Path | Sandbox | None, kind: str, path: str | Path,
                        "`kb gen report` writes the ranked report")
     if kind != st["step"]:
         raise GenError(f"round {st['round']} expects {st['step']} next, not {kind}")
-    p = Path(path)
-    raw, model = load(kind, p)
+    if (path is None) == (data is None):
+        raise UsageError("submit needs a file or data (one of them)")
+    p = Path(path) if path is not None else Path(f"<{kind} data>")
+    raw, model = load(kind, p, data)
     if model.round != sb.round:
         raise GenError(f"{p}: $.round: is {model.round}, but the current round is {sb.round}")
     handler = {"candidates": _candidates, "litscout": _litscout, "verdict": _verdict}[kind]

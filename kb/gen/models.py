@@ -140,23 +140,27 @@ def json_path(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def load(kind: str, path: Path) -> tuple[Any, _Model]:
-    """Read ``path`` as JSON and validate it as ``kind``; returns ``(raw, model)``.
+def load(kind: str, path: Path, data: Any = None) -> tuple[Any, _Model]:
+    """Read ``path`` as JSON (or take ``data``: a JSON text or an already parsed value,
+    ``path`` then only names it in messages) and validate it as ``kind``.
 
-    Raises :class:`GenError` listing every problem as ``file: $.json.path: what``
-    (a JSON syntax error as ``file:line:col``).
+    Returns ``(raw, model)``. Raises :class:`GenError` listing every problem as
+    ``file: $.json.path: what`` (a JSON syntax error as ``file:line:col``).
     """
     model, _ = KINDS[kind]
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise GenError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GenError(f"{path}: cannot read it ({exc})") from None
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise GenError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    if data is None or isinstance(data, str):
+        try:
+            text = path.read_text(encoding="utf-8") if data is None else data
+        except FileNotFoundError:
+            raise GenError(f"{path}: no such file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise GenError(f"{path}: cannot read it ({exc})") from None
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise GenError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    else:
+        raw = data
     try:
         return raw, model.model_validate(raw)
     except ValidationError as exc:

@@ -38,18 +38,22 @@ def expected(ra: float, rb: float) -> float:
     return 1.0 / (1.0 + 10 ** ((rb - ra) / 400.0))
 
 
-def submit_matches(sb: Sandbox, path: str | Path) -> dict[str, Any]:
-    """Validate ``path`` (see the module docstring), update the ratings; nothing changes on refusal.
+def submit_matches(sb: Sandbox, path: str | Path | None = None, *, data: Any = None) -> dict[str, Any]:
+    """Validate ``path`` (or ``data``, the parsed object) as in the module docstring and
+    update the ratings; nothing changes on refusal.
 
     Returns ``{"applied": n, "ratings": [{hid, elo, total, matches}] best first}``.
     """
-    p = Path(path)
-    try:
-        raw = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise GenError(f"{p}: no such file") from None
-    except json.JSONDecodeError as exc:
-        raise GenError(f"{p}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    p = Path(path) if path is not None else Path("<matches data>")
+    if data is not None:
+        raw = data
+    else:
+        try:
+            raw = json.loads(p.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise GenError(f"{p}: no such file") from None
+        except json.JSONDecodeError as exc:
+            raise GenError(f"{p}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
     pool = {h["hid"]: h for h in sb.state["pool"]}
     problems = []
     matches = raw.get("matches") if isinstance(raw, dict) else None

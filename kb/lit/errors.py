@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from kb.errors import KbError
+from kb.errors import RefusedError
 
 #: What an agent should do when the literature APIs cannot answer (HYPOTHESIS-GEN.md).
 FALLBACK = ("the literature APIs did not answer; use your web tools (web search / fetch) "
             "instead and mark that evidence source \"web\" with its URL")
 
 
-class LitError(KbError):
-    """A literature request failed for good (exit 1); ``fallback`` says what to do instead."""
+class LitError(RefusedError):
+    """A literature request failed for good (exit 1, nothing written); ``fallback`` says
+    what to do instead."""
 
+    kind = "refused"
     exit_code = 1
 
     def __init__(self, message: str, fallback: str = FALLBACK) -> None:
@@ -20,8 +22,7 @@ class LitError(KbError):
 
     def to_json(self) -> dict[str, object]:
         """``{"error": {"message", "exit_code", "kind"}, "fallback": …}``."""
-        return {"error": {"message": str(self), "exit_code": self.exit_code,
-                          "kind": type(self).__name__},
+        return {"error": {"message": str(self), "exit_code": self.exit_code, "kind": self.kind},
                 "fallback": self.fallback}
 
 
