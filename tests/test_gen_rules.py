@@ -231,3 +231,45 @@ def test_init_status_brief_and_errors(sb, tmp_path, monkeypatch):
     assert "0.30·novelty" in judge and "Jaccard >= 0.85" in judge
     r = invoke("gen", "brief", "critic", "--json")
     assert r.code == 2 and "unknown role" in r.json()["error"]["message"]
+
+
+def test_budget_stop_and_ledger_cells(tmp_path, monkeypatch):
+    monkeypatch.delenv("KB_GEN_SANDBOX", raising=False)
+    sb = tmp_path / "b"
+    S = ("--sandbox", str(sb))
+    assert invoke("gen", "init", "--question", "q", "--gen-n", "1", "--budget", "1", *S).code == 0
+    c = {"round": 1, "candidates": [{"hid": "r1h1", "statement": "Spacing, not massing,\thelps，here",
+                                     "kind": "k", "rationale": "r", "how_to_test": "t"}]}
+    s = scout(evaluations=[scout()["evaluations"][0]])
+    v = {"round": 1, "verdicts": [{"hid": "r1h1", "scores": {"novelty": 4, "grounding": 4, "testability": 4,
+         "specificity": 4, "significance": 4}, "total": 80, "keep": True, "rationale": "r"}]}
+    for kind, data in (("candidates", c), ("litscout", s), ("verdict", v)):
+        r = invoke("gen", "submit", kind, write(tmp_path, f"{kind}.json", data), *S, "--json")
+        assert r.code == 0, r.stdout
+    assert r.json()["stopped"] == "budget" and r.json()["next_round"] is None
+    row = (sb / "ledger.tsv").read_text("utf-8").splitlines()[1]
+    assert row.split("\t") == ["1", "1", "1", "1", "Spacing; not massing; helps；here [80]"]
+    assert "stopped (budget)" in invoke("gen", "status", *S).stdout
+
+
+def test_openalex_abstract_counts_for_the_verbatim_check():
+    from kb.gen.rules import corpus_of, occurs
+
+    body = {"results": [{"abstract_inverted_index": {"Older": [0], "adults": [1], "benefit": [2]}}]}
+    assert occurs("Older adults benefit", corpus_of([body]))
+
+
+def test_two_processes_submitting_at_once_advance_the_round_once(sb, tmp_path):
+    import subprocess
+
+    from conftest import kb_script
+
+    f = write(tmp_path, "c.json", cands())
+    procs = [subprocess.Popen([kb_script(), "gen", "submit", "candidates", f, "--sandbox", str(sb), "--json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    outs = [p.communicate(timeout=60) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 1], outs
+    loser = next(o for p, o in zip(procs, outs) if p.returncode == 1)
+    assert "round 1 expects litscout next, not candidates" in loser[0].decode()
+    assert json.loads((sb / "state.json").read_text("utf-8"))["step"] == "litscout"

@@ -39,6 +39,11 @@ def adopt(sb: Sandbox, hid: str, kb: Any = None, parent: str | None = None,
     Refuses (GenError, exit 1) a hid that is not in the pool or was adopted
     already; the tree write refuses like ``kb hyp add`` does.
     """
+    with sb.lock():
+        return _adopt(sb, hid, kb, parent, write_kw)
+
+
+def _adopt(sb: Sandbox, hid: str, kb: Any, parent: str | None, write_kw: dict[str, Any]) -> Any:
     from kb.ops.tree import add_hypothesis
 
     h = next((p for p in sb.state["pool"] if p["hid"] == hid), None)

@@ -76,10 +76,12 @@ def init_run(sandbox: str | Path | None, question: str, *, gen_n: int = 6, keep_
     run = {"question": q, "gen_n": gen_n, "keep_threshold": keep_threshold,
            "eval_scale": eval_scale, "sandbox_root": str(root), "budget": budget,
            "patience": patience, "report": REPORT_FILE,
-           "literature_tiers": key_presence(project_root(root.parent if not root.exists() else root)),
+           "literature_tiers": {},
            "run_id": "gen-" + now.strftime("%Y%m%dT%H%M%SZ"), "created": now.isoformat()}
     (root / CACHE_DIR).mkdir(parents=True, exist_ok=True)
+    run["literature_tiers"] = key_presence(project_root(root))  # presence only, never values
     write_atomic(root / ".gitignore", GITIGNORE)
+    (root / ".lock").touch()  # the run's lock file (Sandbox.lock), there from the start
     write_atomic(root / LEDGER_FILE, "\t".join(LEDGER_HEADER) + "\n")
     state = {"run_id": run["run_id"], "round": 1, "step": "candidates", "stopped": None, "dry": 0,
              "pool": [], "gaps": [{"claim": q, "cites": [], "hid": None, "round": 0}],
@@ -122,6 +124,14 @@ def submit(sandbox: str | Path | Sandbox | None, kind: str, path: str | Path | N
     if kind not in KINDS:
         raise UsageError(f"submit {kind!r}: use candidates, litscout or verdict")
     sb = open_run(sandbox)
+    with sb.lock():
+        return _submit(sb, kind, path, reason, data)
+
+
+def _submit(sb: Sandbox, kind: str, path: str | Path | None, reason: str | None,
+            data: Any) -> dict[str, Any]:
+    from kb.gen.models import load
+
     st = sb.state
     if st["stopped"]:
         raise GenError(f"the run has stopped ({st['stopped']} after round {st['round'] - 1}); "

@@ -80,6 +80,11 @@ def submit_matches(sb: Sandbox, path: str | Path | None = None, *, data: Any = N
             problems.append(f"{at}.rationale: must be text")
     if problems:
         raise GenError(f"{p}: refused", problems)
+    with sb.lock():
+        return _apply(sb, matches)
+
+
+def _apply(sb: Sandbox, matches: list[dict[str, Any]]) -> dict[str, Any]:
     elo = load_elo(sb)
     ratings = elo["ratings"]
     for m in matches:

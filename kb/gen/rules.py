@@ -72,6 +72,10 @@ def corpus_of(bodies: Iterable[Any]) -> list[str]:
     """
     out = []
     for body in bodies:
+        for index in _inverted_indexes(body):  # OpenAlex abstracts arrive as word -> positions
+            from kb.lit.papers import inverted_abstract
+
+            out.append(normalise_ws(inverted_abstract(index) or ""))
         for s in strings_of(body):
             if s.lstrip().startswith("<"):
                 import html
@@ -79,6 +83,18 @@ def corpus_of(bodies: Iterable[Any]) -> list[str]:
                 s = html.unescape(re.sub(r"<[^>]+>", " ", s))
             out.append(normalise_ws(s))
     return out
+
+
+def _inverted_indexes(value: Any) -> Iterable[dict[str, Any]]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k == "abstract_inverted_index" and isinstance(v, dict):
+                yield v
+            else:
+                yield from _inverted_indexes(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _inverted_indexes(v)
 
 
 def occurs(snippet: str, corpus: Iterable[str]) -> bool:

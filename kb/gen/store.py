@@ -4,6 +4,7 @@ Layout (HYPOTHESIS-GEN.md "Sandbox")::
 
     <sandbox>/
     ├── .gitignore          everything ignored except itself and the report
+    ├── .lock               the run's lock (one state change at a time)
     ├── loop.run.yaml       the bindings + literature_tiers (key presence only)
     ├── state.json          round, step, pool, gaps, dry counter, stop reason (kb's own)
     ├── ledger.tsv          round generated kept_new pool_size top_kept
@@ -121,6 +122,31 @@ class Sandbox:
         return self.root / str(self.run.get("report") or REPORT_FILE)
 
     # -- state ----------------------------------------------------------------------
+
+    def lock(self, timeout: float = 60.0) -> Any:
+        """The run's lock (a file lock in the sandbox): one state change at a time.
+
+        Raises GenError after ``timeout`` seconds.
+        """
+        import contextlib
+
+        from filelock import FileLock, Timeout
+
+        @contextlib.contextmanager
+        def held() -> Any:
+            fl = FileLock(str(self.root / ".lock"))
+            try:
+                fl.acquire(timeout=timeout)
+            except Timeout:
+                raise GenError(f"{self.root}: another kb gen command holds the run's lock") from None
+            try:
+                # Re-read under the lock: another process may have advanced the run.
+                self.state = json.loads((self.root / STATE_FILE).read_text(encoding="utf-8"))
+                yield self
+            finally:
+                fl.release()
+
+        return held()
 
     def save(self) -> None:
         write_json(self.root / STATE_FILE, self.state)
