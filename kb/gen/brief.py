@@ -120,9 +120,11 @@ def render(b: dict[str, Any]) -> str:
                 "evidence_check", "litscout", "hid_pattern", "submit"):
         if key in b:
             val = b[key]
-            body = (val if isinstance(val, str) else json.dumps(val, ensure_ascii=False, indent=2))
-            lines += [f"## {key}", "", "```" if not isinstance(val, str) else "", body,
-                      "```" if not isinstance(val, str) else "", ""]
+            if isinstance(val, (str, int, float)):
+                lines += [f"## {key}", "", str(val), ""]
+            else:
+                lines += [f"## {key}", "", "```json", json.dumps(val, ensure_ascii=False, indent=2),
+                          "```", ""]
     if "schema" in b:
         lines += [f"## Output: {b['output']} (JSON Schema)", "", "```json",
                   json.dumps(b["schema"], ensure_ascii=False, indent=2), "```", ""]

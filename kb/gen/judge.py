@@ -57,8 +57,9 @@ def apply(sb: Sandbox, path: Path, raw: Any, m: Any, reason: str | None = None) 
             scores["novelty"] = rules.NOVELTY_CAP
         total = rules.total(scores)
         if abs(total - float(v.total)) > 0.05:
-            corrections.append(f"{v.hid}: total {float(v.total):g} corrected to {total:g} "
-                               "(100·(.30N+.25G+.20T+.15Sp+.10Si)/5)")
+            why = ("with novelty capped" if scores["novelty"] != v.scores.novelty
+                   else "100·(.30N+.25G+.20T+.15Sp+.10Si)/5")
+            corrections.append(f"{v.hid}: total {float(v.total):g} corrected to {total:g} ({why})")
         gates = list(v.gate_failures)
         dup = v.duplicate_of
         if scores["novelty"] <= 1:
