@@ -52,6 +52,9 @@ class LitServer:
                         if parts.path.startswith(prefix) and seq:
                             status = seq.pop(0)
                             break
+                if status == "slow":  # answer after the client's timeout
+                    time.sleep(1.0)
+                    status = 200
                 if status == "garbage":
                     return self._send(200, b"<html>not json</html>", "application/json")
                 if status != 200:

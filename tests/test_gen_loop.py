@@ -4,12 +4,11 @@ a real git KB for adopt (issue 17 "Tests, without the internet")."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from conftest import git, invoke, tree_snapshot
+from conftest import git, invoke
 from litserver import LitServer
 
 DATA = Path(__file__).resolve().parent / "data" / "gen"
@@ -156,6 +155,8 @@ def test_full_loop_to_saturation_then_adopt(lit, tree_kb: Path, tmp_path: Path):
     shown = ok("show", "H1.1", cwd=tree_kb)
     assert json.dumps(shown).count("Sleep-timed") >= 1
     v = invoke("verify", cwd=tree_kb)
+    assert v.code == 0, v.stdout + v.stderr
+    v = invoke("verify", "--range", f"{head}..HEAD", cwd=tree_kb)  # the history rules too
     assert v.code == 0, v.stdout + v.stderr
     assert "adopted already as H1.1" in refused("gen", "adopt", "r2h1", *S, cwd=tree_kb)
     assert "not a kept hypothesis" in refused("gen", "adopt", "r3h1", *S, cwd=tree_kb)

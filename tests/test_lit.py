@@ -249,3 +249,28 @@ def test_s2_throttle_holds_across_two_processes(lit, tmp_path):
     gaps = [b - a for a, b in zip(times, times[1:])]
     # Nominal spacing 1.1 s; generously bounded (scheduling jitter), far above no throttle (~0).
     assert min(gaps) >= 0.8, gaps
+
+
+def test_timeout_is_retried_then_reported(lit, tmp_path):
+    from kb.lit import LitClient, LitUnavailable
+
+    lit.script("/openalex", ["slow", "slow", "slow", "slow"])
+    c = LitClient(tmp_path / "c", intervals=FAST, backoff=0.001, timeout=0.2, keys_root=tmp_path)
+    with pytest.raises(LitUnavailable, match=r"timed out after 0.2s"):
+        c.search("x", source="openalex")
+    lit.script("/openalex", ["slow"])
+    c = LitClient(tmp_path / "c", intervals=FAST, backoff=0.001, timeout=0.2, keys_root=tmp_path)
+    assert c.search("y", source="openalex")["papers"] and c.requests == 2
+
+
+def test_cli_human_output(lit, tmp_path):
+    r = invoke("lit", "search", "spacing", "--source", "s2", "--limit", "2", "--cache-dir", str(tmp_path / "c"))
+    assert r.code == 0
+    assert r.stdout.splitlines()[0] == ("[s2:a1b2c3d4e5f60718293a4b5c6d7e8f9012345678] Spacing Effects in "
+                                        "Motor Skill Consolidation (2019; Ana Ruiz, Bo Chen; 142 citations) "
+                                        "doi:10.1000/jmb.2019.001")
+    assert "(1 request; cache " in r.stderr
+    r = invoke("lit", "snippet", "spacing", "--cache-dir", str(tmp_path / "c"))
+    assert "    Spaced practice improved retention after one week" in r.stdout
+    r = invoke("lit", "keys")
+    assert r.stdout == "S2_API_KEY: not set\nOPENALEX_EMAIL: not set\n"

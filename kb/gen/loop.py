@@ -119,7 +119,7 @@ def submit(sandbox: str | Path | Sandbox | None, kind: str, path: str | Path | N
     ``reason`` explains fewer candidates than gen_n. Returns what kb decided
     (see the ``_candidates`` / ``_litscout`` / ``_verdict`` results).
     """
-    from kb.gen.models import KINDS, load
+    from kb.gen.models import KINDS
 
     if kind not in KINDS:
         raise UsageError(f"submit {kind!r}: use candidates, litscout or verdict")
