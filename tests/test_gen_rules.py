@@ -259,14 +259,16 @@ def test_openalex_abstract_counts_for_the_verbatim_check():
     assert occurs("Older adults benefit", corpus_of([body]))
 
 
+@pytest.mark.slow
 def test_two_processes_submitting_at_once_advance_the_round_once(sb, tmp_path):
     import subprocess
 
-    from conftest import kb_script
+    from conftest import kb_script, source_env
 
     f = write(tmp_path, "c.json", cands())
     procs = [subprocess.Popen([kb_script(), "gen", "submit", "candidates", f, "--sandbox", str(sb), "--json"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=source_env())
+             for _ in range(2)]
     outs = [p.communicate(timeout=60) for p in procs]
     codes = sorted(p.returncode for p in procs)
     assert codes == [0, 1], outs

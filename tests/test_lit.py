@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import invoke
+from conftest import invoke, source_env
 from litserver import LitServer
 
 FAST = {"s2": 0.01, "search": 0.01, "default": 0.01}
@@ -235,9 +234,10 @@ print(c.requests)
 """
 
 
+@pytest.mark.slow
 def test_s2_throttle_holds_across_two_processes(lit, tmp_path):
     cache = tmp_path / "shared-cache"
-    env = dict(os.environ)
+    env = source_env()
     procs = [subprocess.Popen([sys.executable, "-c", THROTTLE_CHILD, str(cache), f"{tag}1", f"{tag}2"],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
              for tag in ("a", "b")]
