@@ -274,3 +274,16 @@ def test_cli_human_output(lit, tmp_path):
     assert "    Spaced practice improved retention after one week" in r.stdout
     r = invoke("lit", "keys")
     assert r.stdout == "S2_API_KEY: not set\nOPENALEX_EMAIL: not set\n"
+
+
+def test_backoff_doubles_from_two_seconds(lit, tmp_path, monkeypatch):
+    from kb.lit.errors import LitUnavailable
+    from kb.lit.http import Fetcher
+
+    monkeypatch.delenv("KB_LIT_BACKOFF")
+    slept: list[float] = []
+    f = Fetcher(tmp_path / "c", intervals=FAST, backoff=None, sleep=slept.append)
+    lit.script("/s2", [503] * 4)
+    with pytest.raises(LitUnavailable):
+        f.get_json(lit.base + "/s2/snippet/search?query=x", "s2")
+    assert slept == [2.0, 4.0, 8.0] and f.requests == 4

@@ -6,8 +6,9 @@
   enforced across processes: a file lock and a timestamp file in the cache
   folder (``throttle-<bucket>.lock`` / ``.ts``).
 - JSON requests: 60 s timeout, 4 attempts, backoff ``base·2^attempt`` seconds
-  (base 2; ``KB_LIT_BACKOFF`` overrides it) on 429, 500, 502, 503, 504 and
-  network errors; a malformed JSON body fails at once.
+  after failed attempt 0, 1, 2 (2, 4, 8 s; ``KB_LIT_BACKOFF`` sets the base) on
+  429, 500, 502, 503, 504, timeouts and network errors; another 4xx or a
+  malformed JSON body fails at once.
 - Cache: one file per request, key = the first 32 hex digits of SHA-256 over
   ``method + "\\n" + url + "\\n" + json(body, sorted keys)``; written after each
   success, never expires. A hit makes no request and waits for no throttle.
@@ -148,8 +149,8 @@ class Fetcher:
         last = "no attempt made"
         with httpx.Client(timeout=self.timeout, follow_redirects=True) as http:
             for attempt in range(self.attempts):
-                if attempt:
-                    self.sleep(self.backoff * 2 ** attempt)
+                if attempt:  # 2, 4, 8 s before the 2nd, 3rd, 4th attempt
+                    self.sleep(self.backoff * 2 ** (attempt - 1))
                 self.throttle.wait(bucket)
                 self.requests += 1
                 try:
