@@ -182,7 +182,6 @@ def _advance(sb: Sandbox, raw: Any, out: list[dict[str, Any]], corrections: list
     write_json(rd / "verdict.submitted.json", raw)
     write_json(rd / "verdict.json", {"round": n, "verdicts": out})
     write_json(rd / "judgement.json", {"corrections": corrections, "kept": [k["hid"] for k in kept]})
-    sb.append_ledger([n, len(cands), len(kept), len(st["pool"]), top])
     st["trajectory"].append({"round": n, "generated": len(cands), "kept_new": len(kept),
                              "pool_size": len(st["pool"]), "top_kept": top})
     st["round"] = n + 1
@@ -192,6 +191,7 @@ def _advance(sb: Sandbox, raw: Any, out: list[dict[str, Any]], corrections: list
     elif st["round"] > int(sb.run["budget"]):
         st["stopped"] = "budget"
     sb.save()
+    sb.write_ledger()  # derived from the saved state, so a crash never doubles a row
     return {"kind": "verdict", "round": n, "verdicts": out, "corrections": corrections,
             "kept": [k["hid"] for k in kept], "pool_size": len(st["pool"]), "dry": st["dry"],
             "stopped": st["stopped"], "next_round": None if st["stopped"] else st["round"]}

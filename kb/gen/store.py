@@ -179,11 +179,13 @@ class Sandbox:
             out.append(rec.get("body"))
         return out
 
-    def append_ledger(self, row: list[Any]) -> None:
-        """One ledger row; tabs, newlines and commas are kept out of free text."""
-        cells = [clean_cell(str(v)) for v in row]
-        with open(self.root / LEDGER_FILE, "a", encoding="utf-8") as fh:
-            fh.write("\t".join(cells) + "\n")
+    def write_ledger(self) -> None:
+        """Rewrite ``ledger.tsv`` from the state's trajectory (atomically): the header and one
+        row per finished round; tabs, line breaks and commas are kept out of free text."""
+        rows = ["\t".join(LEDGER_HEADER)]
+        for t in self.state["trajectory"]:
+            rows.append("\t".join(clean_cell(str(t[k])) for k in LEDGER_HEADER))
+        write_atomic(self.root / LEDGER_FILE, "\n".join(rows) + "\n")
 
 
 def clean_cell(text: str) -> str:
