@@ -72,9 +72,10 @@ def status(sandbox: str | None, as_json: bool) -> int:
     click.echo(f"pool ({len(st['pool'])}):")
     for p in st["pool"]:
         click.echo(f"  {p['hid']} [{p['total']:g}] {p['statement']}")
-    click.echo(f"gaps ({len(st['gaps'])}):")
-    for g in st["gaps"][-10:]:
-        click.echo(f"  - {g['claim']}")
+    open_gaps = [g for g in st["gaps"] if not g.get("filled_by")]
+    click.echo(f"open gaps ({len(open_gaps)}; the last 10):")
+    for g in open_gaps[-10:]:
+        click.echo(f"  - {g['claim']}" + (f" ({g['hid']})" if g.get("hid") else ""))
     return 0
 
 
