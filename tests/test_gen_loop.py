@@ -45,6 +45,10 @@ def test_full_loop_to_saturation_then_adopt(lit, tree_kb: Path, tmp_path: Path):
              "--gen-n", "3", *S, cwd=tree_kb)
     assert run["run_id"] == "gen-20261130T090000Z"
     assert run["literature_tiers"] == {"S2_API_KEY": False, "OPENALEX_EMAIL": False}
+    assert ok("gen", "schema", "candidates")["required"] == ["round", "candidates"]
+    assert ok("gen", "brief", "generator", *S)["gen_n"] == 3
+    assert ok("lit", "keys", cwd=tree_kb) == {"path": str(tree_kb / "keys.env"),
+                                             "keys": {"S2_API_KEY": False, "OPENALEX_EMAIL": False}}
     assert (sb / "ledger.tsv").read_text("utf-8") == "round\tgenerated\tkept_new\tpool_size\ttop_kept\n"
     assert (sb / "literature" / ".cache").is_dir()
     assert "already holds a run" in refused("gen", "init", "--question", "again", *S, cwd=tree_kb)
@@ -53,6 +57,8 @@ def test_full_loop_to_saturation_then_adopt(lit, tree_kb: Path, tmp_path: Path):
     ok("lit", "snippet", "spacing procedural retention", *S)
     ok("lit", "search", "sleep consolidation", "--source", "s2", *S)
     ok("gen", "submit", "candidates", str(DATA / "round1/candidates.json"), *S)
+    assert ok("lit", "cite", "a1b2", *S)["round"] == 1  # after the candidates: still round 1
+    assert ok("lit", "paper", "2101.00001", *S)["result"]["year"] == 2021
     scout = ok("gen", "submit", "litscout", str(DATA / "round1/litscout.json"), *S)
     assert scout["evidence"] == {"E1": "verified", "E2": "verified", "E3": "not-found"}
     assert {(c["hid"], c["field"]) for c in scout["unbacked_claims"]} == {
