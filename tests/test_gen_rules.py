@@ -275,3 +275,31 @@ def test_two_processes_submitting_at_once_advance_the_round_once(sb, tmp_path):
     loser = next(o for p, o in zip(procs, outs) if p.returncode == 1)
     assert "round 1 expects litscout next, not candidates" in loser[0].decode()
     assert json.loads((sb / "state.json").read_text("utf-8"))["step"] == "litscout"
+
+
+def test_eval_scale_low_grounds_two_candidates_in_depth(tmp_path, monkeypatch):
+    monkeypatch.delenv("KB_GEN_SANDBOX", raising=False)
+    sb = tmp_path / "low"
+    S = ("--sandbox", str(sb))
+    assert invoke("gen", "init", "--question", "q", "--gen-n", "3", "--eval-scale", "low", *S).code == 0
+    assert invoke("gen", "submit", "candidates", write(tmp_path, "c.json", cands()), *S).code == 0
+    one = scout(evaluations=scout()["evaluations"][:1])
+    msg = refused(sb, "litscout", write(tmp_path, "s1.json", one))
+    assert "$.evaluations: r1h2, r1h3 not evaluated (eval_scale low evaluates 2)" in msg
+    two = scout(evaluations=scout()["evaluations"][:2])
+    r = invoke("gen", "submit", "litscout", write(tmp_path, "s2.json", two), *S, "--json")
+    assert r.code == 0 and r.json()["evidence"] == {"E1": "web"}
+    # The candidate without an evaluation has no checked closest work: novelty is capped.
+    v = {"round": 1, "verdicts": [
+        {"hid": h, "scores": {"novelty": 4, "grounding": 4, "testability": 4, "specificity": 4,
+                              "significance": 4}, "total": 80, "keep": True, "rationale": "r"}
+        for h in ("r1h1", "r1h2", "r1h3")]}
+    r = invoke("gen", "submit", "verdict", write(tmp_path, "v.json", v), *S, "--json")
+    by = {x["hid"]: x for x in r.json()["verdicts"]}
+    assert by["r1h1"]["total"] == 80.0 and by["r1h3"]["scores"]["novelty"] == 2
+    assert by["r1h3"]["total"] == 68.0 and by["r1h3"]["keep"] is True
+
+
+def test_lit_with_a_folder_that_holds_no_run_is_a_usage_error(tmp_path):
+    r = invoke("lit", "snippet", "x", "--sandbox", str(tmp_path), "--json")
+    assert r.code == 2 and "no generation run" in r.json()["error"]["message"]
