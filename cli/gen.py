@@ -188,16 +188,6 @@ def adopt(hid: str, parent: str | None, sandbox: str | None, as_json: bool, kb_p
     """Add kept hypothesis HID to tree.md (one commit, provenance in prose and trailers)."""
     from kb.gen.adopt import adopt as run
 
-    res = run(_open(sandbox), hid, kb_path, parent, **write_kwargs(kw))
-    if res.recovered:
-        err(f"kb: rolled back an interrupted kb write first: {', '.join(res.recovered)}")
-    if as_json:
-        emit_json(res.to_json())
-        return 0
-    for line in res.changes:
-        click.echo(line)
-    if res.commit:
-        err(f"committed {res.commit[:12]} ({', '.join(res.paths)})")
-    elif res.paths:
-        err(f"wrote {', '.join(res.paths)} (not committed)")
-    return 0
+    from kb_cli.output import print_result
+
+    return print_result(run(_open(sandbox), hid, kb_path, parent, **write_kwargs(kw)), as_json)

@@ -10,7 +10,7 @@ from conftest import git, invoke
 
 
 def test_prose_and_trailers_in_one_commit_through_the_hooks(tree_kb: Path):
-    from kb.errors import RefusedError
+    from kb.errors import UsageError
     from kb.ops.tree import add_hypothesis
 
     assert invoke("hooks", "install", cwd=tree_kb).code == 0
@@ -30,6 +30,6 @@ def test_prose_and_trailers_in_one_commit_through_the_hooks(tree_kb: Path):
     assert [h["id"] for h in r.json()] == ["H1", "H1.1", "H2"]
     assert invoke("verify", cwd=tree_kb).code == 0
     head = git(tree_kb, "rev-parse", "HEAD")
-    with pytest.raises(RefusedError, match="a prose line spans several lines"):
+    with pytest.raises(UsageError, match="a prose line spans several lines"):
         add_hypothesis(tree_kb, "x", prose=["one\ntwo"])
     assert git(tree_kb, "rev-parse", "HEAD") == head

@@ -26,15 +26,25 @@ def lit(monkeypatch: pytest.MonkeyPatch):
         yield srv
 
 
+VALIDATED: set[str] = set()
+
+
 def ok(*args: str, cwd: Path | None = None) -> dict:
+    """Run ``kb ARGS --json``; a gen or lit output must validate against its contract model."""
+    from kb.contract import validate_output
+
     r = invoke(*args, "--json", cwd=cwd)
     assert r.code == 0, (args, r.stdout, r.stderr)
+    if args[0] in ("gen", "lit"):
+        validate_output(" ".join(args[:2]), r.json())
+        VALIDATED.add(" ".join(args[:2]))
     return r.json()
 
 
-def refused(*args: str, cwd: Path | None = None) -> str:
+def refused(*args: str, cwd: Path | None = None, kind: str = "refused") -> str:
     r = invoke(*args, "--json", cwd=cwd)
     assert r.code == 1, (args, r.stdout, r.stderr)
+    assert r.json()["error"]["kind"] == kind, r.stdout
     return r.json()["error"]["message"]
 
 
@@ -51,7 +61,8 @@ def test_full_loop_to_saturation_then_adopt(lit, tree_kb: Path, tmp_path: Path):
                                              "keys": {"S2_API_KEY": False, "OPENALEX_EMAIL": False}}
     assert (sb / "ledger.tsv").read_text("utf-8") == "round\tgenerated\tkept_new\tpool_size\ttop_kept\n"
     assert (sb / "literature" / ".cache").is_dir()
-    assert "already holds a run" in refused("gen", "init", "--question", "again", *S, cwd=tree_kb)
+    assert "already holds a run" in refused("gen", "init", "--question", "again", *S, cwd=tree_kb,
+                                            kind="conflict")
 
     # -- round 1: a fabricated snippet is caught ------------------------------------------
     ok("lit", "snippet", "spacing procedural retention", *S)
@@ -113,7 +124,7 @@ def test_full_loop_to_saturation_then_adopt(lit, tree_kb: Path, tmp_path: Path):
     assert {v["hid"]: v["total"] for v in v4["verdicts"]} == {"r4h1": 44.0, "r4h2": 47.0}
     assert v4["stopped"] == "saturated" and v4["dry"] == 2
     assert "stopped (saturated after round 4)" in refused(
-        "gen", "submit", "candidates", str(DATA / "round1/candidates.json"), *S)
+        "gen", "submit", "candidates", str(DATA / "round1/candidates.json"), *S, kind="conflict")
 
     ledger = (sb / "ledger.tsv").read_text("utf-8").splitlines()
     assert ledger[1:] == [
@@ -164,8 +175,12 @@ def test_full_loop_to_saturation_then_adopt(lit, tree_kb: Path, tmp_path: Path):
     assert v.code == 0, v.stdout + v.stderr
     v = invoke("verify", "--range", f"{head}..HEAD", cwd=tree_kb)  # the history rules too
     assert v.code == 0, v.stdout + v.stderr
-    assert "adopted already as H1.1" in refused("gen", "adopt", "r2h1", *S, cwd=tree_kb)
-    assert "not a kept hypothesis" in refused("gen", "adopt", "r3h1", *S, cwd=tree_kb)
+    assert "adopted already as H1.1" in refused("gen", "adopt", "r2h1", *S, cwd=tree_kb, kind="conflict")
+    assert "not a kept hypothesis" in refused("gen", "adopt", "r3h1", *S, cwd=tree_kb, kind="not_found")
     # The sandbox is ignored except its report (and its .gitignore).
     listed = git(tree_kb, "status", "--porcelain", "--untracked-files=all").splitlines()
     assert sorted(ln[3:] for ln in listed) == ["sandbox/.gitignore", "sandbox/hypotheses.md"]
+    from kb.contract import OUTPUTS
+
+    # every gen and lit command ran once and its output matched its contract model
+    assert VALIDATED == {k for k in OUTPUTS if k.split()[0] in ("gen", "lit")}

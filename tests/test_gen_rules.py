@@ -96,11 +96,12 @@ def write(tmp_path: Path, name: str, data: object) -> str:
     return str(p)
 
 
-def refused(sb: Path, *args: str) -> str:
+def refused(sb: Path, *args: str, kind: str = "refused") -> str:
     before = tree_snapshot(sb)
     r = invoke("gen", "submit", *args, "--sandbox", str(sb), "--json")
     assert r.code == 1, (r.stdout, r.stderr)
     assert tree_snapshot(sb) == before  # a refused submission changes nothing
+    assert r.json()["error"]["kind"] == kind
     return r.json()["error"]["message"]
 
 
@@ -129,7 +130,10 @@ def test_candidates_rules(sb, tmp_path):
     assert "4 candidates, but gen_n is 3" in msg
     msg = refused(sb, "candidates", write(tmp_path, "c.json", cands(3, rnd=2)))
     assert "$.round: is 2, but the current round is 1" in msg
-    assert "expects candidates next, not verdict" in refused(sb, "verdict", write(tmp_path, "v.json", {}))
+    assert "expects candidates next, not verdict" in refused(sb, "verdict", write(tmp_path, "v.json", {}),
+                                                             kind="conflict")
+    assert refused(sb, "candidates", str(tmp_path / "absent.json"), kind="not_found").endswith(
+        "absent.json: no such file")
     r = invoke("gen", "submit", "candidates", write(tmp_path, "ok.json", cands(2)), "--reason", "only two",
                "--sandbox", str(sb))
     assert r.code == 0 and "2 candidates accepted (r1h1, r1h2); next: litscout" in r.stdout

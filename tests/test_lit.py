@@ -143,12 +143,15 @@ def test_malformed_json_fails_at_once(lit, tmp_path):
 
 
 def test_404_is_not_retried(lit, tmp_path):
-    from kb.lit import LitResponseError
+    from kb.lit import LitNotFound
 
     lit.script("/s2/paper/", [404])
-    with pytest.raises(LitResponseError, match="HTTP 404"):
+    with pytest.raises(LitNotFound, match="HTTP 404"):
         client(tmp_path).cite("nope")
     assert len(lit.requests) == 1
+    lit.script("/s2/paper/", [404])
+    r = invoke("lit", "cite", "nope", "--json", "--cache-dir", str(tmp_path / "c"))
+    assert r.code == 1 and r.json()["error"]["kind"] == "not_found"
 
 
 def test_network_error_maps_to_kb_error(monkeypatch, tmp_path):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kb.gen.errors import GenError
+from kb.gen.errors import GenConflict, GenNotFound
 from kb.gen.store import Sandbox
 
 
@@ -49,10 +49,10 @@ def _adopt(sb: Sandbox, hid: str, kb: Any, parent: str | None, write_kw: dict[st
     h = next((p for p in sb.state["pool"] if p["hid"] == hid), None)
     if h is None:
         known = ", ".join(p["hid"] for p in sb.state["pool"]) or "the pool is empty"
-        raise GenError(f"{hid} is not a kept hypothesis of run {sb.state['run_id']} ({known})")
+        raise GenNotFound(f"{hid} is not a kept hypothesis of run {sb.state['run_id']} ({known})")
     done = sb.state.get("adopted", {}).get(hid)
     if done:
-        raise GenError(f"{hid} was adopted already as {done}")
+        raise GenConflict(f"{hid} was adopted already as {done}")
     trailers = [("Kb-Gen-Run", sb.state["run_id"]), ("Kb-Gen-Hid", hid),
                 ("Kb-Gen-Total", f"{h['total']:g}")]
     res = add_hypothesis(kb, h["statement"], parent, prose=provenance(sb, h), trailers=trailers,

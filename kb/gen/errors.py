@@ -17,3 +17,16 @@ class GenError(RefusedError):
         full = message if not problems else message + "\n" + "\n".join(f"  {p}" for p in problems)
         super().__init__(full)
         self.problems = list(problems or [])
+
+
+class GenConflict(GenError):
+    """The run is not where the command expects it: a run exists already, another step is
+    due, or the run has stopped (exit 1, kind ``conflict``)."""
+
+    kind = "conflict"
+
+
+class GenNotFound(GenError):
+    """A named file or hypothesis does not exist (exit 1, kind ``not_found``)."""
+
+    kind = "not_found"

@@ -24,7 +24,7 @@ from typing import Any
 
 from kb.errors import UsageError
 from kb.gen import rules
-from kb.gen.errors import GenError
+from kb.gen.errors import GenConflict, GenError
 from kb.gen.store import (CACHE_DIR, EVAL_SCALES, GITIGNORE, LEDGER_FILE, LEDGER_HEADER,
                           REPORT_FILE, RUN_FILE, STATE_FILE, Sandbox, write_atomic, write_json)
 
@@ -68,7 +68,7 @@ def init_run(sandbox: str | Path | None, question: str, *, gen_n: int = 6, keep_
     if problems:
         raise UsageError("; ".join(problems))
     if (root / RUN_FILE).exists():
-        raise GenError(f"{root / RUN_FILE} exists: this sandbox already holds a run "
+        raise GenConflict(f"{root / RUN_FILE} exists: this sandbox already holds a run "
                        "(kb gen status shows it; use another --sandbox for a new run)")
     if root.exists() and not root.is_dir():
         raise GenError(f"{root} is a file, not a folder")
@@ -134,10 +134,10 @@ def _submit(sb: Sandbox, kind: str, path: str | Path | None, reason: str | None,
 
     st = sb.state
     if st["stopped"]:
-        raise GenError(f"the run has stopped ({st['stopped']} after round {st['round'] - 1}); "
+        raise GenConflict(f"the run has stopped ({st['stopped']} after round {st['round'] - 1}); "
                        "`kb gen report` writes the ranked report")
     if kind != st["step"]:
-        raise GenError(f"round {st['round']} expects {st['step']} next, not {kind}")
+        raise GenConflict(f"round {st['round']} expects {st['step']} next, not {kind}")
     if (path is None) == (data is None):
         raise UsageError("submit needs a file or data (one of them)")
     p = Path(path) if path is not None else Path(f"<{kind} data>")

@@ -17,6 +17,6 @@ Every function returns plain JSON-ready dicts; every failure is a
 from __future__ import annotations
 
 from kb.lit.client import LitClient
-from kb.lit.errors import LitError, LitResponseError, LitUnavailable
+from kb.lit.errors import LitError, LitNotFound, LitResponseError, LitUnavailable
 
-__all__ = ["LitClient", "LitError", "LitResponseError", "LitUnavailable"]
+__all__ = ["LitClient", "LitError", "LitNotFound", "LitResponseError", "LitUnavailable"]

@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 
 from kb.errors import UsageError
 from kb.lit import papers as P
-from kb.lit.errors import LitError, LitResponseError, LitUnavailable
+from kb.lit.errors import LitError, LitNotFound, LitResponseError, LitUnavailable
 from kb.lit.http import Fetcher, build_url
 from kb.lit.keys import base_url, load_keys
 
@@ -161,7 +161,7 @@ class LitClient:
         except Exception as exc:  # ElementTree.ParseError and friends
             raise LitResponseError(f"arXiv: the response is not an Atom feed ({exc})") from None
         if not found:
-            raise LitResponseError(f"arXiv has no paper {aid}", fallback="check the id")
+            raise LitNotFound(f"arXiv has no paper {aid}", fallback="check the id")
         return found[0]
 
     # -- both sources -----------------------------------------------------------

@@ -32,3 +32,9 @@ class LitUnavailable(LitError):
 
 class LitResponseError(LitError):
     """The API answered, but not usefully: a 4xx other than 429, or a malformed body."""
+
+
+class LitNotFound(LitResponseError):
+    """The API does not know the paper (HTTP 404, or no arXiv entry): kind ``not_found``."""
+
+    kind = "not_found"

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import urlencode
 
-from kb.lit.errors import LitResponseError, LitUnavailable
+from kb.lit.errors import LitNotFound, LitResponseError, LitUnavailable
 
 INTERVALS: dict[str, float] = {"s2": 1.1, "search": 1.0, "default": 0.2}
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -165,7 +165,8 @@ class Fetcher:
                     last = f"HTTP {resp.status_code}"
                     continue
                 if resp.status_code >= 400:
-                    raise LitResponseError(f"GET {_redact(url)}: HTTP {resp.status_code}: "
+                    cls = LitNotFound if resp.status_code == 404 else LitResponseError
+                    raise cls(f"GET {_redact(url)}: HTTP {resp.status_code}: "
                                            f"{resp.text[:200].strip()}")
                 if not as_json:
                     return resp.text
