@@ -66,7 +66,7 @@ def test_gen_and_lit_tools_run_a_round_and_adopt(tree_kb: Path, monkeypatch: pyt
             assert (await do("gen_schema", kind="verdict"))["required"] == ["round", "verdicts"]
             assert (await do("gen_brief", role="generator"))["hid_pattern"] == "r1h<n>"
             err = await refused(c, "gen_submit", kind="litscout", data=load("round1/litscout.json"))
-            assert err["kind"] == "refused" and "expects candidates next" in err["message"]
+            assert err["kind"] == "conflict" and "expects candidates next" in err["message"]
             await do("gen_submit", kind="candidates", data=load("round1/candidates.json"))
             snip = await do("lit_snippet", query="spacing procedural retention")
             assert snip["round"] == 1 and snip["requests"] == 1
