@@ -43,6 +43,8 @@ COMMANDS: dict[str, str] = {
     "prime": "prime",
     "mcp": "mcp",
     "trail": "trail",
+    "gen": "gen",
+    "lit": "lit",
 }
 
 
