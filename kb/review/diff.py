@@ -88,7 +88,34 @@ def _build(s: Sides) -> dict[str, Any]:
     from kb.review.mermaid import changed_tree
 
     out["mermaid"] = changed_tree(new, out["hypotheses"], s.kb.config.locale)
+    _locale_words(out, s.kb.config.locale)
     return out
+
+
+def _locale_words(out: dict[str, Any], locale: str) -> None:
+    """Hypothesis and experiment statuses and conclusions in the KB's own words
+    (DESIGN.md §3: JSON speaks the KB's vocabulary); cards have one vocabulary."""
+    from kb.vocab import CONCLUSION, EXPERIMENT_STATUS, HYPOTHESIS_STATUS
+
+    def w(vocab: Any, v: Any) -> Any:
+        return vocab.word(v, locale) if isinstance(v, str) and vocab.canonical(v) else v
+
+    h = out["hypotheses"]
+    for x in h["added"] + h["removed"]:
+        x["status"] = w(HYPOTHESIS_STATUS, x["status"])
+    for x in h["status"]:
+        x["from"], x["to"] = w(HYPOTHESIS_STATUS, x["from"]), w(HYPOTHESIS_STATUS, x["to"])
+        for e in x["evidence"]:
+            if "status" in e:
+                e["status"] = w(EXPERIMENT_STATUS, e["status"])
+                e["conclusion"] = w(CONCLUSION, e["conclusion"])
+    e = out["experiments"]
+    for x in e["added"] + e["finished"]:
+        x["status"] = w(EXPERIMENT_STATUS, x["status"])
+        if "conclusion" in x:
+            x["conclusion"] = w(CONCLUSION, x["conclusion"])
+    for x in e["conclusion_changed"]:
+        x["from"], x["to"] = w(CONCLUSION, x["from"]), w(CONCLUSION, x["to"])
 
 
 class _Ctx:

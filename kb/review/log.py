@@ -151,6 +151,8 @@ def object_log(k: KnowledgeBase, obj_id: str, rev: str = "HEAD") -> dict[str, An
             if not blobs.get(c.commit):
                 continue  # a merge (no --raw lines): its result is its parents' or the next commit's
             state = _find(idx, k, kind, oid, blobs.get(c.commit, {}), paths)
+            if state is None and prev is None:
+                continue  # not there yet
             if state == prev and oid == prev_id and (
                     kind in ("hypothesis", "record") and oid not in c.ids or state is None):
                 continue  # the commit changed other objects of the same file
