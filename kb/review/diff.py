@@ -66,8 +66,9 @@ def _build(s: Sides) -> dict[str, Any]:
         key_new = (kind, ren.get(oid, oid))
         if key_new in new:
             pairs.append(((kind, oid), key_new))
-    added = [k for k in new if k not in {p[1] for p in pairs}]
-    removed = [k for k in old if k not in {p[0] for p in pairs}]
+    paired_new, paired_old = {p[1] for p in pairs}, {p[0] for p in pairs}
+    added = [k for k in new if k not in paired_new]
+    removed = [k for k in old if k not in paired_old]
     by_id = _commits_by_id(s)
     overrides = _overrides(s)
     ctx = _Ctx(s, by_id, overrides, ren)
@@ -87,7 +88,7 @@ def _build(s: Sides) -> dict[str, Any]:
     }
     from kb.review.mermaid import changed_tree
 
-    out["mermaid"] = changed_tree(new, out["hypotheses"], s.kb.config.locale)
+    out["mermaid"] = changed_tree(s, new, out["hypotheses"], s.kb.config.locale)
     _locale_words(out, s.kb.config.locale)
     return out
 

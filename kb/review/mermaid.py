@@ -36,16 +36,27 @@ def _node(hid: str) -> str:
     return "n_" + "".join(ch if ch.isalnum() else "_" for ch in hid)
 
 
-def changed_tree(new: dict[tuple[str, str], dict[str, Any]], hyp: dict[str, list],
+def changed_tree(s: Any, new: dict[tuple[str, str], dict[str, Any]], hyp: dict[str, list],
                  locale: str = "zh") -> Optional[dict[str, Any]]:
-    """``{"lines", "shown", "left_out", "note"}`` for the changed hypotheses, or None
-    when the range changed none. ``new`` holds the after side's objects by
-    ``(kind, id)``; ``hyp`` is the diff's ``hypotheses`` section."""
+    """``{"lines", "shown", "left_out", "note", "changed"}`` for the changed hypotheses,
+    or None when the range changed none. ``s`` is the diff's :class:`Sides`, ``new``
+    its changed after-side objects by ``(kind, id)``; ``hyp`` is the diff's
+    ``hypotheses`` section. Unchanged ancestors are read from the after side."""
+    from kb.review.sides import new_objects_by_id
+
     changed = list(dict.fromkeys(
         x.get("id") or x["to"] for sec in ("added", "corrected", "status", "evidence", "renumbered") for x in hyp[sec]))
     if not changed:
         return None
     byid = {i: f for (kind, i), f in new.items() if kind == "hypothesis"}
+    want = [i for i in changed if i in byid]
+    for _ in range(64):  # one query per tree level, up to the roots
+        parents = [p for i in want if (p := byid[i].get("parent")) and p not in byid]
+        if not parents:
+            break
+        found = new_objects_by_id(s, "hypothesis", parents)
+        byid.update(found)
+        want = list(found)
     order = sorted((i for i in changed if i in byid), key=lambda i: byid[i]["line"])
     mark = set(changed)
     head = ["```mermaid", "graph TD"]
