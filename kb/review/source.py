@@ -50,9 +50,15 @@ def installed_source() -> InstallSource:
     if d is None:
         return InstallSource(None, "unknown", "kb is not installed as a distribution "
                              "(run from a source folder?)")
-    raw = d.read_text("direct_url.json")
+    return source_from(d.version, d.read_text("direct_url.json"))
+
+
+def source_from(version: str, raw: Optional[str]) -> InstallSource:
+    """The source a distribution of ``version`` with this ``direct_url.json`` text
+    (None: absent) was installed from (module docstring)."""
+    d_version = version
     if not raw:
-        return InstallSource(f"{DIST}=={d.version}", "index", f"{DIST} {d.version} from a package index")
+        return InstallSource(f"{DIST}=={d_version}", "index", f"{DIST} {d_version} from a package index")
     try:
         info = json.loads(raw)
     except ValueError:
