@@ -57,8 +57,13 @@ def _ids(d: dict) -> set[str]:
 
 
 def test_range_lists_what_the_research_changed(pr: Path) -> None:
+    card = pr / "Problems" / "q2.md"
+    card.write_text(card.read_text(encoding="utf-8").replace('- 依赖: ["p1"]', '- 依赖: ["p2"]'),
+                    encoding="utf-8")
+    commit_all(pr, "q2 depends on p2, not p1")
     d = _diff(pr, "main..feat")
-    assert d["source"] == "range" and len(d["commits"]) == 9
+    assert d["source"] == "range" and len(d["commits"]) == 10
+    assert d["commits"][-1]["op"] is None  # a commit by hand: no Kb-Op
     assert [c["op"] for c in d["commits"]][:3] == ["hyp.add", "exp.new", "exp.log"]
     h = d["hypotheses"]
     assert [(x["id"], x["parent"], x["statement"]) for x in h["added"]] == \
@@ -79,6 +84,7 @@ def test_range_lists_what_the_research_changed(pr: Path) -> None:
     assert ("q3", "解法", 1, "Sieve bound") in [(x["id"], x["entry"], x["number"], x["title"])
                                                  for x in c["entries_added"]]
     assert [(x["id"], x["from"], x["to"]) for x in c["priorities"]] == [("q2", 0, "never")]
+    assert [(x["id"], x["added"], x["removed"]) for x in c["dependencies"]] == [("q2", ["p2"], ["p1"])]
     assert [(x["id"], x["to"]) for x in c["status"]] == [("q2", "已解决")]
     assert [x["id"] for x in c["settled"]] == ["q2"]
     assert [(x["id"], x["from"]["probability"], x["probability"]) for x in c["entries_changed"]] == \
