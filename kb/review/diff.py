@@ -438,13 +438,21 @@ def _target(r: str) -> str:
 
 
 def _trail(s: Sides) -> Optional[dict[str, list]]:
-    """Exploration-graph nodes added and closed by the range, when kb has ``kb.trail``
-    with a ``review_changes(kb, changes, read)`` hook; else None (not part of this KB's kb)."""
+    """Exploration-graph nodes the range added and closed (``kb.trail.diff.range_changes``),
+    when this kb has the exploration graph and the range touched its operation log;
+    None otherwise (staged and working-tree diffs: the graph is read from commits)."""
     try:
-        from kb.trail import review_changes  # type: ignore[attr-defined]
+        from kb.trail.diff import range_changes  # type: ignore[import-not-found]
+        from kb.trail.log import OPS_DIR  # type: ignore[import-not-found]
     except ImportError:
         return None
-    return review_changes(s.kb, s.changes, s.read)
+    if s.source != "range" or not s.base:
+        return None
+    folder = OPS_DIR.strip("/") + "/"
+    if not any(p.startswith(folder) for p in s.changes):
+        return {"added": [], "closed": []}
+    got = range_changes(s.kb, s.base, s.tip)
+    return {"added": got.get("added", []), "closed": got.get("closed", [])}
 
 
 def _findings(k: KnowledgeBase, s: Sides, environ: Optional[dict[str, str]]) -> tuple[list, dict]:
