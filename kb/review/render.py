@@ -196,7 +196,7 @@ def render(d: dict[str, Any], fmt: str = "text", link_base: Optional[str] = None
     ``https://github.com/OWNER/REPO/blob/SHA``.
     """
     st = _Style(fmt == "markdown", link_base)
-    base = (d["base"] or "the empty history")[:12]
+    base = d["base"][:12] if d["base"] else "the empty history"
     tip = d["tip"][:12] if d["source"] == "range" else d["source"].replace("worktree", "working tree")
     n = len(d["commits"])
     head = f"Research diff {base}..{tip}" + (f" ({n} commit{'s' if n != 1 else ''})" if d["source"] == "range" else "")
