@@ -35,6 +35,9 @@ def pr(example_kb: Path) -> Path:
     _kb(root, "entry", "add", "q3", "--kind", "解法", "--title", "Sieve bound", "--prob", "0.2",
         "--text", "Bound the pairs by a sieve.")
     _kb(root, "verdict", "q2#解法1", "--vote", "alice=1", "--vote", "bob=1")
+    _kb(root, "propo", "add", "数论", "p3", "There are infinitely many twin primes", "--prob", "0.6")
+    _kb(root, "method", "add", "m9", "Sieve bounds", "--type", "方法")
+    _kb(root, "method", "apply", "m1", "bounds the pairs", "--problem", "q3")
     return root
 
 
@@ -62,7 +65,7 @@ def test_range_lists_what_the_research_changed(pr: Path) -> None:
                     encoding="utf-8")
     commit_all(pr, "q2 depends on p2, not p1")
     d = _diff(pr, "main..feat")
-    assert d["source"] == "range" and len(d["commits"]) == 10
+    assert d["source"] == "range" and len(d["commits"]) == 13
     assert d["commits"][-1]["op"] is None  # a commit by hand: no Kb-Op
     assert [c["op"] for c in d["commits"]][:3] == ["hyp.add", "exp.new", "exp.log"]
     h = d["hypotheses"]
@@ -80,7 +83,10 @@ def test_range_lists_what_the_research_changed(pr: Path) -> None:
     assert (fin["id"], fin["conclusion"], fin["data"]) == ("E005", "推翻", "collection 41 s of 38 min")
     assert [(x["id"], x["entries"]) for x in e["logged"]] == [("E005", 1)]
     c = d["cards"]
-    assert [(x["id"], x["kind"]) for x in c["added"]] == [("q3", "problem")]
+    assert sorted((x["id"], x["kind"]) for x in c["added"]) == \
+        [("m9", "method"), ("p3", "proposition"), ("q3", "problem")]
+    assert [x["category"] for x in c["added"] if x["id"] == "p3"] == ["数论"]
+    assert [(x["id"], x["problem"]) for x in c["applications"]] == [("m1", "q3")]
     assert ("q3", "解法", 1, "Sieve bound") in [(x["id"], x["entry"], x["number"], x["title"])
                                                  for x in c["entries_added"]]
     assert [(x["id"], x["from"], x["to"]) for x in c["priorities"]] == [("q2", 0, "never")]
@@ -95,7 +101,7 @@ def test_range_lists_what_the_research_changed(pr: Path) -> None:
     assert sorted((x["verifier"], x["result"]) for x in v["votes"]) == [("alice", 1.0), ("bob", 1.0)]
     assert [(o["id"], o["reason"]) for o in d["overrides"]] == [("H1", "wrong subject")]
     # Only what the range changed: nothing about H1.1, H2, E001-E004, q1, p1, p2.
-    assert _ids(d) == {"H1", "H1.1.1", "H1.3", "E005", "q2", "q3"}
+    assert _ids(d) == {"H1", "H1.1.1", "H1.3", "E005", "q2", "q3", "p3", "m9", "m1"}
     assert d["findings"] == [] and d["findings_summary"]["blocking"] == 0 and not d["empty"]
 
 
