@@ -18,11 +18,15 @@ from kb_cli.output import emit_json, err, kb_option
 @click.option("--no-findings", is_flag=True, help="Leave out the rule findings of the change.")
 @click.option("--link-base", default=None, metavar="URL",
               help="Markdown: link file:line to URL/<path>#L<line> (e.g. a GitHub blob URL).")
+@click.option("--max-chars", type=click.IntRange(min=1000), default=None, metavar="N",
+              help="Bound text/markdown output to N characters (a PR comment holds 65,536): "
+                   "the diagram goes first, then the last lines, and it says so.")
 @click.option("--exit-code", is_flag=True,
               help="Exit 1 when the change has blocking rule findings (as kb verify would).")
 @kb_option
 def command(revs: tuple[str, ...], staged: bool, fmt: str, as_json: bool, no_findings: bool,
-            link_base: Optional[str], exit_code: bool, kb_path: Optional[str]) -> int:
+            link_base: Optional[str], max_chars: Optional[int], exit_code: bool,
+            kb_path: Optional[str]) -> int:
     """The research diff: hypotheses added, corrected and moved (with the evidence
     that moved them), experiments added and finished, cards, entries, priorities,
     dependencies, verdicts, settled objects and Verified cards, renumberings and
@@ -52,7 +56,7 @@ def command(revs: tuple[str, ...], staged: bool, fmt: str, as_json: bool, no_fin
     if fmt == "json":
         emit_json(d)
     else:
-        click.echo(render(d, fmt, link_base), nl=False)
+        click.echo(render(d, fmt, link_base, max_chars), nl=False)
         for note in (d.get("findings_summary") or {}).get("notes", []):
             err(f"kb: {note}")
     fsum = d.get("findings_summary") or {}

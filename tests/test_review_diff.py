@@ -209,6 +209,12 @@ def test_mermaid_stays_within_limits_and_says_what_it_left_out(example_kb: Path)
     assert f"{mm['left_out']} changed hypotheses not drawn" in mm["note"]
     md = invoke("diff", "main..big", "--format", "markdown", "--no-findings", cwd=root).stdout
     assert mm["note"] in md
+    # A PR comment holds 65,536 characters: --max-chars bounds the output and says so.
+    assert len(md) > 20_000
+    short = invoke("diff", "main..big", "--format", "markdown", "--no-findings", "--max-chars", "20000",
+                   cwd=root).stdout
+    assert len(short) <= 20_000 and "```mermaid" not in short
+    assert re.search(r"\d+ more line\(s\) left out \(size limit 20,000 characters\)", short)
 
 
 def test_usage_errors(pr: Path) -> None:

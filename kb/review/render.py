@@ -189,12 +189,37 @@ def _sections(d: dict[str, Any], st: _Style) -> list[tuple[str, list[str]]]:
     return out
 
 
-def render(d: dict[str, Any], fmt: str = "text", link_base: Optional[str] = None) -> str:
+def render(d: dict[str, Any], fmt: str = "text", link_base: Optional[str] = None,
+           max_chars: Optional[int] = None) -> str:
     """The diff as ``text`` or ``markdown`` (Mermaid sub-diagram included in Markdown).
 
     ``link_base`` (Markdown): a URL prefix for file:line links, e.g.
-    ``https://github.com/OWNER/REPO/blob/SHA``.
+    ``https://github.com/OWNER/REPO/blob/SHA``. ``max_chars`` bounds the output
+    (a PR comment holds 65,536 characters): the diagram goes first, then the
+    last list lines, and a final line says how much was left out.
     """
+    text = _render(d, fmt, link_base, with_diagram=True)
+    if max_chars is None or len(text) <= max_chars:
+        return text
+    text = _render(d, fmt, link_base, with_diagram=False)
+    note = "Mermaid diagram left out (size limit)."
+    if len(text) + len(note) + 2 <= max_chars:
+        return text + "\n" + note + "\n"
+    lines = text.splitlines()
+    kept: list[str] = []
+    size = 0
+    for ln in lines:
+        if size + len(ln) + 1 > max_chars - 200:
+            break
+        kept.append(ln)
+        size += len(ln) + 1
+    left = len(lines) - len(kept)
+    kept += ["", f"{left} more line(s) left out (size limit {max_chars:,} characters); "
+             "run `kb diff` locally for the whole diff."]
+    return "\n".join(kept) + "\n"
+
+
+def _render(d: dict[str, Any], fmt: str, link_base: Optional[str], with_diagram: bool) -> str:
     st = _Style(fmt == "markdown", link_base)
     base = d["base"][:12] if d["base"] else "the empty history"
     tip = d["tip"][:12] if d["source"] == "range" else d["source"].replace("worktree", "working tree")
@@ -216,7 +241,7 @@ def render(d: dict[str, Any], fmt: str = "text", link_base: Optional[str] = None
         out += [("- " if st.md else "  ") + ln for ln in lines]
         out.append("")
     mm = d.get("mermaid")
-    if st.md and mm:
+    if st.md and mm and with_diagram:
         out.append("### Changed part of the tree")
         out += mm["lines"]
         if mm["note"]:
