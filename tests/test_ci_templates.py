@@ -106,7 +106,8 @@ def test_github_workflow_runs_in_a_simulated_pull_request(toolchain, tmp_path: P
     assert steps["Range"]["code"] == 0
     verify = steps["kb verify (every commit of the range)"]
     text = summary.read_text(encoding="utf-8")
-    assert text.startswith("## Research diff") and "added `H1.3` under `H1`" in text
+    assert text.startswith("## Research diff") and "added `H1.3` under `H1`" in text, \
+        steps["Research diff (job summary)"]
     assert "finished `E005` (`H1.3`): conclusion **支持**" in text
     [post] = api.posts
     assert post["path"] == f"/repos/{HEAD_REPO}/issues/7/comments"

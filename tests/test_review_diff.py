@@ -27,6 +27,7 @@ def pr(example_kb: Path) -> Path:
     _kb(root, "hyp", "add", "Caching the wheel cache halves setup", "--parent", "H1")
     _kb(root, "exp", "new", "--hyp", "H1.1.1", "Profile the db fixture")
     _kb(root, "exp", "log", "E005", "ran with -X importtime")
+    _kb(root, "exp", "log", "E004", "re-ran with a warm cache")  # an experiment the range did not add
     _kb(root, "exp", "result", "E005", "--data", "collection 41 s of 38 min", "--conclusion", "推翻",
         "--reason", "imports are cheap")
     _kb(root, "hyp", "edit", "H1", "Setup, not tests, dominates CI time", "--reason", "wrong subject")
@@ -65,7 +66,7 @@ def test_range_lists_what_the_research_changed(pr: Path) -> None:
                     encoding="utf-8")
     commit_all(pr, "q2 depends on p2, not p1")
     d = _diff(pr, "main..feat")
-    assert d["source"] == "range" and len(d["commits"]) == 13
+    assert d["source"] == "range" and len(d["commits"]) == 14
     assert d["commits"][-1]["op"] is None  # a commit by hand: no Kb-Op
     assert [c["op"] for c in d["commits"]][:3] == ["hyp.add", "exp.new", "exp.log"]
     h = d["hypotheses"]
@@ -81,7 +82,8 @@ def test_range_lists_what_the_research_changed(pr: Path) -> None:
     assert [x["id"] for x in e["added"]] == ["E005"]
     [fin] = e["finished"]
     assert (fin["id"], fin["conclusion"], fin["data"]) == ("E005", "推翻", "collection 41 s of 38 min")
-    assert [(x["id"], x["entries"]) for x in e["logged"]] == [("E005", 1)]
+    assert sorted((x["id"], x["entries"]) for x in e["logged"]) == [("E004", 1), ("E005", 1)]
+    assert e["edited"] == []  # a log entry is listed as such, not as an edit
     c = d["cards"]
     assert sorted((x["id"], x["kind"]) for x in c["added"]) == \
         [("m9", "method"), ("p3", "proposition"), ("q3", "problem")]
@@ -101,7 +103,7 @@ def test_range_lists_what_the_research_changed(pr: Path) -> None:
     assert sorted((x["verifier"], x["result"]) for x in v["votes"]) == [("alice", 1.0), ("bob", 1.0)]
     assert [(o["id"], o["reason"]) for o in d["overrides"]] == [("H1", "wrong subject")]
     # Only what the range changed: nothing about H1.1, H2, E001-E004, q1, p1, p2.
-    assert _ids(d) == {"H1", "H1.1.1", "H1.3", "E005", "q2", "q3", "p3", "m9", "m1"}
+    assert _ids(d) == {"H1", "H1.1.1", "H1.3", "E004", "E005", "q2", "q3", "p3", "m9", "m1"}
     assert d["findings"] == [] and d["findings_summary"]["blocking"] == 0 and not d["empty"]
 
 

@@ -184,3 +184,16 @@ def test_readme_documents_the_tool_install_and_the_release_tag():
     assert "python -m build" in text
     assert f"rev: v{kb.__version__}" in text  # the documented pre-commit pin is this version's tag
     assert (REPO_ROOT / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
+
+
+def test_every_library_package_is_in_the_wheel(installed):
+    """Every package folder of the source tree (``kb/**/__init__.py``, ``cli/``) is installed:
+    a subpackage missing from pyproject.toml's list works in an editable install and breaks
+    in the wheel."""
+    _, _, purelib, _ = installed
+    for init in sorted((REPO_ROOT / "kb").rglob("__init__.py")):
+        rel = init.parent.relative_to(REPO_ROOT)
+        if "__pycache__" in rel.parts:
+            continue
+        assert (purelib / rel / "__init__.py").is_file(), f"{rel.as_posix()} is not in the wheel"
+    assert (purelib / "kb_cli" / "__init__.py").is_file()

@@ -281,12 +281,10 @@ def _experiments(ctx: _Ctx, old: dict, new: dict, pairs: list, added: list, remo
         elif o.get("conclusion") and n.get("conclusion") != o.get("conclusion"):
             out["conclusion_changed"].append({"id": eid, "from": o.get("conclusion"), "to": n.get("conclusion"),
                                               "reason": ctx.reason(eid), **where})
-        elif _same(o, n):
-            logs = [c for c in ctx.s.commits if c.op == "exp.log" and eid in c.ids]
-            if logs:
-                out["logged"].append({"id": eid, "entries": len(logs), **where})
-            else:
-                out["edited"].append({"id": eid, **where})
+        elif not _same(o, n):
+            out["edited"].append({"id": eid, "fields": _changed_fields(o, n), **where})
+        elif not _log_count(ctx, eid):
+            out["edited"].append({"id": eid, "fields": [], **where})  # prose only
     for n in finishing:
         rel = ctx.s.kb.rel(n["path"]) or n["path"]
         out["finished"].append({"id": n["id"], "hypothesis": n.get("hypothesis"), "status": n["status"],
@@ -294,16 +292,25 @@ def _experiments(ctx: _Ctx, old: dict, new: dict, pairs: list, added: list, remo
                                 "data": _data_line(ctx, rel, ctx.s.changes.get(rel, (None, None))[1]),
                                 "path": n["path"], "line": n.get("conclusion_line") or n["line"],
                                 "commits": ctx.commits(n["id"], n["path"])})
-    for i in {c for cs in (c_.ids for c_ in ctx.s.commits if c_.op == "exp.log") for c in cs}:
-        if not any(x["id"] == i for x in out["logged"]) and ("experiment", i) in new and \
-                any(x["id"] == i for x in out["finished"] + out["added"]):
-            n = new[("experiment", i)]
-            out["logged"].append({"id": i, "entries": sum(1 for c in ctx.s.commits if c.op == "exp.log" and i in c.ids),
-                                  "path": n["path"], "line": n["line"], "commits": ctx.commits(i, n["path"])})
+    # Log entries appended (kb exp log), whatever else happened to the experiment.
+    for key, n in new.items():
+        if key[0] == "experiment" and (count := _log_count(ctx, key[1])):
+            out["logged"].append({"id": key[1], "entries": count, "path": n["path"], "line": n["line"],
+                                  "commits": ctx.commits(key[1], n["path"])})
     return out
 
 
 _VOLATILE = {"path", "line", "end_line", "anchor_lines", "conclusion_line"}
+
+
+def _log_count(ctx: _Ctx, eid: str) -> int:
+    """How many commits of the range appended to the log of ``eid`` (``Kb-Op: exp.log``)."""
+    return sum(1 for c in ctx.s.commits if c.op == "exp.log" and eid in c.ids)
+
+
+def _changed_fields(o: dict, n: dict) -> list[str]:
+    return sorted(k for k in set(o) | set(n) if k not in _VOLATILE and k != "anchors"
+                  and o.get(k) != n.get(k))
 
 
 def _same(o: dict, n: dict) -> bool:

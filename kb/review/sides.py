@@ -224,9 +224,9 @@ ORDER BY a.line"""
 
 
 def _fill(s: Sides, idx: Any) -> None:
-    """Objects of the changed files, both sides; of a file changed on both sides only the
-    objects whose fields differ (compared inside SQLite: a 5,000-hypothesis tree.md
-    with one new hypothesis costs no 10,000 JSON loads)."""
+    """Objects of the changed files, both sides; of a tree or registry file changed on
+    both sides only the objects whose fields differ (compared inside SQLite: a
+    5,000-hypothesis tree.md with one new hypothesis costs no 10,000 JSON loads)."""
     from kb.parse import classify
 
     k = s.kb
@@ -236,7 +236,10 @@ def _fill(s: Sides, idx: Any) -> None:
         if files:
             idx.ensure(Snapshot(kb=k, kind="commit", files=files,
                                 formats={p: classify(p, k.config) or "" for p in files}))
-    both = set(old) & set(new)
+    # Files holding many objects (tree.md, registries) changed on both sides: only the
+    # objects that differ. A card or an experiment is one object: always both versions,
+    # so that an edit of its prose (a log entry) is seen too.
+    both = {p for p in set(old) & set(new) if classify(p, k.config) in ("tree", "registry")}
     s.old_objects = _objects(idx, k, {p: b for p, b in old.items() if p not in both})
     s.new_objects = _objects(idx, k, {p: b for p, b in new.items() if p not in both})
     for p in sorted(both):
