@@ -121,7 +121,8 @@ def _sections(d: dict[str, Any], st: _Style) -> list[tuple[str, list[str]]]:
     for x in e["logged"]:
         lines.append(f"log of {i(x['id'])}: {x['entries']} entr{'y' if x['entries'] == 1 else 'ies'} appended")
     for x in e["edited"]:
-        lines.append(f"edited {i(x['id'])} (text only)")
+        what = ", ".join(t(f) for f in x.get("fields") or []) or "text only"
+        lines.append(f"edited {i(x['id'])} ({what})")
     for x in e["removed"]:
         lines.append(f"removed {i(x['id'])}")
     if lines:
