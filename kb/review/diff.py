@@ -411,11 +411,13 @@ def _verified(ctx: _Ctx, old: dict, new: dict, pairs: list, added: list, removed
 
 def _verdicts(ctx: _Ctx) -> list[dict[str, Any]]:
     """Verification records added by the range: target, verdict, votes, mode."""
-    from kb.ops.verdict import parse_record
-
     folder = records_dir(ctx.s.kb) + "/"
     added = {p: n for p, (o, n) in ctx.s.changes.items() if n and not o and p.startswith(folder)
              and p.endswith(".json")}
+    if not added:
+        return []
+    from kb.ops.verdict import parse_record  # only then: it imports the card writers
+
     data = ctx.s.read(list(added.values()))
     out = []
     for path, blob in sorted(added.items()):
