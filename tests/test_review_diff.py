@@ -114,7 +114,7 @@ def test_a_b_form_and_markdown_and_text(pr: Path) -> None:
     lines = md.stdout.splitlines()
     assert lines[0].startswith("## Research diff")
     # Overrides come first, before the hypotheses.
-    assert lines.index("### Review these (overrides and renumberings)") < lines.index("### Hypotheses")
+    assert lines.index("### Review these (overrides, renumberings, unreadable files)") < lines.index("### Hypotheses")
     assert "- override on `H1`: wrong subject" in md.stdout
     assert "```mermaid" in md.stdout and "class n_H1_3 changed" in md.stdout
     assert "n_H2" not in md.stdout  # an untouched branch of the tree is not drawn
@@ -226,3 +226,17 @@ def test_usage_errors(pr: Path) -> None:
     assert r.code == 2 and "nosuch" in r.stderr and "Traceback" not in r.stderr
     r = invoke("diff", "main..feat", "--staged", cwd=pr)
     assert r.code == 2
+
+
+def test_an_unreadable_file_is_said_not_read_as_removals(example_kb: Path) -> None:
+    root = example_kb
+    with open(root / "tree.md", "ab") as f:
+        f.write(b"\n\xff\xfe not UTF-8\n")
+    commit_all(root, "corrupt tree.md")
+    d = _diff(root, "HEAD~1..HEAD")
+    assert d["hypotheses"]["removed"] == []
+    [u] = d["unreadable"]
+    assert u["path"] == "tree.md" and u["code"] == "KB101" and not d["empty"]
+    assert any(f["code"] == "KB101" and f["blocking"] for f in d["findings"])
+    md = invoke("diff", "HEAD~1..HEAD", "--format", "markdown", cwd=root).stdout
+    assert "unreadable `tree.md:" in md

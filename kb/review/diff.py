@@ -17,6 +17,7 @@ MCP tool and a web page render that same dict (:mod:`kb.review.render`)::
      "verified": {"added", "changed"}, "verdicts": [...],
      "renumberings": [{"from", "to", "commit"}], "overrides": [{"id", "reason", "commit"}],
      "trail": {"added", "closed"} | None,
+     "unreadable": [{"path", "line", "code", "message"}],  # changed files kb cannot read
      "findings": [Finding.as_dict()] | None, "findings_summary": {...} | None,
      "mermaid": {"lines", "shown", "left_out", "note"} | None, "empty": bool}
 """
@@ -68,7 +69,8 @@ def _build(s: Sides) -> dict[str, Any]:
             pairs.append(((kind, oid), key_new))
     paired_new, paired_old = {p[1] for p in pairs}, {p[0] for p in pairs}
     added = [k for k in new if k not in paired_new]
-    removed = [k for k in old if k not in paired_old]
+    blind = {u["path"] for u in s.unreadable}
+    removed = [k for k in old if k not in paired_old and old[k]["path"] not in blind]
     by_id = _commits_by_id(s)
     overrides = _overrides(s)
     ctx = _Ctx(s, by_id, overrides, ren)
@@ -84,6 +86,7 @@ def _build(s: Sides) -> dict[str, Any]:
                          for c in s.commits for a, b in c.renumbers],
         "overrides": [{"id": i, "reason": r, "commit": c} for (i, c), r in overrides.items()],
         "trail": _trail(s),
+        "unreadable": s.unreadable,
         "findings": None, "findings_summary": None,
     }
     from kb.review.mermaid import changed_tree
@@ -487,5 +490,5 @@ def _is_empty(out: dict[str, Any]) -> bool:
     for sec in ("hypotheses", "experiments", "cards", "verified"):
         if any(out[sec].values()):
             return False
-    return not (out["verdicts"] or out["renumberings"] or out["overrides"]
+    return not (out["verdicts"] or out["renumberings"] or out["overrides"] or out["unreadable"]
                 or (out["trail"] and any(out["trail"].values())))

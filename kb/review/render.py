@@ -74,13 +74,16 @@ def _sections(d: dict[str, Any], st: _Style) -> list[tuple[str, list[str]]]:
     t, i = st.t, st.id
     out: list[tuple[str, list[str]]] = []
     review: list[str] = []
+    for u in d.get("unreadable") or []:
+        review.append(f"unreadable {st.where(u['path'], u['line'])}: {t(u['message'])} "
+                      "(its objects are not compared)")
     for r in d["renumberings"]:
         review.append(f"renumbered {i(r['from'])} → {i(r['to'])}{st.commits([r['commit']])}")
     for o in d["overrides"]:
         where = st.commits([o["commit"]]) if o["commit"] else " (KB_OVERRIDE)"
         review.append(f"override on {i(o['id'])}: {t(o['reason'] or '(no reason given)')}{where}")
     if review:
-        out.append(("Review these (overrides and renumberings)", review))
+        out.append(("Review these (overrides, renumberings, unreadable files)", review))
     h = d["hypotheses"]
     lines = []
     for x in h["added"]:

@@ -49,6 +49,7 @@ class Sides:
     path_commits: dict[str, list[str]] = field(default_factory=dict)
     overrides_env: dict[str, str] = field(default_factory=dict)
     new_files: dict[str, str] = field(default_factory=dict)
+    unreadable: list[dict[str, Any]] = field(default_factory=list)
     _index: Any = None
 
     def read(self, blobs: list[str]) -> dict[str, bytes]:
@@ -249,6 +250,18 @@ def _fill(s: Sides, idx: Any) -> None:
                 fields["path"], fields["line"] = k.repo_path(p), line
                 side.setdefault((kind, oid), fields)
     s.new_files = new
+    # A changed file kb cannot read on the after side (not UTF-8, too deep): its objects
+    # are unknown there, not removed.
+    for p, blob in sorted(new.items()):
+        for d in idx.diagnostics_of(p, blob):
+            if d.code in UNREADABLE:
+                s.unreadable.append({"path": k.repo_path(p), "line": d.line, "code": d.code,
+                                     "message": d.message})
+                break
+
+
+#: Parse diagnostics that mean kb read nothing of a file.
+UNREADABLE = ("KB101", "KB199")
 
 
 def new_objects_by_id(s: Sides, kind: str, ids: list[str]) -> dict[str, dict[str, Any]]:
