@@ -116,6 +116,19 @@ def test_github_workflow_runs_in_a_simulated_pull_request(toolchain, tmp_path: P
     if not bad:
         assert verify["code"] == 0 and "::error" not in verify["stdout"], verify
         assert steps["kb dashboard --check"]["code"] == 0, steps["kb dashboard --check"]
+        # The same job on the push that merges the branch: the range is before..HEAD, no comment.
+        base = git(ws, "rev-parse", "origin/main")
+        summary.write_text("")
+        with Api() as api2:
+            env.update({"GITHUB_EVENT_NAME": "push", "GITHUB_API_URL": api2.url, "GITHUB_BASE_REF": ""})
+            ctx = {"github": {"event_name": "push", "base_ref": "", "sha": head, "token": "ghs_test",
+                              "repository": HEAD_REPO, "event": {"before": base}},
+                   "vars": {"KB_PR_COMMENT": "true"}}
+            push = {s["name"]: s for s in run_github_job(workflow, "kb", ws, ctx, env, temp)}
+        assert ctx["steps"]["range"]["outputs"]["range"] == f"{base}..HEAD"
+        assert push["kb verify (every commit of the range)"]["code"] == 0
+        assert not push["Research diff (pull-request comment, opt-in)"]["ran"] and api2.posts == []
+        assert "added `H1.3` under `H1`" in summary.read_text(encoding="utf-8")
     else:
         assert verify["code"] == 1
         assert any(line.startswith("::error file=tree.md,line=") and "H1.2" in line

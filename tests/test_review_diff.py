@@ -240,3 +240,16 @@ def test_an_unreadable_file_is_said_not_read_as_removals(example_kb: Path) -> No
     assert any(f["code"] == "KB101" and f["blocking"] for f in d["findings"])
     md = invoke("diff", "HEAD~1..HEAD", "--format", "markdown", cwd=root).stdout
     assert "unreadable `tree.md:" in md
+
+
+def test_staged_correction_shows_the_override_from_the_environment(example_kb: Path, monkeypatch) -> None:
+    root = example_kb
+    _kb(root, "hyp", "edit", "H2", "xdist on 4 workers halves the test step", "--reason", "scope",
+        "--no-commit")
+    git(root, "add", "tree.md")
+    monkeypatch.setenv("KB_OVERRIDE", "H2 scope")
+    d = _diff(root, "--staged")
+    assert [(x["id"], x["reason"]) for x in d["hypotheses"]["corrected"]] == [("H2", "scope")]
+    assert d["overrides"] == [{"id": "H2", "reason": "scope", "commit": None}]
+    md = invoke("diff", "--staged", "--format", "markdown", cwd=root).stdout
+    assert "- override on `H2`: scope (KB_OVERRIDE)" in md
