@@ -39,6 +39,8 @@ COMMANDS: dict[str, str] = {
     "rules": "rules",
     "hooks": "hooks",
     "ci": "ci",
+    "diff": "diff",
+    "log": "log",
     "schema": "schema",
     "prime": "prime",
     "mcp": "mcp",
