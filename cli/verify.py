@@ -17,7 +17,8 @@ def _gh_escape(text: str, prop: bool = False) -> str:
     return text
 
 
-def _github(f: Any) -> str:
+def github_annotation(f: Any) -> str:
+    """A finding as a GitHub Actions workflow command (``::error file=…::message``)."""
     if f.blocking:
         level = "error"
     elif f.severity in ("error", "warning"):
@@ -33,7 +34,20 @@ def _github(f: Any) -> str:
     return f"::{level} {','.join(props)}::{_gh_escape(where + f.message)}"
 
 
-def _summary(report: Any, label: str) -> str:
+def _codequality(f: Any) -> dict[str, Any]:
+    """A finding as a GitLab code-quality issue (the merge request shows it on the line)."""
+    import hashlib
+
+    sev = "critical" if f.blocking else {"error": "major", "warning": "minor"}.get(f.severity, "info")
+    where = f"[{f.commit[:10]}] " if f.commit else ""
+    key = "\0".join((f.code, f.path, str(f.line), f.message, f.commit or ""))
+    return {"description": f"{f.code} {where}{f.message}", "check_name": f.code,
+            "fingerprint": hashlib.sha1(key.encode("utf-8")).hexdigest(), "severity": sev,
+            "location": {"path": f.path, "lines": {"begin": max(f.line, 1)}}}
+
+
+def summary_line(report: Any, label: str) -> str:
+    """The one-line stderr summary of a report (counts, and whether it refuses)."""
     blocking = report.blocking
     errors = [f for f in report.findings if f.severity == "error" and not f.blocking]
     warnings = [f for f in report.findings if f.severity == "warning"]
@@ -67,8 +81,9 @@ def _summary(report: Any, label: str) -> str:
               help="Check every commit of A..B (each against its first parent) and the final snapshot.")
 @click.option("--fix", is_flag=True,
               help="Apply the fixes diagnostics carry to working-tree files (never in hook or CI modes).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",
-              show_default=True, help="Output: text, json, or github (workflow annotations).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "codequality"]),
+              default="text", show_default=True,
+              help="Output: text, json, github (workflow annotations) or codequality (a GitLab report).")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @kb_option
 def command(staged: bool, rev: Optional[str], range_: Optional[str], fix: bool, fmt: str,
@@ -95,31 +110,20 @@ def command(staged: bool, rev: Optional[str], range_: Optional[str], fix: bool, 
         raise UsageError(f"--fix works only without --staged/--rev/--range ({why}); "
                          "run `kb verify --fix` yourself")
     kb_dir = Path(kb_path) if kb_path else None
-    report = run(mode, Path.cwd(), kb_dir)
     label = {"worktree": "kb verify", "staged": "kb verify --staged", "rev": "kb verify --rev",
              "range": "kb verify --range"}[mode.kind]
     if fix:
-        from kb.checks.fix import apply_fixes, regenerate_dashboard
+        from kb.checks.fix import fix_until_stable
 
-        applied, skipped, regenerated, files = 0, 0, 0, set()
-        # A fix can reveal another (a repaired heading exposes its bold anchor):
-        # fix, re-check, until nothing more applies (a few passes at most).
-        for _pass in range(5):
-            res = apply_fixes(report.findings)
-            regen = sum(1 for root in sorted({f.kb_root for f in report.findings
-                                              if f.code == "KB240" and f.kb_root})
-                        if regenerate_dashboard(Path(root)))
-            applied, skipped, regenerated = applied + res.applied, skipped + res.skipped, regenerated + regen
-            files |= set(res.files)
-            if not (res.applied or regen):
-                break
-            report = run(mode, Path.cwd(), kb_dir)
-        msg = f"kb verify --fix: applied {applied} fix(es) in {len(files)} file(s)"
-        if regenerated:
-            msg += f", regenerated {regenerated} DASHBOARD.md"
-        if skipped:
-            msg += f" ({skipped} skipped: the line had changed)"
+        report, done = fix_until_stable(lambda: run(mode, Path.cwd(), kb_dir))
+        msg = f"kb verify --fix: applied {done.applied} fix(es) in {len(done.files)} file(s)"
+        if done.regenerated:
+            msg += f", regenerated {done.regenerated} DASHBOARD.md"
+        if done.skipped:
+            msg += f" ({done.skipped} skipped: the line had changed)"
         err(msg)
+    else:
+        report = run(mode, Path.cwd(), kb_dir)
     findings = sort_findings(report.findings)
     if fmt == "json":
         counts: dict[str, int] = {}
@@ -129,17 +133,23 @@ def command(staged: bool, rev: Optional[str], range_: Optional[str], fix: bool, 
             "mode": mode.kind, "ok": report.exit_code == 0, "exit_code": report.exit_code,
             "kbs": report.kbs, "commits": report.commits,
             "blocking": len(report.blocking), "counts": counts,
-            "notes": report.notes, "error": report.env_error,
+            "notes": report.notes,
+            # The one error object (kb.errors), so that agents test "error" alike everywhere.
+            "error": ({"message": report.env_error, "exit_code": 2, "kind": "environment"}
+                      if report.env_error else None),
             "diagnostics": [f.as_dict() for f in findings],
         })
     elif fmt == "github":
         for f in findings:
-            click.echo(_github(f))
-        err(_summary(report, label))
+            click.echo(github_annotation(f))
+        err(summary_line(report, label))
+    elif fmt == "codequality":
+        emit_json([_codequality(f) for f in findings])
+        err(summary_line(report, label))
     else:
         for f in findings:
             click.echo(f.format())
-        err(_summary(report, label))
+        err(summary_line(report, label))
     if fmt != "json":
         for note in report.notes:
             err(f"kb: {note}")

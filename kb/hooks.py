@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from kb import git
-from kb.errors import EnvironmentError_, RefusedError
+from kb.errors import EnvironmentError_, RefusedError, UsageError
 
 HOOKS = ("pre-commit", "pre-merge-commit", "pre-push", "post-commit", "post-rewrite")
 MARK = "# kb-managed-hook:"
@@ -129,9 +129,15 @@ def hook_text(hook: str, python: Optional[str] = None) -> str:
     from kb.resources import hooks_dir as shipped
 
     text = (shipped() / "kb-hook.sh").read_text(encoding="utf-8")
+    from kb.review.source import install_hint, installed_source
+
     py = (python or sys.executable).replace("'", "'\\''")
+    # The fallback message names where this kb came from (never an unpublished name);
+    # it sits inside a double-quoted echo.
+    hint = install_hint(installed_source().spec)
+    hint = "".join("\\" + ch if ch in '"$`\\' else ch for ch in hint)
     return (text.replace("@HOOK@", hook).replace("@KB_PYTHON@", py)
-            .replace("@KB_ARGS@", _ARGS[hook]))
+            .replace("@KB_ARGS@", _ARGS[hook]).replace("@KB_INSTALL@", hint))
 
 
 def _write_hook(path: Path, text: str) -> None:
@@ -186,7 +192,7 @@ def install(start: Path, hooks: Iterable[str] = HOOKS, python: Optional[str] = N
                            "pre-receive hook — nothing changed")
     for hook in hooks:
         if hook not in _ARGS:
-            raise RefusedError(f"kb has no {hook} hook (it has {', '.join(HOOKS)})")
+            raise UsageError(f"kb has no {hook} hook (it has {', '.join(HOOKS)})")
         target, chained = d / hook, d / (hook + CHAINED)
         text = hook_text(hook, python)
         if _exists(target) and not is_ours(target):

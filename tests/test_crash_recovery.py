@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git, invoke, run_script
+from conftest import git, invoke, run_script, source_env
 
 FAULTS = Path(__file__).resolve().parent / "kb_faults.py"
 
 
 def killed(root: Path, spec: str, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = source_env()
     proc = subprocess.run([sys.executable, str(FAULTS), spec, "--", *args], cwd=root,
                           capture_output=True, env=env, timeout=120)
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()

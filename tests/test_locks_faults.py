@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Result, git, invoke, run_script
+from conftest import Result, git, invoke, run_script, source_env
 
 T0 = 1_800_000_000
 CONFIG = "[kb]\n\n[locks]\nttl = \"10m\"\ngrace = \"30s\"\nleads = [\"lead\"]\n"
@@ -48,7 +48,7 @@ def kb(cwd: Path, *args: str, now: int = T0, crash: str | None = None, **env: st
     import subprocess
     import sys
 
-    full = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    full = source_env()
     full.update(e)
     faults = Path(__file__).resolve().parent / "kb_faults.py"
     proc = subprocess.run([sys.executable, str(faults), CRASH[crash], "--", *args], cwd=cwd,

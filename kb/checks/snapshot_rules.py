@@ -16,6 +16,7 @@ from typing import Any, Iterable, Optional
 
 from kb.checks.facts import CARD_KINDS, FileFacts, Facts, LightDiagnostic, Obj
 from kb.checks.registry import file_rule, snapshot_rule
+from kb.research import dependencies
 from kb.vocab import (
     CONCLUSION,
     ENTRY_STATUS,
@@ -506,25 +507,30 @@ def depended_by(s: Facts) -> list:
     problems = {r.id: r for r in s.of_kind("problem")}
     if not problems:
         return []
-    derived: dict[str, set[str]] = {}
+    depends: dict[str, list[str]] = {pid: [] for pid in problems}
     declared: dict[str, set[str]] = {}
     for path, src, dst, kind in s.links():
         if kind == "depends" and src in problems and problems[src].path == path:
-            derived.setdefault(dst, set()).add(src)
+            depends[src].append(dst)
         elif kind == "depended_by" and src in problems:
             declared.setdefault(src, set()).add(dst)
+    derived = dependencies.reverse_dependencies(depends)
     out = []
-    differ = [pid for pid in set(derived) | set(declared)
-              if pid in problems and derived.get(pid, set()) != declared.get(pid, set())]
-    for pid in sorted(differ, key=natural):
-        row = problems[pid]
-        want = sorted(derived.get(pid, set()), key=natural)
-        ln = _anchor_line(s, row.path, pid, "被依赖")
-        from kb.parse.common import dump_list
+    differ = [pid for pid in problems if set(derived[pid]) != declared.get(pid, set())]
+    from kb.parse.common import dump_list
 
+    differ.sort(key=natural)
+    lines_of = {pid: _anchor_line(s, problems[pid].path, pid, "被依赖") for pid in differ}
+    # The fix texts' files in one read (hand-kept KBs carry hundreds of these warnings).
+    texts = s.read_many(problems[pid].path for pid in differ
+                        if lines_of[pid] and lines_of[pid] != problems[pid].line)
+    for pid in differ:
+        row = problems[pid]
+        want = derived[pid]
+        ln = lines_of[pid]
         fix = None
         if ln and ln != row.line:
-            data = s.read(row.path)
+            data = texts.get(row.path)
             if data is not None:
                 lines = data.decode("utf-8", "replace").lstrip("\ufeff").split("\n")
                 if ln <= len(lines):

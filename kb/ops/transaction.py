@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from kb import git
-from kb.errors import RefusedError
+from kb.errors import LockedError, RefusedError, StaleError
 from kb.ops import commit as commit_mod
 from kb.repo import KnowledgeBase
 
@@ -54,13 +54,15 @@ JOURNAL_NAME = "kb-transaction.json"
 
 @dataclass
 class TxResult:
-    """What a transaction did. ``commit`` is None with ``no_commit`` or no change."""
+    """What a transaction did. ``commit`` is None with ``no_commit`` or no change;
+    ``blobs`` maps each written repository path to its new git blob id."""
 
     op: str
     ids: list[str]
     paths: list[str]
     commit: str | None
     message: str
+    blobs: dict[str, str] = field(default_factory=dict)
 
 
 class FormatGuardError(RefusedError):
@@ -107,7 +109,7 @@ def acquire_write_lock(common: Path, op: str, on_wait: Callable[[str], None] | N
         try:
             fl.acquire(timeout=timeout)
         except Timeout:
-            raise RefusedError(f"timed out after {timeout:.0f}s waiting for the kb write lock "
+            raise LockedError(f"timed out after {timeout:.0f}s waiting for the kb write lock "
                                f"{lk.path}") from None
     lk.lock = fl
     try:
@@ -400,6 +402,8 @@ class Transaction:
     no_commit: bool = False
     owner: str | None = None
     overrides: list[tuple[str, str]] = field(default_factory=list)
+    #: extra ``(key, value)`` trailers after kb's own (e.g. a generated hypothesis's provenance)
+    trailers: list[tuple[str, str]] = field(default_factory=list)
     expect: dict[str, str] = field(default_factory=dict)
     on_wait: Callable[[str], None] | None = None
     lock_timeout: float = 120.0
@@ -501,7 +505,7 @@ class Transaction:
                 cur = olds[rel] if rel in olds else self.read_disk(rel)
                 have = self.blob_id(cur) if cur is not None else None
             if have != want:
-                raise RefusedError(
+                raise StaleError(
                     f"{kb.prefix}{rel} changed since it was read (expected blob {want}, it is "
                     f"{have}); read it again — nothing was written")
         for rel in changed:
@@ -529,8 +533,9 @@ class Transaction:
             for rel in changed:
                 _atomic_write(self.path(rel), self._writes[rel])
                 written.append(rel)
+            blobs = {kb.repo_path(r): new_ids[r] for r in changed}
             if self.no_commit or head is None:
-                return TxResult(self.op, list(self.ids), [kb.repo_path(r) for r in changed], None, message)
+                return TxResult(self.op, list(self.ids), list(blobs), None, message, blobs)
             hook_env = {"KB_OWNER": self.owner or "", "KB_OP": self.op}
             if self.overrides:
                 hook_env["KB_OVERRIDE"] = "\n".join(f"{i} {r}" for i, r in self.overrides)
@@ -540,7 +545,7 @@ class Transaction:
             jp.unlink(missing_ok=True)
             raise
         jp.unlink(missing_ok=True)
-        return TxResult(self.op, list(self.ids), [kb.repo_path(r) for r in changed], commit, message)
+        return TxResult(self.op, list(self.ids), list(blobs), commit, message, blobs)
 
     def _store(self, rels: list[str]) -> dict[str, str]:
         """Write the current bytes of ``rels`` to git's object store (for recovery)."""
@@ -568,6 +573,7 @@ class Transaction:
         subject = self.summary or f"kb {self.op}"
         trailers = [f"Kb-Op: {self.op}"] + [f"Kb-Id: {i}" for i in self.ids]
         trailers += [f"Kb-Override: {i} {r}" for i, r in self.overrides]
+        trailers += [f"{k}: {v}" for k, v in self.trailers]
         return f"{subject}\n\n" + "\n".join(trailers) + "\n"
 
     def _rollback(self, written: list[str], olds: dict[str, bytes | None]) -> None:
