@@ -309,7 +309,9 @@ def _portable_new(kb: KnowledgeBase, new_paths: list[str]) -> None:
     from kb.repo import colliding, unportable
 
     for p in new_paths:
-        why = unportable(p)
+        # Reserved names and collisions only: a ':' or '?' in a name is refused by
+        # the commands that take names (IDs, categories) and reported by verify.
+        why = unportable(p, chars=False)
         if why:
             raise RefusedError(f"cannot create {p}: {why}; choose another ID or category — "
                                "nothing was written")
