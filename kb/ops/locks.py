@@ -449,16 +449,27 @@ def _index_lock(gp: _GitPaths, wait: float = 0.5) -> None:
             "— nothing was changed")
 
 
-def git_ref_locks(git_dir: Path, common_dir: Path) -> None:
-    """Refuse while git's own ref lock files exist (``HEAD.lock``, ``packed-refs.lock``,
-    ``refs/…/*.lock``): a git killed in the middle of a ref update leaves them, and
-    every ref update fails until they are removed. Like ``index.lock``, kb never
-    deletes them (it cannot tell a crashed git from a running one). Called with
-    kb's machine lock held. Raises RefusedError naming them."""
-    found = [p for p in (git_dir / "HEAD.lock", common_dir / "packed-refs.lock") if p.exists()]
-    refs = common_dir / "refs"
-    if refs.is_dir():
-        found += sorted(refs.rglob("*.lock"))[:5]
+def git_ref_locks(git_dir: Path, common_dir: Path, wait: float = 1.0) -> None:
+    """Refuse while git's own ref lock files stay (``HEAD.lock``, ``packed-refs.lock``,
+    ``refs/heads/…/*.lock``): a git killed in the middle of a ref update leaves them,
+    and every update of the branch fails until they are removed. A running git
+    holds them for milliseconds (another clone's lock claim, a user's commit), so
+    kb waits up to ``wait`` seconds first. Like ``index.lock``, kb never deletes
+    them (it cannot tell a crashed git from a running one). Lock refs
+    (``refs/kb/locks``) are not looked at: claims race on them by design.
+    Raises RefusedError naming them."""
+    def present() -> list[Path]:
+        found = [p for p in (git_dir / "HEAD.lock", common_dir / "packed-refs.lock") if p.exists()]
+        heads = common_dir / "refs" / "heads"
+        if heads.is_dir():
+            found += sorted(heads.rglob("*.lock"))[:5]
+        return found
+
+    deadline = time.monotonic() + wait
+    found = present()
+    while found and time.monotonic() < deadline:
+        time.sleep(0.05)
+        found = present()
     if found:
         raise RefusedError(
             f"git's ref lock {'files exist' if len(found) > 1 else 'file exists'} "
