@@ -705,3 +705,20 @@ def stale_dashboard(s: Facts) -> list:
     return [diag(dash, line, "KB240",
                  f"{dash} is stale: it is not what `kb dashboard` renders from {tree} and the "
                  "experiments (first difference at this line); run `kb dashboard` and commit it")]
+
+
+@snapshot_rule("KB219")
+def unportable_paths(s: Facts) -> list:
+    """KB219: a file name Windows reserves (``CON.md``, ``aux``), or two paths that
+    differ only in case or Unicode normalisation (one file on macOS/Windows)."""
+    from kb.repo import colliding, unportable
+
+    out = []
+    for p in sorted(s.files):
+        why = unportable(p)
+        if why:
+            out.append(diag(p, 1, "KB219", f"{p} cannot be checked out everywhere: {why}"))
+    for a, b in colliding(list(s.files)):
+        out.append(diag(b, 1, "KB219", f"{b} and {a} differ only in case or Unicode "
+                                       "normalisation: macOS and Windows take them for one file"))
+    return out
