@@ -318,6 +318,11 @@ OUTPUTS: dict[str, Optional[type[BaseModel]]] = {
     "mcp": None,
 }
 
+# The exploration graph's commands (issue 15): their models live with kb.trail.
+from kb.trail.contract import OUTPUTS as _TRAIL_OUTPUTS  # noqa: E402
+
+OUTPUTS.update(_TRAIL_OUTPUTS)
+
 
 def schema_of(words: str) -> dict[str, Any]:
     """The JSON Schema of ``words``' success output. Raises KeyError for unknown words."""
