@@ -95,6 +95,14 @@ def command(staged: bool, rev: Optional[str], range_: Optional[str], fix: bool, 
         raise UsageError(f"--fix works only without --staged/--rev/--range ({why}); "
                          "run `kb verify --fix` yourself")
     kb_dir = Path(kb_path) if kb_path else None
+    if fix:
+        from kb.merge.markers import refuse_if_conflicted
+        from kb import git as _git
+
+        # A fix inside a conflicted file would edit a guessed side (issue: team work).
+        top = _git.toplevel(kb_dir or Path.cwd())
+        if top is not None:
+            refuse_if_conflicted(top, "", "kb verify --fix changes")
     report = run(mode, Path.cwd(), kb_dir)
     label = {"worktree": "kb verify", "staged": "kb verify --staged", "rev": "kb verify --rev",
              "range": "kb verify --range"}[mode.kind]

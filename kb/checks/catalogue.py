@@ -108,6 +108,10 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "correct the kind word of the H1"),
     _r("KB150", "warning", "snapshot", "parse", "oddity in a progress direction log",
        "correct the direction header (logs never fail a check)"),
+    _r("KB190", "error", "snapshot", "parse", "unresolved merge conflict (git's <<<<<<< ======= "
+       ">>>>>>> markers); nothing else is read from the file",
+       "resolve the conflict (keep the right lines, delete the markers); `kb sync` merges tree.md "
+       "by meaning"),
     _r("KB199", "error", "snapshot", "parse", "file could not be parsed (nested too deeply)",
        "simplify the file's nesting"),
     # -- snapshot rules (kb verify) ----------------------------------------------

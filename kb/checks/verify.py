@@ -366,7 +366,12 @@ def snapshot_diagnostics(facts: Any, base: Optional[Any] = None) -> list[_D]:
 
     cfg = facts.config
     out = []
-    for _, d in _raw_snapshot(facts, base):
+    raw = _raw_snapshot(facts, base)
+    if any(d.code == "KB190" for _, d in raw):
+        # A conflicted file is read as empty: what follows from that (a stale
+        # dashboard) is noise until the conflict is resolved.
+        raw = [(k, d) for k, d in raw if d.code != "KB240"]
+    for _, d in raw:
         sev = effective_severity(d.code, d.severity, cfg)
         if sev is not None:
             out.append(d if sev == d.severity else d._replace(severity=sev))
@@ -381,6 +386,10 @@ def history_diagnostics(change: Any) -> list[_D]:
     load_rules()
     cfg = change.config
     out = []
+    # A file with conflict markers is one KB190 (kb.merge.markers), read as
+    # empty: the objects it seems to lose are not reported as removed.
+    conflicted = {p for p in change.paths if p in change.new.files
+                  and change.new.meta(p).get("conflict")}
     for rule in HISTORY_RULES:
         if rule.modes is not None and change.mode not in rule.modes:
             continue
@@ -388,6 +397,8 @@ def history_diagnostics(change: Any) -> list[_D]:
             continue
         for d in rule.func(change):
             x = _D.of(d)
+            if x.path in conflicted:
+                continue
             if x.severity == "info":  # accepted by an override: never raised by config
                 out.append(x)
                 continue

@@ -282,6 +282,10 @@ class Transaction:
         try:
             self.recovered = recover(self.kb)
             _index_lock(self.kb)
+            from kb.merge.markers import refuse_if_conflicted
+
+            # Never write into a half-finished merge (issue: team work).
+            refuse_if_conflicted(self.kb.top, self.kb.prefix)
         except BaseException:
             _release(self._lock)
             raise

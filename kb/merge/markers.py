@@ -1,0 +1,135 @@
+"""Unresolved merge conflicts and in-progress git operations (issue: team work).
+
+A KB file holding git's conflict markers is reported as *one* diagnostic per
+conflicted region (KB190, "unresolved merge conflict, lines 34–48") instead of
+the duplicate anchors its two sides would otherwise produce, and no object is
+read from it (guessing a side would let ``kb verify --fix`` edit the wrong
+one). While a merge, rebase, cherry-pick or revert is in progress, or a KB
+file holds markers, every kb write refuses (:func:`refuse_if_conflicted`,
+called by the write transaction and by ``kb verify --fix``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Optional, Sequence
+
+from kb import git
+from kb.errors import RefusedError
+
+#: git's markers at the default ``conflict-marker-size`` (7), then a space or the end.
+_START = re.compile(r"^<{7}(?: |$)")
+_BASE = re.compile(r"^\|{7}(?: |$)")
+_MID = re.compile(r"^={7}$")
+_END = re.compile(r"^>{7}(?: |$)")
+#: Cheap pre-check on the whole text: both outer markers at a line start.
+_ANY = re.compile(r"^<{7}(?: |\r?$)", re.MULTILINE)
+
+#: in-progress state files under the git dir -> (operation, how to finish or abort).
+IN_PROGRESS = (
+    ("MERGE_HEAD", "a merge", "resolve the conflicts, `git add` the files and `git commit`, "
+                              "or `git merge --abort`"),
+    ("rebase-merge", "a rebase", "`git rebase --continue` or `git rebase --abort`"),
+    ("rebase-apply", "a rebase (or git am)", "`git rebase --continue` or `git rebase --abort`"),
+    ("CHERRY_PICK_HEAD", "a cherry-pick", "`git cherry-pick --continue` or `git cherry-pick --abort`"),
+    ("REVERT_HEAD", "a revert", "`git revert --continue` or `git revert --abort`"),
+)
+
+
+def conflict_regions(lines: Sequence[str], masked: Optional[Sequence[bool]] = None) -> list[tuple[int, int]]:
+    """1-based ``(first, last)`` line ranges of the conflict regions in ``lines``.
+
+    A region opens at ``<<<<<<<`` and closes at the next ``>>>>>>>`` after a
+    ``=======``; an unclosed region runs to the last line. ``masked`` (lines
+    inside fenced code, e.g. a note that quotes a conflict) are never an
+    opening marker. Lines are without their endings.
+    """
+    out: list[tuple[int, int]] = []
+    start: Optional[int] = None
+    mid = False
+    for i, ln in enumerate(lines):
+        if start is None:
+            if _START.match(ln) and not (masked and masked[i]):
+                start, mid = i, False
+            continue
+        if _MID.match(ln):
+            mid = True
+        elif mid and _END.match(ln):
+            out.append((start + 1, i + 1))
+            start = None
+    if start is not None:
+        out.append((start + 1, len(lines)))
+    return out
+
+
+def may_have_conflict(text: str) -> bool:
+    """Fast pre-check: could ``text`` hold a conflict region at all?"""
+    return "<<<<<<<" in text and _ANY.search(text) is not None
+
+
+def describe(first: int, last: int) -> str:
+    """The diagnostic text of one region."""
+    return (f"unresolved merge conflict, lines {first}–{last}: choose the lines to keep and delete "
+            "the <<<<<<< ======= >>>>>>> markers (kb reads nothing else from this file until then)")
+
+
+def operation_in_progress(top: Path) -> Optional[tuple[str, str, str]]:
+    """``(state file, operation, how to finish)`` of a git operation in progress, or None."""
+    gd = git.git_dir(top)
+    for name, what, how in IN_PROGRESS:
+        if (gd / name).exists():
+            return name, what, how
+    return None
+
+
+def unmerged_paths(top: Path, prefix: str = "") -> list[str]:
+    """Repository paths with unmerged index entries (stages 1–3) under ``prefix``."""
+    args = ["ls-files", "-u", "-z"]
+    if prefix:
+        args += ["--", prefix]
+    data = git.run(args, top).stdout
+    return sorted({e.split("\t", 1)[1] for e in git.split_z(data) if "\t" in e})
+
+
+def marked_files(top: Path, prefix: str = "") -> list[str]:
+    """Tracked ``.md`` files under ``prefix`` whose working-tree text has a line
+    starting a conflict region (one ``git grep``; candidates are then confirmed
+    by :func:`conflict_regions`)."""
+    spec = f"{prefix}*.md" if prefix else "*.md"
+    proc = git.run(["grep", "-l", "-z", "-I", "-E", "^<<<<<<<( |$)", "--", spec], top, check=False)
+    if proc.returncode not in (0, 1):
+        return []
+    out = []
+    for rel in git.split_z(proc.stdout):
+        try:
+            text = (top / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        from kb.text import compute_mask
+
+        lines = [ln.rstrip("\r") for ln in text.split("\n")]
+        if conflict_regions(lines, compute_mask(lines)):
+            out.append(rel)
+    return out
+
+
+def refuse_if_conflicted(top: Path, prefix: str = "", action: str = "kb writes") -> None:
+    """Raise :class:`RefusedError` (exit 1) while a merge, rebase, cherry-pick or
+    revert is in progress, or a file under ``prefix`` is unmerged or holds
+    conflict markers; the message says why and how to get out."""
+    state = operation_in_progress(top)
+    if state is not None:
+        name, what, how = state
+        raise RefusedError(f"{what} is in progress ({name} exists): {action} nothing until it is "
+                           f"finished — {how}; then run the command again (nothing was written)")
+    unmerged = unmerged_paths(top, prefix)
+    if unmerged:
+        raise RefusedError(f"{unmerged[0]} is unmerged (a conflict git left in the index): resolve it "
+                           f"and `git add` it first; {action} nothing meanwhile (nothing was written)")
+    marked = marked_files(top, prefix)
+    if marked:
+        raise RefusedError(f"unresolved merge-conflict markers in {', '.join(marked)}: resolve them "
+                           f"(kb verify shows the lines; a generated DASHBOARD.md can be taken from "
+                           f"either side and regenerated by `kb dashboard` afterwards) first; {action} "
+                           "nothing meanwhile (nothing was written)")
