@@ -65,14 +65,17 @@ def _summary(report: Any, label: str) -> str:
 @click.option("--rev", "rev", metavar="R", default=None, help="Check commit R against its first parent.")
 @click.option("--range", "range_", metavar="A..B", default=None,
               help="Check every commit of A..B (each against its first parent) and the final snapshot.")
+@click.option("--against", "against", metavar="REF", default=None,
+              help="With --range: the branch the range merges into (e.g. origin/main); an ID the "
+                   "range adds that REF already has with other content is an error.")
 @click.option("--fix", is_flag=True,
               help="Apply the fixes diagnostics carry to working-tree files (never in hook or CI modes).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",
               show_default=True, help="Output: text, json, or github (workflow annotations).")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @kb_option
-def command(staged: bool, rev: Optional[str], range_: Optional[str], fix: bool, fmt: str,
-            as_json: bool, kb_path: Optional[str]) -> int:
+def command(staged: bool, rev: Optional[str], range_: Optional[str], against: Optional[str],
+            fix: bool, fmt: str, as_json: bool, kb_path: Optional[str]) -> int:
     """Check the rules of the research record (`kb rules` lists them).
 
     Without options: the KB containing the current directory, working tree
@@ -90,6 +93,12 @@ def command(staged: bool, rev: Optional[str], range_: Optional[str], fix: bool, 
     if as_json:
         fmt = "json"
     mode = resolve_mode(staged, rev, range_)
+    if against is not None:
+        if mode.kind != "range":
+            raise UsageError("--against works with --range A..B (the range's target branch)")
+        import dataclasses
+
+        mode = dataclasses.replace(mode, against=against)
     if fix and mode.kind != "worktree":
         why = "the hook never fixes" if mode.source != "options" else "fixes apply to the working tree"
         raise UsageError(f"--fix works only without --staged/--rev/--range ({why}); "

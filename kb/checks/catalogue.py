@@ -175,6 +175,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "before (IDs are never reused)", "use the next free ID (above every existing sibling)"),
     _r("KB308", "error", "history", "verify", "the recorded conclusion of an experiment was changed",
        "restore it and record a new experiment (or Kb-Override: <ID> <reason>)"),
+    _r("KB350", "error", "history", "verify", "an ID the branch adds is already taken on the target "
+       "branch with other content (--against)",
+       "run `kb sync` to renumber the branch's IDs and every reference in one commit"),
     _r("KB380", "error", "history", "verify", "a staged change to a path whose write lock another "
        "owner holds (pre-commit only; the owner is KB_OWNER, else kb.owner, else user.email)",
        "wait for the holder's `kb lock release`, or claim the path once its lease is over "

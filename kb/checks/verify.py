@@ -846,12 +846,23 @@ def verify_range(start: Path, spec: str, kb_path: Optional[Path] = None) -> Repo
 
 
 def verify_commit_range(start: Path, a: Optional[str], b: str, kb_path: Optional[Path] = None,
-                        allow_root: bool = True) -> Report:
-    """``a..b`` (``a`` None: every commit reachable from ``b``, from the root)."""
+                        allow_root: bool = True, against: Optional[str] = None) -> Report:
+    """``a..b`` (``a`` None: every commit reachable from ``b``, from the root).
+
+    ``against`` names the branch the range is meant to merge into: IDs the range
+    adds (``b`` against its merge-base with ``against``) that ``against`` already
+    holds with other content are KB350 errors (:mod:`kb.merge.collide`).
+    """
     top = _top(start)
     tip = git.rev_parse(b, top)
     if tip is None:
         raise UsageError(f"{b!r} is not a commit")
+    target = None
+    if against is not None:
+        target = git.rev_parse(against, top)
+        if target is None:
+            raise UsageError(f"--against {against!r} is not a commit here (fetch it first, e.g. "
+                             "`git fetch origin`)")
     base = None
     if a is not None:
         base = git.rev_parse(a, top)
@@ -872,7 +883,33 @@ def verify_commit_range(start: Path, a: Optional[str], b: str, kb_path: Optional
     if base is not None:
         mb = git.run(["merge-base", base, tip], top, check=False)
         origin = mb.stdout.decode().strip() or base if mb.returncode == 0 else base
-    return _verify_commits(top, commits, tip, origin, kb_path, mode="range", trailer_spec=spec)
+    report = _verify_commits(top, commits, tip, origin, kb_path, mode="range", trailer_spec=spec)
+    if target is not None:
+        _against(top, report, tip, target, against or target, kb_path)
+    return report
+
+
+def _against(top: Path, report: Report, tip: str, target: str, label: str,
+             kb_path: Optional[Path]) -> None:
+    """Add the KB350 collisions of ``tip`` with ``target`` to ``report``."""
+    from kb.checks.facts import Facts
+    from kb.merge.collide import collision_diagnostics, find_collisions
+    from kb.repo import commit_snapshot, find_all_kbs
+
+    mb = git.run(["merge-base", tip, target], top, check=False)
+    base = mb.stdout.decode().strip() if mb.returncode == 0 else ""
+    for prefix in _selected(top, kb_path, sorted(set(find_all_kbs(top, tip)))):
+        try:
+            k = _kb_at(top, prefix, tip)
+        except GitError:
+            continue
+        with _index(k) as idx:
+            tip_f = Facts(idx, commit_snapshot(k, tip), tip[:10])
+            target_f = Facts(idx, commit_snapshot(k, target), label)
+            base_f = Facts(idx, commit_snapshot(k, base), base[:10]) if base else None
+            diags = collision_diagnostics(find_collisions(tip_f, base_f, target_f), label)
+            report.findings += _findings([_D.of(d) for d in diags], k, "history", commit=tip,
+                                         all_errors_block=True)
 
 
 def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
@@ -957,11 +994,50 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
                 overrides = dict(ovs.get(c, {}))
                 overrides.update(merge_ovs.get(c, {}))
                 change = Change(old_f, new_f, mode, changes, overrides, commit=c, origin=origin_f)
-                report.findings += _history(change, k, c)
+                found = _history(change, k, c)
+                if len(parents) > 1 and found:
+                    found = _judged_by_all_parents(found, idx, k, c, parents[1:], new, mode,
+                                                   overrides, origin_f)
+                report.findings += found
             report.findings += _config_findings(k)
             report.findings += _check_snapshots(k, tip_f, origin_f, strict=True) if origin_f is not None \
                 else _check_snapshots(k, tip_f, _empty_facts(idx, k), strict=True)
     return report
+
+
+_ID_TOKEN = re.compile(r"[A-Za-z][\w.-]*\d[\w.-]*")
+
+
+def _finding_key(f: Finding) -> tuple[str, str, str]:
+    """What a history finding is about: code, path and the first ID-like word of
+    its message (messages name their base snapshot, which differs per parent)."""
+    m = _ID_TOKEN.search(f.message)
+    return f.code, f.path, m.group(0) if m else ""
+
+
+def _judged_by_all_parents(found: list[Finding], idx: Any, k: Any, commit: str,
+                           others: list[str], new: Any, mode: str, overrides: dict[str, str],
+                           origin_f: Any) -> list[Finding]:
+    """Keep the findings of a merge commit (judged against its first parent)
+    that it also earns against every other parent: what a merge takes over
+    from one of its parents is that parent's change, checked on its own path
+    (issue: team work — a renumbered branch merged with its target passes)."""
+    from kb.checks.facts import Change, Facts
+    from kb.repo import commit_snapshot
+
+    keep = {_finding_key(f) for f in found}
+    new_f = None
+    for p in others:
+        changes = diff_commits(k, p, commit)
+        if not changes:
+            return []
+        touched = [ch.path for ch in changes]
+        if new_f is None:
+            new_f = Facts(idx, new, commit[:10], ensure=touched)
+        old_f = Facts(idx, commit_snapshot(k, p), p[:10], ensure=touched)
+        change = Change(old_f, new_f, mode, changes, overrides, commit=commit, origin=origin_f)
+        keep &= {_finding_key(f) for f in _history(change, k, commit)}
+    return [f for f in found if _finding_key(f) in keep or f.severity == "info"]
 
 
 def _empty_facts(idx: Any, k: Any) -> Any:
@@ -984,6 +1060,7 @@ class Mode:
     base: Optional[str] = None
     tip: Optional[str] = None
     source: str = "options"
+    against: Optional[str] = None
 
 
 def resolve_mode(staged: bool = False, rev: Optional[str] = None, range_: Optional[str] = None,
@@ -1039,7 +1116,7 @@ def run(mode: Mode, start: Optional[Path] = None, kb_path: Optional[Path] = None
         return verify_rev(start, mode.rev or "HEAD", kb_path)
     if mode.kind == "range":
         return verify_commit_range(start, mode.base, mode.tip or "HEAD", kb_path,
-                                   allow_root=mode.base is None)
+                                   allow_root=mode.base is None, against=mode.against)
     raise UsageError(f"unknown verify mode {mode.kind!r}")
 
 
