@@ -40,7 +40,7 @@ def test_ci_init_writes_the_workflow(make_kb):
     assert res.code == 0, res.stderr
     wf = root / ".github" / "workflows" / "kb-verify.yml"
     text = wf.read_text(encoding="utf-8")
-    assert "kb verify --range origin/main..HEAD --format github" in text
+    assert "kb verify --range origin/main..HEAD --against origin/main --format github" in text
     data = yaml.safe_load(text)
     steps = data["jobs"]["kb-verify"]["steps"]
     assert steps[0]["with"]["fetch-depth"] == 0
