@@ -24,7 +24,7 @@ def _report(res, as_json: bool, verb: str) -> None:
     for hook, action in res.actions.items():
         click.echo(f"{hook}: {action}")
     if res.merge_driver:
-        click.echo(f"merge driver kb-dashboard: {res.merge_driver}")
+        click.echo(f"merge drivers: {res.merge_driver}")
     err(f"{verb} in {res.hooks_dir}")
 
 

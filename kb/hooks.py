@@ -128,14 +128,10 @@ def install(start: Path, hooks: Iterable[str] = HOOKS, python: Optional[str] = N
             _write_hook(target, text)
             res.actions[hook] = "installed"
     if merge_driver:
-        have = _config_get(top, f"merge.{DRIVER}.driver")
-        if have is None:
-            git.run(["config", f"merge.{DRIVER}.name", DRIVER_NAME], top, write=True)
-            git.run(["config", f"merge.{DRIVER}.driver", DRIVER_CMD], top, write=True)
-            res.merge_driver = "registered"
-        else:
-            res.merge_driver = "already registered" if have == DRIVER_CMD else \
-                f"left as configured ({have})"
+        from kb.merge.drivers import register
+
+        # kb's merge drivers (tree.md, DASHBOARD.md): issue "team work through git".
+        res.merge_driver = _summary(register(top, python))
     return res
 
 
@@ -158,13 +154,9 @@ def uninstall(start: Path, hooks: Iterable[str] = HOOKS, merge_driver: bool = Tr
         else:
             res.actions[hook] = "not installed"
     if merge_driver:
-        if _config_get(top, f"merge.{DRIVER}.driver") == DRIVER_CMD and \
-                _config_get(top, f"merge.{DRIVER}.name") == DRIVER_NAME:
-            git.run(["config", "--remove-section", f"merge.{DRIVER}"], top, write=True)
-            res.merge_driver = "unregistered"
-        else:
-            res.merge_driver = "not kb's: left alone" if _config_get(
-                top, f"merge.{DRIVER}.driver") is not None else "not registered"
+        from kb.merge.drivers import unregister
+
+        res.merge_driver = _summary(unregister(top))
     return res
 
 
@@ -181,10 +173,16 @@ def status(start: Path) -> HookResult:
             res.actions[hook] = "another hook (not kb's)"
         else:
             res.actions[hook] = "not installed"
-    drv = _config_get(top, f"merge.{DRIVER}.driver")
-    res.merge_driver = "registered" if drv == DRIVER_CMD else ("not registered" if drv is None
-                                                               else f"configured as {drv!r}")
+    from kb.merge.drivers import registered
+
+    res.merge_driver = _summary({k: "registered" if v else "not registered"
+                                 for k, v in registered(top).items()})
     return res
+
+
+def _summary(actions: dict[str, str]) -> str:
+    """``kb-dashboard: registered; kb-tree: registered`` (one line for the report)."""
+    return "; ".join(f"{k}: {v}" for k, v in sorted(actions.items()))
 
 
 # ---------------------------------------------------------------------------
