@@ -159,6 +159,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "control character) — the file name, '- ID:' or an ID an anchor names",
        "rename to a safe ID (letters, digits, CJK, '-', '_'); correct the anchor"),
     # -- history rules (base -> new) ----------------------------------------------
+    _r("KB245", "warning", "snapshot", "verify", ".gitattributes names a kb merge driver this clone "
+       "has not registered (kb verify in the working tree only)",
+       "run `kb hooks install` or `kb sync` to register kb's merge drivers"),
     _r("KB301", "error", "history", "verify", "a hypothesis, experiment or card was removed",
        "restore it (mark a refuted hypothesis 被推翻 instead); or record Kb-Override: <ID> <reason>"),
     _r("KB302", "error", "history", "verify", "an ID was reassigned to a different statement",

@@ -725,9 +725,27 @@ def verify_worktree(start: Path, kb_path: Optional[Path] = None,
         report.findings += _config_findings(k)
         report.findings += _check_snapshots(k, new_f, base_f, strict=False)
         report.findings += _history(change, k, None)
+    report.findings += _driver_findings(k)
     if head is None:
         report.notes.append("HEAD has no commit yet: history is empty")
     return report
+
+
+def _driver_findings(k: Any) -> list[Finding]:
+    """KB245: ``.gitattributes`` names a kb merge driver this clone has not
+    registered (git would merge that file line by line; issue: team work)."""
+    from kb.checks.catalogue import effective_severity
+    from kb.merge.drivers import missing_drivers
+
+    sev = effective_severity("KB245", "warning", k.config)
+    if sev is None:
+        return []
+    diags = [_D(m.path, m.line, 1, "KB245", sev,
+                f"{m.path} names the merge driver {m.driver}, which this clone has not registered: "
+                "git merges the file line by line instead (conflicts kb would avoid); run "
+                "`kb hooks install` (or `kb sync`) to register kb's drivers", None)
+             for m in missing_drivers(k.top, k.root)]
+    return _findings(diags, k, "snapshot")
 
 
 def _merge_overrides(top: Path, env: Mapping[str, str]) -> dict[str, str]:

@@ -16,6 +16,7 @@ driver this clone has not registered.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import sys
@@ -136,9 +137,8 @@ def missing_drivers(top: Path, kb_root: Path) -> list[MissingDriver]:
             for n, ln in enumerate(f.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
                 m = _ATTR.match(ln)
                 if m and not have.get(m.group(2), False):
-                    out.append(MissingDriver(f.relative_to(kb_root.resolve()).as_posix()
-                                             if f.is_relative_to(kb_root.resolve())
-                                             else f.as_posix(), n, m.group(2)))
+                    rel = Path(os.path.relpath(f, kb_root.resolve())).as_posix()
+                    out.append(MissingDriver(rel, n, m.group(2)))
         if d == top or d.parent == d:
             break
         d = d.parent
