@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "hooks": "hooks",
     "ci": "ci",
     "merge-driver": "merge_driver",
+    "sync": "sync",
 }
 
 

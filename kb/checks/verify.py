@@ -554,16 +554,33 @@ def parse_overrides(text: str) -> dict[str, str]:
 
 
 def trailers(top: Path, revs: list[str]) -> dict[str, dict[str, str]]:
-    """commit -> {ID: reason} of its ``Kb-Override:`` trailers, for ``git log revs``."""
-    proc = git.run(["log", "--format=%H%x1f%(trailers:key=Kb-Override,valueonly)%x1e", *revs, "--"],
-                   top)
+    """commit -> {ID: reason} of its ``Kb-Override:`` trailers, for ``git log revs``.
+
+    A ``Kb-Renumber: H7 -> H9`` trailer (``kb sync``) accepts the change to the
+    old ID the same way (``renumbered to H9``).
+    """
+    proc = git.run(["log", "--format=%H%x1f%(trailers:key=Kb-Override,valueonly)%x1f"
+                    "%(trailers:key=Kb-Renumber,valueonly)%x1e", *revs, "--"], top)
     out = {}
     for rec in proc.stdout.decode("utf-8", "replace").split("\x1e"):
         rec = rec.strip("\n")
         if not rec:
             continue
-        sha, _, vals = rec.partition("\x1f")
-        out[sha.strip()] = parse_overrides(vals)
+        sha, _, rest = rec.partition("\x1f")
+        vals, _, renumbers = rest.partition("\x1f")
+        ov = parse_overrides(vals)
+        ov.update(parse_renumbers(renumbers))
+        out[sha.strip()] = ov
+    return out
+
+
+def parse_renumbers(text: str) -> dict[str, str]:
+    """``H7 -> H9`` lines (``Kb-Renumber`` trailer values) -> {old ID: reason}."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        old, sep, new = line.strip().partition("->")
+        if sep and old.strip() and new.strip():
+            out[old.strip()] = f"renumbered to {new.strip()} (Kb-Renumber)"
     return out
 
 
@@ -959,6 +976,13 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
     if bad:
         report.env_error = _shallow_note(bad[0])
     children = Counter(p[0] for _, p in commits if p)
+    # The "existed before the range" check (KB307) applies to commits made on
+    # top of the origin; a branch commit made in parallel (merged with its
+    # target later, e.g. by kb sync) never saw the origin's IDs.
+    after_origin: Optional[set[str]] = None
+    if origin and shas:
+        anc = git.run(["rev-list", "--ancestry-path", f"{origin}..{tip}"], top, check=False)
+        after_origin = set(anc.stdout.decode().split()) if anc.returncode == 0 else None
     for prefix in prefixes:
         try:
             k = _kb_at(top, prefix, tip)
@@ -1011,7 +1035,8 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
                 old_f = Facts(idx, old, parent[:10] if parent else "the empty history", ensure=touched)
                 overrides = dict(ovs.get(c, {}))
                 overrides.update(merge_ovs.get(c, {}))
-                change = Change(old_f, new_f, mode, changes, overrides, commit=c, origin=origin_f)
+                seen_origin = origin_f if after_origin is None or c in after_origin else None
+                change = Change(old_f, new_f, mode, changes, overrides, commit=c, origin=seen_origin)
                 found = _history(change, k, c)
                 if len(parents) > 1 and found:
                     found = _judged_by_all_parents(found, idx, k, c, parents[1:], new, mode,
