@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -91,6 +92,16 @@ def pre_push_cmd(remote: str, url: str, fmt: str) -> int:
         for note in rep.notes:
             err(f"kb: {note}")
         total.merge(rep)
-    if total.blocking:
+    from kb.locks import default_owner
+    from kb.remote_locks import pushed_lock_conflicts
+
+    # Shared locks (team work): the lock remote's locks, fetched now, never a stale copy.
+    owner = os.environ.get("KB_OWNER") or default_owner(top)
+    locked = pushed_lock_conflicts(top, [(b, t) for b, t, _ in pre_push_ranges(top, remote, lines)],
+                                   owner)
+    for msg in locked:
+        err(f"kb: {msg}")
+    if total.blocking or locked:
         err("kb: push refused; fix the commits above (`kb rules` explains every code)")
+        return max(total.exit_code, 1)
     return total.exit_code

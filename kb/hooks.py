@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from kb import git
-from kb.errors import EnvironmentError_, RefusedError
+from kb.errors import EnvironmentError_, KbError, RefusedError
 
 HOOKS = ("pre-commit", "pre-merge-commit", "pre-push")
 MARK = "# kb-managed-hook:"
@@ -132,6 +132,17 @@ def install(start: Path, hooks: Iterable[str] = HOOKS, python: Optional[str] = N
 
         # kb's merge drivers (tree.md, DASHBOARD.md): issue "team work through git".
         res.merge_driver = _summary(register(top, python))
+    from kb.remote_locks import ensure_refspecs, lock_remote
+    from kb.repo import find_all_kbs, open_kb
+
+    # Shared locks: a plain `git fetch` brings no custom refs unless told to (team work).
+    for prefix in find_all_kbs(top):
+        try:
+            remote = lock_remote(top, open_kb(top / prefix if prefix else top).config)
+        except KbError:  # an unreadable kb.toml is kb verify's to report, not install's
+            continue
+        if remote is not None and git.run(["remote", "get-url", remote], top, check=False).returncode == 0:
+            ensure_refspecs(top, remote)
     return res
 
 

@@ -339,7 +339,15 @@ class Transaction:
 
         paths = [kb.repo_path(r) for r in changed]
         # Write locks (DESIGN §5): refuse a target locked by another owner.
-        check_unlocked(kb, paths, self.owner)
+        check_unlocked(kb, paths, self.owner, notify=self.on_wait)
+        if self.ids and self.op.endswith((".add", ".new")):
+            from kb.remote_locks import lock_remote, taken_upstream
+
+            if lock_remote(kb.top, kb.config) is not None and self.on_wait is not None:
+                # Parallel branches allocate the same IDs; say so before it is merged (team work).
+                for oid in taken_upstream(kb.top, kb.config, kb.prefix, list(self.ids), fetched=True):
+                    self.on_wait(f"warning: {oid} already exists on the lock remote's default "
+                                 "branch; after merging, `kb sync` renumbers this one")
         old_ids = {r: None if (old := olds[r]) is None else self.blob_id(old) for r in changed}
         new_ids = {r: self.blob_id(self._writes[r]) for r in changed}
         # HEAD is read once, here, under the write lock; update-ref swaps from it.
