@@ -373,6 +373,9 @@ def make_lock_commit(top: Path, message: str, owner: str, now: int) -> str:
     env = {"GIT_AUTHOR_NAME": ident, "GIT_AUTHOR_EMAIL": "kb-lock",
            "GIT_COMMITTER_NAME": ident, "GIT_COMMITTER_EMAIL": "kb-lock",
            "GIT_AUTHOR_DATE": f"{now} +0000", "GIT_COMMITTER_DATE": f"{now} +0000"}
+    # git knows the empty tree without storing it, but then never sends it: a
+    # clone that fetches the lock commit fails `git fsck` ("missing tree").
+    git.run(["hash-object", "-w", "-t", "tree", "--stdin"], top, input=b"", write=True)
     return git.out(["commit-tree", "--no-gpg-sign", git.EMPTY_TREE, "-F", "-"], top,
                    input=message.encode("utf-8", "surrogateescape"), write=True, env=env)
 

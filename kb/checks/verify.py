@@ -765,14 +765,9 @@ def _driver_findings(k: Any) -> list[Finding]:
     return _findings(diags, k, "snapshot")
 
 
-def _merge_overrides(top: Path, env: Mapping[str, str]) -> dict[str, str]:
-    """Overrides of the commits that a merge (or cherry-pick) being committed brings in.
-
-    A merge concluded by ``git commit`` has ``MERGE_HEAD``; the
-    ``pre-merge-commit`` hook of ``git merge`` / ``git pull`` has none yet, so
-    the merged commits come from ``GIT_REFLOG_ACTION`` (``merge <names>``) or
-    ``FETCH_HEAD`` (``pull``).
-    """
+def _merge_heads(top: Path, env: Mapping[str, str]) -> list[str]:
+    """The commits a merge being committed brings in (see :func:`_merge_overrides`);
+    ``GITHEAD_<sha>`` (set by ``git merge`` for its strategies and hooks) counts too."""
     gdir = git.git_dir(top)
     heads: list[str] = []
     try:
@@ -794,6 +789,22 @@ def _merge_overrides(top: Path, env: Mapping[str, str]) -> dict[str, str]:
                     heads.append(parts[0].strip())
         except OSError:
             pass
+    if not heads:
+        heads = [k[len("GITHEAD_"):] for k in env if k.startswith("GITHEAD_")
+                 and git.rev_parse(k[len("GITHEAD_"):], top)]
+    return heads
+
+
+def _merge_overrides(top: Path, env: Mapping[str, str]) -> dict[str, str]:
+    """Overrides of the commits that a merge (or cherry-pick) being committed brings in.
+
+    A merge concluded by ``git commit`` has ``MERGE_HEAD``; the
+    ``pre-merge-commit`` hook of ``git merge`` / ``git pull`` has none yet, so
+    the merged commits come from ``GIT_REFLOG_ACTION`` (``merge <names>``) or
+    ``FETCH_HEAD`` (``pull``).
+    """
+    gdir = git.git_dir(top)
+    heads = _merge_heads(top, env)
     out: dict[str, str] = {}
     for h in heads:
         for ov in trailers(top, [f"HEAD..{h}"]).values():
@@ -822,8 +833,10 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
     if head is None:
         report.notes.append("HEAD has no commit yet: history is empty (first commit)")
     overrides = parse_overrides(env.get("KB_OVERRIDE", ""))
+    merging: list[str] = []
     if head is not None:
         overrides.update(_merge_overrides(top, env))
+        merging = [h for h in _merge_heads(top, env) if h != head]
     for prefix in prefixes:
         k = _kb_at(top, prefix, "")
         report.kbs.append(prefix.rstrip("/") or ".")
@@ -836,7 +849,11 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
             base_f = Facts(idx, base, "HEAD" if head else "the empty history", derive_from=new_f)
             change = Change(base_f, new_f, "staged", changes, overrides)
             report.findings += _config_findings(k)
-            report.findings += _history(change, k, None)
+            found = _history(change, k, None)
+            if found and merging:
+                found = _judged_by_all_parents(found, idx, k, None, merging, new, "staged",
+                                               overrides, None, diff=lambda p: diff_staged(k, p))
+            report.findings += found
             report.findings += _check_snapshots(k, new_f, base_f, strict=True)
     return report
 
@@ -1058,9 +1075,9 @@ def _finding_key(f: Finding) -> tuple[str, str, str]:
     return f.code, f.path, m.group(0) if m else ""
 
 
-def _judged_by_all_parents(found: list[Finding], idx: Any, k: Any, commit: str,
+def _judged_by_all_parents(found: list[Finding], idx: Any, k: Any, commit: Optional[str],
                            others: list[str], new: Any, mode: str, overrides: dict[str, str],
-                           origin_f: Any) -> list[Finding]:
+                           origin_f: Any, diff: Any = None) -> list[Finding]:
     """Keep the findings of a merge commit (judged against its first parent)
     that it also earns against every other parent: what a merge takes over
     from one of its parents is that parent's change, checked on its own path
@@ -1071,12 +1088,12 @@ def _judged_by_all_parents(found: list[Finding], idx: Any, k: Any, commit: str,
     keep = {_finding_key(f) for f in found}
     new_f = None
     for p in others:
-        changes = diff_commits(k, p, commit)
+        changes = diff(p) if diff is not None else diff_commits(k, p, commit)
         if not changes:
             return []
         touched = [ch.path for ch in changes]
         if new_f is None:
-            new_f = Facts(idx, new, commit[:10], ensure=touched)
+            new_f = Facts(idx, new, commit[:10] if commit else "the staged index", ensure=touched)
         old_f = Facts(idx, commit_snapshot(k, p), p[:10], ensure=touched)
         change = Change(old_f, new_f, mode, changes, overrides, commit=commit, origin=origin_f)
         keep &= {_finding_key(f) for f in _history(change, k, commit)}
