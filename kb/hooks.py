@@ -138,9 +138,15 @@ def install(start: Path, hooks: Iterable[str] = HOOKS, python: Optional[str] = N
     # Shared locks: a plain `git fetch` brings no custom refs unless told to (team work).
     for prefix in find_all_kbs(top):
         try:
-            remote = lock_remote(top, open_kb(top / prefix if prefix else top).config)
+            k = open_kb(top / prefix if prefix else top)
+            remote = lock_remote(top, k.config)
         except KbError:  # an unreadable kb.toml is kb verify's to report, not install's
             continue
+        if merge_driver:
+            from kb.merge.drivers import ensure_attributes
+
+            if ensure_attributes(k.root, k.config.paths["tree"], k.config.paths["dashboard"]):
+                res.merge_driver += f"; {prefix}.gitattributes now names them (commit it)"
         if remote is not None and git.run(["remote", "get-url", remote], top, check=False).returncode == 0:
             ensure_refspecs(top, remote)
     return res

@@ -114,3 +114,17 @@ def test_sync_without_collisions_just_merges(team: dict[str, Path]) -> None:
     assert res.code == 0 and data["renumbered"] == {} and data["merge"] == "merged", data
     assert data["drivers"]["kb-tree"] == "registered"
     assert "## H1: A idea" in (b / "tree.md").read_text(encoding="utf-8")
+
+
+def test_sync_names_the_drivers_in_gitattributes(team: dict[str, Path]) -> None:
+    a, b = team["a"], team["b"]
+    (a / ".gitattributes").write_text("DASHBOARD.md merge=kb-dashboard\n", encoding="utf-8")
+    commit_all(a, "an older KB: only the dashboard driver")
+    git(a, "push", "-q", "origin", "main")
+    git(b, "pull", "-q", "--ff-only")
+    res = invoke("sync", "--json", cwd=b)
+    assert res.code == 0, res.stdout + res.stderr
+    text = (b / ".gitattributes").read_text(encoding="utf-8")
+    assert "tree.md merge=kb-tree" in text and text.startswith("DASHBOARD.md merge=kb-dashboard\n")
+    assert git(b, "status", "--porcelain") == ""
+    assert "Kb-Op: sync.attributes" in git(b, "log", "-1", "--format=%B", "--", ".gitattributes")

@@ -851,8 +851,12 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
             report.findings += _config_findings(k)
             found = _history(change, k, None)
             if found and merging:
+                # Only the allocation order (KB307) is judged against every merged head:
+                # the merged commits are not checked here (pre-push and CI check them),
+                # so what they bring in is still this merge's to answer for.
                 found = _judged_by_all_parents(found, idx, k, None, merging, new, "staged",
-                                               overrides, None, diff=lambda p: diff_staged(k, p))
+                                               overrides, None, diff=lambda p: diff_staged(k, p),
+                                               codes={"KB307"})
             report.findings += found
             report.findings += _check_snapshots(k, new_f, base_f, strict=True)
     return report
@@ -1077,7 +1081,8 @@ def _finding_key(f: Finding) -> tuple[str, str, str]:
 
 def _judged_by_all_parents(found: list[Finding], idx: Any, k: Any, commit: Optional[str],
                            others: list[str], new: Any, mode: str, overrides: dict[str, str],
-                           origin_f: Any, diff: Any = None) -> list[Finding]:
+                           origin_f: Any, diff: Any = None,
+                           codes: Optional[set[str]] = None) -> list[Finding]:
     """Keep the findings of a merge commit (judged against its first parent)
     that it also earns against every other parent: what a merge takes over
     from one of its parents is that parent's change, checked on its own path
@@ -1097,7 +1102,8 @@ def _judged_by_all_parents(found: list[Finding], idx: Any, k: Any, commit: Optio
         old_f = Facts(idx, commit_snapshot(k, p), p[:10], ensure=touched)
         change = Change(old_f, new_f, mode, changes, overrides, commit=commit, origin=origin_f)
         keep &= {_finding_key(f) for f in _history(change, k, commit)}
-    return [f for f in found if _finding_key(f) in keep or f.severity == "info"]
+    return [f for f in found if _finding_key(f) in keep or f.severity == "info"
+            or (codes is not None and f.code not in codes)]
 
 
 def _empty_facts(idx: Any, k: Any) -> Any:

@@ -162,6 +162,7 @@ def sync(start: Path, upstream: Optional[str] = None, *, dry_run: bool = False,
         from kb.merge.drivers import register
 
         res.drivers = register(top)
+        res.attributes_changed = _attributes(k, on_wait)
     mb = git.run(["merge-base", head, target], top, check=False).stdout.decode().strip() or None
     plan = _plan(k, head, target, mb, name, res)
     if dry_run:
@@ -174,6 +175,26 @@ def sync(start: Path, upstream: Optional[str] = None, *, dry_run: bool = False,
     _dashboard(k, res, on_wait)
     _verify(k, target, res)
     return res
+
+
+def _attributes(k: Any, on_wait: Any) -> bool:
+    """Commit the driver lines the KB's ``.gitattributes`` lacks (one transaction)."""
+    from kb.merge.drivers import attribute_lines
+    from kb.ops.transaction import Transaction
+
+    path = k.root / ".gitattributes"
+    old = path.read_bytes() if path.exists() else b""
+    have = {ln.strip() for ln in old.decode("utf-8", "replace").splitlines()}
+    lines = attribute_lines(k.config.paths["tree"], k.config.paths["dashboard"])
+    missing = [ln for ln in lines if ln not in have]
+    if not missing:
+        return False
+    sep = b"" if old.endswith(b"\n") or not old else b"\n"
+    new = old + sep + ("\n".join(missing) + "\n").encode("utf-8")
+    with Transaction(k, "sync.attributes", summary="kb sync: name kb's merge drivers in .gitattributes",
+                     on_wait=on_wait) as tx:
+        tx.write(".gitattributes", new)
+    return True
 
 
 def _plan(k: Any, head: str, target: str, mb: Optional[str], name: str, res: SyncResult) -> Any:
