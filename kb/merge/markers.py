@@ -92,22 +92,72 @@ def unmerged_paths(top: Path, prefix: str = "") -> list[str]:
     return sorted({e.split("\t", 1)[1] for e in git.split_z(data) if "\t" in e})
 
 
-def marked_files(top: Path, prefix: str = "") -> list[str]:
-    """Tracked ``.md`` files under ``prefix`` whose working-tree text has a line
-    starting a conflict region (one ``git grep``; candidates are then confirmed
-    by :func:`conflict_regions`)."""
-    spec = f"{prefix}*.md" if prefix else "*.md"
-    proc = git.run(["grep", "-l", "-z", "-I", "-E", "^<<<<<<<( |$)", "--", spec], top, check=False)
-    if proc.returncode not in (0, 1):
+def _grep(top: Path, args: list[str]) -> list[str]:
+    proc = git.run(["grep", "-l", "-z", "-I", "-F", "-e", "<<<<<<<", *args], top, check=False)
+    return list(git.split_z(proc.stdout)) if proc.returncode == 0 else []
+
+
+_CLEAN = "kb-markers-clean"
+
+
+def _committed_candidates(top: Path, prefix: str) -> list[str]:
+    """Files of HEAD's tree under ``prefix`` that may hold markers.
+
+    A HEAD tree found clean is remembered in the git dir; the next check greps
+    only the files that changed since (kb's own commits change one or two), so
+    the cost follows the change, not the size of the KB.
+    """
+    proc = git.run(["rev-parse", "--verify", "--quiet", "HEAD^{tree}"], top, check=False)
+    tree = proc.stdout.decode().strip()
+    if proc.returncode != 0 or not tree:
         return []
+    mark = git.git_dir(top) / _CLEAN
+    spec = [f"{prefix}*.md" if prefix else "*.md"]
+    try:
+        known = dict(ln.split(" ", 1) for ln in mark.read_text(encoding="utf-8").splitlines() if " " in ln)
+    except OSError:
+        known = {}
+    clean = known.get(prefix or ".")
+    if clean == tree:
+        return []
+    if clean and git.run(["cat-file", "-e", clean], top, check=False).returncode == 0:
+        changed = list(git.split_z(git.run(["diff-tree", "-r", "-z", "--name-only", "--diff-filter=AM",
+                                            clean, tree, "--", *spec], top).stdout))
+        found = _grep(top, [tree, "--", *changed]) if changed else []
+    else:
+        found = _grep(top, [tree, "--", *spec])
+    found = [f.split(":", 1)[1] if ":" in f else f for f in found]
+    if not found:
+        known[prefix or "."] = tree
+        try:
+            mark.write_text("".join(f"{k} {v}\n" for k, v in sorted(known.items())), encoding="utf-8")
+        except OSError:
+            pass
+    return found
+
+
+def marked_files(top: Path, prefix: str = "") -> list[str]:
+    """Tracked ``.md`` files under ``prefix`` whose working-tree text holds a
+    conflict region: the files that differ from HEAD, plus HEAD's own files
+    (incrementally, see :func:`_committed_candidates`), confirmed by
+    :func:`conflict_regions`."""
+    from kb.text import compute_mask
+
+    spec = f"{prefix}*.md" if prefix else "*.md"
+    candidates = set(_committed_candidates(top, prefix))
+    if git.rev_parse("HEAD", top) is not None:
+        candidates |= set(git.split_z(git.run(["diff-index", "-z", "--name-only", "HEAD", "--", spec],
+                                              top, check=False).stdout))
+    else:
+        candidates |= set(_grep(top, ["--", spec]))
     out = []
-    for rel in git.split_z(proc.stdout):
+    for rel in sorted(candidates):
         try:
             text = (top / rel).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        from kb.text import compute_mask
-
+        if not may_have_conflict(text):
+            continue
         lines = [ln.rstrip("\r") for ln in text.split("\n")]
         if conflict_regions(lines, compute_mask(lines)):
             out.append(rel)
