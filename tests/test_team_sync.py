@@ -128,3 +128,26 @@ def test_sync_names_the_drivers_in_gitattributes(team: dict[str, Path]) -> None:
     assert "tree.md merge=kb-tree" in text and text.startswith("DASHBOARD.md merge=kb-dashboard\n")
     assert git(b, "status", "--porcelain") == ""
     assert "Kb-Op: sync.attributes" in git(b, "log", "-1", "--format=%B", "--", ".gitattributes")
+
+
+def test_sync_stops_on_a_contradiction_and_leaves_no_half_merge(team: dict[str, Path]) -> None:
+    a, b = team["a"], team["b"]
+    _ok("hyp", "add", "Shared idea", cwd=a)
+    git(a, "push", "-q", "origin", "main")
+    git(b, "pull", "-q", "--ff-only")
+    _ok("hyp", "status", "H1", "进行中", cwd=a)
+    _ok("hyp", "status", "H1", "进行中", cwd=b)
+    (a / "tree.md").write_text((a / "tree.md").read_text(encoding="utf-8").replace(
+        "Status: 进行中", "Status: 被推翻"), encoding="utf-8")
+    (b / "tree.md").write_text((b / "tree.md").read_text(encoding="utf-8").replace(
+        "Status: 进行中", "Status: 被支持"), encoding="utf-8")
+    for clone in (a, b):
+        git(clone, "commit", "-q", "--no-verify", "-am", "close H1")
+    git(a, "push", "-q", "origin", "main")
+    head = git(b, "rev-parse", "HEAD")
+    res = invoke("sync", "--json", cwd=b)
+    data = res.json()
+    assert res.code == 1 and data["merge"] == "conflict"
+    assert any("status of H1 was changed differently on both sides" in c for c in data["conflicts"])
+    assert git(b, "rev-parse", "HEAD") == head and git(b, "status", "--porcelain") == ""
+    assert not (b / ".git" / "MERGE_HEAD").exists()
