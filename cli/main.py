@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 import kb
-from kb.errors import KbError
+from kb.errors import KbError, UsageError
 
 #: command name -> module under kb_cli holding ``command``. Later issues add rows.
 COMMANDS: dict[str, str] = {
@@ -41,6 +41,9 @@ COMMANDS: dict[str, str] = {
     "ci": "ci",
     "merge-driver": "merge_driver",
     "sync": "sync",
+    "schema": "schema",
+    "prime": "prime",
+    "mcp": "mcp",
 }
 
 
@@ -59,12 +62,19 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(kb.__version__, "--version", prog_name="kb", message="%(prog)s %(version)s")
-def cli() -> None:
+@click.option("-C", "directory", metavar="DIR", default=None,
+              help="Run as if kb was started in DIR (like git -C).")
+def cli(directory: str | None) -> None:
     """kb — a git-backed Markdown knowledge base for research.
 
     Reads the anchor lines of tree.md, experiments and Vibe Math cards, keeps an
     index in .kb/, and (with its hooks) enforces the rules of the research record.
     """
+    if directory is not None:
+        try:
+            os.chdir(directory)
+        except OSError as exc:
+            raise UsageError(f"-C {directory}: {exc.strerror or exc}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,16 +96,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KbError as exc:
         click.echo(f"kb: {exc}", err=True)
-        kind = "refused" if exc.exit_code == 1 else type(exc).__name__.rstrip("_")
-        return _json_error(args, str(exc), exc.exit_code, kind)
+        return _json_error(args, str(exc), exc.exit_code, exc.kind)
     except BrokenPipeError:
         return 0
     except Exception as exc:  # a bug: a short message, never a traceback for users
-        click.echo(f"kb: internal error: {type(exc).__name__}: {exc} "
-                   "(set KB_DEBUG=1 for the traceback; please report it)", err=True)
+        msg = f"internal error: {type(exc).__name__}: {exc}"
+        click.echo(f"kb: {msg} (set KB_DEBUG=1 for the traceback; please report it)", err=True)
         if _debug():
             raise
-        return 3
+        return _json_error(args, msg, 3, "internal")
     return int(rv or 0)
 
 

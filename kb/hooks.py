@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from kb import git
-from kb.errors import EnvironmentError_, KbError, RefusedError
+from kb.errors import EnvironmentError_, KbError, RefusedError, UsageError
 
 HOOKS = ("pre-commit", "pre-merge-commit", "pre-push")
 MARK = "# kb-managed-hook:"
@@ -108,7 +108,7 @@ def install(start: Path, hooks: Iterable[str] = HOOKS, python: Optional[str] = N
     res = HookResult(hooks_dir=d)
     for hook in hooks:
         if hook not in _ARGS:
-            raise RefusedError(f"kb has no {hook} hook (it has {', '.join(HOOKS)})")
+            raise UsageError(f"kb has no {hook} hook (it has {', '.join(HOOKS)})")
         target, chained = d / hook, d / (hook + CHAINED)
         text = hook_text(hook, python)
         if _exists(target) and not is_ours(target):

@@ -81,6 +81,9 @@ class ObjectRow:
     path: str
     line: int
     data: str
+    #: git blob id of the file version the object was read from (what ``--expect``
+    #: takes); set by the working-tree reads (objects, get, search).
+    blob: str | None = None
 
     def fields(self) -> dict[str, Any]:
         return json.loads(self.data)
@@ -226,7 +229,7 @@ class Index:
 
     def objects(self, kind: str | None = None, status: str | None = None) -> list[ObjectRow]:
         """Objects of the indexed working tree, in path and line order."""
-        sql = f"SELECT o.id, o.kind, o.status, o.title, o.path, o.line, o.data FROM objects o {self._CUR}"
+        sql = f"SELECT o.id, o.kind, o.status, o.title, o.path, o.line, o.data, o.blob FROM objects o {self._CUR}"
         cond, args = [], []
         if kind:
             cond.append("o.kind = ?")
@@ -241,7 +244,7 @@ class Index:
 
     def get(self, obj_id: str) -> list[ObjectRow]:
         """Every object with this ID (more than one means a duplicate)."""
-        sql = (f"SELECT o.id, o.kind, o.status, o.title, o.path, o.line, o.data FROM objects o "
+        sql = (f"SELECT o.id, o.kind, o.status, o.title, o.path, o.line, o.data, o.blob FROM objects o "
                f"{self._CUR} WHERE o.id = ? ORDER BY o.path, o.line")
         return [ObjectRow(*r) for r in self.db.execute(sql, (obj_id,))]
 
@@ -282,7 +285,7 @@ class Index:
     def search(self, text: str) -> list[ObjectRow]:
         """Objects whose ID, title or statement contains ``text`` (case-insensitive)."""
         like = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        sql = (f"SELECT o.id, o.kind, o.status, o.title, o.path, o.line, o.data FROM objects o "
+        sql = (f"SELECT o.id, o.kind, o.status, o.title, o.path, o.line, o.data, o.blob FROM objects o "
                f"{self._CUR} WHERE o.id LIKE ? ESCAPE '\\' OR o.title LIKE ? ESCAPE '\\' "
                f"OR json_extract(o.data, '$.statement') LIKE ? ESCAPE '\\' ORDER BY o.path, o.line")
         return [ObjectRow(*r) for r in self.db.execute(sql, (like, like, like))]

@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from kb import git
-from kb.errors import GitError, RefusedError, UsageError
+from kb.errors import ConflictError, GitError, LockedError, NotFoundError, UsageError
 
 LOCKS_NS = "refs/kb/locks/"
 PROJECT_REF = "refs/kb/project-lock"
@@ -79,19 +79,19 @@ _MAX_TTL = 366 * 24 * 3600
 # -- errors ------------------------------------------------------------------
 
 
-class LockHeld(RefusedError):
-    """The target is locked by someone else (exit 1). ``lock`` is the holder's lock."""
+class LockHeld(LockedError):
+    """The target is locked by someone else (exit 1, kind ``locked``). ``lock`` is the holder's lock."""
 
     def __init__(self, message: str, lock: "Lock") -> None:
         super().__init__(message)
         self.lock = lock
 
 
-class NotLocked(RefusedError):
-    """Release/renew of a path that is not locked, or not by the caller (exit 1)."""
+class NotLocked(NotFoundError):
+    """Release/renew of a path that is not locked, or not by the caller (exit 1, ``not_found``)."""
 
 
-class LockLost(RefusedError):
+class LockLost(ConflictError):
     """The caller's lock changed under it (stolen or expired and taken): nothing committed."""
 
 
@@ -292,7 +292,9 @@ class Lock:
 
     def as_dict(self, now: int | None = None, grace: int | None = None) -> dict[str, Any]:
         d = asdict(self)
-        d["expires_iso"] = iso(self.expires)
+        # One naming for agents: times are ISO 8601 with an ``_epoch`` twin.
+        d["expires"] = iso(self.expires)
+        d["expires_epoch"] = self.expires
         if now is not None and grace is not None:
             d["remaining"] = self.remaining(now)
             d["expired"] = self.expired(now, grace)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Mapping
 
 from kb import git
-from kb.errors import GitError, RefusedError
+from kb.errors import ConflictError, GitError, RefusedError
 
 _COMMIT_HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit")
 
@@ -169,7 +169,7 @@ def _refuse_dirty(top: Path, paths: list[str]) -> None:
         i += 1
     if dirty:
         verb = "has" if len(dirty) == 1 else "have"
-        raise RefusedError(
+        raise ConflictError(
             f"{', '.join(dirty)} {verb} uncommitted changes; commit or stash them first "
             "(or use --no-commit) — nothing was written")
 
@@ -262,7 +262,7 @@ def _plumbing_commit(top: Path, paths: list[str], message: str, head: HeadState)
     proc = git.run(["update-ref", "-m", f"commit: {subject}", "HEAD", commit,
                     parent or "0" * 40], top, write=True, check=False)
     if proc.returncode != 0:
-        raise RefusedError("HEAD moved while kb was committing (another commit landed); "
+        raise ConflictError("HEAD moved while kb was committing (another commit landed); "
                            "nothing was written — run the command again")
     info = "".join(f"{modes[p]} {blobs[p]}\t{p}\0" for p in paths)
     git.run(["update-index", "-z", "--add", "--index-info"], top, write=True,

@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from kb import git
-from kb.errors import GitError, RefusedError, UsageError
+from kb.errors import ConflictError, GitError, RefusedError, UsageError
+from kb.ops.result import OpResult
 from kb.locks import (
     LOCKS_NS, PROJECT_REF, Lock, LockHeld, LockLost, NotLocked, Settings, blocking_locks,
     check_remote, clock,
@@ -82,7 +83,7 @@ class AcquireResult:
     behind: int | None = None   # commits of the remote branch HEAD lacks (remote claims)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"owner": self.owner, "now": self.now, "remote": self.remote,
+        return {"owner": self.owner, "now": iso(self.now), "now_epoch": self.now, "remote": self.remote,
                 "locks": [a.as_dict() for a in self.locks], "branch": self.branch,
                 "behind": self.behind}
 
@@ -102,6 +103,22 @@ class ReleaseResult:
         return {"owner": self.owner, "released": self.released, "committed": self.committed,
                 "commit": self.commit, "branch": self.branch, "lock_commits": self.lock_commits,
                 "remote": self.remote, "warnings": self.warnings}
+
+    def op_result(self, top: Path) -> OpResult:
+        """This release as the one write result (:class:`kb.ops.result.OpResult`):
+        ``paths`` the committed paths, ``blobs`` their blob ids in the new commit
+        (read from the git repository at ``top``), ``changes`` one line per
+        released lock, the fields of :meth:`as_dict` after them."""
+        blobs: dict[str, str] = {}
+        if self.commit and self.committed:
+            out = git.run(["ls-tree", "-z", self.commit, "--", *self.committed], top).stdout
+            for rec in out.decode("utf-8", "surrogateescape").split("\0"):
+                if "\t" in rec:
+                    meta, path = rec.split("\t", 1)
+                    blobs[path] = meta.split()[2]
+        return OpResult(op="lock.release", ids=[], paths=list(self.committed), blobs=blobs,
+                        commit=self.commit, changes=[f"released {p}" for p in self.released],
+                        details=self.as_dict())
 
 
 @dataclass
@@ -132,7 +149,7 @@ class StatusReport:
     remote: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"now": self.now, "now_iso": iso(self.now), "grace": self.grace,
+        return {"now": iso(self.now), "now_epoch": self.now, "grace": self.grace,
                 "remote": self.remote, "locks": [s.as_dict() for s in self.locks],
                 "project": self.project.as_dict() if self.project else None,
                 "interrupted_release": self.interrupted}
@@ -278,7 +295,7 @@ def _acquire(kb: KnowledgeBase, targets: list[_Target], owner: str, mode: str, t
         if remote:
             result.branch, result.behind = _remote_behind(top, remote)
         return result
-    raise RefusedError(f"could not {mode} after {_ATTEMPTS} tries: the locks kept changing "
+    raise ConflictError(f"could not {mode} after {_ATTEMPTS} tries: the locks kept changing "
                        f"under contention; try again {('(' + last_error + ')') if last_error else ''}"
                        .strip())
 
@@ -379,7 +396,7 @@ def project_unlock(kb: KnowledgeBase, owner: str | None = None,
                 continue
         return ReleaseResult(owner=owner, released=["project"], committed=[], commit=None,
                              branch=None, lock_commits=[cur.commit], remote=remote)
-    raise RefusedError("could not unlock: the project lock kept changing; try again")
+    raise ConflictError("could not unlock: the project lock kept changing; try again")
 
 
 # -- release ---------------------------------------------------------------------------------
@@ -676,7 +693,7 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
             if remote and commit and remote_tip and remote_tip != head and git.run(
                     ["merge-base", "--is-ancestor", remote_tip, head or remote_tip], top,
                     check=False).returncode != 0:
-                raise RefusedError(
+                raise ConflictError(
                     f"{remote}/{branch[len('refs/heads/'):]} has commits your branch lacks: pull "
                     f"them first (git pull --rebase --autostash {remote}), then release again "
                     "— your locks are kept, nothing was changed")
@@ -730,7 +747,7 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
                                     "locked); `kb lock release --all` updates them later")
             return ReleaseResult(owner, rps, changed, commit, branch, lock_commits, remote,
                                  warnings)
-        raise RefusedError(f"could not release after {_ATTEMPTS} tries: the branch kept moving; "
+        raise ConflictError(f"could not release after {_ATTEMPTS} tries: the branch kept moving; "
                            "your locks are kept, try again")
     finally:
         tx_unlock(held)

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from kb import git
-from kb.errors import RefusedError
+from kb.errors import LockedError, RefusedError, StaleError
 from kb.ops import commit as commit_mod
 from kb.repo import KnowledgeBase
 
@@ -54,13 +54,15 @@ JOURNAL_NAME = "kb-transaction.json"
 
 @dataclass
 class TxResult:
-    """What a transaction did. ``commit`` is None with ``no_commit`` or no change."""
+    """What a transaction did. ``commit`` is None with ``no_commit`` or no change;
+    ``blobs`` maps each written repository path to its new git blob id."""
 
     op: str
     ids: list[str]
     paths: list[str]
     commit: str | None
     message: str
+    blobs: dict[str, str] = field(default_factory=dict)
 
 
 class FormatGuardError(RefusedError):
@@ -107,7 +109,7 @@ def acquire_write_lock(common: Path, op: str, on_wait: Callable[[str], None] | N
         try:
             fl.acquire(timeout=timeout)
         except Timeout:
-            raise RefusedError(f"timed out after {timeout:.0f}s waiting for the kb write lock "
+            raise LockedError(f"timed out after {timeout:.0f}s waiting for the kb write lock "
                                f"{lk.path}") from None
     lk.lock = fl
     try:
@@ -364,7 +366,7 @@ class Transaction:
                 cur = olds[rel] if rel in olds else self.read_disk(rel)
                 have = self.blob_id(cur) if cur is not None else None
             if have != want:
-                raise RefusedError(
+                raise StaleError(
                     f"{kb.prefix}{rel} changed since it was read (expected blob {want}, it is "
                     f"{have}); read it again — nothing was written")
         for rel in changed:
@@ -392,8 +394,9 @@ class Transaction:
             for rel in changed:
                 _atomic_write(self.path(rel), self._writes[rel])
                 written.append(rel)
+            blobs = {kb.repo_path(r): new_ids[r] for r in changed}
             if self.no_commit or head is None:
-                return TxResult(self.op, list(self.ids), [kb.repo_path(r) for r in changed], None, message)
+                return TxResult(self.op, list(self.ids), list(blobs), None, message, blobs)
             if os.environ.get("KB_TEST_CRASH_AFTER_WRITE"):  # tests: die between write and commit
                 os.kill(os.getpid(), 9)
             hook_env = {"KB_OWNER": self.owner or "", "KB_OP": self.op}
@@ -405,7 +408,7 @@ class Transaction:
             jp.unlink(missing_ok=True)
             raise
         jp.unlink(missing_ok=True)
-        return TxResult(self.op, list(self.ids), [kb.repo_path(r) for r in changed], commit, message)
+        return TxResult(self.op, list(self.ids), list(blobs), commit, message, blobs)
 
     def _store(self, rels: list[str]) -> dict[str, str]:
         """Write the current bytes of ``rels`` to git's object store (for recovery)."""
