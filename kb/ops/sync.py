@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kb import git
-from kb.errors import EnvironmentError_, GitError, RefusedError, UsageError
+from kb.errors import ConflictError, EnvironmentError_, GitError, RefusedError, UsageError
 
 FETCH_TIMEOUT = 120.0
 
@@ -150,7 +150,7 @@ def sync(start: Path, upstream: Optional[str] = None, *, dry_run: bool = False,
     refuse_if_conflicted(top, "", "kb sync changes")
     dirty = _dirty(top)
     if dirty and not dry_run:
-        raise RefusedError(f"the work tree has uncommitted changes ({', '.join(dirty[:5])}"
+        raise ConflictError(f"the work tree has uncommitted changes ({', '.join(dirty[:5])}"
                            f"{', …' if len(dirty) > 5 else ''}); commit or stash them first — "
                            "kb sync changed nothing")
     name, target, fetched = resolve_upstream(top, upstream, fetch)
@@ -253,7 +253,7 @@ def _renumber_commit(k: Any, head: str, mb: Optional[str], p: Any, name: str, on
     lock = acquire_write_lock(git.common_dir(k.top), "sync", on_wait)
     try:
         if git.rev_parse("HEAD", k.top) != head:
-            raise RefusedError("HEAD moved while kb sync was planning; run it again (nothing was written)")
+            raise ConflictError("HEAD moved while kb sync was planning; run it again (nothing was written)")
         tree = _tree_with(k, head, files)
         commit = git.out(["commit-tree", tree, "-p", head, "-F", "-"], k.top, write=True,
                          input=message.encode("utf-8"))
@@ -264,7 +264,7 @@ def _renumber_commit(k: Any, head: str, mb: Optional[str], p: Any, name: str, on
                        write=True, check=False)
         if proc.returncode != 0:
             git.run(["read-tree", "-m", "-u", commit, head], k.top, write=True, check=False)
-            raise RefusedError("HEAD moved while kb sync was committing; nothing was changed — "
+            raise ConflictError("HEAD moved while kb sync was committing; nothing was changed — "
                                "run it again")
     finally:
         _release(lock)
