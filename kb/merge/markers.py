@@ -11,6 +11,7 @@ called by the write transaction and by ``kb verify --fix``).
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Optional, Sequence
@@ -129,10 +130,12 @@ def _committed_candidates(top: Path, prefix: str) -> list[str]:
     found = [f.split(":", 1)[1] if ":" in f else f for f in found]
     if not found:
         known[prefix or "."] = tree
-        try:
-            mark.write_text("".join(f"{k} {v}\n" for k, v in sorted(known.items())), encoding="utf-8")
+        tmp = mark.with_name(f"{_CLEAN}.{os.getpid()}")
+        try:  # atomic: concurrent kb processes may write it at once
+            tmp.write_text("".join(f"{k} {v}\n" for k, v in sorted(known.items())), encoding="utf-8")
+            os.replace(tmp, mark)
         except OSError:
-            pass
+            tmp.unlink(missing_ok=True)
     return found
 
 
