@@ -175,26 +175,32 @@ def taken_upstream(top: Path, config: Any, kb_prefix: str, ids: list[str],
     head = git.rev_parse(f"{namespace(remote)}HEAD", top)
     if head is None:
         return []
+    want = set(ids)
+    theirs = _declared(top, head, config, kb_prefix, want)
+    here = git.rev_parse("HEAD", top)
+    ours = _declared(top, here, config, kb_prefix, want) if here else set()
+    # Only IDs this write allocates (absent here) and the remote already has.
+    return [i for i in ids if i in theirs and i not in ours]
+
+
+def _declared(top: Path, rev: str, config: Any, kb_prefix: str, want: set[str]) -> set[str]:
+    """Which of ``want`` the KB declares at commit ``rev`` (tree.md and the files
+    named by an ID only: a bounded read)."""
     from kb.parse import classify, parse_file
 
-    out: list[str] = []
-    want = set(ids)
-    names = git.run(["ls-tree", "-r", "-z", "--name-only", head, "--", kb_prefix or "."], top,
+    out: set[str] = set()
+    names = git.run(["ls-tree", "-r", "-z", "--name-only", rev, "--", kb_prefix or "."], top,
                     check=False).stdout
-    candidates = []
     for rp in git.split_z(names):
         rel = rp[len(kb_prefix):] if kb_prefix and rp.startswith(kb_prefix) else rp
         fmt = classify(rel, config)
         if fmt is None:
             continue
         stem = rel.rsplit("/", 1)[-1][:-3]
-        if fmt == "tree" or stem in want:
-            candidates.append((rel, rp, fmt))
-    for rel, rp, fmt in candidates:
-        data = git.run(["cat-file", "blob", f"{head}:{rp}"], top, check=False).stdout
-        for o in parse_file(rel, data, config, fmt=fmt).objects:
-            if o.id in want and o.id not in out:
-                out.append(o.id)
+        if fmt != "tree" and stem not in want:
+            continue
+        data = git.run(["cat-file", "blob", f"{rev}:{rp}"], top, check=False).stdout
+        out |= {o.id for o in parse_file(rel, data, config, fmt=fmt).objects if o.id in want}
     return out
 
 

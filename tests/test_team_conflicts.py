@@ -5,7 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import commit_all, git, invoke, tree_snapshot
+from conftest import commit_all, git, invoke
+from conftest import tree_snapshot as _snapshot
+
+
+def tree_snapshot(root: Path) -> dict[str, bytes]:
+    """Every file but kb's caches (.kb/, the marker check's note in .git) — they may
+    learn things on any run."""
+    return {k: v for k, v in _snapshot(root).items()
+            if not k.startswith((".kb", ".git/kb-markers-clean"))}
 
 
 def _two_branches_same_id(root: Path) -> None:
@@ -51,7 +59,12 @@ def test_markers_committed_still_refuse_writes(tree_kb: Path) -> None:
     git(tree_kb, "commit", "-q", "--no-verify", "-m", "merge with markers")
     before = tree_snapshot(tree_kb)
     res = invoke("hyp", "add", "A third one", cwd=tree_kb)
-    assert res.code == 1 and "unresolved merge-conflict markers in" in res.stderr and "tree.md" in res.stderr
+    # The operation reads tree.md first: its KB190 is the refusal (file, lines, what to do).
+    assert res.code == 1 and "unresolved merge conflict, lines" in res.stderr and "tree.md" in res.stderr
+    # A write to another file is refused too while markers remain anywhere in the KB.
+    res = invoke("problem", "add", "q1", "Another file", cwd=tree_kb)
+    assert res.code == 1 and "unresolved merge-conflict markers in" in res.stderr, res.stderr
+    assert "tree.md" in res.stderr
     res = invoke("verify", "--fix", cwd=tree_kb)
     assert res.code == 1 and "conflict" in res.stderr
     assert tree_snapshot(tree_kb) == before

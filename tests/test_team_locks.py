@@ -89,6 +89,9 @@ def test_write_warns_when_the_remote_already_has_the_id(shared: dict[str, Path])
     assert res.code == 0
     assert "H1 already exists on the lock remote's default branch" in res.stderr
     assert "kb sync" in res.stderr
+    # An experiment on the (existing) H1 allocates only E001, which the remote lacks: no warning.
+    res = invoke("exp", "new", "--hyp", "H1", "Bob measures", "--owner", "bob", cwd=b)
+    assert res.code == 0 and "already exists" not in res.stderr
 
 
 def test_pre_push_reads_the_remote_locks(shared: dict[str, Path]) -> None:

@@ -98,61 +98,70 @@ def _grep(top: Path, args: list[str]) -> list[str]:
     return list(git.split_z(proc.stdout)) if proc.returncode == 0 else []
 
 
-_CLEAN = "kb-markers-clean"
+def cache_path(top: Path, prefix: str = "") -> Path:
+    """Where the last HEAD found free of markers is remembered: a small file in
+    the git dir, beside the write transaction's journal (one per KB folder)."""
+    import hashlib
+
+    tail = "" if not prefix else "-" + hashlib.sha1(prefix.encode("utf-8")).hexdigest()[:12]
+    return git.git_dir(top) / f"kb-markers-clean{tail}"
 
 
-def _committed_candidates(top: Path, prefix: str) -> list[str]:
-    """Files of HEAD's tree under ``prefix`` that may hold markers.
+def _committed_candidates(top: Path, prefix: str, head: str, cache: Optional[Path]) -> list[str]:
+    """Files of commit ``head`` under ``prefix`` that may hold markers.
 
-    A HEAD tree found clean is remembered in the git dir; the next check greps
-    only the files that changed since (kb's own commits change one or two), so
-    the cost follows the change, not the size of the KB.
+    A HEAD found clean is remembered in ``cache`` (:func:`cache_path`); the next check greps only the files that changed since — kb's own
+    commits change one or two — so the cost follows the change, not the size
+    of the KB, and no extra process resolves HEAD.
     """
-    proc = git.run(["rev-parse", "--verify", "--quiet", "HEAD^{tree}"], top, check=False)
-    tree = proc.stdout.decode().strip()
-    if proc.returncode != 0 or not tree:
-        return []
-    mark = git.git_dir(top) / _CLEAN
     spec = [f"{prefix}*.md" if prefix else "*.md"]
-    try:
-        known = dict(ln.split(" ", 1) for ln in mark.read_text(encoding="utf-8").splitlines() if " " in ln)
-    except OSError:
-        known = {}
-    clean = known.get(prefix or ".")
-    if clean == tree:
+    clean = None
+    if cache is not None:
+        try:
+            clean = cache.read_text(encoding="utf-8").strip() or None
+        except OSError:
+            clean = None
+    if clean == head:
         return []
-    if clean and git.run(["cat-file", "-e", clean], top, check=False).returncode == 0:
-        changed = list(git.split_z(git.run(["diff-tree", "-r", "-z", "--name-only", "--diff-filter=AM",
-                                            clean, tree, "--", *spec], top).stdout))
-        found = _grep(top, [tree, "--", *changed]) if changed else []
-    else:
-        found = _grep(top, [tree, "--", *spec])
+    found: list[str] = []
+    if clean:
+        proc = git.run(["diff-tree", "-r", "-z", "--name-only", "--diff-filter=AM", clean, head,
+                        "--", *spec], top, check=False)
+        if proc.returncode == 0:
+            changed = list(git.split_z(proc.stdout))
+            found = _grep(top, [head, "--", *changed]) if changed else []
+        else:
+            clean = None
+    if not clean:
+        found = _grep(top, [head, "--", *spec])
     found = [f.split(":", 1)[1] if ":" in f else f for f in found]
-    if not found:
-        known[prefix or "."] = tree
-        tmp = mark.with_name(f"{_CLEAN}.{os.getpid()}")
+    if not found and cache is not None:
+        tmp = cache.with_name(f"{cache.name}.{os.getpid()}")
         try:  # atomic: concurrent kb processes may write it at once
-            tmp.write_text("".join(f"{k} {v}\n" for k, v in sorted(known.items())), encoding="utf-8")
-            os.replace(tmp, mark)
+            tmp.write_text(head + "\n", encoding="utf-8")
+            os.replace(tmp, cache)
         except OSError:
             tmp.unlink(missing_ok=True)
     return found
 
 
-def marked_files(top: Path, prefix: str = "") -> list[str]:
+def marked_files(top: Path, prefix: str = "", head: Optional[str] = None,
+                 cache: Optional[Path] = None) -> list[str]:
     """Tracked ``.md`` files under ``prefix`` whose working-tree text holds a
-    conflict region: the files that differ from HEAD, plus HEAD's own files
-    (incrementally, see :func:`_committed_candidates`), confirmed by
-    :func:`conflict_regions`."""
+    conflict region: the files that differ from ``head`` (a commit id; None:
+    resolved here) plus ``head``'s own files (incrementally, see
+    :func:`_committed_candidates`), confirmed by :func:`conflict_regions`."""
     from kb.text import compute_mask
 
     spec = f"{prefix}*.md" if prefix else "*.md"
-    candidates = set(_committed_candidates(top, prefix))
-    if git.rev_parse("HEAD", top) is not None:
-        candidates |= set(git.split_z(git.run(["diff-index", "-z", "--name-only", "HEAD", "--", spec],
-                                              top, check=False).stdout))
+    if head is None:
+        head = git.rev_parse("HEAD", top)
+    if head is None:
+        candidates = set(_grep(top, ["--", spec]))
     else:
-        candidates |= set(_grep(top, ["--", spec]))
+        candidates = set(_committed_candidates(top, prefix, head, cache))
+        candidates |= set(git.split_z(git.run(["diff-index", "-z", "--name-only", head, "--", spec],
+                                              top, check=False).stdout))
     out = []
     for rel in sorted(candidates):
         try:
@@ -167,22 +176,30 @@ def marked_files(top: Path, prefix: str = "") -> list[str]:
     return out
 
 
-def refuse_if_conflicted(top: Path, prefix: str = "", action: str = "kb writes") -> None:
-    """Raise :class:`ConflictError` (exit 1, kind ``conflict``) while a merge, rebase, cherry-pick or
-    revert is in progress, or a file under ``prefix`` is unmerged or holds
-    conflict markers; the message says why and how to get out."""
+def refuse_in_progress(top: Path, action: str = "kb writes") -> None:
+    """Raise :class:`ConflictError` (exit 1, kind ``conflict``) while a merge,
+    rebase, cherry-pick or revert is in progress; the message says how to get out.
+    Reads only the git dir (no process)."""
     state = operation_in_progress(top)
     if state is not None:
         name, what, how = state
         raise ConflictError(f"{what} is in progress ({name} exists): {action} nothing until it is "
-                           f"finished — {how}; then run the command again (nothing was written)")
-    unmerged = unmerged_paths(top, prefix)
-    if unmerged:
-        raise ConflictError(f"{unmerged[0]} is unmerged (a conflict git left in the index): resolve it "
-                           f"and `git add` it first; {action} nothing meanwhile (nothing was written)")
-    marked = marked_files(top, prefix)
+                            f"finished — {how}; then run the command again (nothing was written)")
+
+
+def refuse_marked(top: Path, prefix: str = "", action: str = "kb writes",
+                  head: Optional[str] = None, cache: Optional[Path] = None) -> None:
+    """Raise :class:`ConflictError` while a tracked KB file holds conflict markers."""
+    marked = marked_files(top, prefix, head, cache)
     if marked:
         raise ConflictError(f"unresolved merge-conflict markers in {', '.join(marked)}: resolve them "
-                           f"(kb verify shows the lines; a generated DASHBOARD.md can be taken from "
-                           f"either side and regenerated by `kb dashboard` afterwards) first; {action} "
-                           "nothing meanwhile (nothing was written)")
+                            f"(kb verify shows the lines; a generated DASHBOARD.md can be taken from "
+                            f"either side and regenerated by `kb dashboard` afterwards) first; {action} "
+                            "nothing meanwhile (nothing was written)")
+
+
+def refuse_if_conflicted(top: Path, prefix: str = "", action: str = "kb writes",
+                         cache: Optional[Path] = None) -> None:
+    """:func:`refuse_in_progress`, then :func:`refuse_marked` (exit 1, kind ``conflict``)."""
+    refuse_in_progress(top, action)
+    refuse_marked(top, prefix, action, None, cache)

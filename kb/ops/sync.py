@@ -142,12 +142,12 @@ def sync(start: Path, upstream: Optional[str] = None, *, dry_run: bool = False,
     file that would not parse), UsageError (no upstream) and
     EnvironmentError_ (fetch failed or timed out).
     """
-    from kb.merge.markers import refuse_if_conflicted
+    from kb.merge.markers import cache_path, refuse_if_conflicted
     from kb.repo import open_kb
 
     k = open_kb(start)
     top = k.top
-    refuse_if_conflicted(top, "", "kb sync changes")
+    refuse_if_conflicted(top, "", "kb sync changes", cache=cache_path(top, ""))
     dirty = _dirty(top)
     if dirty and not dry_run:
         raise ConflictError(f"the work tree has uncommitted changes ({', '.join(dirty[:5])}"

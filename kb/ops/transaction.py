@@ -284,10 +284,10 @@ class Transaction:
         try:
             self.recovered = recover(self.kb)
             _index_lock(self.kb)
-            from kb.merge.markers import refuse_if_conflicted
+            from kb.merge.markers import refuse_in_progress
 
             # Never write into a half-finished merge (issue: team work).
-            refuse_if_conflicted(self.kb.top, self.kb.prefix)
+            refuse_in_progress(self.kb.top)
         except BaseException:
             _release(self._lock)
             raise
@@ -354,6 +354,11 @@ class Transaction:
         new_ids = {r: self.blob_id(self._writes[r]) for r in changed}
         # HEAD is read once, here, under the write lock; update-ref swaps from it.
         head = None if self.no_commit else commit_mod.read_head(kb.top, paths)
+        from kb.merge.markers import cache_path, refuse_marked
+
+        # Nor while conflict markers remain in the KB (issue: team work); HEAD as read above.
+        refuse_marked(kb.top, kb.prefix, head=head.commit if head is not None else None,
+                      cache=cache_path(kb.top, kb.prefix))
         head_blobs = {} if head is None else commit_mod.check_clean(
             kb.top, {kb.repo_path(r): self.path(r) for r in changed}, head,
             {kb.repo_path(r): old_ids[r] for r in changed})
