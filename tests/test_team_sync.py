@@ -75,6 +75,12 @@ def test_sync_renumbers_every_reference_and_merges(team: dict[str, Path]) -> Non
     assert data["merge"] == "merged"
     msg = git(b, "log", "-1", "--format=%B", data["renumber_commit"])
     assert "Kb-Renumber: H1 -> H2" in msg and "Kb-Renumber: E001 -> E002" in msg
+    # kb diff shows the renumbering to a reviewer (the trailers are the shared format).
+    rc = data["renumber_commit"]
+    diff = invoke("diff", f"{rc}~1..{rc}", "--json", cwd=b)
+    assert diff.code == 0, diff.stderr
+    assert {"from": "H1", "to": "H2"} in [{k: r[k] for k in ("from", "to")}
+                                          for r in diff.json()["renumberings"]]
 
     tree = (b / "tree.md").read_text(encoding="utf-8")
     assert "## H1: A idea" in tree and "## H2: B idea" in tree
