@@ -220,7 +220,8 @@ def install(start: Path, hooks: Iterable[str] = HOOKS, python: Optional[str] = N
     from kb.repo import find_all_kbs, open_kb
 
     # Shared locks: a plain `git fetch` brings no custom refs unless told to (team work).
-    for prefix in find_all_kbs(top):
+    # A bare (server) repository has no work tree, no kb.toml to read and nothing to fetch.
+    for prefix in ([] if _bare(top) else find_all_kbs(top)):
         try:
             k = open_kb(top / prefix if prefix else top)
             remote = lock_remote(top, k.config)
