@@ -60,6 +60,7 @@ def scenario(ex: Path, tmp: Path) -> list[tuple[str, tuple[str, ...], Path]]:
         ("show", ("show", "q2"), ex), ("find", ("find", "prime"), ex), ("brief", ("brief",), ex),
         ("verify", ("verify",), ex), ("rules", ("rules",), ex), ("verifiers", ("verifiers",), ex),
         ("schema", ("schema",), ex), ("prime", ("prime",), ex),
+        ("sync", ("sync", "HEAD"), ex),
         ("hyp add", ("hyp", "add", "Caching halves load time"), ex),
         ("hyp status", ("hyp", "status", "H2", "进行中"), ex),
         ("exp new", ("exp", "new", "--hyp", "H2", "measure cold loads"), ex),

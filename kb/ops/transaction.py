@@ -433,6 +433,11 @@ class Transaction:
             from kb.ops.locks import finish_interrupted_release
 
             finish_interrupted_release(self.kb.top)  # a lock release killed before its index update
+
+            from kb.merge.markers import refuse_in_progress
+
+            # Never write into a half-finished merge (issue: team work).
+            refuse_in_progress(self.kb.top)
         except BaseException:
             _release(self._lock)
             raise
@@ -490,11 +495,24 @@ class Transaction:
         paths = [kb.repo_path(r) for r in changed]
         _portable_new(kb, [p for r, p in zip(changed, paths) if olds[r] is None])
         # Write locks (DESIGN §5): refuse a target locked by another owner.
-        check_unlocked(kb, paths, self.owner)
+        check_unlocked(kb, paths, self.owner, notify=self.on_wait)
+        if self.ids and self.op.endswith((".add", ".new")):
+            from kb.remote_locks import lock_remote, taken_upstream
+
+            if lock_remote(kb.top, kb.config) is not None and self.on_wait is not None:
+                # Parallel branches allocate the same IDs; say so before it is merged (team work).
+                for oid in taken_upstream(kb.top, kb.config, kb.prefix, list(self.ids), fetched=True):
+                    self.on_wait(f"warning: {oid} already exists on the lock remote's default "
+                                 "branch; after merging, `kb sync` renumbers this one")
         old_ids = {r: None if (old := olds[r]) is None else self.blob_id(old) for r in changed}
         new_ids = {r: self.blob_id(self._writes[r]) for r in changed}
         # HEAD is read once, here, under the write lock; update-ref swaps from it.
         head = None if self.no_commit else commit_mod.read_head(kb.top, paths)
+        from kb.merge.markers import cache_path, refuse_marked
+
+        # Nor while conflict markers remain in the KB (issue: team work); HEAD as read above.
+        refuse_marked(kb.top, kb.prefix, head=head.commit if head is not None else None,
+                      cache=cache_path(kb.top, kb.prefix))
         head_blobs = {} if head is None else commit_mod.check_clean(
             kb.top, {kb.repo_path(r): self.path(r) for r in changed}, head,
             {kb.repo_path(r): old_ids[r] for r in changed})
