@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "rules": "rules",
     "hooks": "hooks",
     "ci": "ci",
+    "serve": "serve",
 }
 
 

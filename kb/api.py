@@ -108,9 +108,15 @@ def show_object(obj_id: str, path: str | Path | None = None) -> tuple[KnowledgeB
     """
     k, idx = _open(path)
     with idx:
-        rows = idx.get(obj_id)
-        out_links, in_links = idx.links(obj_id)
-        # Experiments that name this hypothesis; problems that depend on it.
+        return k, object_details(idx, obj_id)
+
+
+def object_details(idx: Any, obj_id: str) -> list[dict[str, Any]]:
+    """:func:`show_object` on an open index (or any reader with ``get`` and ``links``,
+    such as a commit's view in :mod:`kb.web.source`)."""
+    rows = idx.get(obj_id)
+    out_links, in_links = idx.links(obj_id)
+    # Experiments that name this hypothesis; problems that depend on it.
     result = []
     for r in rows:
         data = r.fields()
@@ -126,7 +132,7 @@ def show_object(obj_id: str, path: str | Path | None = None) -> tuple[KnowledgeB
         data["path"] = r.path
         data["line"] = r.line
         result.append(data)
-    return k, result
+    return result
 
 
 def find_objects(text: str, path: str | Path | None = None) -> tuple[KnowledgeBase, list[ObjectRow]]:

@@ -1,0 +1,229 @@
+"""``kb serve``'s application: a read-only Starlette app over one KB (issue 16).
+
+Routes (every one ``GET``/``HEAD`` only; ``?rev=`` picks the commit, default
+the server's ``--rev``, itself default ``HEAD``):
+
+- ``/`` → ``/tree``; ``/tree`` the hypothesis tree; ``/board`` the Vibe Math board;
+- ``/o/<ID>`` one object (an experiment's page is its object page);
+- ``/file/<KB-relative path>`` a file of the KB at the commit, with line anchors;
+- ``/static/<name>`` the page's CSS and JavaScript (a fixed list).
+
+Safety (DESIGN.md §8 "Web view"): :class:`Guard` refuses a request whose
+``Host`` header is not one of the bound addresses (DNS rebinding) and every
+method but GET/HEAD; responses carry a strict Content-Security-Policy (no
+inline script, nothing from another origin); templates autoescape; a path
+with an empty, ``.`` or ``..`` segment is refused (:func:`kb.web.source.safe_rel`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Iterable
+from urllib.parse import quote, urlencode
+
+from kb.errors import UsageError
+from kb.repo import KnowledgeBase
+from kb.web.source import Source, safe_rel
+
+__all__ = ["create_app", "Guard", "allowed_hosts"]
+
+HERE = Path(__file__).parent
+STATIC = {"kb.css": "text/css; charset=utf-8", "kb.js": "text/javascript; charset=utf-8"}
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"),
+]
+
+Scope = dict[str, Any]
+ASGI = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
+
+
+def allowed_hosts(host: str, port: int, extra: Iterable[str] = ()) -> set[str]:
+    """The ``Host`` header values accepted for a server bound to ``host``:``port``.
+
+    Loopback binds accept ``127.0.0.1``, ``localhost`` and ``[::1]``; a
+    wildcard bind (``0.0.0.0``, ``::``) also the machine's host names; any
+    bind its own address and the names in ``extra`` (``--allow-host``).
+    Each with ``:port``, and bare when the port is 80.
+    """
+    import socket
+
+    names = {"127.0.0.1", "localhost", "[::1]"}
+    names.add(f"[{host}]" if ":" in host else host)
+    if host in ("0.0.0.0", "::", ""):
+        for n in (socket.gethostname(), socket.getfqdn()):
+            if n:
+                names.add(n)
+    names.update(extra)
+    out = {f"{n.lower()}:{port}" for n in names}
+    if port == 80:
+        out.update(n.lower() for n in names)
+    return out
+
+
+class Guard:
+    """ASGI middleware: Host check, read-only methods, security headers on every response."""
+
+    def __init__(self, app: ASGI, hosts: set[str]) -> None:
+        self.app, self.hosts = app, hosts
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = dict(scope.get("headers") or [])
+        host = headers.get(b"host", b"").decode("latin-1").strip().lower()
+        if host not in self.hosts:
+            return await _plain(send, 421, f"kb serve: Host {host!r} is not served here "
+                                           "(only the address it is bound to).\n")
+        if scope["method"] not in ("GET", "HEAD"):
+            return await _plain(send, 405, "kb serve is read-only: only GET and HEAD.\n",
+                                [(b"allow", b"GET, HEAD")])
+
+        async def send_with_headers(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = list(message.get("headers", [])) + SECURITY_HEADERS
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+async def _plain(send: Any, status: int, text: str,
+                 extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = text.encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode()),
+                            *SECURITY_HEADERS, *(extra or [])]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class _Cache:
+    """A small LRU of page data by (page, commit): a commit never changes."""
+
+    def __init__(self, size: int = 8) -> None:
+        self.size, self.data, self.lock = size, OrderedDict(), threading.Lock()
+
+    def get(self, key: Any, make: Callable[[], Any]) -> Any:
+        with self.lock:
+            if key in self.data:
+                self.data.move_to_end(key)
+                return self.data[key]
+        value = make()
+        with self.lock:
+            self.data[key] = value
+            while len(self.data) > self.size:
+                self.data.popitem(last=False)
+        return value
+
+
+def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = None) -> Any:
+    """The ASGI app serving KB ``k`` (wrapped in :class:`Guard` when ``hosts`` is given).
+
+    Raises UsageError when ``rev`` names no commit.
+    """
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import HTMLResponse, RedirectResponse, Response
+    from starlette.routing import Route
+
+    from kb.web import pages
+
+    src = Source(k, rev)
+    src.resolve(None)  # fail at startup, not on the first page
+    cache = _Cache()
+    env = Environment(loader=FileSystemLoader(str(HERE / "templates")),
+                      autoescape=select_autoescape(default=True, default_for_string=True),
+                      trim_blocks=True, lstrip_blocks=True)
+    env.globals["flatten_forest"] = pages.flatten_forest
+
+    def ctx(request: Request, view: Any, **kw: Any) -> dict[str, Any]:
+        asked = request.query_params.get("rev")
+        q = ("?" + urlencode({"rev": asked})) if asked else ""
+
+        def link(path: str, **params: Any) -> str:
+            p = {**({"rev": asked} if asked else {}), **{a: b for a, b in params.items() if b}}
+            return path + ("?" + urlencode(p) if p else "")
+
+        return {"rev": view.rev, "commit": view.commit, "q": q, "link": link,
+                "obj": lambda i: link("/o/" + quote(str(i), safe="")),
+                "file": lambda p, line=None: link("/file/" + quote(p, safe="/"))
+                + (f"#L{int(line)}" if line else ""),
+                "kb_name": k.root.name, "features": FEATURES, **kw}
+
+    def page(name: str, status: int = 200, **data: Any) -> HTMLResponse:
+        return HTMLResponse(env.get_template(name).render(**data), status_code=status)
+
+    def error(request: Request, status: int, message: str) -> HTMLResponse:
+        return page("error.html", status, message=message, link=lambda p, **_: p,
+                    rev=request.query_params.get("rev") or rev, commit="", q="",
+                    kb_name=k.root.name, features=FEATURES, nav="")
+
+    def guarded(fn: Callable[..., Response]) -> Callable[[Request], Response]:
+        def endpoint(request: Request) -> Response:
+            try:
+                with src.at(request.query_params.get("rev")) as view:
+                    return fn(request, view)
+            except UsageError as exc:
+                return error(request, 400, str(exc))
+        endpoint.__name__ = fn.__name__
+        return endpoint
+
+    @guarded
+    def tree(request: Request, view: Any) -> Response:
+        data = cache.get(("tree", view.commit), lambda: pages.tree_page(view))
+        tree_lock = pages.locks_by_path(view).get(k.repo_path(k.config.paths["tree"]))
+        return page("tree.html", **ctx(request, view, nav="tree", tree=data, tree_lock=tree_lock))
+
+    @guarded
+    def board(request: Request, view: Any) -> Response:
+        data = cache.get(("board", view.commit), lambda: pages.board_page(view))
+        return page("board.html", **ctx(request, view, nav="board", board=data))
+
+    @guarded
+    def obj(request: Request, view: Any) -> Response:
+        oid = request.path_params["obj_id"]
+        data = pages.object_page(view, oid)
+        if data is None:
+            return error(request, 404, f"no object with ID {oid!r} at {view.rev}")
+        return page("object.html", **ctx(request, view, nav="", data=data, history=HISTORY))
+
+    @guarded
+    def file(request: Request, view: Any) -> Response:
+        rel = safe_rel(request.path_params["path"])
+        text = view.read_text(rel) if rel else None
+        if text is None:
+            return error(request, 404, "no such file in the KB at this revision")
+        return page("file.html", **ctx(request, view, nav="", path=rel, lines=text.splitlines()))
+
+    def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in STATIC:
+            return Response("not found\n", 404, media_type="text/plain")
+        return Response((HERE / "static" / name).read_bytes(), media_type=STATIC[name])
+
+    def home(request: Request) -> Response:
+        asked = request.query_params.get("rev")
+        return RedirectResponse("/tree" + ("?" + urlencode({"rev": asked}) if asked else ""), 303)
+
+    def not_found(request: Request, exc: Exception) -> Response:
+        return error(request, 404, "no such page")
+
+    routes = [Route("/", home), Route("/tree", tree), Route("/board", board),
+              Route("/o/{obj_id}", obj), Route("/file/{path:path}", file),
+              Route("/static/{name}", static)]
+    app = Starlette(routes=routes, exception_handlers={404: not_found})
+    return Guard(app, hosts) if hosts is not None else app
+
+
+#: Optional pages, present when the library they show has landed (see docs/DECISIONS.md).
+FEATURES: dict[str, bool] = {"trail": False, "diff": False}
+#: How an object's history is reached: the ``kb log`` command line.
+HISTORY = "kb log"

@@ -1,0 +1,203 @@
+"""The web view's data source: one commit of the KB, read from git objects (issue 16).
+
+A page is never rendered from the working tree (which may hold half-written
+files): every request names a revision (``?rev=``, default ``HEAD``), which
+is resolved to a commit id, and everything on the page comes from that
+commit's tree through the index cache, keyed by blob id::
+
+    src = Source(kb)
+    with src.at("HEAD") as view:      # RevView of HEAD's commit
+        rows = view.objects("hypothesis")
+        details = object_details(view, "H1")   # kb.api, as `kb show --json`
+
+:class:`RevView` is a :class:`kb.index.Index` whose "current files" are the
+commit's (a connection-local temporary table) instead of the indexed working
+tree, so kb's own readers (:func:`kb.api.object_details`,
+:func:`kb.ops.research.card_view`, ``Index.extract``) run on it unchanged.
+Parsing a commit's files fills the same cache ``kb index`` uses (a cache,
+never the KB); nothing in the repository is written.
+
+Errors: :class:`kb.errors.UsageError` for a revision that does not name a
+commit.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+from kb import git
+from kb.errors import UsageError
+from kb.index import Index, ObjectRow
+from kb.repo import KnowledgeBase, Snapshot, commit_snapshot
+
+__all__ = ["Source", "RevView", "safe_rel"]
+
+#: A revision as people type it: refs, ``HEAD~2``, ``main@{1}``, ids. No option-like
+#: start (``-``), no whitespace or control characters, no ``..`` ranges.
+_REV = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./@{}~^+-]{0,199}$")
+
+
+def safe_rel(path: str) -> str | None:
+    """``path`` when it is a plain KB-relative path, else None.
+
+    Refused: empty, absolute, ``\\``, NUL or control characters, and any
+    ``.``/``..``/empty segment — the web view serves no path outside the KB.
+    """
+    if not path or path.startswith("/") or "\\" in path or any(ord(c) < 32 for c in path):
+        return None
+    if any(seg in ("", ".", "..") for seg in path.split("/")):
+        return None
+    return path
+
+
+class RevView(Index):
+    """The index restricted to one commit's files (see the module docstring).
+
+    ``commit`` is the full commit id, ``rev`` what was asked for, ``snap``
+    the commit's :class:`kb.repo.Snapshot`.
+    """
+
+    _CUR = "JOIN temp.snap f ON f.path = o.path AND f.blob = o.blob"
+
+    def __init__(self, k: KnowledgeBase, rev: str, commit: str) -> None:
+        super().__init__(k)
+        self.rev = rev
+        self.commit = commit
+        self.snap: Snapshot = commit_snapshot(k, commit)
+        self.ensure(self.snap)
+        self.db.execute("CREATE TEMP TABLE IF NOT EXISTS snap "
+                        "(path TEXT PRIMARY KEY, blob TEXT NOT NULL, fmt TEXT NOT NULL)")
+        with self.db:
+            self.db.execute("DELETE FROM temp.snap")
+            self.db.executemany("INSERT INTO temp.snap VALUES (?,?,?)",
+                                [(p, b, self.snap.formats[p]) for p, b in self.snap.files.items()])
+
+    def refresh(self, only: list[str] | None = None) -> Any:  # pragma: no cover - guard
+        raise TypeError("a commit's view is immutable; it has nothing to refresh")
+
+    def links(self, obj_id: str) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
+        """``(outgoing, incoming)`` links of ``obj_id`` in the commit, as (src, dst, kind)."""
+        base = ("SELECT l.src, l.dst, l.kind FROM links l "
+                "JOIN temp.snap f ON f.path=l.path AND f.blob=l.blob")
+        return (list(self.db.execute(base + " WHERE l.src = ?", (obj_id,))),
+                list(self.db.execute(base + " WHERE l.dst = ?", (obj_id,))))
+
+    def all_links(self, kind: str) -> list[tuple[str, str]]:
+        """Every (src, dst) link of ``kind`` in the commit (e.g. ``depends``)."""
+        return list(self.db.execute(
+            "SELECT l.src, l.dst FROM links l JOIN temp.snap f ON f.path=l.path AND f.blob=l.blob "
+            "WHERE l.kind = ?", (kind,)))
+
+    def diagnostics(self) -> list[Any]:
+        """Parse diagnostics of the commit's files, sorted by path and line."""
+        out = []
+        for path in sorted(self.snap.files):
+            out.extend(self.diagnostics_of(path, self.snap.files[path]))
+        return out
+
+    def current_blob(self, path: str) -> str | None:
+        """The blob id of KB-relative ``path`` in the commit (a file kb reads), or None."""
+        return self.snap.files.get(path)
+
+    def read_text(self, path: str) -> str | None:
+        """The text of KB-relative ``path`` at the commit, or None when it is not a
+        file of the KB there (any tracked file under the KB folder counts)."""
+        rel = safe_rel(path)
+        if rel is None:
+            return None
+        spec = self.kb.repo_path(rel)
+        proc = git.run(["ls-tree", "-z", self.commit, "--", f":(literal){spec}"], self.kb.top,
+                       check=False)
+        recs = [r for r in git.split_z(proc.stdout) if r]
+        if proc.returncode != 0 or len(recs) != 1:
+            return None
+        meta, _, name = recs[0].partition("\t")
+        mode, typ, blob = meta.split(" ")
+        if typ != "blob" or name != spec or mode == "120000":
+            return None  # a folder, a submodule or a symlink (it could point outside)
+        data = git.read_blobs([blob], self.kb.top).get(blob, b"")
+        return data.decode("utf-8", "replace").lstrip("\ufeff")
+
+    def json_files(self, folder: str) -> Iterator[tuple[str, Any]]:
+        """(KB-relative path, parsed JSON) of every ``*.json`` directly in ``folder`` at
+        the commit; an unreadable file is skipped (the records reader's rule)."""
+        spec = self.kb.repo_path(folder.strip("/")) + "/"
+        proc = git.run(["ls-tree", "-z", self.commit, "--", spec], self.kb.top, check=False)
+        entries = []
+        for rec in git.split_z(proc.stdout):
+            meta, _, name = rec.partition("\t")
+            parts = meta.split(" ")
+            if len(parts) == 3 and parts[1] == "blob" and name.endswith(".json"):
+                entries.append((name, parts[2]))
+        blobs = git.read_blobs([b for _, b in entries], self.kb.top) if entries else {}
+        for name, blob in sorted(entries):
+            try:
+                data = json.loads(blobs.get(blob, b"").decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
+                continue
+            yield self.kb.rel(name) or name, data
+
+
+class Source:
+    """Resolves revisions of one KB and opens :class:`RevView` objects on them.
+
+    Thread-safe: requests are served one at a time on the index (SQLite
+    connections are per view; the lock keeps cache fills from racing).
+    """
+
+    def __init__(self, k: KnowledgeBase, default_rev: str = "HEAD") -> None:
+        self.kb = k
+        self.default_rev = default_rev
+        self.lock = threading.RLock()
+
+    def resolve(self, rev: str | None) -> tuple[str, str]:
+        """``(rev, commit id)`` for ``rev`` (None: the default). Raises UsageError."""
+        rev = (rev or self.default_rev).strip()
+        if not _REV.match(rev) or ".." in rev:
+            raise UsageError(f"not a revision: {rev!r}")
+        proc = git.run(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"],
+                       self.kb.top, check=False)
+        commit = proc.stdout.decode().strip()
+        if proc.returncode != 0 or not commit:
+            raise UsageError(f"no commit {rev!r} in {self.kb.top} (is anything committed yet?)")
+        return rev, commit
+
+    def open(self, rev: str | None) -> RevView:
+        """A view of ``rev``'s commit; close it (or use :meth:`at`)."""
+        name, commit = self.resolve(rev)
+        return RevView(self.kb, name, commit)
+
+    def at(self, rev: str | None) -> "_Opened":
+        """Context manager: hold the lock and a :class:`RevView` of ``rev``."""
+        return _Opened(self, rev)
+
+
+class _Opened:
+    def __init__(self, src: Source, rev: str | None) -> None:
+        self.src, self.rev = src, rev
+        self.view: RevView | None = None
+
+    def __enter__(self) -> RevView:
+        self.src.lock.acquire()
+        try:
+            self.view = self.src.open(self.rev)
+        except BaseException:
+            self.src.lock.release()
+            raise
+        return self.view
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if self.view is not None:
+                self.view.close()
+        finally:
+            self.src.lock.release()
+
+
+def kb_root_label(k: KnowledgeBase) -> str:
+    """A short name for the KB in page titles: its folder's name."""
+    return Path(k.root).name or str(k.root)
