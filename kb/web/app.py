@@ -18,6 +18,7 @@ with an empty, ``.`` or ``..`` segment is refused (:func:`kb.web.source.safe_rel
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable
@@ -86,9 +87,14 @@ class Guard:
             return await _plain(send, 405, "kb serve is read-only: only GET and HEAD.\n",
                                 [(b"allow", b"GET, HEAD")])
 
+        t0 = time.perf_counter()
+
         async def send_with_headers(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = list(message.get("headers", [])) + SECURITY_HEADERS
+                # Server time (ms) from request to response start: the benchmark reads it.
+                dur = f"app;dur={(time.perf_counter() - t0) * 1000:.1f}".encode()
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS,
+                                      (b"server-timing", dur)]
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
@@ -107,7 +113,7 @@ async def _plain(send: Any, status: int, text: str,
 class _Cache:
     """A small LRU of page data by (page, commit): a commit never changes."""
 
-    def __init__(self, size: int = 8) -> None:
+    def __init__(self, size: int = 16) -> None:
         self.size, self.data, self.lock = size, OrderedDict(), threading.Lock()
 
     def get(self, key: Any, make: Callable[[], Any]) -> Any:
@@ -152,7 +158,7 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
             p = {**({"rev": asked} if asked else {}), **{a: b for a, b in params.items() if b}}
             return path + ("?" + urlencode(p) if p else "")
 
-        return {"rev": view.rev, "commit": view.commit, "q": q, "link": link,
+        return {"rev": view.rev, "commit": view.commit, "q": q, "link": link, "asked": asked,
                 "obj": lambda i: link("/o/" + quote(str(i), safe="")),
                 "file": lambda p, line=None: link("/file/" + quote(p, safe="/"))
                 + (f"#L{int(line)}" if line else ""),
@@ -178,19 +184,31 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
 
     @guarded
     def tree(request: Request, view: Any) -> Response:
+        from kb.web.treehtml import tree_html
+
+        c = ctx(request, view, nav="tree")
         data = cache.get(("tree", view.commit), lambda: pages.tree_page(view))
+        # The cards are the same for every request of this commit and ?rev= spelling.
+        body = cache.get(("tree-html", view.commit, c["asked"]),
+                         lambda: tree_html(data["events"], c["obj"]))
         tree_lock = pages.locks_by_path(view).get(k.repo_path(k.config.paths["tree"]))
-        return page("tree.html", **ctx(request, view, nav="tree", tree=data, tree_lock=tree_lock))
+        return page("tree.html", **c, tree=data, tree_body=body, tree_lock=tree_lock)
 
     @guarded
     def board(request: Request, view: Any) -> Response:
-        data = cache.get(("board", view.commit), lambda: pages.board_page(view))
-        return page("board.html", **ctx(request, view, nav="board", board=data))
+        c = ctx(request, view, nav="board")
+
+        def render() -> str:
+            data = cache.get(("board", view.commit), lambda: pages.board_page(view))
+            return env.get_template("board.html").render(**c, board=data)
+
+        return HTMLResponse(cache.get(("board-html", view.commit, c["asked"]), render))
 
     @guarded
     def obj(request: Request, view: Any) -> Response:
         oid = request.path_params["obj_id"]
-        data = pages.object_page(view, oid)
+        exps = cache.get(("exps", view.commit), lambda: pages.experiments_map(view))
+        data = pages.object_page(view, oid, exps)
         if data is None:
             return error(request, 404, f"no object with ID {oid!r} at {view.rev}")
         return page("object.html", **ctx(request, view, nav="", data=data, history=HISTORY))
@@ -209,6 +227,9 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
             return Response("not found\n", 404, media_type="text/plain")
         return Response((HERE / "static" / name).read_bytes(), media_type=STATIC[name])
 
+    def favicon(request: Request) -> Response:
+        return Response(b"", 204)
+
     def home(request: Request) -> Response:
         asked = request.query_params.get("rev")
         return RedirectResponse("/tree" + ("?" + urlencode({"rev": asked}) if asked else ""), 303)
@@ -218,7 +239,7 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
 
     routes = [Route("/", home), Route("/tree", tree), Route("/board", board),
               Route("/o/{obj_id}", obj), Route("/file/{path:path}", file),
-              Route("/static/{name}", static)]
+              Route("/static/{name}", static), Route("/favicon.ico", favicon)]
     app = Starlette(routes=routes, exception_handlers={404: not_found})
     return Guard(app, hosts) if hosts is not None else app
 

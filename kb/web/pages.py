@@ -143,11 +143,13 @@ def locks_by_path(view: RevView) -> dict[str, dict[str, Any]]:
     return out
 
 
-def object_page(view: RevView, obj_id: str) -> dict[str, Any] | None:
+def object_page(view: RevView, obj_id: str,
+                exps: dict[str, dict[str, Any]] | None = None) -> dict[str, Any] | None:
     """One object (``kb show --json``'s declarations) with its file excerpt and lock.
 
+    ``exps`` is :func:`experiments_map` of the view when the caller has it.
     Returns None for an unknown ID; else ``{"id", "decls": [details + {"status_class",
-    "excerpt": [(line number, text)], "lock"}], "experiments": {id: exp}}``.
+    "excerpt": [(line number, text)], "lock", "repo_path"}], "experiments": {id: exp}}``.
     """
     from kb.api import object_details
 
@@ -155,7 +157,7 @@ def object_page(view: RevView, obj_id: str) -> dict[str, Any] | None:
     if not decls:
         return None
     locks = locks_by_path(view)
-    exps = experiments_map(view)
+    exps = experiments_map(view) if exps is None else exps
     for d in decls:
         d["status_class"] = status_class(d["kind"], d.get("status", ""))
         d["status"] = status_word(view, d["kind"], d.get("status", ""))

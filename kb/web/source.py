@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -65,6 +67,10 @@ class RevView(Index):
 
     def __init__(self, k: KnowledgeBase, rev: str, commit: str) -> None:
         super().__init__(k)
+        # Served from a pool of threads one request at a time (Source.lock), and kept
+        # between requests: the connection holds the commit's temporary table.
+        self.db.close()
+        self.db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
         self.rev = rev
         self.commit = commit
         self.snap: Snapshot = commit_snapshot(k, commit)
@@ -119,8 +125,25 @@ class RevView(Index):
         mode, typ, blob = meta.split(" ")
         if typ != "blob" or name != spec or mode == "120000":
             return None  # a folder, a submodule or a symlink (it could point outside)
+        return self.blob_text(blob)
+
+    #: blob id -> text of the last few files read (tree.md is megabytes; blobs never change).
+    _texts: OrderedDict[str, str] = OrderedDict()
+    _texts_lock = threading.Lock()
+
+    def blob_text(self, blob: str) -> str:
+        """A blob's text (UTF-8, undecodable bytes replaced, BOM dropped); the last 8 kept."""
+        with self._texts_lock:
+            if blob in self._texts:
+                self._texts.move_to_end(blob)
+                return self._texts[blob]
         data = git.read_blobs([blob], self.kb.top).get(blob, b"")
-        return data.decode("utf-8", "replace").lstrip("\ufeff")
+        text = data.decode("utf-8", "replace").lstrip("\ufeff")
+        with self._texts_lock:
+            self._texts[blob] = text
+            while len(self._texts) > 8:
+                self._texts.popitem(last=False)
+        return text
 
     def json_files(self, folder: str) -> Iterator[tuple[str, Any]]:
         """(KB-relative path, parsed JSON) of every ``*.json`` directly in ``folder`` at
@@ -143,16 +166,22 @@ class RevView(Index):
 
 
 class Source:
-    """Resolves revisions of one KB and opens :class:`RevView` objects on them.
+    """Resolves revisions of one KB and keeps :class:`RevView` objects of recent commits.
 
-    Thread-safe: requests are served one at a time on the index (SQLite
-    connections are per view; the lock keeps cache fills from racing).
+    Thread-safe: requests are served one at a time on the index (``lock``).
+    A view is kept per commit (a commit never changes); on each use its
+    parses are checked again (:meth:`kb.index.Index.ensure`), because a
+    ``kb index`` in another process drops the parses of blobs its working
+    tree no longer has.
     """
+
+    KEEP = 3
 
     def __init__(self, k: KnowledgeBase, default_rev: str = "HEAD") -> None:
         self.kb = k
         self.default_rev = default_rev
         self.lock = threading.RLock()
+        self.views: OrderedDict[str, RevView] = OrderedDict()
 
     def resolve(self, rev: str | None) -> tuple[str, str]:
         """``(rev, commit id)`` for ``rev`` (None: the default). Raises UsageError."""
@@ -167,35 +196,45 @@ class Source:
         return rev, commit
 
     def open(self, rev: str | None) -> RevView:
-        """A view of ``rev``'s commit; close it (or use :meth:`at`)."""
+        """The view of ``rev``'s commit (hold ``lock`` while using it; or use :meth:`at`)."""
         name, commit = self.resolve(rev)
-        return RevView(self.kb, name, commit)
+        view = self.views.get(commit)
+        if view is None:
+            view = RevView(self.kb, name, commit)
+            self.views[commit] = view
+            while len(self.views) > self.KEEP:
+                self.views.popitem(last=False)[1].close()
+        else:
+            self.views.move_to_end(commit)
+            view.ensure(view.snap)
+        view.rev = name
+        return view
 
     def at(self, rev: str | None) -> "_Opened":
-        """Context manager: hold the lock and a :class:`RevView` of ``rev``."""
+        """Context manager: hold the lock and the :class:`RevView` of ``rev``."""
         return _Opened(self, rev)
+
+    def close(self) -> None:
+        with self.lock:
+            for v in self.views.values():
+                v.close()
+            self.views.clear()
 
 
 class _Opened:
     def __init__(self, src: Source, rev: str | None) -> None:
         self.src, self.rev = src, rev
-        self.view: RevView | None = None
 
     def __enter__(self) -> RevView:
         self.src.lock.acquire()
         try:
-            self.view = self.src.open(self.rev)
+            return self.src.open(self.rev)
         except BaseException:
             self.src.lock.release()
             raise
-        return self.view
 
     def __exit__(self, *exc: object) -> None:
-        try:
-            if self.view is not None:
-                self.view.close()
-        finally:
-            self.src.lock.release()
+        self.src.lock.release()
 
 
 def kb_root_label(k: KnowledgeBase) -> str:
