@@ -72,22 +72,16 @@ def status_cmd(as_json: bool) -> int:
 def pre_push_cmd(remote: str, url: str, fmt: str) -> int:
     """Run by the pre-push hook: reads git's ref lines on stdin and checks, for each
     pushed ref, the commits it adds (kb verify --range)."""
-    from kb.checks.verify import Report, verify_commit_range
-    from kb.hooks import pre_push_ranges
-    from kb.checks.verify import _top
-    from kb_cli.verify import _github, _summary
+    from kb.checks.push import check_push
+    from kb.checks.verify import Report, sort_findings
+    from kb_cli.verify import github_annotation, summary_line
 
-    top = _top(Path.cwd())
-    lines = sys.stdin.read().splitlines()
     total = Report(mode="range")
-    for base, tip, ref in pre_push_ranges(top, remote, lines):
-        rep = verify_commit_range(top, base, tip, allow_root=True)
-        from kb.checks.verify import sort_findings
-
+    for pushed in check_push(Path.cwd(), remote, sys.stdin.read().splitlines()):
+        rep = pushed.report
         for f in sort_findings(rep.findings):
-            click.echo(_github(f) if fmt == "github" else f.format())
-        label = f"kb pre-push {ref} ({(base or 'root')[:10]}..{tip[:10]})"
-        err(_summary(rep, label))
+            click.echo(github_annotation(f) if fmt == "github" else f.format())
+        err(summary_line(rep, f"kb pre-push {pushed.ref} ({(pushed.base or 'root')[:10]}..{pushed.tip[:10]})"))
         for note in rep.notes:
             err(f"kb: {note}")
         total.merge(rep)

@@ -16,6 +16,7 @@ from typing import Any, Iterable, Optional
 
 from kb.checks.facts import CARD_KINDS, FileFacts, Facts, LightDiagnostic, Obj
 from kb.checks.registry import file_rule, snapshot_rule
+from kb.research import dependencies
 from kb.vocab import (
     CONCLUSION,
     ENTRY_STATUS,
@@ -506,19 +507,19 @@ def depended_by(s: Facts) -> list:
     problems = {r.id: r for r in s.of_kind("problem")}
     if not problems:
         return []
-    derived: dict[str, set[str]] = {}
+    depends: dict[str, list[str]] = {pid: [] for pid in problems}
     declared: dict[str, set[str]] = {}
     for path, src, dst, kind in s.links():
         if kind == "depends" and src in problems and problems[src].path == path:
-            derived.setdefault(dst, set()).add(src)
+            depends[src].append(dst)
         elif kind == "depended_by" and src in problems:
             declared.setdefault(src, set()).add(dst)
+    derived = dependencies.reverse_dependencies(depends)
     out = []
-    differ = [pid for pid in set(derived) | set(declared)
-              if pid in problems and derived.get(pid, set()) != declared.get(pid, set())]
+    differ = [pid for pid in problems if set(derived[pid]) != declared.get(pid, set())]
     for pid in sorted(differ, key=natural):
         row = problems[pid]
-        want = sorted(derived.get(pid, set()), key=natural)
+        want = derived[pid]
         ln = _anchor_line(s, row.path, pid, "被依赖")
         from kb.parse.common import dump_list
 

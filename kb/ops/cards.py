@@ -35,6 +35,15 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
 from kb.errors import RefusedError
 from kb.repo import KnowledgeBase, open_kb
+from kb.research import dependencies
+from kb.research.dependencies import natural_key
+from kb.vocab import (  # re-exported: the card vocabularies live in kb.vocab
+    METHOD_STATUS,
+    METHOD_TYPE,
+    PROBLEM_SOURCE,
+    PROBLEM_STATUS,
+    PROPOSITION_STATUS,
+)
 
 # ---------------------------------------------------------------------------
 # Errors, clock, numbers, IDs
@@ -44,11 +53,6 @@ class CardError(RefusedError):
     """Bad input for a card operation: a one-line message; nothing was written (exit 1)."""
 
 
-PROBLEM_STATUS = ("原始", "求解中", "等待依赖", "已解决", "死路")
-PROBLEM_SOURCE = ("原始", "后生", "promote")
-PROPOSITION_STATUS = ("未定论", "已验证·真", "已验证·假")
-METHOD_TYPE = ("理论体系", "框架", "工具", "方法", "思想", "范式", "技巧")
-METHOD_STATUS = ("经验", "应用验证", "含已验证断言")
 ENTRY_KINDS = ("解法", "证明", "证伪")
 ENTRY_SECTION = {"解法": "解法候选", "证明": "证明尝试", "证伪": "证伪尝试"}
 CARD_KINDS = ("problem", "proposition", "method")
@@ -187,10 +191,6 @@ def check_line(value: str | None, what: str, *, required: bool = True) -> str:
     return v
 
 
-def natural_key(obj_id: str) -> list[Any]:
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", obj_id)]
-
-
 def read_text_arg(text: str | None, text_file: str | Path | None, what: str = "text",
                   required: bool = True) -> str:
     """The text of ``--text`` or ``--text-file`` (UTF-8; ``-`` is not special)."""
@@ -222,22 +222,14 @@ def read_text_arg(text: str | None, text_file: str | Path | None, what: str = "t
 
 def is_settled(obj: Any) -> bool:
     """A problem 已解决 or ``never``; a proposition at 概率 0 or 1 or ``never``; others: yes."""
-    kind = getattr(obj, "kind", None)
-    if kind == "problem":
-        return obj.status == "已解决" or obj.priority == "never"
-    if kind == "proposition":
-        return obj.probability in (0.0, 1.0) or obj.priority == "never"
-    return True
+    return dependencies.is_settled(getattr(obj, "kind", None), getattr(obj, "status", None),
+                                   getattr(obj, "probability", None), getattr(obj, "priority", None))
 
 
 def is_final(obj: Any) -> bool:
     """Settled by verification: a problem 已解决, a proposition at 0 or 1 (its record is final)."""
-    kind = getattr(obj, "kind", None)
-    if kind == "problem":
-        return obj.status == "已解决"
-    if kind == "proposition":
-        return obj.probability in (0.0, 1.0)
-    return False
+    return dependencies.is_final(getattr(obj, "kind", None), getattr(obj, "status", None),
+                                 getattr(obj, "probability", None))
 
 
 # ---------------------------------------------------------------------------
@@ -635,14 +627,10 @@ class Workspace:
 
     def waiting_status(self, q: Any) -> str | None:
         """The status ``q`` should move to by dependency state, or None."""
-        if q.kind != "problem" or q.priority == "never" or q.status not in ("求解中", "等待依赖"):
+        if q.kind != "problem":
             return None
-        ready = all(self.dep_settled(d) for d in q.depends)
-        if not ready and q.status == "求解中":
-            return "等待依赖"
-        if ready and q.status == "等待依赖":
-            return "求解中"
-        return None
+        return dependencies.waiting_move(q.status, q.priority,
+                                         all(self.dep_settled(d) for d in q.depends))
 
     def sync_dependencies(self) -> list[str]:
         """Recompute ``被依赖`` and ``等待依赖`` wherever this operation's edits matter."""

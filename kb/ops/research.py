@@ -42,6 +42,8 @@ from kb.ops.cards import (
     run_op,
 )
 from kb.repo import KnowledgeBase
+from kb.research import dependencies
+from kb.vocab import PROBLEM_STATUS, PROPOSITION_STATUS
 
 PRIORITY_MODES = ("deadend-deprioritize", "survival-map", "progress-graded")
 
@@ -70,12 +72,11 @@ class CardView:
     directions: list[dict[str, Any]] = field(default_factory=list)
 
     def settled(self, obj_id: str) -> bool:
-        q = self.problems.get(obj_id)
-        if q is not None:
-            return q.get("status") == "已解决" or q.get("priority") == "never"
-        p = self.propositions.get(obj_id)
-        if p is not None:
-            return p.get("probability") in (0, 1) or p.get("priority") == "never"
+        for kind, rows in (("problem", self.problems), ("proposition", self.propositions)):
+            row = rows.get(obj_id)
+            if row is not None:
+                return dependencies.is_settled(kind, row.get("status"), row.get("probability"),
+                                               row.get("priority"))
         return True
 
     _judges: dict[str, list[str]] | None = None
@@ -124,25 +125,19 @@ def derived_changes(view: CardView) -> list[tuple[str, str, str, str]]:
     """``(id, key, old, new)`` of every 被依赖 / 状态 that disagrees with the 依赖 lists."""
     from kb.parse.common import dump_list
 
-    rdeps: dict[str, list[str]] = {q: [] for q in view.problems}
-    for qid, q in view.problems.items():
-        for d in q.get("depends", ()):
-            if d in rdeps and qid not in rdeps[d]:
-                rdeps[d].append(qid)
+    rdeps = dependencies.reverse_dependencies(
+        {qid: q.get("depends", ()) for qid, q in view.problems.items()})
     out = []
     for qid in sorted(view.problems, key=natural_key):
         q = view.problems[qid]
-        want = sorted(rdeps[qid], key=natural_key)
+        want = rdeps[qid]
         if list(q.get("depended_by", ())) != want:
             out.append((qid, "被依赖", dump_list(q.get("depended_by", ())), dump_list(want)))
-        status, prio = q.get("status"), q.get("priority")
-        if prio == "never" or status not in ("求解中", "等待依赖"):
-            continue
-        ready = all(view.settled(d) for d in q.get("depends", ()))
-        if not ready and status == "求解中":
-            out.append((qid, "状态", status, "等待依赖"))
-        elif ready and status == "等待依赖":
-            out.append((qid, "状态", status, "求解中"))
+        status = q.get("status")
+        move = dependencies.waiting_move(status, q.get("priority"),
+                                         all(view.settled(d) for d in q.get("depends", ())))
+        if move:
+            out.append((qid, "状态", status, move))
     return out
 
 
@@ -581,10 +576,10 @@ def report_text(kb: Union[KnowledgeBase, str, Path, None] = None, date: str | No
     records = load_records(k)
     lines += ["## 总览", ""]
     lines.append(f"- 问题 {c['problems']} 个：" + ("，".join(
-        f"{s} {by_status[s]}" for s in ("原始", "求解中", "等待依赖", "已解决", "死路") if by_status.get(s))
+        f"{s} {by_status[s]}" for s in PROBLEM_STATUS if by_status.get(s))
         or "无"))
     lines.append(f"- 命题 {c['propositions']} 个：" + ("，".join(
-        f"{s} {p_status[s]}" for s in ("未定论", "已验证·真", "已验证·假") if p_status.get(s)) or "无"))
+        f"{s} {p_status[s]}" for s in PROPOSITION_STATUS if p_status.get(s)) or "无"))
     lines.append(f"- 方法 {c['methods']} 个；验证记录 {len(records)} 条；Verified 卡 {len(view.verified)} 张")
     lines.append("")
     lines += ["## 问题", ""]
