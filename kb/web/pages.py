@@ -171,7 +171,11 @@ def object_page(view: RevView, obj_id: str,
             if d["kind"] == "hypothesis" else list(enumerate(lines, 1))
         d["lock"] = locks.get(view.kb.repo_path(d["path"])) or locks.get("*")
         d["repo_path"] = view.kb.repo_path(d["path"])
-    return {"id": obj_id, "decls": decls, "experiments": exps}
+    # A settled object and its Verified card share the ID by design (as in `kb show`):
+    # only two declarations of one kind are a duplicate.
+    kinds = [d["kind"] for d in decls]
+    return {"id": obj_id, "decls": decls, "experiments": exps,
+            "duplicate": max(kinds.count(x) for x in kinds) > 1}
 
 
 def _records(view: RevView) -> list[Any]:

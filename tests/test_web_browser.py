@@ -1,0 +1,201 @@
+"""``kb serve`` in a real browser (issue 16): Playwright driving the system's Chromium.
+
+Playwright's own browser download is never used: the tests launch
+``/usr/bin/chromium`` (``$KB_CHROMIUM`` to use another), headless, without
+the sandbox. Without Chromium they are skipped with how to install it (and
+only then). Each page's screenshot is saved as a test artifact in the
+git-ignored ``test-artifacts/web/`` (the path is printed). Any console error fails a test: a Content-Security-
+Policy violation shows up there.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from playwright.sync_api import expect
+
+from conftest import REPO_ROOT
+from webkb import HOSTILE, NEW_H2, Server, build_kb, serve
+
+CHROMIUM = os.environ.get("KB_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+
+pytestmark = pytest.mark.skipif(
+    not Path(CHROMIUM).is_file(),
+    reason=f"Chromium not found at {CHROMIUM}: install it (Debian/Ubuntu: "
+           "`apt-get update && apt-get install -y chromium`) or set KB_CHROMIUM to its path")
+
+
+@pytest.fixture(scope="module")
+def kbdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_kb(tmp_path_factory.mktemp("webui") / "kb")
+
+
+@pytest.fixture(scope="module")
+def server(kbdir: Path) -> Iterator[Server]:
+    with serve(kbdir) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture(scope="module")
+def shots() -> Path:
+    """``test-artifacts/web/`` of the checkout (git-ignored; ``$KB_TEST_ARTIFACTS`` elsewhere)."""
+    base = Path(os.environ.get("KB_TEST_ARTIFACTS") or REPO_ROOT / "test-artifacts")
+    d = base / "web"
+    d.mkdir(parents=True, exist_ok=True)
+    print(f"\nkb serve screenshots: {d}")
+    return d
+
+
+class Page:
+    """A browser page that records console errors and dialogs (neither may happen)."""
+
+    def __init__(self, browser: object, server: Server) -> None:
+        self.page = browser.new_page(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+        self.server = server
+        self.errors: list[str] = []
+        self.dialogs: list[str] = []
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+        def dialog(d: object) -> None:
+            self.dialogs.append(d.message)  # type: ignore[attr-defined]
+            d.dismiss()  # type: ignore[attr-defined]
+
+        self.page.on("dialog", dialog)
+
+    def goto(self, path: str) -> object:
+        return self.page.goto(self.server.url + path)
+
+
+@pytest.fixture
+def page(browser: object, server: Server) -> Iterator[Page]:
+    p = Page(browser, server)
+    yield p
+    try:
+        assert p.errors == [], p.errors
+        assert p.dialogs == [], p.dialogs
+    finally:
+        p.page.close()
+
+
+@pytest.mark.parametrize("path,name,expect", [
+    ("/tree", "tree", "#tree"), ("/board", "board", "#depgraph"), ("/o/H1.1", "hypothesis", ".oid"),
+    ("/o/E001", "experiment", ".oid"), ("/o/q2", "problem", ".oid"),
+    ("/file/tree.md", "file", "pre.source"),
+])
+def test_each_page_renders(page: Page, shots: Path, path: str, name: str, expect: str) -> None:
+    resp = page.goto(path)
+    assert resp.status == 200  # type: ignore[attr-defined]
+    assert page.page.locator(expect).first.is_visible()
+    out = shots / f"{name}.png"
+    page.page.screenshot(path=str(out), full_page=True)
+    assert out.stat().st_size > 5000
+
+
+def test_click_tree_to_experiment_to_its_file_line(page: Page) -> None:
+    page.goto("/tree")
+    page.page.locator('[id="h-H1.2"] .evidence a', has_text="E003").click()
+    page.page.wait_for_url("**/o/E003")
+    assert page.page.locator("h1 .oid").inner_text() == "E003"
+    assert page.page.locator(".conclusion").inner_text() == "推翻"
+    page.page.locator("a.fileline").click()
+    page.page.wait_for_url("**/file/experiments/E003.md#L1")
+    assert page.page.locator("#L1").is_visible()
+    page.page.go_back()
+    page.page.locator("dd a", has_text="H1.2").first.click()
+    page.page.wait_for_url("**/o/H1.2")
+
+
+def test_tree_search_jumps_to_matches_and_hides_the_rest(page: Page, shots: Path) -> None:
+    page.goto("/tree")
+    box = page.page.locator("#tree-search")
+    box.fill("xdist")
+    box.press("Enter")
+    h2 = page.page.locator('[id="h-H2"]')
+    hits = page.page.locator("#tree-hits")
+    expect(hits).to_have_text("1 / 1 matches")
+    assert "current" in (h2.get_attribute("class") or "")
+    assert h2.is_visible() and NEW_H2 in h2.inner_text()
+    assert not page.page.locator('[id="h-H1.2"]').is_visible()
+    page.page.screenshot(path=str(shots / "tree-search.png"))
+    box.fill("H1.1")
+    expect(hits).to_have_text("1 / 2 matches")
+    box.press("Enter")
+    expect(hits).to_have_text("2 / 2 matches")
+    assert "current" in (page.page.locator('[id="h-H1.1.1"]').get_attribute("class") or "")
+    box.fill("")
+    expect(hits).to_have_text("")
+    assert page.page.locator('[id="h-H1.2"]').is_visible()
+
+
+def test_tree_cards_fold(page: Page) -> None:
+    page.goto("/tree")
+    child = page.page.locator('[id="h-H1.2"]')
+    assert child.is_visible()
+    page.page.locator('[id="h-H1"] > details > summary .stmt').click()
+    assert not child.is_visible()
+    page.page.locator("#tree-expand").click()
+    assert child.is_visible()
+
+
+def test_hostile_title_renders_as_text(page: Page, shots: Path) -> None:
+    for path in ("/tree", "/o/H3"):
+        page.goto(path)
+        card = page.page.locator('[id="h-H3"] .stmt') if path == "/tree" else page.page.locator(".title")
+        assert card.inner_text() == HOSTILE
+        assert card.locator("script, img, a").count() == 0
+    page.page.screenshot(path=str(shots / "hostile.png"))
+    assert page.page.evaluate("document.querySelectorAll('script:not([src])').length") == 0
+
+
+def test_follow_a_ref_link_on_the_board(page: Page) -> None:
+    page.goto("/board")
+    row = page.page.locator("tr", has=page.page.locator("a", has_text="q2")).first
+    row.locator("a", has_text="p1").click()
+    page.page.wait_for_url("**/o/p1")
+    # The proposition and its Verified card share the ID: two declarations, no warning.
+    assert page.page.locator("h1 .oid").all_inner_texts() == ["p1", "p1"]
+    assert page.page.locator("h1 .kind").all_text_contents() == ["proposition", "verified"]
+    assert page.page.locator(".warn").count() == 0
+    page.goto("/board")
+    page.page.locator("#depgraph a").first.click()
+    page.page.wait_for_url("**/o/*")
+
+
+def test_dot_dot_paths_are_refused(page: Page) -> None:
+    # A browser resolves `..` before sending (test_web.py sends it raw); what reaches
+    # the server from these is still refused.
+    for path in ("/file/%2e%2e/%2e%2e/etc/passwd", "/file/%2E%2E/kb.toml", "/file/.git/config",
+                 "/file/..%2Fkb.toml"):
+        resp = page.goto(path)
+        assert resp.status == 404, path  # type: ignore[attr-defined]
+        assert "[kb]" not in page.page.content() and "root:" not in page.page.content()
+    page.errors.clear()  # the 404 responses are logged as console errors by design
+
+
+def test_foreign_host_is_refused(browser: object, server: Server) -> None:
+    ctx = browser.new_context(extra_http_headers={"Host": "evil.example"})  # type: ignore[attr-defined]
+    try:
+        resp = ctx.request.get(server.url + "/tree")
+        assert resp.status == 421 and "not served here" in resp.text()
+    finally:
+        ctx.close()
+    status, _ = server.raw_get("/tree", host=f"rebind.evil.example:{server.port}")
+    assert status == 421
