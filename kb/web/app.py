@@ -17,6 +17,7 @@ with an empty, ``.`` or ``..`` segment is refused (:func:`kb.web.source.safe_rel
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable
 from urllib.parse import quote, urlencode
 
-from kb.errors import UsageError
+from kb.errors import KbError, RefusedError, UsageError
 from kb.repo import KnowledgeBase
 from kb.web.source import Source, safe_rel
 
@@ -135,6 +136,7 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
     Raises UsageError when ``rev`` names no commit.
     """
     from jinja2 import Environment, FileSystemLoader, select_autoescape
+    from markupsafe import Markup
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -142,6 +144,9 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
 
     from kb.web import pages
 
+    from kb.web import review
+
+    features = {"diff": review.available(), "trail": False}
     src = Source(k, rev)
     src.resolve(None)  # fail at startup, not on the first page
     cache = _Cache()
@@ -162,7 +167,7 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
                 "obj": lambda i: link("/o/" + quote(str(i), safe="")),
                 "file": lambda p, line=None: link("/file/" + quote(p, safe="/"))
                 + (f"#L{int(line)}" if line else ""),
-                "kb_name": k.root.name, "features": FEATURES, **kw}
+                "kb_name": k.root.name, "features": features, **kw}
 
     def page(name: str, status: int = 200, **data: Any) -> HTMLResponse:
         return HTMLResponse(env.get_template(name).render(**data), status_code=status)
@@ -170,7 +175,7 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
     def error(request: Request, status: int, message: str) -> HTMLResponse:
         return page("error.html", status, message=message, link=lambda p, **_: p,
                     rev=request.query_params.get("rev") or rev, commit="", q="",
-                    kb_name=k.root.name, features=FEATURES, nav="")
+                    kb_name=k.root.name, features=features, nav="")
 
     def guarded(fn: Callable[..., Response]) -> Callable[[Request], Response]:
         def endpoint(request: Request) -> Response:
@@ -179,6 +184,8 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
                     return fn(request, view)
             except UsageError as exc:
                 return error(request, 400, str(exc))
+            except KbError as exc:  # git or the KB refused: a page, not a traceback
+                return error(request, 400 if exc.exit_code == 2 else 404, str(exc))
         endpoint.__name__ = fn.__name__
         return endpoint
 
@@ -211,7 +218,7 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
         data = pages.object_page(view, oid, exps)
         if data is None:
             return error(request, 404, f"no object with ID {oid!r} at {view.rev}")
-        return page("object.html", **ctx(request, view, nav="", data=data, history=HISTORY))
+        return page("object.html", **ctx(request, view, nav="", data=data))
 
     @guarded
     def file(request: Request, view: Any) -> Response:
@@ -220,6 +227,44 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
         if text is None:
             return error(request, 404, "no such file in the KB at this revision")
         return page("file.html", **ctx(request, view, nav="", path=rel, lines=text.splitlines()))
+
+    def at_file(request: Request) -> Response:
+        # `kb diff`'s Markdown links files as <link_base>/<path>#L<n>: the tip in the path.
+        commit, path = request.path_params["commit"], request.path_params["path"]
+        if safe_rel(path) is None or not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", commit):
+            return error(request, 404, "no such file in the KB at this revision")
+        return RedirectResponse("/file/" + quote(path, safe="/") + "?" + urlencode({"rev": commit}), 303)
+
+    @guarded
+    def diff(request: Request, view: Any) -> Response:
+        from kb.web import review
+
+        c = ctx(request, view, nav="diff")
+        a = request.query_params.get("a") or review.default_target(k)
+        b = view.rev
+        if not a:
+            return page("diff.html", **c, a="", b=b, diff=None,
+                        note="No main or master branch to compare with: give ?a=REV.")
+        base_rev, base = src.resolve(a)
+        note = None
+        if base == view.commit:
+            note = f"{b} is {a} itself: pick another revision (?rev=) or base (?a=)."
+        known = set(view.all_ids())
+        data = cache.get(("diff", base, view.commit, c["asked"]), lambda: review.diff_page(
+            k, base, view.commit, view.commit, known.__contains__, c["obj"]))
+        return page("diff.html", **c, a=base_rev, b=b, diff=data, note=note,
+                    html=Markup(data["html"]))
+
+    @guarded
+    def history(request: Request, view: Any) -> Response:
+        from kb.web import review
+
+        oid = request.path_params["obj_id"]
+        try:
+            data = review.log_page(k, oid, view.commit)
+        except RefusedError as exc:
+            return error(request, 404, str(exc))
+        return page("log.html", **ctx(request, view, nav="", log=data))
 
     def static(request: Request) -> Response:
         name = request.path_params["name"]
@@ -240,11 +285,10 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
     routes = [Route("/", home), Route("/tree", tree), Route("/board", board),
               Route("/o/{obj_id}", obj), Route("/file/{path:path}", file),
               Route("/static/{name}", static), Route("/favicon.ico", favicon)]
+    if features["diff"]:  # kb.review installed: the Diff and History pages exist
+        routes += [Route("/diff", diff), Route("/log/{obj_id}", history),
+                   Route("/at/{commit}/file/{path:path}", at_file)]
     app = Starlette(routes=routes, exception_handlers={404: not_found})
     return Guard(app, hosts) if hosts is not None else app
 
 
-#: Optional pages, present when the library they show has landed (see docs/DECISIONS.md).
-FEATURES: dict[str, bool] = {"trail": False, "diff": False}
-#: How an object's history is reached: the ``kb log`` command line.
-HISTORY = "kb log"

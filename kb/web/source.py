@@ -98,6 +98,11 @@ class RevView(Index):
             "SELECT l.src, l.dst FROM links l JOIN temp.snap f ON f.path=l.path AND f.blob=l.blob "
             "WHERE l.kind = ?", (kind,)))
 
+    def all_ids(self) -> list[str]:
+        """Every object ID declared in the commit."""
+        return [i for (i,) in self.db.execute(
+            "SELECT DISTINCT o.id FROM objects o JOIN temp.snap f ON f.path=o.path AND f.blob=o.blob")]
+
     def diagnostics(self) -> list[Any]:
         """Parse diagnostics of the commit's files, sorted by path and line."""
         out = []
