@@ -218,3 +218,58 @@ def test_bad_default_rev_and_outside_a_kb(kbdir: Path, tmp_path: Path) -> None:
     assert r.code == 2 and "kb.toml" in r.stderr
     r = invoke("serve", "--port", "70000", cwd=kbdir)
     assert r.code == 2 and "not a TCP port" in r.stderr
+
+
+REVIEW = pytest.mark.skipif(not __import__("kb.web.review", fromlist=["available"]).available(),
+                            reason="kb.review (kb diff, kb log) is not part of this kb")
+NO_REVIEW = pytest.mark.skipif(__import__("kb.web.review", fromlist=["available"]).available(),
+                               reason="kb.review is installed: the Diff page exists")
+
+
+@NO_REVIEW
+def test_without_kb_review_the_diff_and_history_pages_are_absent(server: Server) -> None:
+    assert 'href="/diff' not in get(server, "/tree").text
+    assert get(server, "/diff").status_code == 404
+    assert get(server, "/log/H1").status_code == 404
+    assert 'class="historylink"' not in get(server, "/o/H1").text
+
+
+@REVIEW
+def test_diff_page_is_kb_diff_markdown_with_links(server: Server, kbdir: Path) -> None:
+    html = get(server, "/diff").text
+    assert 'href="/diff"' in html  # in the navigation
+    tip = git(kbdir, "rev-parse", "HEAD")
+    r = invoke("diff", "main..feature", "--format", "markdown", "--link-base", f"/at/{tip}/file",
+               cwd=kbdir)
+    assert r.code == 0, r.stderr
+    import html as htmllib
+
+    shown = re.search(r'<pre class="source" id="diff-markdown">(.*?)</pre>', html, re.S)
+    assert shown and htmllib.unescape(shown.group(1)) == r.stdout
+    # IDs link into the pages; research text stays inert.
+    assert '<a href="/o/H3"><code>H3</code></a>' in html
+    assert "<script>alert" not in html and 'href="javascript' not in html.lower()
+    assert 'class="language-mermaid"' in html
+    # The diff's file links (link base /at/<tip>/file) land on the file at the tip.
+    r2 = get(server, f"/at/{tip}/file/tree.md", follow_redirects=False)
+    assert r2.status_code == 303 and r2.headers["location"] == f"/file/tree.md?rev={tip}"
+    assert get(server, f"/at/{tip}/file/../kb.toml").status_code == 404
+
+
+@REVIEW
+def test_diff_of_main_against_itself_says_so(server: Server) -> None:
+    html = get(server, "/diff?rev=main").text
+    assert 'id="diff-note"' in html and "main is main itself" in html
+
+
+@REVIEW
+def test_history_page_is_kb_log(server: Server, kbdir: Path) -> None:
+    html = get(server, "/o/H2").text
+    assert '<a class="historylink" href="/log/H2">history</a>' in html
+    html = get(server, "/log/H2").text
+    r = invoke("log", "H2", "--json", cwd=kbdir)
+    commits = [e["commit"] for e in r.json()["entries"]]
+    assert len(commits) == 2
+    for c in commits:
+        assert f'href="/o/H2?rev={c}"' in html
+    assert get(server, "/log/H99").status_code == 404

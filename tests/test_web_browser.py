@@ -30,6 +30,10 @@ pytestmark = pytest.mark.skipif(
            "`apt-get update && apt-get install -y chromium`) or set KB_CHROMIUM to its path")
 
 
+REVIEW = pytest.mark.skipif(not __import__("kb.web.review", fromlist=["available"]).available(),
+                            reason="kb.review (kb diff) is not part of this kb: no Diff page")
+
+
 @pytest.fixture(scope="module")
 def kbdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_kb(tmp_path_factory.mktemp("webui") / "kb")
@@ -121,6 +125,20 @@ def test_click_tree_to_experiment_to_its_file_line(page: Page) -> None:
     page.page.go_back()
     page.page.locator("dd a", has_text="H1.2").first.click()
     page.page.wait_for_url("**/o/H1.2")
+
+
+@REVIEW
+def test_click_tree_to_experiment_to_diff_to_an_object(page: Page, shots: Path) -> None:
+    page.goto("/tree")
+    page.page.locator('[id="h-H1.1"] .evidence a', has_text="E002").first.click()
+    page.page.wait_for_url("**/o/E002")
+    page.page.locator("header nav a", has_text="Diff").click()
+    page.page.wait_for_url("**/diff")
+    assert "Research diff" in page.page.locator("#diff h2").inner_text()
+    page.page.screenshot(path=str(shots / "diff.png"), full_page=True)
+    page.page.locator("#diff a", has_text="H3").first.click()
+    page.page.wait_for_url("**/o/H3")
+    assert page.page.locator(".title").inner_text() == HOSTILE
 
 
 def test_tree_search_jumps_to_matches_and_hides_the_rest(page: Page, shots: Path) -> None:

@@ -1,8 +1,8 @@
 """Helpers for the ``kb serve`` tests: a KB with hostile research text, and a real server.
 
 :func:`build_kb` copies the example KB into a new repository and commits it
-twice (the second commit rewords H2 and adds a hostile hypothesis H3 and a
-debated verification record); then it edits H1 in the working tree without
+on ``main``, then on branch ``feature`` (rewording H2, adding a hostile
+hypothesis H3 and a debated verification record); then it edits H1 in the working tree without
 committing, so a page that shows the edit read the working tree.
 :func:`serve` starts ``kb serve --port 0 --json`` as a process and stops it.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlsplit
 
-from conftest import EXAMPLES, commit_all, git_init, kb_script, source_env
+from conftest import EXAMPLES, commit_all, git, git_init, kb_script, source_env
 
 HOSTILE = ('<script>alert("pwned")</script> see [docs](javascript:alert(1)) '
            '%%{init: {"securityLevel": "loose"}}%% <img src=x onerror=alert(2)>')
@@ -43,6 +43,7 @@ def build_kb(dest: Path) -> Path:
     shutil.copytree(EXAMPLES, dest, ignore=shutil.ignore_patterns(".kb", "__pycache__"))
     git_init(dest)
     commit_all(dest, "example KB")
+    git(dest, "checkout", "-q", "-b", "feature")  # the Diff page's default: feature vs main
     tree = dest / "tree.md"
     text = tree.read_text(encoding="utf-8").replace(OLD_H2, NEW_H2)
     text += f"\n## H3: {HOSTILE}\nStatus: 待验\nEvidence: (empty)\n"
