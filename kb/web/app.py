@@ -32,7 +32,8 @@ from kb.web.source import Source, safe_rel
 __all__ = ["create_app", "Guard", "allowed_hosts"]
 
 HERE = Path(__file__).parent
-STATIC = {"kb.css": "text/css; charset=utf-8", "kb.js": "text/javascript; charset=utf-8"}
+STATIC = {"kb.css": "text/css; charset=utf-8", "kb.js": "text/javascript; charset=utf-8",
+          "trail.js": "text/javascript; charset=utf-8"}
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 SECURITY_HEADERS = [
@@ -139,14 +140,14 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
     from markupsafe import Markup
     from starlette.applications import Starlette
     from starlette.requests import Request
-    from starlette.responses import HTMLResponse, RedirectResponse, Response
+    from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
     from starlette.routing import Route
 
     from kb.web import pages
 
-    from kb.web import review
+    from kb.web import review, trail as trail_mod
 
-    features = {"diff": review.available(), "trail": False}
+    features = {"diff": review.available(), "trail": trail_mod.available()}
     src = Source(k, rev)
     src.resolve(None)  # fail at startup, not on the first page
     cache = _Cache()
@@ -266,6 +267,32 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
             return error(request, 404, str(exc))
         return page("log.html", **ctx(request, view, nav="", log=data))
 
+    @guarded
+    def trail(request: Request, view: Any) -> Response:
+        c = ctx(request, view, nav="trail")
+        return page("trail.html", **c, data_url=c["link"]("/trail.json"))
+
+    @guarded
+    def trail_json(request: Request, view: Any) -> Response:
+        from kb.web import trail as tr
+
+        c = ctx(request, view, nav="trail")
+
+        def build() -> dict[str, Any]:
+            ids = set(view.all_ids())
+
+            def ref_url(ref: str) -> str | None:
+                if ref in ids:
+                    return c["obj"](ref)
+                path, _, line = ref.partition(":")
+                if safe_rel(path) and path in view.snap.files:
+                    return c["file"](path, int(line) if line.isdigit() else None)
+                return None
+
+            return tr.trail_data(view, tr.graph_at(view), ref_url)
+
+        return JSONResponse(cache.get(("trail", view.commit, c["asked"]), build))
+
     def static(request: Request) -> Response:
         name = request.path_params["name"]
         if name not in STATIC:
@@ -285,6 +312,8 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
     routes = [Route("/", home), Route("/tree", tree), Route("/board", board),
               Route("/o/{obj_id}", obj), Route("/file/{path:path}", file),
               Route("/static/{name}", static), Route("/favicon.ico", favicon)]
+    if features["trail"]:  # kb.trail installed: the Trail page exists
+        routes += [Route("/trail", trail), Route("/trail.json", trail_json)]
     if features["diff"]:  # kb.review installed: the Diff and History pages exist
         routes += [Route("/diff", diff), Route("/log/{obj_id}", history),
                    Route("/at/{commit}/file/{path:path}", at_file)]
