@@ -14,7 +14,8 @@ import httpx
 import pytest
 
 from conftest import git, invoke, kb_script, source_env
-from webkb import HOSTILE, NEW_H2, OLD_H2, UNCOMMITTED, Server, build_kb, serve
+from webkb import (HOSTILE, NEW_H2, OLD_H2, TRAIL_HOSTILE, UNCOMMITTED, Server, build_kb, serve,
+                   trail_available)
 
 
 @pytest.fixture(scope="module")
@@ -273,3 +274,33 @@ def test_history_page_is_kb_log(server: Server, kbdir: Path) -> None:
     for c in commits:
         assert f'href="/o/H2?rev={c}"' in html
     assert get(server, "/log/H99").status_code == 404
+
+
+TRAIL = pytest.mark.skipif(not trail_available(), reason="kb.trail is not part of this kb")
+NO_TRAIL = pytest.mark.skipif(trail_available(), reason="kb.trail is installed: the Trail page exists")
+
+
+@NO_TRAIL
+def test_without_kb_trail_the_trail_page_is_absent(server: Server) -> None:
+    assert 'href="/trail' not in get(server, "/tree").text
+    assert get(server, "/trail").status_code == 404
+    assert get(server, "/trail.json").status_code == 404
+
+
+@TRAIL
+def test_trail_data_is_the_commits_graph(server: Server) -> None:
+    assert 'href="/trail"' in get(server, "/tree").text
+    html = get(server, "/trail?rev=feature").text
+    assert 'data-src="/trail.json?rev=feature"' in html
+    d = get(server, "/trail.json").json()
+    titles = {n["title"]: n for n in d["nodes"]}
+    assert TRAIL_HOSTILE in titles and "Make the prompt cache hit" in titles
+    h1 = titles["Tool order changes the prefix"]
+    assert h1["parent"] == titles["Prefix stability"]["id"]
+    # Refs that name an object or a KB file link into the pages; others stay text.
+    assert d["ref_urls"] == {"H1": "/o/H1", "tree.md:3": "/file/tree.md#L3"}
+    assert [e["kind"] for e in d["edges"]] == ["contradicts"]
+    assert d["frontier"]["avoid"][0]["title"] == "Sorting the tools did not help"
+    assert d["stats"]["nodes"] == 9 and d["roots"] == [titles["Make the prompt cache hit"]["id"]]
+    # Read from the commit: main has no graph yet.
+    assert get(server, "/trail.json?rev=main").json()["nodes"] == []

@@ -18,7 +18,7 @@ import pytest
 from playwright.sync_api import expect
 
 from conftest import REPO_ROOT
-from webkb import HOSTILE, NEW_H2, Server, build_kb, serve
+from webkb import HOSTILE, NEW_H2, TRAIL_HOSTILE, Server, build_kb, serve, trail_available
 
 CHROMIUM = os.environ.get("KB_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
@@ -217,3 +217,105 @@ def test_foreign_host_is_refused(browser: object, server: Server) -> None:
         ctx.close()
     status, _ = server.raw_get("/tree", host=f"rebind.evil.example:{server.port}")
     assert status == 421
+
+
+TRAIL = pytest.mark.skipif(not trail_available(), reason="kb.trail is not part of this kb: no Trail page")
+
+
+def open_trail(page: Page) -> object:
+    page.goto("/trail")
+    expect(page.page.locator("#trail-stats")).to_contain_text("9 nodes")
+    return page.page
+
+
+def card(p: object, title: str) -> object:
+    return p.locator(".tcard", has=p.locator(".ttitle", has_text=title))  # type: ignore[attr-defined]
+
+
+@TRAIL
+def test_trail_renders_the_card_tree(page: Page, shots: Path) -> None:
+    p = open_trail(page)
+    assert p.locator(".tcard").count() == 9
+    assert card(p, TRAIL_HOSTILE).locator(".ttitle").inner_text() == TRAIL_HOSTILE
+    assert p.locator(".tcard script").count() == 0
+    # The rounds outline and chips locate a round.
+    p.locator("#trail-rounds .chip", has_text="Round 1").click()
+    assert "sel" in (card(p, "Round 1").get_attribute("class") or "")
+    p.screenshot(path=str(shots / "trail.png"))
+
+
+@TRAIL
+def test_trail_search_jumps_to_matches(page: Page) -> None:
+    p = open_trail(page)
+    box = p.locator("#trail-search")
+    box.fill("prefix")
+    box.press("Enter")
+    hits = p.locator("#trail-hits")
+    expect(hits).to_contain_text("1 / ")
+    first = p.locator(".tcard.sel").get_attribute("data-id")
+    box.press("Enter")
+    expect(hits).to_contain_text("2 / ")
+    assert p.locator(".tcard.sel").get_attribute("data-id") != first
+    assert p.locator(".tcard.match").count() >= 2
+    expect(p.locator("#trail-detail h3")).to_have_count(1)
+
+
+@TRAIL
+def test_trail_kind_legend_filters(page: Page, shots: Path) -> None:
+    p = open_trail(page)
+    p.locator(".legend-chip", has_text="dead_end").click()
+    # The dead end and its ancestors stay (the ancestors dimmed); the rest goes.
+    assert p.locator(".tcard:not(.dim)").count() == 1
+    assert p.locator(".tcard:not(.dim) .badge").inner_text().lower() == "dead_end"
+    assert p.locator(".tcard").count() == 3  # goal, topic, dead end
+    p.screenshot(path=str(shots / "trail-filter.png"))
+    p.locator(".legend-chip", has_text="dead_end").click()
+    assert p.locator(".tcard.dim").count() == 0 and p.locator(".tcard").count() == 9
+
+
+@TRAIL
+def test_trail_trunk_toggle(page: Page) -> None:
+    p = open_trail(page)
+    p.locator("#mode-trunk").click()
+    kinds = {b.lower() for b in p.locator(".tcard .badge").all_inner_texts()}
+    assert kinds == {"goal", "topic", "hypothesis", "dead_end", "conclusion"}
+    p.locator("#mode-research").click()
+    assert p.locator(".tcard").count() == 9
+
+
+@TRAIL
+def test_trail_detail_pane_follows_a_ref_link(page: Page) -> None:
+    p = open_trail(page)
+    card(p, "Tool order changes the prefix").click()
+    detail = p.locator("#trail-detail")
+    expect(detail.locator("h3")).to_have_text("Tool order changes the prefix")
+    text = detail.text_content() or ""
+    assert "contradicts → " in text and "Path to root" in text and "Prefix stability" in text
+    assert detail.locator("a.ref").count() == 2  # nowhere.md stays text
+    detail.locator("a.ref", has_text="H1").click()
+    p.wait_for_url("**/o/H1")
+
+
+@TRAIL
+def test_trail_polling_keeps_zoom_selection_and_folds(page: Page, kbdir: Path) -> None:
+    from kb.trail import ops
+
+    from conftest import git
+
+    p = open_trail(page)
+    card(p, "Round 1").click()
+    card(p, TRAIL_HOSTILE).locator(".tfold").click()  # fold the hostile hypothesis
+    assert card(p, "Prefix differs").count() == 0
+    p.locator("#z-in").click()
+    zoom = p.locator("#z-pct").inner_text()
+    before = p.locator("#trail").get_attribute("data-commit")
+    # The graph grows: a new recording is committed on the served branch.
+    goal = card(p, "Make the prompt cache hit").get_attribute("data-id")
+    ops.add(kbdir, kind="question", title="Does the TTL expire early?", parent=goal)
+    after = git(kbdir, "rev-parse", "HEAD")
+    assert after != before
+    expect(p.locator("#trail")).to_have_attribute("data-commit", after, timeout=20000)
+    expect(card(p, "Does the TTL expire early?")).to_have_count(1)
+    assert p.locator("#z-pct").inner_text() == zoom
+    assert "sel" in (card(p, "Round 1").get_attribute("class") or "")
+    assert card(p, "Prefix differs").count() == 0  # still folded

@@ -50,11 +50,47 @@ def build_kb(dest: Path) -> Path:
     tree.write_text(text, encoding="utf-8")
     rec = dest / "Logs" / "Verification" / "r-q2-s1_20261105T100000.json"
     rec.write_text(json.dumps(RECORD, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    if trail_available():
+        record_trail(dest)
     commit_all(dest, "reword H2, add H3 and a debated record")
     tree.write_text(tree.read_text(encoding="utf-8").replace(
         "Most of the 40-minute CI run is spent inside pytest, not in setup steps", UNCOMMITTED),
         encoding="utf-8")
     return dest
+
+
+def trail_available() -> bool:
+    from kb.web.trail import available
+
+    return available()
+
+
+TRAIL_HOSTILE = '<script>alert("trail")</script> Timestamp in the system prompt'
+
+
+def record_trail(dest: Path) -> dict[str, str]:
+    """An exploration graph recorded (not committed) in the KB at ``dest``; name -> node id."""
+    from kb.trail import ops
+
+    ids: dict[str, str] = {}
+
+    def add(name: str, **kw: object) -> None:
+        ids[name] = ops.add(dest, no_commit=True, **kw).ids[0]  # type: ignore[arg-type]
+
+    add("goal", kind="goal", title="Make the prompt cache hit")
+    add("round", kind="step", title="Round 1: read the misses", parent=ids["goal"])
+    add("action", kind="action", title="grep for the clock line", parent=ids["round"])
+    add("topic", kind="topic", title="Prefix stability", parent=ids["goal"])
+    add("h1", kind="hypothesis", title="Tool order changes the prefix", parent=ids["topic"],
+        refs=["H1", "tree.md:3", "nowhere.md"])
+    add("h2", kind="hypothesis", title=TRAIL_HOSTILE, parent=ids["topic"],
+        summary="The clock line changes every minute. " * 12, tags=["cache", "prefix"])
+    add("ev", kind="evidence", title="Prefix differs by 214 bytes", parent=ids["h2"])
+    add("dead", kind="dead_end", title="Sorting the tools did not help", parent=ids["topic"],
+        summary="misses stayed at 50%")
+    add("concl", kind="conclusion", title="Order is stable", parent=ids["topic"], status="done")
+    ops.link(dest, ids["h1"], ids["concl"], "contradicts", "opposite claims", no_commit=True)
+    return ids
 
 
 class Server:
