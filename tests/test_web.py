@@ -304,3 +304,52 @@ def test_trail_data_is_the_commits_graph(server: Server) -> None:
     assert d["stats"]["nodes"] == 9 and d["roots"] == [titles["Make the prompt cache hit"]["id"]]
     # Read from the commit: main has no graph yet.
     assert get(server, "/trail.json?rev=main").json()["nodes"] == []
+
+
+def test_allowed_hosts_are_the_bound_names_with_the_port() -> None:
+    from kb.web.app import allowed_hosts
+
+    assert allowed_hosts("127.0.0.1", 8765) == {"127.0.0.1:8765", "localhost:8765", "[::1]:8765"}
+    assert allowed_hosts("::1", 80) >= {"[::1]:80", "[::1]", "localhost"}
+    wild = allowed_hosts("0.0.0.0", 9000, ["kb.lab.example"])
+    assert {f"{socket.gethostname().lower()}:9000", "kb.lab.example:9000", "0.0.0.0:9000"} <= wild
+    assert "evil.example:9000" not in wild
+
+
+def test_loopback_detection_and_safe_paths() -> None:
+    from kb.web.server import is_loopback, url_for
+    from kb.web.source import safe_rel
+
+    assert all(is_loopback(h) for h in ("127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost"))
+    assert not any(is_loopback(h) for h in ("0.0.0.0", "::", "192.168.1.2", "example.com"))
+    assert url_for("::1", 8) == "http://[::1]:8/" and url_for("127.0.0.1", 8) == "http://127.0.0.1:8/"
+    assert safe_rel("Problems/q1.md") == "Problems/q1.md"
+    for bad in ("", "/etc/passwd", "../x", "a/../b", "a//b", "./a", "a\\b", "a\x00b", "a/"):
+        assert safe_rel(bad) is None, bad
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="this machine has no IPv6 loopback (::1)")
+def test_serves_on_ipv6_loopback(kbdir: Path) -> None:
+    with serve(kbdir, "--host", "::1") as s:
+        assert s.url.startswith("http://[::1]:")
+        status, body = s.raw_get("/tree")
+        assert status == 200 and 'id="h-H1"' in body
+        assert s.raw_get("/tree", host=f"evil.example:{s.port}")[0] == 421
+
+
+def test_another_host_warns_what_it_exposes(kbdir: Path) -> None:
+    # 192.0.2.1 (TEST-NET-1) is no address of this machine: the warning comes first,
+    # then binding fails cleanly; nothing is ever exposed by the test.
+    proc = subprocess.run([kb_script(), "serve", "--host", "192.0.2.1", "--port", "0"], cwd=kbdir,
+                          env=source_env(), capture_output=True, text=True, timeout=60)
+    assert "not loopback: anyone who can reach this address can read" in proc.stderr
+    assert proc.returncode == 2 and "cannot listen on 192.0.2.1:0" in proc.stderr
