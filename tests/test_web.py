@@ -353,3 +353,10 @@ def test_another_host_warns_what_it_exposes(kbdir: Path) -> None:
                           env=source_env(), capture_output=True, text=True, timeout=60)
     assert "not loopback: anyone who can reach this address can read" in proc.stderr
     assert proc.returncode == 2 and "cannot listen on 192.0.2.1:0" in proc.stderr
+
+
+def test_stops_cleanly_on_sigterm(kbdir: Path) -> None:
+    with serve(kbdir) as s:
+        assert s.raw_get("/tree")[0] == 200
+        s.proc.terminate()
+        assert s.proc.wait(timeout=30) == 0
