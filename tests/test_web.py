@@ -5,6 +5,7 @@ port, a real repository; the browser tests are in test_web_browser.py."""
 from __future__ import annotations
 
 import re
+import signal
 import socket
 import subprocess
 from pathlib import Path
@@ -355,8 +356,10 @@ def test_another_host_warns_what_it_exposes(kbdir: Path) -> None:
     assert proc.returncode == 2 and "cannot listen on 192.0.2.1:0" in proc.stderr
 
 
-def test_stops_cleanly_on_sigterm(kbdir: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_stops_cleanly_on_ctrl_c_and_sigterm(kbdir: Path, sig: int) -> None:
     with serve(kbdir) as s:
         assert s.raw_get("/tree")[0] == 200
-        s.proc.terminate()
+        s.proc.send_signal(sig)
         assert s.proc.wait(timeout=30) == 0
+        assert s.proc.stderr is not None and b"aborted" not in s.proc.stderr.read()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 from kb.errors import EnvironmentError_, UsageError
 from kb.repo import open_kb
@@ -67,6 +67,36 @@ def url_for(host: str, port: int) -> str:
     return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
 
+def _server_class() -> type:
+    """uvicorn's Server, stopping on SIGINT/SIGTERM without re-raising the signal.
+
+    uvicorn re-sends a caught signal after its graceful shutdown (the process
+    then dies of it: exit -15, or ``KeyboardInterrupt`` for Ctrl-C); for
+    ``kb serve`` stopping is the normal end, exit 0.
+    """
+    import contextlib
+    import signal
+
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            sigs = (signal.SIGINT, signal.SIGTERM)
+            old = {s: signal.signal(s, self.handle_exit) for s in sigs}
+            try:
+                yield
+            finally:
+                for s, h in old.items():
+                    signal.signal(s, h)
+
+        def install_signal_handlers(self) -> None:  # uvicorn < 0.29 calls this instead
+            for s in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(s, self.handle_exit)
+
+    return Server
+
+
 def serve(kb_path: str | Path | None = None, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
           rev: str = "HEAD", allow_hosts: Iterable[str] = (),
           on_ready: Callable[[str, int], None] | None = None) -> None:
@@ -80,6 +110,8 @@ def serve(kb_path: str | Path | None = None, host: str = DEFAULT_HOST, port: int
 
     from kb.web.app import allowed_hosts, create_app
 
+    _Server = _server_class()
+
     k = open_kb(Path(kb_path) if kb_path else None)
     sock = bind(host, port)
     try:
@@ -87,7 +119,7 @@ def serve(kb_path: str | Path | None = None, host: str = DEFAULT_HOST, port: int
         app = create_app(k, rev=rev, hosts=allowed_hosts(host.strip("[]"), real_port, allow_hosts))
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                                 server_header=False, date_header=False)
-        server = uvicorn.Server(config)
+        server = _Server(config)
         if on_ready is not None:
             on_ready(url_for(host, real_port), real_port)
         server.run(sockets=[sock])
