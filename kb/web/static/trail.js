@@ -9,10 +9,12 @@
   if (!root) return;
   const $ = (id) => document.getElementById(id);
   const canvas = $("trail-canvas"), world = $("trail-world"), svg = $("trail-edges");
+  const FOLD_ABOVE = 400;  // more nodes than this: start folded below the second level
   const CARD_W = 240, CARD_H = 104, GAP_X = 22, GAP_Y = 46, ROW_MAX = 1500, SVGNS = "http://www.w3.org/2000/svg";
   const state = { data: null, commit: null, mode: "research", sel: null, folded: new Set(),
     kind: null, query: "", hits: [], hit: -1, zoom: 1, tx: 16, ty: 16, userZoomed: false, pos: {} };
   let byId = {};
+  let cards = {}, edgeEls = {};
   let dragged = false;  // a drag (pan) ends without selecting what it ends on
 
   function el(tag, cls, text) {
@@ -62,11 +64,21 @@
     }
     return { nodes, kids, roots, keep };
   }
-  function subtreeSize(id, kids) {
-    let count = 0;
-    const stack = [...(kids[id] || [])];
-    while (stack.length && count < 100000) { const c = stack.pop(); count++; stack.push(...(kids[c] || [])); }
-    return count;
+  function subtreeSizes(v) {
+    // Post-order without recursion: size[id] = number of descendants (folded ones included).
+    const size = {}, order = [], stack = [...v.roots];
+    const seen = new Set();
+    while (stack.length) {
+      const id = stack.pop();
+      if (seen.has(id)) continue;
+      seen.add(id); order.push(id);
+      for (const c of v.kids[id] || []) stack.push(c);
+    }
+    for (let i = order.length - 1; i >= 0; i--) {
+      const id = order[i];
+      size[id] = (v.kids[id] || []).reduce((s, c) => s + 1 + (size[c] || 0), 0);
+    }
+    return size;
   }
 
   // -- layout: packed rows (children wrap into rows; the parent is centred over its block) --
@@ -126,21 +138,19 @@
     if (!state.data) return;
     const v = visibleNodes();
     const pos = layout(v);
+    const sizes = subtreeSizes(v);
     state.pos = pos;
+    cards = {}; edgeEls = {};
     for (const c of Array.from(world.querySelectorAll(".tcard"))) c.remove();
     while (svg.firstChild) svg.removeChild(svg.firstChild);
     let maxX = 0, maxY = 0;
-    const q = state.query;
-    const path = new Set();
-    for (let id = state.sel, i = 0; id && i < 10000; i++) { path.add(id); id = shownParent(byId[id]); }
+    const frag = document.createDocumentFragment(), efrag = document.createDocumentFragment();
     for (const id of Object.keys(pos)) {
       const n = byId[id], [x, y] = pos[id];
       maxX = Math.max(maxX, x + CARD_W); maxY = Math.max(maxY, y + CARD_H);
       const card = el("div", "tcard k-" + n.kind + " s-" + n.status);
       card.dataset.id = id;
-      if (id === state.sel) card.classList.add("sel");
-      if (q && matches(n, q)) card.classList.add("match");
-      if (state.kind && n.kind !== state.kind) card.classList.add("dim");
+      cards[id] = card;
       card.style.left = x + "px"; card.style.top = y + "px";
       const head = el("div");
       head.append(el("span", "badge", n.kind), el("span", "tid", id + (n.hits > 1 ? " ×" + n.hits : "")));
@@ -149,7 +159,7 @@
       foot.append(el("span", "", n.status));
       const kids = v.kids[id] || [];
       if (kids.length) {
-        foot.append(el("span", "", "subtree " + subtreeSize(id, v.kids)));
+        foot.append(el("span", "", "subtree " + sizes[id]));
         const b = el("button", "tfold", state.folded.has(id) ? "+" + kids.length : "−");
         b.type = "button"; b.title = state.folded.has(id) ? "unfold" : "fold";
         b.addEventListener("click", (ev) => { ev.stopPropagation(); toggleFold(id); });
@@ -158,21 +168,41 @@
       if (n.owner) foot.append(el("span", "", "@" + n.owner));
       card.append(foot);
       card.addEventListener("click", (ev) => { ev.stopPropagation(); if (!dragged) select(id, false); });
-      world.append(card);
+      frag.append(card);
       const p = shownParent(n);
       if (p && pos[p]) {
         const [px, py] = pos[p];
         const x1 = px + CARD_W / 2, y1 = py + CARD_H, x2 = x + CARD_W / 2, y2 = y, my = (y1 + y2) / 2;
         const e = document.createElementNS(SVGNS, "path");
         e.setAttribute("d", `M${x1},${y1} C${x1},${my} ${x2},${my} ${x2},${y2}`);
-        if (path.has(id) && path.has(p)) e.setAttribute("class", "hl");
-        svg.append(e);
+        edgeEls[id] = e;
+        efrag.append(e);
       }
     }
+    world.append(frag);
+    svg.append(efrag);
     svg.setAttribute("width", String(maxX + 40)); svg.setAttribute("height", String(maxY + 40));
     world.style.width = maxX + 40 + "px"; world.style.height = maxY + 40 + "px";
     state.extent = [maxX, maxY];
+    state.styled = { sel: new Set(), match: new Set(), hl: new Set() };
+    restyle(true);
     apply();
+  }
+  // Selection, matches, the kind filter's dimming and the highlighted path, without a new
+  // layout (a click on a card among 5,000 must not rebuild them).
+  function restyle(all) {
+    const q = state.query, old = state.styled;
+    const path = new Set();
+    for (let id = state.sel, i = 0; id && i < 10000; i++) { path.add(id); id = shownParent(byId[id]); }
+    const sel = new Set(state.sel && cards[state.sel] ? [state.sel] : []);
+    const match = new Set(q ? state.hits.filter((h) => cards[h]) : []);
+    const hl = new Set([...path].filter((id) => edgeEls[id] && path.has(shownParent(byId[id]))));
+    for (const [name, now, was, map] of [["sel", sel, old.sel, cards], ["match", match, old.match, cards], ["hl", hl, old.hl, edgeEls]]) {
+      for (const id of was) if (!now.has(id) && map[id]) map[id].classList.remove(name);
+      for (const id of now) if (map[id]) map[id].classList.add(name);
+    }
+    state.styled = { sel, match, hl };
+    if (all) for (const id in cards) cards[id].classList.toggle("dim", !!state.kind && byId[id].kind !== state.kind);
   }
   function apply() {
     world.style.transform = `translate(${state.tx}px, ${state.ty}px) scale(${state.zoom})`;
@@ -203,15 +233,21 @@
       .join(" ").toLowerCase().includes(q);
   }
   function unfoldTo(id) {
-    for (let p = shownParent(byId[id]), i = 0; p && i < 10000; i++) { state.folded.delete(p); p = shownParent(byId[p]); }
+    let changed = false;
+    for (let p = shownParent(byId[id]), i = 0; p && i < 10000; i++) {
+      changed = state.folded.delete(p) || changed;
+      p = shownParent(byId[p]);
+    }
+    return changed;
   }
   function select(id, jump) {
     if (!byId[id]) return;
-    if (state.mode === "trunk" && !inTrunk(byId[id])) state.mode = "research", syncMode();
-    if (state.kind && byId[id].kind !== state.kind) state.kind = null, legend();
+    let relayout = false;
+    if (state.mode === "trunk" && !inTrunk(byId[id])) { state.mode = "research"; syncMode(); outline(); relayout = true; }
+    if (state.kind && byId[id].kind !== state.kind) { state.kind = null; legend(); relayout = true; }
     state.sel = id;
-    unfoldTo(id);
-    draw();
+    relayout = unfoldTo(id) || relayout || !cards[id];
+    if (relayout) draw(); else restyle(false);
     if (jump) centre(id);
     detail();
   }
@@ -228,7 +264,7 @@
     if (next && state.hits.length) {
       state.hit = (state.hit + 1) % state.hits.length;
       select(state.hits[state.hit], true);
-    } else draw();
+    } else if (Object.keys(cards).length) restyle(false); else draw();
     $("trail-hits").textContent = !q ? "" : state.hits.length ?
       (state.hit >= 0 ? state.hit + 1 + " / " : "") + state.hits.length + " matches" : "no match";
   }
@@ -252,6 +288,7 @@
     const box = $("trail-outline"), rounds = $("trail-rounds");
     box.replaceChildren(); rounds.replaceChildren();
     const v = visibleNodes();
+    const sizes = subtreeSizes(v);
     const add = (id, depth, label) => {
       const d = el("div", "o" + depth, label);
       d.dataset.id = id;
@@ -264,7 +301,7 @@
       for (const c of v.kids[r] || []) {
         const k = byId[c];
         if (state.mode === "trunk" ? k.kind === "topic" : k.kind === "step" || k.kind === "topic") {
-          const size = subtreeSize(c, v.kids);
+          const size = sizes[c];
           add(c, 1, k.title + " · " + size);
           if (state.mode === "trunk") for (const g of v.kids[c] || []) add(g, 2, byId[g].kind + ": " + byId[g].title);
           if (k.kind === "step") {
@@ -376,8 +413,17 @@
     for (const n of data.nodes) byId[n.id] = n;
     if (state.sel && !byId[state.sel]) state.sel = null;
     for (const f of Array.from(state.folded)) if (!byId[f]) state.folded.delete(f);
+    if (first && data.nodes.length > FOLD_ABOVE) {
+      // A big graph opens folded below the second level (as the seed's panel opens).
+      for (const n of data.nodes) {
+        let d = 0;
+        for (let p = n.parent; p && byId[p] && d < 3; d++) p = byId[p].parent;
+        if (d >= 1 && n.children.length) state.folded.add(n.id);
+      }
+    }
     state.query = null; // recompute hits against the new nodes
     stats(); legend(); outline();
+    draw();
     search(false);
     detail();
     root.dataset.commit = data.commit;
@@ -423,7 +469,7 @@
     if (dragged) { state.tx = drag[2] + dx; state.ty = drag[3] + dy; apply(); }
   });
   window.addEventListener("mouseup", () => { drag = null; canvas.classList.remove("dragging"); });
-  canvas.addEventListener("click", (ev) => { if (!dragged && !ev.target.closest(".tcard")) { state.sel = null; draw(); detail(); } });
+  canvas.addEventListener("click", (ev) => { if (!dragged && !ev.target.closest(".tcard")) { state.sel = null; restyle(false); detail(); } });
   canvas.addEventListener("dblclick", (ev) => { if (!ev.target.closest(".tcard")) fit(); });
 
   load(true);
