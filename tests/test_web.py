@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from conftest import git, invoke, kb_script, source_env
-from webkb import (HOSTILE, NEW_H2, OLD_H2, TRAIL_HOSTILE, UNCOMMITTED, Server, build_kb, serve,
+from webkb import (NEW_H2, OLD_H2, TRAIL_HOSTILE, UNCOMMITTED, Server, build_kb, serve,
                    trail_available)
 
 
@@ -308,7 +308,7 @@ def test_trail_data_is_the_commits_graph(server: Server) -> None:
 
 
 def test_allowed_hosts_are_the_bound_names_with_the_port() -> None:
-    from kb.web.app import allowed_hosts
+    from kb.web.guard import allowed_hosts
 
     assert allowed_hosts("127.0.0.1", 8765) == {"127.0.0.1:8765", "localhost:8765", "[::1]:8765"}
     assert allowed_hosts("::1", 80) >= {"[::1]:80", "[::1]", "localhost"}

@@ -6,9 +6,11 @@ the server's ``--rev``, itself default ``HEAD``):
 - ``/`` → ``/tree``; ``/tree`` the hypothesis tree; ``/board`` the Vibe Math board;
 - ``/o/<ID>`` one object (an experiment's page is its object page);
 - ``/file/<KB-relative path>`` a file of the KB at the commit, with line anchors;
-- ``/static/<name>`` the page's CSS and JavaScript (a fixed list).
+- ``/static/<name>`` the page's CSS and JavaScript (a fixed list);
+- with :mod:`kb.trail`: ``/trail`` and ``/trail.json``; with :mod:`kb.review`:
+  ``/diff``, ``/log/<ID>`` and ``/at/<commit>/file/<path>`` (see docs/DECISIONS.md).
 
-Safety (DESIGN.md §8 "Web view"): :class:`Guard` refuses a request whose
+Safety (DESIGN.md §8 "Web view"): :class:`kb.web.guard.Guard` refuses a request whose
 ``Host`` header is not one of the bound addresses (DNS rebinding) and every
 method but GET/HEAD; responses carry a strict Content-Security-Policy (no
 inline script, nothing from another origin); templates autoescape; a path
@@ -19,104 +21,29 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any, Callable
 from urllib.parse import quote, urlencode
 
 from kb.errors import KbError, RefusedError, UsageError
 from kb.repo import KnowledgeBase
+from kb.web.guard import Guard
 from kb.web.source import Source, safe_rel
 
-__all__ = ["create_app", "Guard", "allowed_hosts"]
+__all__ = ["create_app", "STATIC"]
 
 HERE = Path(__file__).parent
 STATIC = {"kb.css": "text/css; charset=utf-8", "kb.js": "text/javascript; charset=utf-8",
           "trail.js": "text/javascript; charset=utf-8"}
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-       "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-SECURITY_HEADERS = [
-    (b"content-security-policy", CSP.encode()),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
-    (b"x-frame-options", b"DENY"),
-    (b"cache-control", b"no-store"),
-]
-
-Scope = dict[str, Any]
-ASGI = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
-
-
-def allowed_hosts(host: str, port: int, extra: Iterable[str] = ()) -> set[str]:
-    """The ``Host`` header values accepted for a server bound to ``host``:``port``.
-
-    Loopback binds accept ``127.0.0.1``, ``localhost`` and ``[::1]``; a
-    wildcard bind (``0.0.0.0``, ``::``) also the machine's host names; any
-    bind its own address and the names in ``extra`` (``--allow-host``).
-    Each with ``:port``, and bare when the port is 80.
-    """
-    import socket
-
-    names = {"127.0.0.1", "localhost", "[::1]"}
-    names.add(f"[{host}]" if ":" in host else host)
-    if host in ("0.0.0.0", "::", ""):
-        for n in (socket.gethostname(), socket.getfqdn()):
-            if n:
-                names.add(n)
-    names.update(extra)
-    out = {f"{n.lower()}:{port}" for n in names}
-    if port == 80:
-        out.update(n.lower() for n in names)
-    return out
-
-
-class Guard:
-    """ASGI middleware: Host check, read-only methods, security headers on every response."""
-
-    def __init__(self, app: ASGI, hosts: set[str]) -> None:
-        self.app, self.hosts = app, hosts
-
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        headers = dict(scope.get("headers") or [])
-        host = headers.get(b"host", b"").decode("latin-1").strip().lower()
-        if host not in self.hosts:
-            return await _plain(send, 421, f"kb serve: Host {host!r} is not served here "
-                                           "(only the address it is bound to).\n")
-        if scope["method"] not in ("GET", "HEAD"):
-            return await _plain(send, 405, "kb serve is read-only: only GET and HEAD.\n",
-                                [(b"allow", b"GET, HEAD")])
-
-        t0 = time.perf_counter()
-
-        async def send_with_headers(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                # Server time (ms) from request to response start: the benchmark reads it.
-                dur = f"app;dur={(time.perf_counter() - t0) * 1000:.1f}".encode()
-                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS,
-                                      (b"server-timing", dur)]
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)
-
-
-async def _plain(send: Any, status: int, text: str,
-                 extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = text.encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                            (b"content-length", str(len(body)).encode()),
-                            *SECURITY_HEADERS, *(extra or [])]})
-    await send({"type": "http.response.body", "body": body})
 
 
 class _Cache:
     """A small LRU of page data by (page, commit): a commit never changes."""
 
     def __init__(self, size: int = 16) -> None:
-        self.size, self.data, self.lock = size, OrderedDict(), threading.Lock()
+        self.size, self.lock = size, threading.Lock()
+        self.data: OrderedDict[Any, Any] = OrderedDict()
 
     def get(self, key: Any, make: Callable[[], Any]) -> Any:
         with self.lock:

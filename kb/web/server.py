@@ -108,7 +108,8 @@ def serve(kb_path: str | Path | None = None, host: str = DEFAULT_HOST, port: int
     """
     import uvicorn
 
-    from kb.web.app import allowed_hosts, create_app
+    from kb.web.app import create_app
+    from kb.web.guard import allowed_hosts
 
     _Server = _server_class()
 

@@ -33,7 +33,7 @@ from typing import Any, Iterator
 
 from kb import git
 from kb.errors import UsageError
-from kb.index import Index, ObjectRow
+from kb.index import Index
 from kb.repo import KnowledgeBase, Snapshot, commit_snapshot
 
 __all__ = ["Source", "RevView", "safe_rel"]
