@@ -319,3 +319,53 @@ def test_trail_polling_keeps_zoom_selection_and_folds(page: Page, kbdir: Path) -
     assert p.locator("#z-pct").inner_text() == zoom
     assert "sel" in (card(p, "Round 1").get_attribute("class") or "")
     assert card(p, "Prefix differs").count() == 0  # still folded
+
+
+@pytest.fixture(scope="module")
+def big_tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A committed tree of 20 × 4 × 4 hypotheses (420), three levels deep."""
+    from conftest import commit_all, git_init
+
+    root = tmp_path_factory.mktemp("bigtree") / "kb"
+    root.mkdir()
+    out = ["# Hypothesis Tree", ""]
+    for i in range(1, 21):
+        out += [f"## H{i}: top claim {i}", "Status: 进行中", ""]
+        for j in range(1, 5):
+            out += [f"### H{i}.{j}: middle claim {i}-{j}", "Status: 待验", f"Parent: H{i}", ""]
+            for k in range(1, 5):
+                out += [f"#### H{i}.{j}.{k}: leaf claim zz{i}x{j}x{k}", "Status: 被支持",
+                        f"Parent: H{i}.{j}", ""]
+    (root / "tree.md").write_text("\n".join(out), encoding="utf-8")
+    (root / "kb.toml").write_text("[kb]\n", encoding="utf-8")
+    git_init(root)
+    commit_all(root, "a big tree")
+    with serve(root) as s:
+        yield s
+
+
+def test_a_big_tree_opens_folded_and_search_reveals_deep_cards(browser: object, big_tree: Server,
+                                                                shots: Path) -> None:
+    page = Page(browser, big_tree)
+    try:
+        page.goto("/tree")
+        p = page.page
+        expect(p.locator("#count-active")).to_have_text("100")  # 进行中 + 待验
+        expect(p.locator("#count-closed")).to_have_text("320")
+        assert p.locator('[id="h-H7.3"]').is_visible()  # the upper levels are unfolded
+        assert not p.locator('[id="h-H7.3.2"]').is_visible()  # deeper ones start folded
+        box = p.locator("#tree-search")
+        box.fill("zz7x3x2")
+        box.press("Enter")
+        expect(p.locator("#tree-hits")).to_have_text("1 / 1 matches")
+        assert p.locator('[id="h-H7.3.2"]').is_visible()
+        assert not p.locator('[id="h-H8"]').is_visible()
+        p.screenshot(path=str(shots / "tree-big-search.png"))
+        box.fill("")
+        expect(p.locator("#tree-hits")).to_have_text("")
+        assert not p.locator('[id="h-H7.3.2"]').is_visible()  # folds restored
+        p.locator("#tree-expand").click()
+        assert p.locator('[id="h-H20.4.4"]').is_visible()
+        assert page.errors == [] and page.dialogs == []
+    finally:
+        page.page.close()

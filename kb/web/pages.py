@@ -20,9 +20,9 @@ from kb.web.source import RevView
 
 __all__ = ["tree_page", "object_page", "board_page", "locks_by_path", "OPEN_DEPTH"]
 
-#: Tree cards at a depth below this (0 = top level) start unfolded; deeper ones folded,
-#: so a 5,000-hypothesis tree opens as a screenful of its upper levels.
-OPEN_DEPTH = 2
+#: Tree cards at a depth below this (0 = top level) start unfolded (their children show);
+#: deeper ones start folded, so a 5,000-hypothesis tree opens as its two upper levels.
+OPEN_DEPTH = 1
 
 
 def status_class(kind: str, status: str) -> str:
