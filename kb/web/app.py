@@ -58,10 +58,14 @@ class _Cache:
         return value
 
 
-def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = None) -> Any:
+def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = None,
+               warm: bool = False) -> Any:
     """The ASGI app serving KB ``k`` (wrapped in :class:`Guard` when ``hosts`` is given).
 
-    Raises UsageError when ``rev`` names no commit.
+    ``warm`` builds the Tree and Board of ``rev`` (data and HTML) in a background
+    thread at once, so that the first visit finds them ready (on the 7.5k-file corpus
+    they cost a few hundred ms of CPU each, once per commit). Raises
+    UsageError when ``rev`` names no commit.
     """
     from jinja2 import Environment, FileSystemLoader, select_autoescape
     from markupsafe import Markup
@@ -83,8 +87,8 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
                       trim_blocks=True, lstrip_blocks=True)
     env.globals["flatten_forest"] = pages.flatten_forest
 
-    def ctx(request: Request, view: Any, **kw: Any) -> dict[str, Any]:
-        asked = request.query_params.get("rev")
+    def ctx(request: Request | None, view: Any, **kw: Any) -> dict[str, Any]:
+        asked = request.query_params.get("rev") if request is not None else None
         q = ("?" + urlencode({"rev": asked})) if asked else ""
 
         def link(path: str, **params: Any) -> str:
@@ -119,25 +123,30 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
 
     @guarded
     def tree(request: Request, view: Any) -> Response:
-        from kb.web.treehtml import tree_html
-
         c = ctx(request, view, nav="tree")
+        data, body = tree_parts(c, view)
+        tree_lock = pages.locks_by_path(view).get(k.repo_path(k.config.paths["tree"]))
+        return page("tree.html", **c, tree=data, tree_body=body, tree_lock=tree_lock)
+
+    def tree_parts(c: dict[str, Any], view: Any) -> tuple[dict[str, Any], Any]:
+        from kb.web.fragments import tree_html
+
         data = cache.get(("tree", view.commit), lambda: pages.tree_page(view))
         # The cards are the same for every request of this commit and ?rev= spelling.
         body = cache.get(("tree-html", view.commit, c["asked"]),
                          lambda: tree_html(data["events"], c["obj"]))
-        tree_lock = pages.locks_by_path(view).get(k.repo_path(k.config.paths["tree"]))
-        return page("tree.html", **c, tree=data, tree_body=body, tree_lock=tree_lock)
+        return data, body
 
     @guarded
     def board(request: Request, view: Any) -> Response:
-        c = ctx(request, view, nav="board")
+        return HTMLResponse(board_html(ctx(request, view, nav="board"), view))
 
+    def board_html(c: dict[str, Any], view: Any) -> str:
         def render() -> str:
             data = cache.get(("board", view.commit), lambda: pages.board_page(view))
             return env.get_template("board.html").render(**c, board=data)
 
-        return HTMLResponse(cache.get(("board-html", view.commit, c["asked"]), render))
+        return cache.get(("board-html", view.commit, c["asked"]), render)
 
     @guarded
     def obj(request: Request, view: Any) -> Response:
@@ -150,11 +159,16 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
 
     @guarded
     def file(request: Request, view: Any) -> Response:
+        from kb.web.fragments import source_html
+
         rel = safe_rel(request.path_params["path"])
         text = view.read_text(rel) if rel else None
         if text is None:
             return error(request, 404, "no such file in the KB at this revision")
-        return page("file.html", **ctx(request, view, nav="", path=rel, lines=text.splitlines()))
+        c = ctx(request, view, nav="")
+        # A file's page depends on the commit and the ?rev= spelling only (tree.md: megabytes).
+        return HTMLResponse(cache.get(("file", rel, view.commit, c["asked"]), lambda: env.get_template(
+            "file.html").render(**c, path=rel, source=source_html(text.splitlines()))))
 
     def at_file(request: Request) -> Response:
         # `kb diff`'s Markdown links files as <link_base>/<path>#L<n>: the tip in the path.
@@ -244,6 +258,17 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
     if features["diff"]:  # kb.review installed: the Diff and History pages exist
         routes += [Route("/diff", diff), Route("/log/{obj_id}", history),
                    Route("/at/{commit}/file/{path:path}", at_file)]
+    def prepare() -> None:
+        try:
+            with src.at(None) as view:
+                tree_parts(ctx(None, view, nav="tree"), view)
+                board_html(ctx(None, view, nav="board"), view)
+                cache.get(("exps", view.commit), lambda: pages.experiments_map(view))
+        except Exception:  # a warm-up only: the page itself reports any problem
+            return
+
+    if warm:
+        threading.Thread(target=prepare, name="kb-serve-warm", daemon=True).start()
     app = Starlette(routes=routes, exception_handlers={404: not_found})
     return Guard(app, hosts) if hosts is not None else app
 

@@ -117,7 +117,8 @@ def serve(kb_path: str | Path | None = None, host: str = DEFAULT_HOST, port: int
     sock = bind(host, port)
     try:
         real_port = sock.getsockname()[1]
-        app = create_app(k, rev=rev, hosts=allowed_hosts(host.strip("[]"), real_port, allow_hosts))
+        app = create_app(k, rev=rev, hosts=allowed_hosts(host.strip("[]"), real_port, allow_hosts),
+                         warm=True)
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                                 server_header=False, date_header=False)
         server = _Server(config)

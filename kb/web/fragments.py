@@ -1,8 +1,8 @@
-"""The tree page's card list as HTML, written directly (5,000 cards within the time budget).
+"""The two large fragments, written directly: the tree's cards and a file's numbered lines.
 
-The Jinja2 template renders everything else; this one fragment is built here
-because a template loop over 5,000 cards costs most of the 0.5 s budget
-(issue 16), string joins a fraction of it. Every value that comes from the
+The Jinja2 templates render everything else; these are built here because a
+template loop over 5,000 cards (or the 50,000 lines of a 5,000-hypothesis
+``tree.md``) costs most of the 0.5 s budget (issue 16), string joins a fraction. Every value that comes from the
 KB passes through :func:`markupsafe.escape` (``esc`` below) — the same
 escaping the templates apply — and URLs are built from URL-quoted IDs only,
 never from research text.
@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable
 
 from markupsafe import Markup, escape as esc
 
-__all__ = ["tree_html"]
+__all__ = ["tree_html", "source_html"]
 
 
 def _evidence(evidence: list[dict[str, Any]], obj: Callable[[str], str]) -> str:
@@ -58,3 +58,10 @@ def tree_html(events: Iterable[tuple[str, Any]], obj: Callable[[str], str]) -> M
             out.append(f'{head}<details{state} data-open="{1 if c["open"] else 0}">'
                        f"<summary>{card}</summary><ul>")
     return Markup("\n".join(out))
+
+
+def source_html(lines: Iterable[str]) -> Markup:
+    """Numbered lines for a ``<pre class="source">``: each line ``n`` after a
+    ``<span class="ln" id="L<n>">`` anchor (``#L12`` links land on it)."""
+    return Markup("".join(f'<span class="ln" id="L{n}">{n}</span>{esc(text)}\n'
+                          for n, text in enumerate(lines, 1)))
