@@ -62,8 +62,8 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
                warm: bool = False) -> Any:
     """The ASGI app serving KB ``k`` (wrapped in :class:`Guard` when ``hosts`` is given).
 
-    ``warm`` builds the Tree and Board of ``rev`` (data and HTML) in a background
-    thread at once, so that the first visit finds them ready (on the 7.5k-file corpus
+    ``warm`` builds the Tree and Board of ``rev`` (data and HTML, and the Trail's
+    data) in a background thread at once, so that the first visit finds them ready (on the 7.5k-file corpus
     they cost a few hundred ms of CPU each, once per commit). Raises
     UsageError when ``rev`` names no commit.
     """
@@ -215,9 +215,10 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
 
     @guarded
     def trail_json(request: Request, view: Any) -> Response:
-        from kb.web import trail as tr
+        return JSONResponse(trail_payload(ctx(request, view, nav="trail"), view))
 
-        c = ctx(request, view, nav="trail")
+    def trail_payload(c: dict[str, Any], view: Any) -> dict[str, Any]:
+        from kb.web import trail as tr
 
         def build() -> dict[str, Any]:
             ids = set(view.all_ids())
@@ -232,7 +233,7 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
 
             return tr.trail_data(view, tr.graph_at(view), ref_url)
 
-        return JSONResponse(cache.get(("trail", view.commit, c["asked"]), build))
+        return cache.get(("trail", view.commit, c["asked"]), build)
 
     def static(request: Request) -> Response:
         name = request.path_params["name"]
@@ -264,6 +265,8 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
                 tree_parts(ctx(None, view, nav="tree"), view)
                 board_html(ctx(None, view, nav="board"), view)
                 cache.get(("exps", view.commit), lambda: pages.experiments_map(view))
+                if features["trail"]:
+                    trail_payload(ctx(None, view, nav="trail"), view)
         except Exception:  # a warm-up only: the page itself reports any problem
             return
 
