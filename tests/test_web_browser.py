@@ -291,7 +291,9 @@ def test_trail_detail_pane_follows_a_ref_link(page: Page) -> None:
     expect(detail.locator("h3")).to_have_text("Tool order changes the prefix")
     text = detail.text_content() or ""
     assert "contradicts → " in text and "Path to root" in text and "Prefix stability" in text
-    assert detail.locator("a.ref").count() == 2  # nowhere.md stays text
+    assert detail.locator("a.ref").count() == 2  # nowhere.md and the javascript: ref stay text
+    assert "javascript:alert(1)" in (detail.text_content() or "")
+    assert p.locator("#trail-detail a[href^=\"javascript\"]").count() == 0
     detail.locator("a.ref", has_text="H1").click()
     p.wait_for_url("**/o/H1")
 

@@ -82,7 +82,7 @@ def record_trail(dest: Path) -> dict[str, str]:
     add("action", kind="action", title="grep for the clock line", parent=ids["round"])
     add("topic", kind="topic", title="Prefix stability", parent=ids["goal"])
     add("h1", kind="hypothesis", title="Tool order changes the prefix", parent=ids["topic"],
-        refs=["H1", "tree.md:3", "nowhere.md"])
+        refs=["H1", "tree.md:3", "nowhere.md", "javascript:alert(1)"])
     add("h2", kind="hypothesis", title=TRAIL_HOSTILE, parent=ids["topic"],
         summary="The clock line changes every minute. " * 12, tags=["cache", "prefix"])
     add("ev", kind="evidence", title="Prefix differs by 214 bytes", parent=ids["h2"])
