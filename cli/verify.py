@@ -120,7 +120,10 @@ def command(staged: bool, rev: Optional[str], range_: Optional[str], fix: bool, 
             "mode": mode.kind, "ok": report.exit_code == 0, "exit_code": report.exit_code,
             "kbs": report.kbs, "commits": report.commits,
             "blocking": len(report.blocking), "counts": counts,
-            "notes": report.notes, "error": report.env_error,
+            "notes": report.notes,
+            # The one error object (kb.errors), so that agents test "error" alike everywhere.
+            "error": ({"message": report.env_error, "exit_code": 2, "kind": "environment"}
+                      if report.env_error else None),
             "diagnostics": [f.as_dict() for f in findings],
         })
     elif fmt == "github":

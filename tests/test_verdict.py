@@ -72,20 +72,20 @@ def test_forced_weights_by_accuracy() -> None:
     ({"a": "x", "b": 1}, "not a number"),
 ])
 def test_verdict_refused(votes: dict, needle: str) -> None:
-    from kb.ops.cards import CardError
+    from kb.errors import UsageError
     from kb.ops.verdict import compute_verdict
 
-    with pytest.raises(CardError, match=needle.replace("[", r"\[").replace("]", r"\]")):
+    with pytest.raises(UsageError, match=needle.replace("[", r"\[").replace("]", r"\]")):
         compute_verdict(votes)
 
 
 def test_min_votes_and_mode() -> None:
-    from kb.ops.cards import CardError
+    from kb.errors import UsageError
     from kb.ops.verdict import compute_verdict
 
-    with pytest.raises(CardError, match="at least 3"):
+    with pytest.raises(UsageError, match="at least 3"):
         compute_verdict({"a": 1, "b": 1}, min_votes=3)
-    with pytest.raises(CardError, match="forced, flat"):
+    with pytest.raises(UsageError, match="forced, flat"):
         compute_verdict({"a": 1, "b": 1}, mode="majority")
     assert compute_verdict({"a": None, "b": 0.5}) == 0.5  # a missing result counts 0.5
 

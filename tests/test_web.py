@@ -4,6 +4,7 @@ port, a real repository; the browser tests are in test_web_browser.py."""
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import socket
@@ -35,6 +36,9 @@ def get(server: Server, path: str, **kw) -> httpx.Response:
 
 
 def test_binds_loopback_and_prints_the_url(server: Server) -> None:
+    from kb.contract import validate_output
+
+    validate_output("serve", server.info)  # the agents' contract (kb schema serve)
     assert server.url.startswith("http://127.0.0.1:")
     assert server.port > 0 and server.info["rev"] == "HEAD"
     r = get(server, "/", follow_redirects=False)
@@ -210,7 +214,7 @@ def test_port_in_use_is_an_environment_error(kbdir: Path) -> None:
                               env=source_env(), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr
-    assert '"kind": "EnvironmentError"' in proc.stdout
+    assert json.loads(proc.stdout)["error"]["kind"] == "environment"
 
 
 def test_bad_default_rev_and_outside_a_kb(kbdir: Path, tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Union
 
+from kb.errors import UsageError
 from kb.ops.cards import (
     CardError,
     OpResult,
@@ -148,16 +149,16 @@ def refresh(kb: Union[KnowledgeBase, str, Path, None] = None, *, check: bool = F
     if check:
         _k, view = _view(kb)
         changes = derived_changes(view)
-        return OpResult(tx=None, lines=[f"{i}: {key} {old} → {new}" for i, key, old, new in changes],
-                        data={"changes": [dict(id=i, key=key, old=old, new=new)
-                                          for i, key, old, new in changes]})
+        return OpResult.dry("refresh", [f"{i}: {key} {old} → {new}" for i, key, old, new in changes],
+                            {"edits": [dict(id=i, key=key, old=old, new=new)
+                                       for i, key, old, new in changes]})
 
     def build(ws: Workspace) -> tuple[list[str], dict[str, Any]]:
         changes = derived_changes(card_view(ws.idx))
         for obj_id, key, _old, new in changes:
             ws.edit(obj_id, ("problem",)).set_anchor(key, new)
         return ([f"{i}: {key} {old} → {new}" for i, key, old, new in changes],
-                {"changes": [dict(id=i, key=key, old=old, new=new) for i, key, old, new in changes]})
+                {"edits": [dict(id=i, key=key, old=old, new=new) for i, key, old, new in changes]})
 
     return run_op(kb, "refresh", "kb refresh: 被依赖 and 等待依赖", build, no_commit=no_commit,
                   owner=owner, on_wait=on_wait, sync=False)
@@ -242,7 +243,7 @@ def promote(kb: Union[KnowledgeBase, str, Path, None] = None, threshold: Union[f
 def priority_targets(view: CardView, mode: str) -> list[tuple[str, str, Any, int]]:
     """``(id, kind, old, new)`` of the priorities ``mode`` changes."""
     if mode not in PRIORITY_MODES:
-        raise CardError(f"mode {mode!r} is not valid; use one of: {', '.join(PRIORITY_MODES)}")
+        raise UsageError(f"mode {mode!r} is not valid; use one of: {', '.join(PRIORITY_MODES)}")
     out = []
     if mode in ("deadend-deprioritize", "survival-map"):
         dirs: dict[str, list[dict[str, Any]]] = {}
@@ -285,12 +286,12 @@ def priority_adjust(kb: Union[KnowledgeBase, str, Path, None] = None, mode: str 
                     on_wait: Callable[[str], None] | None = None) -> OpResult:
     """Recompute priorities with one of :data:`PRIORITY_MODES` (one commit)."""
     if mode not in PRIORITY_MODES:
-        raise CardError(f"mode {mode!r} is not valid; use one of: {', '.join(PRIORITY_MODES)}")
+        raise UsageError(f"mode {mode!r} is not valid; use one of: {', '.join(PRIORITY_MODES)}")
     if dry_run:
         _k, view = _view(kb)
         ch = priority_targets(view, mode)
-        return OpResult(tx=None, lines=[f"{i}: 优先级 {o} → {n}" for i, _k2, o, n in ch],
-                        data={"mode": mode, "changes": [dict(id=i, kind=kd, old=o, new=n)
+        return OpResult.dry("priority.adjust", [f"{i}: 优先级 {o} → {n}" for i, _k2, o, n in ch],
+                            {"mode": mode, "edits": [dict(id=i, kind=kd, old=o, new=n)
                                                         for i, kd, o, n in ch]})
 
     def build(ws: Workspace) -> tuple[list[str], dict[str, Any]]:
@@ -298,7 +299,7 @@ def priority_adjust(kb: Union[KnowledgeBase, str, Path, None] = None, mode: str 
         for obj_id, kind, _old, new in ch:
             ws.edit(obj_id, (kind,)).set_anchor("优先级", str(new))
         lines = [f"{i}: 优先级 {o} → {n}" for i, _kd, o, n in ch] or [f"no priority changes ({mode})"]
-        return lines, {"mode": mode, "changes": [dict(id=i, kind=kd, old=o, new=n)
+        return lines, {"mode": mode, "edits": [dict(id=i, kind=kd, old=o, new=n)
                                                  for i, kd, o, n in ch]}
 
     return run_op(kb, "priority.adjust", f"kb priority adjust --mode {mode}", build,
@@ -660,7 +661,7 @@ def report_date(date: str | None) -> str | None:
     """The date shown in the report: ``date`` as given (checked), else ``KB_NOW``, else none."""
     if date:
         if parse_time(date) is None:
-            raise CardError(f"date {date!r} is not a date; write e.g. 2026-11-02 or "
+            raise UsageError(f"date {date!r} is not a date; write e.g. 2026-11-02 or "
                             "2026-11-02T10:00:00")
         return date
     raw = os.environ.get("KB_NOW", "").strip()

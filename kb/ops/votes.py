@@ -10,20 +10,21 @@ from __future__ import annotations
 import json
 from typing import Iterable
 
-from kb.ops.cards import CardError, read_text_arg
+from kb.errors import UsageError
+from kb.ops.cards import read_text_arg
 
 
 def parse_votes(values: Iterable[str]) -> list[tuple[str, str]]:
     """``NAME=RESULT`` strings -> ``[(name, result text)]`` in order.
 
-    Raises :class:`kb.ops.cards.CardError` (refused, exit 1) for a malformed vote;
+    Raises :class:`kb.errors.UsageError` (exit 2) for a malformed vote;
     the result text is checked by :func:`kb.ops.verdict.record_verdict`.
     """
     out = []
     for v in values:
         name, sep, x = v.partition("=")
         if not sep or not name.strip():
-            raise CardError(f"vote {v!r} is not NAME=RESULT; write e.g. --vote v1=0.9 (RESULT in [0,1])")
+            raise UsageError(f"vote {v!r} is not NAME=RESULT; write e.g. --vote v1=0.9 (RESULT in [0,1])")
         out.append((name.strip(), x.strip()))
     return out
 
@@ -34,7 +35,7 @@ def read_reasons(values: Iterable[str], reason_file: str | None) -> dict[str, st
     The file (UTF-8) is a JSON object ``{name: reason}``, a JSON list of
     ``{"verifier", "reason"}`` objects, or ``NAME: reason`` lines (indented or
     unnamed lines continue the previous reason). ``values`` win over the file.
-    Raises :class:`kb.ops.cards.CardError` for a malformed value or file.
+    Raises :class:`kb.errors.UsageError` for a malformed value or file.
     """
     out: dict[str, str] = {}
     if reason_file is not None:
@@ -44,7 +45,7 @@ def read_reasons(values: Iterable[str], reason_file: str | None) -> dict[str, st
             try:
                 data = json.loads(text)
             except ValueError as exc:
-                raise CardError(f"reason file {reason_file!r} is not valid JSON: {exc}") from None
+                raise UsageError(f"reason file {reason_file!r} is not valid JSON: {exc}") from None
         if isinstance(data, dict):
             out.update({str(k): str(v) for k, v in data.items()})
         elif isinstance(data, list):
@@ -61,11 +62,11 @@ def read_reasons(values: Iterable[str], reason_file: str | None) -> dict[str, st
                 elif cur is not None:
                     out[cur] = (out[cur] + "\n" + ln).strip("\n")
                 elif ln.strip():
-                    raise CardError(f"reason file {reason_file!r}: write 'NAME: reason' lines or a "
-                                    "JSON object {\"v1\": \"reason\"}")
+                    raise UsageError(f"reason file {reason_file!r}: write 'NAME: reason' lines or a "
+                                     "JSON object {\"v1\": \"reason\"}")
     for v in values:
         name, sep, text = v.partition("=")
         if not sep or not name.strip():
-            raise CardError(f"reason {v!r} is not NAME=TEXT; write e.g. --reason v1='step 3 fails'")
+            raise UsageError(f"reason {v!r} is not NAME=TEXT; write e.g. --reason v1='step 3 fails'")
         out[name.strip()] = text
     return out

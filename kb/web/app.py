@@ -112,8 +112,7 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
     def guarded(fn: Callable[..., Response]) -> Callable[[Request], Response]:
         def endpoint(request: Request) -> Response:
             try:
-                with src.at(request.query_params.get("rev")) as view:
-                    return fn(request, view)
+                return src.call(request.query_params.get("rev"), lambda view: fn(request, view))
             except UsageError as exc:
                 return error(request, 400, str(exc))
             except KbError as exc:  # git or the KB refused: a page, not a traceback
@@ -261,12 +260,14 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
                    Route("/at/{commit}/file/{path:path}", at_file)]
     def prepare() -> None:
         try:
-            with src.at(None) as view:
+            def build(view: Any) -> None:
                 tree_parts(ctx(None, view, nav="tree"), view)
                 board_html(ctx(None, view, nav="board"), view)
                 cache.get(("exps", view.commit), lambda: pages.experiments_map(view))
                 if features["trail"]:
                     trail_payload(ctx(None, view, nav="trail"), view)
+
+            src.call(None, build)
         except Exception:  # a warm-up only: the page itself reports any problem
             return
 

@@ -2,7 +2,7 @@
 
 Every builder reads through the same library calls as the ``--json``
 commands: ``Index.extract`` / ``objects`` (``kb ls``),
-:func:`kb.api.object_details` (``kb show``), :func:`kb.ops.research.card_view`
+:func:`kb.api.show_object` on the commit's index (``kb show``), :func:`kb.ops.research.card_view`
 and :func:`kb.ops.research.brief_of` (``kb brief``),
 :func:`kb.ops.verdict.parse_record` and :func:`~kb.ops.verdict.verifier_accuracy`
 (``kb verifiers``), :func:`kb.locks.read_locks` (``kb lock status``). The
@@ -151,9 +151,9 @@ def object_page(view: RevView, obj_id: str,
     Returns None for an unknown ID; else ``{"id", "decls": [details + {"status_class",
     "excerpt": [(line number, text)], "lock", "repo_path"}], "experiments": {id: exp}}``.
     """
-    from kb.api import object_details
+    from kb.api import show_object
 
-    decls = object_details(view, obj_id)
+    _, decls = show_object(obj_id, idx=view)
     if not decls:
         return None
     locks = locks_by_path(view)

@@ -6,13 +6,12 @@ is resolved to a commit id, and everything on the page comes from that
 commit's tree through the index cache, keyed by blob id::
 
     src = Source(kb)
-    with src.at("HEAD") as view:      # RevView of HEAD's commit
-        rows = view.objects("hypothesis")
-        details = object_details(view, "H1")   # kb.api, as `kb show --json`
+    rows = src.call("HEAD", lambda view: view.objects("hypothesis"))
+    details = src.call("HEAD", lambda view: show_object("H1", idx=view)[1])  # as `kb show --json`
 
 :class:`RevView` is a :class:`kb.index.Index` whose "current files" are the
 commit's (a connection-local temporary table) instead of the indexed working
-tree, so kb's own readers (:func:`kb.api.object_details`,
+tree, so kb's own readers (:func:`kb.api.show_object`,
 :func:`kb.ops.research.card_view`, ``Index.extract``) run on it unchanged.
 Parsing a commit's files fills the same cache ``kb index`` uses (a cache,
 never the KB); nothing in the repository is written.
@@ -25,11 +24,10 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 from kb import git
 from kb.errors import UsageError
@@ -37,6 +35,8 @@ from kb.index import Index
 from kb.repo import KnowledgeBase, Snapshot, commit_snapshot
 
 __all__ = ["Source", "RevView", "safe_rel"]
+
+T = TypeVar("T")
 
 #: A revision as people type it: refs, ``HEAD~2``, ``main@{1}``, ids. No option-like
 #: start (``-``), no whitespace or control characters, no ``..`` ranges.
@@ -66,11 +66,9 @@ class RevView(Index):
     _CUR = "JOIN temp.snap f ON f.path = o.path AND f.blob = o.blob"
 
     def __init__(self, k: KnowledgeBase, rev: str, commit: str) -> None:
+        # Kept between requests (the connection holds the commit's temporary table) and
+        # used only on Source's one worker thread (SQLite connections stay in theirs).
         super().__init__(k)
-        # Served from a pool of threads one request at a time (Source.lock), and kept
-        # between requests: the connection holds the commit's temporary table.
-        self.db.close()
-        self.db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
         self.rev = rev
         self.commit = commit
         self.snap: Snapshot = commit_snapshot(k, commit)
@@ -173,20 +171,23 @@ class RevView(Index):
 class Source:
     """Resolves revisions of one KB and keeps :class:`RevView` objects of recent commits.
 
-    Thread-safe: requests are served one at a time on the index (``lock``).
-    A view is kept per commit (a commit never changes); on each use its
-    parses are checked again (:meth:`kb.index.Index.ensure`), because a
-    ``kb index`` in another process drops the parses of blobs its working
-    tree no longer has.
+    Every use of a view runs on one worker thread (:meth:`call`): requests are
+    served one at a time on the index, and each SQLite connection stays in the
+    thread that opened it. A view is kept per commit (a commit never changes);
+    on each use its parses are checked again (:meth:`kb.index.Index.ensure`),
+    because a ``kb index`` in another process drops the parses of blobs its
+    working tree no longer has.
     """
 
     KEEP = 3
 
     def __init__(self, k: KnowledgeBase, default_rev: str = "HEAD") -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
         self.kb = k
         self.default_rev = default_rev
-        self.lock = threading.RLock()
         self.views: OrderedDict[str, RevView] = OrderedDict()
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-serve-index")
 
     def resolve(self, rev: str | None) -> tuple[str, str]:
         """``(rev, commit id)`` for ``rev`` (None: the default). Raises UsageError."""
@@ -200,8 +201,11 @@ class Source:
             raise UsageError(f"no commit {rev!r} in {self.kb.top} (is anything committed yet?)")
         return rev, commit
 
-    def open(self, rev: str | None) -> RevView:
-        """The view of ``rev``'s commit (hold ``lock`` while using it; or use :meth:`at`)."""
+    def call(self, rev: str | None, fn: Callable[[RevView], T]) -> T:
+        """``fn(view of rev's commit)`` on the worker thread; its result or its exception."""
+        return self._worker.submit(lambda: fn(self._open(rev))).result()
+
+    def _open(self, rev: str | None) -> RevView:
         name, commit = self.resolve(rev)
         view = self.views.get(commit)
         if view is None:
@@ -215,31 +219,14 @@ class Source:
         view.rev = name
         return view
 
-    def at(self, rev: str | None) -> "_Opened":
-        """Context manager: hold the lock and the :class:`RevView` of ``rev``."""
-        return _Opened(self, rev)
-
     def close(self) -> None:
-        with self.lock:
+        def shut() -> None:
             for v in self.views.values():
                 v.close()
             self.views.clear()
 
-
-class _Opened:
-    def __init__(self, src: Source, rev: str | None) -> None:
-        self.src, self.rev = src, rev
-
-    def __enter__(self) -> RevView:
-        self.src.lock.acquire()
-        try:
-            return self.src.open(self.rev)
-        except BaseException:
-            self.src.lock.release()
-            raise
-
-    def __exit__(self, *exc: object) -> None:
-        self.src.lock.release()
+        self._worker.submit(shut).result()
+        self._worker.shutdown()
 
 
 def kb_root_label(k: KnowledgeBase) -> str:
