@@ -62,10 +62,10 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
                warm: bool = False) -> Any:
     """The ASGI app serving KB ``k`` (wrapped in :class:`Guard` when ``hosts`` is given).
 
-    ``warm`` builds the Tree and Board of ``rev`` (data and HTML, and the Trail's
-    data) in a background thread at once, so that the first visit finds them ready (on the 7.5k-file corpus
-    they cost a few hundred ms of CPU each, once per commit). Raises
-    UsageError when ``rev`` names no commit.
+    ``warm`` builds the Tree and Board of ``rev`` (data and HTML, and the
+    Trail's data) in a background thread at once, so that the first visit
+    finds them ready (on the 7.5k-file corpus they cost a few hundred ms of
+    CPU each, once per commit). Raises UsageError when ``rev`` names no commit.
     """
     from jinja2 import Environment, FileSystemLoader, select_autoescape
     from markupsafe import Markup
@@ -74,9 +74,7 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
     from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
     from starlette.routing import Route
 
-    from kb.web import pages
-
-    from kb.web import review, trail as trail_mod
+    from kb.web import pages, review, trail as trail_mod
 
     features = {"diff": review.available(), "trail": trail_mod.available()}
     src = Source(k, rev)
