@@ -40,9 +40,14 @@ COMMANDS: dict[str, str] = {
     "hooks": "hooks",
     "ci": "ci",
     "serve": "serve",
+    "diff": "diff",
+    "log": "log",
     "schema": "schema",
     "prime": "prime",
     "mcp": "mcp",
+    "trail": "trail",
+    "gen": "gen",
+    "lit": "lit",
 }
 
 
