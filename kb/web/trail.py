@@ -2,9 +2,8 @@
 
 The graph is replayed from the commit's operation log (``.explore-tree/ops/``
 read from git objects) by :func:`kb.trail.replay.replay_blobs`, the same
-replay ``kb trail`` runs on the working tree; the frontier and stats are
-:func:`kb.trail.views.frontier` / :func:`~kb.trail.views.stats`, as in
-``kb trail frontier --json``. The page draws it in the browser (``kb.js``):
+replay ``kb trail`` runs on the working tree; the page's data is
+:func:`kb.trail.views.snapshot`, as in ``kb trail snapshot --json``. The page draws it in the browser (``kb.js``):
 the server sends the live nodes once as JSON (``/trail.json``) and the page
 polls it to follow the graph as it grows. When kb is installed without
 :mod:`kb.trail`, :func:`available` is False and the page does not exist.
@@ -18,11 +17,6 @@ from kb import git
 from kb.web.source import RevView
 
 __all__ = ["available", "graph_at", "trail_data"]
-
-#: Node fields the page uses (a node's full record is ``kb trail node ID --json``).
-FIELDS = ("id", "kind", "title", "summary", "status", "tags", "refs", "digest", "owner", "hits",
-          "created_at", "updated_at", "created_by", "source", "seq")
-
 
 def available() -> bool:
     """True when :mod:`kb.trail` (the exploration graph) is installed with kb."""
@@ -52,33 +46,23 @@ def graph_at(view: RevView) -> Any:
 
 
 def trail_data(view: RevView, g: Any, ref_url: Callable[[str], str | None]) -> dict[str, Any]:
-    """JSON for the page: ``{"commit", "nodes": [...], "roots", "edges", "frontier", "stats",
-    "leaf_root_kinds", "kinds", "ref_urls": {ref: url}, "problems"}``.
-
-    ``nodes`` are the live nodes (:meth:`Graph.live`) in creation order with
-    :data:`FIELDS`, ``parent`` (None when the parent is not live) and
-    ``children`` (live ones); ``ref_urls`` maps each ref that names an object
-    or a file of the KB at this commit to its page (others stay text).
+    """``kb trail snapshot --json`` of the commit's graph (:func:`kb.trail.views.snapshot`,
+    the seed's panel data: nodes, side edges, roots, focus, frontier, stats), plus what
+    the page adds: ``commit``, ``kinds``, ``leaf_root_kinds``, ``problems`` (log entries
+    skipped) and ``ref_urls`` — each ref that names an object or a file of the KB at
+    this commit, mapped to its page (other refs stay text).
     """
-    from kb.trail.model import KINDS, LEAF_ROOT_KINDS
-    from kb.trail.views import frontier, stats
+    from kb.trail.model import KINDS, LEAF_ROOT_KINDS, MAX_NODES
+    from kb.trail.views import snapshot
 
-    live = {nid: n for nid, n in g.nodes.items() if g.live(n)}
-    nodes = []
+    data = snapshot(g, limit=MAX_NODES)
     refs: dict[str, str] = {}
-    for n in sorted(live.values(), key=lambda n: n.seq):
-        d = {f: getattr(n, f) for f in FIELDS}
-        d["parent"] = n.parent if n.parent in live else None
-        d["children"] = [c for c in n.children if c in live]
-        nodes.append(d)
-        for r in n.refs:
+    for n in data["nodes"]:
+        for r in n.get("refs", ()):
             if r not in refs:
                 url = ref_url(r)
                 if url:
                     refs[r] = url
-    edges = [e.to_json() for e in g.edges if e.src in live and e.dst in live]
-    return {"commit": view.commit, "nodes": nodes,
-            "roots": [d["id"] for d in nodes if d["parent"] is None], "edges": edges,
-            "frontier": frontier(g), "stats": stats(g), "kinds": list(KINDS),
-            "leaf_root_kinds": list(LEAF_ROOT_KINDS), "ref_urls": refs,
-            "problems": len(g.problems)}
+    data.update(commit=view.commit, kinds=list(KINDS), leaf_root_kinds=list(LEAF_ROOT_KINDS),
+                ref_urls=refs, problems=len(g.problems))
+    return data

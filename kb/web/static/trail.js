@@ -330,7 +330,7 @@
     if (n) {
       box.append(el("h3", "", n.title));
       box.append(el("div", "muted", n.kind + " · " + n.status + " · " + n.id + (n.owner ? " · @" + n.owner : "") +
-        (n.created_by ? " · by " + n.created_by : "")));
+        (n.updated_by ? " · last by " + n.updated_by : "") + (n.updated_at ? " · " + n.updated_at : "")));
       const text = n.kind === "topic" && n.digest ? n.digest + "\n\n" + (n.summary || "") : n.summary || "";
       if (text) {
         const sum = el("div", "summary", text.length > 300 ? text.slice(0, 300) + "…" : text);
@@ -398,7 +398,8 @@
       for (let p = n.parent; p && byId[p] && k < 10000; k++) p = byId[p].parent;
       depth = Math.max(depth, k + 1);
     }
-    $("trail-stats").textContent = `${st.nodes} nodes · ${open} open · ${d.edges.length} relations · depth ${depth} · ${d.commit.slice(0, 10)}`;
+    $("trail-stats").textContent = `${st.nodes} nodes · ${open} open · ${d.edges.length} relations · depth ${depth}` +
+      (d.truncated ? ` · the ${d.nodes.length} most recent shown` : "") + ` · ${d.commit.slice(0, 10)}`;
   }
 
   // -- data and polling --
@@ -440,7 +441,9 @@
   $("t-unfold").addEventListener("click", () => { state.folded.clear(); draw(); });
   $("t-fit").addEventListener("click", fit);
   $("t-latest").addEventListener("click", () => {
-    const last = state.data.nodes.slice().sort((a, b) => (a.updated_at < b.updated_at ? -1 : a.updated_at > b.updated_at ? 1 : a.seq - b.seq)).pop();
+    // Nodes come in creation order: the last of the most recently updated is the newest.
+    let last = null;
+    for (const n of state.data.nodes) if (!last || n.updated_at >= last.updated_at) last = n;
     if (last) select(last.id, true);
   });
   $("z-in").addEventListener("click", () => zoomAt(state.zoom * 1.2, canvas.clientWidth / 2, canvas.clientHeight / 2));
