@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "ci": "ci",
     "merge-driver": "merge_driver",
     "sync": "sync",
+    "serve": "serve",
     "diff": "diff",
     "log": "log",
     "schema": "schema",

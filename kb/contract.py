@@ -301,6 +301,15 @@ class PrimeOutput(BaseModel):
     head: Optional[str]
 
 
+class ServeOutput(BaseModel):
+    """``kb serve``: printed once, when the server listens; it then serves until stopped."""
+
+    url: str = Field(description="the base URL, e.g. http://127.0.0.1:8765/")
+    host: str
+    port: int = Field(description="the port listened on (the free one picked for --port 0)")
+    rev: str = Field(description="the revision pages show when a URL names none")
+
+
 #: command words -> its success model (``None``: no JSON output, e.g. ``kb mcp``).
 OUTPUTS: dict[str, Optional[type[BaseModel]]] = {
     "init": InitOutput,
@@ -339,6 +348,7 @@ OUTPUTS: dict[str, Optional[type[BaseModel]]] = {
     "mcp": None,
     "sync": SyncOutput,
     "merge-driver": None,
+    "serve": ServeOutput,
 }
 
 # The exploration graph's commands (issue 15): their models live with kb.trail.
