@@ -86,7 +86,10 @@ def state(repo: Path) -> dict[str, object]:
     return {"files": tree_snapshot(repo, skip_git=True),
             "head": git(repo, "rev-parse", "--verify", "-q", "HEAD", check=False),
             "index": git(repo, "ls-files", "-s", "--debug"),
-            "status": git(repo, "status", "--porcelain=v1", "--untracked-files=all"),
+            # GIT_OPTIONAL_LOCKS=0: `git status` would otherwise refresh the index's
+            # stat data itself (racily clean entries), and the next reading would differ.
+            "status": git(repo, "status", "--porcelain=v1", "--untracked-files=all",
+                          env={"GIT_OPTIONAL_LOCKS": "0"}),
             "journal": (Path(git(repo, "rev-parse", "--absolute-git-dir"))
                         / txm.JOURNAL_NAME).exists()}
 
