@@ -316,3 +316,45 @@ def test_first_check_after_a_pull_equals_a_full_check(make_kb, monkeypatch, pull
     assert verify_json(root, "--staged") == got
     codes = [d["code"] for d in got[1]["diagnostics"]]
     assert ("KB216" in codes) == (pulled == "anchor")
+
+
+def test_range_per_file_results_from_the_parse_workers_equal_the_checks_own(make_kb, tmp_path,
+                                                                            monkeypatch) -> None:
+    import shutil
+    import subprocess
+
+    import kb.checks.file_results as fr
+    from conftest import commit_all, git
+    from test_verify_support import experiment, make_repo, problem, verify_json
+
+    files = {f"Problems/q{i}.md": problem(f"q{i}", status="奇怪" if i % 3 == 0 else "求解中",
+                                          depended_by='["q2"]' if i % 4 == 0 else "[]")
+             for i in range(2, 14)}
+    files.update({f"experiments/E00{i}.md": experiment(f"E00{i}", status="已完成") for i in range(1, 4)})
+    root = make_repo(make_kb, files)
+    base = git(root, "rev-parse", "HEAD").strip()
+    for i in range(2, 6):
+        p = root / "Problems" / f"q{i}.md"
+        p.write_text(p.read_text(encoding="utf-8") + f"\nMore on q{i}.\n", encoding="utf-8")
+        commit_all(root, f"edit q{i}")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
+
+    log = tmp_path / "computed.txt"  # the rules run in forked workers: they write it down
+    real = fr.rule_rows
+
+    def spy(*args):
+        rows = real(*args)
+        with open(log, "a", encoding="utf-8") as f:
+            f.writelines(f"{r[0]} {r[4]}\n" for r in rows)
+        return rows
+
+    monkeypatch.setattr(fr, "rule_rows", spy)
+    got = verify_json(clone, "--range", f"{base}..HEAD")
+    codes = {d["code"] for d in got[1]["diagnostics"]}
+    assert {"KB205", "KB216"} <= codes  # per-file and cross-file warnings both there
+    assert "Problems/q3.md KB205" in log.read_text(encoding="utf-8").splitlines()
+    shutil.rmtree(clone / ".kb")
+    monkeypatch.setattr(fr, "rule_rows", lambda *a: [])
+    monkeypatch.setattr(fr, "store", lambda *a: None)  # the check computes them itself
+    assert verify_json(clone, "--range", f"{base}..HEAD") == got

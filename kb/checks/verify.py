@@ -1020,7 +1020,11 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]]) -> None:
                 continue
             items += [(ch.path, b, fmt) for b in (ch.old, ch.new) if b]
     items += [(p, b, tip.formats[p]) for p, b in tip.files.items() if (p, b) not in derived]
-    idx.ensure_versions([it for it in items if (it[0], it[1]) not in derived])
+    from kb.checks.file_results import store
+
+    # The per-file rules run in the parse workers (the tip's results are needed anyway).
+    idx.ensure_versions([it for it in items if (it[0], it[1]) not in derived],
+                        store_rules=store if _prepare_cache(idx.db) else None)
     if not tree_steps:
         return
     blobs = git.read_blobs([b for _, old, new in tree_steps for b in (old, new)], k.top)
