@@ -524,6 +524,11 @@ CASES: list[Case] = [
          "KB_LOCK_RACE_ROUNDS)",
          setup=lock_setup, teardown=lock_teardown, runs=1, warmup=0, needs_kb=True,
          show_note=True),
+    Case("mcp-warm", lambda c: [c.python, str(HERE / "mcp_warm.py"), str(lock_dir(c)), "20", *c.kb],
+         "one kb mcp process: first read, then 20 show / find / problem_plan calls each "
+         "(targets: read ≤ 50 ms after the first, write ≤ 0.3 s; in a clone)",
+         setup=lock_setup, teardown=lock_teardown, runs=1, warmup=0, needs_kb=True,
+         show_note=True),
     Case("peer", lambda c: [c.python, str(HERE / "peer_obsidian.py")],
          "obsidiantools Vault(path).connect().gather() (1k corpus only: --scale 0.133)",
          runs=1, warmup=0, peer=True, max_files=PEER_MAX_FILES),

@@ -17,11 +17,11 @@ from kb_cli.output import json_option, kb_option
 def command(max_chars: int | None, as_json: bool, kb_path: str | None) -> int:
     """Open problems with dependencies and priorities, verifiable entries, settled results,
     undecided propositions and the methods available."""
-    from kb.ops.cards import CardError
+    from kb.errors import UsageError
     from kb.ops.research import brief_data, brief_text, fit_brief
 
     if max_chars is not None and max_chars < 1:
-        raise CardError(f"--max-chars {max_chars} must be a positive number of characters")
+        raise UsageError(f"--max-chars {max_chars} must be a positive number of characters")
     data, _dropped = fit_brief(brief_data(kb_path), max_chars, as_json)
     if as_json:
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))

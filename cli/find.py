@@ -18,7 +18,7 @@ def command(text: str, as_json: bool, kb_path: str | None) -> int:
     _, rows = find_objects(text, kb_path)
     if as_json:
         emit_json([{"id": r.id, "kind": r.kind, "status": r.status, "title": r.title,
-                    "path": r.path, "line": r.line} for r in rows])
+                    "path": r.path, "line": r.line, "blob": r.blob} for r in rows])
         return 0
     for r in rows:
         click.echo(f"{r.id}\t{r.kind}\t{r.status}\t{r.title}\t{r.path}:{r.line}")

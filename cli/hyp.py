@@ -6,25 +6,12 @@ from typing import Any
 
 import click
 
-from kb_cli.output import json_option, kb_option, write_kwargs, write_options
+from kb_cli.output import json_option, kb_option, print_result, write_kwargs, write_options
 
 
 def report(res: Any, as_json: bool) -> int:
-    """Print an OpResult: its changes (stdout) and the commit (stderr), or JSON."""
-    from kb_cli.output import emit_json, err
-
-    if res.recovered:
-        err(f"kb: rolled back an interrupted kb write first: {', '.join(res.recovered)}")
-    if as_json:
-        emit_json(res.to_json())
-        return 0
-    for line in res.changes:
-        click.echo(line)
-    if res.commit:
-        err(f"committed {res.commit[:12]} ({', '.join(res.paths)})")
-    elif res.paths:
-        err(f"wrote {', '.join(res.paths)} (not committed)")
-    return 0
+    """Print an OpResult through the one write printer (:func:`kb_cli.output.print_result`)."""
+    return print_result(res, as_json)
 
 
 @click.group("hyp")

@@ -21,19 +21,19 @@ def command(as_json: bool, kb_path: str | None, stats: bool) -> int:
     report = index_kb(kb_path)
     errors = [d for d in report.diagnostics if d.severity == "error"]
     failed = sorted({d.path for d in errors})
+    from kb.vocab import KIND_PLURALS
+
+    plural = {one: many for many, one in KIND_PLURALS.items()}
     if as_json:
         emit_json({
             "kb": str(report.root), "files": report.stats.files, "parsed": report.stats.parsed,
-            "counts": report.counts, "seconds": round(report.stats.seconds, 4),
+            "counts": {plural.get(k, k): n for k, n in report.counts.items()}, "seconds": round(report.stats.seconds, 4),
             "rebuilt": report.stats.rebuilt, "errors": len(errors), "failed_files": failed,
             "diagnostics": [d.to_dict() for d in report.diagnostics],
         })
     else:
         for d in report.diagnostics:
             click.echo(fmt_diag(d))
-        from kb.vocab import KIND_PLURALS
-
-        plural = {one: many for many, one in KIND_PLURALS.items()}
         parts = ", ".join(f"{n} {k if n == 1 else plural.get(k, k)}"
                           for k, n in report.counts.items()) or "no objects"
         warn = sum(1 for d in report.diagnostics if d.severity == "warning")

@@ -101,7 +101,7 @@ def release_cmd(paths: tuple[str, ...], owner: str | None, message: str | None, 
     res = release(_kb(kb_path), list(paths), owner=owner, message=message, remote=remote,
                   all_held=all_held, verify=not no_verify)
     if as_json:
-        emit_json(res.as_dict())
+        emit_json(res.op_result(_kb(kb_path).top).to_json())
     else:
         if res.commit:
             click.echo(f"committed {res.commit[:12]} on {res.branch.removeprefix('refs/heads/')}"

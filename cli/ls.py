@@ -88,9 +88,13 @@ def _plain_table(title: str | None, headers: list[str], cells: list[list[str]]) 
 @click.command("ls")
 @click.argument("kind", required=False, metavar="[KIND]", type=click.Choice(KINDS))
 @click.option("--status", help="Only objects with this status (either language for hypotheses).")
+@click.option("--format", "fmt", type=click.Choice(["table", "tsv"]), default="table",
+              show_default=True, help="tsv: one object per line, KIND<TAB>the table's columns, "
+              "no header (tabs and line breaks in values become spaces).")
 @json_option
 @kb_option
-def command(kind: str | None, status: str | None, as_json: bool, kb_path: str | None) -> int:
+def command(kind: str | None, status: str | None, fmt: str, as_json: bool,
+            kb_path: str | None) -> int:
     """List objects of KIND (hypotheses, experiments, problems, propositions,
     methods, verified, directions, records; all kinds when omitted): hypotheses
     with status and statement, problems by priority (never last), propositions
@@ -107,11 +111,17 @@ def command(kind: str | None, status: str | None, as_json: bool, kb_path: str | 
             f = r.fields()
             f.pop("anchor_lines", None)
             f["status"] = _display_status(r, locale)
+            f["blob"] = r.blob
             out.append(f)
         emit_json(out)
         return 0
     if not rows:
         click.echo("(none)", err=True)
+        return 0
+    if fmt == "tsv":
+        for r in rows:
+            cells = [r.kind, *_columns(r, locale)]
+            click.echo("\t".join(" ".join(c.split()) for c in cells))
         return 0
     groups: dict[str, list] = {}
     for r in rows:
@@ -121,10 +131,13 @@ def command(kind: str | None, status: str | None, as_json: bool, kb_path: str | 
             _plain_table(None if kind else kind_name, HEADERS.get(kind_name, ["ID", "Status", "Title"]),
                          [_columns(r, locale) for r in group])
         return 0
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(soft_wrap=False)
+    from kb_cli.output import console as make_console
+
+    # No styles: human output escapes every control character (kb_cli.output.printable),
+    # so rich must not emit its own.
+    console = make_console()
     for kind_name, group in groups.items():
         table = Table(title=None if kind else kind_name, show_edge=False, box=None, pad_edge=False)
         for h in HEADERS.get(kind_name, ["ID", "Status", "Title"]):

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 import kb
-from kb.errors import KbError
+from kb.errors import KbError, UsageError
 
 #: command name -> module under kb_cli holding ``command``. Later issues add rows.
 COMMANDS: dict[str, str] = {
@@ -39,6 +39,9 @@ COMMANDS: dict[str, str] = {
     "rules": "rules",
     "hooks": "hooks",
     "ci": "ci",
+    "schema": "schema",
+    "prime": "prime",
+    "mcp": "mcp",
 }
 
 
@@ -57,12 +60,19 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(kb.__version__, "--version", prog_name="kb", message="%(prog)s %(version)s")
-def cli() -> None:
+@click.option("-C", "directory", metavar="DIR", default=None,
+              help="Run as if kb was started in DIR (like git -C).")
+def cli(directory: str | None) -> None:
     """kb — a git-backed Markdown knowledge base for research.
 
     Reads the anchor lines of tree.md, experiments and Vibe Math cards, keeps an
     index in .kb/, and (with its hooks) enforces the rules of the research record.
     """
+    if directory is not None:
+        try:
+            os.chdir(directory)
+        except OSError as exc:
+            raise UsageError(f"-C {directory}: {exc.strerror or exc}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,6 +82,28 @@ def main(argv: list[str] | None = None) -> int:
     ``{"error": {"message", "exit_code", "kind"}}`` on stdout, for agents.
     """
     args = sys.argv[1:] if argv is None else argv
+    out, err = sys.stdout, sys.stderr
+    if "--json" not in args:
+        # Human output never carries a terminal escape from a file's text raw.
+        from kb_cli.output import PrintableStream
+
+        sys.stdout, sys.stderr = PrintableStream(out), PrintableStream(err)
+    try:
+        return _main(args, argv)
+    finally:
+        _print_notes()
+        sys.stdout, sys.stderr = out, err
+
+
+def _print_notes() -> None:
+    """The library's notes for the user (an unusable cache, …), once each, on stderr."""
+    from kb.index import take_notes
+
+    for message in take_notes():
+        click.echo(message, err=True)
+
+
+def _main(args: list[str], argv: list[str] | None) -> int:
     try:
         rv: Any = cli.main(args=argv, prog_name="kb", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -84,16 +116,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KbError as exc:
         click.echo(f"kb: {exc}", err=True)
-        kind = "refused" if exc.exit_code == 1 else type(exc).__name__.rstrip("_")
-        return _json_error(args, str(exc), exc.exit_code, kind)
+        return _json_error(args, str(exc), exc.exit_code, exc.kind)
     except BrokenPipeError:
         return 0
     except Exception as exc:  # a bug: a short message, never a traceback for users
-        click.echo(f"kb: internal error: {type(exc).__name__}: {exc} "
-                   "(set KB_DEBUG=1 for the traceback; please report it)", err=True)
+        msg = f"internal error: {type(exc).__name__}: {exc}"
+        click.echo(f"kb: {msg} (set KB_DEBUG=1 for the traceback; please report it)", err=True)
         if _debug():
             raise
-        return 3
+        return _json_error(args, msg, 3, "internal")
     return int(rv or 0)
 
 

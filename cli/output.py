@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any, Callable, TypeVar
 
@@ -22,8 +23,46 @@ def kb_option(f: F) -> F:
                         default=None, help="The KB folder (default: found from the current directory).")(f)
 
 
+#: What a terminal may act on instead of printing: C0 controls but tab and
+#: newline, DEL, C1 controls (8-bit CSI/OSC), Unicode line and paragraph
+#: separators and the bidirectional overrides that reorder what is shown.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f"
+                          "\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every terminal control or escape character shown as ``\\xNN`` /
+    ``\\uNNNN`` (a title can never recolour, retitle or clear the user's terminal)."""
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+class PrintableStream:
+    """A text stream that writes :func:`printable` text to ``raw`` (human output)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def write(self, text: str) -> int:
+        self.raw.write(printable(text) if isinstance(text, str) else text)
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, encoding, buffer, …
+        return getattr(self.raw, name)
+
+
 def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def console() -> Any:
+    """A rich console for human tables: colour off with ``NO_COLOR`` (rich reads it) or
+    when stdout is not a terminal, and no wrapping there (one row, one line, for grep)."""
+    from rich.console import Console
+
+    if sys.stdout.isatty():
+        return Console(soft_wrap=False, highlight=False)
+    return Console(soft_wrap=True, width=100_000, no_color=True, highlight=False,
+                   color_system=None)
 
 
 def err(msg: str) -> None:
@@ -47,18 +86,21 @@ def write_options(f: F) -> F:
 
 
 def write_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
-    """The library keywords of :func:`write_options` (plus the waiting message)."""
-    return {"no_commit": kw["no_commit"], "owner": kw["owner"], "expect": kw["expect"],
-            "on_wait": print_waiting}
+    """The library keywords of :func:`write_options` (plus the waiting message), through
+    the one :class:`kb.ops.result.WriteOptions`."""
+    from kb.ops.result import WriteOptions
+
+    return WriteOptions(no_commit=kw["no_commit"], owner=kw["owner"], expect=kw["expect"],
+                        on_wait=print_waiting).kwargs()
 
 
 def many_cards_write_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
     """:func:`write_kwargs` for commands that write many cards: ``--expect`` names the
     blob of one file, so it is refused there."""
     if kw["expect"]:
-        from kb.ops.cards import CardError
+        from kb.errors import UsageError
 
-        raise CardError("--expect applies to commands that edit one existing card")
+        raise UsageError("--expect applies to commands that edit one existing card")
     out = write_kwargs(kw)
     del out["expect"]
     return out
@@ -69,16 +111,20 @@ def print_waiting(msg: str) -> None:
     err(f"kb: {msg}")
 
 
-def report_tx(result: Any, lines: list[str], as_json: bool, extra: dict[str, Any] | None = None) -> None:
-    """Print what a write command did: ``lines`` for people, or JSON."""
+def print_result(res: Any, as_json: bool) -> int:
+    """The one printer of a write result (:class:`kb.ops.result.OpResult`): its
+    ``to_json()`` with ``--json``; else its change lines on stdout and what was
+    committed or written on stderr. A rolled-back interrupted write is said
+    first, on stderr, either way. Returns exit code 0."""
+    if res.recovered:
+        err(f"kb: rolled back an interrupted kb write first: {', '.join(res.recovered)}")
     if as_json:
-        data = {"op": result.op, "ids": result.ids, "paths": result.paths, "commit": result.commit}
-        data.update(extra or {})
-        emit_json(data)
-        return
-    for ln in lines:
+        emit_json(res.to_json())
+        return 0
+    for ln in res.changes:
         click.echo(ln)
-    if result.commit:
-        err(f"committed {result.commit[:12]} ({', '.join(result.paths)})")
-    elif result.paths:
-        err(f"wrote {', '.join(result.paths)} (not committed)")
+    if res.commit:
+        err(f"committed {res.commit[:12]} ({', '.join(res.paths)})")
+    elif res.paths:
+        err(f"wrote {', '.join(res.paths)} (not committed)")
+    return 0

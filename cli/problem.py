@@ -6,22 +6,12 @@ from typing import Any
 
 import click
 
-from kb_cli.output import emit_json, json_option, kb_option, write_kwargs, write_options
+from kb_cli.output import json_option, print_result, kb_option, write_kwargs, write_options
 
 
 def emit_result(res: Any, as_json: bool) -> int:
-    """Print what a card operation did (shared by the card commands)."""
-    from kb_cli.output import report_tx
-
-    if res.tx is None:
-        if as_json:
-            emit_json(res.data)
-        else:
-            for ln in res.lines:
-                click.echo(ln)
-        return 0
-    report_tx(res.tx, res.lines, as_json, extra=res.data)
-    return 0
+    """Print what a card operation did (the one write printer, :func:`kb_cli.output.print_result`)."""
+    return print_result(res, as_json)
 
 
 def split_ids(values: tuple[str, ...] | list[str] | None) -> list[str]:

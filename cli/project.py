@@ -43,7 +43,7 @@ def unlock_cmd(owner: str | None, remote: str | None, as_json: bool, kb_path: st
 
     res = project_unlock(_kb(kb_path), owner=owner, remote=remote)
     if as_json:
-        emit_json(res.as_dict())
+        emit_json(res.op_result(_kb(kb_path).top).to_json())
     else:
         click.echo(f"unlocked the project ({res.owner})")
     return 0

@@ -38,13 +38,14 @@ def add(category: str | None, pid: str | None, statement: str | None, title: str
         as_json: bool, kb_path: str | None, **kw: Any) -> int:
     """Create proposition ID in CATEGORY with STATEMENT (状态 未定论). CATEGORY must
     exist unless --new-category."""
-    from kb.ops.cards import CardError, add_proposition
+    from kb.errors import UsageError
+    from kb.ops.cards import add_proposition
 
     if pid is None or statement is None:
         from kb.ops.cards import categories
 
         cats = categories(kb_path)
-        raise CardError("kb propo add needs CATEGORY ID STATEMENT; categories: "
+        raise UsageError("kb propo add needs CATEGORY ID STATEMENT; categories: "
                         + (", ".join(cats) or "none yet (pass --new-category)"))
     res = add_proposition(kb_path, category or "", pid, statement, title=title, probability=prob,
                           value=value, depends=split_ids(depends), priority=priority,

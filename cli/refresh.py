@@ -24,14 +24,14 @@ def command(check: bool, as_json: bool, kb_path: str | None, **kw: Any) -> int:
     res = refresh(kb_path, check=check, **write)
     if check:
         if as_json:
-            emit_json(res.data)
+            emit_json(res.to_json())
         else:
             for ln in res.lines:
                 click.echo(ln)
             if not res.lines:
                 click.echo("被依赖 and 等待依赖 are up to date", err=True)
-        return 1 if res.data["changes"] else 0
-    if not res.data["changes"] and not as_json:
+        return 1 if res.data["edits"] else 0
+    if not res.data["edits"] and not as_json:
         click.echo("被依赖 and 等待依赖 are up to date", err=True)
         return 0
     return emit_result(res, as_json)

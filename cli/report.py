@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from kb_cli.output import json_option, kb_option, many_cards_write_kwargs, write_options
+from kb_cli.output import emit_json, json_option, kb_option, many_cards_write_kwargs, write_options
 from kb_cli.problem import emit_result
 
 
@@ -26,8 +26,11 @@ def command(date: str | None, to_stdout: bool, as_json: bool, kb_path: str | Non
 
     write = many_cards_write_kwargs(kw)
     if to_stdout:
-        _path, text = report_text(kb_path, report_date(date))
-        click.echo(text, nl=False)
+        path, text = report_text(kb_path, report_date(date))
+        if as_json:
+            emit_json({"path": path, "text": text})
+        else:
+            click.echo(text, nl=False)
         return 0
     res = report(kb_path, date, **write)
     return emit_result(res, as_json)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kb.errors import RefusedError
+from kb.errors import NotFoundError
 from kb_cli.output import emit_json, err, json_option, kb_option
 
 _SKIP = {"id", "kind", "path", "line", "anchors", "frontmatter", "links_out", "links_in",
@@ -24,7 +24,7 @@ def command(obj_id: str, as_json: bool, kb_path: str | None) -> int:
 
     k, found = show_object(obj_id, kb_path)
     if not found:
-        raise RefusedError(f"no object with ID {obj_id!r} (try `kb find {obj_id}`)")
+        raise NotFoundError(f"no object with ID {obj_id!r} (try `kb find {obj_id}`)")
     locale = k.config.locale
     for data in found:
         vocab = {"hypothesis": HYPOTHESIS_STATUS, "experiment": EXPERIMENT_STATUS}.get(data["kind"])

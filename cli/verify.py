@@ -17,7 +17,8 @@ def _gh_escape(text: str, prop: bool = False) -> str:
     return text
 
 
-def _github(f: Any) -> str:
+def github_annotation(f: Any) -> str:
+    """A finding as a GitHub Actions workflow command (``::error file=…::message``)."""
     if f.blocking:
         level = "error"
     elif f.severity in ("error", "warning"):
@@ -33,7 +34,8 @@ def _github(f: Any) -> str:
     return f"::{level} {','.join(props)}::{_gh_escape(where + f.message)}"
 
 
-def _summary(report: Any, label: str) -> str:
+def summary_line(report: Any, label: str) -> str:
+    """The one-line stderr summary of a report (counts, and whether it refuses)."""
     blocking = report.blocking
     errors = [f for f in report.findings if f.severity == "error" and not f.blocking]
     warnings = [f for f in report.findings if f.severity == "warning"]
@@ -95,31 +97,20 @@ def command(staged: bool, rev: Optional[str], range_: Optional[str], fix: bool, 
         raise UsageError(f"--fix works only without --staged/--rev/--range ({why}); "
                          "run `kb verify --fix` yourself")
     kb_dir = Path(kb_path) if kb_path else None
-    report = run(mode, Path.cwd(), kb_dir)
     label = {"worktree": "kb verify", "staged": "kb verify --staged", "rev": "kb verify --rev",
              "range": "kb verify --range"}[mode.kind]
     if fix:
-        from kb.checks.fix import apply_fixes, regenerate_dashboard
+        from kb.checks.fix import fix_until_stable
 
-        applied, skipped, regenerated, files = 0, 0, 0, set()
-        # A fix can reveal another (a repaired heading exposes its bold anchor):
-        # fix, re-check, until nothing more applies (a few passes at most).
-        for _pass in range(5):
-            res = apply_fixes(report.findings)
-            regen = sum(1 for root in sorted({f.kb_root for f in report.findings
-                                              if f.code == "KB240" and f.kb_root})
-                        if regenerate_dashboard(Path(root)))
-            applied, skipped, regenerated = applied + res.applied, skipped + res.skipped, regenerated + regen
-            files |= set(res.files)
-            if not (res.applied or regen):
-                break
-            report = run(mode, Path.cwd(), kb_dir)
-        msg = f"kb verify --fix: applied {applied} fix(es) in {len(files)} file(s)"
-        if regenerated:
-            msg += f", regenerated {regenerated} DASHBOARD.md"
-        if skipped:
-            msg += f" ({skipped} skipped: the line had changed)"
+        report, done = fix_until_stable(lambda: run(mode, Path.cwd(), kb_dir))
+        msg = f"kb verify --fix: applied {done.applied} fix(es) in {len(done.files)} file(s)"
+        if done.regenerated:
+            msg += f", regenerated {done.regenerated} DASHBOARD.md"
+        if done.skipped:
+            msg += f" ({done.skipped} skipped: the line had changed)"
         err(msg)
+    else:
+        report = run(mode, Path.cwd(), kb_dir)
     findings = sort_findings(report.findings)
     if fmt == "json":
         counts: dict[str, int] = {}
@@ -129,17 +120,20 @@ def command(staged: bool, rev: Optional[str], range_: Optional[str], fix: bool, 
             "mode": mode.kind, "ok": report.exit_code == 0, "exit_code": report.exit_code,
             "kbs": report.kbs, "commits": report.commits,
             "blocking": len(report.blocking), "counts": counts,
-            "notes": report.notes, "error": report.env_error,
+            "notes": report.notes,
+            # The one error object (kb.errors), so that agents test "error" alike everywhere.
+            "error": ({"message": report.env_error, "exit_code": 2, "kind": "environment"}
+                      if report.env_error else None),
             "diagnostics": [f.as_dict() for f in findings],
         })
     elif fmt == "github":
         for f in findings:
-            click.echo(_github(f))
-        err(_summary(report, label))
+            click.echo(github_annotation(f))
+        err(summary_line(report, label))
     else:
         for f in findings:
             click.echo(f.format())
-        err(_summary(report, label))
+        err(summary_line(report, label))
     if fmt != "json":
         for note in report.notes:
             err(f"kb: {note}")

@@ -36,7 +36,24 @@ class IndexReport:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def _open(path: str | Path | None) -> tuple[KnowledgeBase, Index]:
+class _Kept:
+    """A caller's open index, used in a ``with`` block without closing it."""
+
+    def __init__(self, idx: Index) -> None:
+        self.idx = idx
+
+    def __enter__(self) -> Index:
+        return self.idx
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _open(path: str | Path | None, idx: Index | None = None) -> tuple[KnowledgeBase, Any]:
+    """The KB and a refreshed index; with ``idx`` (a long-running server's, already
+    refreshed) that one, left open."""
+    if idx is not None:
+        return idx.kb, _Kept(idx)
     k = open_kb(Path(path) if path else None)
     idx = Index(k)
     idx.refresh()
@@ -71,6 +88,7 @@ def _natural(obj_id: str) -> list[Any]:
 
 def list_objects(kind: str | None = None, status: str | None = None,
                  path: str | Path | None = None,
+                 idx: Index | None = None,
                  with_data: bool = True) -> tuple[KnowledgeBase, list[ObjectRow]]:
     """Objects of one kind (an ``ls`` name such as ``problems``), optionally by status.
 
@@ -91,9 +109,9 @@ def list_objects(kind: str | None = None, status: str | None = None,
 
         vocab = EXPERIMENT_STATUS if one == "experiment" else HYPOTHESIS_STATUS
         status = vocab.canonical(status) or status
-    k, idx = _open(path)
-    with idx:
-        rows = idx.objects(one, status, with_data=with_data or one in (None, "problem"))
+    k, opened = _open(path, idx)
+    with opened as ix:
+        rows = ix.objects(one, status, with_data=with_data or one in (None, "problem"))
     if one == "problem":
         rows.sort(key=_priority_key)
     elif one != "hypothesis":
@@ -101,7 +119,8 @@ def list_objects(kind: str | None = None, status: str | None = None,
     return k, rows
 
 
-def show_object(obj_id: str, path: str | Path | None = None) -> tuple[KnowledgeBase, list[dict[str, Any]]]:
+def show_object(obj_id: str, path: str | Path | None = None,
+                idx: Index | None = None) -> tuple[KnowledgeBase, list[dict[str, Any]]]:
     """Everything known about ``obj_id``: fields, file and line, entries, links.
 
     Returns one dict per declaration (several when the ID is duplicated);
@@ -109,10 +128,10 @@ def show_object(obj_id: str, path: str | Path | None = None) -> tuple[KnowledgeB
     ``evidence``, ``dependencies``, ``dependants`` and every other link kind
     in ``links_out`` / ``links_in``.
     """
-    k, idx = _open(path)
-    with idx:
-        rows = idx.get(obj_id)
-        out_links, in_links = idx.links(obj_id)
+    k, opened = _open(path, idx)
+    with opened as ix:
+        rows = ix.get(obj_id)
+        out_links, in_links = ix.links(obj_id)
         # Experiments that name this hypothesis; problems that depend on it.
     result = []
     for r in rows:
@@ -128,14 +147,16 @@ def show_object(obj_id: str, path: str | Path | None = None) -> tuple[KnowledgeB
         data.update(links)
         data["path"] = r.path
         data["line"] = r.line
+        data["blob"] = r.blob  # what --expect takes for an edit of this file
         result.append(data)
     return k, result
 
 
-def find_objects(text: str, path: str | Path | None = None) -> tuple[KnowledgeBase, list[ObjectRow]]:
+def find_objects(text: str, path: str | Path | None = None,
+                 idx: Index | None = None) -> tuple[KnowledgeBase, list[ObjectRow]]:
     """Objects whose ID, title or statement contains ``text`` (case-insensitive)."""
     if not text.strip():
         raise UsageError("kb find needs a non-empty TEXT")
-    k, idx = _open(path)
-    with idx:
-        return k, idx.search(text)
+    k, opened = _open(path, idx)
+    with opened as ix:
+        return k, ix.search(text)

@@ -1,33 +1,67 @@
-"""kb's exception types.
+"""kb's exception types and its one vocabulary of error kinds.
 
 Bad *content* is never an exception: parsers and rules return
 :class:`kb.model.Diagnostic` values. Exceptions are for refused operations,
 usage mistakes and environment failures (git missing, not a KB), and for bugs.
 No third-party exception escapes the public API.
+
+Every error has a ``kind`` (snake_case, the ``kind`` of the JSON error object
+``{"error": {"message", "exit_code", "kind"}}``) and the CLI's ``exit_code``;
+:data:`ERROR_KINDS` is the whole vocabulary:
+
+============== ==== =========================================================
+kind           exit meaning
+============== ==== =========================================================
+usage          2    a bad argument value, a malformed target, an out-of-range
+                    number, an unknown status word
+environment    2    git missing, not a KB, an unreadable ``kb.toml``, a git
+                    command that failed
+internal       3    a bug in kb (please report it)
+refused        1    the operation breaks a rule of the record; nothing written
+not_found      1    the named ID, file or lock does not exist
+conflict       1    the target exists already, is dirty, or the branch moved
+locked         1    another owner holds a lock on the target
+stale          1    ``--expect``: the file changed since the caller read it
+============== ==== =========================================================
 """
 
 from __future__ import annotations
+
+#: kind -> (exit code, one-line meaning). The documented vocabulary.
+ERROR_KINDS: dict[str, tuple[int, str]] = {
+    "usage": (2, "a bad argument value, a malformed target, an out-of-range number, an unknown word"),
+    "environment": (2, "git missing, not a KB, an unreadable kb.toml, a git command that failed"),
+    "internal": (3, "a bug in kb; please report it"),
+    "refused": (1, "the operation breaks a rule of the record; nothing was written"),
+    "not_found": (1, "the named ID, file or lock does not exist"),
+    "conflict": (1, "the target already exists, has uncommitted changes, or the branch moved"),
+    "locked": (1, "another owner holds a lock on the target"),
+    "stale": (1, "--expect: the file changed since the caller read it"),
+}
 
 
 class KbError(Exception):
     """Base class of every error kb raises on purpose.
 
-    ``exit_code`` is what the CLI exits with: 1 for a refused operation or a
-    rule violation, 2 for a usage or environment error.
+    ``kind`` is one key of :data:`ERROR_KINDS`; ``exit_code`` is what the CLI
+    exits with (1 refused, 2 usage or environment, 3 internal).
     """
 
+    kind = "environment"
     exit_code = 2
 
 
 class UsageError(KbError):
     """The caller asked for something that does not make sense (exit 2)."""
 
+    kind = "usage"
     exit_code = 2
 
 
 class EnvironmentError_(KbError):
     """The environment is not usable: git missing, not a repository, … (exit 2)."""
 
+    kind = "environment"
     exit_code = 2
 
 
@@ -43,13 +77,62 @@ class GitError(EnvironmentError_):
         self.stderr = stderr
 
 
-class ConfigError(KbError):
+class ConfigError(EnvironmentError_):
     """``kb.toml`` cannot be read or has a value of the wrong type (exit 2)."""
 
-    exit_code = 2
+
+class InternalError(KbError):
+    """A bug: something kb's own invariants say cannot happen (exit 3)."""
+
+    kind = "internal"
+    exit_code = 3
 
 
 class RefusedError(KbError):
     """An operation was refused; nothing was written (exit 1)."""
 
+    kind = "refused"
     exit_code = 1
+
+
+class NotFoundError(RefusedError):
+    """The named ID, file or lock does not exist (exit 1, kind ``not_found``)."""
+
+    kind = "not_found"
+
+
+class ConflictError(RefusedError):
+    """The target exists already, has uncommitted changes, or HEAD moved (exit 1)."""
+
+    kind = "conflict"
+
+
+class LockedError(RefusedError):
+    """Another owner holds a lock on the target (exit 1, kind ``locked``)."""
+
+    kind = "locked"
+
+
+class StaleError(RefusedError):
+    """``--expect`` named a blob the file no longer has (exit 1, kind ``stale``)."""
+
+    kind = "stale"
+
+
+def error_kind(exc: BaseException) -> tuple[str, int]:
+    """``(kind, exit_code)`` of any exception: a :class:`KbError`'s own, else ``internal`` 3."""
+    if isinstance(exc, KbError):
+        return exc.kind, exc.exit_code
+    return "internal", 3
+
+
+def error_object(exc: BaseException) -> dict[str, dict[str, object]]:
+    """The JSON error object ``{"error": {"message", "exit_code", "kind"}}`` of ``exc``."""
+    kind, code = error_kind(exc)
+    msg = str(exc) if isinstance(exc, KbError) else f"internal error: {type(exc).__name__}: {exc}"
+    return {"error": {"message": msg, "exit_code": code, "kind": kind}}
+
+
+__all__ = ["ERROR_KINDS", "KbError", "UsageError", "EnvironmentError_", "NotAKnowledgeBase",
+           "GitError", "ConfigError", "InternalError", "RefusedError", "NotFoundError",
+           "ConflictError", "LockedError", "StaleError", "error_kind", "error_object"]

@@ -34,6 +34,30 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO_ROOT / "examples"
 
+# -- the tests exercise the source, never a stale installed copy ------------------
+#
+# ``cli/`` is installed as ``kb_cli``, so the source tree alone cannot be imported
+# under the installed names. A folder of two symlinks (``kb`` -> kb/, ``kb_cli`` ->
+# cli/) put first on ``sys.path`` and on ``PYTHONPATH`` makes this process, every
+# ``kb`` subprocess and every git hook the tests run import the checkout's code,
+# whatever copy ``pip install`` left in site-packages (the README's test command
+# installs non-editable). Only the wheel test strips it, on purpose.
+SOURCE_PATH = Path(tempfile.mkdtemp(prefix="kb-test-source-"))
+(SOURCE_PATH / "kb").symlink_to(REPO_ROOT / "kb", target_is_directory=True)
+(SOURCE_PATH / "kb_cli").symlink_to(REPO_ROOT / "cli", target_is_directory=True)
+atexit.register(shutil.rmtree, SOURCE_PATH, ignore_errors=True)
+sys.path.insert(0, str(SOURCE_PATH))
+for _name in [m for m in sys.modules if m in ("kb", "kb_cli") or m.startswith(("kb.", "kb_cli."))]:
+    del sys.modules[_name]
+os.environ["PYTHONPATH"] = str(SOURCE_PATH)
+
+
+def source_env(env: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+    """A copy of ``env`` (default: this process's) whose Python imports kb from the checkout."""
+    out = dict(os.environ if env is None else env)
+    out["PYTHONPATH"] = str(SOURCE_PATH)
+    return out
+
 #: Fixed identity and clock for every git command run by the tests (and by kb).
 GIT_ENV: dict[str, str] = {
     "GIT_AUTHOR_NAME": "KB Test",
@@ -296,8 +320,7 @@ def kb_script() -> str:
 def run_script(*args: str, cwd: Union[str, Path], env: Optional[Mapping[str, str]] = None,
                timeout: float = 60) -> Result:
     """Run the installed ``kb`` console script in a subprocess."""
-    full_env = dict(os.environ)
-    full_env.pop("PYTHONPATH", None)
+    full_env = source_env()
     if env:
         full_env.update(env)
     proc = subprocess.run([kb_script(), *args], cwd=cwd, capture_output=True, env=full_env,

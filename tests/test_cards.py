@@ -410,12 +410,18 @@ BAD = [
 ]
 
 
+#: Needles of the BAD cases that are usage mistakes (a bad argument value: exit 2).
+USAGE = {"path separator", "never", "原始, 后生, promote", "原始, 求解中, 等待依赖, 已解决, 死路", "empty",
+         "outside [0,1]", "strictly between 0 and 1", "does not exist", "解法", "数论", "CATEGORY",
+         "理论体系", "at least 2 votes", "NAME=RESULT", "forced, flat", "survival-map"}
+
+
 def test_bad_input_refused_nothing_written(ex: Path) -> None:
     before = tree_snapshot(ex, skip_git=True)
     old = head(ex)
     for args, needle in BAD:
         r = invoke(*args, cwd=ex)
-        assert r.code == 1, (args, r.code, r.stderr)
+        assert r.code == (2 if needle in USAGE else 1), (args, r.code, r.stderr)
         lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
         assert len(lines) == 1 and lines[0].startswith("kb: "), (args, r.stderr)
         assert needle in lines[0], (args, lines[0])

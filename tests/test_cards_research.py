@@ -77,10 +77,10 @@ def test_priority_adjust_formulas(ex: Path) -> None:
     commit_all(ex, "directions")
     r = invoke("priority", "adjust", "--mode", "deadend-deprioritize", "--json", cwd=ex)
     assert r.code == 0, r.stderr
-    assert r.json()["changes"] == [{"id": "q5", "kind": "problem", "old": 3, "new": 10}]
+    assert r.json()["edits"] == [{"id": "q5", "kind": "problem", "old": 3, "new": 10}]
     # survival-map: q2 (d1 at 0.7) -> round(10 - 7) = 3; q5 (0.25) -> round(7.5) = 8; q6 -> round(9.5) = 10
     r = invoke("priority", "adjust", "--mode", "survival-map", "--json", cwd=ex)
-    got = {c["id"]: (c["old"], c["new"]) for c in r.json()["changes"]}
+    got = {c["id"]: (c["old"], c["new"]) for c in r.json()["edits"]}
     assert got == {"q2": (0, 3), "q5": (10, 8), "q6": (12, 10)}
     assert "- 优先级: 3\n" in (ex / "Problems/q2.md").read_text(encoding="utf-8")
     # progress-graded: |0.9 - 0.5| = 0.4, two entries -> 1.2·0.4 + 0.16 = 0.64 -> round(3.6) = 4
@@ -89,7 +89,7 @@ def test_priority_adjust_formulas(ex: Path) -> None:
     add_entry(ex, "p7", "证伪", "b", 0.5, text="y")
     add_proposition(ex, "数论", "p8", "Never.", probability=0.5, priority="never")
     r = invoke("priority", "adjust", "--mode", "progress-graded", "--dry-run", "--json", cwd=ex)
-    assert r.json()["changes"] == [{"id": "p7", "kind": "proposition", "old": 1, "new": 4}]
+    assert r.json()["edits"] == [{"id": "p7", "kind": "proposition", "old": 1, "new": 4}]
     old = git(ex, "rev-parse", "HEAD")
     assert git(ex, "rev-parse", "HEAD") == old  # dry run
     r = invoke("priority", "adjust", "--mode", "progress-graded", cwd=ex)
@@ -112,7 +112,7 @@ def test_refresh_recomputes_depended_by_and_waiting(ex: Path) -> None:
     commit_all(ex, "hand edits")
     r = invoke("refresh", "--check", "--json", cwd=ex)
     assert r.code == 1
-    changes = {(c["id"], c["key"]): c["new"] for c in r.json()["changes"]}
+    changes = {(c["id"], c["key"]): c["new"] for c in r.json()["edits"]}
     assert changes == {("q2", "被依赖"): '["q5"]', ("q5", "被依赖"): '["q6"]', ("q6", "状态"): "等待依赖"}
     old = git(ex, "rev-parse", "HEAD")
     r = invoke("refresh", cwd=ex)
@@ -141,7 +141,7 @@ def test_report_is_deterministic_and_links_verified_cards(ex: Path, monkeypatch:
     head = git(ex, "rev-parse", "HEAD")
     assert invoke("report", "--date", "2026-11-05", cwd=ex).code == 0
     assert git(ex, "rev-parse", "HEAD") == head  # unchanged: no commit
-    assert invoke("report", "--date", "someday", cwd=ex).code == 1
+    assert invoke("report", "--date", "someday", cwd=ex).code == 2  # a malformed date is a usage mistake
 
 
 def test_brief_json_text_and_max_chars(ex: Path) -> None:
@@ -161,4 +161,4 @@ def test_brief_json_text_and_max_chars(ex: Path) -> None:
     assert short.code == 0 and len(short.stdout) <= 401
     small = invoke("brief", "--json", "--max-chars", "1200", cwd=ex)
     assert len(small.stdout) <= 1201 and "omitted" in json.loads(small.stdout)
-    assert invoke("brief", "--max-chars", "0", cwd=ex).code == 1
+    assert invoke("brief", "--max-chars", "0", cwd=ex).code == 2  # an out-of-range number is a usage mistake

@@ -212,7 +212,7 @@ def test_fm08a_rest_of_kb_is_indexed(case_bytes, make_kb, run_kb):
     assert r.code == 0, r.stderr
     assert "Traceback" not in r.stderr
     out = r.json()
-    assert out["counts"] == {"hypothesis": 1, "experiment": 1}
+    assert out["counts"] == {"hypotheses": 1, "experiments": 1}
     assert [(d["path"], d["line"], d["code"]) for d in out["diagnostics"]] == [("tree.md", 2, "KB105")]
 
 
@@ -246,7 +246,7 @@ def test_fm09a_in_kb_names_file_and_line(case_bytes, make_kb, run_kb):
     assert "Traceback" not in r.stdout + r.stderr
     r = run_kb("index", "--json", cwd=root)
     assert r.json()["failed_files"] == ["tree.md"]
-    assert r.json()["counts"] == {"hypothesis": 1}
+    assert r.json()["counts"] == {"hypotheses": 1}
 
 
 # -- FM-10 leading zeros -----------------------------------------------------------------
@@ -276,7 +276,7 @@ def test_fm12_dates_in_index_and_json(case_bytes, make_kb, run_kb):
     """FM-12 as tree.md: the index and ``kb show H1 --json`` hold ISO strings; JSON never fails."""
     root = make_kb({"tree.md": case_bytes("FM-12")}, commit=True)
     r = run_kb("index", "--json", cwd=root)
-    assert r.code == 0 and r.json()["counts"] == {"hypothesis": 1}
+    assert r.code == 0 and r.json()["counts"] == {"hypotheses": 1}
     r = run_kb("show", "H1", "--json", cwd=root)
     assert r.code == 0
     assert r.json()["frontmatter"] == {"created": "2026-06-16", "updated": "2026-06-16 09:30:00"}

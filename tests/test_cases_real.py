@@ -57,7 +57,7 @@ def test_teamflint_duplicates_visible_in_index_and_show(case_bytes, make_kb, run
     root = make_kb({"tree.md": case_bytes(TEAMFLINT)}, commit=True)
     r = run_kb("index", "--json", cwd=root)
     assert r.code == 1  # KB115: no Status line under any heading
-    assert r.json()["counts"] == {"hypothesis": 9}
+    assert r.json()["counts"] == {"hypotheses": 9}
     assert {d["code"] for d in r.json()["diagnostics"]} == {"KB115"}
     for hid, lines in {"H001": [63, 81], "H002": [71, 88], "H005": [117, 125]}.items():
         r = run_kb("show", hid, "--json", cwd=root)
@@ -133,7 +133,7 @@ def test_sliderule_in_kb_both_ways(case_bytes, make_kb, run_kb):
 
     configured = make_kb({"tree.md": case_bytes(SLIDERULE)}, config=SLIDERULE_TOML, commit=True)
     r = run_kb("index", "--json", cwd=configured)
-    assert r.json()["counts"] == {"hypothesis": 14}
+    assert r.json()["counts"] == {"hypotheses": 14}
     assert "KB116" not in {d["code"] for d in r.json()["diagnostics"]}
     listed = run_kb("ls", "hypotheses", "--json", cwd=configured).json()
     assert [(h["id"], h["line"]) for h in listed] == SLIDERULE_HEADINGS
@@ -212,7 +212,7 @@ def test_kexin_in_kb(case_bytes, make_kb, run_kb):
     r = run_kb("index", "--json", cwd=root)
     assert r.code == 0, r.stdout
     out = r.json()
-    assert out["counts"] == {"record": 7}
+    assert out["counts"] == {"records": 7}
     assert out["errors"] == 0
     assert {d["code"] for d in out["diagnostics"]} == {"KB110"}
     listed = run_kb("ls", "records", "--json", cwd=root).json()

@@ -77,12 +77,12 @@ def test_index_examples_is_clean(example_kb, run_kb):
     assert out["errors"] == 0 and out["failed_files"] == []
     assert [d for d in out["diagnostics"] if d["severity"] == "error"] == []
     c = out["counts"]
-    assert c["hypothesis"] >= 3 and c["experiment"] >= 2 and c["problem"] >= 2
-    assert c["proposition"] >= 2 and c["method"] >= 1 and c["verified"] >= 1
+    assert c["hypotheses"] >= 3 and c["experiments"] >= 2 and c["problems"] >= 2
+    assert c["propositions"] >= 2 and c["methods"] >= 1 and c["verified"] >= 1
     text = run_kb("index", "--stats", cwd=example_kb)
     assert text.code == 0 and "indexed" in text.stderr and "cache reused" in text.stderr
-    assert f"{c['hypothesis']} hypotheses, {c['experiment']} experiments" in text.stderr
-    assert f"{c['method']} method{'s' if c['method'] != 1 else ''}" in text.stderr
+    assert f"{c['hypotheses']} hypotheses, {c['experiments']} experiments" in text.stderr
+    assert f"{c['methods']} method{'s' if c['methods'] != 1 else ''}" in text.stderr
 
 
 def test_ls_examples(example_kb, run_kb):
@@ -161,7 +161,7 @@ def test_console_script(example_kb):
     r = run_script("index", "--json", cwd=example_kb)
     assert r.code == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["errors"] == 0 and out["counts"]["hypothesis"] >= 3
+    assert out["errors"] == 0 and out["counts"]["hypotheses"] >= 3
     r = run_script("ls", "hypotheses", "--json", cwd=example_kb)
     statuses = {h["status"] for h in json.loads(r.stdout)}
     assert statuses <= {"待验", "进行中", "被支持", "被推翻"} and statuses
@@ -198,7 +198,7 @@ def test_gbk_file_fails_but_rest_is_indexed(make_kb, run_kb):
     no_traceback(r)
     out = run_kb("index", "--json", cwd=root).json()
     assert out["failed_files"] == ["experiments/E002.md"]
-    assert out["counts"] == {"hypothesis": 1, "experiment": 1}
+    assert out["counts"] == {"hypotheses": 1, "experiments": 1}
     assert run_kb("show", "E001", cwd=root).code == 0
 
 
@@ -210,7 +210,7 @@ def test_show_unknown_id(example_kb, run_kb):
     r = run_kb("show", "NOPE", "--json", cwd=example_kb)
     assert r.code == 1 and "'NOPE'" in r.stderr
     err = r.json()["error"]
-    assert err["exit_code"] == 1 and err["kind"] == "refused" and "'NOPE'" in err["message"]
+    assert err["exit_code"] == 1 and err["kind"] == "not_found" and "'NOPE'" in err["message"]
 
 
 def test_json_errors_for_usage_and_refusals(example_kb, run_kb):
@@ -220,7 +220,7 @@ def test_json_errors_for_usage_and_refusals(example_kb, run_kb):
     assert r.code == 2 and r.json()["error"]["kind"] == "usage"
     assert "STATEMENT" in r.json()["error"]["message"]
     r = run_kb("hyp", "status", "H1", "bogus", "--json", cwd=example_kb)
-    assert r.code == 1 and "accepted: 待验|untested" in r.json()["error"]["message"]
+    assert r.code == 2 and r.json()["error"]["kind"] == "usage" and "accepted: 待验|untested" in r.json()["error"]["message"]
     assert run_kb("hyp", "status", "H1", "bogus", cwd=example_kb).stdout == ""
 
 
@@ -370,7 +370,7 @@ def test_init_research_layout(tmp_path, run_kb):
     write_files(target, {".research/tree.md": TREE, ".research/experiments/E001.md": EXP})
     r = run_kb("index", "--json", cwd=target)
     assert r.code == 0, r.stdout
-    assert r.json()["counts"] == {"hypothesis": 1, "experiment": 1}
+    assert r.json()["counts"] == {"hypotheses": 1, "experiments": 1}
     shown = run_kb("show", "E001", "--json", cwd=target).json()
     assert shown["path"] == ".research/experiments/E001.md"
 

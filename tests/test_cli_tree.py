@@ -30,25 +30,30 @@ def test_hyp_add_text_and_json_output(tree_kb: Path) -> None:
     assert data["parent"] == "H1" and data["ids"] == ["H1.1"]
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["hyp", "add", ""], "the statement is empty"),
-    (["hyp", "add", "a\nb"], "spans several lines"),
-    (["hyp", "add", "x", "--parent", "H5"], "unknown hypothesis 'H5'"),
-    (["hyp", "status", "H1", "done"], "accepted: 待验|untested, 进行中|in-progress, 被支持|supported, 被推翻|refuted"),
-    (["hyp", "status", "H9", "进行中"], "unknown hypothesis 'H9'"),
-    (["hyp", "status", "H1", "待验", "--force"], "--force needs --reason"),
-    (["hyp", "evidence", "H1", "E404"], "unknown experiment 'E404'"),
-    (["exp", "new", "--hyp", "H1", ""], "the action is empty"),
-    (["exp", "result", "E404", "--data", "d", "--conclusion", "支持", "--reason", "r"], "unknown experiment"),
-    (["exp", "update", "E404", "x", "--section", "方法"], "unknown experiment"),
+@pytest.mark.parametrize("args, needle, kind", [
+    (["hyp", "add", ""], "the statement is empty", "usage"),
+    (["hyp", "add", "a\nb"], "spans several lines", "usage"),
+    (["hyp", "add", "x", "--parent", "H5"], "unknown hypothesis 'H5'", "not_found"),
+    (["hyp", "status", "H1", "done"], "accepted: 待验|untested, 进行中|in-progress, 被支持|supported, 被推翻|refuted",
+     "usage"),
+    (["hyp", "status", "H9", "进行中"], "unknown hypothesis 'H9'", "not_found"),
+    (["hyp", "status", "H1", "待验", "--force"], "--force needs --reason", "usage"),
+    (["hyp", "status", "H1", "被支持"], "H1 has no Evidence", "refused"),
+    (["hyp", "evidence", "H1", "E404"], "unknown experiment 'E404'", "not_found"),
+    (["exp", "new", "--hyp", "H1", ""], "the action is empty", "usage"),
+    (["exp", "result", "E404", "--data", "d", "--conclusion", "支持", "--reason", "r"], "unknown experiment",
+     "not_found"),
+    (["exp", "update", "E404", "x", "--section", "方法"], "unknown experiment", "not_found"),
 ])
-def test_bad_input_is_one_line_exit_1_nothing_written(tree_kb: Path, args: list, needle: str) -> None:
+def test_bad_input_is_one_line_nothing_written(tree_kb: Path, args: list, needle: str, kind: str) -> None:
+    """Usage mistakes exit 2 (kind usage), refusals 1 (refused, not_found): one line, nothing written."""
     kb(tree_kb, "hyp", "add", "A")
     with unchanged(tree_kb):
         r = kb(tree_kb, *args, "--json")
-    assert r.code == 1, r.stderr
-    assert json.loads(r.stdout)["error"] == {"message": r.stderr[4:-1], "exit_code": 1,
-                                             "kind": "refused"}
+    code = 2 if kind == "usage" else 1
+    assert r.code == code, r.stderr
+    assert json.loads(r.stdout)["error"] == {"message": r.stderr[4:-1], "exit_code": code,
+                                             "kind": kind}
     assert needle in r.stderr and r.stderr.startswith("kb: ") and r.stderr.count("\n") == 1
 
 
@@ -57,7 +62,7 @@ def test_bad_conclusion_word(tree_kb: Path) -> None:
     kb(tree_kb, "exp", "new", "--hyp", "H1", "run")
     with unchanged(tree_kb):
         r = kb(tree_kb, "exp", "result", "E001", "--data", "d", "--conclusion", "yes", "--reason", "r")
-    assert r.code == 1
+    assert r.code == 2  # an unknown word is a usage mistake
     assert r.stderr == ("kb: unknown conclusion 'yes'; accepted: 支持|supports, 推翻|refutes, "
                         "不确定|inconclusive\n")
 

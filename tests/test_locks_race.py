@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import git, invoke
 
 ROUNDS = int(os.environ.get("KB_LOCK_RACE_ROUNDS", "50"))
@@ -91,6 +93,7 @@ def check_pairs(text: str, expect: set[tuple[str, int]]) -> None:
     assert seen == expect
 
 
+@pytest.mark.slow
 def test_eight_processes_race_on_one_clone(make_kb, capsys):
     files = {"shared.md": ""} | {f"own{i}.md": "" for i in range(WORKERS)}
     root = make_kb(files, commit=True)

@@ -198,6 +198,7 @@ print(attempt)
 """
 
 
+@pytest.mark.slow
 def test_four_clones_race_through_a_bare_remote(cluster, capsys):
     bare, clones = cluster
     cs = clones(4)

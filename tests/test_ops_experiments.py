@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conftest import commit_all, git, write_files
-from kb.errors import RefusedError
+from kb.errors import RefusedError, UsageError
 from kb.ops import experiments as ex
 from kb.ops import tree as tr
 from test_ops_tree import assert_verifies, block, message, text, unchanged
@@ -45,18 +45,18 @@ def test_bad_inputs_write_nothing(one_hyp: Path) -> None:
     with unchanged(root):
         with pytest.raises(RefusedError, match=r"unknown hypothesis 'H7'"):
             ex.new_experiment(root, "H7", "x")
-        with pytest.raises(RefusedError, match="the action is empty"):
+        with pytest.raises(UsageError, match="the action is empty"):
             ex.new_experiment(root, "H1", " ")
-        with pytest.raises(RefusedError, match="invalid date '2026-13-01'"):
+        with pytest.raises(UsageError, match="invalid date '2026-13-01'"):
             ex.new_experiment(root, "H1", "x", date="2026-13-01")
-        with pytest.raises(RefusedError, match=r"unknown conclusion 'maybe'; accepted: "
+        with pytest.raises(UsageError, match=r"unknown conclusion 'maybe'; accepted: "
                                                r"支持\|supports, 推翻\|refutes, 不确定\|inconclusive"):
             ex.record_result(root, "E001", "d", "maybe", "r")
         with pytest.raises(RefusedError, match=r"unknown experiment 'E042' \(experiments: E001\)"):
             ex.record_result(root, "E042", "d", "支持", "r")
-        with pytest.raises(RefusedError, match="the reason"):
+        with pytest.raises(UsageError, match="the reason"):
             ex.record_result(root, "E001", "d", "支持", "")
-        with pytest.raises(RefusedError, match=r"unknown design field 'budget'; accepted: 目标\|goal"):
+        with pytest.raises(UsageError, match=r"unknown design field 'budget'; accepted: 目标\|goal"):
             ex.update_section(root, "E001", "budget", "x")
         with pytest.raises(RefusedError, match="holds a heading line"):
             ex.log(root, "E001", "ok\n## 结果\nsneaky")

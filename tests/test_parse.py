@@ -214,7 +214,7 @@ def test_vibe_math_layout_through_kb_toml(make_kb, run_kb):
     root = make_kb({f"{VIBE}/Problems/q1.md": problem, f"{VIBE}/Propos/数论/p1.md": prop,
                     "Problems/q9.md": problem}, config=VIBE_TOML, commit=True)
     r = run_kb("index", "--json", cwd=root)
-    assert r.code == 0 and r.json()["counts"] == {"problem": 1, "proposition": 1}
+    assert r.code == 0 and r.json()["counts"] == {"problems": 1, "propositions": 1}
     shown = run_kb("show", "p1", "--json", cwd=root).json()
     assert shown["path"] == f"{VIBE}/Propos/数论/p1.md" and shown["category"] == "数论"
     assert shown["dependants"] == ["q1"]

@@ -278,7 +278,7 @@ def test_stale_index_lock_does_not_stop_reading(make_kb, run_kb):
     os.utime(root / "experiments" / "E001.md")
     r = run_kb("index", "--json", cwd=root)
     assert r.code == 0, r.stderr
-    assert r.json()["counts"] == {"hypothesis": 1, "experiment": 1}
+    assert r.json()["counts"] == {"hypotheses": 1, "experiments": 1}
     assert run_kb("show", "H1", "--json", cwd=root).json()["statement"] == "v2"
     assert lock.exists() and lock.read_bytes() == b""
 

@@ -245,7 +245,8 @@ def test_shallow_clone_is_reported_not_misjudged(make_kb, tmp_path):
     git(tmp_path, "clone", "-q", "--depth", "1", f"file://{root}", str(clone))
     res = invoke("verify", "--rev", "HEAD", "--json", cwd=clone)
     data = json.loads(res.stdout)
-    assert res.code == 2 and "git fetch --unshallow" in data["error"]
+    assert res.code == 2 and "git fetch --unshallow" in data["error"]["message"]
+    assert data["error"]["kind"] == "environment" and data["error"]["exit_code"] == 2
     assert not [c for c in codes(data) if c in ("KB301", "KB307")]
     res = invoke("verify", "--range", "HEAD~1..HEAD", cwd=clone)
     assert res.code == 2 and "unshallow" in res.stderr

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Mapping, Optional, Union
 
-from conftest import GIT_ENV, commit_all, git, invoke, write_files
+from conftest import GIT_ENV, SOURCE_PATH, commit_all, git, invoke, write_files
 
 TREE = """\
 # Hypothesis Tree
@@ -142,7 +142,7 @@ def git_env(extra: Optional[Mapping[str, str]] = None) -> dict[str, str]:
     env = dict(os.environ)
     env.update(GIT_ENV)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = str(SOURCE_PATH)
     if extra:
         env.update(extra)
     return env

@@ -14,7 +14,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 from kb.checks.verify import Finding
 
@@ -103,3 +103,45 @@ def regenerate_dashboard(kb_root: Path) -> bool:
             return False
         _write_atomic(target, data)
         return True
+
+
+@dataclass
+class FixSummary:
+    """What ``kb verify --fix`` did over all its passes.
+
+    ``applied``/``skipped``: line fixes applied, or skipped because the line had
+    changed; ``regenerated``: DASHBOARD.md files rewritten; ``files``: the
+    KB-relative paths written.
+    """
+
+    applied: int = 0
+    skipped: int = 0
+    regenerated: int = 0
+    files: set[str] = field(default_factory=set)
+
+
+#: A fix can reveal another (a repaired heading exposes its bold anchor); the
+#: passes stop when nothing more applies, and never run more often than this.
+MAX_FIX_PASSES = 5
+
+
+def fix_until_stable(check: Callable[[], Any]) -> tuple[Any, FixSummary]:
+    """Apply fixes and re-check until nothing more applies (``MAX_FIX_PASSES`` at most).
+
+    ``check()`` returns a :class:`kb.checks.verify.Report` of the working tree;
+    returns the last report (after the last fix) and what was done.
+    """
+    report = check()
+    done = FixSummary()
+    for _pass in range(MAX_FIX_PASSES):
+        res = apply_fixes(report.findings)
+        roots = sorted({f.kb_root for f in report.findings if f.code == "KB240" and f.kb_root})
+        regen = sum(1 for root in roots if regenerate_dashboard(Path(root)))
+        done.applied += res.applied
+        done.skipped += res.skipped
+        done.regenerated += regen
+        done.files |= set(res.files)
+        if not (res.applied or regen):
+            break
+        report = check()
+    return report, done

@@ -16,6 +16,7 @@ from typing import Any, Iterable, Optional
 
 from kb.checks.facts import CARD_KINDS, FileFacts, Facts, LightDiagnostic, Obj
 from kb.checks.registry import file_rule, snapshot_rule
+from kb.research import dependencies
 from kb.vocab import (
     CONCLUSION,
     ENTRY_STATUS,
@@ -506,16 +507,16 @@ def depended_by(s: Facts) -> list:
     problems = {r.id: r for r in s.of_kind("problem")}
     if not problems:
         return []
-    derived: dict[str, set[str]] = {}
+    depends: dict[str, list[str]] = {pid: [] for pid in problems}
     declared: dict[str, set[str]] = {}
     for path, src, dst, kind in s.links():
         if kind == "depends" and src in problems and problems[src].path == path:
-            derived.setdefault(dst, set()).add(src)
+            depends[src].append(dst)
         elif kind == "depended_by" and src in problems:
             declared.setdefault(src, set()).add(dst)
+    derived = dependencies.reverse_dependencies(depends)
     out = []
-    differ = [pid for pid in set(derived) | set(declared)
-              if pid in problems and derived.get(pid, set()) != declared.get(pid, set())]
+    differ = [pid for pid in problems if set(derived[pid]) != declared.get(pid, set())]
     from kb.parse.common import dump_list
 
     differ.sort(key=natural)
@@ -525,7 +526,7 @@ def depended_by(s: Facts) -> list:
                         if lines_of[pid] and lines_of[pid] != problems[pid].line)
     for pid in differ:
         row = problems[pid]
-        want = sorted(derived.get(pid, set()), key=natural)
+        want = derived[pid]
         ln = lines_of[pid]
         fix = None
         if ln and ln != row.line:
@@ -709,3 +710,20 @@ def stale_dashboard(s: Facts) -> list:
     return [diag(dash, line, "KB240",
                  f"{dash} is stale: it is not what `kb dashboard` renders from {tree} and the "
                  "experiments (first difference at this line); run `kb dashboard` and commit it")]
+
+
+@snapshot_rule("KB219")
+def unportable_paths(s: Facts) -> list:
+    """KB219: a file name Windows reserves (``CON.md``, ``aux``), or two paths that
+    differ only in case or Unicode normalisation (one file on macOS/Windows)."""
+    from kb.repo import colliding, unportable
+
+    out = []
+    for p in sorted(s.files):
+        why = unportable(p)
+        if why:
+            out.append(diag(p, 1, "KB219", f"{p} cannot be checked out everywhere: {why}"))
+    for a, b in colliding(list(s.files)):
+        out.append(diag(b, 1, "KB219", f"{b} and {a} differ only in case or Unicode "
+                                       "normalisation: macOS and Windows take them for one file"))
+    return out

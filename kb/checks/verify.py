@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
 from kb import git
-from kb.errors import EnvironmentError_, GitError, UsageError
+from kb.errors import EnvironmentError_, GitError, KbError, UsageError
 
 ZERO = "0" * 40
 MODES = ("worktree", "staged", "rev", "range")
@@ -610,10 +610,37 @@ def _kb_at(top: Path, prefix: str, blob_rev: Optional[str]) -> Any:
     return KnowledgeBase(root=root, top=top, prefix=prefix, config=cfg)
 
 
+_CONFIGS: dict[tuple[str, str, str], Any] = {}
+
+
+def _config_at(k: Any, rev: Optional[str]) -> Any:
+    """The KB's configuration as of ``rev`` (a commit, or ``":"`` for the staged
+    index), or None when kb.toml is absent there or unreadable (the caller
+    then falls back to the configuration it has)."""
+    if rev is None:
+        return None
+    from kb.config import config_from_dict, tomllib
+
+    spec = f"{rev}{'' if rev == ':' else ':'}{k.prefix}kb.toml"
+    key = (str(k.top), k.prefix, spec)
+    if rev == ":":
+        _CONFIGS.pop(key, None)  # the staged index changes; commits do not
+    if key not in _CONFIGS:
+        proc = git.run(["cat-file", "blob", spec], k.top, check=False)
+        cfg = None
+        if proc.returncode == 0:
+            try:
+                cfg = config_from_dict(k.root, tomllib.loads(proc.stdout.decode("utf-8")))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError, KbError):
+                cfg = None
+        _CONFIGS[key] = cfg
+    return _CONFIGS[key]
+
+
 def _index(k: Any) -> Any:
     from kb.index import Index
 
-    if k.root.is_dir():
+    if k.root.is_dir() and (k.root / "kb.toml").is_file():
         return Index(k)
     import hashlib
 
@@ -628,8 +655,12 @@ def _staged_kbs(top: Path) -> list[str]:
 
 
 def _top(start: Path) -> Path:
+    """The work tree top; in a bare repository (a server's pre-receive hook) its git dir."""
     top = git.toplevel(start)
     if top is None:
+        bare = git.run(["rev-parse", "--is-bare-repository"], start, check=False)
+        if bare.returncode == 0 and bare.stdout.strip() == b"true":
+            return git.git_dir(Path(start)).resolve()
         raise EnvironmentError_(f"{start.resolve()} is not inside a git work tree")
     return top.resolve()
 
@@ -720,7 +751,8 @@ def verify_worktree(start: Path, kb_path: Optional[Path] = None,
                    if base.files.get(p) != new.files.get(p) and not p.startswith(vprefix)]
         changes += _worktree_verified(k, head)
         overrides = parse_overrides(env.get("KB_OVERRIDE", ""))
-        change = Change(base_f, new_f, "worktree", changes, overrides)
+        change = Change(base_f, new_f, "worktree", changes, overrides,
+                        base_config=_config_at(k, head), new_config=k.config)
         report.findings += _config_findings(k)
         report.findings += _check_snapshots(k, new_f, base_f, strict=False)
         report.findings += _history(change, k, None)
@@ -798,7 +830,8 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
             base = Snapshot(kb=k, kind="commit", files=bfiles, formats=bfmts, rev=head)
             new_f = Facts(idx, new, "the staged index")
             base_f = Facts(idx, base, "HEAD" if head else "the empty history", derive_from=new_f)
-            change = Change(base_f, new_f, "staged", changes, overrides)
+            change = Change(base_f, new_f, "staged", changes, overrides,
+                            base_config=_config_at(k, head), new_config=_config_at(k, ":"))
             report.findings += _config_findings(k)
             report.findings += _history(change, k, None)
             report.findings += _check_snapshots(k, new_f, base_f, strict=True,
@@ -986,7 +1019,8 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
                 old_f = Facts(idx, old, parent[:10] if parent else "the empty history", ensure=touched)
                 overrides = dict(ovs.get(c, {}))
                 overrides.update(merge_ovs.get(c, {}))
-                change = Change(old_f, new_f, mode, changes, overrides, commit=c, origin=origin_f)
+                change = Change(old_f, new_f, mode, changes, overrides, commit=c, origin=origin_f,
+                                base_config=_config_at(k, parent), new_config=_config_at(k, c))
                 report.findings += _history(change, k, c)
             report.findings += _config_findings(k)
             report.findings += _check_snapshots(k, tip_f, origin_f, strict=True) if origin_f is not None \

@@ -28,13 +28,22 @@ reads too —, ISO 8601 or ``20261102T100000``, UTC), else the system's UTC time
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
-from kb.errors import RefusedError
+from kb.errors import ConflictError, NotFoundError, RefusedError, UsageError
+from kb.ops.result import OpResult
 from kb.repo import KnowledgeBase, open_kb
+from kb.research import dependencies
+from kb.research.dependencies import natural_key
+from kb.vocab import (  # re-exported: the card vocabularies live in kb.vocab
+    METHOD_STATUS,
+    METHOD_TYPE,
+    PROBLEM_SOURCE,
+    PROBLEM_STATUS,
+    PROPOSITION_STATUS,
+)
 
 # ---------------------------------------------------------------------------
 # Errors, clock, numbers, IDs
@@ -44,11 +53,6 @@ class CardError(RefusedError):
     """Bad input for a card operation: a one-line message; nothing was written (exit 1)."""
 
 
-PROBLEM_STATUS = ("原始", "求解中", "等待依赖", "已解决", "死路")
-PROBLEM_SOURCE = ("原始", "后生", "promote")
-PROPOSITION_STATUS = ("未定论", "已验证·真", "已验证·假")
-METHOD_TYPE = ("理论体系", "框架", "工具", "方法", "思想", "范式", "技巧")
-METHOD_STATUS = ("经验", "应用验证", "含已验证断言")
 ENTRY_KINDS = ("解法", "证明", "证伪")
 ENTRY_SECTION = {"解法": "解法候选", "证明": "证明尝试", "证伪": "证伪尝试"}
 CARD_KINDS = ("problem", "proposition", "method")
@@ -103,21 +107,21 @@ def parse_probability(raw: Union[str, float, int, None], what: str = "probabilit
     (VIBEMATH-V3.md: agents never report 0 or 1 themselves).
     """
     if raw is None:
-        raise CardError(f"{what} is missing; give a number between 0 and 1")
+        raise UsageError(f"{what} is missing; give a number between 0 and 1")
     if isinstance(raw, (int, float)) and not isinstance(raw, bool):
         x = float(raw)
     else:
         try:
             x = float(str(raw).strip())
         except ValueError:
-            raise CardError(f"{what} {raw!r} is not a number; give a number between 0 and 1") from None
+            raise UsageError(f"{what} {raw!r} is not a number; give a number between 0 and 1") from None
     if x != x or x in (float("inf"), float("-inf")) or not 0 <= x <= 1:
-        raise CardError(f"{what} {raw} is outside [0,1]; give a number between 0 and 1")
+        raise UsageError(f"{what} {raw} is outside [0,1]; give a number between 0 and 1")
     if 0 < x < 1e-4:
-        raise CardError(f"{what} {raw} is below 0.0001; give at least 0.0001 (Vibe Math reads "
+        raise UsageError(f"{what} {raw} is below 0.0001; give at least 0.0001 (Vibe Math reads "
                         "plain decimals only)")
     if open_interval and x in (0.0, 1.0):
-        raise CardError(f"{what} {raw} would settle the object; give a number strictly between 0 "
+        raise UsageError(f"{what} {raw} would settle the object; give a number strictly between 0 "
                         "and 1 (only `kb verdict` sets 0 or 1)")
     return x
 
@@ -128,14 +132,14 @@ def parse_priority_arg(raw: Union[str, int, None]) -> Union[int, str]:
         return 1
     if isinstance(raw, int) and not isinstance(raw, bool):
         if raw < 0:
-            raise CardError(f"priority {raw} is negative; give an integer ≥ 0 or never")
+            raise UsageError(f"priority {raw} is negative; give an integer ≥ 0 or never")
         return raw
     v = str(raw).strip()
     if v == "never":
         return "never"
     if re.fullmatch(r"\d+", v):
         return int(v)
-    raise CardError(f"priority {raw!r} is not valid; give an integer ≥ 0 (smaller runs first) or never")
+    raise UsageError(f"priority {raw!r} is not valid; give an integer ≥ 0 (smaller runs first) or never")
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -172,7 +176,7 @@ def check_new_id(value: str, what: str = "ID") -> str:
         elif len(v) > 80:
             why = "is longer than 80 characters"
     if why:
-        raise CardError(f"{what} {value!r} {why}; use letters, digits, CJK, '_' and inner '-' or "
+        raise UsageError(f"{what} {value!r} {why}; use letters, digits, CJK, '_' and inner '-' or "
                         "'.' (e.g. q1, p-3f2a9c01)")
     return v
 
@@ -181,38 +185,34 @@ def check_line(value: str | None, what: str, *, required: bool = True) -> str:
     """A one-line field (title, plan, name): no newline, not empty when required."""
     v = (value or "").strip()
     if required and not v:
-        raise CardError(f"{what} is empty; give a non-empty one-line text")
+        raise UsageError(f"{what} is empty; give a non-empty one-line text")
     if "\n" in v or "\r" in v:
-        raise CardError(f"{what} holds a line break; give a single line")
+        raise UsageError(f"{what} holds a line break; give a single line")
     return v
-
-
-def natural_key(obj_id: str) -> list[Any]:
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", obj_id)]
 
 
 def read_text_arg(text: str | None, text_file: str | Path | None, what: str = "text",
                   required: bool = True) -> str:
     """The text of ``--text`` or ``--text-file`` (UTF-8; ``-`` is not special)."""
     if text is not None and text_file is not None:
-        raise CardError(f"give either the {what} or a file holding it, not both")
+        raise UsageError(f"give either the {what} or a file holding it, not both")
     if text_file is not None:
         p = Path(text_file)
         try:
             data = p.read_bytes()
         except FileNotFoundError:
-            raise CardError(f"text file {str(text_file)!r} does not exist; give an existing "
+            raise UsageError(f"text file {str(text_file)!r} does not exist; give an existing "
                             "UTF-8 file") from None
         except OSError as exc:
-            raise CardError(f"cannot read text file {str(text_file)!r}: {exc.strerror}") from None
+            raise UsageError(f"cannot read text file {str(text_file)!r}: {exc.strerror}") from None
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError:
-            raise CardError(f"text file {str(text_file)!r} is not UTF-8; re-save it as UTF-8") from None
+            raise UsageError(f"text file {str(text_file)!r} is not UTF-8; re-save it as UTF-8") from None
     out = (text or "").replace("\r\n", "\n").replace("\r", "\n").strip("\n")
     out = "\n".join(ln.rstrip() for ln in out.split("\n")).strip("\n")
     if required and not out.strip():
-        raise CardError(f"the {what} is empty; give it with --text or --text-file")
+        raise UsageError(f"the {what} is empty; give it with --text or --text-file")
     return out
 
 
@@ -222,22 +222,14 @@ def read_text_arg(text: str | None, text_file: str | Path | None, what: str = "t
 
 def is_settled(obj: Any) -> bool:
     """A problem 已解决 or ``never``; a proposition at 概率 0 or 1 or ``never``; others: yes."""
-    kind = getattr(obj, "kind", None)
-    if kind == "problem":
-        return obj.status == "已解决" or obj.priority == "never"
-    if kind == "proposition":
-        return obj.probability in (0.0, 1.0) or obj.priority == "never"
-    return True
+    return dependencies.is_settled(getattr(obj, "kind", None), getattr(obj, "status", None),
+                                   getattr(obj, "probability", None), getattr(obj, "priority", None))
 
 
 def is_final(obj: Any) -> bool:
     """Settled by verification: a problem 已解决, a proposition at 0 or 1 (its record is final)."""
-    kind = getattr(obj, "kind", None)
-    if kind == "problem":
-        return obj.status == "已解决"
-    if kind == "proposition":
-        return obj.probability in (0.0, 1.0)
-    return False
+    return dependencies.is_final(getattr(obj, "kind", None), getattr(obj, "status", None),
+                                 getattr(obj, "probability", None))
 
 
 # ---------------------------------------------------------------------------
@@ -473,14 +465,6 @@ class CardEdit:
 # The workspace of one operation: index + pending edits
 
 
-@dataclass
-class OpResult:
-    """What a card operation did: the transaction result, lines for people, data for JSON."""
-
-    tx: Any
-    lines: list[str] = field(default_factory=list)
-    data: dict[str, Any] = field(default_factory=dict)
-
 
 class Workspace:
     """The KB as one write operation sees it: the index, overlaid with its own edits."""
@@ -541,7 +525,7 @@ class Workspace:
     def require(self, obj_id: str, kinds: Sequence[str], what: str) -> Any:
         o = self.obj(obj_id, kinds)
         if o is None:
-            raise CardError(f"unknown {what} {obj_id!r}; " + self.known_hint(kinds))
+            raise NotFoundError(f"unknown {what} {obj_id!r}; " + self.known_hint(kinds))
         return o
 
     def known_hint(self, kinds: Sequence[str]) -> str:
@@ -565,7 +549,7 @@ class Workspace:
             return e
         r = self.row(obj_id, kinds)
         if r is None:
-            raise CardError(f"unknown ID {obj_id!r}; " + self.known_hint(kinds))
+            raise NotFoundError(f"unknown ID {obj_id!r}; " + self.known_hint(kinds))
         return self.open(r.path, r.kind, obj_id)
 
     def open(self, rel: str, fmt: str, obj_id: str | None = None) -> CardEdit:
@@ -582,7 +566,7 @@ class Workspace:
 
     def create(self, rel: str, fmt: str, text: str, obj_id: str) -> CardEdit:
         if self.tx.read(rel) is not None:
-            raise CardError(f"{self.kb.prefix}{rel} already exists; choose another ID")
+            raise ConflictError(f"{self.kb.prefix}{rel} already exists; choose another ID")
         e = CardEdit(self.kb, rel, fmt, None, text)
         self.edits[rel] = e
         self.by_id[obj_id] = e
@@ -635,14 +619,10 @@ class Workspace:
 
     def waiting_status(self, q: Any) -> str | None:
         """The status ``q`` should move to by dependency state, or None."""
-        if q.kind != "problem" or q.priority == "never" or q.status not in ("求解中", "等待依赖"):
+        if q.kind != "problem":
             return None
-        ready = all(self.dep_settled(d) for d in q.depends)
-        if not ready and q.status == "求解中":
-            return "等待依赖"
-        if ready and q.status == "等待依赖":
-            return "求解中"
-        return None
+        return dependencies.waiting_move(q.status, q.priority,
+                                         all(self.dep_settled(d) for d in q.depends))
 
     def sync_dependencies(self) -> list[str]:
         """Recompute ``被依赖`` and ``等待依赖`` wherever this operation's edits matter."""
@@ -710,7 +690,7 @@ def run_op(kb: Union[KnowledgeBase, str, Path, None], op: str, summary: str,
     k = open_kb_arg(kb)
     exp: dict[str, str] = dict(expect) if isinstance(expect, Mapping) else {}
     if isinstance(expect, str) and expect and target_id is None:
-        raise CardError("--expect applies to commands that edit an existing card; this one "
+        raise UsageError("--expect applies to commands that edit an existing card; this one "
                         "creates a new card")
     tx = Transaction(k, op, summary=summary, no_commit=no_commit, owner=owner, expect=exp,
                      on_wait=on_wait)
@@ -720,7 +700,7 @@ def run_op(kb: Union[KnowledgeBase, str, Path, None], op: str, summary: str,
             if isinstance(expect, str) and expect:
                 r = ws.row(target_id or "")
                 if r is None:
-                    raise CardError(f"unknown ID {target_id!r}; " + ws.known_hint(CARD_KINDS))
+                    raise NotFoundError(f"unknown ID {target_id!r}; " + ws.known_hint(CARD_KINDS))
                 tx.expect[r.path] = expect
             lines, data = build(ws)
             if sync:
@@ -732,7 +712,7 @@ def run_op(kb: Union[KnowledgeBase, str, Path, None], op: str, summary: str,
             tx.ids.extend(i for i in ids if i not in tx.ids)
         finally:
             ws.close()
-    return OpResult(tx=tx.result, lines=lines, data=data)
+    return OpResult.of(tx, op, target_id or (ids[0] if ids else None), lines, data)
 
 
 def _same_sections(before: Sequence[str], after: Sequence[str], added: str) -> bool:
@@ -764,7 +744,7 @@ def _check_free_id(ws: Workspace, obj_id: str) -> None:
     rows = ws.rows(obj_id)
     if rows or obj_id in ws.by_id:
         where = f" ({ws.kb.prefix}{rows[0].path})" if rows else ""
-        raise CardError(f"ID {obj_id!r} already exists{where}; choose another ID")
+        raise ConflictError(f"ID {obj_id!r} already exists{where}; choose another ID")
 
 
 def _title_from(statement: str) -> str:
@@ -787,7 +767,7 @@ def add_problem(kb: Union[KnowledgeBase, str, Path, None], qid: str, statement: 
     title = check_line(title, "title") if title is not None else _title_from(statement)
     prio = parse_priority_arg(priority)
     if source not in PROBLEM_SOURCE:
-        raise CardError(f"source {source!r} is not valid; use one of: {', '.join(PROBLEM_SOURCE)}")
+        raise UsageError(f"source {source!r} is not valid; use one of: {', '.join(PROBLEM_SOURCE)}")
     plan = check_line(plan, "plan", required=False)
     formal_v = check_line(formal, "formal statement", required=False) if formal else None
     motivation_v = read_text_arg(motivation, None, "motivation", required=False) if motivation else ""
@@ -830,7 +810,7 @@ def set_problem_status(kb: Union[KnowledgeBase, str, Path, None], qid: str, stat
     would (优先级 never, Verified card); otherwise a verdict settles it.
     """
     if status not in PROBLEM_STATUS:
-        raise CardError(f"status {status!r} is not valid; use one of: {', '.join(PROBLEM_STATUS)}")
+        raise UsageError(f"status {status!r} is not valid; use one of: {', '.join(PROBLEM_STATUS)}")
 
     def build(ws: Workspace) -> tuple[list[str], dict[str, Any]]:
         q = ws.require(qid, ("problem",), "problem")
@@ -936,16 +916,16 @@ def categories(kb: Union[KnowledgeBase, str, Path, None] = None) -> list[str]:
 def check_category(ws: Workspace, category: str | None, new_category: bool) -> str:
     cats = ws.categories()
     if not category or not category.strip():
-        raise CardError("a proposition needs a CATEGORY (its folder under Propos/); known: "
+        raise UsageError("a proposition needs a CATEGORY (its folder under Propos/); known: "
                         + (", ".join(cats) or "none yet (pass --new-category)"))
     c = category.strip()
     why = unsafe_id_reason(c)
     if why is None and (c.startswith(".") or _UNSAFE_NEW.search(c.replace(" ", "_"))):
         why = "holds a character not allowed in a folder name"
     if why:
-        raise CardError(f"category {category!r} {why}; give a folder name such as 数论")
+        raise UsageError(f"category {category!r} {why}; give a folder name such as 数论")
     if c not in cats and not new_category:
-        raise CardError(f"unknown category {c!r}; use one of: {', '.join(cats) or '(none yet)'} "
+        raise UsageError(f"unknown category {c!r}; use one of: {', '.join(cats) or '(none yet)'} "
                         "(or pass --new-category to create it)")
     return c
 
@@ -1015,7 +995,7 @@ def add_entry(kb: Union[KnowledgeBase, str, Path, None], obj_id: str, kind: str,
               on_wait: Callable[[str], None] | None = None) -> OpResult:
     """Append a 解法 entry to a problem or a 证明 / 证伪 entry to a proposition (状态 未定论)."""
     if kind not in ENTRY_KINDS:
-        raise CardError(f"entry kind {kind!r} is not valid; use 解法 (problems), 证明 or 证伪 "
+        raise UsageError(f"entry kind {kind!r} is not valid; use 解法 (problems), 证明 or 证伪 "
                         "(propositions)")
     title = check_line(title, "entry title")
     prob = parse_probability(probability, "probability")
@@ -1029,7 +1009,7 @@ def add_entry(kb: Union[KnowledgeBase, str, Path, None], obj_id: str, kind: str,
             if other is not None:
                 raise CardError(f"{obj_id} is a {other.kind}; a {other.kind} takes "
                                 + ("解法 entries" if other.kind == "problem" else "证明 or 证伪 entries"))
-            raise CardError(f"unknown {'problem' if kind == '解法' else 'proposition'} {obj_id!r}; "
+            raise NotFoundError(f"unknown {'problem' if kind == '解法' else 'proposition'} {obj_id!r}; "
                             + ws.known_hint(kinds))
         if is_final(o):
             raise CardError(f"{obj_id} is settled by verification ({o.status}); its record is final")
@@ -1061,7 +1041,7 @@ def add_method(kb: Union[KnowledgeBase, str, Path, None], mid: str, name: str,
     check_new_id(mid, "method ID")
     name = check_line(name, "method name")
     if type not in METHOD_TYPE:
-        raise CardError(f"method type {type!r} is not valid; use one of: {', '.join(METHOD_TYPE)}")
+        raise UsageError(f"method type {type!r} is not valid; use one of: {', '.join(METHOD_TYPE)}")
     scenario = check_line(scenario, "scenario", required=False)
     body = read_text_arg(content, None, "content", required=False)
 
@@ -1078,7 +1058,7 @@ def add_method(kb: Union[KnowledgeBase, str, Path, None], mid: str, name: str,
         rel_ids = []
         for r in related:
             if not ws.exists(r):
-                raise CardError(f"related ID {r!r} names no object; give existing IDs")
+                raise NotFoundError(f"related ID {r!r} names no object; give existing IDs")
             rel_ids.append(r)
         rel = ws.method_rel(mid)
         obj = Method(id=mid, path=rel, line=1, title=name, status="经验", type=type,

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Mapping
 
 from kb import git
-from kb.errors import GitError, RefusedError
+from kb.errors import ConflictError, GitError, RefusedError
 
 _COMMIT_HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit")
 
@@ -169,7 +169,7 @@ def _refuse_dirty(top: Path, paths: list[str]) -> None:
         i += 1
     if dirty:
         verb = "has" if len(dirty) == 1 else "have"
-        raise RefusedError(
+        raise ConflictError(
             f"{', '.join(dirty)} {verb} uncommitted changes; commit or stash them first "
             "(or use --no-commit) — nothing was written")
 
@@ -256,13 +256,12 @@ def _plumbing_commit(top: Path, paths: list[str], message: str, head: HeadState)
     if git.write_objects("tree", bodies, top) != list(built.values()):
         raise GitError("git wrote other trees than kb built; nothing was written", "")
     parent = head.commit
-    commit = git.out(["commit-tree", built[""], *(["-p", parent] if parent else []), "-F", "-"],
-                     top, write=True, input=message.encode("utf-8"))
+    commit = commit_tree(top, built[""], parent, message)
     subject = message.split("\n", 1)[0]
     proc = git.run(["update-ref", "-m", f"commit: {subject}", "HEAD", commit,
                     parent or "0" * 40], top, write=True, check=False)
     if proc.returncode != 0:
-        raise RefusedError("HEAD moved while kb was committing (another commit landed); "
+        raise ConflictError("HEAD moved while kb was committing (another commit landed); "
                            "nothing was written — run the command again")
     info = "".join(f"{modes[p]} {blobs[p]}\t{p}\0" for p in paths)
     git.run(["update-index", "-z", "--add", "--index-info"], top, write=True,
@@ -273,6 +272,26 @@ def _plumbing_commit(top: Path, paths: list[str], message: str, head: HeadState)
     # otherwise pile up loose objects and slow every git command.
     git.run(["maintenance", "run", "--auto", "--quiet"], top, write=True, check=False)
     return commit
+
+
+def commit_tree(top: Path, tree: str, parent: str | None, message: str) -> str:
+    """``git commit-tree`` signed as ``git commit`` would sign it; the commit id.
+
+    ``commit-tree`` ignores ``commit.gpgSign``; kb reads it and passes ``-S``
+    so that its commits are signed whenever the user's would be (git's own
+    signing configuration: ``user.signingKey``, ``gpg.format``, …). Raises
+    RefusedError with git's reason when signing (or the commit) fails.
+    """
+    sign = git.run(["config", "--type=bool", "--get", "commit.gpgSign"], top, check=False)
+    args = ["commit-tree", tree, *(["-p", parent] if parent else [])]
+    if sign.returncode == 0 and sign.stdout.strip() == b"true":
+        args.append("-S")
+    proc = git.run([*args, "-F", "-"], top, write=True, check=False,
+                   input=message.encode("utf-8", "surrogateescape"))
+    if proc.returncode != 0:
+        why = proc.stderr.decode("utf-8", "replace").strip()
+        raise RefusedError(f"git could not make the commit (nothing was written): {why}")
+    return proc.stdout.decode("ascii").strip()
 
 
 def _commit_hooks(hooks: Path) -> bool:

@@ -27,7 +27,7 @@ import os
 import re
 from typing import Any
 
-from kb.errors import RefusedError
+from kb.errors import ConflictError, RefusedError, UsageError
 from kb.model import Experiment
 from kb.ops.tree import (OnWait, OpResult, Session, _short, evidence_status, expect_map,
                          find_experiment, one_line, read_clean)
@@ -54,7 +54,7 @@ def today(date: str | None = None) -> str:
             raise ValueError
         _dt.date.fromisoformat(d)
     except ValueError:
-        raise RefusedError(f"invalid date {d!r}; write YYYY-MM-DD, e.g. 2026-11-29") from None
+        raise UsageError(f"invalid date {d!r}; write YYYY-MM-DD, e.g. 2026-11-29") from None
     return d
 
 
@@ -215,7 +215,7 @@ class ExpEdit:
 def _text_lines(text: Any, what: str) -> list[str]:
     """Free text for a section: one or more lines, none of them a heading."""
     if not isinstance(text, str) or not text.strip():
-        raise RefusedError(f"{what} is empty; give the text to write")
+        raise UsageError(f"{what} is empty; give the text to write")
     lines = [ln.rstrip("\r").rstrip() for ln in text.strip("\n").split("\n")]
     while lines and not lines[-1]:
         lines.pop()
@@ -253,7 +253,7 @@ def new_experiment(kb: Any, hid: str, action: str, goal: str | None = None, *,
         eid = next_experiment_id(names, deleted)
         rel = _exp_rel(k, eid)
         if s.tx.read(rel) is not None:
-            raise RefusedError(f"{k.prefix}{rel} exists already (nothing was written)")
+            raise ConflictError(f"{k.prefix}{rel} exists already (nothing was written)")
         status_word = EXPERIMENT_STATUS.word("进行中", s.locale)
         text = Template(template("experiment.md")).substitute(
             id=eid, hypothesis=h.id, hypothesis_text=h.statement, date=day, status=status_word,
@@ -316,7 +316,7 @@ def canonical_field(name: str) -> str:
         return n
     alias = _FIELD_ALIASES.get(n.lower())
     if alias is None:
-        raise RefusedError(f"unknown design field {name!r}; accepted: "
+        raise UsageError(f"unknown design field {name!r}; accepted: "
                            + ", ".join(f"{zh}|{en}" for zh, en in DESIGN_FIELDS.items()))
     return alias
 
@@ -380,7 +380,7 @@ def update_section(kb: Any, eid: str, section: str, text: str, *, no_commit: boo
 def canonical_conclusion(word: str) -> str:
     canon = CONCLUSION.canonical(word or "")
     if canon is None:
-        raise RefusedError(f"unknown conclusion {word!r}; accepted: {CONCLUSION.accepted()}")
+        raise UsageError(f"unknown conclusion {word!r}; accepted: {CONCLUSION.accepted()}")
     return canon
 
 

@@ -31,11 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from kb import git
-from kb.errors import GitError, RefusedError, UsageError
+from kb.errors import ConflictError, GitError, RefusedError, UsageError
+from kb.ops.result import OpResult
 from kb.locks import (
     LOCKS_NS, PROJECT_REF, Lock, LockHeld, LockLost, NotLocked, Settings, blocking_locks,
     check_remote, clock,
-    crash_point, fetch_locks, iso, lock_message, lock_ref, make_lock_commit, parse_duration,
+    fetch_locks, iso, lock_message, lock_ref, make_lock_commit, parse_duration,
     push, read_locks, ref_transaction, repo_paths, resolve_owner, validate_text, worktree_blob,
 )
 from kb.repo import KnowledgeBase
@@ -82,7 +83,7 @@ class AcquireResult:
     behind: int | None = None   # commits of the remote branch HEAD lacks (remote claims)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"owner": self.owner, "now": self.now, "remote": self.remote,
+        return {"owner": self.owner, "now": iso(self.now), "now_epoch": self.now, "remote": self.remote,
                 "locks": [a.as_dict() for a in self.locks], "branch": self.branch,
                 "behind": self.behind}
 
@@ -102,6 +103,22 @@ class ReleaseResult:
         return {"owner": self.owner, "released": self.released, "committed": self.committed,
                 "commit": self.commit, "branch": self.branch, "lock_commits": self.lock_commits,
                 "remote": self.remote, "warnings": self.warnings}
+
+    def op_result(self, top: Path) -> OpResult:
+        """This release as the one write result (:class:`kb.ops.result.OpResult`):
+        ``paths`` the committed paths, ``blobs`` their blob ids in the new commit
+        (read from the git repository at ``top``), ``changes`` one line per
+        released lock, the fields of :meth:`as_dict` after them."""
+        blobs: dict[str, str] = {}
+        if self.commit and self.committed:
+            out = git.run(["ls-tree", "-z", self.commit, "--", *self.committed], top).stdout
+            for rec in out.decode("utf-8", "surrogateescape").split("\0"):
+                if "\t" in rec:
+                    meta, path = rec.split("\t", 1)
+                    blobs[path] = meta.split()[2]
+        return OpResult(op="lock.release", ids=[], paths=list(self.committed), blobs=blobs,
+                        commit=self.commit, changes=[f"released {p}" for p in self.released],
+                        details=self.as_dict())
 
 
 @dataclass
@@ -132,7 +149,7 @@ class StatusReport:
     remote: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"now": self.now, "now_iso": iso(self.now), "grace": self.grace,
+        return {"now": iso(self.now), "now_epoch": self.now, "grace": self.grace,
                 "remote": self.remote, "locks": [s.as_dict() for s in self.locks],
                 "project": self.project.as_dict() if self.project else None,
                 "interrupted_release": self.interrupted}
@@ -156,7 +173,26 @@ _PROJECT = _Target(PROJECT_REF, "project", None)
 
 
 def _settings(kb: KnowledgeBase) -> Settings:
-    return Settings.from_config(kb.config.locks)
+    """``[locks]`` of kb.toml; ``leads`` from the committed kb.toml only (HEAD's):
+    an uncommitted edit grants no one the right to steal a running lease."""
+    from dataclasses import replace
+
+    return replace(Settings.from_config(kb.config.locks), leads=_committed_leads(kb))
+
+
+def _committed_leads(kb: KnowledgeBase) -> tuple[str, ...]:
+    """``[locks] leads`` of HEAD's kb.toml (none when there is no commit or no file)."""
+    from kb.config import tomllib
+
+    proc = git.run(["cat-file", "blob", f"HEAD:{kb.prefix}kb.toml"], kb.top, check=False)
+    if proc.returncode != 0:
+        return ()
+    try:
+        locks = tomllib.loads(proc.stdout.decode("utf-8")).get("locks", {})
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return ()
+    leads = locks.get("leads", []) if isinstance(locks, dict) else []
+    return tuple(str(x) for x in leads) if isinstance(leads, list) else ()
 
 
 def _ttl(kb: KnowledgeBase, ttl: str | int | None) -> int:
@@ -254,7 +290,6 @@ def _acquire(kb: KnowledgeBase, targets: list[_Target], owner: str, mode: str, t
                                reason=reason if how == "stolen" else None)
             commit = make_lock_commit(top, msg, owner, now)
             made.append(Acquired(t.ref, t.scope, t.path, commit, owner, expires, how, prev))
-        crash_point(mode, "before-ref")
         if remote:
             res = push(top, remote, [f"{a.commit}:{a.ref}" for a in made],
                        {a.ref: (a.previous.commit if a.previous else None) for a in made},
@@ -273,12 +308,11 @@ def _acquire(kb: KnowledgeBase, targets: list[_Target], owner: str, mode: str, t
             if not ok:
                 known = None
                 continue
-        crash_point(mode, "after-ref")
         result = AcquireResult(owner=owner, now=now, locks=made, remote=remote)
         if remote:
             result.branch, result.behind = _remote_behind(top, remote)
         return result
-    raise RefusedError(f"could not {mode} after {_ATTEMPTS} tries: the locks kept changing "
+    raise ConflictError(f"could not {mode} after {_ATTEMPTS} tries: the locks kept changing "
                        f"under contention; try again {('(' + last_error + ')') if last_error else ''}"
                        .strip())
 
@@ -379,7 +413,7 @@ def project_unlock(kb: KnowledgeBase, owner: str | None = None,
                 continue
         return ReleaseResult(owner=owner, released=["project"], committed=[], commit=None,
                              branch=None, lock_commits=[cur.commit], remote=remote)
-    raise RefusedError("could not unlock: the project lock kept changing; try again")
+    raise ConflictError("could not unlock: the project lock kept changing; try again")
 
 
 # -- release ---------------------------------------------------------------------------------
@@ -499,6 +533,7 @@ def _build_commit(kb: KnowledgeBase, paths: list[str], head: str | None, owner: 
     changed = [p for p in paths if before.get(p) != after.get(p)]
     if not changed:
         return None, [], ""
+    _guard_release(kb, before, after, changed)
     lines = []
     for p in changed:
         if p in after:
@@ -521,9 +556,56 @@ def _build_commit(kb: KnowledgeBase, paths: list[str], head: str | None, owner: 
         tree = git.out(["write-tree"], top, write=True, env=env)
         if hook is not None:
             _run_pre_commit(top, hook, {**env, "KB_OWNER": owner, "KB_OP": "lock.release"})
-    args = ["commit-tree", tree] + (["-p", head] if head else []) + ["-F", "-"]
-    commit = git.out(args, top, input=full_msg.encode("utf-8", "surrogateescape"), write=True)
+    from kb.ops.commit import commit_tree
+
+    commit = commit_tree(top, tree, head, full_msg)
     return commit, changed, "\n".join(lines) + "\n"
+
+
+def _guard_release(kb: KnowledgeBase, before: dict[str, tuple[str, str]],
+                   after: dict[str, tuple[str, str]], changed: list[str]) -> None:
+    """The format guard of a release commit (what a transaction's commit passes).
+
+    Each changed KB file is parsed as committed (the blob written to the
+    store) and as in HEAD: the release is refused (FormatGuardError, nothing
+    changed, the locks kept) when the new version has an error diagnostic, or
+    an ID declared more than once, that HEAD's version did not have. A file
+    that was already broken in HEAD may be released as long as it gets no
+    worse (the holder may be fixing it).
+    """
+    from kb.ops.transaction import FormatGuardError
+    from kb.parse import classify, parse_file
+    from kb.repo import outside_links
+
+    def problems(rel: str, oid: str | None) -> tuple[set[tuple[str, str]], list[Any]]:
+        if oid is None:
+            return set(), []
+        data = git.read_blobs([oid], kb.top).get(oid, b"")
+        res = parse_file(rel, data, kb.config)
+        errs = [d for d in res.diagnostics if d.severity == "error"]
+        ids: dict[str, int] = {}
+        for o in res.objects:
+            ids[o.id] = ids.get(o.id, 0) + 1
+        keys = {(d.code, d.message) for d in errs} | {("dup", i) for i, n in ids.items() if n > 1}
+        return keys, errs
+
+    for p in changed:
+        rel = kb.rel(p)
+        if rel is None or p not in after or classify(rel, kb.config) is None:
+            continue
+        for q, target in outside_links(kb, [rel]).items():
+            raise RefusedError(f"{p} is a symlink to {target}, outside the work tree: kb does not "
+                               "commit it — nothing was changed, your locks are kept")
+        new_keys, new_errs = problems(rel, after[p][1])
+        old_keys, _ = problems(rel, before[p][1] if p in before else None)
+        added = new_keys - old_keys
+        if added:
+            dups = sorted(i for c, i in added if c == "dup")
+            first = next((d.format() for d in new_errs if (d.code, d.message) in added),
+                         f"{dups[0] if dups else '?'} is declared more than once")
+            raise FormatGuardError(
+                f"the release would commit format errors in {p} ({first}); fix them first "
+                "(kb index lists them) — nothing was changed, your locks are kept", new_errs)
 
 
 def read_interrupted(top: Path, git_dir: Path | None = None) -> dict[str, Any] | None:
@@ -557,9 +639,18 @@ def _finish_interrupted(top: Path, jp: Path) -> None:
             mode, oid, _stage = meta.split(" ")
             staged[p] = (mode, oid)
         stale = [p for p in paths if staged.get(p) == parent.get(p)]
-        if stale:
-            _reset_index(top, stale)
+        if stale and not _reset_index(top, stale):
+            return  # git's index is locked: the journal stays for the next command
     jp.unlink(missing_ok=True)
+
+
+def finish_interrupted_release(top: Path) -> None:
+    """Finish a lock release killed between its commit and its index update
+    (every kb write calls this first; the index entries of the released paths
+    are set to HEAD's when they still hold the old blobs)."""
+    jp = git.git_dir(top) / RELEASE_JOURNAL
+    if jp.exists():
+        _finish_interrupted(top, jp)
 
 
 def _index_write(top: Path, args: list[str], input: bytes | None = None) -> bool:
@@ -612,7 +703,7 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
     lock changed while the commit was being built. ``verify=False`` skips the
     pre-commit hook.
     """
-    from kb.ops.transaction import JOURNAL_NAME, _release as tx_unlock, recover
+    from kb.ops.transaction import JOURNAL_NAME, _release as tx_unlock, recover, remove_index_litter
 
     top = kb.top
     owner = resolve_owner(top, owner)
@@ -625,6 +716,7 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
     hook = gp.pre_commit if verify else None
     held = _machine_lock(gp)
     try:
+        remove_index_litter(top)
         if (gp.git_dir / JOURNAL_NAME).exists():
             recover(kb)  # a write transaction killed before its commit: roll it back first
         _finish_interrupted(top, journal)
@@ -676,11 +768,10 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
             if remote and commit and remote_tip and remote_tip != head and git.run(
                     ["merge-base", "--is-ancestor", remote_tip, head or remote_tip], top,
                     check=False).returncode != 0:
-                raise RefusedError(
+                raise ConflictError(
                     f"{remote}/{branch[len('refs/heads/'):]} has commits your branch lacks: pull "
                     f"them first (git pull --rebase --autostash {remote}), then release again "
                     "— your locks are kept, nothing was changed")
-            crash_point("release", "during-commit")
             if commit:
                 journal.write_text(json.dumps(
                     {"branch": branch, "commit": commit, "parent": head, "paths": changed,
@@ -701,7 +792,6 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
                         raise RefusedError(f"{remote} refused the release (nothing was changed, "
                                            f"your locks are kept): {summary}\n{res.message}".strip())
                     continue  # the branch or a lock moved on the remote: sync and look again
-                crash_point("release", "after-ref")
                 ops: list[tuple] = [("delete", t.ref, None) for t in tg]
                 if commit:
                     name = branch[len("refs/heads/"):]
@@ -720,7 +810,6 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
                     journal.unlink(missing_ok=True)
                     _raise_if_lost(top, tg, owner, now, s)
                     continue  # the branch moved: build again on the new HEAD
-                crash_point("release", "after-ref")
             if commit:
                 if _set_index(top, entries):
                     journal.unlink(missing_ok=True)
@@ -730,7 +819,7 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
                                     "locked); `kb lock release --all` updates them later")
             return ReleaseResult(owner, rps, changed, commit, branch, lock_commits, remote,
                                  warnings)
-        raise RefusedError(f"could not release after {_ATTEMPTS} tries: the branch kept moving; "
+        raise ConflictError(f"could not release after {_ATTEMPTS} tries: the branch kept moving; "
                            "your locks are kept, try again")
     finally:
         tx_unlock(held)

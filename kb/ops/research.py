@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Union
 
+from kb.errors import UsageError
 from kb.ops.cards import (
     CardError,
     OpResult,
@@ -42,6 +43,8 @@ from kb.ops.cards import (
     run_op,
 )
 from kb.repo import KnowledgeBase
+from kb.research import dependencies
+from kb.vocab import PROBLEM_STATUS, PROPOSITION_STATUS
 
 PRIORITY_MODES = ("deadend-deprioritize", "survival-map", "progress-graded")
 
@@ -70,12 +73,11 @@ class CardView:
     directions: list[dict[str, Any]] = field(default_factory=list)
 
     def settled(self, obj_id: str) -> bool:
-        q = self.problems.get(obj_id)
-        if q is not None:
-            return q.get("status") == "已解决" or q.get("priority") == "never"
-        p = self.propositions.get(obj_id)
-        if p is not None:
-            return p.get("probability") in (0, 1) or p.get("priority") == "never"
+        for kind, rows in (("problem", self.problems), ("proposition", self.propositions)):
+            row = rows.get(obj_id)
+            if row is not None:
+                return dependencies.is_settled(kind, row.get("status"), row.get("probability"),
+                                               row.get("priority"))
         return True
 
     _judges: dict[str, list[str]] | None = None
@@ -124,25 +126,19 @@ def derived_changes(view: CardView) -> list[tuple[str, str, str, str]]:
     """``(id, key, old, new)`` of every 被依赖 / 状态 that disagrees with the 依赖 lists."""
     from kb.parse.common import dump_list
 
-    rdeps: dict[str, list[str]] = {q: [] for q in view.problems}
-    for qid, q in view.problems.items():
-        for d in q.get("depends", ()):
-            if d in rdeps and qid not in rdeps[d]:
-                rdeps[d].append(qid)
+    rdeps = dependencies.reverse_dependencies(
+        {qid: q.get("depends", ()) for qid, q in view.problems.items()})
     out = []
     for qid in sorted(view.problems, key=natural_key):
         q = view.problems[qid]
-        want = sorted(rdeps[qid], key=natural_key)
+        want = rdeps[qid]
         if list(q.get("depended_by", ())) != want:
             out.append((qid, "被依赖", dump_list(q.get("depended_by", ())), dump_list(want)))
-        status, prio = q.get("status"), q.get("priority")
-        if prio == "never" or status not in ("求解中", "等待依赖"):
-            continue
-        ready = all(view.settled(d) for d in q.get("depends", ()))
-        if not ready and status == "求解中":
-            out.append((qid, "状态", status, "等待依赖"))
-        elif ready and status == "等待依赖":
-            out.append((qid, "状态", status, "求解中"))
+        status = q.get("status")
+        move = dependencies.waiting_move(status, q.get("priority"),
+                                         all(view.settled(d) for d in q.get("depends", ())))
+        if move:
+            out.append((qid, "状态", status, move))
     return out
 
 
@@ -153,16 +149,16 @@ def refresh(kb: Union[KnowledgeBase, str, Path, None] = None, *, check: bool = F
     if check:
         _k, view = _view(kb)
         changes = derived_changes(view)
-        return OpResult(tx=None, lines=[f"{i}: {key} {old} → {new}" for i, key, old, new in changes],
-                        data={"changes": [dict(id=i, key=key, old=old, new=new)
-                                          for i, key, old, new in changes]})
+        return OpResult.dry("refresh", [f"{i}: {key} {old} → {new}" for i, key, old, new in changes],
+                            {"edits": [dict(id=i, key=key, old=old, new=new)
+                                       for i, key, old, new in changes]})
 
     def build(ws: Workspace) -> tuple[list[str], dict[str, Any]]:
         changes = derived_changes(card_view(ws.idx))
         for obj_id, key, _old, new in changes:
             ws.edit(obj_id, ("problem",)).set_anchor(key, new)
         return ([f"{i}: {key} {old} → {new}" for i, key, old, new in changes],
-                {"changes": [dict(id=i, key=key, old=old, new=new) for i, key, old, new in changes]})
+                {"edits": [dict(id=i, key=key, old=old, new=new) for i, key, old, new in changes]})
 
     return run_op(kb, "refresh", "kb refresh: 被依赖 and 等待依赖", build, no_commit=no_commit,
                   owner=owner, on_wait=on_wait, sync=False)
@@ -247,7 +243,7 @@ def promote(kb: Union[KnowledgeBase, str, Path, None] = None, threshold: Union[f
 def priority_targets(view: CardView, mode: str) -> list[tuple[str, str, Any, int]]:
     """``(id, kind, old, new)`` of the priorities ``mode`` changes."""
     if mode not in PRIORITY_MODES:
-        raise CardError(f"mode {mode!r} is not valid; use one of: {', '.join(PRIORITY_MODES)}")
+        raise UsageError(f"mode {mode!r} is not valid; use one of: {', '.join(PRIORITY_MODES)}")
     out = []
     if mode in ("deadend-deprioritize", "survival-map"):
         dirs: dict[str, list[dict[str, Any]]] = {}
@@ -290,12 +286,12 @@ def priority_adjust(kb: Union[KnowledgeBase, str, Path, None] = None, mode: str 
                     on_wait: Callable[[str], None] | None = None) -> OpResult:
     """Recompute priorities with one of :data:`PRIORITY_MODES` (one commit)."""
     if mode not in PRIORITY_MODES:
-        raise CardError(f"mode {mode!r} is not valid; use one of: {', '.join(PRIORITY_MODES)}")
+        raise UsageError(f"mode {mode!r} is not valid; use one of: {', '.join(PRIORITY_MODES)}")
     if dry_run:
         _k, view = _view(kb)
         ch = priority_targets(view, mode)
-        return OpResult(tx=None, lines=[f"{i}: 优先级 {o} → {n}" for i, _k2, o, n in ch],
-                        data={"mode": mode, "changes": [dict(id=i, kind=kd, old=o, new=n)
+        return OpResult.dry("priority.adjust", [f"{i}: 优先级 {o} → {n}" for i, _k2, o, n in ch],
+                            {"mode": mode, "edits": [dict(id=i, kind=kd, old=o, new=n)
                                                         for i, kd, o, n in ch]})
 
     def build(ws: Workspace) -> tuple[list[str], dict[str, Any]]:
@@ -303,7 +299,7 @@ def priority_adjust(kb: Union[KnowledgeBase, str, Path, None] = None, mode: str 
         for obj_id, kind, _old, new in ch:
             ws.edit(obj_id, (kind,)).set_anchor("优先级", str(new))
         lines = [f"{i}: 优先级 {o} → {n}" for i, _kd, o, n in ch] or [f"no priority changes ({mode})"]
-        return lines, {"mode": mode, "changes": [dict(id=i, kind=kd, old=o, new=n)
+        return lines, {"mode": mode, "edits": [dict(id=i, kind=kd, old=o, new=n)
                                                  for i, kd, o, n in ch]}
 
     return run_op(kb, "priority.adjust", f"kb priority adjust --mode {mode}", build,
@@ -576,10 +572,10 @@ def report_text(kb: Union[KnowledgeBase, str, Path, None] = None, date: str | No
     records = load_records(k)
     lines += ["## 总览", ""]
     lines.append(f"- 问题 {c['problems']} 个：" + ("，".join(
-        f"{s} {by_status[s]}" for s in ("原始", "求解中", "等待依赖", "已解决", "死路") if by_status.get(s))
+        f"{s} {by_status[s]}" for s in PROBLEM_STATUS if by_status.get(s))
         or "无"))
     lines.append(f"- 命题 {c['propositions']} 个：" + ("，".join(
-        f"{s} {p_status[s]}" for s in ("未定论", "已验证·真", "已验证·假") if p_status.get(s)) or "无"))
+        f"{s} {p_status[s]}" for s in PROPOSITION_STATUS if p_status.get(s)) or "无"))
     lines.append(f"- 方法 {c['methods']} 个；验证记录 {len(records)} 条；Verified 卡 {len(view.verified)} 张")
     lines.append("")
     lines += ["## 问题", ""]
@@ -660,7 +656,7 @@ def report_date(date: str | None) -> str | None:
     """The date shown in the report: ``date`` as given (checked), else ``KB_NOW``, else none."""
     if date:
         if parse_time(date) is None:
-            raise CardError(f"date {date!r} is not a date; write e.g. 2026-11-02 or "
+            raise UsageError(f"date {date!r} is not a date; write e.g. 2026-11-02 or "
                             "2026-11-02T10:00:00")
         return date
     raw = os.environ.get("KB_NOW", "").strip()

@@ -47,13 +47,13 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple
 
 from kb import git
-from kb.errors import RefusedError, UsageError
-from kb.ops.transaction import FormatGuardError, Transaction, TxResult
+from kb.errors import NotFoundError, RefusedError, UsageError
+from kb.ops.result import OpResult
+from kb.ops.transaction import FormatGuardError, Transaction
 from kb.repo import KnowledgeBase, open_kb
 from kb.vocab import HYPOTHESIS_MOVES, HYPOTHESIS_STATUS, is_legal_move
 
@@ -66,45 +66,6 @@ __all__ = [
     "OpResult", "add_hypothesis", "set_status", "edit_statement", "add_evidence",
     "evidence_status", "next_hypothesis_id",
 ]
-
-
-# -- results ------------------------------------------------------------------------
-
-
-@dataclass
-class OpResult:
-    """What a write operation did.
-
-    ``id`` is the main object (the new hypothesis, the experiment, …);
-    ``changes`` one human line per change (``H1 → 被支持 (Evidence: E001, E003)``);
-    ``details`` the same as data for ``--json``; ``tx`` the transaction's result
-    (commit id, paths, message; ``commit`` is None with ``no_commit`` or when
-    nothing changed); ``recovered`` the paths a crashed earlier write left
-    behind that this run rolled back first.
-    """
-
-    op: str
-    id: str
-    tx: TxResult
-    changes: list[str] = field(default_factory=list)
-    details: dict[str, Any] = field(default_factory=dict)
-    recovered: list[str] = field(default_factory=list)
-
-    @property
-    def commit(self) -> str | None:
-        return self.tx.commit
-
-    @property
-    def paths(self) -> list[str]:
-        return self.tx.paths
-
-    def to_json(self) -> dict[str, Any]:
-        data = {"op": self.op, "id": self.id, "ids": self.tx.ids, "paths": self.tx.paths,
-                "commit": self.commit, "changes": self.changes}
-        data.update(self.details)
-        if self.recovered:
-            data["recovered"] = self.recovered
-        return data
 
 
 # -- input checks ------------------------------------------------------------------
@@ -120,12 +81,12 @@ def resolve_kb(kb: Any) -> KnowledgeBase:
 def one_line(text: Any, what: str) -> str:
     """``text`` stripped; refuse it when empty or spanning lines."""
     if not isinstance(text, str):
-        raise RefusedError(f"{what} must be text, not {type(text).__name__}")
+        raise UsageError(f"{what} must be text, not {type(text).__name__}")
     t = text.strip()
     if not t:
-        raise RefusedError(f"{what} is empty; give one line of text")
+        raise UsageError(f"{what} is empty; give one line of text")
     if "\n" in t or "\r" in t:
-        raise RefusedError(f"{what} spans several lines; give it on one line")
+        raise UsageError(f"{what} spans several lines; give it on one line")
     return t
 
 
@@ -133,7 +94,7 @@ def canonical_status(word: str) -> str:
     """Canonical (zh) hypothesis status for a word of either language, else refuse."""
     canon = HYPOTHESIS_STATUS.canonical(word or "")
     if canon is None:
-        raise RefusedError(f"unknown hypothesis status {word!r}; accepted: "
+        raise UsageError(f"unknown hypothesis status {word!r}; accepted: "
                            f"{HYPOTHESIS_STATUS.accepted()}")
     return canon
 
@@ -226,9 +187,7 @@ class Session:
 
     def result(self, op: str, main_id: str, changes: list[str],
                details: dict[str, Any] | None = None) -> OpResult:
-        tx = self.tx.result or TxResult(op, list(self.tx.ids), [], None, "")
-        return OpResult(op=op, id=main_id, tx=tx, changes=changes, details=details or {},
-                        recovered=list(self.tx.recovered))
+        return OpResult.of(self.tx, op, main_id, changes, details)
 
 
 def read_clean(s: Session, rel: str, fmt: str, hint: str = "") -> tuple[bytes, str]:
@@ -239,7 +198,7 @@ def read_clean(s: Session, rel: str, fmt: str, hint: str = "") -> tuple[bytes, s
     """
     data = s.tx.read(rel)
     if data is None:
-        raise RefusedError(f"{s.kb.prefix}{rel} does not exist {hint}".rstrip())
+        raise NotFoundError(f"{s.kb.prefix}{rel} does not exist {hint}".rstrip())
     blob = s.tx.blob_id(data)
     if not s.idx.has_parse(rel, blob):
         from kb.parse import parse_file
@@ -314,7 +273,7 @@ class TreeEdit:
         """The hypothesis ``hid`` as a model; refuse an unknown or duplicated ID."""
         hid = (hid or "").strip()
         if not hid:
-            raise RefusedError("no hypothesis ID given (e.g. H1 or H1.2)")
+            raise UsageError("no hypothesis ID given (e.g. H1 or H1.2)")
         rows = self.s.idx.rows_of(self.rel, self.old_blob, "hypothesis", hid)
         if not rows and hid[:1] == "h":
             rows = self.s.idx.rows_of(self.rel, self.old_blob, "hypothesis", "H" + hid[1:])
@@ -322,7 +281,7 @@ class TreeEdit:
             tops = [n.id for n in self.outline if n.parent is None]
             known = (f"top-level: {_span(tops)}; `kb ls hypotheses` lists all" if tops
                      else "the tree is empty; `kb hyp add` adds one")
-            raise RefusedError(f"unknown hypothesis {hid!r} in {self.s.kb.prefix}{self.rel} ({known})")
+            raise NotFoundError(f"unknown hypothesis {hid!r} in {self.s.kb.prefix}{self.rel} ({known})")
         if len(rows) > 1:
             lines = ", ".join(str(r.line) for r in rows)
             raise RefusedError(f"{hid} is declared {len(rows)} times in {self.rel} (lines {lines}); "
@@ -638,6 +597,33 @@ def _history_ids(k: KnowledgeBase) -> tuple[set[str], set[str], str | None]:
     return ids, deleted, head
 
 
+#: A line that may carry an ID kb does not read as a declaration: a heading, a
+#: table row, or a list item starting in bold.
+_CARRIER = re.compile(r"^(?:#{1,6}[ \t]|[ \t]*\||[ \t]*[-*+][ \t]+\*\*)")
+_ANY_ID = re.compile(r"(?<![\w.])H[0-9]+(?:\.[0-9]+)*(?![\w])")
+
+
+def ids_in_headings(lines: Iterable[str]) -> set[str]:
+    """Every hypothesis-shaped ID on a heading, table row or bold list item of
+    the tree, read or not (``## **H5** …``, ``| H6 | … |``): a new hypothesis
+    never takes an ID the file already shows somewhere a reader would see it as
+    one, even where kb's parser does not. Fenced code blocks are skipped."""
+    out: set[str] = set()
+    fence = ""
+    for line in lines:
+        bare = line.lstrip(" ")
+        if bare.startswith(("```", "~~~")):
+            mark = bare[:3]
+            if not fence:
+                fence = mark
+            elif mark == fence:
+                fence = ""
+            continue
+        if not fence and _CARRIER.match(line):
+            out.update(_ANY_ID.findall(line))
+    return out
+
+
 def next_hypothesis_id(k: KnowledgeBase, existing: Iterable[str], parent: str | None,
                        history: Iterable[str] = ()) -> str:
     """``H<max+1>`` (top level) or ``<parent>.<max+1>`` over ``existing`` and ``history``."""
@@ -691,7 +677,8 @@ def add_hypothesis(kb: Any, statement: str, parent: str | None = None, *, no_com
         s.tx.expect = expect_map(k, expect, tree.rel)
         ph = tree.find(parent) if parent is not None else None
         history, _ = s.history()
-        hid = next_hypothesis_id(k, tree.ids(), ph.id if ph else None, history)
+        hid = next_hypothesis_id(k, tree.ids() | ids_in_headings(tree.doc.lines), ph.id if ph else None,
+                                 history)
         depth = hid.count(".") + 1
         if 1 + depth > MAX_LEVEL:
             raise RefusedError(f"{hid} would need a level-{1 + depth} heading; Markdown headings stop "
@@ -745,7 +732,7 @@ def set_status(kb: Any, hid: str, status: str, force: bool = False, reason: str 
     canon = canonical_status(status)
     if force:
         if reason is None or not str(reason).strip():
-            raise RefusedError("--force needs --reason (it is recorded in the Kb-Override trailer)")
+            raise UsageError("--force needs --reason (it is recorded in the Kb-Override trailer)")
         reason = one_line(reason, "the reason")
     overrides = [(hid.strip(), reason)] if force and reason else []
     with Session(kb, "hyp.status", no_commit=no_commit, owner=owner, on_wait=on_wait,
@@ -789,7 +776,7 @@ def edit_statement(kb: Any, hid: str, statement: str, reason: str, *, no_commit:
     """Correct the statement of ``hid``; the ``reason`` goes into ``Kb-Override``."""
     statement = one_line(statement, "the statement")
     if reason is None or not str(reason).strip():
-        raise RefusedError("editing a statement needs --reason (it is recorded in the Kb-Override trailer)")
+        raise UsageError("editing a statement needs --reason (it is recorded in the Kb-Override trailer)")
     reason = one_line(reason, "the reason")
     with Session(kb, "hyp.edit", no_commit=no_commit, owner=owner, on_wait=on_wait,
                  overrides=[(hid.strip(), reason)]) as s:
@@ -823,7 +810,7 @@ def find_experiment(s: Session, eid: str) -> Any:
     """The index row of experiment ``eid`` (``E5`` finds ``E005``); refuse unknown/duplicate."""
     eid = (eid or "").strip()
     if not eid:
-        raise RefusedError("no experiment ID given (e.g. E001)")
+        raise UsageError("no experiment ID given (e.g. E001)")
     rows = [r for r in s.idx.get(eid) if r.kind == "experiment"]
     if not rows:
         m = re.fullmatch(r"[Ee]0*(\d+)", eid)
@@ -834,7 +821,7 @@ def find_experiment(s: Session, eid: str) -> Any:
     if not rows:
         have = sorted((r.id for r in s.idx.objects("experiment")), key=lambda x: (len(x), x))
         known = f"experiments: {_span(have)}" if have else "there are no experiments yet"
-        raise RefusedError(f"unknown experiment {eid!r} ({known})")
+        raise NotFoundError(f"unknown experiment {eid!r} ({known})")
     if len(rows) > 1:
         raise RefusedError(f"{eid} is declared {len(rows)} times "
                            f"({', '.join(r.path for r in rows)}); fix the duplicate first")

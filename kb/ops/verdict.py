@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
+from kb.errors import NotFoundError, UsageError
 from kb.ops.cards import (
     CardError,
     OpResult,
@@ -115,10 +116,10 @@ def compute_verdict(votes: Mapping[str, Union[float, None]],
     outside [0, 1] or an unknown mode.
     """
     if mode not in MODES:
-        raise CardError(f"verdict mode {mode!r} is not valid; use one of: {', '.join(MODES)}")
+        raise UsageError(f"verdict mode {mode!r} is not valid; use one of: {', '.join(MODES)}")
     need = max(2, int(min_votes or 2))
     if len(votes) < need:
-        raise CardError(f"a verdict needs at least {need} votes, got {len(votes)}; give each "
+        raise UsageError(f"a verdict needs at least {need} votes, got {len(votes)}; give each "
                         "verifier as --vote NAME=RESULT with RESULT in [0,1]")
     vals = vote_values(votes)
     if all(x == 1 for x in vals):
@@ -320,14 +321,14 @@ def parse_target(text: str) -> Target:
         if m2 and m2.group("kind"):
             return Target(m2.group("id"), _SHORT[m2.group("kind")], int(m2.group("n")))
     if m is None:
-        raise CardError(f"target {text!r} is not valid; write ID#解法N (a solution), ID#证明N, "
+        raise UsageError(f"target {text!r} is not valid; write ID#解法N (a solution), ID#证明N, "
                         "ID#证伪N (a proof or refutation) or ID (a bare proposition)")
     kind = m.group("kind")
     if kind is None:
         return Target(m.group("id"))
     n = int(m.group("n"))
     if n < 1:
-        raise CardError(f"entry number {n} in {text!r} is not valid; entries are numbered from 1")
+        raise UsageError(f"entry number {n} in {text!r} is not valid; entries are numbered from 1")
     return Target(m.group("id"), _SHORT.get(kind, kind), n)
 
 
@@ -584,10 +585,10 @@ def _votes_arg(votes: Union[Mapping[str, Any], Sequence[tuple[str, Any]]]) -> di
     for name, x in items:
         n = str(name).strip()
         if not n or re.search(r"[\s=\x00-\x1f]", n):
-            raise CardError(f"verifier name {name!r} is not valid; give NAME=RESULT with a name "
+            raise UsageError(f"verifier name {name!r} is not valid; give NAME=RESULT with a name "
                             "without spaces, e.g. v1=0.9")
         if n in out:
-            raise CardError(f"verifier {n} votes twice; give one vote per verifier")
+            raise UsageError(f"verifier {n} votes twice; give one vote per verifier")
         out[n] = None if x is None else parse_probability(x, f"vote of {n}", open_interval=False)
     return out
 
@@ -612,12 +613,12 @@ def record_verdict(kb: Union[KnowledgeBase, str, Path, None], target: Union[str,
     cfg = k.config.verdict
     mode = mode or str(cfg.get("mode", "forced"))
     if mode not in MODES:
-        raise CardError(f"verdict mode {mode!r} is not valid; use one of: {', '.join(MODES)}")
+        raise UsageError(f"verdict mode {mode!r} is not valid; use one of: {', '.join(MODES)}")
     min_votes = int(cfg.get("min_votes", 2) or 2)
     reasons = dict(reasons or {})
     unknown = sorted(set(reasons) - set(vmap))
     if unknown:
-        raise CardError(f"reason given for {', '.join(unknown)}, who did not vote; voters: "
+        raise UsageError(f"reason given for {', '.join(unknown)}, who did not vote; voters: "
                         f"{', '.join(vmap)}")
     # Refuse bad votes before touching anything (accuracy only matters for a split vote).
     if len(vmap) < max(2, min_votes):
@@ -640,7 +641,7 @@ def record_verdict(kb: Union[KnowledgeBase, str, Path, None], target: Union[str,
             if other is not None:
                 raise CardError(f"{t.obj_id} is a proposition; verify {t.obj_id} (bare), "
                                 f"{t.obj_id}#证明N or {t.obj_id}#证伪N")
-            raise CardError(f"unknown {'problem' if t.kind == '解法' else 'proposition'} "
+            raise NotFoundError(f"unknown {'problem' if t.kind == '解法' else 'proposition'} "
                             f"{t.obj_id!r}; " + ws.known_hint(kinds))
         if is_final(o):
             raise CardError(f"{t.obj_id} is already settled ({o.status}); its verification is "

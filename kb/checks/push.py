@@ -1,0 +1,41 @@
+"""The pre-push check: for each ref git is about to push, the commits it adds.
+
+``git push`` gives its pre-push hook one line per ref (``<local ref> <local
+sha> <remote ref> <remote sha>``); :func:`kb.hooks.pre_push_ranges` turns them
+into ranges and each range is checked like ``kb verify --range``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Optional
+
+from kb import git
+from kb.checks.verify import Report, verify_commit_range
+from kb.errors import EnvironmentError_
+from kb.hooks import pre_push_ranges
+
+
+@dataclass
+class PushCheck:
+    """One pushed ref: ``base`` (None: from the root) ``..tip`` and its report."""
+
+    ref: str
+    base: Optional[str]
+    tip: str
+    report: Report
+
+
+def check_push(start: Path, remote: str, lines: Iterable[str]) -> list[PushCheck]:
+    """Check every ref of a push; ``lines`` are the hook's stdin lines.
+
+    Raises :class:`kb.errors.EnvironmentError_` when ``start`` is not inside a
+    git work tree.
+    """
+    top = git.toplevel(start)
+    if top is None:
+        raise EnvironmentError_(f"{start.resolve()} is not inside a git work tree")
+    top = top.resolve()
+    return [PushCheck(ref, base, tip, verify_commit_range(top, base, tip, allow_root=True))
+            for base, tip, ref in pre_push_ranges(top, remote, lines)]

@@ -1,0 +1,337 @@
+"""The agents' contract: one pydantic model per command's ``--json`` success output.
+
+``kb schema COMMAND WORDS…`` prints the JSON Schema of :data:`OUTPUTS` [words];
+``docs/cli.md`` is generated from the commands and these models; the MCP tools
+return the same objects. The naming rules (issue "agents as first-class users"):
+
+- times are ISO 8601 (``2026-11-02T10:00:00Z``) with an ``_epoch`` twin in
+  seconds where a program computes with them (``expires`` / ``expires_epoch``);
+- counts are keyed by the plural kind (``hypotheses``, ``problems``);
+- IDs are strings; every read of a file-backed object carries ``blob`` and
+  every write result ``blobs`` (the git blob id ``--expect`` takes);
+- an error, from any command, is :class:`ErrorOutput`.
+
+Models allow extra fields: an object's own fields (anchors, entries, …) follow
+its kind's model in :mod:`kb.model`; the properties named here are always there.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel
+
+from kb.errors import ERROR_KINDS
+
+ErrorKind = Literal["usage", "environment", "internal", "refused", "not_found", "conflict",
+                    "locked", "stale"]
+assert set(ErrorKind.__args__) == set(ERROR_KINDS)  # type: ignore[attr-defined]
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ErrorBody(BaseModel):
+    """What went wrong: ``kind`` from the vocabulary of :mod:`kb.errors` and its exit code."""
+
+    message: str
+    exit_code: int = Field(description="1 refused, 2 usage or environment, 3 internal")
+    kind: ErrorKind
+
+
+class ErrorOutput(BaseModel):
+    """Any command's ``--json`` output when it fails (exit 1, 2 or 3)."""
+
+    error: ErrorBody
+
+
+class WriteResult(_Open):
+    """Every write command's result (kb.ops.result.OpResult); operation fields follow."""
+
+    op: str = Field(description="the Kb-Op value, e.g. hyp.add")
+    id: Optional[str] = Field(description="the main object written, when there is one")
+    ids: list[str] = Field(description="the Kb-Id values of the commit")
+    paths: list[str] = Field(description="repository paths written (empty: nothing changed)")
+    blobs: dict[str, str] = Field(description="path -> new git blob id (what --expect takes)")
+    commit: Optional[str] = Field(description="the new commit; null with --no-commit, no change "
+                                              "or a dry run")
+    changes: list[str] = Field(description="one human line per change")
+    recovered: list[str] = Field(description="paths of an interrupted earlier write rolled back "
+                                             "first")
+
+
+class ObjectOut(_Open):
+    """One object as reads return it; its kind's fields (kb.model) follow."""
+
+    id: str
+    kind: str
+    path: str = Field(description="KB-relative path of its file")
+    line: int = Field(description="1-based line of its declaration")
+    title: Optional[str] = None
+    status: Optional[str] = None
+    blob: Optional[str] = Field(description="git blob id of the file read (what --expect takes)")
+
+
+class LsOutput(RootModel[list[ObjectOut]]):
+    """``kb ls``: the objects, one per declaration."""
+
+
+class FoundObject(BaseModel):
+    id: str
+    kind: str
+    status: Optional[str]
+    title: Optional[str]
+    path: str
+    line: int
+    blob: Optional[str]
+
+
+class FindOutput(RootModel[list[FoundObject]]):
+    """``kb find``: the objects whose ID, title or statement contain the text."""
+
+
+class Declaration(BaseModel):
+    kind: str
+    path: str
+    line: int
+
+
+class ShowOutput(ObjectOut):
+    """``kb show``: one object with its links (``declarations`` lists duplicates)."""
+
+    declarations: list[Declaration]
+    links_out: list[dict[str, str]]
+    links_in: list[dict[str, str]]
+    dependencies: list[str]
+    dependants: list[str]
+    experiments: list[str]
+
+
+class DiagnosticOut(_Open):
+    path: str
+    line: int
+    col: int
+    code: str
+    severity: str
+    message: str
+
+
+class IndexOutput(BaseModel):
+    """``kb index``: counts by plural kind, parse diagnostics."""
+
+    kb: str
+    files: int
+    parsed: int
+    counts: dict[str, int] = Field(description="plural kind -> number of objects")
+    seconds: float
+    rebuilt: bool
+    errors: int
+    failed_files: list[str]
+    diagnostics: list[DiagnosticOut]
+
+
+class InitOutput(BaseModel):
+    root: str
+    written: list[str]
+    appended: list[str]
+    git_initialised: bool
+
+
+class DashboardCheck(BaseModel):
+    """``kb dashboard --check``."""
+
+    path: str
+    stale: bool
+    exists: bool
+
+
+class VerifierRow(BaseModel):
+    verifier: str
+    accuracy: float
+    agreed: int
+    counted: int
+    votes: int
+
+
+class VerifiersOutput(RootModel[list[VerifierRow]]):
+    """``kb verifiers``: each verifier's accuracy on settled targets."""
+
+
+class BriefOutput(_Open):
+    """``kb brief``: the planning state (``omitted`` when --max-chars cut it)."""
+
+    kb: str
+    counts: dict[str, int]
+    open_problems: list[dict[str, Any]]
+    verify_candidates: list[dict[str, Any]]
+    settled: list[dict[str, Any]]
+    undecided_propositions: list[dict[str, Any]]
+    methods: list[dict[str, Any]]
+
+
+class ReportText(BaseModel):
+    """``kb report --stdout``: the report's path and Markdown text (nothing written)."""
+
+    path: str
+    text: str
+
+
+class VerifyOutput(BaseModel):
+    """``kb verify``: findings of the rules in one mode."""
+
+    mode: str
+    ok: bool
+    exit_code: int
+    kbs: list[str]
+    commits: int
+    blocking: int
+    counts: dict[str, int] = Field(description="severity -> number of findings")
+    notes: list[str]
+    error: Optional[ErrorBody] = Field(description="an environment error that stopped the "
+                                                   "check (exit 2), else null")
+    diagnostics: list[dict[str, Any]]
+
+
+class RulesOutput(BaseModel):
+    """``kb rules``: the rule catalogue."""
+
+    rules: list[dict[str, Any]]
+    unknown: list[str]
+
+
+class AcquiredLock(_Open):
+    ref: str
+    scope: str
+    path: Optional[str]
+    commit: str
+    owner: str
+    expires: str = Field(description="ISO 8601 UTC")
+    expires_epoch: int
+    how: str
+    previous: Optional[dict[str, Any]]
+
+
+class LockAcquired(BaseModel):
+    """``kb lock claim|renew|steal``, ``kb project lock``."""
+
+    owner: str
+    now: str
+    now_epoch: int
+    remote: Optional[str]
+    locks: list[AcquiredLock]
+    branch: Optional[str]
+    behind: Optional[int]
+
+
+class LockStateOut(_Open):
+    ref: str
+    scope: str
+    path: Optional[str]
+    owner: str
+    commit: str
+    expires: str = Field(description="ISO 8601 UTC")
+    expires_epoch: int
+    expired: bool
+    in_grace: bool
+    remaining: int = Field(description="seconds of lease left (negative once past)")
+
+
+class LockStatus(BaseModel):
+    """``kb lock status``."""
+
+    now: str
+    now_epoch: int
+    grace: int
+    remote: Optional[str]
+    locks: list[LockStateOut]
+    project: Optional[LockStateOut]
+    interrupted_release: Optional[dict[str, Any]]
+
+
+class LockPruned(BaseModel):
+    """``kb lock prune``: the expired locks deleted."""
+
+    pruned: list[dict[str, Any]]
+    remote: Optional[str]
+
+
+class HooksOutput(BaseModel):
+    hooks_dir: str
+    hooks: dict[str, str]
+    merge_driver: Optional[str]
+
+
+class CiInit(BaseModel):
+    path: str
+    base: str
+
+
+class SchemaList(BaseModel):
+    """``kb schema``: every command with a JSON output."""
+
+    commands: list[str]
+
+
+class PrimeOutput(BaseModel):
+    """``kb prime``: the session-start context for an agent."""
+
+    text: str = Field(description="at most 8,000 characters of Markdown")
+    head: Optional[str]
+
+
+#: command words -> its success model (``None``: no JSON output, e.g. ``kb mcp``).
+OUTPUTS: dict[str, Optional[type[BaseModel]]] = {
+    "init": InitOutput,
+    "index": IndexOutput,
+    "ls": LsOutput,
+    "show": ShowOutput,
+    "find": FindOutput,
+    "brief": BriefOutput,
+    "verify": VerifyOutput,
+    "rules": RulesOutput,
+    "verifiers": VerifiersOutput,
+    "dashboard": WriteResult,
+    "dashboard --check": DashboardCheck,
+    "report": WriteResult,
+    "report --stdout": ReportText,
+    "refresh": WriteResult,
+    "promote": WriteResult,
+    "verdict": WriteResult,
+    "entry add": WriteResult,
+    "hyp add": WriteResult, "hyp status": WriteResult, "hyp edit": WriteResult,
+    "hyp evidence": WriteResult,
+    "exp new": WriteResult, "exp log": WriteResult, "exp update": WriteResult,
+    "exp result": WriteResult,
+    "problem add": WriteResult, "problem status": WriteResult, "problem plan": WriteResult,
+    "problem priority": WriteResult,
+    "propo add": WriteResult,
+    "method add": WriteResult, "method apply": WriteResult, "method improve": WriteResult,
+    "priority adjust": WriteResult,
+    "lock claim": LockAcquired, "lock renew": LockAcquired, "lock steal": LockAcquired,
+    "lock release": WriteResult, "lock status": LockStatus, "lock prune": LockPruned,
+    "project lock": LockAcquired, "project unlock": WriteResult,
+    "hooks install": HooksOutput, "hooks uninstall": HooksOutput, "hooks status": HooksOutput,
+    "ci init": CiInit,
+    "schema": SchemaList,
+    "prime": PrimeOutput,
+    "mcp": None,
+}
+
+
+def schema_of(words: str) -> dict[str, Any]:
+    """The JSON Schema of ``words``' success output. Raises KeyError for unknown words."""
+    model = OUTPUTS[words]
+    if model is None:
+        return {"title": words, "description": "no JSON output (a protocol server on stdio)"}
+    return model.model_json_schema()
+
+
+def validate_output(words: str, data: Any) -> BaseModel:
+    """Validate a command's parsed JSON output against its model (pydantic ValidationError)."""
+    model = OUTPUTS[words]
+    assert model is not None, words
+    return model.model_validate(data)
+
+
+__all__ = ["OUTPUTS", "ErrorOutput", "WriteResult", "schema_of", "validate_output"]

@@ -1,0 +1,82 @@
+"""``kb mcp``: the knowledge base over the Model Context Protocol (official SDK v2, stdio).
+
+One tool per CLI operation, named after it in snake_case (``hyp_add``,
+``lock_claim``, ``ls``), with the CLI's arguments and options as parameters;
+each returns the CLI's ``--json`` object. The server keeps its process warm
+(the index and imports stay loaded between calls). Areas register their tools
+in one module each, listed in :data:`AREAS`; a module that is absent (an area
+not built yet) is skipped::
+
+    # kb/mcp/trail.py
+    def register(reg: Registry) -> None:
+        reg.read("explore_tree", explore_tree, "…")
+
+The tool list is static: it depends on the installed kb, never on the KB's
+state. The ``kb://prime`` resource and the ``prime`` prompt give the
+session-start text of ``kb prime``.
+"""
+
+import importlib
+from pathlib import Path
+from typing import Optional
+
+from mcp.server.mcpserver import MCPServer
+
+import kb as _kb_pkg
+from kb.mcp.registry import Registry
+from kb.mcp.warm import WarmKB
+
+#: Modules under kb.mcp with a ``register(reg)`` function, in tool-list order.
+AREAS = ["reads", "tree", "cards", "locks", "review", "trail", "gen"]
+
+INSTRUCTIONS = (
+    "kb: a git-backed Markdown knowledge base for research. Read the prime resource (or "
+    "call the prime tool) first. Every write tool is one transaction and one commit and "
+    "returns {op, id, ids, paths, blobs, commit, changes, recovered}; pass a file's blob "
+    "(from a read's `blob` or a write's `blobs`) as `expect` to refuse a write when the file "
+    "changed (kind stale). Errors are tool errors whose text is {\"error\": {message, "
+    "exit_code, kind}}.")
+
+
+def build_server(kb: Optional[Path] = None) -> MCPServer:
+    """The MCP server of the KB containing ``kb`` (default: the current directory).
+
+    The KB is opened on the first tool call, so a server started outside a KB
+    still lists its tools and answers each call with an ``environment`` error."""
+    server = MCPServer(name="kb", version=_kb_pkg.__version__, instructions=INSTRUCTIONS)
+    warm = WarmKB(kb)
+    served = warm.get
+    reg = Registry(server, warm)
+    for area in AREAS:
+        try:
+            mod = importlib.import_module(f"kb.mcp.{area}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"kb.mcp.{area}":
+                raise
+            continue
+        mod.register(reg)
+
+    @server.resource("kb://prime", name="prime", mime_type="text/markdown",
+                     description="kb prime: the session-start context of this KB (≤ 8,000 chars).")
+    def prime_resource() -> str:
+        from kb.prime import prime_text
+
+        return prime_text(served())
+
+    @server.prompt(name="prime", description="Start a session on this KB with the kb prime text.")
+    def prime_prompt() -> str:
+        from kb.prime import prime_text
+
+        return prime_text(served())
+
+    server.kb_tools = reg.names  # type: ignore[attr-defined]  # for tests and docs
+    return server
+
+
+def serve(kb: Optional[Path] = None) -> None:
+    """Serve over stdio until the client closes stdin. Only protocol reaches stdout: the
+    SDK points fd 1 at stderr while it serves, so git's and hooks' output go there."""
+    build_server(kb).run("stdio")
+
+
+__all__ = ["AREAS", "build_server", "serve", "Registry"]

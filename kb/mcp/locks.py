@@ -1,0 +1,91 @@
+"""MCP tools of the write locks (git refs): ``kb lock claim|renew|release|steal|prune|status``.
+
+``paths`` are relative to the KB folder; ``owner`` defaults to git config
+``kb.owner``, else ``user.email``; ``remote`` locks on a shared remote."""
+
+from typing import Optional
+
+from kb.mcp.registry import Registry
+from kb.repo import KnowledgeBase
+
+
+def lock_claim(kb: KnowledgeBase, paths: list[str], owner: Optional[str] = None,
+               ttl: Optional[str] = None, remote: Optional[str] = None) -> object:
+    from kb.ops.locks import claim
+
+    return claim(kb, paths, owner=owner, ttl=ttl, remote=remote, cwd=kb.root)
+
+
+def lock_renew(kb: KnowledgeBase, paths: list[str], owner: Optional[str] = None,
+               ttl: Optional[str] = None, remote: Optional[str] = None) -> object:
+    from kb.ops.locks import renew
+
+    return renew(kb, paths, owner=owner, ttl=ttl, remote=remote, cwd=kb.root)
+
+
+def lock_steal(kb: KnowledgeBase, paths: list[str], reason: str, owner: Optional[str] = None,
+               ttl: Optional[str] = None, remote: Optional[str] = None) -> object:
+    from kb.ops.locks import steal
+
+    return steal(kb, paths, reason, owner=owner, ttl=ttl, remote=remote, cwd=kb.root)
+
+
+def lock_release(kb: KnowledgeBase, paths: Optional[list[str]] = None, owner: Optional[str] = None,
+                 message: Optional[str] = None, all: bool = False, no_verify: bool = False,
+                 remote: Optional[str] = None) -> object:
+    from kb.errors import UsageError
+    from kb.ops.locks import release
+
+    if not paths and not all:
+        raise UsageError("name the paths to release, or pass all")
+    if paths and all:
+        raise UsageError("give paths or all, not both")
+    res = release(kb, list(paths or []), owner=owner, message=message, remote=remote,
+                  all_held=all, verify=not no_verify, cwd=kb.root)
+    return res.op_result(kb.top)
+
+
+def lock_prune(kb: KnowledgeBase, remote: Optional[str] = None) -> object:
+    from kb.ops.locks import prune
+
+    return {"pruned": [lk.as_dict() for lk in prune(kb, remote=remote)], "remote": remote}
+
+
+def lock_status(kb: KnowledgeBase, remote: Optional[str] = None) -> object:
+    from kb.ops.locks import status
+
+    return status(kb, remote=remote)
+
+
+def project_lock(kb: KnowledgeBase, owner: Optional[str] = None, ttl: Optional[str] = None,
+                 steal: Optional[str] = None, remote: Optional[str] = None) -> object:
+    from kb.ops.locks import project_lock as take
+
+    return take(kb, owner=owner, ttl=ttl, remote=remote, steal_reason=steal)
+
+
+def project_unlock(kb: KnowledgeBase, owner: Optional[str] = None,
+                   remote: Optional[str] = None) -> object:
+    from kb.ops.locks import project_unlock as give
+
+    return give(kb, owner=owner, remote=remote).op_result(kb.top)
+
+
+def register(reg: Registry) -> None:
+    reg.write("lock_claim", lock_claim, "kb lock claim: lock `paths` for `owner` (all or none); "
+              "refused with kind locked while someone else holds one.")
+    reg.write("lock_renew", lock_renew, "kb lock renew: extend your own leases on `paths`.",
+              idempotent=True)
+    reg.write("lock_steal", lock_steal, "kb lock steal: take `paths` over after the lease "
+              "expired (or as a lead), with a `reason`.", destructive=True)
+    reg.write("lock_release", lock_release, "kb lock release: commit the changes of `paths` (or "
+              "all) and delete their locks in one atomic git transaction.", destructive=True)
+    reg.write("lock_prune", lock_prune, "kb lock prune: delete every expired lock.",
+              destructive=True, idempotent=True)
+    reg.read("lock_status", lock_status, "kb lock status: every lock with owner, expiry "
+             "(ISO and _epoch) and whether it expired.")
+    reg.write("project_lock", project_lock, "kb project lock: take (or renew) the project-wide "
+              "lease of one scheduling session; `steal` (a reason) takes another's over.",
+              idempotent=True)
+    reg.write("project_unlock", project_unlock, "kb project unlock: give the project lease back "
+              "(holder only).", destructive=True)

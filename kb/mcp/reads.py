@@ -1,0 +1,165 @@
+"""MCP read tools: ``kb index``, ``ls``, ``show``, ``find``, ``brief``, ``report --stdout``,
+``verify``, ``rules``, ``verifiers``, ``prime``, ``schema``. Each returns what the
+CLI prints with ``--json`` and changes nothing."""
+
+from typing import Any, Optional
+
+from kb.errors import NotFoundError, UsageError
+from kb.mcp.registry import Registry
+from kb.mcp.warm import WarmKB
+from kb.repo import KnowledgeBase
+
+
+def index(kb: KnowledgeBase) -> object:
+    from kb.api import index_kb
+    from kb.vocab import KIND_PLURALS
+
+    rep = index_kb(kb.root)
+    plural = {one: many for many, one in KIND_PLURALS.items()}
+    errors = [d for d in rep.diagnostics if d.severity == "error"]
+    return {"kb": str(rep.root), "files": rep.stats.files, "parsed": rep.stats.parsed,
+            "counts": {plural.get(k, k): n for k, n in rep.counts.items()},
+            "seconds": round(rep.stats.seconds, 4), "rebuilt": rep.stats.rebuilt,
+            "errors": len(errors), "failed_files": sorted({d.path for d in errors}),
+            "diagnostics": [d.to_dict() for d in rep.diagnostics]}
+
+
+def _status_word(kind: str, status: str, locale: str) -> str:
+    from kb.vocab import EXPERIMENT_STATUS, HYPOTHESIS_STATUS
+
+    vocab = {"hypothesis": HYPOTHESIS_STATUS, "experiment": EXPERIMENT_STATUS}.get(kind)
+    return vocab.word(status, locale) if vocab and status else status
+
+
+def ls(warm: WarmKB, kind: Optional[str] = None, status: Optional[str] = None) -> object:
+    from kb.api import list_objects
+
+    idx = warm.index()
+    kb = warm.get()
+    _k, rows = list_objects(kind, status, idx=idx)
+    out = []
+    for r in rows:
+        f = r.fields()
+        f.pop("anchor_lines", None)
+        f["status"] = _status_word(r.kind, r.status, kb.config.locale)
+        f["blob"] = r.blob
+        out.append(f)
+    return out
+
+
+def show(warm: WarmKB, id: str) -> object:
+    from kb.api import show_object
+
+    idx = warm.index()
+    kb = warm.get()
+    _k, found = show_object(id, idx=idx)
+    if not found:
+        raise NotFoundError(f"no object with ID {id!r} (try the find tool)")
+    for d in found:
+        d["status"] = _status_word(d["kind"], d.get("status") or "", kb.config.locale)
+    first = dict(found[0])
+    first["declarations"] = [{"kind": d["kind"], "path": d["path"], "line": d["line"]} for d in found]
+    return first
+
+
+def find(warm: WarmKB, text: str) -> object:
+    from kb.api import find_objects
+
+    _k, rows = find_objects(text, idx=warm.index())
+    return [{"id": r.id, "kind": r.kind, "status": r.status, "title": r.title, "path": r.path,
+             "line": r.line, "blob": r.blob} for r in rows]
+
+
+def brief(kb: KnowledgeBase, max_chars: Optional[int] = None) -> object:
+    from kb.ops.research import brief_data, fit_brief
+
+    if max_chars is not None and max_chars < 1:
+        raise UsageError(f"max_chars {max_chars} must be a positive number of characters")
+    data, _dropped = fit_brief(brief_data(kb), max_chars, True)
+    return data
+
+
+def report_text(kb: KnowledgeBase, date: Optional[str] = None) -> object:
+    from kb.ops.research import report_date, report_text as text_of
+
+    path, text = text_of(kb, report_date(date))
+    return {"path": path, "text": text}
+
+
+def verify(kb: KnowledgeBase, staged: bool = False, rev: Optional[str] = None,
+           range: Optional[str] = None) -> object:
+    from kb.checks.verify import resolve_mode, run, sort_findings
+
+    mode = resolve_mode(staged, rev, range)
+    report = run(mode, kb.root, None)
+    findings = sort_findings(report.findings)
+    counts: dict[str, int] = {}
+    for f in findings:
+        counts[f.severity] = counts.get(f.severity, 0) + 1
+    return {"mode": mode.kind, "ok": report.exit_code == 0, "exit_code": report.exit_code,
+            "kbs": report.kbs, "commits": report.commits, "blocking": len(report.blocking),
+            "counts": counts, "notes": report.notes,
+            "error": ({"message": report.env_error, "exit_code": 2, "kind": "environment"}
+                      if report.env_error else None),
+            "diagnostics": [f.as_dict() for f in findings]}
+
+
+def rules(kb: KnowledgeBase, codes: Optional[list[str]] = None,
+          family: Optional[str] = None) -> object:
+    from kb.checks.catalogue import CATALOGUE, effective_severity
+
+    wanted = {c.upper() for c in codes or []}
+    out: list[dict[str, Any]] = []
+    for r in CATALOGUE:
+        if (wanted and r.code not in wanted) or (family and r.family != family):
+            continue
+        d = r.as_dict()
+        d["effective_severity"] = effective_severity(r.code, r.severity, kb.config) or "off"
+        out.append(d)
+    return {"rules": out, "unknown": sorted(wanted - {r.code for r in CATALOGUE})}
+
+
+def verifiers(kb: KnowledgeBase) -> object:
+    from kb.ops.verdict import accuracy_table
+
+    return [{"verifier": a.verifier, "accuracy": a.rate, "agreed": a.agreed,
+             "counted": a.counted, "votes": a.votes} for a in accuracy_table(kb)]
+
+
+def prime(kb: KnowledgeBase, since: Optional[str] = None) -> object:
+    from kb import git
+    from kb.prime import prime_text
+
+    return {"text": prime_text(kb, since), "head": git.rev_parse("HEAD", kb.top)}
+
+
+def schema(kb: KnowledgeBase, command: str) -> object:
+    from kb.contract import OUTPUTS, schema_of
+
+    if command not in OUTPUTS:
+        raise UsageError(f"no command {command!r} with a JSON output; use e.g. 'ls', "
+                         "'lock status', 'hyp add'")
+    return schema_of(command)
+
+
+def register(reg: Registry) -> None:
+    reg.read("index", index, "kb index: index the KB incrementally; counts by plural kind and "
+             "parse diagnostics.")
+    reg.read("ls", ls, "kb ls: objects of one `kind` (hypotheses, experiments, problems, "
+             "propositions, methods, verified, directions, records; all when omitted), "
+             "optionally with `status`; each with its file's `blob` for expect.")
+    reg.read("show", show, "kb show: everything about object `id`: fields, file, line, blob, "
+             "entries and links.")
+    reg.read("find", find, "kb find: objects whose ID, title or statement contain `text`.")
+    reg.read("brief", brief, "kb brief: the planning state (open problems, verifiable entries, "
+             "settled results, methods), within max_chars when given.")
+    reg.read("report_text", report_text, "kb report --stdout: the project report's path and "
+             "Markdown text (nothing written).")
+    reg.read("verify", verify, "kb verify: check the rules on the working tree, the staged "
+             "state (staged), one commit (rev) or a range (range, A..B).")
+    reg.read("rules", rules, "kb rules: the rule catalogue (codes, severity, what fixes it).")
+    reg.read("verifiers", verifiers, "kb verifiers: each verifier's accuracy on settled targets.")
+    reg.read("prime", prime, "kb prime: the session-start context (layout, rules, active "
+             "hypotheses, open problems, locks; changes after commit `since`), ≤ 8,000 chars.")
+    reg.read("schema", schema, "kb schema: the JSON Schema of a command's output, e.g. "
+             "command='lock status'.")

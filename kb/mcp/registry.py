@@ -1,0 +1,115 @@
+"""How an area registers its MCP tools: one line per tool.
+
+A tool is a plain function whose first parameter is the :class:`KnowledgeBase`
+the server serves (or, annotated :class:`kb.mcp.warm.WarmKB`, the server's warm
+KB whose ``index()`` is kept open between calls) and whose other parameters are the CLI's arguments and options
+in snake_case (with full type hints: the SDK builds the input schema from them)::
+
+    def register(reg: Registry) -> None:
+        reg.read("explore_tree", explore_tree, "The exploration tree of a problem …")
+        reg.write("explore_tree_record", record_node, "Record a node …", idempotent=False)
+
+The registry drops the KB parameter from the advertised signature, calls the
+function with the served KB, and turns what it returns (an ``OpResult``, an
+object with ``to_json``/``as_dict``, a pydantic model, plain JSON data) into
+the tool result: the CLI's ``--json`` text, plus ``structuredContent`` when it is
+an object. A :class:`kb.errors.KbError` becomes a tool error (``isError``) whose
+text is the CLI's error object ``{"error": {"message", "exit_code", "kind"}}``;
+any other exception is a tool error of kind ``internal``. The server never dies
+of a tool. Descriptions are static text: the tool list never depends on the KB.
+"""
+
+import functools
+import inspect
+import json
+import logging
+import threading
+import typing
+from typing import Any, Callable
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+
+from kb.errors import error_object
+from kb.mcp.warm import WarmKB
+
+log = logging.getLogger("kb.mcp")
+
+
+def to_data(value: Any) -> Any:
+    """The JSON data of a tool's return value (what the CLI prints with ``--json``)."""
+    if hasattr(value, "to_json") and callable(value.to_json) and not isinstance(value, (str, bytes)):
+        out = value.to_json()
+        return json.loads(out) if isinstance(out, str) else out
+    if hasattr(value, "as_dict") and callable(value.as_dict):
+        return value.as_dict()
+    if hasattr(value, "model_dump") and callable(value.model_dump):
+        return value.model_dump(mode="json")
+    return value
+
+
+def _result(data: Any, is_error: bool = False) -> CallToolResult:
+    text = json.dumps(data, ensure_ascii=False, indent=1, default=str)
+    structured = json.loads(text) if isinstance(data, dict) else None
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structured_content=structured, is_error=is_error)
+
+
+class Registry:
+    """Registers kb tools on one :class:`MCPServer` serving one KB."""
+
+    def __init__(self, server: MCPServer, warm: WarmKB) -> None:
+        self.server = server
+        self.warm = warm
+        self.names: list[str] = []
+        # One call at a time: the SDK may run tools in parallel threads, and kb's
+        # writes (and an agent's read-after-write) expect the order of the calls.
+        self.lock = threading.Lock()
+
+    def _add(self, name: str, fn: Callable[..., Any], description: str,
+             annotations: ToolAnnotations) -> None:
+        sig = inspect.signature(fn)
+        hints = typing.get_type_hints(fn)  # real types, also from string annotations
+        first = list(sig.parameters)[0]
+        served: Callable[[], Any] = (
+            (lambda: self.warm) if hints.get(first) is WarmKB else self.warm.get)
+        params = [p.replace(annotation=hints.get(p.name, p.annotation))
+                  for p in list(sig.parameters.values())[1:]]  # the first is the served KB
+
+        @functools.wraps(fn)
+        def tool(**kwargs: Any) -> CallToolResult:
+            try:
+                with self.lock:
+                    return _result(to_data(fn(served(), **kwargs)))
+            except Exception as exc:  # every failure is a tool error, never a dead server
+                if not hasattr(exc, "kind"):
+                    log.exception("tool %s failed", name)
+                return _result(error_object(exc), is_error=True)
+
+        tool.__signature__ = sig.replace(parameters=params,  # type: ignore[attr-defined]
+                                         return_annotation=CallToolResult)
+        tool.__annotations__ = {p.name: p.annotation for p in params}
+        tool.__annotations__["return"] = CallToolResult
+        del tool.__wrapped__  # the SDK must see the signature above, not fn's
+        self.server.add_tool(tool, name=name, description=description, annotations=annotations,
+                             structured_output=False)
+        self.names.append(name)
+
+    def read(self, name: str, fn: Callable[..., Any], description: str) -> None:
+        """A tool that changes nothing (``readOnlyHint``; repeating it is harmless)."""
+        self._add(name, fn, description, ToolAnnotations(
+            read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+            open_world_hint=False))
+
+    def write(self, name: str, fn: Callable[..., Any], description: str, *,
+              destructive: bool = False, idempotent: bool = False,
+              open_world: bool = False) -> None:
+        """A tool that writes (one transaction, one commit). ``destructive``: it can
+        overwrite or remove what is there (not only add); ``idempotent``: the same call
+        twice leaves the same state; ``open_world``: it talks to a remote."""
+        self._add(name, fn, description, ToolAnnotations(
+            read_only_hint=False, destructive_hint=destructive, idempotent_hint=idempotent,
+            open_world_hint=open_world))
+
+
+__all__ = ["Registry", "to_data"]

@@ -1,0 +1,116 @@
+"""The one result type of every write operation, and the options every write takes.
+
+Tree operations (``kb hyp``, ``kb exp``, ``kb dashboard``), card operations
+(``kb problem``, ``propo``, ``method``, ``entry``, ``verdict``, ``promote``,
+``priority``, ``refresh``, ``report``) and ``kb lock release`` all return an
+:class:`OpResult`; the CLI prints it with one printer and agents read its
+:meth:`OpResult.to_json`::
+
+    {"op": "hyp.add", "id": "H1.3", "ids": ["H1.3"], "paths": ["tree.md", …],
+     "blobs": {"tree.md": "<40 hex>"}, "commit": "<40 hex>" | null,
+     "changes": ["added H1.3 …"], "recovered": [], …operation fields}
+
+``blobs`` maps each written repository path to its new git blob id, which is
+what ``--expect`` takes for the next edit of that file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Union
+
+if TYPE_CHECKING:
+    from kb.ops.transaction import Transaction, TxResult
+
+OnWait = Callable[[str], None]
+Expect = Union[str, Mapping[str, str], None]
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """What every write command takes besides its own arguments.
+
+    ``no_commit``: write the files, leave them uncommitted; ``owner``: who
+    acts (lock owner; default ``git config kb.owner``, else ``user.email``);
+    ``expect``: the blob id the caller read of the target file (compare and
+    swap), or a mapping KB path -> blob id; ``on_wait``: told once what the
+    write waits for when the write lock is busy.
+    """
+
+    no_commit: bool = False
+    owner: str | None = None
+    expect: Expect = None
+    on_wait: OnWait | None = None
+
+    def kwargs(self, expect: bool = True) -> dict[str, Any]:
+        """The library keywords (``no_commit``, ``owner``, ``expect``, ``on_wait``)."""
+        out: dict[str, Any] = {"no_commit": self.no_commit, "owner": self.owner,
+                               "on_wait": self.on_wait}
+        if expect:
+            out["expect"] = self.expect
+        return out
+
+
+@dataclass
+class OpResult:
+    """What a write operation did (or, for dry runs, would do).
+
+    ``op``: the ``Kb-Op`` value (``hyp.add``); ``id``: the main object (the
+    new hypothesis, the card, …) or None; ``ids``: the ``Kb-Id`` values;
+    ``paths``: repository paths written (empty when nothing changed);
+    ``blobs``: path -> new git blob id of each written file; ``commit``: the
+    new commit, None with ``no_commit``, when nothing changed, or for a dry
+    run; ``changes``: one human line per change; ``recovered``: paths an
+    interrupted earlier write left behind that this one rolled back first;
+    ``details``: the operation's own JSON fields; ``tx``: the transaction's
+    result (None for a dry run).
+    """
+
+    op: str
+    id: str | None = None
+    ids: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    blobs: dict[str, str] = field(default_factory=dict)
+    commit: str | None = None
+    changes: list[str] = field(default_factory=list)
+    recovered: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    tx: "TxResult | None" = None
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The operation's own fields (an alias of ``details``)."""
+        return self.details
+
+    @property
+    def lines(self) -> list[str]:
+        """The human lines (an alias of ``changes``)."""
+        return self.changes
+
+    @classmethod
+    def of(cls, tx: "Transaction", op: str | None = None, main_id: str | None = None,
+           changes: list[str] | None = None, details: dict[str, Any] | None = None) -> "OpResult":
+        """The result of the finished transaction ``tx`` (committed, or nothing changed)."""
+        from kb.ops.transaction import TxResult
+
+        res = tx.result or TxResult(tx.op, list(tx.ids), [], None, "")
+        return cls(op=op or res.op, id=main_id, ids=list(res.ids), paths=list(res.paths),
+                   blobs=dict(res.blobs), commit=res.commit, changes=list(changes or []),
+                   recovered=list(tx.recovered), details=dict(details or {}), tx=res)
+
+    @classmethod
+    def dry(cls, op: str, changes: list[str], details: dict[str, Any]) -> "OpResult":
+        """A result for a dry run or check: nothing written."""
+        return cls(op=op, changes=changes, details=details)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of the module docstring (operation fields after the common ones)."""
+        data: dict[str, Any] = {"op": self.op, "id": self.id, "ids": self.ids,
+                                "paths": self.paths, "blobs": self.blobs, "commit": self.commit,
+                                "changes": self.changes, "recovered": self.recovered}
+        for key, value in self.details.items():
+            data.setdefault(key, value)
+        return data
+
+
+__all__ = ["OpResult", "WriteOptions", "OnWait", "Expect"]

@@ -1,0 +1,294 @@
+"""``kb mcp``: the SDK's in-memory client against the server (every tool once, a write
+seen by the next read, a stale expect and a locked file refused as tool errors), and
+one real stdio session with the ``kb`` console script."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import select
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from conftest import git, kb_script, source_env
+
+NOW = "2026-11-02T10:00:00"
+
+
+@pytest.fixture
+def ex(example_kb: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("KB_NOW", NOW)
+    monkeypatch.chdir(example_kb)
+    return example_kb
+
+
+def data_of(res: Any) -> Any:
+    assert len(res.content) == 1 and res.content[0].type == "text"
+    return json.loads(res.content[0].text)
+
+
+async def call(client: Client, tool: str, /, **args: Any) -> Any:
+    res = await client.call_tool(tool, args)
+    assert not res.is_error, (tool, res.content[0].text)
+    return data_of(res)
+
+
+async def refused(client: Client, tool: str, /, **args: Any) -> dict[str, Any]:
+    res = await client.call_tool(tool, args)
+    assert res.is_error, (tool, res.content)
+    return data_of(res)["error"]
+
+
+#: (tool, arguments) run in order against the example KB: every tool once.
+SCENARIO: list[tuple[str, dict[str, Any]]] = [
+    ("index", {}), ("ls", {"kind": "problems"}), ("find", {"text": "prime"}),
+    ("brief", {"max_chars": 4000}), ("report_text", {}), ("verify", {}),
+    ("rules", {"codes": ["KB240"]}), ("verifiers", {}), ("prime", {}),
+    ("schema", {"command": "lock status"}), ("dashboard_check", {}),
+    ("hyp_status", {"id": "H2", "status": "进行中"}),
+    ("exp_new", {"hyp": "H2", "action": "run with 4 workers"}),
+    ("exp_log", {"id": "E005", "text": "ran it"}),
+    ("exp_update", {"id": "E005", "text": "pytest -n 4", "section": "方法"}),
+    ("exp_result", {"id": "E005", "data": "11 minutes", "conclusion": "支持", "reason": "under 12"}),
+    ("hyp_evidence", {"id": "H1", "experiment": "E005"}),
+    ("hyp_edit", {"id": "H2", "statement": "pytest-xdist on 4 workers brings the test step "
+                  "under 12 minutes", "reason": "wording"}),
+    ("dashboard", {}),
+    ("problem_add", {"id": "q9", "statement": "Is the cache ever stale?", "depends": ["p1"]}),
+    ("problem_status", {"id": "q9", "status": "死路"}),
+    ("problem_plan", {"id": "q2", "next_step": "bisect"}),
+    ("problem_priority", {"id": "q2", "priority": "3"}),
+    ("propo_add", {"category": "数论", "id": "p9", "statement": "Every prime above 2 is odd"}),
+    ("entry_add", {"id": "p9", "kind": "证明", "title": "parity", "text": "2 | even", "prob": "0.8"}),
+    ("verdict", {"target": "p9#证明1", "vote": {"v1": 1, "v2": 1}}),
+    ("method_add", {"id": "m9", "name": "Parity argument"}),
+    ("method_apply", {"id": "m9", "effect": "settled p9", "problem": "q2"}),
+    ("method_improve", {"id": "m9", "reason": "clearer", "text": "state the parity"}),
+    ("priority_adjust", {"mode": "survival-map", "dry_run": True}),
+    ("promote", {}), ("refresh", {"check": True}), ("report", {}),
+    ("lock_claim", {"paths": ["Problems/q2.md"], "owner": "alice"}),
+    ("lock_renew", {"paths": ["Problems/q2.md"], "owner": "alice"}),
+    ("lock_status", {}),
+    ("lock_release", {"paths": ["Problems/q2.md"], "owner": "alice"}),
+    ("lock_prune", {}),
+    ("project_lock", {"owner": "alice"}), ("project_unlock", {"owner": "alice"}),
+]
+
+
+def test_tools_are_static_named_and_annotated(ex: Path, tmp_path: Path) -> None:
+    from kb.mcp import build_server
+
+    async def listing(server: Any) -> list[Any]:
+        async with Client(server) as c:
+            return (await c.list_tools()).tools
+
+    inside = asyncio.run(listing(build_server(ex)))
+    outside = asyncio.run(listing(build_server(tmp_path)))  # not a KB: same list
+    assert [t.model_dump() for t in inside] == [t.model_dump() for t in outside]
+    by = {t.name: t for t in inside}
+    assert {"hyp_add", "hyp_status", "exp_new", "show", "ls", "verify", "lock_claim",
+            "lock_release", "problem_add", "verdict"} <= by.keys()
+    for t in inside:
+        a = t.annotations
+        assert a is not None and a.read_only_hint is not None, t.name
+        if a.read_only_hint:
+            assert not a.destructive_hint, t.name
+    assert by["ls"].annotations.read_only_hint and not by["hyp_add"].annotations.read_only_hint
+    assert by["lock_release"].annotations.destructive_hint
+    assert not by["hyp_add"].annotations.idempotent_hint
+    assert set(by["hyp_add"].input_schema["properties"]) == {
+        "statement", "parent", "no_commit", "owner", "expect"}
+    assert by["hyp_add"].input_schema["required"] == ["statement"]
+    # nothing of the KB leaks into the descriptions
+    assert all("examples" not in (t.description or "") for t in inside)
+
+
+def test_every_tool_once_and_writes_are_read_back(ex: Path) -> None:
+    from kb.mcp import build_server
+
+    server = build_server(ex)
+
+    async def session() -> set[str]:
+        called: set[str] = set()
+        async with Client(server) as c:
+            tools = {t.name for t in (await c.list_tools()).tools}
+            added = await call(c, "hyp_add", statement="Warm caches halve the load time",
+                               parent="H1")
+            called.add("hyp_add")
+            assert added["op"] == "hyp.add" and added["commit"] == git(ex, "rev-parse", "HEAD")
+            shown = await call(c, "show", id=added["id"])
+            called.add("show")
+            assert shown["statement"] == "Warm caches halve the load time"
+            assert shown["blob"] == added["blobs"]["tree.md"]
+            for name, args in SCENARIO:
+                out = await call(c, name, **args)
+                called.add(name)
+                if name in ("problem_add", "exp_new", "verdict", "lock_release"):
+                    assert {"op", "ids", "paths", "blobs", "commit", "changes",
+                            "recovered"} <= out.keys(), name
+            await call(c, "lock_claim", paths=["Problems/q2.md"], owner="alice")
+            err = await refused(c, "lock_steal", paths=["Problems/q2.md"], reason="mine",
+                                owner="bob")
+            called.add("lock_steal")
+            assert err["kind"] == "locked" and "alice" in err["message"]
+            listed = await call(c, "ls", kind="problems")
+            assert "q9" in [o["id"] for o in listed]  # a write, then a read that sees it
+            return tools - called
+
+    assert asyncio.run(session()) == set()
+    assert git(ex, "status", "--porcelain") == ""
+
+
+def test_stale_expect_and_locked_file_are_tool_errors(ex: Path) -> None:
+    from kb.mcp import build_server
+
+    async def session() -> None:
+        async with Client(build_server(ex)) as c:
+            blob = (await call(c, "show", id="q2"))["blob"]
+            done = await call(c, "problem_plan", id="q2", next_step="bisect", expect=blob)
+            err = await refused(c, "problem_plan", id="q2", next_step="again", expect=blob)
+            assert err["kind"] == "stale" and err["exit_code"] == 1
+            new_blob = done["blobs"]["Problems/q2.md"]
+            await call(c, "lock_claim", paths=["Problems/q2.md"], owner="alice")
+            err = await refused(c, "problem_plan", id="q2", next_step="mine", owner="bob",
+                                expect=new_blob)
+            assert err["kind"] == "locked" and "alice" in err["message"]
+            err = await refused(c, "show", id="NOPE")
+            assert err["kind"] == "not_found"
+            err = await refused(c, "hyp_status", id="H1", status="maybe")
+            assert err["kind"] == "usage" and err["exit_code"] == 2
+            # the server survived every error
+            assert (await call(c, "ls", kind="problems"))
+
+    asyncio.run(session())
+    assert "- 计划: bisect\n" in (ex / "Problems/q2.md").read_text(encoding="utf-8")
+
+
+def test_outside_a_kb_every_call_is_an_environment_error(tmp_path: Path) -> None:
+    from kb.mcp import build_server
+
+    async def session() -> dict[str, Any]:
+        async with Client(build_server(tmp_path)) as c:
+            return await refused(c, "ls")
+
+    assert asyncio.run(session())["kind"] == "environment"
+
+
+def test_prime_resource_and_prompt(ex: Path) -> None:
+    from kb.mcp import build_server
+    from kb.prime import LIMIT
+
+    async def session() -> tuple[str, str]:
+        async with Client(build_server(ex)) as c:
+            res = await c.read_resource("kb://prime")
+            prompt = await c.get_prompt("prime")
+            return res.contents[0].text, prompt.messages[0].content.text
+
+    text, prompt = asyncio.run(session())
+    assert text.startswith("# kb prime") and "Open problems by priority" in text and "q2" in text
+    assert len(text) <= LIMIT and prompt == text
+
+
+def test_stdio_session_with_the_console_script(ex: Path) -> None:
+    """A real subprocess: only protocol on stdout, even when a commit runs the
+    pre-commit hook (git's and the hook's output go to stderr)."""
+    from conftest import invoke
+
+    assert invoke("hooks", "install", cwd=ex).code == 0
+    git(ex, "add", "-A")
+    git(ex, "commit", "-qm", "hooks", "--allow-empty")
+    env = source_env()
+    env["KB_NOW"] = NOW
+    params = StdioServerParameters(command=kb_script(), args=["mcp"], cwd=str(ex), env=env)
+
+    async def session() -> tuple[list[str], dict[str, Any]]:
+        async with Client(params) as c:
+            names = [t.name for t in (await c.list_tools()).tools]
+            added = await call(c, "problem_add", id="q9", statement="Is it stale?")
+            return names, added
+
+    names, added = asyncio.run(session())
+    assert "hyp_add" in names and added["commit"] == git(ex, "rev-parse", "HEAD")
+    assert "Kb-Op: problem.add" in git(ex, "log", "-1", "--format=%B")
+    assert (ex / ".git/hooks/pre-commit").exists()  # the commit ran kb's hook, quietly
+
+
+def test_only_protocol_on_stdout_even_when_a_hook_prints(ex: Path) -> None:
+    """A raw stdio session: a pre-commit hook that prints to stdout runs during a write
+    tool; every stdout line is still a JSON-RPC message."""
+    hook = ex / ".git/hooks/pre-commit"
+    hook.write_text("#!/bin/sh\necho HOOK NOISE\necho hook-err >&2\ntouch .git/hook-ran\nexit 0\n",
+                    encoding="utf-8")
+    hook.chmod(0o755)
+    env = source_env()
+    env["KB_NOW"] = NOW
+    proc = subprocess.Popen([kb_script(), "mcp"], cwd=ex, env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    msgs = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "problem_plan", "arguments": {"id": "q2", "next_step": "raw"}}},
+    ]
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in msgs))
+    proc.stdin.flush()
+    out = b""
+    deadline = time.monotonic() + 60
+    while b'"id":2' not in out.replace(b" ", b"") and time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 1.0)
+        if ready:
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            out += chunk
+    try:
+        rest, err = proc.communicate(timeout=60)  # closes stdin: the server ends
+    finally:
+        proc.kill()
+    lines = (out + rest).decode("utf-8").splitlines()
+    replies = [json.loads(ln) for ln in lines]  # every line is JSON …
+    assert all(m.get("jsonrpc") == "2.0" for m in replies)  # … and JSON-RPC
+    call = next(m for m in replies if m.get("id") == 2)
+    assert not call["result"].get("isError"), call
+    assert (ex / ".git/hook-ran").exists() and "HOOK NOISE" not in (out + rest).decode()
+    assert "- 计划: raw\n" in (ex / "Problems/q2.md").read_text(encoding="utf-8")
+
+
+def test_warm_reads_see_changes_made_outside_the_server(ex: Path) -> None:
+    """The warm index skips its refresh only while git sees no change: a hand edit (twice
+    to the same file), a new file and a commit made between calls are all read back."""
+    from kb.mcp import build_server
+
+    card = ex / "Problems/q2.md"
+
+    def retitle(title: str) -> None:
+        lines = card.read_text(encoding="utf-8").split("\n")
+        lines[0], lines[1] = f"# 问题｜{title}", f"- 标题: {title}"
+        card.write_text("\n".join(lines), encoding="utf-8")
+
+    async def session() -> None:
+        async with Client(build_server(ex)) as c:
+            assert (await call(c, "show", id="q2"))["title"] == "Infinitude of primes"
+            retitle("Edited once")
+            assert (await call(c, "show", id="q2"))["title"] == "Edited once"
+            retitle("Edited twice")  # the same file again: still listed by diff-files
+            assert (await call(c, "show", id="q2"))["title"] == "Edited twice"
+            git(ex, "commit", "-qam", "retitle")
+            shown = await call(c, "show", id="q2")
+            assert shown["blob"] == git(ex, "rev-parse", "HEAD:Problems/q2.md")
+            new = ex / "Problems/q77.md"
+            new.write_bytes(card.read_bytes().replace(b"q2", b"q77"))
+            assert [o["id"] for o in await call(c, "find", text="q77")] == ["q77"]
+            new.unlink()
+            assert await call(c, "find", text="q77") == []
+
+    asyncio.run(session())
