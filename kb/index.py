@@ -113,6 +113,23 @@ class ObjectRow:
     #: takes); set by the working-tree reads (objects, get, search).
     blob: str | None = None
 
+    @classmethod
+    def many(cls, rows: Iterable[tuple[Any, ...]]) -> list["ObjectRow"]:
+        """Rows from ``SELECT id, kind, status, title, path, line, data, blob`` tuples.
+
+        The frozen dataclass's ``__init__`` sets each field through
+        ``object.__setattr__`` (2 µs a row); a listing of 100,000 objects fills
+        each instance's ``__dict__`` at once instead (same values, same class).
+        """
+        names = ("id", "kind", "status", "title", "path", "line", "data", "blob")
+        new = object.__new__
+        out = []
+        for r in rows:
+            o = new(cls)
+            o.__dict__.update(zip(names, r))
+            out.append(o)
+        return out
+
     def fields(self) -> dict[str, Any]:
         return json.loads(self.data)
 
@@ -469,7 +486,7 @@ class Index:
         if cond:
             sql += " WHERE " + " AND ".join(cond)
         sql += " ORDER BY o.path, o.line"
-        return [ObjectRow(*r) for r in self.db.execute(sql, args)]
+        return ObjectRow.many(self.db.execute(sql, args))
 
     def get(self, obj_id: str) -> list[ObjectRow]:
         """Every object with this ID (more than one means a duplicate)."""

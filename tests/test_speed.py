@@ -358,3 +358,17 @@ def test_range_per_file_results_from_the_parse_workers_equal_the_checks_own(make
     monkeypatch.setattr(fr, "rule_rows", lambda *a: [])
     monkeypatch.setattr(fr, "store", lambda *a: None)  # the check computes them itself
     assert verify_json(clone, "--range", f"{base}..HEAD") == got
+
+
+def test_object_rows_built_in_bulk_equal_those_built_one_by_one() -> None:
+    import dataclasses
+
+    from kb.index import ObjectRow
+
+    raw = [("H1", "hypothesis", "待验", "t", "tree.md", 3, "{}", "ab" * 20),
+           ("q1", "problem", "求解中", "Q", "Problems/q1.md", 1, '{"priority": 2}', None)]
+    many = ObjectRow.many(raw)
+    assert many == [ObjectRow(*r) for r in raw]
+    assert hash(many[0]) == hash(ObjectRow(*raw[0])) and many[1].fields() == {"priority": 2}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        many[0].id = "H2"  # still frozen
