@@ -463,6 +463,17 @@ CASES: list[Case] = [
          "kb ls hypotheses on a warm index (the whole tree, as a table)",
          ok_codes=KB_OK, needs_kb=True, count_git=True,
          targets={"tree": T(s=1)}),
+    # Review (issue 13): the research diff a CI job summary or a hook shows.
+    Case("diff-range-20", lambda c: c.kb + ["diff", f"{c.base_commit}..HEAD", "--format", "markdown",
+                                            "--no-findings"],
+         "kb diff --format markdown over the same 20 commits (objects and trailers, no rules)",
+         ok_codes=(0,), setup=twenty_commits, teardown=reset_worktree, needs_kb=True,
+         targets={"small": T(s=0.5, mb=150)}),
+    Case("diff-range-20-findings", lambda c: c.kb + ["diff", f"{c.base_commit}..HEAD", "--format",
+                                                     "markdown"],
+         "kb diff --format markdown over the 20 commits, with the range's rule findings",
+         ok_codes=(0,), setup=twenty_commits, teardown=reset_worktree, needs_kb=True,
+         targets={"small": T(mb=150)}),
     # Research cards (issue 5): one write each, whole process, no hooks installed.
     # Each run starts from the corpus commit (reset, untimed), so the ID is free and
     # the entry not yet verified; the index re-reads the few files the reset changed.
@@ -533,6 +544,13 @@ CASES: list[Case] = [
          "obsidiantools Vault(path).connect().gather() (1k corpus only: --scale 0.133)",
          runs=1, warmup=0, peer=True, max_files=PEER_MAX_FILES),
 ]
+
+
+# The exploration graph (issue 15): views on 5,000 nodes, a cold 50,000-op replay.
+sys.path.insert(0, str(HERE))
+from trail_cases import cases as _trail_cases  # noqa: E402
+
+CASES[-1:-1] = _trail_cases(Case, T)
 
 
 # ---------------------------------------------------------------------------

@@ -39,9 +39,14 @@ COMMANDS: dict[str, str] = {
     "rules": "rules",
     "hooks": "hooks",
     "ci": "ci",
+    "diff": "diff",
+    "log": "log",
     "schema": "schema",
     "prime": "prime",
     "mcp": "mcp",
+    "trail": "trail",
+    "gen": "gen",
+    "lit": "lit",
 }
 
 

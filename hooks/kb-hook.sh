@@ -45,7 +45,7 @@ run_kb() {
         return $?
     fi
     echo "kb: the @HOOK@ hook needs kb, which is not installed (not importable by $KB_PYTHON, no kb on PATH)." >&2
-    echo "kb: install it with:  python -m pip install kb-research" >&2
+    echo "kb: install it with:  @KB_INSTALL@" >&2
     echo "kb: (or remove this hook with: kb hooks uninstall)" >&2
     return 1
 }

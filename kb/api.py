@@ -88,8 +88,7 @@ def _natural(obj_id: str) -> list[Any]:
 
 def list_objects(kind: str | None = None, status: str | None = None,
                  path: str | Path | None = None,
-                 idx: Index | None = None,
-                 with_data: bool = True) -> tuple[KnowledgeBase, list[ObjectRow]]:
+                 idx: Index | None = None, with_data: bool = True) -> tuple[KnowledgeBase, list[ObjectRow]]:
     """Objects of one kind (an ``ls`` name such as ``problems``), optionally by status.
 
     Problems are sorted by priority with ``never`` last; hypotheses in tree

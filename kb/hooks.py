@@ -129,9 +129,15 @@ def hook_text(hook: str, python: Optional[str] = None) -> str:
     from kb.resources import hooks_dir as shipped
 
     text = (shipped() / "kb-hook.sh").read_text(encoding="utf-8")
+    from kb.review.source import install_hint, installed_source
+
     py = (python or sys.executable).replace("'", "'\\''")
+    # The fallback message names where this kb came from (never an unpublished name);
+    # it sits inside a double-quoted echo.
+    hint = install_hint(installed_source().spec)
+    hint = "".join("\\" + ch if ch in '"$`\\' else ch for ch in hint)
     return (text.replace("@HOOK@", hook).replace("@KB_PYTHON@", py)
-            .replace("@KB_ARGS@", _ARGS[hook]))
+            .replace("@KB_ARGS@", _ARGS[hook]).replace("@KB_INSTALL@", hint))
 
 
 def _write_hook(path: Path, text: str) -> None:

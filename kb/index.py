@@ -342,6 +342,17 @@ class Index:
             parsed += len(rows[0])
         return parsed
 
+    def _store(self, rows: "Rows") -> None:
+        """Store parses, replacing every row of their (path, blob) (inside a transaction)."""
+        rows_p, rows_o, rows_l, rows_d = rows
+        keys = [(p, b) for p, b, *_ in rows_p]
+        for table in ("objects", "links", "diagnostics"):
+            self.db.executemany(f"DELETE FROM {table} WHERE path=? AND blob=?", keys)
+        self.db.executemany("INSERT OR REPLACE INTO parsed VALUES (?,?,?,?,?,?)", rows_p)
+        self.db.executemany("INSERT INTO objects VALUES (?,?,?,?,?,?,?,?)", rows_o)
+        self.db.executemany("INSERT INTO links VALUES (?,?,?,?,?)", rows_l)
+        self.db.executemany("INSERT INTO diagnostics VALUES (?,?,?,?,?,?,?,?)", rows_d)
+
     def ensure_versions(self, items: Iterable[tuple[str, str, str]],
                         store_rules: Any = None) -> int:
         """Parse and store every ``(path, blob, fmt)`` not in the cache yet, read from git.
@@ -357,36 +368,24 @@ class Index:
         items = list(dict.fromkeys(items))
         if not items:
             return 0
-        self.db.execute("CREATE TEMP TABLE IF NOT EXISTS kb_want (path TEXT NOT NULL, blob TEXT NOT NULL)")
-        self.db.execute("DELETE FROM kb_want")
-        self.db.executemany("INSERT INTO kb_want VALUES (?, ?)", [(p, b) for p, b, _ in items])
-        have = set(self.db.execute(
-            "SELECT w.path, w.blob FROM kb_want w JOIN parsed p ON p.path = w.path AND p.blob = w.blob "
-            f"WHERE {_TRUSTED}"))
-        self.db.execute("DELETE FROM kb_want")
-        self.db.commit()
+        # Reads only (no temp table): a write here would open an implicit
+        # transaction and the BEGIN IMMEDIATE below would fail.
+        if len(items) > 64:
+            have = set(self.db.execute(f"SELECT path, blob FROM parsed p WHERE {_TRUSTED}"))
+        else:
+            have = {row for pth, b, _ in items for row in self.db.execute(
+                f"SELECT path, blob FROM parsed p WHERE path=? AND blob=? AND {_TRUSTED}", (pth, b))}
         missing = [it for it in items if (it[0], it[1]) not in have]
         if not missing:
             return 0
         parsed = 0
-        with _writing(self.db):
+        with _writing(self.db):  # one transaction; each parse replaces its (path, blob) rows
             for rows, rules in _version_batches(self.kb, missing, store_rules is not None):
                 self._store(rows)
                 if store_rules is not None:
                     store_rules(self.db, [(r[0], r[1]) for r in rows[0]], rules)
                 parsed += len(rows[0])
         return parsed
-
-    def _store(self, rows: "Rows") -> None:
-        """Store parses, replacing every row of their (path, blob) (inside a transaction)."""
-        rows_p, rows_o, rows_l, rows_d = rows
-        keys = [(p, b) for p, b, *_ in rows_p]
-        for table in ("objects", "links", "diagnostics"):
-            self.db.executemany(f"DELETE FROM {table} WHERE path=? AND blob=?", keys)
-        self.db.executemany("INSERT OR REPLACE INTO parsed VALUES (?,?,?,?,?,?)", rows_p)
-        self.db.executemany("INSERT INTO objects VALUES (?,?,?,?,?,?,?,?)", rows_o)
-        self.db.executemany("INSERT INTO links VALUES (?,?,?,?,?)", rows_l)
-        self.db.executemany("INSERT INTO diagnostics VALUES (?,?,?,?,?,?,?,?)", rows_d)
 
     def refresh(self, only: list[str] | None = None) -> RefreshStats:
         """Bring the working-tree snapshot up to date (incremental).

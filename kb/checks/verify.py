@@ -251,7 +251,11 @@ def _snap_key(facts: Any) -> str:
     if key is None:
         import hashlib
 
+        from kb.checks.registry import KEY_PARTS, load_rules
+
+        load_rules()
         body = "\n".join(f"{p}\0{b}" for p, b in sorted(facts.files.items()))
+        body += "".join("\n\1" + part(facts) for part in KEY_PARTS)
         key = "snap:" + hashlib.sha1(body.encode("utf-8", "surrogateescape")).hexdigest()
         facts._snap_key = key
     return key
