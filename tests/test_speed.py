@@ -372,3 +372,23 @@ def test_object_rows_built_in_bulk_equal_those_built_one_by_one() -> None:
     assert hash(many[0]) == hash(ObjectRow(*raw[0])) and many[1].fields() == {"priority": 2}
     with pytest.raises(dataclasses.FrozenInstanceError):
         many[0].id = "H2"  # still frozen
+
+
+def test_staged_check_after_a_checked_head_keeps_the_index_file(make_kb) -> None:
+    # A snapshot's temporary table used to leave a transaction open: the next index
+    # write failed, kb fell back to an in-memory index and then crashed (exit 3).
+    from conftest import git, run_script
+    from test_verify_support import make_repo, problem
+
+    # more than 256 files: the checks join through the snapshot's temporary table
+    root = make_repo(make_kb, {f"Problems/q{i}.md": problem(f"q{i}") for i in range(2, 302)})
+    assert run_script("verify", "--rev", "HEAD", cwd=root).code == 0
+    q2 = root / "Problems" / "q2.md"
+    for edit in ("\nMore prose.\n", None):
+        text = q2.read_text(encoding="utf-8")
+        q2.write_text(text + edit if edit else text.replace("- 优先级: 1", "- 优先级: 3"),
+                      encoding="utf-8")
+        git(root, "add", "Problems/q2.md")
+        res = run_script("verify", "--staged", cwd=root)
+        assert res.code == 0, res.stderr
+        assert "in-memory" not in res.stderr and "internal error" not in res.stderr
