@@ -392,3 +392,22 @@ def test_staged_check_after_a_checked_head_keeps_the_index_file(make_kb) -> None
         res = run_script("verify", "--staged", cwd=root)
         assert res.code == 0, res.stderr
         assert "in-memory" not in res.stderr and "internal error" not in res.stderr
+
+
+def test_range_starts_as_many_git_processes_for_3_commits_as_for_12(make_kb, tmp_path) -> None:
+    from conftest import commit_all, git, run_script
+    from test_verify_support import make_repo, problem
+
+    counts = {}
+    for n in (3, 12):
+        root = make_repo(make_kb, {"Problems/q2.md": problem("q2")})
+        base = git(root, "rev-parse", "HEAD").strip()
+        q2 = root / "Problems" / "q2.md"
+        for i in range(n):
+            q2.write_text(q2.read_text(encoding="utf-8") + f"\nRun {i}.\n", encoding="utf-8")
+            commit_all(root, f"run {i}")
+        trace = tmp_path / f"range-{n}.txt"
+        res = run_script("verify", "--range", f"{base}..HEAD", cwd=root, env={"GIT_TRACE": str(trace)})
+        assert res.code == 0, res.stderr
+        counts[n] = len(_git_processes(trace))
+    assert counts[3] == counts[12], counts

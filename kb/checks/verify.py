@@ -630,11 +630,17 @@ def _config_at(k: Any, rev: Optional[str]) -> Any:
     if rev == ":":
         _CONFIGS.pop(key, None)  # the staged index changes; commits do not
     if key not in _CONFIGS:
-        proc = git.run(["cat-file", "blob", spec], k.top, check=False)
+        if rev == ":" or "\n" in spec:
+            proc = git.run(["cat-file", "blob", spec], k.top, check=False)
+            data = proc.stdout if proc.returncode == 0 else None
+        else:
+            # A commit's kb.toml through the process's one cat-file (a range reads one
+            # per commit: no process per commit).
+            data = git.read_blobs([spec], k.top).get(spec)
         cfg = None
-        if proc.returncode == 0:
+        if data is not None:
             try:
-                cfg = config_from_dict(k.root, tomllib.loads(proc.stdout.decode("utf-8")))
+                cfg = config_from_dict(k.root, tomllib.loads(data.decode("utf-8")))
             except (tomllib.TOMLDecodeError, UnicodeDecodeError, KbError):
                 cfg = None
         _CONFIGS[key] = cfg
