@@ -411,3 +411,15 @@ def test_range_starts_as_many_git_processes_for_3_commits_as_for_12(make_kb, tmp
         assert res.code == 0, res.stderr
         counts[n] = len(_git_processes(trace))
     assert counts[3] == counts[12], counts
+
+
+def test_blob_reader_reads_names_with_spaces_and_skips_missing_ones(git_repo) -> None:
+    from conftest import commit_all
+
+    from kb import git
+
+    (git_repo / "知识 库").mkdir()
+    (git_repo / "知识 库" / "kb.toml").write_text("[kb]\n", encoding="utf-8")
+    commit_all(git_repo)
+    got = git.read_blobs(["HEAD:知识 库/kb.toml", "HEAD:知识 库/absent.toml", "HEAD:no such"], git_repo)
+    assert got == {"HEAD:知识 库/kb.toml": b"[kb]\n"}
