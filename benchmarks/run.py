@@ -871,8 +871,9 @@ def main(argv=None) -> int:
     if unknown:
         print(f"error: unknown case(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}", file=sys.stderr)
         return 2
-    if a.big_tree and not only:
-        only = ["floor", "index-cold", "index-nochange", "ls-hypotheses"]
+    tree_cases = ["floor", "index-cold", "index-nochange", "ls-hypotheses"]
+    if a.big_tree:  # a KB of one tree.md: the other cases have nothing to change
+        only = [n for n in only if n in tree_cases] or tree_cases
     if only:
         selected = [case for case in CASES if case.name in only]
         if "floor" not in only:  # every ratio needs it

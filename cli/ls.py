@@ -75,13 +75,19 @@ def _plain_table(title: str | None, headers: list[str], cells: list[list[str]]) 
     table = [headers, *cells]
     last = len(headers) - 1
     known: dict[str, int] = {}  # statuses repeat: measure each text once
-    sizes = [[known[c] if c in known else known.setdefault(c, _width(c)) for c in row[:last]]
-             for row in table]
-    widths = [max(sz[i] for sz in sizes) + 2 for i in range(last)]
+    padded = []
+    for i in range(last):  # column by column: a list comprehension each
+        col = [row[i] for row in table]
+        if "".join(col).isascii():  # IDs: one character, one column
+            w = max(map(len, col)) + 2
+            padded.append([c.ljust(w) for c in col])
+            continue
+        for c in set(col):
+            known[c] = _width(c)
+        w = max(known[c] for c in col) + 2
+        padded.append([c + " " * (w - known[c]) for c in col])
     out = [title] if title else []
-    for row, sz in zip(table, sizes):
-        lead = "".join([c + " " * (w - n) for c, n, w in zip(row, sz, widths)])
-        out.append((lead + row[last]).rstrip())
+    out += ["".join(parts).rstrip() for parts in zip(*padded, [row[last] for row in table])]
     click.echo("\n".join(out))
 
 

@@ -242,13 +242,16 @@ class BlobReader:
         try:
             for i in range(0, len(ids), self.CHUNK):
                 chunk = ids[i:i + self.CHUNK]
-                stdin.write(("\n".join(chunk) + "\n").encode("ascii", "replace"))
+                stdin.write(("\n".join(chunk) + "\n").encode("utf-8", "surrogateescape"))
                 stdin.flush()
                 for oid in chunk:
-                    header = stdout.readline().split()
-                    if not header:
+                    line = stdout.readline()
+                    if not line:
                         raise BrokenPipeError
-                    if len(header) < 3 or header[1] == b"missing":
+                    # "<id> <type> <size>", or "<name> missing" / "<name> ambiguous",
+                    # where a name such as HEAD:a b/kb.toml may hold spaces.
+                    header = line.rstrip(b"\n").rsplit(b" ", 2)
+                    if len(header) < 3 or not header[2].isdigit():
                         continue
                     size = int(header[2])
                     data = stdout.read(size + 1)  # the contents and their newline

@@ -113,6 +113,23 @@ class ObjectRow:
     #: takes); set by the working-tree reads (objects, get, search).
     blob: str | None = None
 
+    @classmethod
+    def many(cls, rows: Iterable[tuple[Any, ...]]) -> list["ObjectRow"]:
+        """Rows from ``SELECT id, kind, status, title, path, line, data, blob`` tuples.
+
+        The frozen dataclass's ``__init__`` sets each field through
+        ``object.__setattr__`` (2 µs a row); a listing of 100,000 objects fills
+        each instance's ``__dict__`` at once instead (same values, same class).
+        """
+        names = ("id", "kind", "status", "title", "path", "line", "data", "blob")
+        new = object.__new__
+        out = []
+        for r in rows:
+            o = new(cls)
+            o.__dict__.update(zip(names, r))
+            out.append(o)
+        return out
+
     def fields(self) -> dict[str, Any]:
         return json.loads(self.data)
 
@@ -336,13 +353,17 @@ class Index:
         self.db.executemany("INSERT INTO links VALUES (?,?,?,?,?)", rows_l)
         self.db.executemany("INSERT INTO diagnostics VALUES (?,?,?,?,?,?,?,?)", rows_d)
 
-    def ensure_versions(self, items: Iterable[tuple[str, str, str]]) -> int:
+    def ensure_versions(self, items: Iterable[tuple[str, str, str]],
+                        store_rules: Any = None) -> int:
         """Parse and store every ``(path, blob, fmt)`` not in the cache yet, read from git.
 
         Many versions of one path may be given (``verify --range``: every
         tree.md of the range, with the tip's files), so that they are parsed in
         one pass -- in parallel when there are many -- instead of one commit
-        at a time. Blobs git lacks are skipped. Returns the number parsed.
+        at a time. Blobs git lacks are skipped. ``store_rules(db, files, rows)``,
+        when given, receives the per-file rule results the workers computed
+        beside each parse (:mod:`kb.checks.file_results`), in the same
+        transaction. Returns the number parsed.
         """
         items = list(dict.fromkeys(items))
         if not items:
@@ -359,8 +380,10 @@ class Index:
             return 0
         parsed = 0
         with _writing(self.db):  # one transaction; each parse replaces its (path, blob) rows
-            for rows in _version_batches(self.kb, missing):
+            for rows, rules in _version_batches(self.kb, missing, store_rules is not None):
                 self._store(rows)
+                if store_rules is not None:
+                    store_rules(self.db, [(r[0], r[1]) for r in rows[0]], rules)
                 parsed += len(rows[0])
         return parsed
 
@@ -465,7 +488,7 @@ class Index:
         if cond:
             sql += " WHERE " + " AND ".join(cond)
         sql += " ORDER BY o.path, o.line"
-        return [ObjectRow(*r) for r in self.db.execute(sql, args)]
+        return ObjectRow.many(self.db.execute(sql, args))
 
     def get(self, obj_id: str) -> list[ObjectRow]:
         """Every object with this ID (more than one means a duplicate)."""
@@ -836,10 +859,34 @@ def _parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Iter
         _WORK_KB = None
 
 
-def _version_batches(k: KnowledgeBase, items: list[tuple[str, str, str]]) -> Iterator[Rows]:
+def _rows_and_rules(cfg: Any, items: list[tuple[str, str, str | None, bytes]],
+                    rules: bool) -> tuple[Rows, list[tuple]]:
+    """:func:`_rows`, plus the per-file rule results of each file when ``rules``."""
+    if not rules:
+        return _rows(cfg, items), []
+    from kb.checks.file_results import rule_rows
+
+    out: Rows = ([], [], [], [])
+    found: list[tuple] = []
+    for item in items:
+        one = _rows(cfg, [item])
+        for table, rows in zip(out, one):
+            table.extend(rows)
+        p, blob, fmt, data = item
+        found.extend(rule_rows(cfg, p, blob, one[0][0][2] if one[0] else fmt, one[1], data))
+    return out, found
+
+
+def _worker_versions(args: tuple[list[tuple[str, str, str | None, bytes]], bool]) -> tuple[Rows, list[tuple]]:
+    return _rows_and_rules(_WORK[0], *args)  # type: ignore[index]
+
+
+def _version_batches(k: KnowledgeBase, items: list[tuple[str, str, str]],
+                     rules: bool = False) -> Iterator[tuple[Rows, list[tuple]]]:
     """Parse ``(path, blob, fmt)`` items read from git in batches (:func:`_parse_batches`
     for many versions of a path): in forked workers when there are many, the
-    parent reading the next batch's blobs while they parse."""
+    parent reading the next batch's blobs while they parse. Yields each batch's
+    rows and (``rules``) its per-file rule results."""
     import os
 
     global _WORK
@@ -856,7 +903,7 @@ def _version_batches(k: KnowledgeBase, items: list[tuple[str, str, str]]) -> Ite
     workers = min(os.cpu_count() or 1, 4)
     if not (len(items) >= 8 and workers > 1 and _can_fork()):
         for batch in batches():
-            yield _rows(k.config, batch)
+            yield _rows_and_rules(k.config, batch, rules)
         return
     import multiprocessing
 
@@ -866,7 +913,7 @@ def _version_batches(k: KnowledgeBase, items: list[tuple[str, str, str]]) -> Ite
         with ctx.Pool(workers) as pool:
             window: list[Any] = []
             for batch in batches():
-                window.append(pool.apply_async(_worker_bytes, (batch,)))
+                window.append(pool.apply_async(_worker_versions, ((batch, rules),)))
                 if len(window) >= 2 * workers:
                     yield window.pop(0).get()
             for res in window:

@@ -316,3 +316,110 @@ def test_first_check_after_a_pull_equals_a_full_check(make_kb, monkeypatch, pull
     assert verify_json(root, "--staged") == got
     codes = [d["code"] for d in got[1]["diagnostics"]]
     assert ("KB216" in codes) == (pulled == "anchor")
+
+
+def test_range_per_file_results_from_the_parse_workers_equal_the_checks_own(make_kb, tmp_path,
+                                                                            monkeypatch) -> None:
+    import shutil
+    import subprocess
+
+    import kb.checks.file_results as fr
+    from conftest import commit_all, git
+    from test_verify_support import experiment, make_repo, problem, verify_json
+
+    files = {f"Problems/q{i}.md": problem(f"q{i}", status="奇怪" if i % 3 == 0 else "求解中",
+                                          depended_by='["q2"]' if i % 4 == 0 else "[]")
+             for i in range(2, 14)}
+    files.update({f"experiments/E00{i}.md": experiment(f"E00{i}", status="已完成") for i in range(1, 4)})
+    root = make_repo(make_kb, files)
+    base = git(root, "rev-parse", "HEAD").strip()
+    for i in range(2, 6):
+        p = root / "Problems" / f"q{i}.md"
+        p.write_text(p.read_text(encoding="utf-8") + f"\nMore on q{i}.\n", encoding="utf-8")
+        commit_all(root, f"edit q{i}")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
+
+    log = tmp_path / "computed.txt"  # the rules run in forked workers: they write it down
+    real = fr.rule_rows
+
+    def spy(*args):
+        rows = real(*args)
+        with open(log, "a", encoding="utf-8") as f:
+            f.writelines(f"{r[0]} {r[4]}\n" for r in rows)
+        return rows
+
+    monkeypatch.setattr(fr, "rule_rows", spy)
+    got = verify_json(clone, "--range", f"{base}..HEAD")
+    codes = {d["code"] for d in got[1]["diagnostics"]}
+    assert {"KB205", "KB216"} <= codes  # per-file and cross-file warnings both there
+    assert "Problems/q3.md KB205" in log.read_text(encoding="utf-8").splitlines()
+    shutil.rmtree(clone / ".kb")
+    monkeypatch.setattr(fr, "rule_rows", lambda *a: [])
+    monkeypatch.setattr(fr, "store", lambda *a: None)  # the check computes them itself
+    assert verify_json(clone, "--range", f"{base}..HEAD") == got
+
+
+def test_object_rows_built_in_bulk_equal_those_built_one_by_one() -> None:
+    import dataclasses
+
+    from kb.index import ObjectRow
+
+    raw = [("H1", "hypothesis", "待验", "t", "tree.md", 3, "{}", "ab" * 20),
+           ("q1", "problem", "求解中", "Q", "Problems/q1.md", 1, '{"priority": 2}', None)]
+    many = ObjectRow.many(raw)
+    assert many == [ObjectRow(*r) for r in raw]
+    assert hash(many[0]) == hash(ObjectRow(*raw[0])) and many[1].fields() == {"priority": 2}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        many[0].id = "H2"  # still frozen
+
+
+def test_staged_check_after_a_checked_head_keeps_the_index_file(make_kb) -> None:
+    # A snapshot's temporary table used to leave a transaction open: the next index
+    # write failed, kb fell back to an in-memory index and then crashed (exit 3).
+    from conftest import git, run_script
+    from test_verify_support import make_repo, problem
+
+    # more than 256 files: the checks join through the snapshot's temporary table
+    root = make_repo(make_kb, {f"Problems/q{i}.md": problem(f"q{i}") for i in range(2, 302)})
+    assert run_script("verify", "--rev", "HEAD", cwd=root).code == 0
+    q2 = root / "Problems" / "q2.md"
+    for edit in ("\nMore prose.\n", None):
+        text = q2.read_text(encoding="utf-8")
+        q2.write_text(text + edit if edit else text.replace("- 优先级: 1", "- 优先级: 3"),
+                      encoding="utf-8")
+        git(root, "add", "Problems/q2.md")
+        res = run_script("verify", "--staged", cwd=root)
+        assert res.code == 0, res.stderr
+        assert "in-memory" not in res.stderr and "internal error" not in res.stderr
+
+
+def test_range_starts_as_many_git_processes_for_3_commits_as_for_12(make_kb, tmp_path) -> None:
+    from conftest import commit_all, git, run_script
+    from test_verify_support import make_repo, problem
+
+    counts = {}
+    for n in (3, 12):
+        root = make_repo(make_kb, {"Problems/q2.md": problem("q2")})
+        base = git(root, "rev-parse", "HEAD").strip()
+        q2 = root / "Problems" / "q2.md"
+        for i in range(n):
+            q2.write_text(q2.read_text(encoding="utf-8") + f"\nRun {i}.\n", encoding="utf-8")
+            commit_all(root, f"run {i}")
+        trace = tmp_path / f"range-{n}.txt"
+        res = run_script("verify", "--range", f"{base}..HEAD", cwd=root, env={"GIT_TRACE": str(trace)})
+        assert res.code == 0, res.stderr
+        counts[n] = len(_git_processes(trace))
+    assert counts[3] == counts[12], counts
+
+
+def test_blob_reader_reads_names_with_spaces_and_skips_missing_ones(git_repo) -> None:
+    from conftest import commit_all
+
+    from kb import git
+
+    (git_repo / "知识 库").mkdir()
+    (git_repo / "知识 库" / "kb.toml").write_text("[kb]\n", encoding="utf-8")
+    commit_all(git_repo)
+    got = git.read_blobs(["HEAD:知识 库/kb.toml", "HEAD:知识 库/absent.toml", "HEAD:no such"], git_repo)
+    assert got == {"HEAD:知识 库/kb.toml": b"[kb]\n"}

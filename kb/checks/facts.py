@@ -178,6 +178,9 @@ class Facts:
             self.db.execute(f"CREATE TEMP TABLE {name} (path TEXT PRIMARY KEY, blob TEXT NOT NULL) "
                             "WITHOUT ROWID")
             self.db.executemany(f"INSERT INTO {name} VALUES (?, ?)", self.files.items())
+            # The inserts opened an implicit transaction: end it, or the index's next
+            # write (BEGIN IMMEDIATE) fails and kb falls back to an in-memory index.
+            self.db.commit()
             self._table = name
         return self._table
 

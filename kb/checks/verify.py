@@ -658,11 +658,17 @@ def _config_at(k: Any, rev: Optional[str]) -> Any:
     if rev == ":":
         _CONFIGS.pop(key, None)  # the staged index changes; commits do not
     if key not in _CONFIGS:
-        proc = git.run(["cat-file", "blob", spec], k.top, check=False)
+        if rev == ":" or "\n" in spec:
+            proc = git.run(["cat-file", "blob", spec], k.top, check=False)
+            data = proc.stdout if proc.returncode == 0 else None
+        else:
+            # A commit's kb.toml through the process's one cat-file (a range reads one
+            # per commit: no process per commit).
+            data = git.read_blobs([spec], k.top).get(spec)
         cfg = None
-        if proc.returncode == 0:
+        if data is not None:
             try:
-                cfg = config_from_dict(k.root, tomllib.loads(proc.stdout.decode("utf-8")))
+                cfg = config_from_dict(k.root, tomllib.loads(data.decode("utf-8")))
             except (tomllib.TOMLDecodeError, UnicodeDecodeError, KbError):
                 cfg = None
         _CONFIGS[key] = cfg
@@ -1211,7 +1217,11 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]]) -> None:
                 continue
             items += [(ch.path, b, fmt) for b in (ch.old, ch.new) if b]
     items += [(p, b, tip.formats[p]) for p, b in tip.files.items() if (p, b) not in derived]
-    idx.ensure_versions([it for it in items if (it[0], it[1]) not in derived])
+    from kb.checks.file_results import store
+
+    # The per-file rules run in the parse workers (the tip's results are needed anyway).
+    idx.ensure_versions([it for it in items if (it[0], it[1]) not in derived],
+                        store_rules=store if _prepare_cache(idx.db) else None)
     if not tree_steps:
         return
     blobs = git.read_blobs([b for _, old, new in tree_steps for b in (old, new)], k.top)

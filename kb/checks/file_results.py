@@ -1,0 +1,69 @@
+"""Per-file rule results computed right after a parse, from the rows being stored.
+
+``kb verify`` keeps the results of the per-file rules (KB2xx rules that read
+one file) by blob in its cache tables (``kb_check_files``, ``kb_check_diags``:
+:func:`kb.checks.verify._file_rule_results`). Computed there, a cold check
+reads every object's JSON back from the index and runs the rules in one
+process. A check that parses many versions first (``verify --range`` on a
+fresh clone) runs them here instead, in the parse workers, on the rows they
+are about to return: the same rules on the same JSON, so the same results.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+#: Formats the per-file rules read (the others have none).
+RULED = ("tree", "experiment", "problem", "proposition", "method", "verified")
+
+
+class _OneFile:
+    """The part of :class:`kb.checks.facts.Facts` a per-file rule reads, for one file."""
+
+    def __init__(self, config: Any, path: str, objects: list[Any], data: Optional[bytes]) -> None:
+        self.config = config
+        self._path = path
+        self._objects = objects
+        self._data = data
+
+    def records(self, path: str) -> list[Any]:
+        return self._objects if path == self._path else []
+
+    def read(self, path: str) -> Optional[bytes]:
+        return self._data if path == self._path else None
+
+
+def rule_rows(config: Any, path: str, blob: str, fmt: Optional[str], object_rows: list[tuple],
+              data: Optional[bytes]) -> list[tuple]:
+    """``kb_check_diags`` rows ``(path, blob, line, col, code, severity, message, fix JSON)``
+    of the per-file rules on one parsed file; ``object_rows`` are its ``objects`` rows
+    (``data`` JSON last). Empty for formats without per-file rules."""
+    if fmt not in RULED:
+        return []
+    from kb.checks.facts import FileFacts, LightDiagnostic, Rec
+    from kb.checks.registry import FILE_RULES, load_rules
+
+    load_rules()
+    # as Facts.full_rows reads them: one per place, in line order
+    objects = [json.loads(r[-1], object_hook=Rec)
+               for r in sorted(dict.fromkeys(object_rows), key=lambda r: r[6])]
+    ff = FileFacts(_OneFile(config, path, objects, data), path, fmt)  # type: ignore[arg-type]
+    out = []
+    for rule in FILE_RULES:
+        for d in rule.func(ff):
+            x = LightDiagnostic.of(d)
+            fix = json.dumps({"line": x.fix[0], "old": x.fix[1], "new": x.fix[2]},
+                             ensure_ascii=False) if x.fix else None
+            out.append((path, blob, x.line, x.col, x.code, x.severity, x.message, fix))
+    return out
+
+
+def store(db: Any, files: list[tuple[str, str]], rows: list[tuple]) -> None:
+    """Store per-file results of ``files`` (path, blob) in verify's cache tables, in the
+    caller's transaction (the tables are created, and emptied when kb's rules changed,
+    by :func:`kb.checks.verify._prepare_cache`)."""
+    # a file version whose parse was dropped and is read again may have results already
+    db.executemany("DELETE FROM kb_check_diags WHERE path=? AND blob=?", files)
+    db.executemany("INSERT OR IGNORE INTO kb_check_files VALUES (?, ?)", files)
+    db.executemany("INSERT INTO kb_check_diags VALUES (?,?,?,?,?,?,?,?)", rows)
