@@ -597,6 +597,33 @@ def _history_ids(k: KnowledgeBase) -> tuple[set[str], set[str], str | None]:
     return ids, deleted, head
 
 
+#: A line that may carry an ID kb does not read as a declaration: a heading, a
+#: table row, or a list item starting in bold.
+_CARRIER = re.compile(r"^(?:#{1,6}[ \t]|[ \t]*\||[ \t]*[-*+][ \t]+\*\*)")
+_ANY_ID = re.compile(r"(?<![\w.])H[0-9]+(?:\.[0-9]+)*(?![\w])")
+
+
+def ids_in_headings(lines: Iterable[str]) -> set[str]:
+    """Every hypothesis-shaped ID on a heading, table row or bold list item of
+    the tree, read or not (``## **H5** …``, ``| H6 | … |``): a new hypothesis
+    never takes an ID the file already shows somewhere a reader would see it as
+    one, even where kb's parser does not. Fenced code blocks are skipped."""
+    out: set[str] = set()
+    fence = ""
+    for line in lines:
+        bare = line.lstrip(" ")
+        if bare.startswith(("```", "~~~")):
+            mark = bare[:3]
+            if not fence:
+                fence = mark
+            elif mark == fence:
+                fence = ""
+            continue
+        if not fence and _CARRIER.match(line):
+            out.update(_ANY_ID.findall(line))
+    return out
+
+
 def next_hypothesis_id(k: KnowledgeBase, existing: Iterable[str], parent: str | None,
                        history: Iterable[str] = ()) -> str:
     """``H<max+1>`` (top level) or ``<parent>.<max+1>`` over ``existing`` and ``history``."""
@@ -658,7 +685,8 @@ def add_hypothesis(kb: Any, statement: str, parent: str | None = None, *, no_com
         s.tx.expect = expect_map(k, expect, tree.rel)
         ph = tree.find(parent) if parent is not None else None
         history, _ = s.history()
-        hid = next_hypothesis_id(k, tree.ids(), ph.id if ph else None, history)
+        hid = next_hypothesis_id(k, tree.ids() | ids_in_headings(tree.doc.lines), ph.id if ph else None,
+                                 history)
         depth = hid.count(".") + 1
         if 1 + depth > MAX_LEVEL:
             raise RefusedError(f"{hid} would need a level-{1 + depth} heading; Markdown headings stop "
