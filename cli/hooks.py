@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -24,7 +25,7 @@ def _report(res, as_json: bool, verb: str) -> None:
     for hook, action in res.actions.items():
         click.echo(f"{hook}: {action}")
     if res.merge_driver:
-        click.echo(f"merge driver kb-dashboard: {res.merge_driver}")
+        click.echo(f"merge drivers: {res.merge_driver}")
     err(f"{verb} in {res.hooks_dir}")
 
 
@@ -90,7 +91,8 @@ def pre_push_cmd(remote: str, url: str, fmt: str) -> int:
     from kb_cli.verify import github_annotation, summary_line
 
     total = Report(mode="range")
-    for pushed in check_push(Path.cwd(), remote, sys.stdin.read().splitlines()):
+    pushes = check_push(Path.cwd(), remote, sys.stdin.read().splitlines())
+    for pushed in pushes:
         rep = pushed.report
         for f in sort_findings(rep.findings):
             click.echo(github_annotation(f) if fmt == "github" else f.format())
@@ -98,8 +100,15 @@ def pre_push_cmd(remote: str, url: str, fmt: str) -> int:
         for note in rep.notes:
             err(f"kb: {note}")
         total.merge(rep)
-    if total.blocking:
+    from kb.checks.push import check_push_locks
+
+    # Shared locks (team work): the lock remote's locks, fetched now, never a stale copy.
+    locked = check_push_locks(Path.cwd(), pushes, os.environ.get("KB_OWNER"))
+    for msg in locked:
+        err(f"kb: {msg}")
+    if total.blocking or locked:
         err("kb: push refused; fix the commits above (`kb rules` explains every code)")
+        return max(total.exit_code, 1)
     return total.exit_code
 
 
@@ -133,15 +142,15 @@ def pre_receive_cmd(fmt: str) -> int:
     checks the commits each pushed ref adds (kb verify --range); exit 1 refuses the push."""
     from kb.checks.verify import Report, _top, sort_findings, verify_commit_range
     from kb.hooks import pre_receive_ranges
-    from kb_cli.verify import _github, _summary
+    from kb_cli.verify import github_annotation, summary_line
 
     top = _top(Path.cwd())
     total = Report(mode="range")
     for base, tip, ref in pre_receive_ranges(top, sys.stdin.read().splitlines()):
         rep = verify_commit_range(top, base, tip, allow_root=True)
         for f in sort_findings(rep.findings):
-            err(_github(f) if fmt == "github" else f.format())
-        err(_summary(rep, f"kb pre-receive {ref} ({(base or 'root')[:10]}..{tip[:10]})"))
+            err(github_annotation(f) if fmt == "github" else f.format())
+        err(summary_line(rep, f"kb pre-receive {ref} ({(base or 'root')[:10]}..{tip[:10]})"))
         total.merge(rep)
     if total.blocking:
         err("kb: push refused by the server; fix the commits above (`kb rules` explains every code)")

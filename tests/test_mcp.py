@@ -78,6 +78,8 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
     ("lock_release", {"paths": ["Problems/q2.md"], "owner": "alice"}),
     ("lock_prune", {}),
     ("project_lock", {"owner": "alice"}), ("project_unlock", {"owner": "alice"}),
+    ("explore_tree_record", {"action": "add", "kind": "goal", "title": "Warm the cache"}),
+    ("explore_tree", {"action": "trunk"}),
 ]
 
 
