@@ -250,8 +250,9 @@ def test_s2_throttle_holds_across_two_processes(lit, tmp_path):
     queries = [r["query"]["query"][0] for r in sorted(lit.requests, key=lambda r: r["t"])]
     assert sorted(queries) == ["a1", "a2", "b1", "b2"]
     gaps = [b - a for a, b in zip(times, times[1:])]
-    # Nominal spacing 1.1 s; generously bounded (scheduling jitter), far above no throttle (~0).
-    assert min(gaps) >= 0.8, gaps
+    # Nominal spacing 1.1 s (3.3 s for the four); generously bounded for scheduling jitter
+    # on a loaded machine, yet far above what no throttle gives (a few milliseconds).
+    assert min(gaps) >= 0.5 and times[-1] - times[0] >= 2.5, gaps
 
 
 def test_timeout_is_retried_then_reported(lit, tmp_path):
