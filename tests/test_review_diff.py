@@ -149,8 +149,7 @@ def test_renumbering_and_removal_by_hand_are_highlighted_with_findings(pr: Path)
     r = invoke("diff", "main..feat", "--format", "markdown", "--exit-code",
                "--link-base", "https://example.org/r/blob/abc", cwd=pr)
     assert r.code == 1
-    assert re.search(r"\[tree\\.md&#58;\d+\]\(https://example\.org/r/blob/abc/tree\.md#L\d+\)", r.stdout) or \
-        re.search(r"\[tree\\\.md:\d+\]\(https://example\.org/r/blob/abc/tree\.md#L\d+\)", r.stdout)
+    assert re.search(r"\[tree\.md:\d+\]\(https://example\.org/r/blob/abc/tree\.md#L\d+\)", r.stdout)
 
 
 def test_agent_text_is_inert_in_markdown_and_mermaid(example_kb: Path) -> None:
@@ -167,7 +166,7 @@ def test_agent_text_is_inert_in_markdown_and_mermaid(example_kb: Path) -> None:
             # One quoted label: no quote, bracket, angle bracket or '#' survives inside it.
             label = line[line.index('["') + 2: line.rindex('"]')]
             assert not set(label.replace("<br/>", "")) & set('"<>[]`'), label
-            assert label.startswith("H1.3: A #35;quot; Pwn#quot;#93;")  # the literal entity is inert
+            assert label.startswith("H1.3: A #35;quot#59; Pwn#34;#93;")  # the literal entity is inert
             assert line.endswith(":::untested")
 
 

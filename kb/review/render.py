@@ -9,19 +9,16 @@ renumberings come first, highlighted: they are what a reviewer must look at.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Optional
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
-
-
 def md_text(text: Any) -> str:
-    """``text`` as inert Markdown inline text (one line)."""
-    s = " ".join(str(text).split())
-    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    s = _MD_SPECIAL.sub(r"\\\1", s)
-    # No autolinks and no @mentions (a PR comment would notify people).
-    return s.replace("@", "&#64;").replace("://", "&#58;//").replace("www\\.", "www&#46;")
+    """``text`` as inert Markdown inline text: one line, the dashboard's
+    :func:`markdown_text` (HTML escaped, Markdown punctuation backslash-escaped),
+    and no autolink or @mention (a PR comment would notify people)."""
+    from kb.render.dashboard import markdown_text
+
+    s = markdown_text(" ".join(str(text).split()))
+    return s.replace("@", "&#64;").replace("://", "&#58;//").replace("www.", "www&#46;")
 
 
 def _plain(text: Any) -> str:
