@@ -38,21 +38,24 @@ def dependency_links(dest: Path) -> Path:
     from packaging.requirements import Requirement
 
     dists = {_norm(d.metadata["Name"] or ""): d for d in md.distributions()}
-    seen: set[str] = set()
-    todo = [r for r in dists["kb-research"].requires or []]
+    done: set[tuple[str, frozenset[str]]] = set()
+    # (requirement, the extras its requiring distribution was asked for)
+    todo: list[tuple[str, frozenset[str]]] = [(r, frozenset()) for r in dists["kb-research"].requires or []]
     dest.mkdir(parents=True, exist_ok=True)
-    for _ in range(1000):  # bounded walk of the requirement graph
+    for _ in range(5000):  # bounded walk of the requirement graph
         if not todo:
             break
-        req = Requirement(todo.pop())
-        if req.marker and not req.marker.evaluate({"extra": ""}):
+        text, extras = todo.pop()
+        req = Requirement(text)
+        if req.marker and not any(req.marker.evaluate({"extra": e}) for e in (extras or {""})):
             continue
         name = _norm(req.name)
-        if name in seen or name == "kb-research":
+        key = (name, frozenset(req.extras))
+        if key in done or name == "kb-research":
             continue
-        seen.add(name)
+        done.add(key)
         d = dists[name]
-        todo += list(d.requires or [])
+        todo += [(r, frozenset(req.extras)) for r in d.requires or []]
         base = Path(str(d.locate_file("")))
         for f in d.files or []:
             top = Path(str(f)).parts[0]
