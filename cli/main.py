@@ -44,6 +44,9 @@ COMMANDS: dict[str, str] = {
     "schema": "schema",
     "prime": "prime",
     "mcp": "mcp",
+    "trail": "trail",
+    "gen": "gen",
+    "lit": "lit",
 }
 
 
@@ -144,4 +147,10 @@ def _debug() -> bool:
 
 
 def run() -> None:  # pragma: no cover - console script shim
+    import gc
+
+    # A kb process is short-lived and builds large acyclic batches (100,000 index
+    # rows): the default collector, triggered every 700 allocations, spends up to
+    # half of such a command re-scanning them. Reference counting frees them anyway.
+    gc.set_threshold(100_000, 50, 1000)
     sys.exit(main())

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import kb
+from kb import git
 from kb.repo import KnowledgeBase, Snapshot, worktree_snapshot
 
 SCHEMA_VERSION = 4
@@ -335,6 +336,34 @@ class Index:
         self.db.executemany("INSERT INTO links VALUES (?,?,?,?,?)", rows_l)
         self.db.executemany("INSERT INTO diagnostics VALUES (?,?,?,?,?,?,?,?)", rows_d)
 
+    def ensure_versions(self, items: Iterable[tuple[str, str, str]]) -> int:
+        """Parse and store every ``(path, blob, fmt)`` not in the cache yet, read from git.
+
+        Many versions of one path may be given (``verify --range``: every
+        tree.md of the range, with the tip's files), so that they are parsed in
+        one pass -- in parallel when there are many -- instead of one commit
+        at a time. Blobs git lacks are skipped. Returns the number parsed.
+        """
+        items = list(dict.fromkeys(items))
+        if not items:
+            return 0
+        # Reads only (no temp table): a write here would open an implicit
+        # transaction and the BEGIN IMMEDIATE below would fail.
+        if len(items) > 64:
+            have = set(self.db.execute(f"SELECT path, blob FROM parsed p WHERE {_TRUSTED}"))
+        else:
+            have = {row for pth, b, _ in items for row in self.db.execute(
+                f"SELECT path, blob FROM parsed p WHERE path=? AND blob=? AND {_TRUSTED}", (pth, b))}
+        missing = [it for it in items if (it[0], it[1]) not in have]
+        if not missing:
+            return 0
+        parsed = 0
+        with _writing(self.db):  # one transaction; each parse replaces its (path, blob) rows
+            for rows in _version_batches(self.kb, missing):
+                self._store(rows)
+                parsed += len(rows[0])
+        return parsed
+
     def refresh(self, only: list[str] | None = None) -> RefreshStats:
         """Bring the working-tree snapshot up to date (incremental).
 
@@ -416,9 +445,13 @@ class Index:
     # -- reading the working-tree snapshot ------------------------------------
     _CUR = "JOIN files f ON f.path = o.path AND f.blob = o.blob"
 
-    def objects(self, kind: str | None = None, status: str | None = None) -> list[ObjectRow]:
-        """Objects of the indexed working tree, in path and line order."""
-        sql = f"SELECT o.id, o.kind, o.status, o.title, o.path, o.line, o.data, o.blob FROM objects o {self._CUR}"
+    def objects(self, kind: str | None = None, status: str | None = None,
+                with_data: bool = True) -> list[ObjectRow]:
+        """Objects of the indexed working tree, in path and line order (``with_data``
+        False: every row's ``data`` is ``"{}"``, not read)."""
+        data = "o.data" if with_data else "'{}'"
+        sql = (f"SELECT o.id, o.kind, o.status, o.title, o.path, o.line, {data}, o.blob "
+               f"FROM objects o {self._CUR}")
         cond, args = [], []
         if kind:
             cond.append("o.kind = ?")
@@ -798,6 +831,45 @@ def _parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Iter
     finally:
         _WORK = None
         _WORK_KB = None
+
+
+def _version_batches(k: KnowledgeBase, items: list[tuple[str, str, str]]) -> Iterator[Rows]:
+    """Parse ``(path, blob, fmt)`` items read from git in batches (:func:`_parse_batches`
+    for many versions of a path): in forked workers when there are many, the
+    parent reading the next batch's blobs while they parse."""
+    import os
+
+    global _WORK
+
+    def batches() -> Iterator[list[tuple[str, str, str | None, bytes]]]:
+        # Large files (tree.md) alone in their batch, so that workers share them out.
+        big = [it for it in items if it[2] == "tree"]
+        rest = [it for it in items if it[2] != "tree"]
+        groups = [[it] for it in big] + [rest[i:i + BATCH] for i in range(0, len(rest), BATCH)]
+        for group in groups:
+            data = git.read_blobs([b for _, b, _ in group], k.top)
+            yield [(p, b, f, data[b]) for p, b, f in group if b in data]
+
+    workers = min(os.cpu_count() or 1, 4)
+    if not (len(items) >= 8 and workers > 1 and _can_fork()):
+        for batch in batches():
+            yield _rows(k.config, batch)
+        return
+    import multiprocessing
+
+    _WORK = (k.config, {}, {})
+    ctx = multiprocessing.get_context("fork")
+    try:
+        with ctx.Pool(workers) as pool:
+            window: list[Any] = []
+            for batch in batches():
+                window.append(pool.apply_async(_worker_bytes, (batch,)))
+                if len(window) >= 2 * workers:
+                    yield window.pop(0).get()
+            for res in window:
+                yield res.get()
+    finally:
+        _WORK = None
 
 
 def _can_fork() -> bool:

@@ -25,7 +25,7 @@ import pytest
 import kb
 from conftest import REPO_ROOT
 
-SOURCES = ("kb", "cli", "templates", "hooks", "pyproject.toml", "README.md", "LICENSE",
+SOURCES = ("kb", "cli", "templates", "hooks", "pyproject.toml", "setup.py", "README.md", "LICENSE",
            "setup.cfg", "MANIFEST.in")
 
 

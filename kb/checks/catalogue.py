@@ -159,6 +159,8 @@ CATALOGUE: tuple[RuleInfo, ...] = (
     _r("KB240", "warning", "snapshot", "verify", "DASHBOARD.md is stale (not what `kb dashboard` "
        "renders for this tree); [rules] dashboard_stale = \"error\" makes it an error",
        "run `kb dashboard` (or kb verify --fix) and commit DASHBOARD.md", True),
+    _r("KB241", "warning", "snapshot", "verify", "TRAIL.md is stale (not what `kb trail render` "
+       "renders from the exploration graph's log)", "run `kb trail render` (it commits TRAIL.md)"),
     _r("KB260", "error", "snapshot", "verify", "unsafe ID in a card (path separator, '..' or a "
        "control character) — the file name, '- ID:' or an ID an anchor names",
        "rename to a safe ID (letters, digits, CJK, '-', '_'); correct the anchor"),

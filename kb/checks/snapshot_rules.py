@@ -517,15 +517,20 @@ def depended_by(s: Facts) -> list:
     derived = dependencies.reverse_dependencies(depends)
     out = []
     differ = [pid for pid in problems if set(derived[pid]) != declared.get(pid, set())]
-    for pid in sorted(differ, key=natural):
+    from kb.parse.common import dump_list
+
+    differ.sort(key=natural)
+    lines_of = {pid: _anchor_line(s, problems[pid].path, pid, "被依赖") for pid in differ}
+    # The fix texts' files in one read (hand-kept KBs carry hundreds of these warnings).
+    texts = s.read_many(problems[pid].path for pid in differ
+                        if lines_of[pid] and lines_of[pid] != problems[pid].line)
+    for pid in differ:
         row = problems[pid]
         want = derived[pid]
-        ln = _anchor_line(s, row.path, pid, "被依赖")
-        from kb.parse.common import dump_list
-
+        ln = lines_of[pid]
         fix = None
         if ln and ln != row.line:
-            data = s.read(row.path)
+            data = texts.get(row.path)
             if data is not None:
                 lines = data.decode("utf-8", "replace").lstrip("\ufeff").split("\n")
                 if ln <= len(lines):

@@ -379,6 +379,8 @@ class Transaction:
     no_commit: bool = False
     owner: str | None = None
     overrides: list[tuple[str, str]] = field(default_factory=list)
+    #: extra ``(key, value)`` trailers after kb's own (e.g. a generated hypothesis's provenance)
+    trailers: list[tuple[str, str]] = field(default_factory=list)
     expect: dict[str, str] = field(default_factory=dict)
     on_wait: Callable[[str], None] | None = None
     lock_timeout: float = 120.0
@@ -545,6 +547,7 @@ class Transaction:
         subject = self.summary or f"kb {self.op}"
         trailers = [f"Kb-Op: {self.op}"] + [f"Kb-Id: {i}" for i in self.ids]
         trailers += [f"Kb-Override: {i} {r}" for i, r in self.overrides]
+        trailers += [f"{k}: {v}" for k, v in self.trailers]
         return f"{subject}\n\n" + "\n".join(trailers) + "\n"
 
     def _rollback(self, written: list[str], olds: dict[str, bytes | None]) -> None:

@@ -660,7 +660,8 @@ MAX_LEVEL = 6  # `######`: deeper headings are not Markdown headings
 
 def add_hypothesis(kb: Any, statement: str, parent: str | None = None, *, no_commit: bool = False,
                    owner: str | None = None, expect: Any = None,
-                   on_wait: OnWait | None = None) -> OpResult:
+                   on_wait: OnWait | None = None, prose: Iterable[str] = (),
+                   trailers: Iterable[tuple[str, str]] = ()) -> OpResult:
     """Add a hypothesis (Status 待验, Evidence (empty)) at the top level or under ``parent``.
 
     The ID is allocated under the write lock (top level ``H<max+1>``, child
@@ -669,10 +670,17 @@ def add_hypothesis(kb: Any, statement: str, parent: str | None = None, *, no_com
     at the end of the file; the parent's ``Children:`` line is updated (added
     after ``Evidence:`` when absent). Refuses an empty or multi-line
     statement and an unknown parent.
+
+    ``prose``: paragraph lines written after a blank line below the anchors
+    (``kb gen adopt`` records a generated hypothesis's provenance there);
+    ``trailers``: extra ``(key, value)`` commit trailers.
     """
     statement = one_line(statement, "the statement")
+    prose = [one_line(p, "a prose line") for p in prose]
     with Session(kb, "hyp.add", no_commit=no_commit, owner=owner, on_wait=on_wait) as s:
         k = s.kb
+        s.tx.trailers.extend((one_line(a, "a trailer key"), one_line(b, "a trailer value"))
+                             for a, b in trailers)
         tree = s.tree()
         s.tx.expect = expect_map(k, expect, tree.rel)
         ph = tree.find(parent) if parent is not None else None
@@ -688,7 +696,7 @@ def add_hypothesis(kb: Any, statement: str, parent: str | None = None, *, no_com
 
         node = Hypothesis(id=hid, path=tree.rel, line=0, statement=statement, status="待验",
                           level=1 + depth, parent=ph.id if ph else None)
-        block = hypothesis_block(node, s.locale)
+        block = hypothesis_block(node, s.locale) + ([""] + prose if prose else [])
         n_lines = len(tree.doc.lines)
         at = (ph.end_line + 1) if ph else n_lines + 1
         prev_blank = at == 1 or not tree.doc.lines[at - 2].strip()
