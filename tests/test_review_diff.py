@@ -252,3 +252,23 @@ def test_staged_correction_shows_the_override_from_the_environment(example_kb: P
     assert d["overrides"] == [{"id": "H2", "reason": "scope", "commit": None}]
     md = invoke("diff", "--staged", "--format", "markdown", cwd=root).stdout
     assert "- override on `H2`: scope (KB_OVERRIDE)" in md
+
+
+def test_exploration_graph_nodes_added_and_closed(example_kb: Path) -> None:
+    root = example_kb
+    git(root, "checkout", "-q", "-b", "explore")
+    r = invoke("trail", "add", "--kind", "goal", "--title", "Make CI fast", "--json", cwd=root)
+    assert r.code == 0, r.stderr
+    goal = r.json()["id"]
+    r = invoke("trail", "add", "--kind", "step", "--title", "Profile tests", "--parent", goal, "--json",
+               cwd=root)
+    step = r.json()["id"]
+    _kb(root, "trail", "set", step, "--status", "done")
+    d = _diff(root, "main..explore")
+    assert [n["id"] for n in d["trail"]["added"]] == [goal, step]
+    assert [(n["id"], n["status"]) for n in d["trail"]["closed"]] == [(step, "done")]
+    assert not d["empty"] and _ids(d) == set()  # no research object changed
+    md = invoke("diff", "main..explore", "--format", "markdown", cwd=root).stdout
+    assert f"- node closed `{step}` (step, **done**): Profile tests" in md
+    # A range that does not touch the graph's log lists nothing of it.
+    assert _diff(root, "main..main")["trail"] == {"added": [], "closed": []}

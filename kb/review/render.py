@@ -177,8 +177,10 @@ def _sections(d: dict[str, Any], st: _Style) -> list[tuple[str, list[str]]]:
         out.append(("Verification", lines))
     tr = d.get("trail")
     if tr and any(tr.values()):
-        lines = [f"node added {i(n.get('id'))}: {t(n.get('title', ''))}" for n in tr.get("added", [])]
-        lines += [f"node closed {i(n.get('id'))}: {t(n.get('title', ''))}" for n in tr.get("closed", [])]
+        lines = [f"node added {i(n.get('id'))} ({t(n.get('kind', ''))}, {t(n.get('status', ''))}): "
+                 f"{t(n.get('title', ''))}" for n in tr.get("added", [])]
+        lines += [f"node closed {i(n.get('id'))} ({t(n.get('kind', ''))}, {st.b(t(n.get('status', '')))}): "
+                  f"{t(n.get('title', ''))}" for n in tr.get("closed", [])]
         out.append(("Exploration graph", lines))
     fs = d.get("findings")
     if fs:
