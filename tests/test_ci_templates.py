@@ -200,5 +200,6 @@ def test_ci_init_refuses_without_a_reachable_source(tmp_path: Path) -> None:
     r = invoke("ci", "init", "--gitlab", "--json", cwd=repo)
     assert r.code == 1
     msg = r.json()["error"]["message"]
-    assert "--install SPEC" in msg and "editable" in msg and "kb-research==" in msg  # an example
+    assert "--install SPEC" in msg and "editable" in msg and "git+https://" in msg  # an example
+    assert "kb-research" not in msg  # never the distribution name as if an index served it
     assert not (repo / ".gitlab-ci.yml").exists()
