@@ -247,6 +247,27 @@ class LockStatus(BaseModel):
     locks: list[LockStateOut]
     project: Optional[LockStateOut]
     interrupted_release: Optional[dict[str, Any]]
+    source: str = Field(description="where the locks came from: this clone, or remote <name> "
+                                    "(fetched now)")
+
+
+class SyncOutput(BaseModel):
+    """``kb sync``: what was fetched, renumbered, merged and found (``ok`` false: exit 1)."""
+
+    upstream: str
+    upstream_commit: str
+    dry_run: bool
+    fetched: bool
+    drivers: dict[str, str] = Field(description="merge driver -> registered | already registered | …")
+    collisions: list[dict[str, Any]] = Field(description="{id, kind, ours, theirs} per colliding ID")
+    renumbered: dict[str, str] = Field(description="old ID -> new ID")
+    renumber_commit: Optional[str]
+    merge: str = Field(description="up to date | fast-forward | merged | conflict | not run")
+    merge_commit: Optional[str]
+    conflicts: list[str]
+    dashboard_commit: Optional[str]
+    findings: list[dict[str, Any]] = Field(description="blocking kb verify findings of the result")
+    ok: bool
 
 
 class LockPruned(BaseModel):
@@ -285,6 +306,15 @@ class PrimeOutput(BaseModel):
     head: Optional[str]
 
 
+class ServeOutput(BaseModel):
+    """``kb serve``: printed once, when the server listens; it then serves until stopped."""
+
+    url: str = Field(description="the base URL, e.g. http://127.0.0.1:8765/")
+    host: str
+    port: int = Field(description="the port listened on (the free one picked for --port 0)")
+    rev: str = Field(description="the revision pages show when a URL names none")
+
+
 #: command words -> its success model (``None``: no JSON output, e.g. ``kb mcp``).
 OUTPUTS: dict[str, Optional[type[BaseModel]]] = {
     "init": InitOutput,
@@ -321,7 +351,15 @@ OUTPUTS: dict[str, Optional[type[BaseModel]]] = {
     "schema": SchemaList,
     "prime": PrimeOutput,
     "mcp": None,
+    "sync": SyncOutput,
+    "merge-driver": None,
+    "serve": ServeOutput,
 }
+
+# The exploration graph's commands (issue 15): their models live with kb.trail.
+from kb.trail.contract import OUTPUTS as _TRAIL_OUTPUTS  # noqa: E402
+
+OUTPUTS.update(_TRAIL_OUTPUTS)
 
 
 def schema_of(words: str) -> dict[str, Any]:

@@ -197,3 +197,19 @@ def test_every_library_package_is_in_the_wheel(installed):
             continue
         assert (purelib / rel / "__init__.py").is_file(), f"{rel.as_posix()} is not in the wheel"
     assert (purelib / "kb_cli" / "__init__.py").is_file()
+
+
+def test_web_view_ships_in_the_wheel(installed):
+    """``kb serve`` works from a plain install: its templates, CSS and scripts are package
+    data of ``kb.web`` and its app builds from them."""
+    py, _, purelib, work = installed
+    web = purelib / "kb" / "web"
+    for name in ("templates/base.html", "templates/tree.html", "templates/board.html",
+                 "templates/object.html", "static/kb.css", "static/kb.js", "static/trail.js"):
+        assert (web / name).is_file(), name
+    out = _run([str(py), "-I", "-c",
+                "import kb.web.app as a, jinja2; print(a.HERE); "
+                "e = jinja2.Environment(loader=jinja2.FileSystemLoader(str(a.HERE / 'templates'))); "
+                "print(sorted(e.list_templates()))"], cwd=work)
+    here, templates = out.splitlines()
+    assert Path(here) == web and "'tree.html'" in templates

@@ -69,7 +69,9 @@ class Registry:
     def _add(self, name: str, fn: Callable[..., Any], description: str,
              annotations: ToolAnnotations) -> None:
         sig = inspect.signature(fn)
-        hints = typing.get_type_hints(fn)  # real types, also from string annotations
+        # Real types, also from string annotations; Annotated metadata (a pydantic alias
+        # such as "from", a Python keyword) is kept for the SDK.
+        hints = typing.get_type_hints(fn, include_extras=True)
         first = list(sig.parameters)[0]
         served: Callable[[], Any] = (
             (lambda: self.warm) if hints.get(first) is WarmKB else self.warm.get)

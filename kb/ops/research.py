@@ -368,6 +368,11 @@ def verify_candidates(view: CardView) -> list[dict[str, Any]]:
 def brief_data(kb: Union[KnowledgeBase, str, Path, None] = None) -> dict[str, Any]:
     """The state brief a planning agent reads (Vibe Math's ``buildBrief``, deterministic)."""
     k, view = _view(kb)
+    return brief_of(k, view)
+
+
+def brief_of(k: KnowledgeBase, view: CardView) -> dict[str, Any]:
+    """:func:`brief_data` of a loaded :class:`CardView` (any snapshot's, see :func:`card_view`)."""
     dirs: dict[str, list[dict[str, Any]]] = {}
     for d in view.directions:
         dirs.setdefault(d.get("problem", ""), []).append(d)
