@@ -284,8 +284,13 @@ class HooksOutput(BaseModel):
 
 
 class CiInit(BaseModel):
+    """``kb ci init``: the file written and where CI installs kb from."""
+
     path: str
     base: str
+    install: str = Field(description="what `pip install` takes in CI")
+    install_from: str = Field(description="--install, or where this kb came from: index, vcs, url")
+    kb_dir: str = Field(description="the KB folder the job runs in, relative to the repository")
 
 
 class SchemaList(BaseModel):
@@ -378,8 +383,10 @@ __all__ = ["OUTPUTS", "ErrorOutput", "WriteResult", "schema_of", "validate_outpu
 def _area_outputs() -> None:
     """Outputs of commands whose areas keep their own models (kb gen, kb lit)."""
     from kb.gen.contract import OUTPUTS as GEN
+    from kb.review.contract import OUTPUTS as REVIEW
 
     OUTPUTS.update(GEN)
+    OUTPUTS.update(REVIEW)
 
 
 _area_outputs()

@@ -39,28 +39,24 @@ def dependency_links(dest: Path) -> Path:
     from packaging.requirements import Requirement
 
     dists = {_norm(d.metadata["Name"] or ""): d for d in md.distributions()}
-    linked: set[str] = set()
-    walked: set[tuple[str, str]] = set()  # (distribution, extra or "")
-    todo = [(r, "") for r in dists["kb-research"].requires or []]
+    done: set[tuple[str, frozenset[str]]] = set()
+    # (requirement, the extras its requiring distribution was asked for)
+    todo: list[tuple[str, frozenset[str]]] = [(r, frozenset()) for r in dists["kb-research"].requires or []]
     dest.mkdir(parents=True, exist_ok=True)
     for _ in range(5000):  # bounded walk of the requirement graph
         if not todo:
             break
-        text, extra = todo.pop()
+        text, extras = todo.pop()
         req = Requirement(text)
-        if req.marker and not req.marker.evaluate({"extra": extra}):
+        if req.marker and not any(req.marker.evaluate({"extra": e}) for e in (extras or {""})):
             continue
         name = _norm(req.name)
-        if name == "kb-research":
+        key = (name, frozenset(req.extras))
+        if key in done or name == "kb-research":
             continue
+        done.add(key)
         d = dists[name]
-        for want in ("", *sorted(req.extras)):
-            if (name, want) not in walked:
-                walked.add((name, want))
-                todo += [(r, want) for r in d.requires or []]
-        if name in linked:
-            continue
-        linked.add(name)
+        todo += [(r, frozenset(req.extras)) for r in d.requires or []]
         base = Path(str(d.locate_file("")))
         for f in d.files or []:
             top = Path(str(f)).parts[0]

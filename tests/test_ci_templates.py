@@ -107,7 +107,7 @@ def test_github_workflow_runs_in_a_simulated_pull_request(toolchain, tmp_path: P
     verify = steps["kb verify (every commit of the range)"]
     text = summary.read_text(encoding="utf-8")
     assert text.startswith("## Research diff") and "added `H1.3` under `H1`" in text, \
-        steps["Research diff (job summary)"]
+        steps["Research diff (job summary)"]["stderr"]
     assert "finished `E005` (`H1.3`): conclusion **支持**" in text
     [post] = api.posts
     assert post["path"] == f"/repos/{HEAD_REPO}/issues/7/comments"
@@ -200,5 +200,6 @@ def test_ci_init_refuses_without_a_reachable_source(tmp_path: Path) -> None:
     r = invoke("ci", "init", "--gitlab", "--json", cwd=repo)
     assert r.code == 1
     msg = r.json()["error"]["message"]
-    assert "--install SPEC" in msg and "editable" in msg and "kb-research==" in msg  # an example
+    assert "--install SPEC" in msg and "editable" in msg and "git+https://" in msg  # an example
+    assert "kb-research" not in msg  # never the distribution name as if an index served it
     assert not (repo / ".gitlab-ci.yml").exists()

@@ -95,7 +95,10 @@ def scenario(ex: Path, tmp: Path) -> list[tuple[str, tuple[str, ...], Path]]:
         ("project unlock", ("project", "unlock", "--owner", "alice"), ex),
         ("hooks install", ("hooks", "install"), ex), ("hooks status", ("hooks", "status"), ex),
         ("hooks uninstall", ("hooks", "uninstall"), ex),
-        ("ci init", ("ci", "init", "--base", "main"), ex),
+        ("ci init", ("ci", "init", "--base", "main", "--install",
+                     "git+https://example.org/kb.git@v0.1.0"), ex),
+        ("diff", ("diff", "HEAD~5..HEAD"), ex), ("diff", ("diff", "--staged", "--no-findings"), ex),
+        ("log", ("log", "H2"), ex), ("log", ("log", "q2"), ex),
     ]
     return s + trail_scenario(ex)
 

@@ -78,6 +78,7 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
     ("lock_release", {"paths": ["Problems/q2.md"], "owner": "alice"}),
     ("lock_prune", {}),
     ("project_lock", {"owner": "alice"}), ("project_unlock", {"owner": "alice"}),
+    ("diff", {"range": "HEAD~5..HEAD", "markdown": True}), ("log", {"id": "E005"}),
     ("explore_tree_record", {"action": "add", "kind": "goal", "title": "Warm the cache"}),
     ("explore_tree", {"action": "trunk"}),
 ]

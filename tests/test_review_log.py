@@ -73,3 +73,30 @@ def test_follows_renumbering(example_kb: Path) -> None:
 def test_unknown_id_is_refused(example_kb: Path) -> None:
     r = invoke("log", "H99", "--json", cwd=example_kb)
     assert r.code == 1 and "H99" in r.json()["error"]["message"]
+
+
+def test_diff_and_log_are_mcp_tools(example_kb: Path, monkeypatch) -> None:
+    """The MCP tools return the CLI's --json data (the in-memory SDK client)."""
+    import asyncio
+    import json
+
+    from mcp import Client
+
+    from kb.mcp import build_server
+
+    root = example_kb
+    _kb(root, "hyp", "add", "Caching halves setup", "--parent", "H1")
+    monkeypatch.chdir(root)
+
+    async def session() -> tuple[dict, dict, bool]:
+        async with Client(build_server(root)) as c:
+            d = await c.call_tool("diff", {"range": "HEAD~1..HEAD", "markdown": True})
+            lg = await c.call_tool("log", {"id": "H1.3"})
+            bad = await c.call_tool("diff", {"range": "HEAD...nowhere"})
+            return json.loads(d.content[0].text), json.loads(lg.content[0].text), bad.is_error
+
+    d, lg, bad = asyncio.run(session())
+    assert d == {**invoke("diff", "HEAD~1..HEAD", "--json", cwd=root).json(), "markdown": d["markdown"]}
+    assert d["markdown"].startswith("## Research diff") and [x["id"] for x in d["hypotheses"]["added"]] == ["H1.3"]
+    assert lg == _log(root, "H1.3")
+    assert bad

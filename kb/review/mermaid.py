@@ -13,23 +13,20 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from kb.render.dashboard import MAX_CHARS, MAX_EDGES, _CLASSES, _STYLE
+from kb.render.dashboard import MAX_CHARS, MAX_EDGES, _CLASSES, _STYLE, mermaid_text
 from kb.vocab import HYPOTHESIS_STATUS
 
 LABEL_CHARS = 60
-_ENTITIES = {"#": "#35;", '"': "#quot;", "<": "#lt;", ">": "#gt;", "&": "#amp;", "`": "#96;",
-             "%": "#37;", "\\": "#92;", "|": "#124;", "{": "#123;", "}": "#125;",
-             "[": "#91;", "]": "#93;", "(": "#40;", ")": "#41;"}
 
 
 def escape_label(text: str, limit: int = LABEL_CHARS) -> str:
     """``text`` as inert Mermaid label text: one line, at most ``limit`` characters
-    (an ellipsis marks a cut), every character Mermaid or HTML could read as syntax
-    written as a Mermaid entity code (``#35;`` for ``#`` first, so no entity survives)."""
+    (an ellipsis marks a cut), through the dashboard's :func:`mermaid_text` (every
+    character but letters, digits and a few safe ones as a numeric entity)."""
     text = " ".join(text.split())
     if len(text) > limit:
         text = text[: limit - 1] + "…"
-    return "".join(_ENTITIES.get(ch, ch) for ch in text)
+    return mermaid_text(text)
 
 
 def _node(hid: str) -> str:

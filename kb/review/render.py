@@ -9,19 +9,16 @@ renumberings come first, highlighted: they are what a reviewer must look at.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Optional
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
-
-
 def md_text(text: Any) -> str:
-    """``text`` as inert Markdown inline text (one line)."""
-    s = " ".join(str(text).split())
-    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    s = _MD_SPECIAL.sub(r"\\\1", s)
-    # No autolinks and no @mentions (a PR comment would notify people).
-    return s.replace("@", "&#64;").replace("://", "&#58;//").replace("www\\.", "www&#46;")
+    """``text`` as inert Markdown inline text: one line, the dashboard's
+    :func:`markdown_text` (HTML escaped, Markdown punctuation backslash-escaped),
+    and no autolink or @mention (a PR comment would notify people)."""
+    from kb.render.dashboard import markdown_text
+
+    s = markdown_text(" ".join(str(text).split()))
+    return s.replace("@", "&#64;").replace("://", "&#58;//").replace("www.", "www&#46;")
 
 
 def _plain(text: Any) -> str:
@@ -180,8 +177,10 @@ def _sections(d: dict[str, Any], st: _Style) -> list[tuple[str, list[str]]]:
         out.append(("Verification", lines))
     tr = d.get("trail")
     if tr and any(tr.values()):
-        lines = [f"node added {i(n.get('id'))}: {t(n.get('title', ''))}" for n in tr.get("added", [])]
-        lines += [f"node closed {i(n.get('id'))}: {t(n.get('title', ''))}" for n in tr.get("closed", [])]
+        lines = [f"node added {i(n.get('id'))} ({t(n.get('kind', ''))}, {t(n.get('status', ''))}): "
+                 f"{t(n.get('title', ''))}" for n in tr.get("added", [])]
+        lines += [f"node closed {i(n.get('id'))} ({t(n.get('kind', ''))}, {st.b(t(n.get('status', '')))}): "
+                  f"{t(n.get('title', ''))}" for n in tr.get("closed", [])]
         out.append(("Exploration graph", lines))
     fs = d.get("findings")
     if fs:

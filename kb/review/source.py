@@ -84,8 +84,7 @@ def refusal(src: InstallSource) -> str:
     return (f"kb does not know where CI can install kb from: the running kb is {src.detail}. "
             "Pass --install SPEC with what `pip install` should take, e.g. "
             "--install 'git+https://github.com/OWNER/kb.git@v0.1.0' (a tag of kb's repository), "
-            "--install 'https://example.org/kb_research-0.1.0-py3-none-any.whl' (a published wheel) "
-            "or --install 'kb-research==0.1.0' (from your package index).")
+            "or --install 'https://example.org/kb_research-0.1.0-py3-none-any.whl' (a published wheel).")
 
 
 def install_hint(spec: Optional[str]) -> str:
