@@ -41,6 +41,7 @@ from typing import Callable
 HERE = Path(__file__).resolve().parent
 KB_OK = (0, 1)  # kb index / verify exit 1 on diagnostics: a result, not a failure
 LARGE_FILES = 40_000  # a corpus with more tracked files uses the "large" (100k) targets
+PEER_MAX_FILES = 1_500  # the peer takes minutes per MB: it runs on the 1k corpus only
 
 
 # ---------------------------------------------------------------------------
@@ -63,9 +64,12 @@ class Ctx:
         return r.stdout
 
 
-def T(s: float | None = None, x_floor: float | None = None, mb: float | None = None) -> dict:
-    """A target: median seconds, ratio of the median to the floor's, peak RSS in MB."""
-    return {k: v for k, v in (("s", s), ("x_floor", x_floor), ("mb", mb)) if v is not None}
+def T(s: float | None = None, x_floor: float | None = None, mb: float | None = None,
+      overhead: float | None = None) -> dict:
+    """A target: median seconds, ratio to the floor (median of the paired runs' ratios),
+    peak RSS in MB, seconds over the median of the case named by ``overhead_of``."""
+    return {k: v for k, v in (("s", s), ("x_floor", x_floor), ("mb", mb), ("overhead", overhead))
+            if v is not None}
 
 
 @dataclass
@@ -84,6 +88,11 @@ class Case:
     needs_kb: bool = False
     peer: bool = False                      # skipped by --skip-peer
     show_note: bool = False                 # print the last stdout line under the table
+    cwd: Callable[[Ctx], Path] | None = None  # where the command runs (default: the corpus)
+    paired: bool = True                     # run the floor right after each timed run
+    count_git: bool = False                 # one more run under GIT_TRACE: git processes started
+    max_files: int | None = None            # skipped on larger corpora (the peer: 1k only)
+    overhead_of: str | None = None          # report median minus this case's median
 
 
 # ---------------------------------------------------------------------------
@@ -264,9 +273,11 @@ def reset_and_forget(c: Ctx) -> None:
     db = sqlite3.connect(db_path, timeout=30)
     try:
         with db:
+            # NOT EXISTS probes the files table by its primary key (path); a
+            # `(path, blob) NOT IN (SELECT ...)` ran for minutes over 220k rows at 100k.
             for table in ("parsed", "objects", "links", "diagnostics"):
-                db.execute(f"DELETE FROM {table} WHERE (path, blob) NOT IN "
-                           "(SELECT path, blob FROM files)")
+                db.execute(f"DELETE FROM {table} AS t WHERE NOT EXISTS (SELECT 1 FROM files f "
+                           "WHERE f.path = t.path AND f.blob = t.blob)")
     finally:
         db.close()
 
@@ -308,20 +319,102 @@ def hooks_uninstall(c: Ctx) -> None:
     reset_worktree(c)
 
 
+# Issue 18: the hook and CI paths a team meets --------------------------------------
+
+_PULLS = [0]
+
+
+def pull_one_commit(c: Ctx) -> None:
+    """Reset, then commit one change with hooks bypassed, as a pull or a merge brings
+    it: the index is warm but kb has no results for the new HEAD. The text differs
+    on every run, so no run finds the previous one's results."""
+    reset_worktree(c)
+    _PULLS[0] += 1
+    path = _experiments(c)[3]
+    with open(path, "a", encoding="utf-8", newline="") as f:
+        f.write(f"\nPulled run log {_PULLS[0]} ({time.time_ns()}).\n")
+    c.git("add", "--", path.relative_to(c.corpus).as_posix())
+    c.git("commit", "-q", "--no-verify", "-m", f"pulled change {_PULLS[0]}")
+
+
+def after_pull_stage_one(c: Ctx) -> None:
+    """A pulled commit (see pull_one_commit), then one prose change staged."""
+    pull_one_commit(c)
+    path = c.corpus / "Problems" / "q1.md"
+    with open(path, "a", encoding="utf-8", newline="") as f:
+        f.write(f"\nOne more paragraph after the pull ({time.time_ns()}), 以及一句中文。\n")
+    c.git("add", "--", "Problems/q1.md")
+
+
+def _numeric_priority_card(c: Ctx) -> Path:
+    import re
+
+    for i in range(1, 10_000):
+        p = c.corpus / "Problems" / f"q{i}.md"
+        if p.exists() and re.search(r"^- 优先级: \d+$", p.read_text(encoding="utf-8"), re.M):
+            return p
+    raise RuntimeError("no problem card with a numeric 优先级")
+
+
+def stage_anchor_change(c: Ctx) -> None:
+    """Reset, then change one anchor line (a problem's 优先级, a new value every run)
+    and stage it; HEAD was checked in setup (the warm hook)."""
+    import re
+
+    reset_worktree(c)
+    _STAGED_RUNS[0] += 1
+    path = _numeric_priority_card(c)
+    text = path.read_text(encoding="utf-8")
+    text = re.sub(r"^- 优先级: \d+$", f"- 优先级: {100 + _STAGED_RUNS[0]}", text, count=1, flags=re.M)
+    path.write_text(text, encoding="utf-8", newline="")
+    c.git("add", "--", path.relative_to(c.corpus).as_posix())
+
+
+def verified_head_hooks(c: Ctx) -> None:
+    hooks_install(c)
+    verify_head(c)
+
+
+def clone_dir(c: Ctx) -> Path:
+    return Path(tempfile.gettempdir()) / f"kb-bench-clone-{os.getpid()}"
+
+
+def range_clone_setup(c: Ctx) -> None:
+    """20 commits on the corpus, then a clone of it: CI's checkout (no .kb/)."""
+    twenty_commits(c)
+    shutil.rmtree(clone_dir(c), ignore_errors=True)
+    subprocess.run(["git", "clone", "-q", str(c.corpus), str(clone_dir(c))], env=child_env(),
+                   check=True, capture_output=True)
+
+
+def range_clone_fresh(c: Ctx) -> None:
+    """Before every run: no kb cache anywhere in the clone (a fresh CI job)."""
+    shutil.rmtree(clone_dir(c) / ".kb", ignore_errors=True)
+    shutil.rmtree(clone_dir(c) / ".git" / "kb-verify", ignore_errors=True)
+
+
+def range_clone_teardown(c: Ctx) -> None:
+    shutil.rmtree(clone_dir(c), ignore_errors=True)
+    reset_worktree(c)
+
+
+COMMIT = ["git", "commit", "-q", "-m", "bench: one change"]
+
 HYP_ADD = ["hyp", "add", "The benchmark's hypothesis: prefetching hides the decode cost",
            "--parent", "H1"]
 
 
 CASES: list[Case] = [
     Case("floor", lambda c: [c.python, str(HERE / "floor.py")],
-         "git ls-files -s -z, read every .md, one multiline regex (the yardstick)"),
+         "git ls-files -s -z, read every .md, one multiline regex (the yardstick)", paired=False),
     Case("index-cold", lambda c: c.kb + ["index"],
          "kb index after rm -rf .kb (OS page cache warm)",
-         ok_codes=KB_OK, before_each=rm_cache, needs_kb=True,
-         targets={"small": T(s=1.5, x_floor=5, mb=150), "large": T(s=20)}),
+         ok_codes=KB_OK, before_each=rm_cache, needs_kb=True, count_git=True,
+         targets={"small": T(s=1.5, x_floor=3, mb=150), "large": T(s=12, x_floor=3, mb=150),
+                  "tree": T(x_floor=3, mb=150)}),
     Case("index-nochange", lambda c: c.kb + ["index"],
          "kb index with an up-to-date .kb/ (after a warm-up run)",
-         ok_codes=KB_OK, needs_kb=True,
+         ok_codes=KB_OK, needs_kb=True, count_git=True,
          targets={"small": T(s=0.3, x_floor=1, mb=150)}),
     Case("verify-staged", lambda c: c.kb + ["verify", "--staged"],
          "kb verify --staged with one changed problem card staged",
@@ -332,11 +425,54 @@ CASES: list[Case] = [
     Case("verify-staged-1", lambda c: c.kb + ["verify", "--staged"],
          "kb verify --staged, one experiment changed (a new change each run; HEAD checked before)",
          ok_codes=KB_OK, setup=verify_head, before_each=stage_one_experiment,
-         teardown=reset_worktree, needs_kb=True,
+         teardown=reset_worktree, needs_kb=True, count_git=True,
          targets={"small": T(s=0.5, x_floor=1.7, mb=150), "large": T(s=1)}),
+    Case("verify-after-pull", lambda c: c.kb + ["verify", "--staged"],
+         "first kb verify --staged after a pull: index warm, HEAD not checked, one prose change",
+         ok_codes=KB_OK, before_each=after_pull_stage_one, teardown=reset_worktree,
+         needs_kb=True, count_git=True,
+         targets={"small": T(x_floor=1.5, mb=150), "large": T(s=1)}),
+    Case("verify-anchor", lambda c: c.kb + ["verify", "--staged"],
+         "kb verify --staged, warm (HEAD checked), one anchor line changed (a problem's 优先级)",
+         ok_codes=KB_OK, setup=verify_head, before_each=stage_anchor_change,
+         teardown=reset_worktree, needs_kb=True, count_git=True,
+         targets={"small": T(x_floor=1, mb=150), "large": T(s=1)}),
     Case("verify-range-20", lambda c: c.kb + ["verify", "--range", f"{c.base_commit}..HEAD"],
          "kb verify --range over 20 commits (20 experiments, 5 tree.md changes)",
          ok_codes=KB_OK, setup=twenty_commits, teardown=reset_worktree, needs_kb=True,
+         targets={"small": T(mb=150)}),
+    Case("verify-range-fresh", lambda c: c.kb + ["verify", "--range", f"{c.base_commit}..HEAD"],
+         "the same 20 commits in a fresh clone (no .kb/: a CI job)",
+         ok_codes=KB_OK, cwd=clone_dir, setup=range_clone_setup, before_each=range_clone_fresh,
+         teardown=range_clone_teardown, needs_kb=True, count_git=True,
+         targets={"small": T(x_floor=3, mb=150)}),
+    # git commit of one change: with kb's pre-commit hook (cold: the first commit after
+    # a pull; warm: HEAD checked) and without it; the table reports the hook's overhead.
+    Case("commit-noverify", lambda c: COMMIT + ["--no-verify"],
+         "git commit --no-verify of one change after a pull (the baseline of the two below)",
+         before_each=after_pull_stage_one, teardown=reset_worktree, paired=False),
+    Case("commit-hook-cold", lambda c: COMMIT,
+         "git commit of one change after a pull, kb's hook installed (its first check)",
+         setup=hooks_install, before_each=after_pull_stage_one, teardown=hooks_uninstall,
+         needs_kb=True, overhead_of="commit-noverify", targets={"small": T(overhead=0.3)}),
+    Case("commit-hook-warm", lambda c: COMMIT,
+         "git commit of one change, kb's hook installed, HEAD checked before",
+         setup=verified_head_hooks, before_each=stage_one_experiment, teardown=hooks_uninstall,
+         needs_kb=True, overhead_of="commit-noverify", targets={"small": T(overhead=0.3)}),
+    Case("ls-hypotheses", lambda c: c.kb + ["ls", "hypotheses"],
+         "kb ls hypotheses on a warm index (the whole tree, as a table)",
+         ok_codes=KB_OK, needs_kb=True, count_git=True,
+         targets={"tree": T(s=1)}),
+    # Review (issue 13): the research diff a CI job summary or a hook shows.
+    Case("diff-range-20", lambda c: c.kb + ["diff", f"{c.base_commit}..HEAD", "--format", "markdown",
+                                            "--no-findings"],
+         "kb diff --format markdown over the same 20 commits (objects and trailers, no rules)",
+         ok_codes=(0,), setup=twenty_commits, teardown=reset_worktree, needs_kb=True,
+         targets={"small": T(s=0.5, mb=150)}),
+    Case("diff-range-20-findings", lambda c: c.kb + ["diff", f"{c.base_commit}..HEAD", "--format",
+                                                     "markdown"],
+         "kb diff --format markdown over the 20 commits, with the range's rule findings",
+         ok_codes=(0,), setup=twenty_commits, teardown=reset_worktree, needs_kb=True,
          targets={"small": T(mb=150)}),
     # Research cards (issue 5): one write each, whole process, no hooks installed.
     # Each run starts from the corpus commit (reset, untimed), so the ID is free and
@@ -405,9 +541,16 @@ CASES: list[Case] = [
          setup=lock_setup, teardown=lock_teardown, runs=1, warmup=0, needs_kb=True,
          show_note=True),
     Case("peer", lambda c: [c.python, str(HERE / "peer_obsidian.py")],
-         "obsidiantools Vault(path).connect().gather()",
-         runs=1, warmup=0, peer=True),
+         "obsidiantools Vault(path).connect().gather() (1k corpus only: --scale 0.133)",
+         runs=1, warmup=0, peer=True, max_files=PEER_MAX_FILES),
 ]
+
+
+# The exploration graph (issue 15): views on 5,000 nodes, a cold 50,000-op replay.
+sys.path.insert(0, str(HERE))
+from trail_cases import cases as _trail_cases  # noqa: E402
+
+CASES[-1:-1] = _trail_cases(Case, T)
 
 
 # ---------------------------------------------------------------------------
@@ -418,8 +561,11 @@ def child_env() -> dict:
     env = dict(os.environ)
     # never let a caller's git plumbing (e.g. running from a hook) leak into the corpus
     for k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-              "GIT_COMMON_DIR", "GIT_PREFIX"):
+              "GIT_COMMON_DIR", "GIT_PREFIX", "GIT_TRACE"):
         env.pop(k, None)
+    # An installed kb runs from compiled bytecode; without it every run would
+    # compile kb's sources again (~0.2 s), which no user pays.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 
@@ -433,7 +579,7 @@ class Run:
     timed_out: bool = False
 
 
-def measure(argv: list[str], cwd: Path, timeout: float) -> Run:
+def measure(argv: list[str], cwd: Path, timeout: float, extra_env: dict | None = None) -> Run:
     """Run argv once; wall time from fork to reap, max RSS from wait4's rusage."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         killed = []
@@ -446,7 +592,8 @@ def measure(argv: list[str], cwd: Path, timeout: float) -> Run:
                 pass
 
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, cwd=cwd, env=child_env(), stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(argv, cwd=cwd, env={**child_env(), **(extra_env or {})},
+                                stdin=subprocess.DEVNULL,
                                 stdout=out, stderr=err, start_new_session=True)
         timer = threading.Timer(timeout, kill)
         timer.start()
@@ -475,11 +622,25 @@ def measure(argv: list[str], cwd: Path, timeout: float) -> Run:
                    err.read().decode("utf-8", "replace"), bool(killed))
 
 
+FLOOR_ARGV: list[str] = []  # set by main(): the floor's command, run after each paired run
+
+
+def git_processes(trace: Path) -> int:
+    """git processes a run started, from its GIT_TRACE file (one ``built-in:`` line each)."""
+    try:
+        text = trace.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return 0
+    return sum(1 for ln in text.splitlines() if "trace: built-in: " in ln or "trace: exec: " in ln)
+
+
 def run_case(case: Case, c: Ctx, nruns: int, timeout: float) -> dict:
     res = {"name": case.name, "description": case.description, "times": [], "rss_mb": [],
-           "exit_codes": [], "status": "ok", "note": "", "show_note": case.show_note}
+           "exit_codes": [], "status": "ok", "note": "", "show_note": case.show_note,
+           "floor_times": [], "git_processes": None}
     argv = case.cmd(c)
     res["argv"] = argv
+    where = case.cwd(c) if case.cwd else c.corpus
     try:
         if case.setup:
             case.setup(c)
@@ -488,7 +649,7 @@ def run_case(case: Case, c: Ctx, nruns: int, timeout: float) -> dict:
             warm = i < case.warmup
             if case.before_each:
                 case.before_each(c)
-            r = measure(argv, c.corpus, timeout)
+            r = measure(argv, where, timeout)
             label = "warm-up" if warm else f"run {i - case.warmup + 1}/{nruns}"
             print(f"  {case.name:<16} {label:<9} {r.seconds:8.3f} s {r.rss_mb:7.1f} MB  exit {r.code}",
                   file=sys.stderr, flush=True)
@@ -509,6 +670,18 @@ def run_case(case: Case, c: Ctx, nruns: int, timeout: float) -> dict:
                 res["exit_codes"].append(r.code)
                 lines = r.stdout.strip().splitlines()
                 res["note"] = lines[-1][:200] if lines else ""
+                if case.paired and FLOOR_ARGV:
+                    # The floor right after, under the same load: the ratio of this pair.
+                    f = measure(FLOOR_ARGV, c.corpus, timeout)
+                    res["floor_times"].append(f.seconds)
+                    print(f"  {'(floor)':<16} {'':<9} {f.seconds:8.3f} s", file=sys.stderr, flush=True)
+        if case.count_git:
+            if case.before_each:
+                case.before_each(c)
+            with tempfile.TemporaryDirectory(prefix="kb-bench-trace-") as d:
+                trace = Path(d) / "trace"
+                measure(argv, where, timeout, {"GIT_TRACE": str(trace)})
+                res["git_processes"] = git_processes(trace)
     except Exception as e:  # a setup step (git, file system) broke: report, go on
         res["status"] = "failed"
         res["note"] = f"{type(e).__name__}: {e}"
@@ -525,12 +698,16 @@ def run_case(case: Case, c: Ctx, nruns: int, timeout: float) -> dict:
 # Corpus
 
 
-def default_corpus(scale: float, seed: int) -> Path:
-    name = f"kb-bench-corpus-{scale:g}" + (f"-seed{seed}" if seed != 1 else "")
+def default_corpus(scale: float, seed: int, profile: str = "default", big_tree: int = 0) -> Path:
+    if big_tree:
+        return Path(tempfile.gettempdir()) / (f"kb-bench-tree-{big_tree}" + (f"-seed{seed}" if seed != 1 else ""))
+    name = f"kb-bench-corpus-{scale:g}" + (f"-seed{seed}" if seed != 1 else "") + \
+        (f"-{profile}" if profile != "default" else "")
     return Path(tempfile.gettempdir()) / name
 
 
-def ensure_corpus(path: Path, scale: float, seed: int, regen: bool) -> None:
+def ensure_corpus(path: Path, scale: float, seed: int, regen: bool, profile: str = "default",
+                  big_tree: int = 0) -> None:
     if regen and path.exists():
         shutil.rmtree(path)
     if (path / ".git").is_dir() and (path / "kb.toml").is_file():
@@ -539,10 +716,13 @@ def ensure_corpus(path: Path, scale: float, seed: int, regen: bool) -> None:
         raise SystemExit(f"error: {path} exists but is not a generated corpus (use --regen)")
     tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    print(f"generating corpus (scale {scale:g}, seed {seed}) into {path} ...", file=sys.stderr, flush=True)
-    r = subprocess.run([sys.executable, str(HERE / "gen_corpus.py"), str(tmp),
-                        "--scale", f"{scale:g}", "--seed", str(seed)],
-                       stdout=sys.stderr)
+    what = f"a tree.md of {big_tree} hypotheses" if big_tree else f"scale {scale:g}, profile {profile}"
+    print(f"generating corpus ({what}, seed {seed}) into {path} ...", file=sys.stderr, flush=True)
+    if big_tree:
+        gen = [str(HERE / "gen_big_tree.py"), str(tmp), "--hypotheses", str(big_tree)]
+    else:
+        gen = [str(HERE / "gen_corpus.py"), str(tmp), "--scale", f"{scale:g}", "--profile", profile]
+    r = subprocess.run([sys.executable, *gen, "--seed", str(seed)], stdout=sys.stderr)
     if r.returncode:
         shutil.rmtree(tmp, ignore_errors=True)
         raise SystemExit(f"error: corpus generation failed ({r.returncode})")
@@ -580,6 +760,8 @@ def fmt_target(t: dict) -> str:
         parts.append(f"≤{t['x_floor']:g}×floor")
     if "mb" in t:
         parts.append(f"≤{t['mb']:g}MB")
+    if "overhead" in t:
+        parts.append(f"+≤{t['overhead']:g}s")
     return " ".join(parts) or "-"
 
 
@@ -600,25 +782,35 @@ def judge(res: dict, target: dict) -> tuple[str, list[str]]:
             misses.append(f"ratio {res['ratio']:.2f} > {target['x_floor']:g}")
     if "mb" in target and res["peak_rss_mb"] > target["mb"]:
         misses.append(f"memory {res['peak_rss_mb']:.0f}MB > {target['mb']:g}MB")
+    if "overhead" in target:
+        if res.get("overhead") is None:
+            misses.append("no baseline to compare with")
+        elif res["overhead"] > target["overhead"]:
+            misses.append(f"overhead {res['overhead']:.3f}s > {target['overhead']:g}s")
     return ("MISS" if misses else "PASS"), misses
 
 
 def print_table(results: list[dict]) -> None:
-    head = ["case", "runs", "median s", "min s", "max s", "peak MB", "×floor", "exit", "target", "result"]
+    head = ["case", "runs", "median s", "min s", "max s", "peak MB", "×floor", "×floor range",
+            "+s", "git", "exit", "target", "result"]
     rows = []
     for r in results:
+        git_n = "-" if r.get("git_processes") is None else str(r["git_processes"])
         if r["times"]:
+            rng = r.get("ratio_range")
             rows.append([r["name"], str(len(r["times"])), f"{r['median']:.3f}", f"{r['min']:.3f}",
                          f"{r['max']:.3f}", f"{r['peak_rss_mb']:.1f}",
                          "-" if r.get("ratio") is None else f"{r['ratio']:.2f}",
+                         f"{rng[0]:.2f}–{rng[1]:.2f}" if rng else "-",
+                         "-" if r.get("overhead") is None else f"{r['overhead']:.3f}", git_n,
                          ",".join(sorted({str(x) for x in r["exit_codes"]})),
                          fmt_target(r["target"]), r["verdict"]])
         else:
-            rows.append([r["name"], "0", "-", "-", "-", "-", "-",
+            rows.append([r["name"], "0", "-", "-", "-", "-", "-", "-", "-", git_n,
                          ",".join(str(x) for x in r["exit_codes"]) or "-",
                          fmt_target(r["target"]), r["verdict"]])
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
-    right = {1, 2, 3, 4, 5, 6}
+    right = {1, 2, 3, 4, 5, 6, 7, 8, 9}
 
     def line(cells):
         return "  ".join(c.rjust(w) if i in right else c.ljust(w)
@@ -647,6 +839,12 @@ def main(argv=None) -> int:
                     "cached in $TMPDIR/kb-bench-corpus-<scale>)")
     ap.add_argument("--scale", type=float, default=1.0, help="corpus scale: 1 (~7.5k files) or 13.3 (~100k)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--profile", default="default", choices=["default", "cards"],
+                    help="corpus proportions: default, or cards (the second corpus: more cards "
+                    "and experiments, ~480 KB216 warnings at scale 1)")
+    ap.add_argument("--big-tree", type=int, default=0, metavar="N",
+                    help="benchmark a KB holding only a tree.md of N hypotheses (floor, "
+                    "index-cold, index-nochange, ls-hypotheses)")
     ap.add_argument("--regen", action="store_true", help="regenerate the cached corpus")
     ap.add_argument("--runs", type=int, default=5, help="timed runs per case (median reported)")
     ap.add_argument("--skip-peer", action="store_true", help="do not run obsidiantools")
@@ -673,6 +871,8 @@ def main(argv=None) -> int:
     if unknown:
         print(f"error: unknown case(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}", file=sys.stderr)
         return 2
+    if a.big_tree and not only:
+        only = ["floor", "index-cold", "index-nochange", "ls-hypotheses"]
     if only:
         selected = [case for case in CASES if case.name in only]
         if "floor" not in only:  # every ratio needs it
@@ -682,9 +882,9 @@ def main(argv=None) -> int:
     if a.skip_peer:
         selected = [case for case in selected if not case.peer]
 
-    corpus = a.corpus or default_corpus(a.scale, a.seed)
+    corpus = a.corpus or default_corpus(a.scale, a.seed, a.profile, a.big_tree)
     if a.corpus is None:
-        ensure_corpus(corpus, a.scale, a.seed, a.regen)
+        ensure_corpus(corpus, a.scale, a.seed, a.regen, a.profile, a.big_tree)
     corpus = corpus.resolve()
     if not (corpus / "kb.toml").exists() and not any((p / "kb.toml").exists() for p in corpus.parents):
         print(f"warning: no kb.toml in {corpus} or above", file=sys.stderr)
@@ -710,7 +910,8 @@ def main(argv=None) -> int:
     stats = corpus_stats(corpus)
     if stats["dirty"]:
         print("warning: the corpus has uncommitted changes (use --reset)", file=sys.stderr)
-    size = "large" if stats["files"] > LARGE_FILES else "small"
+    size = "tree" if a.big_tree else "large" if stats["files"] > LARGE_FILES else "small"
+    FLOOR_ARGV[:] = CASES[0].cmd(ctx)
     print(f"corpus {corpus}: {stats['files']} files, {stats['bytes'] / 1e6:.1f} MB "
           f"({size} targets); kb: {' '.join(kb)}{f' ({kb_version})' if kb_version else ''}",
           file=sys.stderr, flush=True)
@@ -718,7 +919,12 @@ def main(argv=None) -> int:
     results = []
     for case in selected:
         nruns = case.runs if case.runs is not None else a.runs
-        if case.needs_kb and not kb_exe:
+        if case.max_files is not None and stats["files"] > case.max_files:
+            res = {"name": case.name, "description": case.description, "times": [], "rss_mb": [],
+                   "exit_codes": [], "status": "skipped",
+                   "note": f"runs on corpora of at most {case.max_files} files (--scale 0.133)"}
+            print(f"  {case.name:<16} skipped: {res['note']}", file=sys.stderr)
+        elif case.needs_kb and not kb_exe:
             res = {"name": case.name, "description": case.description, "times": [], "rss_mb": [],
                    "exit_codes": [], "status": "unavailable",
                    "note": f"kb not found: {kb[0]} (install the package or pass --kb-cmd)"}
@@ -733,9 +939,19 @@ def main(argv=None) -> int:
         results.append(res)
 
     floor = next((r for r in results if r["name"] == "floor" and r["times"]), None)
+    by_name = {r["name"]: r for r in results}
     for r in results:
-        if r["times"] and floor:
+        pairs = [t / f for t, f in zip(r["times"], r.get("floor_times", [])) if f > 0]
+        if pairs:
+            # each run over the floor run right after it (same load), then the median
+            r["ratio"] = statistics.median(pairs)
+            r["ratio_range"] = (min(pairs), max(pairs))
+        elif r["times"] and floor:
             r["ratio"] = r["median"] / floor["median"]
+        case = next((c for c in selected if c.name == r["name"]), None)
+        base = by_name.get(case.overhead_of) if case and case.overhead_of else None
+        if r["times"] and base and base.get("times"):
+            r["overhead"] = r["median"] - base["median"]
         r["verdict"], r["misses"] = judge(r, r["target"])
 
     print()

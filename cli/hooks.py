@@ -31,25 +31,38 @@ def _report(res, as_json: bool, verb: str) -> None:
 @command.command("install")
 @click.option("--no-pre-push", is_flag=True, help="Do not install the pre-push hook.")
 @click.option("--no-merge-driver", is_flag=True, help="Do not register the DASHBOARD.md merge driver.")
+@click.option("--shared", is_flag=True,
+              help="Also when core.hooksPath points outside the repository (hooks other "
+                   "repositories may share).")
+@click.option("--server", is_flag=True,
+              help="In a bare repository (a git server): install the pre-receive hook that "
+                   "refuses pushes breaking kb's rules.")
 @json_option
-def install_cmd(no_pre_push: bool, no_merge_driver: bool, as_json: bool) -> int:
+def install_cmd(no_pre_push: bool, no_merge_driver: bool, shared: bool, server: bool,
+                as_json: bool) -> int:
     """Install the hooks where git runs them (core.hooksPath respected); an existing
     hook is kept and run first. Also registers the kb-dashboard merge driver."""
-    from kb.hooks import HOOKS, install
+    from kb.hooks import HOOKS, install, install_server
 
+    if server:
+        res = install_server(Path.cwd(), shared=shared)
+        _report(res, as_json, "hooks")
+        return 0
     hooks = [h for h in HOOKS if not (no_pre_push and h == "pre-push")]
-    res = install(Path.cwd(), hooks, merge_driver=not no_merge_driver)
+    res = install(Path.cwd(), hooks, merge_driver=not no_merge_driver, shared=shared)
     _report(res, as_json, "hooks")
     return 0
 
 
 @command.command("uninstall")
+@click.option("--shared", is_flag=True,
+              help="Also when core.hooksPath points outside the repository.")
 @json_option
-def uninstall_cmd(as_json: bool) -> int:
+def uninstall_cmd(shared: bool, as_json: bool) -> int:
     """Remove exactly what `kb hooks install` added (chained hooks are put back)."""
     from kb.hooks import uninstall
 
-    res = uninstall(Path.cwd())
+    res = uninstall(Path.cwd(), shared=shared)
     _report(res, as_json, "hooks")
     return 0
 
@@ -87,4 +100,49 @@ def pre_push_cmd(remote: str, url: str, fmt: str) -> int:
         total.merge(rep)
     if total.blocking:
         err("kb: push refused; fix the commits above (`kb rules` explains every code)")
+    return total.exit_code
+
+
+@command.command("post-commit", hidden=True)
+def post_commit_cmd() -> int:
+    """Run by the post-commit hook during a cherry-pick: warns (stderr) when the new
+    commit breaks kb's rules. Always exits 0 (the commit is made)."""
+    from kb.hooks import check_after
+
+    for line in check_after(Path.cwd(), ["HEAD"]):
+        err(line)
+    return 0
+
+
+@command.command("post-rewrite", hidden=True)
+@click.argument("kind", required=False, default="")
+def post_rewrite_cmd(kind: str) -> int:
+    """Run by the post-rewrite hook (amend, rebase): warns (stderr) about rewritten
+    commits that break kb's rules. Always exits 0."""
+    from kb.hooks import check_after, rewritten_commits
+
+    for line in check_after(Path.cwd(), rewritten_commits(sys.stdin.read().splitlines())):
+        err(line)
+    return 0
+
+
+@command.command("pre-receive", hidden=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "github"]), default="text")
+def pre_receive_cmd(fmt: str) -> int:
+    """Run by the pre-receive hook of a server: reads ``old new ref`` lines on stdin and
+    checks the commits each pushed ref adds (kb verify --range); exit 1 refuses the push."""
+    from kb.checks.verify import Report, _top, sort_findings, verify_commit_range
+    from kb.hooks import pre_receive_ranges
+    from kb_cli.verify import _github, _summary
+
+    top = _top(Path.cwd())
+    total = Report(mode="range")
+    for base, tip, ref in pre_receive_ranges(top, sys.stdin.read().splitlines()):
+        rep = verify_commit_range(top, base, tip, allow_root=True)
+        for f in sort_findings(rep.findings):
+            err(_github(f) if fmt == "github" else f.format())
+        err(_summary(rep, f"kb pre-receive {ref} ({(base or 'root')[:10]}..{tip[:10]})"))
+        total.merge(rep)
+    if total.blocking:
+        err("kb: push refused by the server; fix the commits above (`kb rules` explains every code)")
     return total.exit_code

@@ -39,9 +39,14 @@ COMMANDS: dict[str, str] = {
     "rules": "rules",
     "hooks": "hooks",
     "ci": "ci",
+    "diff": "diff",
+    "log": "log",
     "schema": "schema",
     "prime": "prime",
     "mcp": "mcp",
+    "trail": "trail",
+    "gen": "gen",
+    "lit": "lit",
 }
 
 
@@ -82,6 +87,28 @@ def main(argv: list[str] | None = None) -> int:
     ``{"error": {"message", "exit_code", "kind"}}`` on stdout, for agents.
     """
     args = sys.argv[1:] if argv is None else argv
+    out, err = sys.stdout, sys.stderr
+    if "--json" not in args:
+        # Human output never carries a terminal escape from a file's text raw.
+        from kb_cli.output import PrintableStream
+
+        sys.stdout, sys.stderr = PrintableStream(out), PrintableStream(err)
+    try:
+        return _main(args, argv)
+    finally:
+        _print_notes()
+        sys.stdout, sys.stderr = out, err
+
+
+def _print_notes() -> None:
+    """The library's notes for the user (an unusable cache, …), once each, on stderr."""
+    from kb.index import take_notes
+
+    for message in take_notes():
+        click.echo(message, err=True)
+
+
+def _main(args: list[str], argv: list[str] | None) -> int:
     try:
         rv: Any = cli.main(args=argv, prog_name="kb", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -120,4 +147,10 @@ def _debug() -> bool:
 
 
 def run() -> None:  # pragma: no cover - console script shim
+    import gc
+
+    # A kb process is short-lived and builds large acyclic batches (100,000 index
+    # rows): the default collector, triggered every 700 allocations, spends up to
+    # half of such a command re-scanning them. Reference counting frees them anyway.
+    gc.set_threshold(100_000, 50, 1000)
     sys.exit(main())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any, Callable, TypeVar
 
@@ -22,6 +23,33 @@ def kb_option(f: F) -> F:
                         default=None, help="The KB folder (default: found from the current directory).")(f)
 
 
+#: What a terminal may act on instead of printing: C0 controls but tab and
+#: newline, DEL, C1 controls (8-bit CSI/OSC), Unicode line and paragraph
+#: separators and the bidirectional overrides that reorder what is shown.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f"
+                          "\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every terminal control or escape character shown as ``\\xNN`` /
+    ``\\uNNNN`` (a title can never recolour, retitle or clear the user's terminal)."""
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+class PrintableStream:
+    """A text stream that writes :func:`printable` text to ``raw`` (human output)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def write(self, text: str) -> int:
+        self.raw.write(printable(text) if isinstance(text, str) else text)
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, encoding, buffer, …
+        return getattr(self.raw, name)
+
+
 def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 
@@ -32,7 +60,7 @@ def console() -> Any:
     from rich.console import Console
 
     if sys.stdout.isatty():
-        return Console(soft_wrap=False)
+        return Console(soft_wrap=False, highlight=False)
     return Console(soft_wrap=True, width=100_000, no_color=True, highlight=False,
                    color_system=None)
 

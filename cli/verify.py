@@ -34,6 +34,18 @@ def github_annotation(f: Any) -> str:
     return f"::{level} {','.join(props)}::{_gh_escape(where + f.message)}"
 
 
+def _codequality(f: Any) -> dict[str, Any]:
+    """A finding as a GitLab code-quality issue (the merge request shows it on the line)."""
+    import hashlib
+
+    sev = "critical" if f.blocking else {"error": "major", "warning": "minor"}.get(f.severity, "info")
+    where = f"[{f.commit[:10]}] " if f.commit else ""
+    key = "\0".join((f.code, f.path, str(f.line), f.message, f.commit or ""))
+    return {"description": f"{f.code} {where}{f.message}", "check_name": f.code,
+            "fingerprint": hashlib.sha1(key.encode("utf-8")).hexdigest(), "severity": sev,
+            "location": {"path": f.path, "lines": {"begin": max(f.line, 1)}}}
+
+
 def summary_line(report: Any, label: str) -> str:
     """The one-line stderr summary of a report (counts, and whether it refuses)."""
     blocking = report.blocking
@@ -69,8 +81,9 @@ def summary_line(report: Any, label: str) -> str:
               help="Check every commit of A..B (each against its first parent) and the final snapshot.")
 @click.option("--fix", is_flag=True,
               help="Apply the fixes diagnostics carry to working-tree files (never in hook or CI modes).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",
-              show_default=True, help="Output: text, json, or github (workflow annotations).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "codequality"]),
+              default="text", show_default=True,
+              help="Output: text, json, github (workflow annotations) or codequality (a GitLab report).")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @kb_option
 def command(staged: bool, rev: Optional[str], range_: Optional[str], fix: bool, fmt: str,
@@ -129,6 +142,9 @@ def command(staged: bool, rev: Optional[str], range_: Optional[str], fix: bool, 
     elif fmt == "github":
         for f in findings:
             click.echo(github_annotation(f))
+        err(summary_line(report, label))
+    elif fmt == "codequality":
+        emit_json([_codequality(f) for f in findings])
         err(summary_line(report, label))
     else:
         for f in findings:

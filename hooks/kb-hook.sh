@@ -7,8 +7,8 @@
 KB_PYTHON='@KB_PYTHON@'
 hook="$0"
 input=""
-if [ "@HOOK@" = "pre-push" ]; then
-    input=$(mktemp "${TMPDIR:-/tmp}/kb-pre-push.XXXXXX") || exit 1
+if [ "@HOOK@" = "pre-push" ] || [ "@HOOK@" = "post-rewrite" ] || [ "@HOOK@" = "pre-receive" ]; then
+    input=$(mktemp "${TMPDIR:-/tmp}/kb-@HOOK@.XXXXXX") || exit 1
     trap 'rm -f "$input"' EXIT
     cat > "$input"
 fi
@@ -19,6 +19,15 @@ if [ -x "$hook.kb-chained" ]; then
     else
         "$hook.kb-chained" "$@" || exit $?
     fi
+fi
+
+if [ "@HOOK@" = "post-commit" ]; then
+    # Only a cherry-pick commits without the pre-commit hook here (a rebase's
+    # picks are checked once by post-rewrite): skip starting kb otherwise.
+    gd=$(git rev-parse --git-dir 2>/dev/null) || exit 0
+    [ -f "$gd/CHERRY_PICK_HEAD" ] || exit 0
+    [ -d "$gd/rebase-merge" ] && exit 0
+    [ -d "$gd/rebase-apply" ] && exit 0
 fi
 
 run_kb() {
@@ -36,7 +45,7 @@ run_kb() {
         return $?
     fi
     echo "kb: the @HOOK@ hook needs kb, which is not installed (not importable by $KB_PYTHON, no kb on PATH)." >&2
-    echo "kb: install it with:  python -m pip install kb-research" >&2
+    echo "kb: install it with:  @KB_INSTALL@" >&2
     echo "kb: (or remove this hook with: kb hooks uninstall)" >&2
     return 1
 }

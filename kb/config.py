@@ -162,6 +162,8 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
     seps = tuple(kb.get("heading_separators", [":", "："]))
     paths = dict(DEFAULT_PATHS)
     paths.update(data.get("paths", {}))
+    for key, value in paths.items():
+        check_inside(value, f"paths.{key}")
     rules = data.get("rules", {})
     severity = {}
     for code, sev in rules.get("severity", {}).items():
@@ -178,6 +180,7 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
             re.compile(reg.get("heading", Registry.heading))
         except re.error as exc:
             raise ConfigError(f"kb.toml: registry heading is not a valid regex: {exc}") from None
+        check_inside(str(reg["path"]), f"registry #{i + 1} path")
         regs.append(Registry(path=reg["path"], kind=reg.get("kind", "record"),
                              heading=reg.get("heading", Registry.heading)))
     return Config(
@@ -195,6 +198,34 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
         registries=tuple(regs),
         warnings=tuple(warnings),
     )
+
+
+#: A drive (``C:``) or UNC start: absolute on Windows.
+_DRIVE = re.compile(r"^(?:[A-Za-z]:|[\\/]{2})")
+
+
+def check_inside(value: str, key: str) -> str:
+    """Refuse a configured path that could leave the KB folder or enter ``.git``.
+
+    A path is KB-relative with ``/``: not empty, not absolute (``/x``, ``C:``,
+    UNC), no ``..`` component and no ``.git`` component (any case: some file
+    systems ignore it), ``\\`` counting as a separator as on Windows.
+    Raises ConfigError naming ``key``; returns ``value``.
+    """
+    parts = value.replace("\\", "/").split("/")
+    why = None
+    if not value.strip():
+        why = "is empty"
+    elif value.startswith(("/", "\\")) or _DRIVE.match(value):
+        why = "is absolute"
+    elif ".." in parts:
+        why = "leaves the KB folder ('..')"
+    elif any(x.strip().rstrip(".").lower() == ".git" for x in parts):
+        why = "is inside .git"
+    if why:
+        raise ConfigError(f"kb.toml: {key} = {value!r} {why}: every configured path must stay "
+                          "inside the KB folder and outside .git (nothing was read or written)")
+    return value
 
 
 def _unknown(key: str, line: int = 0) -> Diagnostic:

@@ -335,3 +335,13 @@ def validate_output(words: str, data: Any) -> BaseModel:
 
 
 __all__ = ["OUTPUTS", "ErrorOutput", "WriteResult", "schema_of", "validate_output"]
+
+
+def _area_outputs() -> None:
+    """Outputs of commands whose areas keep their own models (kb gen, kb lit)."""
+    from kb.gen.contract import OUTPUTS as GEN
+
+    OUTPUTS.update(GEN)
+
+
+_area_outputs()

@@ -181,22 +181,100 @@ def write_objects(kind: str, bodies: list[bytes], cwd: Path) -> list[str]:
 
 
 def read_blobs(ids: Iterable[str], cwd: Path) -> dict[str, bytes]:
-    """Read many blobs with one ``git cat-file --batch``; returns id -> bytes."""
+    """Read many blobs through the process's one ``git cat-file --batch``; id -> bytes.
+
+    Missing objects are left out. Raises GitError when git dies.
+    """
     wanted = list(dict.fromkeys(ids))
     if not wanted:
         return {}
-    proc = run(["cat-file", "--batch"], cwd, input=("\n".join(wanted) + "\n").encode())
-    data = proc.stdout
-    result: dict[str, bytes] = {}
-    pos = 0
-    for oid in wanted:
-        nl = data.index(b"\n", pos)
-        header = data[pos:nl].split()
-        if len(header) < 3 or header[1] == b"missing":
-            pos = nl + 1
-            continue
-        size = int(header[2])
-        start = nl + 1
-        result[oid] = data[start:start + size]
-        pos = start + size + 1
-    return result
+    return BlobReader.of(Path(cwd)).read(wanted)
+
+
+class BlobReader:
+    """One persistent ``git cat-file --batch`` per repository and process.
+
+    Every blob kb reads from git (a snapshot's files, a rule's fix text, the
+    dashboard) goes through it, so a command starts one git process for
+    contents however many files it reads (issue 18: KB216's fix text used to
+    start one per file). Requests go in chunks small enough for the pipe
+    buffer (git flushes each object as it answers), so neither side can block
+    the other. A forked worker gets its own process, never the parent's pipes.
+    """
+
+    _open: dict[tuple[int, Path], "BlobReader"] = {}
+    CHUNK = 64  # ids per write: 64 x 65 bytes stays far below a 64 KiB pipe buffer
+    KEEP = 4  # readers kept open per process (least recently used closed first)
+    _registered = False
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+        try:
+            self.proc = subprocess.Popen(
+                ["git", "cat-file", "--batch"], cwd=cwd, stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_env())
+        except FileNotFoundError:
+            raise EnvironmentError_("git is not installed or not on PATH") from None
+
+    @classmethod
+    def of(cls, cwd: Path) -> "BlobReader":
+        """The reader of the repository at ``cwd`` for this process (started on first use)."""
+        key = (os.getpid(), cwd)
+        reader = cls._open.pop(key, None)
+        if reader is None or reader.proc.poll() is not None:
+            if not cls._open and not cls._registered:
+                import atexit
+
+                atexit.register(cls.close_all)
+                cls._registered = True
+            mine = [k for k in cls._open if k[0] == key[0]]
+            if len(mine) >= cls.KEEP:  # a long-lived caller (tests, a server) opens many repositories
+                cls._open.pop(mine[0]).close()
+            reader = cls(cwd)
+        cls._open[key] = reader  # the most recently used last
+        return reader
+
+    def read(self, ids: list[str]) -> dict[str, bytes]:
+        """Contents of the blobs ``ids`` (missing ones left out)."""
+        out: dict[str, bytes] = {}
+        stdin, stdout = self.proc.stdin, self.proc.stdout
+        assert stdin is not None and stdout is not None
+        try:
+            for i in range(0, len(ids), self.CHUNK):
+                chunk = ids[i:i + self.CHUNK]
+                stdin.write(("\n".join(chunk) + "\n").encode("ascii", "replace"))
+                stdin.flush()
+                for oid in chunk:
+                    header = stdout.readline().split()
+                    if not header:
+                        raise BrokenPipeError
+                    if len(header) < 3 or header[1] == b"missing":
+                        continue
+                    size = int(header[2])
+                    data = stdout.read(size + 1)  # the contents and their newline
+                    if len(data) != size + 1:
+                        raise BrokenPipeError
+                    out[oid] = data[:size]
+        except (BrokenPipeError, OSError):
+            self.close()
+            raise GitError("git cat-file --batch stopped while reading objects", "") from None
+        return out
+
+    def close(self) -> None:
+        """Stop the git process (it exits when its input closes)."""
+        try:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+            self.proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+        finally:
+            if self.proc.stdout:
+                self.proc.stdout.close()
+
+    @classmethod
+    def close_all(cls) -> None:
+        """Stop every reader this process started."""
+        pid = os.getpid()
+        for key in [k for k in cls._open if k[0] == pid]:
+            cls._open.pop(key).close()

@@ -30,14 +30,17 @@ from typing import Iterable, Optional
 from kb import git
 from kb.errors import EnvironmentError_, RefusedError, UsageError
 
-HOOKS = ("pre-commit", "pre-merge-commit", "pre-push")
+HOOKS = ("pre-commit", "pre-merge-commit", "pre-push", "post-commit", "post-rewrite")
 MARK = "# kb-managed-hook:"
 CHAINED = ".kb-chained"
 DRIVER = "kb-dashboard"
 DRIVER_NAME = "kb: DASHBOARD.md is generated; keep our side (run `kb dashboard` after the merge)"
 DRIVER_CMD = "true"
 _ARGS = {"pre-commit": "verify --staged", "pre-merge-commit": "verify --staged",
-         "pre-push": 'hooks pre-push "$@"'}
+         "pre-push": 'hooks pre-push "$@"', "post-commit": "hooks post-commit",
+         "post-rewrite": 'hooks post-rewrite "$@"', "pre-receive": "hooks pre-receive"}
+#: What ``kb hooks install --server`` installs in a bare repository.
+SERVER_HOOKS = ("pre-receive",)
 ZERO = "0" * 40
 
 
@@ -52,9 +55,57 @@ class HookResult:
 
 def _top(start: Path) -> Path:
     top = git.toplevel(start)
+    if top is None and _bare(start):
+        return git.git_dir(Path(start)).resolve()
     if top is None:
         raise EnvironmentError_(f"{Path(start).resolve()} is not inside a git work tree")
     return top.resolve()
+
+
+def _bare(start: Path) -> bool:
+    proc = git.run(["rev-parse", "--is-bare-repository"], start, check=False)
+    return proc.returncode == 0 and proc.stdout.strip() == b"true"
+
+
+def install_server(start: Path, python: Optional[str] = None, shared: bool = False) -> HookResult:
+    """``kb hooks install --server``: the pre-receive hook of a bare repository.
+
+    It runs ``kb verify --range`` over what every pushed ref adds and refuses
+    the whole push when one breaks a rule: the check no client can skip
+    (``--no-verify``, cherry-picks, rebases). Raises RefusedError outside a
+    bare repository (a work tree uses the client hooks).
+    """
+    if not _bare(start):
+        raise RefusedError("--server installs the pre-receive hook of a bare repository (the "
+                           "one a git server pushes into); run it there — nothing changed")
+    return install(start, SERVER_HOOKS, python, merge_driver=False, shared=shared)
+
+
+def pre_receive_ranges(top: Path, lines: Iterable[str]) -> list[tuple[Optional[str], str, str]]:
+    """``(base or None, tip, ref)`` to check for each ``old new ref`` line of pre-receive.
+
+    A deleted ref is skipped; an updated one is checked from its old value; a
+    new ref from the parent of the first commit no existing ref reaches (None:
+    from the root), or not at all when it adds no commit.
+    """
+    out: list[tuple[Optional[str], str, str]] = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) != 3:
+            continue
+        old, new, ref = parts
+        if set(new) == {"0"}:
+            continue
+        if set(old) != {"0"}:
+            out.append((old, new, ref))
+            continue
+        revs = git.out(["rev-list", "--topo-order", "--reverse", new, "--not", "--all"],
+                       top).split()
+        if not revs:
+            continue
+        first = git.out(["rev-list", "--parents", "-n", "1", revs[0]], top).split()[1:]
+        out.append((first[0] if first else None, new, ref))
+    return out
 
 
 def hooks_dir(start: Path) -> Path:
@@ -78,9 +129,15 @@ def hook_text(hook: str, python: Optional[str] = None) -> str:
     from kb.resources import hooks_dir as shipped
 
     text = (shipped() / "kb-hook.sh").read_text(encoding="utf-8")
+    from kb.review.source import install_hint, installed_source
+
     py = (python or sys.executable).replace("'", "'\\''")
+    # The fallback message names where this kb came from (never an unpublished name);
+    # it sits inside a double-quoted echo.
+    hint = install_hint(installed_source().spec)
+    hint = "".join("\\" + ch if ch in '"$`\\' else ch for ch in hint)
     return (text.replace("@HOOK@", hook).replace("@KB_PYTHON@", py)
-            .replace("@KB_ARGS@", _ARGS[hook]))
+            .replace("@KB_ARGS@", _ARGS[hook]).replace("@KB_INSTALL@", hint))
 
 
 def _write_hook(path: Path, text: str) -> None:
@@ -99,13 +156,40 @@ def _config_get(top: Path, key: str) -> Optional[str]:
     return proc.stdout.decode("utf-8", "replace").strip() if proc.returncode == 0 else None
 
 
+def check_own_hooks(top: Path, d: Path, shared: bool) -> None:
+    """Refuse to touch a hooks folder outside this repository unless ``shared``.
+
+    ``core.hooksPath`` (often set globally) can point every repository of a
+    user or machine at one folder: installing or removing kb's hooks there
+    changes what all of them run. Inside the work tree or git's directory is
+    this repository's own. Raises RefusedError (nothing changed).
+    """
+    if shared:
+        return
+    where = d.resolve()
+    own = [top.resolve(), git.common_dir(top).resolve(), git.git_dir(top).resolve()]
+    if any(where == o or o in where.parents for o in own):
+        return
+    raise RefusedError(
+        f"git runs this repository's hooks from {where} (core.hooksPath), outside the "
+        "repository: other repositories may use those hooks too. Nothing was changed; pass "
+        "--shared to change them anyway, or set core.hooksPath for this repository only")
+
+
 def install(start: Path, hooks: Iterable[str] = HOOKS, python: Optional[str] = None,
-            merge_driver: bool = True) -> HookResult:
-    """Install kb's hooks (chaining existing ones) and the DASHBOARD.md merge driver."""
+            merge_driver: bool = True, shared: bool = False) -> HookResult:
+    """Install kb's hooks (chaining existing ones) and the DASHBOARD.md merge driver.
+
+    ``shared``: allow a hooks folder outside the repository (:func:`check_own_hooks`).
+    """
     top = _top(start)
     d = hooks_dir(top)
+    check_own_hooks(top, d, shared)
     d.mkdir(parents=True, exist_ok=True)
     res = HookResult(hooks_dir=d)
+    if _bare(top) and not set(hooks) <= set(SERVER_HOOKS):
+        raise RefusedError("this is a bare repository: `kb hooks install --server` installs its "
+                           "pre-receive hook — nothing changed")
     for hook in hooks:
         if hook not in _ARGS:
             raise UsageError(f"kb has no {hook} hook (it has {', '.join(HOOKS)})")
@@ -139,10 +223,15 @@ def install(start: Path, hooks: Iterable[str] = HOOKS, python: Optional[str] = N
     return res
 
 
-def uninstall(start: Path, hooks: Iterable[str] = HOOKS, merge_driver: bool = True) -> HookResult:
-    """Remove kb's hooks, put chained hooks back, unregister kb's merge driver."""
+def uninstall(start: Path, hooks: Iterable[str] = HOOKS, merge_driver: bool = True,
+              shared: bool = False) -> HookResult:
+    """Remove kb's hooks, put chained hooks back, unregister kb's merge driver.
+
+    ``shared``: allow a hooks folder outside the repository (:func:`check_own_hooks`).
+    """
     top = _top(start)
     d = hooks_dir(top)
+    check_own_hooks(top, d, shared)
     res = HookResult(hooks_dir=d)
     for hook in hooks:
         target, chained = d / hook, d / (hook + CHAINED)
@@ -236,4 +325,52 @@ def pre_push_ranges(top: Path, remote: str, lines: Iterable[str]) -> list[tuple[
             first = git.out(["rev-list", "--parents", "-n", "1", revs[0]], top).split()[1:]
             base = first[0] if first else None
         out.append((base, local_sha, local_ref))
+    return out
+
+
+# -- after the fact: commits made without the pre-commit hook -------------------------------
+
+
+def rewritten_commits(lines: Iterable[str]) -> list[str]:
+    """The new commit ids of ``post-rewrite``'s stdin (``old new [extra]`` lines), in order."""
+    out: list[str] = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) >= 2 and parts[1] not in out:
+            out.append(parts[1])
+    return out
+
+
+#: At most this many commits are checked after one rewrite (a hook must stay quick).
+MAX_AFTER = 50
+
+
+def check_after(start: Path, revs: list[str]) -> list[str]:
+    """Warnings for ``revs`` that break kb's rules (``kb verify --rev`` each).
+
+    git runs no pre-commit hook for a clean cherry-pick or a rebase's picks;
+    ``post-commit`` / ``post-rewrite`` call this so the user hears at once
+    what the pre-push hook (and CI) will refuse. Never raises for a broken
+    commit: a post-hook cannot undo it; returns one line per finding.
+    """
+    from kb.checks.verify import verify_rev
+    from kb.errors import KbError
+
+    top = _top(start)
+    out: list[str] = []
+    for rev in revs[:MAX_AFTER]:
+        try:
+            rep = verify_rev(top, rev)
+        except KbError as exc:
+            out.append(f"kb: warning: could not check {rev[:10]}: {exc}")
+            continue
+        for f in rep.blocking:
+            out.append(f"kb: warning: {rev[:10]} {f.format()}")
+    if out:
+        out.append("kb: warning: these commits were made without kb's pre-commit check (a "
+                   "cherry-pick, a rebase or an amend); the pre-push hook and CI will refuse "
+                   "them — fix them now (git commit --amend, git rebase -i)")
+    if len(revs) > MAX_AFTER:
+        out.append(f"kb: note: checked the first {MAX_AFTER} of {len(revs)} rewritten commits; "
+                   "`kb verify --range` checks them all")
     return out

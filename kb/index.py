@@ -3,16 +3,32 @@
 Tables (schema version :data:`SCHEMA_VERSION`; any other version, or a change
 of ``kb.toml`` or of kb's version, rebuilds the cache from scratch):
 
-- ``parsed(path, blob, fmt, meta)`` — one row per parsed file version;
+- ``parsed(path, blob, fmt, meta, source, nobj)`` — one row per parsed file
+  version; ``source`` is the blob id of the bytes actually parsed and ``nobj``
+  the number of its ``objects`` rows (the check on each parse: a parse whose
+  source is not its blob, or whose object count does not match, is never
+  trusted and is parsed again);
 - ``objects(path, blob, id, kind, status, title, line, data)`` — ``data`` is
   the object's JSON (``kb.model`` ``to_json``);
 - ``links(path, blob, src, dst, kind)`` — parent/child/evidence/depends/…;
 - ``diagnostics(path, blob, line, col, code, severity, message, fix)``;
-- ``files(path, blob, fmt)`` — the working-tree snapshot last indexed.
+- ``files(path, blob, fmt)`` — the working-tree snapshot last indexed;
+- ``stale(path, blob, since)`` — parses the working tree stopped using at
+  ``since`` (Unix seconds), forgotten :data:`STALE_SECONDS` later (a racing
+  reader of another snapshot may still be reading them).
 
 Only blobs not yet in ``parsed`` are read and parsed, so an unchanged KB
 re-indexes in milliseconds. WAL mode and a busy timeout let hooks and racing
 agents open it at once. Deleting ``.kb/`` loses nothing.
+
+Concurrency (issue 11): every write is one ``BEGIN IMMEDIATE`` transaction
+that re-reads what it depends on, stores a parse by replacing the rows of its
+(path, blob) (never appending), and a refresh moves the working-tree snapshot
+in the same transaction, so a reader (WAL) sees the index before or after a
+refresh, never half of one. The schema is created or replaced inside such a
+transaction too. A cache that cannot be used (no permission, not a file, no
+locking, corrupt) is rebuilt, or kb works from an in-memory index; either
+way one note is queued for the CLI (:func:`take_notes`).
 """
 
 from __future__ import annotations
@@ -26,14 +42,21 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import kb
+from kb import git
 from kb.repo import KnowledgeBase, Snapshot, worktree_snapshot
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+
+#: Seconds a parse the working tree stopped using is kept for racing readers.
+STALE_SECONDS = 600.0
+
+_TABLES = ("meta", "parsed", "objects", "links", "diagnostics", "files", "stale")
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE parsed (path TEXT NOT NULL, blob TEXT NOT NULL, fmt TEXT NOT NULL,
-                     meta TEXT NOT NULL, PRIMARY KEY (path, blob));
+                     meta TEXT NOT NULL, source TEXT NOT NULL, nobj INTEGER NOT NULL,
+                     PRIMARY KEY (path, blob));
 CREATE TABLE objects (path TEXT NOT NULL, blob TEXT NOT NULL, id TEXT NOT NULL,
                       kind TEXT NOT NULL, status TEXT NOT NULL, title TEXT NOT NULL,
                       line INTEGER NOT NULL, data TEXT NOT NULL);
@@ -47,7 +70,12 @@ CREATE TABLE diagnostics (path TEXT NOT NULL, blob TEXT NOT NULL, line INTEGER N
                           message TEXT NOT NULL, fix TEXT);
 CREATE INDEX diagnostics_pb ON diagnostics (path, blob);
 CREATE TABLE files (path TEXT PRIMARY KEY, blob TEXT NOT NULL, fmt TEXT NOT NULL);
+CREATE TABLE stale (path TEXT NOT NULL, blob TEXT NOT NULL, since REAL NOT NULL,
+                    PRIMARY KEY (path, blob));
 """
+
+#: A parse that may be used: its check holds (see the module docstring).
+_TRUSTED = "p.source = p.blob AND p.nobj = (SELECT count(*) FROM objects o WHERE o.path = p.path AND o.blob = p.blob)"
 
 #: Link kinds: object field -> link kind.
 _LINK_FIELDS = {
@@ -102,13 +130,39 @@ def _config_key(k: KnowledgeBase) -> str:
     return hashlib.sha1(raw + kb.__version__.encode()).hexdigest()
 
 
+#: Notes for the user (the CLI prints each once on stderr; the library never prints).
+_NOTES: list[str] = []
+
+
+def note(message: str) -> None:
+    """Queue ``message`` for the user once (repeats are dropped)."""
+    if message not in _NOTES:
+        _NOTES.append(message)
+
+
+def take_notes() -> list[str]:
+    """The queued notes, in order; the queue is emptied."""
+    out = list(_NOTES)
+    _NOTES.clear()
+    return out
+
+
+class CacheUnusable(Exception):
+    """The on-disk cache cannot be used (the reason is the message)."""
+
+
 class Index:
-    """The SQLite cache of one KB. Use as a context manager or call ``close()``."""
+    """The SQLite cache of one KB. Use as a context manager or call ``close()``.
+
+    ``memory`` is True when the on-disk cache could not be used and this
+    index lives in memory (parsed again by every process).
+    """
 
     def __init__(self, k: KnowledgeBase, path: Path | None = None) -> None:
         self.kb = k
         self.path = path or (k.root / ".kb" / "index.sqlite")
         self.rebuilt = False
+        self.memory = False
         self.db = self._open()
 
     def __enter__(self) -> "Index":
@@ -122,33 +176,108 @@ class Index:
 
     # -- opening -------------------------------------------------------------
     def _open(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        gi = self.path.parent / ".gitignore"
+        """The on-disk cache, rebuilt once if damaged; else an in-memory index."""
+        try:
+            return self._open_disk()
+        except (CacheUnusable, OSError, sqlite3.Error) as exc:
+            reason = str(exc) or type(exc).__name__
+            damaged = isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError)
+        try:
+            # Damaged (not a database, malformed): rebuilt from scratch, once.
+            if damaged and self._remove_damaged():
+                db = self._open_disk()
+                note(f"kb: note: the index cache {self._shown()} was damaged ({reason}); rebuilt it")
+                return db
+        except (CacheUnusable, OSError, sqlite3.Error) as exc2:
+            reason = str(exc2) or type(exc2).__name__
+        return self._to_memory(reason)
+
+    def _shown(self) -> str:
+        try:
+            return self.path.relative_to(self.kb.root).as_posix()
+        except ValueError:
+            return str(self.path)
+
+    def _to_memory(self, reason: str) -> sqlite3.Connection:
+        note(f"kb: note: the index cache {self._shown()} cannot be used ({reason}); "
+             "working from an in-memory index (delete it, or fix its permissions, to cache again)")
+        self.memory = True
+        self.rebuilt = True
+        db = sqlite3.connect(":memory:")
+        _create(db, {"schema": str(SCHEMA_VERSION), "config": _config_key(self.kb)})
+        return db
+
+    def _open_disk(self) -> sqlite3.Connection:
+        """Open (creating or replacing the schema of) the on-disk cache.
+
+        Raises CacheUnusable for a cache kb must not touch (a folder or
+        special file where the database belongs), OSError / sqlite3.Error
+        for one that cannot be opened or read.
+        """
+        folder = self.path.parent
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            raise CacheUnusable(f"{self._shown_parent()} is not a folder")
+        folder.mkdir(parents=True, exist_ok=True)
+        for suffix in ("", "-wal", "-shm"):
+            f = Path(str(self.path) + suffix)
+            if f.is_symlink() or (f.exists() and not f.is_file()):
+                raise CacheUnusable(f"{f.name} is not a regular file")
+        gi = folder / ".gitignore"
         if not gi.exists():
             # The cache is never committed, even where .gitignore lacks `.kb/`.
-            gi.write_text("*\n", encoding="utf-8")
+            try:
+                gi.write_text("*\n", encoding="utf-8")
+            except OSError:
+                pass  # a read-only .kb/ is reported by the database itself
         db = sqlite3.connect(self.path, timeout=30)
-        want = {"schema": str(SCHEMA_VERSION), "config": _config_key(self.kb)}
         try:
-            # A damaged cache ("file is not a database") is rebuilt like an old one.
-            db.execute("PRAGMA journal_mode=WAL")
+            mode = db.execute("PRAGMA journal_mode=WAL").fetchone()
+            if not mode or str(mode[0]).lower() != "wal":
+                # Without WAL's shared-memory locking racing readers could see a
+                # write half done: not a cache kb can share between processes.
+                raise CacheUnusable(f"the file system does not support SQLite's WAL ({mode and mode[0]})")
             # A cache: a crash may lose it (it is rebuilt), never corrupt the KB.
             db.execute("PRAGMA synchronous=OFF")
-            have = dict(db.execute("SELECT key, value FROM meta").fetchall())
-        except sqlite3.DatabaseError:
-            have = {}
-        if any(have.get(k) != v for k, v in want.items()):
+            want = {"schema": str(SCHEMA_VERSION), "config": _config_key(self.kb)}
+            if _meta(db) != want:
+                with _writing(db):
+                    # Re-read under the write lock: a racing process may have built it.
+                    if _meta(db) != want:
+                        _create(db, want, in_transaction=True)
+                        self.rebuilt = True
+            db.execute("SELECT count(*) FROM files").fetchone()
+        except BaseException:
             db.close()
-            for suffix in ("", "-wal", "-shm"):
-                Path(str(self.path) + suffix).unlink(missing_ok=True)
-            db = sqlite3.connect(self.path, timeout=30)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=OFF")
-            with db:
-                db.executescript(_SCHEMA)
-                db.executemany("INSERT INTO meta VALUES (?, ?)", want.items())
-            self.rebuilt = True
+            raise
         return db
+
+    def _shown_parent(self) -> str:
+        try:
+            return self.path.parent.relative_to(self.kb.root).as_posix() + "/"
+        except ValueError:
+            return str(self.path.parent)
+
+    def _remove_damaged(self) -> bool:
+        """Delete a damaged cache (one process at a time); True when removed or gone."""
+        from filelock import FileLock, Timeout
+
+        try:
+            with FileLock(str(self.path) + ".lock", timeout=30):
+                if _healthy(self.path):
+                    return True  # another process rebuilt it meanwhile
+                for suffix in ("", "-wal", "-shm"):
+                    Path(str(self.path) + suffix).unlink(missing_ok=True)
+                return True
+        except (Timeout, OSError):
+            return False
+
+    def _fallback(self, exc: BaseException) -> None:
+        """Continue in memory after ``exc`` made the on-disk cache unusable mid-way."""
+        try:
+            self.db.close()
+        except sqlite3.Error:
+            pass
+        self.db = self._to_memory(str(exc) or type(exc).__name__)
 
     # -- filling -------------------------------------------------------------
     def ensure(self, snap: Snapshot, known: dict[str, str] | None = None) -> int:
@@ -156,47 +285,132 @@ class Index:
 
         ``known`` (path -> blob) are versions known to be parsed (the indexed
         working tree: every ``files`` row has its parse), not looked up again.
+        A working-tree file that changed after ``snap`` was taken is stored
+        (and ``snap`` updated) under the blob id of the bytes parsed.
         Returns the number of files parsed.
         """
+        if not self._missing(snap, known):
+            return 0
+        try:
+            with _writing(self.db):
+                return self._ensure_locked(snap, known)
+        except sqlite3.Error as exc:
+            if self.memory:
+                raise
+            self._fallback(exc)
+            return self.ensure(snap)
+
+    def _missing(self, snap: Snapshot, known: dict[str, str] | None) -> list[str]:
         todo = snap.files if known is None else \
             {p: b for p, b in snap.files.items() if known.get(p) != b}
-        have = set(self.db.execute("SELECT path, blob FROM parsed").fetchall()) if len(todo) > 64 \
-            else {row for p, b in todo.items()
-                  for row in self.db.execute("SELECT path, blob FROM parsed WHERE path=? AND blob=?", (p, b))}
-        missing = [p for p, b in todo.items() if (p, b) not in have]
+        if not todo:
+            return []
+        if len(todo) > 64:
+            have = set(self.db.execute(
+                f"SELECT path, blob FROM parsed p WHERE {_TRUSTED}").fetchall())
+        else:
+            have = {row for p, b in todo.items() for row in self.db.execute(
+                f"SELECT path, blob FROM parsed p WHERE path=? AND blob=? AND {_TRUSTED}", (p, b))}
+        return [p for p, b in todo.items() if (p, b) not in have]
+
+    def _ensure_locked(self, snap: Snapshot, known: dict[str, str] | None) -> int:
+        """:meth:`ensure` inside a write transaction (what is missing is read again)."""
+        missing = self._missing(snap, known)
+        parsed = 0
+        for rows in _parse_batches(self.kb, snap, missing):
+            for path, blob, *_ in rows[0]:
+                if snap.files.get(path) != blob:
+                    snap.files[path] = blob  # edited since the snapshot: what was parsed
+            self._store(rows)
+            parsed += len(rows[0])
+        return parsed
+
+    def _store(self, rows: "Rows") -> None:
+        """Store parses, replacing every row of their (path, blob) (inside a transaction)."""
+        rows_p, rows_o, rows_l, rows_d = rows
+        keys = [(p, b) for p, b, *_ in rows_p]
+        for table in ("objects", "links", "diagnostics"):
+            self.db.executemany(f"DELETE FROM {table} WHERE path=? AND blob=?", keys)
+        self.db.executemany("INSERT OR REPLACE INTO parsed VALUES (?,?,?,?,?,?)", rows_p)
+        self.db.executemany("INSERT INTO objects VALUES (?,?,?,?,?,?,?,?)", rows_o)
+        self.db.executemany("INSERT INTO links VALUES (?,?,?,?,?)", rows_l)
+        self.db.executemany("INSERT INTO diagnostics VALUES (?,?,?,?,?,?,?,?)", rows_d)
+
+    def ensure_versions(self, items: Iterable[tuple[str, str, str]]) -> int:
+        """Parse and store every ``(path, blob, fmt)`` not in the cache yet, read from git.
+
+        Many versions of one path may be given (``verify --range``: every
+        tree.md of the range, with the tip's files), so that they are parsed in
+        one pass -- in parallel when there are many -- instead of one commit
+        at a time. Blobs git lacks are skipped. Returns the number parsed.
+        """
+        items = list(dict.fromkeys(items))
+        if not items:
+            return 0
+        # Reads only (no temp table): a write here would open an implicit
+        # transaction and the BEGIN IMMEDIATE below would fail.
+        if len(items) > 64:
+            have = set(self.db.execute(f"SELECT path, blob FROM parsed p WHERE {_TRUSTED}"))
+        else:
+            have = {row for pth, b, _ in items for row in self.db.execute(
+                f"SELECT path, blob FROM parsed p WHERE path=? AND blob=? AND {_TRUSTED}", (pth, b))}
+        missing = [it for it in items if (it[0], it[1]) not in have]
         if not missing:
             return 0
         parsed = 0
-        with self.db:  # one transaction: a batch per commit costs more than the parse
-            for rows_p, rows_o, rows_l, rows_d in _parse_batches(self.kb, snap, missing):
-                self.db.executemany("INSERT OR REPLACE INTO parsed VALUES (?,?,?,?)", rows_p)
-                self.db.executemany("INSERT INTO objects VALUES (?,?,?,?,?,?,?,?)", rows_o)
-                self.db.executemany("INSERT INTO links VALUES (?,?,?,?,?)", rows_l)
-                self.db.executemany("INSERT INTO diagnostics VALUES (?,?,?,?,?,?,?,?)", rows_d)
-                parsed += len(rows_p)
+        with _writing(self.db):  # one transaction; each parse replaces its (path, blob) rows
+            for rows in _version_batches(self.kb, missing):
+                self._store(rows)
+                parsed += len(rows[0])
         return parsed
 
     def refresh(self, only: list[str] | None = None) -> RefreshStats:
         """Bring the working-tree snapshot up to date (incremental).
 
         ``only`` (KB-relative files or folders) refreshes just those paths;
-        the rest of the indexed snapshot stays as it was last indexed.
+        the rest of the indexed snapshot stays as it was last indexed. One
+        transaction: a racing reader sees the index before or after it.
         """
         t0 = time.perf_counter()
         snap = worktree_snapshot(self.kb, only)
-        old = self._indexed(only)
-        parsed = self.ensure(snap, known=old)
-        removed = [p for p in old if p not in snap.files]
-        changed = [(p, b, snap.formats[p]) for p, b in snap.files.items() if old.get(p) != b]
-        if removed or changed:
-            with self.db:
-                self.db.executemany("DELETE FROM files WHERE path=?", [(p,) for p in removed])
-                self.db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?)", changed)
-                stale = [(p, b) for p, b in old.items() if snap.files.get(p) != b]
-                if stale:
-                    self._drop(stale)
-        return RefreshStats(files=len(snap.files), parsed=parsed, removed=len(removed),
+        try:
+            parsed, removed = self._refresh(snap, only)
+        except sqlite3.Error as exc:
+            if self.memory:
+                raise
+            self._fallback(exc)
+            parsed, removed = self._refresh(snap, only)
+        return RefreshStats(files=len(snap.files), parsed=parsed, removed=removed,
                             seconds=time.perf_counter() - t0, rebuilt=self.rebuilt)
+
+    def _refresh(self, snap: Snapshot, only: list[str] | None) -> tuple[int, int]:
+        old = self._indexed(only)
+        if old == snap.files and not self._untrusted(only):
+            return 0, 0  # nothing to write: no write lock taken
+        with _writing(self.db):
+            old = self._indexed(only)  # again, under the lock: a racing refresh may have run
+            bad = self._untrusted(only)
+            known = {p: b for p, b in old.items() if p not in bad}
+            parsed = self._ensure_locked(snap, known)
+            removed = [p for p in old if p not in snap.files]
+            changed = [(p, b, snap.formats[p]) for p, b in snap.files.items() if old.get(p) != b]
+            self.db.executemany("DELETE FROM files WHERE path=?", [(p,) for p in removed])
+            self.db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?)", changed)
+            now = time.time()
+            self.db.executemany("INSERT OR IGNORE INTO stale VALUES (?,?,?)",
+                                [(p, b, now) for p, b in old.items() if snap.files.get(p) != b])
+            self._forget(now - STALE_SECONDS)
+        return parsed, len(removed)
+
+    def _untrusted(self, only: list[str] | None) -> set[str]:
+        """Indexed working-tree files whose parse fails its check (or is gone)."""
+        sql = ("SELECT f.path FROM files f LEFT JOIN parsed p ON p.path = f.path AND p.blob = f.blob "
+               f"WHERE p.path IS NULL OR NOT ({_TRUSTED})")
+        bad = {p for (p,) in self.db.execute(sql)}
+        if only is not None and bad:
+            scope = self._indexed(only)
+            bad &= set(scope)
+        return bad
 
     def _indexed(self, only: list[str] | None = None) -> dict[str, str]:
         """path -> blob of the indexed working tree (of the files or folders ``only``)."""
@@ -218,18 +432,26 @@ class Index:
             fmts[p] = f
         return Snapshot(kb=self.kb, kind="worktree", files=files, formats=fmts)
 
-    def _drop(self, pairs: Iterable[tuple[str, str]]) -> None:
-        """Forget cached parses no snapshot in the index refers to any more."""
-        pairs = list(pairs)
+    def _forget(self, before: float) -> None:
+        """Forget parses the working tree stopped using before ``before`` (Unix
+        seconds) and uses no more (inside a transaction)."""
+        pairs = self.db.execute(
+            "SELECT s.path, s.blob FROM stale s WHERE s.since < ? AND NOT EXISTS "
+            "(SELECT 1 FROM files f WHERE f.path = s.path AND f.blob = s.blob)", (before,)).fetchall()
         for table in ("parsed", "objects", "links", "diagnostics"):
             self.db.executemany(f"DELETE FROM {table} WHERE path=? AND blob=?", pairs)
+        self.db.execute("DELETE FROM stale WHERE since < ?", (before,))
 
     # -- reading the working-tree snapshot ------------------------------------
     _CUR = "JOIN files f ON f.path = o.path AND f.blob = o.blob"
 
-    def objects(self, kind: str | None = None, status: str | None = None) -> list[ObjectRow]:
-        """Objects of the indexed working tree, in path and line order."""
-        sql = f"SELECT o.id, o.kind, o.status, o.title, o.path, o.line, o.data, o.blob FROM objects o {self._CUR}"
+    def objects(self, kind: str | None = None, status: str | None = None,
+                with_data: bool = True) -> list[ObjectRow]:
+        """Objects of the indexed working tree, in path and line order (``with_data``
+        False: every row's ``data`` is ``"{}"``, not read)."""
+        data = "o.data" if with_data else "'{}'"
+        sql = (f"SELECT o.id, o.kind, o.status, o.title, o.path, o.line, {data}, o.blob "
+               f"FROM objects o {self._CUR}")
         cond, args = [], []
         if kind:
             cond.append("o.kind = ?")
@@ -307,7 +529,8 @@ class Index:
         return row[0] if row else None
 
     def has_parse(self, path: str, blob: str) -> bool:
-        return self.db.execute("SELECT 1 FROM parsed WHERE path=? AND blob=?",
+        """Whether a trusted parse of ``path`` at ``blob`` is stored."""
+        return self.db.execute(f"SELECT 1 FROM parsed p WHERE path=? AND blob=? AND {_TRUSTED}",
                                (path, blob)).fetchone() is not None
 
     def parse_meta(self, path: str, blob: str) -> dict[str, Any] | None:
@@ -372,12 +595,15 @@ class Index:
         """
         if self.has_parse(path, blob):
             return
-        rows_p, rows_o, rows_l, rows_d = _result_rows(path, blob, result)
-        with self.db:
-            self.db.executemany("INSERT OR REPLACE INTO parsed VALUES (?,?,?,?)", rows_p)
-            self.db.executemany("INSERT INTO objects VALUES (?,?,?,?,?,?,?,?)", rows_o)
-            self.db.executemany("INSERT INTO links VALUES (?,?,?,?,?)", rows_l)
-            self.db.executemany("INSERT INTO diagnostics VALUES (?,?,?,?,?,?,?,?)", rows_d)
+        try:
+            with _writing(self.db):
+                self._store(_result_rows(path, blob, result))
+        except sqlite3.Error as exc:
+            if self.memory:
+                raise
+            self._fallback(exc)
+            with _writing(self.db):
+                self._store(_result_rows(path, blob, result))
 
     def put_spliced(self, path: str, old_blob: str, new_blob: str, first: int, old_stop: int,
                     new_stop: int, region: Any, meta: dict[str, Any]) -> bool:
@@ -395,6 +621,15 @@ class Index:
         old version is not in the cache or an ID of the old region is also
         declared outside it (its links could not be told apart).
         """
+        try:
+            with _writing(self.db):
+                return self._splice(path, old_blob, new_blob, first, old_stop, new_stop, region, meta)
+        except sqlite3.Error:
+            return False  # the caller parses the whole file (put), which falls back if need be
+
+    def _splice(self, path: str, old_blob: str, new_blob: str, first: int, old_stop: int,
+                new_stop: int, region: Any, meta: dict[str, Any]) -> bool:
+        """:meth:`put_spliced` inside a write transaction."""
         if self.has_parse(path, new_blob):
             return True
         if not self.has_parse(path, old_blob):
@@ -414,31 +649,36 @@ class Index:
             "json_set(data, '$.line', line + :d, '$.end_line', json_extract(data, '$.end_line') + :d, "
             "'$.anchor_lines', json((SELECT json_group_object(key, value + :d) "
             "FROM json_each(data, '$.anchor_lines'))))")
-        rows_p, rows_o, rows_l, rows_d = _result_rows(path, new_blob, region)
-        rows_p = [(path, new_blob, "tree", json.dumps(meta, ensure_ascii=False, default=str))]
+        _, rows_o, rows_l, rows_d = _result_rows(path, new_blob, region)
+        meta_json = json.dumps(meta, ensure_ascii=False, default=str)
         cols = "path, :nb, id, kind, status, title"
-        with self.db:
-            self.db.executemany("INSERT OR REPLACE INTO parsed VALUES (?,?,?,?)", rows_p)
-            self.db.execute(f"INSERT INTO objects SELECT {cols}, line, data FROM objects "
-                            "WHERE path=:p AND blob=:ob AND line < :first", args)
-            self.db.execute(f"INSERT INTO objects SELECT {cols}, line + :d, {shifted} FROM objects "
-                            "WHERE path=:p AND blob=:ob AND line >= :stop", args)
-            # Links belong to their source object; no ID of the region is declared outside it.
-            self.db.execute(
-                "INSERT INTO links SELECT path, ?, src, dst, kind FROM links "
-                f"WHERE path=? AND blob=? AND src NOT IN ({marks})",
-                (new_blob, path, old_blob, *inner))
-            self.db.execute(
-                "INSERT INTO diagnostics SELECT path, :nb, line, col, code, severity, message, fix "
-                "FROM diagnostics WHERE path=:p AND blob=:ob AND line < :first", args)
-            self.db.execute(
-                "INSERT INTO diagnostics SELECT path, :nb, line + :d, col, code, severity, message, "
-                "CASE WHEN fix IS NOT NULL AND :d THEN json_set(fix, '$.line', "
-                "json_extract(fix, '$.line') + :d) ELSE fix END "
-                "FROM diagnostics WHERE path=:p AND blob=:ob AND line >= :stop", args)
-            self.db.executemany("INSERT INTO objects VALUES (?,?,?,?,?,?,?,?)", rows_o)
-            self.db.executemany("INSERT INTO links VALUES (?,?,?,?,?)", rows_l)
-            self.db.executemany("INSERT INTO diagnostics VALUES (?,?,?,?,?,?,?,?)", rows_d)
+        # Inside the caller's transaction; replace, never append.
+        for table in ("objects", "links", "diagnostics"):
+            self.db.execute(f"DELETE FROM {table} WHERE path=? AND blob=?", (path, new_blob))
+        self.db.execute(f"INSERT INTO objects SELECT {cols}, line, data FROM objects "
+                        "WHERE path=:p AND blob=:ob AND line < :first", args)
+        self.db.execute(f"INSERT INTO objects SELECT {cols}, line + :d, {shifted} FROM objects "
+                        "WHERE path=:p AND blob=:ob AND line >= :stop", args)
+        # Links belong to their source object; no ID of the region is declared outside it.
+        self.db.execute(
+            "INSERT INTO links SELECT path, ?, src, dst, kind FROM links "
+            f"WHERE path=? AND blob=? AND src NOT IN ({marks})",
+            (new_blob, path, old_blob, *inner))
+        self.db.execute(
+            "INSERT INTO diagnostics SELECT path, :nb, line, col, code, severity, message, fix "
+            "FROM diagnostics WHERE path=:p AND blob=:ob AND line < :first", args)
+        self.db.execute(
+            "INSERT INTO diagnostics SELECT path, :nb, line + :d, col, code, severity, message, "
+            "CASE WHEN fix IS NOT NULL AND :d THEN json_set(fix, '$.line', "
+            "json_extract(fix, '$.line') + :d) ELSE fix END "
+            "FROM diagnostics WHERE path=:p AND blob=:ob AND line >= :stop", args)
+        self.db.executemany("INSERT INTO objects VALUES (?,?,?,?,?,?,?,?)", rows_o)
+        self.db.executemany("INSERT INTO links VALUES (?,?,?,?,?)", rows_l)
+        self.db.executemany("INSERT INTO diagnostics VALUES (?,?,?,?,?,?,?,?)", rows_d)
+        nobj = self.db.execute("SELECT count(*) FROM objects WHERE path=? AND blob=?",
+                               (path, new_blob)).fetchone()[0]
+        self.db.execute("INSERT OR REPLACE INTO parsed VALUES (?,?,?,?,?,?)",
+                        (path, new_blob, "tree", meta_json, new_blob, nobj))
         return True
 
 
@@ -454,9 +694,14 @@ def _object_json(obj: Any) -> str:
     return json.dumps(fields, default=json_default, ensure_ascii=False, separators=(",", ":"))
 
 
-def _result_rows(path: str, blob: str, res: Any) -> "Rows":
-    """Table rows of one ParseResult (what :meth:`Index.ensure` stores for a parse)."""
-    rows_p = [(path, blob, res.kind, json.dumps(res.meta, ensure_ascii=False, default=str))]
+def _result_rows(path: str, blob: str, res: Any, source: str | None = None) -> "Rows":
+    """Table rows of one ParseResult (what :meth:`Index.ensure` stores for a parse).
+
+    ``source`` is the blob id of the bytes parsed (default ``blob``: kb's own
+    writes store the parse of the text they hashed).
+    """
+    rows_p = [(path, blob, res.kind, json.dumps(res.meta, ensure_ascii=False, default=str),
+               source or blob, len(res.objects))]
     rows_o, rows_l, rows_d = [], [], []
     for obj in res.objects:
         data_json = _object_json(obj)
@@ -475,15 +720,39 @@ BATCH = 250
 
 Rows = tuple[list[tuple], list[tuple], list[tuple], list[tuple]]
 _WORK: tuple[Any, dict[str, str], dict[str, str]] | None = None  # (config, blobs, formats) in workers
+_WORK_KB: Any = None  # the KnowledgeBase, in workers
+
+
+def _with_outside(k: KnowledgeBase, snap: Snapshot, batch: list[str], rows: Rows) -> Rows:
+    """Add, to ``rows``, a KB106 parse for each path of ``batch`` that is a
+    symlink leaving the work tree (worktree snapshots; never read)."""
+    if snap.kind != "worktree":
+        return rows
+    from kb.model import Diagnostic, ParseResult
+    from kb.repo import outside_links
+
+    for p, target in outside_links(k, batch).items():
+        d = Diagnostic(path=p, line=1, col=1, code="KB106", severity="error",
+                       message=f"{p} is a symlink to {target}, outside the work tree: kb does not "
+                               "read it (nor write through it); replace it by a regular file")
+        res = ParseResult(path=p, kind=snap.formats.get(p) or "other", diagnostics=(d,))
+        for table, new in zip(rows, _result_rows(p, snap.files[p], res)):
+            table.extend(new)
+    return rows
 
 
 def _rows(cfg: Any, items: list[tuple[str, str, str | None, bytes]]) -> Rows:
     """Parse (path, blob, fmt, bytes) items into table rows (in a worker or not)."""
     from kb.parse import parse_file
 
+    from kb.git import object_id
+
     out: Rows = ([], [], [], [])
     for p, blob, fmt, data in items:
-        for table, rows in zip(out, _result_rows(p, blob, parse_file(p, data, cfg, fmt))):
+        # Stored under the id of the bytes read: a file edited after its
+        # snapshot was taken never gets another version's parse.
+        real = object_id("blob", data, like=blob)
+        for table, rows in zip(out, _result_rows(p, real, parse_file(p, data, cfg, fmt))):
             table.extend(rows)
     return out
 
@@ -493,7 +762,13 @@ def _worker_disk(args: tuple[str, list[str]]) -> Rows:
     root, paths = args
     cfg, blobs, fmts = _WORK  # type: ignore[misc]
     items = []
+    from kb.repo import outside_links
+
+    k = _WORK_KB
+    outside = outside_links(k, paths) if k is not None else {}
     for p in paths:
+        if p in outside:
+            continue  # stored by the parent (_with_outside)
         try:
             items.append((p, blobs[p], fmts.get(p), (Path(root) / p).read_bytes()))
         except OSError:
@@ -521,12 +796,15 @@ def _parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Iter
     if not parallel:
         for batch in batches:
             contents = snap.read(batch)
-            yield _rows(k.config, [(p, snap.files[p], snap.formats.get(p), contents[p])
-                                   for p in batch if p in contents])
+            rows = _rows(k.config, [(p, snap.files[p], snap.formats.get(p), contents[p])
+                                    for p in batch if p in contents])
+            yield _with_outside(k, snap, batch, rows)
         return
     import multiprocessing
 
+    global _WORK_KB
     _WORK = (k.config, snap.files, snap.formats)
+    _WORK_KB = k
     ctx = multiprocessing.get_context("fork")
     def tasks() -> Iterator[tuple[Any, Any]]:
         for batch in batches:
@@ -544,6 +822,48 @@ def _parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Iter
             window: list[Any] = []
             for fn, arg in tasks():
                 window.append(pool.apply_async(fn, (arg,)))
+                if len(window) >= 2 * workers:
+                    yield window.pop(0).get()
+            for res in window:
+                yield res.get()
+        if snap.kind == "worktree":
+            yield _with_outside(k, snap, missing, ([], [], [], []))
+    finally:
+        _WORK = None
+        _WORK_KB = None
+
+
+def _version_batches(k: KnowledgeBase, items: list[tuple[str, str, str]]) -> Iterator[Rows]:
+    """Parse ``(path, blob, fmt)`` items read from git in batches (:func:`_parse_batches`
+    for many versions of a path): in forked workers when there are many, the
+    parent reading the next batch's blobs while they parse."""
+    import os
+
+    global _WORK
+
+    def batches() -> Iterator[list[tuple[str, str, str | None, bytes]]]:
+        # Large files (tree.md) alone in their batch, so that workers share them out.
+        big = [it for it in items if it[2] == "tree"]
+        rest = [it for it in items if it[2] != "tree"]
+        groups = [[it] for it in big] + [rest[i:i + BATCH] for i in range(0, len(rest), BATCH)]
+        for group in groups:
+            data = git.read_blobs([b for _, b, _ in group], k.top)
+            yield [(p, b, f, data[b]) for p, b, f in group if b in data]
+
+    workers = min(os.cpu_count() or 1, 4)
+    if not (len(items) >= 8 and workers > 1 and _can_fork()):
+        for batch in batches():
+            yield _rows(k.config, batch)
+        return
+    import multiprocessing
+
+    _WORK = (k.config, {}, {})
+    ctx = multiprocessing.get_context("fork")
+    try:
+        with ctx.Pool(workers) as pool:
+            window: list[Any] = []
+            for batch in batches():
+                window.append(pool.apply_async(_worker_bytes, (batch,)))
                 if len(window) >= 2 * workers:
                     yield window.pop(0).get()
             for res in window:
@@ -572,3 +892,61 @@ def links_of(obj: Any) -> list[tuple[str, str, str]]:
         else:
             out.extend((obj.id, x, kind) for x in v)
     return out
+
+
+def _meta(db: sqlite3.Connection) -> dict[str, str]:
+    """The cache's meta table ({} when there is none yet)."""
+    try:
+        return dict(db.execute("SELECT key, value FROM meta").fetchall())
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return {}
+        raise
+
+
+def _create(db: sqlite3.Connection, meta: dict[str, str], in_transaction: bool = False) -> None:
+    """(Re)create every table and write ``meta``; in the caller's write transaction
+    when ``in_transaction`` (racing processes then never see a partial schema)."""
+    stmts = [f"DROP TABLE IF EXISTS {t}" for t in _TABLES]
+    stmts += [x.strip() for x in _SCHEMA.split(";") if x.strip()]
+    if not in_transaction:
+        with _writing(db):
+            _create(db, meta, in_transaction=True)
+        return
+    for stmt in stmts:
+        db.execute(stmt)
+    db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
+
+
+class _writing:
+    """``with _writing(db):`` one ``BEGIN IMMEDIATE`` transaction (committed, or
+    rolled back on an exception): the write lock is taken before anything is
+    read, so what the transaction read is still true when it commits."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, kind: object, *rest: object) -> None:
+        if kind is None:
+            self.db.commit()
+        else:
+            try:
+                self.db.rollback()
+            except sqlite3.Error:
+                pass
+
+
+def _healthy(path: Path) -> bool:
+    """Whether the database at ``path`` opens and passes a quick check."""
+    try:
+        db = sqlite3.connect(path, timeout=30)
+        try:
+            return db.execute("PRAGMA quick_check").fetchone()[0] == "ok" and bool(_meta(db))
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return False

@@ -41,14 +41,9 @@ commits, local ref transactions and pushes with leases. The use cases
 Test-only environment variables (documented in docs, never needed in use):
 
 - ``KB_NOW``: the current time (kb.clock: epoch seconds or ISO) (clock-skew and expiry tests);
-- ``KB_TEST_CRASH_AT``: the process kills itself with SIGKILL at one step
-  (fault-injection tests): ``claim:before-ref`` (lock commit written, ref not
-  yet created or pushed), ``claim:after-ref`` (ref created or pushed, nothing
-  reported; with a remote, before the local mirror is updated),
-  ``release:during-commit`` (release commit built, no ref moved),
-  ``release:after-ref`` (branch and lock refs updated or pushed, the index
-  not yet). ``renew:``/``steal:`` work like ``claim:``; a bare step name
-  matches every operation.
+
+Fault-injection tests kill kb from outside (at the git command a step runs);
+the library carries no crash switch.
 """
 
 from __future__ import annotations
@@ -56,7 +51,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import signal
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -71,7 +65,11 @@ DEFAULT_TTL = 30 * 60
 DEFAULT_GRACE = 30
 ZERO_OID = "0" * 40
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: Characters an owner, reason, remote or path may not hold: C0 and C1 controls,
+#: DEL, Unicode line and paragraph separators (U+0085 NEL, U+2028, U+2029;
+#: Python's splitlines() and many tools break lines there) and the
+#: bidirectional overrides that make a name display as another.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 _MAX_TTL = 366 * 24 * 3600
 
@@ -103,13 +101,6 @@ def clock() -> int:
     from kb import clock as _clock
 
     return _clock.epoch()
-
-
-def crash_point(op: str, point: str) -> None:
-    """Fault injection: SIGKILL this process when ``KB_TEST_CRASH_AT`` names this step."""
-    want = os.environ.get("KB_TEST_CRASH_AT")
-    if want and want in (point, f"{op}:{point}"):
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def iso(epoch: int) -> str:
@@ -168,7 +159,8 @@ def validate_owner(owner: str) -> str:
         raise UsageError("the owner is empty: pass --owner NAME "
                          "(or set `git config kb.owner NAME`)")
     if _CONTROL.search(owner):
-        raise UsageError(f"the owner {owner!r} contains a newline or control character")
+        raise UsageError(f"the owner {owner!r} contains a newline, a Unicode line or paragraph separator or a "
+                         "control character")
     if len(owner) > 200:
         raise UsageError("the owner is longer than 200 characters")
     return owner.strip()
@@ -178,7 +170,8 @@ def validate_text(text: str, what: str) -> str:
     if text is None or not text.strip():
         raise UsageError(f"{what} is empty")
     if _CONTROL.search(text):
-        raise UsageError(f"{what} {text!r} contains a newline or control character")
+        raise UsageError(f"{what} {text!r} contains a newline, a Unicode line or paragraph separator or a "
+                         "control character")
     return text.strip()
 
 
@@ -306,7 +299,10 @@ def parse_lock(ref: str, commit: str, message: str) -> Lock:
     """Read a lock commit's message; an unreadable one is a Lock with ``readable=False``
     (owner ``?``, already expired) so that status shows it and prune/steal can free it."""
     fields: dict[str, str] = {}
-    for line in message.splitlines():
+    # By "\n" only: str.splitlines() would also break at U+2028 and friends
+    # inside a value, letting an owner name forge the fields after it.
+    for line in message.split("\n"):
+        line = line.removesuffix("\r")
         if line.startswith("Kb-Lock-"):
             key, sep, value = line.partition(":")
             if sep:  # "Key: value": only the one separating space goes (a path may end in one)
@@ -375,6 +371,9 @@ def make_lock_commit(top: Path, message: str, owner: str, now: int) -> str:
     env = {"GIT_AUTHOR_NAME": ident, "GIT_AUTHOR_EMAIL": "kb-lock",
            "GIT_COMMITTER_NAME": ident, "GIT_COMMITTER_EMAIL": "kb-lock",
            "GIT_AUTHOR_DATE": f"{now} +0000", "GIT_COMMITTER_DATE": f"{now} +0000"}
+    # The empty tree is written, not only named: `git fsck` reports a commit
+    # whose tree is missing from the store, even the empty one.
+    git.write_objects("tree", [b""], top)
     return git.out(["commit-tree", "--no-gpg-sign", git.EMPTY_TREE, "-F", "-"], top,
                    input=message.encode("utf-8", "surrogateescape"), write=True, env=env)
 
@@ -517,7 +516,7 @@ def check_unlocked(kb: Any, paths: Iterable[str], owner: str | None) -> None:
 
 __all__ = [
     "LOCKS_NS", "PROJECT_REF", "Lock", "LockHeld", "LockLost", "NotLocked", "Settings",
-    "blocking_locks", "check_remote", "check_unlocked", "clock", "crash_point",
+    "blocking_locks", "check_remote", "check_unlocked", "clock",
     "default_owner", "fetch_locks", "format_duration", "iso", "lock_message", "lock_ref",
     "make_lock_commit", "parse_duration", "parse_lock", "push", "read_locks",
     "ref_transaction", "repo_paths", "resolve_owner", "validate_owner", "validate_text",

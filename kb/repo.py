@@ -9,6 +9,7 @@ blob id, for one of three sources: the working tree, the staged index
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -106,10 +107,14 @@ class Snapshot:
     rev: str | None = None
 
     def read(self, paths: list[str]) -> dict[str, bytes]:
-        """Contents of ``paths`` (KB-relative) in this snapshot; missing files are skipped."""
+        """Contents of ``paths`` (KB-relative) in this snapshot; missing files are
+        skipped, and so are symlinks whose target leaves the work tree (never read)."""
         if self.kind == "worktree":
             out = {}
+            outside = outside_links(self.kb, paths)
             for p in paths:
+                if p in outside:
+                    continue
                 try:
                     out[p] = (self.kb.root / p).read_bytes()
                 except OSError:
@@ -196,6 +201,12 @@ def worktree_snapshot(kb: KnowledgeBase, only: list[str] | None = None) -> Snaps
         if fmt is None:
             continue
         full = kb.root / rel
+        if outside_links(kb, [rel]):
+            # Never read through it: the id is the link's own (what git stores).
+            files[rel] = git.blob_id(os.readlink(full).encode("utf-8", "surrogateescape")) \
+                if full.is_symlink() else git.blob_id(b"")
+            fmts[rel] = fmt
+            continue
         try:
             data = full.read_bytes()
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
@@ -207,3 +218,73 @@ def worktree_snapshot(kb: KnowledgeBase, only: list[str] | None = None) -> Snaps
         files[rel] = git.blob_id(data)
         fmts[rel] = fmt
     return Snapshot(kb=kb, kind="worktree", files=files, formats=fmts)
+
+
+def outside_links(kb: KnowledgeBase, paths: list[str]) -> dict[str, str]:
+    """KB-relative ``paths`` that resolve outside the work tree through a symlink
+    (the file itself or a folder on its way), mapped to where they lead.
+
+    kb never reads or writes through such a path: a committed symlink to
+    ``/etc/passwd`` or ``~/.ssh/…`` would otherwise be read and its content
+    committed. One ``lstat`` per file; each folder is resolved once.
+    """
+    top = os.path.realpath(kb.top)
+    inside = top.rstrip(os.sep) + os.sep
+    dirs: dict[str, bool] = {}
+    out: dict[str, str] = {}
+    for rel in paths:
+        full = os.path.join(kb.root, rel)
+        folder = os.path.dirname(full)
+        ok = dirs.get(folder)
+        if ok is None:
+            real = os.path.realpath(folder)
+            ok = dirs[folder] = real == top or real.startswith(inside)
+        if ok and not os.path.islink(full):
+            continue
+        real = os.path.realpath(full)
+        if not (real == top or real.startswith(inside)):
+            out[rel] = real
+    return out
+
+
+#: Names Windows reserves in every folder, with any extension (``CON.md``).
+_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
+             *(f"LPT{i}" for i in range(1, 10)), "COM¹", "COM²", "COM³", "LPT¹", "LPT²", "LPT³"}
+_BAD_CHARS = set('<>:"|?*\\') | {chr(i) for i in range(32)}
+
+
+def unportable(path: str) -> str | None:
+    """Why the ``/``-separated ``path`` cannot be checked out on every file system, or None.
+
+    A component that Windows reserves (``CON``, ``aux.md``, ``COM1``…), ends in
+    a dot or a space, or holds ``<>:"|?*\\`` or a control character.
+    """
+    for part in path.split("/"):
+        if part.split(".")[0].upper() in _RESERVED:
+            return f"{part!r} is a name Windows reserves"
+        if part.endswith((".", " ")):
+            return f"{part!r} ends in a dot or a space (Windows drops it)"
+        if _BAD_CHARS & set(part):
+            return f"{part!r} holds a character Windows does not allow in file names"
+    return None
+
+
+def fold(path: str) -> str:
+    """The form under which case-insensitive or normalising file systems (macOS,
+    Windows) see ``path`` as the same file: NFC, case-folded."""
+    import unicodedata
+
+    return unicodedata.normalize("NFC", path).casefold()
+
+
+def colliding(paths: list[str]) -> list[tuple[str, str]]:
+    """Pairs of distinct ``paths`` that some file systems take for one file."""
+    seen: dict[str, str] = {}
+    out = []
+    for p in sorted(paths):
+        k = fold(p)
+        if k in seen and seen[k] != p:
+            out.append((seen[k], p))
+        else:
+            seen.setdefault(k, p)
+    return out

@@ -8,11 +8,13 @@ every write command, tree or card, prints the same OpResult object, whose
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import git, invoke, run_script
+from conftest import git, invoke, run_script, source_env
 
 WRITE_KEYS = {"op", "id", "ids", "paths", "blobs", "commit", "changes", "recovered"}
 NOW = "2026-11-02T10:00:00"
@@ -101,9 +103,11 @@ def test_a_locked_card_is_refused_with_kind_locked(ex: Path) -> None:
 def test_a_card_command_says_it_rolled_back_an_interrupted_write(ex: Path) -> None:
     """The write before died between writing and committing; a card write rolls it
     back first and says so, on stderr and in ``recovered``."""
-    dead = run_script("problem", "add", "q8", "left behind", cwd=ex,
-                      env={"KB_TEST_CRASH_AFTER_WRITE": "1", "KB_NOW": NOW})
-    assert dead.code == -signal.SIGKILL and (ex / "Problems/q8.md").exists()
+    faults = Path(__file__).resolve().parent / "kb_faults.py"
+    dead = subprocess.run([sys.executable, str(faults), "commit", "--", "problem", "add", "q8",
+                           "left behind"], cwd=ex, capture_output=True, timeout=120,
+                          env={**source_env(), "KB_NOW": NOW})
+    assert dead.returncode == -signal.SIGKILL and (ex / "Problems/q8.md").exists()
     r = invoke("problem", "add", "q9", "after the crash", "--json", cwd=ex)
     assert r.code == 0, r.stderr
     assert "rolled back an interrupted kb write" in r.stderr

@@ -120,4 +120,7 @@ def test_every_command_output_validates(example_kb: Path, tmp_path: Path,
     r = invoke("lock", "steal", "Problems/q2.md", "--reason", "r", "--owner", "bob", "--json",
                cwd=example_kb)
     assert r.code == 1 and ErrorOutput.model_validate(r.json()).error.kind == "locked"
-    assert ran == {k for k, v in OUTPUTS.items() if v is not None}
+    # kb gen / kb lit outputs need a run and a literature server: tests/test_gen_loop.py
+    # validates every one of them
+    assert ran == {k for k, v in OUTPUTS.items()
+                   if v is not None and k.split()[0] not in ("gen", "lit")}

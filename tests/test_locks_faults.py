@@ -1,7 +1,8 @@
 """Faults and leases (issue 6).
 
 Faults: the ``kb`` process is killed with SIGKILL at each step of claim and
-release (``KB_TEST_CRASH_AT``, a test-only hook inside kb.locks): the state
+release (injected from outside kb by ``tests/kb_faults.py``, at the git
+command the step runs: kb carries no crash switch of its own): the state
 left behind is explained by ``kb lock status`` and recovers by expiry or by
 ``kb lock steal``; no file is half-written (lock commands never write
 working-tree files); a crashed holder of kb's machine lock does not block the
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git, invoke, run_script
+from conftest import Result, git, invoke, run_script, source_env
 
 T0 = 1_800_000_000
 CONFIG = "[kb]\n\n[locks]\nttl = \"10m\"\ngrace = \"30s\"\nleads = [\"lead\"]\n"
@@ -29,11 +30,30 @@ def ref_of(path: str) -> str:
     return "refs/kb/locks/" + hashlib.sha1(path.encode()).hexdigest()
 
 
+#: Each step of claim and release, as the git command kb_faults kills the process at.
+CRASH = {
+    "claim:before-ref": "before:update-ref",    # lock commit written, no ref yet
+    "claim:after-ref": "after:update-ref",      # ref created, nothing reported
+    "claim:after-push": "after:push",           # remote ref created, no local mirror
+    "release:during-commit": "after:commit-tree",  # release commit built, no ref moved
+    "release:after-ref": "after:update-ref",    # branch and lock refs moved, index not yet
+}
+
+
 def kb(cwd: Path, *args: str, now: int = T0, crash: str | None = None, **env: str):
     e = {"KB_NOW": str(now), **env}
-    if crash:
-        e["KB_TEST_CRASH_AT"] = crash
-    return run_script(*args, cwd=cwd, env=e)
+    if not crash:
+        return run_script(*args, cwd=cwd, env=e)
+    import os
+    import subprocess
+    import sys
+
+    full = source_env()
+    full.update(e)
+    faults = Path(__file__).resolve().parent / "kb_faults.py"
+    proc = subprocess.run([sys.executable, str(faults), CRASH[crash], "--", *args], cwd=cwd,
+                          capture_output=True, env=full, timeout=60)
+    return Result(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
 
 
 def kbi(cwd: Path, *args: str, now: int = T0):
@@ -72,7 +92,7 @@ def test_crash_before_the_ref_leaves_no_lock(kbr):
 
 
 def test_crash_after_the_ref_recovers_by_expiry_or_steal(kbr):
-    r = kb(kbr, "lock", "claim", "Notes/a.md", "Notes/b.md", "--owner", "alice", crash="after-ref")
+    r = kb(kbr, "lock", "claim", "Notes/a.md", "Notes/b.md", "--owner", "alice", crash="claim:after-ref")
     assert r.code == -9
     st = kb(kbr, "lock", "status", "--json", now=T0 + 60).json()
     assert [(x["path"], x["owner"], x["expired"]) for x in st["locks"]] == \
@@ -155,7 +175,7 @@ def two_clones(kbr, tmp_path) -> tuple[Path, Path, Path]:
 def test_remote_claim_killed_after_push_is_visible_on_the_remote(two_clones):
     bare, a, b = two_clones
     r = kb(a, "lock", "claim", "Notes/a.md", "--owner", "alice", "--remote", "origin",
-           crash="claim:after-ref")
+           crash="claim:after-push")
     assert r.code == -9
     assert git(bare, "for-each-ref", "refs/kb") != ""
     st = kb(b, "lock", "status", "--remote", "origin", "--json").json()

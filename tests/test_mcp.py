@@ -141,7 +141,8 @@ def test_every_tool_once_and_writes_are_read_back(ex: Path) -> None:
             assert "q9" in [o["id"] for o in listed]  # a write, then a read that sees it
             return tools - called
 
-    assert asyncio.run(session()) == set()
+    # the gen_* / lit_* tools need a run and a literature server: tests/test_gen_mcp.py
+    assert {t for t in asyncio.run(session()) if not t.startswith(("gen_", "lit_"))} == set()
     assert git(ex, "status", "--porcelain") == ""
 
 

@@ -111,6 +111,10 @@ def _mermaid_reference(hypotheses, locale="zh"):
     """The straightforward definition (one full rendering per depth tried)."""
     from kb.render.dashboard import _CLASSES, _STYLE, MAX_CHARS, MAX_EDGES, _label, _node
 
+    first: dict = {}
+    for h in hypotheses:  # a duplicated ID is one node: its first declaration
+        first.setdefault(h.id, h)
+    hypotheses = list(first.values())
     ids = {h.id for h in hypotheses}
     max_depth = max((h.id.count(".") + 1 for h in hypotheses), default=0)
     for depth in range(max_depth, 0, -1):

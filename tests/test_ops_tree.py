@@ -12,6 +12,7 @@ import os
 import random
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -481,13 +482,19 @@ def _script_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def _crash_at_commit() -> list[str]:
+    """``kb`` killed (SIGKILL) after writing its files, instead of committing them
+    (injected by tests/kb_faults.py: kb has no crash switch of its own)."""
+    return [sys.executable, str(Path(__file__).resolve().parent / "kb_faults.py"), "commit", "--"]
+
+
 def test_crash_between_write_and_commit_is_recovered(tree_kb: Path) -> None:
     root = tree_kb
     tr.add_hypothesis(root, "A")
     committed = {p: (root / p).read_bytes() for p in ("tree.md", "DASHBOARD.md")}
     before = head(root)
-    proc = subprocess.run([kb_script(), "hyp", "add", "B"], cwd=root, capture_output=True,
-                          env=_script_env(KB_TEST_CRASH_AFTER_WRITE="1"), timeout=60)
+    proc = subprocess.run([*_crash_at_commit(), "hyp", "add", "B"], cwd=root, capture_output=True,
+                          env=_script_env(), timeout=60)
     assert proc.returncode == -signal.SIGKILL
     assert head(root) == before
     assert b"## H2: B" in (root / "tree.md").read_bytes()  # written, not committed
@@ -512,9 +519,8 @@ def test_crash_then_read_only_check_then_recovery_keeps_worktree(tree_kb: Path) 
     tr.add_hypothesis(root, "A")
     ex.new_experiment(root, "H1", "run")
     snap = {p: (root / p).read_bytes() for p in ("tree.md", "DASHBOARD.md", "experiments/E001.md")}
-    proc = subprocess.run([kb_script(), "exp", "new", "--hyp", "H1", "another"], cwd=root,
-                          capture_output=True, env=_script_env(KB_TEST_CRASH_AFTER_WRITE="1"),
-                          timeout=60)
+    proc = subprocess.run([*_crash_at_commit(), "exp", "new", "--hyp", "H1", "another"], cwd=root,
+                          capture_output=True, env=_script_env(), timeout=60)
     assert proc.returncode == -signal.SIGKILL
     assert (root / "experiments/E002.md").exists()
     from kb.ops.transaction import Transaction

@@ -147,7 +147,8 @@ def test_tree_render_parse_round_trip(hyps, locale, nl):
     assert [_hyp_fields(h) for h in res.objects] == [_hyp_fields(h) for h in hyps]
 
 
-field_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r"),
+# No NUL: a NUL byte in a Markdown file is a diagnostic of its own (KB107, issue 11).
+field_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\x00"),
                      max_size=20)
 probability = st.one_of(st.floats(0, 1), st.sampled_from([0.0, 1.0, 0.5, 1e-7, 0.999]))
 

@@ -36,19 +36,25 @@ def test_rules_show_the_kbs_severity_overrides(make_kb):
 
 def test_ci_init_writes_the_workflow(make_kb):
     root = make_repo(make_kb)
-    res = invoke("ci", "init", cwd=root)
-    assert res.code == 0, res.stderr
     wf = root / ".github" / "workflows" / "kb-verify.yml"
+    # This kb is an editable install: CI cannot reach it, so kb refuses and says what to pass.
+    res = invoke("ci", "init", cwd=root)
+    assert res.code == 1 and "--install SPEC" in res.stderr and not wf.exists()
+    spec = "git+https://example.org/kb.git@v0.1.0"
+    res = invoke("ci", "init", "--install", spec, cwd=root)
+    assert res.code == 0, res.stderr
     text = wf.read_text(encoding="utf-8")
-    assert "kb verify --range origin/main..HEAD --format github" in text
+    assert 'kb verify --range "$KB_RANGE" --format github' in text and "kb-research" not in text
     data = yaml.safe_load(text)
-    steps = data["jobs"]["kb-verify"]["steps"]
+    assert data["env"]["KB_INSTALL"] == spec
+    assert data["env"]["KB_BASE"] == "${{ github.base_ref || 'main' }}"
+    steps = data["jobs"]["kb"]["steps"]
     assert steps[0]["with"]["fetch-depth"] == 0
-    assert invoke("ci", "init", cwd=root).code == 1  # refuses to overwrite
+    assert invoke("ci", "init", "--install", spec, cwd=root).code == 1  # refuses to overwrite
     assert wf.read_text(encoding="utf-8") == text
-    res = invoke("ci", "init", "--force", "--base", "develop", cwd=root)
-    assert res.code == 0 and "origin/develop..HEAD" in wf.read_text(encoding="utf-8")
-    assert invoke("ci", "init", "--force", "--base", "a b", cwd=root).code == 2
+    res = invoke("ci", "init", "--force", "--base", "develop", "--install", spec, cwd=root)
+    assert res.code == 0 and "github.base_ref || 'develop'" in wf.read_text(encoding="utf-8")
+    assert invoke("ci", "init", "--force", "--base", "a b", "--install", spec, cwd=root).code == 2
     assert git(root, "status", "--porcelain", "--", ".github") != ""
 
 

@@ -25,7 +25,7 @@ import pytest
 import kb
 from conftest import REPO_ROOT
 
-SOURCES = ("kb", "cli", "templates", "hooks", "pyproject.toml", "README.md", "LICENSE",
+SOURCES = ("kb", "cli", "templates", "hooks", "pyproject.toml", "setup.py", "README.md", "LICENSE",
            "setup.cfg", "MANIFEST.in")
 
 
@@ -132,3 +132,68 @@ def test_console_script_from_the_wheel(installed):
     assert out["errors"] == 0 and out["files"] == 2
     where = _run([str(py), "-c", "import kb; print(kb.__file__)"], cwd=target).strip()
     assert Path(where).is_relative_to(purelib)
+
+
+def _readme_block(start: str) -> str:
+    """The first indented command line of README.md that starts with ``start``."""
+    for line in (REPO_ROOT / "README.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("    " + start):
+            return line.strip()
+    raise AssertionError(f"README.md has no command line starting with {start!r}")
+
+
+def test_readme_quick_start_from_the_wheel(installed, tmp_path):
+    """The README's opening command, run from the installed wheel: its `pip install .`
+    is what the wheel stands for; the rest runs verbatim in a copy of examples/ (in its
+    own git repository) with the new venv's bin folder first on PATH."""
+    _, bindir, purelib, work = installed
+    line = _readme_block("python -m pip install . && ")
+    rest = line[len("python -m pip install . && "):]
+    assert rest.startswith("cd examples && kb index")
+    project = tmp_path / "project"
+    shutil.copytree(REPO_ROOT / "examples", project / "examples",
+                    ignore=shutil.ignore_patterns(".kb", "__pycache__"))
+    env = {"PATH": f"{bindir}{os.pathsep}/usr/bin{os.pathsep}/bin", "GIT_CONFIG_NOSYSTEM": "1"}
+    _run(["git", "init", "-q"], cwd=project, env=env)
+    _run(["git", "add", "-A"], cwd=project, env=env)
+    _run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "x"],
+         cwd=project, env=env)
+    out = _run(["bash", "-eo", "pipefail", "-c", rest + " && python -c 'import kb; print(kb.__file__)'"],
+               cwd=project, env=env)
+    assert "q2" in out and "H1" in out
+    assert Path(out.strip().splitlines()[-1]).is_relative_to(purelib)
+
+
+def test_wheel_metadata_is_complete(installed):
+    """License file and metadata: name, version, summary, license, classifiers, Python, script."""
+    _, _, purelib, _ = installed
+    [info] = list(purelib.glob("kb_research-*.dist-info"))
+    meta = (info / "METADATA").read_text(encoding="utf-8")
+    for field in ("Name: kb-research", f"Version: {kb.__version__}", "Summary: ", "Requires-Python: >=3.10",
+                  "Classifier: License :: OSI Approved :: MIT License", "Author: the kb authors",
+                  "Keywords: "):
+        assert field in meta, field
+    licenses = list(info.rglob("LICENSE*"))
+    assert licenses and "MIT License" in licenses[0].read_text(encoding="utf-8")
+    assert "kb = kb_cli.main:run" in (info / "entry_points.txt").read_text(encoding="utf-8")
+
+
+def test_readme_documents_the_tool_install_and_the_release_tag():
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    assert "pipx install 'git+https://" in text and "pipx install dist/kb_research-" in text
+    assert "python -m build" in text
+    assert f"rev: v{kb.__version__}" in text  # the documented pre-commit pin is this version's tag
+    assert (REPO_ROOT / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
+
+
+def test_every_library_package_is_in_the_wheel(installed):
+    """Every package folder of the source tree (``kb/**/__init__.py``, ``cli/``) is installed:
+    a subpackage missing from pyproject.toml's list works in an editable install and breaks
+    in the wheel."""
+    _, _, purelib, _ = installed
+    for init in sorted((REPO_ROOT / "kb").rglob("__init__.py")):
+        rel = init.parent.relative_to(REPO_ROOT)
+        if "__pycache__" in rel.parts:
+            continue
+        assert (purelib / rel / "__init__.py").is_file(), f"{rel.as_posix()} is not in the wheel"
+    assert (purelib / "kb_cli" / "__init__.py").is_file()

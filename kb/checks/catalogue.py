@@ -63,6 +63,11 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "make the frontmatter field and the anchor agree (or drop one)"),
     _r("KB105", "warning", "snapshot", "parse", "frontmatter key is a YAML 1.1 boolean (on/off/yes/no)",
        "quote the key", True),
+    _r("KB106", "error", "snapshot", "parse",
+       "a symlink whose target leaves the work tree (never read or written through)",
+       "replace the symlink by a regular file inside the repository"),
+    _r("KB107", "error", "snapshot", "parse", "a NUL byte in a Markdown file",
+       "delete the NUL bytes (git treats the file as binary)"),
     _r("KB110", "warning", "snapshot", "parse", "full-width colon '：' where ':' belongs",
        "write ':' (kb verify --fix)", True),
     _r("KB111", "error", "snapshot", "parse", "bold anchor in tree.md (anchors are never bold)",
@@ -148,9 +153,14 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "settled object without its Verified card", "write the missing card, or settle the object"),
     _r("KB218", "error", "snapshot", "verify", "probability outside [0,1] (never clamped)",
        "write a number between 0 and 1"),
+    _r("KB219", "error", "snapshot", "verify",
+       "a path Windows reserves, or two paths that differ only in case or normalisation",
+       "rename the file (git mv) to a portable, distinct name"),
     _r("KB240", "warning", "snapshot", "verify", "DASHBOARD.md is stale (not what `kb dashboard` "
        "renders for this tree); [rules] dashboard_stale = \"error\" makes it an error",
        "run `kb dashboard` (or kb verify --fix) and commit DASHBOARD.md", True),
+    _r("KB241", "warning", "snapshot", "verify", "TRAIL.md is stale (not what `kb trail render` "
+       "renders from the exploration graph's log)", "run `kb trail render` (it commits TRAIL.md)"),
     _r("KB260", "error", "snapshot", "verify", "unsafe ID in a card (path separator, '..' or a "
        "control character) — the file name, '- ID:' or an ID an anchor names",
        "rename to a safe ID (letters, digits, CJK, '-', '_'); correct the anchor"),
@@ -171,6 +181,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "before (IDs are never reused)", "use the next free ID (above every existing sibling)"),
     _r("KB308", "error", "history", "verify", "the recorded conclusion of an experiment was changed",
        "restore it and record a new experiment (or Kb-Override: <ID> <reason>)"),
+    _r("KB309", "error", "history", "verify",
+       "kb.toml weakens a rule or moves a path of the record",
+       "undo the kb.toml change, or accept it with Kb-Override: <code or paths.key> <reason>"),
     _r("KB380", "error", "history", "verify", "a staged change to a path whose write lock another "
        "owner holds (pre-commit only; the owner is KB_OWNER, else kb.owner, else user.email)",
        "wait for the holder's `kb lock release`, or claim the path once its lease is over "

@@ -394,6 +394,11 @@ class Facts:
             return None
         return self.snap.read([path]).get(path)
 
+    def read_many(self, paths: Iterable[str]) -> dict[str, bytes]:
+        """The bytes of many paths at once (one request to git): path -> bytes, absent
+        paths left out. A rule with fix text for hundreds of files reads them so."""
+        return self.snap.read([p for p in dict.fromkeys(paths) if p in self.files])
+
     def parse_diagnostics(self, paths: Optional[Iterable[str]] = None) -> list[tuple]:
         """Parse diagnostics (raw rows: path, line, col, code, severity, message, fix JSON).
 
@@ -474,7 +479,8 @@ class Change:
 
     def __init__(self, base: Facts, new: Facts, mode: str, changes: list[RawChange],
                  overrides: Optional[dict[str, str]] = None, commit: Optional[str] = None,
-                 origin: Optional[Facts] = None) -> None:
+                 origin: Optional[Facts] = None, base_config: Any = None,
+                 new_config: Any = None) -> None:
         self.base = base
         self.new = new
         self.mode = mode
@@ -483,7 +489,11 @@ class Change:
         self.commit = commit
         self.origin = origin
         self.kb = new.kb
-        self.config = new.config
+        # The rules that judge a change come from its base (HEAD, or the parent
+        # commit): a change cannot switch off the rules it is judged by.
+        # ``new_config`` is the change's own kb.toml (KB309 compares the two).
+        self.config = base_config if base_config is not None else new.config
+        self.new_config = new_config if new_config is not None else new.config
         self.paths = sorted({c.path for c in changes
                              if c.path in base.files or c.path in new.files})
         self._lights: dict[tuple[int, tuple[str, ...]], dict[tuple[str, str], Light]] = {}

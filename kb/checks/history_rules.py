@@ -271,3 +271,44 @@ def ids_never_reused(c: Change) -> list:
                     f"experiment ID that existed before; IDs are never reused — use "
                     f"E{exp_max + 1:0{width}d}"))
     return out
+
+
+#: Severity order: a move to the right weakens a rule.
+_STRENGTH = {"error": 3, "warning": 2, "info": 1, "off": 0}
+
+
+@history_rule("KB309")
+def rules_weakened(c: Change) -> list:
+    """KB309: the change weakens a rule (``[rules] disable``, a lower severity)
+    or moves a path of the record (``[paths]``) in kb.toml. The change is
+    judged by its base's configuration anyway; the weakening itself needs a
+    ``Kb-Override:`` naming the rule code (``KB304``) or the path key
+    (``paths.verified``) to pass."""
+    from kb.checks.catalogue import BY_CODE
+
+    old, new = c.config, c.new_config
+    if old is None or new is None or old is new:
+        return []
+    out = []
+    for code in sorted(set(new.disabled_rules) - set(old.disabled_rules)):
+        out.append(c.violation(code, "kb.toml", 1, "KB309",
+                               f"kb.toml disables {code}; a change may not switch off a rule that "
+                               f"judges the record (Kb-Override: {code} <reason> to accept it)"))
+    for code in sorted(set(new.severity) | set(old.severity)):
+        default = BY_CODE[code].severity if code in BY_CODE else "error"
+        was = old.severity.get(code, "off" if code in old.disabled_rules else default)
+        now = new.severity.get(code, "off" if code in new.disabled_rules else default)
+        if code in new.disabled_rules and code not in old.disabled_rules:
+            continue  # reported above
+        if _STRENGTH.get(now, 3) < _STRENGTH.get(was, 3):
+            out.append(c.violation(code, "kb.toml", 1, "KB309",
+                                   f"kb.toml lowers {code} from {was} to {now}; a change may not "
+                                   f"weaken a rule that judges the record (Kb-Override: {code} "
+                                   "<reason> to accept it)"))
+    for key in sorted(set(old.paths) | set(new.paths)):
+        if old.paths.get(key) != new.paths.get(key):
+            out.append(c.violation(f"paths.{key}", "kb.toml", 1, "KB309",
+                                   f"kb.toml moves paths.{key} from {old.paths.get(key)!r} to "
+                                   f"{new.paths.get(key)!r}; moving a path of the record needs "
+                                   f"Kb-Override: paths.{key} <reason>"))
+    return out

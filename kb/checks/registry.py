@@ -26,7 +26,7 @@ from typing import Any, Callable, Optional
 
 #: Modules whose import registers rules (in this order).
 RULE_MODULES: list[str] = ["kb.checks.snapshot_rules", "kb.checks.history_rules", "kb.checks.cards",
-                           "kb.checks.lock_rules"]
+                           "kb.checks.lock_rules", "kb.checks.trail_rules"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,17 @@ def snapshot_rule(*codes: str, volatile: bool = False) -> Callable[[Callable], C
     ``volatile`` and runs every time.
     """
     return _register(SNAPSHOT_RULES, codes, volatile=volatile)
+
+
+#: Functions ``(facts) -> str`` naming inputs outside the KB's files that snapshot
+#: rules read (e.g. the exploration graph's log): part of the snapshot result key.
+KEY_PARTS: list[Callable[[Any], str]] = []
+
+
+def snapshot_key_part(func: Callable[[Any], str]) -> Callable[[Any], str]:
+    """Register a :data:`KEY_PARTS` function (a rule that reads files kb does not index)."""
+    KEY_PARTS.append(func)
+    return func
 
 
 def history_rule(*codes: str, modes: Optional[tuple[str, ...]] = None) -> Callable[[Callable], Callable]:

@@ -517,15 +517,20 @@ def depended_by(s: Facts) -> list:
     derived = dependencies.reverse_dependencies(depends)
     out = []
     differ = [pid for pid in problems if set(derived[pid]) != declared.get(pid, set())]
-    for pid in sorted(differ, key=natural):
+    from kb.parse.common import dump_list
+
+    differ.sort(key=natural)
+    lines_of = {pid: _anchor_line(s, problems[pid].path, pid, "被依赖") for pid in differ}
+    # The fix texts' files in one read (hand-kept KBs carry hundreds of these warnings).
+    texts = s.read_many(problems[pid].path for pid in differ
+                        if lines_of[pid] and lines_of[pid] != problems[pid].line)
+    for pid in differ:
         row = problems[pid]
         want = derived[pid]
-        ln = _anchor_line(s, row.path, pid, "被依赖")
-        from kb.parse.common import dump_list
-
+        ln = lines_of[pid]
         fix = None
         if ln and ln != row.line:
-            data = s.read(row.path)
+            data = texts.get(row.path)
             if data is not None:
                 lines = data.decode("utf-8", "replace").lstrip("\ufeff").split("\n")
                 if ln <= len(lines):
@@ -705,3 +710,20 @@ def stale_dashboard(s: Facts) -> list:
     return [diag(dash, line, "KB240",
                  f"{dash} is stale: it is not what `kb dashboard` renders from {tree} and the "
                  "experiments (first difference at this line); run `kb dashboard` and commit it")]
+
+
+@snapshot_rule("KB219")
+def unportable_paths(s: Facts) -> list:
+    """KB219: a file name Windows reserves (``CON.md``, ``aux``), or two paths that
+    differ only in case or Unicode normalisation (one file on macOS/Windows)."""
+    from kb.repo import colliding, unportable
+
+    out = []
+    for p in sorted(s.files):
+        why = unportable(p)
+        if why:
+            out.append(diag(p, 1, "KB219", f"{p} cannot be checked out everywhere: {why}"))
+    for a, b in colliding(list(s.files)):
+        out.append(diag(b, 1, "KB219", f"{b} and {a} differ only in case or Unicode "
+                                       "normalisation: macOS and Windows take them for one file"))
+    return out

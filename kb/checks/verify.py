@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
 from kb import git
-from kb.errors import EnvironmentError_, GitError, UsageError
+from kb.errors import EnvironmentError_, GitError, KbError, UsageError
 
 ZERO = "0" * 40
 MODES = ("worktree", "staged", "rev", "range")
@@ -251,7 +251,11 @@ def _snap_key(facts: Any) -> str:
     if key is None:
         import hashlib
 
+        from kb.checks.registry import KEY_PARTS, load_rules
+
+        load_rules()
         body = "\n".join(f"{p}\0{b}" for p, b in sorted(facts.files.items()))
+        body += "".join("\n\1" + part(facts) for part in KEY_PARTS)
         key = "snap:" + hashlib.sha1(body.encode("utf-8", "surrogateescape")).hexdigest()
         facts._snap_key = key
     return key
@@ -318,7 +322,8 @@ def _parse_rows(facts: Any, paths: Optional[list[str]] = None) -> list[_D]:
             for p, ln, col, code, sev, msg, fx in facts.parse_diagnostics(paths)]
 
 
-def _raw_snapshot(facts: Any, base: Optional[Any]) -> list[tuple[str, _D]]:
+def _raw_snapshot(facts: Any, base: Optional[Any],
+                  earlier: Optional[Any] = None) -> list[tuple[str, _D]]:
     """(origin, diagnostic) of every snapshot rule: origin ``p`` parse, ``f`` per-file
     rule, ``x`` cross-file rule, ``v`` volatile cross-file rule."""
     from kb.checks.registry import SNAPSHOT_RULES, enabled, load_rules
@@ -333,17 +338,22 @@ def _raw_snapshot(facts: Any, base: Optional[Any]) -> list[tuple[str, _D]]:
     volatile = [r for r in SNAPSHOT_RULES if r.volatile and enabled(r, cfg)]
     stable = [r for r in SNAPSHOT_RULES if not r.volatile and enabled(r, cfg)]
     inherited = None
+    src, prev = base, None
     if base is not None:
-        bkey = _snap_key(base)
-        prev = _load_results(base, bkey)
-        if prev is not None:
-            changed = sorted(p for p in set(facts.files) | set(base.files)
-                             if facts.files.get(p) != base.files.get(p))
-            if _neutral(facts, base, changed):
-                cset = set(changed)
-                inherited = [(o, d) for o, d in prev if o == "x" or (o in "pf" and d.path not in cset)]
-                inherited += [("p", d) for d in _parse_rows(facts, changed)]
-                inherited += [("f", d) for d in _file_rule_results(facts, changed)]
+        prev = _load_results(base, _snap_key(base))
+        if prev is None and earlier is not None:
+            # The base was never checked (a pull, a merge, a --no-verify commit): the
+            # state checked before it may be, and differ from this one only in prose.
+            src = earlier()
+            prev = _load_results(src, _snap_key(src)) if src is not None else None
+    if src is not None and prev is not None:
+        changed = sorted(p for p in set(facts.files) | set(src.files)
+                         if facts.files.get(p) != src.files.get(p))
+        if _neutral(facts, src, changed):
+            cset = set(changed)
+            inherited = [(o, d) for o, d in prev if o == "x" or (o in "pf" and d.path not in cset)]
+            inherited += [("p", d) for d in _parse_rows(facts, changed)]
+            inherited += [("f", d) for d in _file_rule_results(facts, changed)]
     if inherited is not None:
         out = inherited
     else:
@@ -357,16 +367,19 @@ def _raw_snapshot(facts: Any, base: Optional[Any]) -> list[tuple[str, _D]]:
     return out
 
 
-def snapshot_diagnostics(facts: Any, base: Optional[Any] = None) -> list[_D]:
+def snapshot_diagnostics(facts: Any, base: Optional[Any] = None,
+                         earlier: Optional[Any] = None) -> list[_D]:
     """Every snapshot diagnostic of ``facts`` (parse + KB2xx), config severities applied.
 
-    ``base`` is a snapshot whose stored results may be inherited (see above).
+    ``base`` is a snapshot whose stored results may be inherited (see above);
+    ``earlier`` (a callable returning Facts or None) offers another one when
+    the base's results are not stored.
     """
     from kb.checks.catalogue import effective_severity
 
     cfg = facts.config
     out = []
-    for _, d in _raw_snapshot(facts, base):
+    for _, d in _raw_snapshot(facts, base, earlier):
         sev = effective_severity(d.code, d.severity, cfg)
         if sev is not None:
             out.append(d if sev == d.severity else d._replace(severity=sev))
@@ -601,10 +614,37 @@ def _kb_at(top: Path, prefix: str, blob_rev: Optional[str]) -> Any:
     return KnowledgeBase(root=root, top=top, prefix=prefix, config=cfg)
 
 
+_CONFIGS: dict[tuple[str, str, str], Any] = {}
+
+
+def _config_at(k: Any, rev: Optional[str]) -> Any:
+    """The KB's configuration as of ``rev`` (a commit, or ``":"`` for the staged
+    index), or None when kb.toml is absent there or unreadable (the caller
+    then falls back to the configuration it has)."""
+    if rev is None:
+        return None
+    from kb.config import config_from_dict, tomllib
+
+    spec = f"{rev}{'' if rev == ':' else ':'}{k.prefix}kb.toml"
+    key = (str(k.top), k.prefix, spec)
+    if rev == ":":
+        _CONFIGS.pop(key, None)  # the staged index changes; commits do not
+    if key not in _CONFIGS:
+        proc = git.run(["cat-file", "blob", spec], k.top, check=False)
+        cfg = None
+        if proc.returncode == 0:
+            try:
+                cfg = config_from_dict(k.root, tomllib.loads(proc.stdout.decode("utf-8")))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError, KbError):
+                cfg = None
+        _CONFIGS[key] = cfg
+    return _CONFIGS[key]
+
+
 def _index(k: Any) -> Any:
     from kb.index import Index
 
-    if k.root.is_dir():
+    if k.root.is_dir() and (k.root / "kb.toml").is_file():
         return Index(k)
     import hashlib
 
@@ -619,8 +659,12 @@ def _staged_kbs(top: Path) -> list[str]:
 
 
 def _top(start: Path) -> Path:
+    """The work tree top; in a bare repository (a server's pre-receive hook) its git dir."""
     top = git.toplevel(start)
     if top is None:
+        bare = git.run(["rev-parse", "--is-bare-repository"], start, check=False)
+        if bare.returncode == 0 and bare.stdout.strip() == b"true":
+            return git.git_dir(Path(start)).resolve()
         raise EnvironmentError_(f"{start.resolve()} is not inside a git work tree")
     return top.resolve()
 
@@ -663,10 +707,11 @@ def _config_findings(k: Any) -> list[Finding]:
     return _findings([_D.of(w) for w in k.config.warnings], k, "snapshot")
 
 
-def _check_snapshots(k: Any, new_f: Any, base_f: Optional[Any], strict: bool) -> list[Finding]:
+def _check_snapshots(k: Any, new_f: Any, base_f: Optional[Any], strict: bool,
+                     earlier: Optional[Any] = None) -> list[Finding]:
     """Snapshot findings of ``new_f``; with ``strict``, only errors absent from
     ``base_f`` block (the others are marked pre-existing)."""
-    diags = snapshot_diagnostics(new_f, base_f)
+    diags = snapshot_diagnostics(new_f, base_f, earlier)
     if not strict:
         return _findings(diags, k, "snapshot", all_errors_block=True)
     errors = [d for d in diags if d.severity == "error"]
@@ -710,7 +755,8 @@ def verify_worktree(start: Path, kb_path: Optional[Path] = None,
                    if base.files.get(p) != new.files.get(p) and not p.startswith(vprefix)]
         changes += _worktree_verified(k, head)
         overrides = parse_overrides(env.get("KB_OVERRIDE", ""))
-        change = Change(base_f, new_f, "worktree", changes, overrides)
+        change = Change(base_f, new_f, "worktree", changes, overrides,
+                        base_config=_config_at(k, head), new_config=k.config)
         report.findings += _config_findings(k)
         report.findings += _check_snapshots(k, new_f, base_f, strict=False)
         report.findings += _history(change, k, None)
@@ -788,11 +834,42 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
             base = Snapshot(kb=k, kind="commit", files=bfiles, formats=bfmts, rev=head)
             new_f = Facts(idx, new, "the staged index")
             base_f = Facts(idx, base, "HEAD" if head else "the empty history", derive_from=new_f)
-            change = Change(base_f, new_f, "staged", changes, overrides)
+            change = Change(base_f, new_f, "staged", changes, overrides,
+                            base_config=_config_at(k, head), new_config=_config_at(k, ":"))
             report.findings += _config_findings(k)
             report.findings += _history(change, k, None)
-            report.findings += _check_snapshots(k, new_f, base_f, strict=True)
+            report.findings += _check_snapshots(k, new_f, base_f, strict=True,
+                                                earlier=lambda: _before_head(idx, k, base_f))
     return report
+
+
+#: Above this many changed paths between HEAD and the state before it, a search for
+#: reusable results costs about what the full check costs.
+_EARLIER_MAX_CHANGES = 400
+
+
+def _before_head(idx: Any, k: Any, head_f: Any) -> Optional[Any]:
+    """Facts of the commit HEAD pointed at before it last moved (``HEAD@{1}``: the state
+    before a pull, a merge or a reset), built from HEAD's without parsing; None when
+    there is none, it is far away, or a version it holds is not in the index."""
+    from kb.checks.facts import Facts
+    from kb.repo import Snapshot
+
+    head = head_f.snap.rev
+    if not head:
+        return None
+    proc = git.run(["rev-parse", "--verify", "--quiet", "HEAD@{1}^{commit}"], k.top, check=False)
+    before = proc.stdout.decode().strip()
+    if proc.returncode != 0 or not before or before == head:
+        return None
+    changes = diff_commits(k, before, head)
+    if len(changes) > _EARLIER_MAX_CHANGES:
+        return None
+    files, fmts = _patch(head_f.files, head_f.formats, changes, k, forward=False)
+    if any(c.old and c.path in files and not idx.has_parse(c.path, c.old) for c in changes):
+        return None
+    return Facts(idx, Snapshot(kb=k, kind="commit", files=files, formats=fmts, rev=before),
+                 before[:10], ensure=())
 
 
 def _selected(top: Path, kb_path: Optional[Path], found: list[str]) -> list[str]:
@@ -901,6 +978,9 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
         report.kbs.append(prefix.rstrip("/") or ".")
         with _index(k) as idx:
             tip_snap = commit_snapshot(k, tip)
+            diffs = diff_many(k, [(c, parents[0] if parents else None) for c, parents in commits
+                                  if c not in shallow])
+            _prefetch(idx, k, tip_snap, [diffs.get(c, []) for c, _ in commits])
             tip_f = Facts(idx, tip_snap, tip[:10])
             origin_f = None
             if origin:
@@ -910,8 +990,6 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
                                                rev=origin), origin[:10], derive_from=tip_f)
             maps: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
             left = dict(children)
-            diffs = diff_many(k, [(c, parents[0] if parents else None) for c, parents in commits
-                                  if c not in shallow])
             for c, parents in commits:
                 parent = parents[0] if parents else None
                 if c in shallow:
@@ -945,12 +1023,50 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
                 old_f = Facts(idx, old, parent[:10] if parent else "the empty history", ensure=touched)
                 overrides = dict(ovs.get(c, {}))
                 overrides.update(merge_ovs.get(c, {}))
-                change = Change(old_f, new_f, mode, changes, overrides, commit=c, origin=origin_f)
+                change = Change(old_f, new_f, mode, changes, overrides, commit=c, origin=origin_f,
+                                base_config=_config_at(k, parent), new_config=_config_at(k, c))
                 report.findings += _history(change, k, c)
             report.findings += _config_findings(k)
             report.findings += _check_snapshots(k, tip_f, origin_f, strict=True) if origin_f is not None \
                 else _check_snapshots(k, tip_f, _empty_facts(idx, k), strict=True)
     return report
+
+
+def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]]) -> None:
+    """Parse every file version a range check reads before the commits are walked: the
+    tip's files and both sides of every change (``diffs``: the commits' changes, oldest
+    first). A CI clone starts with no cache; one commit at a time, the parent parsed
+    them serially, tree.md from scratch each time. Here the versions are parsed in one
+    pass (in parallel), except the tree versions that follow an earlier one: those are
+    derived from it (:mod:`kb.checks.tree_versions`), one after the other."""
+    from kb.checks.tree_versions import splice_tree_version
+    from kb.parse import classify
+
+    tree_steps: list[tuple[str, str, str]] = []
+    derived: set[tuple[str, str]] = set()
+    items = []
+    for changes in diffs:
+        for ch in changes:
+            fmt = tip.formats.get(ch.path) or classify(ch.path, k.config)
+            if fmt is None:
+                continue
+            if fmt == "tree" and ch.old and ch.new:
+                tree_steps.append((ch.path, ch.old, ch.new))
+                if (ch.path, ch.old) not in derived:
+                    items.append((ch.path, ch.old, fmt))
+                derived.add((ch.path, ch.new))
+                continue
+            items += [(ch.path, b, fmt) for b in (ch.old, ch.new) if b]
+    items += [(p, b, tip.formats[p]) for p, b in tip.files.items() if (p, b) not in derived]
+    idx.ensure_versions([it for it in items if (it[0], it[1]) not in derived])
+    if not tree_steps:
+        return
+    blobs = git.read_blobs([b for _, old, new in tree_steps for b in (old, new)], k.top)
+    for path, old, new in tree_steps:
+        if old in blobs and new in blobs and idx.has_parse(path, old):
+            if splice_tree_version(k, idx, path, old, blobs[old], new, blobs[new]):
+                continue
+        idx.ensure_versions([(path, new, "tree")])
 
 
 def _empty_facts(idx: Any, k: Any) -> Any:

@@ -1,23 +1,159 @@
-"""MCP tools of the generation loop and the literature client (kb.gen, kb.lit): the
-functions of :data:`kb.gen.api.TOOLS`, described by their docstrings. Literature
-tools ask outside services (``openWorldHint``)."""
+"""MCP tools of the hypothesis-generation loop and the literature client (``kb gen``, ``kb lit``).
+
+Each wraps one function of :mod:`kb.gen.api` and returns the CLI's ``--json``
+object. ``sandbox`` is the run's folder, relative to the KB's folder
+(default ``sandbox``); the literature tools record their requests in that
+run's current round when it exists, else they cache in ``.kb/lit-cache``.
+"""
+
+from pathlib import Path
+from typing import Any, Optional
 
 from kb.mcp.registry import Registry
+from kb.repo import KnowledgeBase
 
-REQUIRES = "kb.gen"
 
-#: Tools that only read (the rest write the run's sandbox; gen_adopt commits tree.md).
-READS = {"gen_status", "gen_brief", "gen_schema", "lit_search", "lit_snippet", "lit_cite",
-         "lit_paper", "lit_keys"}
+def _sandbox(kb: KnowledgeBase, sandbox: Optional[str]) -> str:
+    return str(kb.root / (sandbox or "sandbox"))
+
+
+def _lit_where(kb: KnowledgeBase, sandbox: Optional[str]) -> dict[str, Optional[str]]:
+    """A run's folder when it holds a run, else the KB's own literature cache."""
+    from kb.gen.store import RUN_FILE
+
+    folder = Path(_sandbox(kb, sandbox))
+    if (folder / RUN_FILE).is_file():
+        return {"sandbox": str(folder), "cache_dir": None}
+    return {"sandbox": None, "cache_dir": str(kb.top / ".kb" / "lit-cache")}
+
+
+def gen_init(kb: KnowledgeBase, question: str, sandbox: Optional[str] = None, gen_n: int = 6,
+             keep_threshold: float = 65, eval_scale: str = "medium", budget: int = 6,
+             patience: int = 2) -> Any:
+    from kb.gen import api
+
+    return api.gen_init(question, _sandbox(kb, sandbox), gen_n, keep_threshold, eval_scale, budget,
+                        patience)
+
+
+def gen_status(kb: KnowledgeBase, sandbox: Optional[str] = None) -> Any:
+    from kb.gen import api
+
+    return api.gen_status(_sandbox(kb, sandbox))
+
+
+def gen_brief(kb: KnowledgeBase, role: str, sandbox: Optional[str] = None) -> Any:
+    from kb.gen import api
+
+    return api.gen_brief(role, _sandbox(kb, sandbox))
+
+
+def gen_submit(kb: KnowledgeBase, kind: str, data: dict[str, Any], reason: Optional[str] = None,
+               sandbox: Optional[str] = None) -> Any:
+    from kb.gen import api
+
+    return api.gen_submit(kind, data=data, reason=reason, sandbox=_sandbox(kb, sandbox))
+
+
+def gen_report(kb: KnowledgeBase, sandbox: Optional[str] = None) -> Any:
+    from kb.gen import api
+
+    return api.gen_report(_sandbox(kb, sandbox))
+
+
+def gen_schema(kb: KnowledgeBase, kind: Optional[str] = None) -> Any:
+    from kb.gen import api
+
+    return api.gen_schema(kind)
+
+
+def gen_rank(kb: KnowledgeBase, matches: Optional[list[dict[str, Any]]] = None,
+             sandbox: Optional[str] = None) -> Any:
+    from kb.gen import api
+
+    return api.gen_rank(matches, _sandbox(kb, sandbox))
+
+
+def gen_adopt(kb: KnowledgeBase, hid: str, parent: Optional[str] = None,
+              sandbox: Optional[str] = None, no_commit: bool = False, owner: Optional[str] = None,
+              expect: Optional[str] = None) -> Any:
+    from kb.gen.adopt import adopt
+    from kb.gen.loop import open_run
+
+    return adopt(open_run(_sandbox(kb, sandbox)), hid, kb, parent, no_commit=no_commit, owner=owner,
+                 expect=expect)
+
+
+def _with_fallback(call: Any) -> Any:
+    """Run a literature call; a LitError's fallback advice goes into the tool error's message
+    (the MCP error object has no room for it otherwise)."""
+    from kb.lit.errors import LitError
+
+    try:
+        return call()
+    except LitError as exc:
+        raise type(exc)(f"{exc}; fallback: {exc.fallback}", exc.fallback) from None
+
+
+def lit_search(kb: KnowledgeBase, query: str, limit: int = 12, year: Optional[str] = None,
+               min_citations: int = 0, open_access: bool = False, source: str = "both",
+               sort: str = "relevance", sandbox: Optional[str] = None) -> Any:
+    from kb.gen import api
+
+    return _with_fallback(lambda: api.lit_search(query, limit, year, min_citations, open_access,
+                                                 source, sort, **_lit_where(kb, sandbox)))
+
+
+def lit_snippet(kb: KnowledgeBase, query: str, limit: int = 10, sandbox: Optional[str] = None) -> Any:
+    from kb.gen import api
+
+    return _with_fallback(lambda: api.lit_snippet(query, limit, **_lit_where(kb, sandbox)))
+
+
+def lit_cite(kb: KnowledgeBase, paper_id: str, direction: str = "references", limit: int = 15,
+             influential: bool = False, sandbox: Optional[str] = None) -> Any:
+    from kb.gen import api
+
+    return _with_fallback(lambda: api.lit_cite(paper_id, direction, limit, influential,
+                                               **_lit_where(kb, sandbox)))
+
+
+def lit_paper(kb: KnowledgeBase, arxiv_id: str, sandbox: Optional[str] = None) -> Any:
+    from kb.gen import api
+
+    return _with_fallback(lambda: api.lit_paper(arxiv_id, **_lit_where(kb, sandbox)))
+
+
+def lit_keys(kb: KnowledgeBase) -> Any:
+    from kb.lit.keys import key_presence
+
+    return {"keys": key_presence(kb.top)}
 
 
 def register(reg: Registry) -> None:
-    from kb.gen.api import TOOLS
-
-    for name, fn in TOOLS.items():
-        desc = " ".join((fn.__doc__ or name).split())
-        outside = name.startswith("lit_") and name != "lit_keys"
-        if name in READS:
-            reg.read(name, fn, desc, open_world=outside, takes_kb=False)
-        else:
-            reg.write(name, fn, desc, takes_kb=False)
+    reg.write("gen_init", gen_init, "Start a hypothesis-generation run (kb gen init): the sandbox "
+              "with loop.run.yaml, ledger.tsv and the literature cache; refused if a run exists.")
+    reg.read("gen_status", gen_status, "The run's round, next step, pool, gaps and dry counter "
+             "(kb gen status).")
+    reg.read("gen_brief", gen_brief, "What the next role needs (kb gen brief): role is generator, "
+             "litscout, judge or ranker; includes the output's JSON Schema.")
+    reg.write("gen_submit", gen_submit, "Submit the round's candidates, litscout or verdict object "
+              "(kb gen submit): kb validates it, checks snippets against the round's literature "
+              "cache, recomputes totals, applies the novelty cap and gates, and advances the loop.")
+    reg.write("gen_report", gen_report, "Write the ranked report hypotheses.md (kb gen report).",
+              idempotent=True)
+    reg.read("gen_schema", gen_schema, "The JSON Schema of candidates, litscout or verdict "
+             "(kb gen schema).")
+    reg.write("gen_rank", gen_rank, "Apply pairwise comparisons of pool hypotheses "
+              "[{a, b, winner, rationale}] to their Elo ratings (kb gen rank); none: the standings.")
+    reg.write("gen_adopt", gen_adopt, "Add a kept hypothesis to tree.md as a normal hypothesis "
+              "(kb gen adopt): one commit, provenance in prose and trailers.")
+    for name, fn, what in (
+            ("lit_search", lit_search, "Search papers on Semantic Scholar and/or OpenAlex"),
+            ("lit_snippet", lit_snippet, "Search verbatim passages of papers (Semantic Scholar)"),
+            ("lit_cite", lit_cite, "References, citations or recommendations of a paper"),
+            ("lit_paper", lit_paper, "arXiv metadata of one arXiv id")):
+        reg.write(name, fn, f"{what} (kb lit): cached on disk and recorded in the gen run's current "
+                  "round; a failure is a tool error with the fallback advice.", idempotent=True,
+                  open_world=True)
+    reg.read("lit_keys", lit_keys, "Which literature API keys are set (presence only).")

@@ -256,8 +256,7 @@ def _plumbing_commit(top: Path, paths: list[str], message: str, head: HeadState)
     if git.write_objects("tree", bodies, top) != list(built.values()):
         raise GitError("git wrote other trees than kb built; nothing was written", "")
     parent = head.commit
-    commit = git.out(["commit-tree", built[""], *(["-p", parent] if parent else []), "-F", "-"],
-                     top, write=True, input=message.encode("utf-8"))
+    commit = commit_tree(top, built[""], parent, message)
     subject = message.split("\n", 1)[0]
     proc = git.run(["update-ref", "-m", f"commit: {subject}", "HEAD", commit,
                     parent or "0" * 40], top, write=True, check=False)
@@ -273,6 +272,26 @@ def _plumbing_commit(top: Path, paths: list[str], message: str, head: HeadState)
     # otherwise pile up loose objects and slow every git command.
     git.run(["maintenance", "run", "--auto", "--quiet"], top, write=True, check=False)
     return commit
+
+
+def commit_tree(top: Path, tree: str, parent: str | None, message: str) -> str:
+    """``git commit-tree`` signed as ``git commit`` would sign it; the commit id.
+
+    ``commit-tree`` ignores ``commit.gpgSign``; kb reads it and passes ``-S``
+    so that its commits are signed whenever the user's would be (git's own
+    signing configuration: ``user.signingKey``, ``gpg.format``, …). Raises
+    RefusedError with git's reason when signing (or the commit) fails.
+    """
+    sign = git.run(["config", "--type=bool", "--get", "commit.gpgSign"], top, check=False)
+    args = ["commit-tree", tree, *(["-p", parent] if parent else [])]
+    if sign.returncode == 0 and sign.stdout.strip() == b"true":
+        args.append("-S")
+    proc = git.run([*args, "-F", "-"], top, write=True, check=False,
+                   input=message.encode("utf-8", "surrogateescape"))
+    if proc.returncode != 0:
+        why = proc.stderr.decode("utf-8", "replace").strip()
+        raise RefusedError(f"git could not make the commit (nothing was written): {why}")
+    return proc.stdout.decode("ascii").strip()
 
 
 def _commit_hooks(hooks: Path) -> bool:

@@ -137,6 +137,38 @@ def stage_dashboard(s: Any, pending: dict[str, Experiment | None] | None = None,
     return rel
 
 
+def check_dashboard_inputs(k: KnowledgeBase, idx: Any, commit: bool) -> None:
+    """Refuse to render DASHBOARD.md from inputs kb cannot trust (``kb dashboard``).
+
+    The tree or an experiment with format errors would drop hypotheses from
+    the dashboard without a word (an unreadable tree.md gave an empty one);
+    when the dashboard is committed (``commit``), uncommitted changes to
+    them would put a state into history that no commit holds. Raises
+    RefusedError naming the file (nothing written).
+    """
+    from kb.errors import RefusedError
+
+    paths = k.config.paths
+    tree, exps = paths["tree"], paths["experiments"].strip("/") + "/"
+    for d in idx.diagnostics():
+        if d.severity == "error" and (d.path == tree or d.path.startswith(exps)):
+            raise RefusedError(
+                f"{k.prefix}{d.path} has format errors ({d.format()}): the dashboard would "
+                "leave out what kb cannot read; fix the file first (kb index lists the errors) "
+                "— nothing was written")
+    if not commit:
+        return
+    proc = git.run(["--literal-pathspecs", "status", "--porcelain=v1", "-z",
+                    "--untracked-files=all", "--", k.repo_path(tree),
+                    k.repo_path(exps.rstrip("/"))], k.top)
+    dirty = [rec[3:] for rec in git.split_z(proc.stdout) if rec]
+    if dirty:
+        raise RefusedError(
+            f"{', '.join(dirty[:5])} {'has' if len(dirty) == 1 else 'have'} uncommitted changes: a "
+            "committed dashboard would describe a state no commit holds; commit them first (or "
+            "use --no-commit) — nothing was written")
+
+
 def rendered_parse(rel: str, steps: list[str] | None, newline: str, bom: bool) -> Any:
     """The ParseResult of a dashboard kb rendered, known without parsing it.
 
@@ -236,6 +268,7 @@ def refresh_dashboard(kb: Any = None, *, no_commit: bool = False, owner: str | N
                  on_wait=on_wait) as s:
         rel = s.kb.config.paths["dashboard"]
         s.tx.expect = expect_map(s.kb, expect, rel)
+        check_dashboard_inputs(s.kb, s.idx, commit=not no_commit)
         changed = stage_dashboard(s)
         changes = [f"refreshed {s.kb.prefix}{rel}"] if changed else \
             [f"{s.kb.prefix}{rel} is up to date (nothing to do)"]

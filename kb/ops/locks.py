@@ -36,7 +36,7 @@ from kb.ops.result import OpResult
 from kb.locks import (
     LOCKS_NS, PROJECT_REF, Lock, LockHeld, LockLost, NotLocked, Settings, blocking_locks,
     check_remote, clock,
-    crash_point, fetch_locks, iso, lock_message, lock_ref, make_lock_commit, parse_duration,
+    fetch_locks, iso, lock_message, lock_ref, make_lock_commit, parse_duration,
     push, read_locks, ref_transaction, repo_paths, resolve_owner, validate_text, worktree_blob,
 )
 from kb.repo import KnowledgeBase
@@ -173,7 +173,26 @@ _PROJECT = _Target(PROJECT_REF, "project", None)
 
 
 def _settings(kb: KnowledgeBase) -> Settings:
-    return Settings.from_config(kb.config.locks)
+    """``[locks]`` of kb.toml; ``leads`` from the committed kb.toml only (HEAD's):
+    an uncommitted edit grants no one the right to steal a running lease."""
+    from dataclasses import replace
+
+    return replace(Settings.from_config(kb.config.locks), leads=_committed_leads(kb))
+
+
+def _committed_leads(kb: KnowledgeBase) -> tuple[str, ...]:
+    """``[locks] leads`` of HEAD's kb.toml (none when there is no commit or no file)."""
+    from kb.config import tomllib
+
+    proc = git.run(["cat-file", "blob", f"HEAD:{kb.prefix}kb.toml"], kb.top, check=False)
+    if proc.returncode != 0:
+        return ()
+    try:
+        locks = tomllib.loads(proc.stdout.decode("utf-8")).get("locks", {})
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return ()
+    leads = locks.get("leads", []) if isinstance(locks, dict) else []
+    return tuple(str(x) for x in leads) if isinstance(leads, list) else ()
 
 
 def _ttl(kb: KnowledgeBase, ttl: str | int | None) -> int:
@@ -271,7 +290,6 @@ def _acquire(kb: KnowledgeBase, targets: list[_Target], owner: str, mode: str, t
                                reason=reason if how == "stolen" else None)
             commit = make_lock_commit(top, msg, owner, now)
             made.append(Acquired(t.ref, t.scope, t.path, commit, owner, expires, how, prev))
-        crash_point(mode, "before-ref")
         if remote:
             res = push(top, remote, [f"{a.commit}:{a.ref}" for a in made],
                        {a.ref: (a.previous.commit if a.previous else None) for a in made},
@@ -290,7 +308,6 @@ def _acquire(kb: KnowledgeBase, targets: list[_Target], owner: str, mode: str, t
             if not ok:
                 known = None
                 continue
-        crash_point(mode, "after-ref")
         result = AcquireResult(owner=owner, now=now, locks=made, remote=remote)
         if remote:
             result.branch, result.behind = _remote_behind(top, remote)
@@ -516,6 +533,7 @@ def _build_commit(kb: KnowledgeBase, paths: list[str], head: str | None, owner: 
     changed = [p for p in paths if before.get(p) != after.get(p)]
     if not changed:
         return None, [], ""
+    _guard_release(kb, before, after, changed)
     lines = []
     for p in changed:
         if p in after:
@@ -538,9 +556,56 @@ def _build_commit(kb: KnowledgeBase, paths: list[str], head: str | None, owner: 
         tree = git.out(["write-tree"], top, write=True, env=env)
         if hook is not None:
             _run_pre_commit(top, hook, {**env, "KB_OWNER": owner, "KB_OP": "lock.release"})
-    args = ["commit-tree", tree] + (["-p", head] if head else []) + ["-F", "-"]
-    commit = git.out(args, top, input=full_msg.encode("utf-8", "surrogateescape"), write=True)
+    from kb.ops.commit import commit_tree
+
+    commit = commit_tree(top, tree, head, full_msg)
     return commit, changed, "\n".join(lines) + "\n"
+
+
+def _guard_release(kb: KnowledgeBase, before: dict[str, tuple[str, str]],
+                   after: dict[str, tuple[str, str]], changed: list[str]) -> None:
+    """The format guard of a release commit (what a transaction's commit passes).
+
+    Each changed KB file is parsed as committed (the blob written to the
+    store) and as in HEAD: the release is refused (FormatGuardError, nothing
+    changed, the locks kept) when the new version has an error diagnostic, or
+    an ID declared more than once, that HEAD's version did not have. A file
+    that was already broken in HEAD may be released as long as it gets no
+    worse (the holder may be fixing it).
+    """
+    from kb.ops.transaction import FormatGuardError
+    from kb.parse import classify, parse_file
+    from kb.repo import outside_links
+
+    def problems(rel: str, oid: str | None) -> tuple[set[tuple[str, str]], list[Any]]:
+        if oid is None:
+            return set(), []
+        data = git.read_blobs([oid], kb.top).get(oid, b"")
+        res = parse_file(rel, data, kb.config)
+        errs = [d for d in res.diagnostics if d.severity == "error"]
+        ids: dict[str, int] = {}
+        for o in res.objects:
+            ids[o.id] = ids.get(o.id, 0) + 1
+        keys = {(d.code, d.message) for d in errs} | {("dup", i) for i, n in ids.items() if n > 1}
+        return keys, errs
+
+    for p in changed:
+        rel = kb.rel(p)
+        if rel is None or p not in after or classify(rel, kb.config) is None:
+            continue
+        for q, target in outside_links(kb, [rel]).items():
+            raise RefusedError(f"{p} is a symlink to {target}, outside the work tree: kb does not "
+                               "commit it — nothing was changed, your locks are kept")
+        new_keys, new_errs = problems(rel, after[p][1])
+        old_keys, _ = problems(rel, before[p][1] if p in before else None)
+        added = new_keys - old_keys
+        if added:
+            dups = sorted(i for c, i in added if c == "dup")
+            first = next((d.format() for d in new_errs if (d.code, d.message) in added),
+                         f"{dups[0] if dups else '?'} is declared more than once")
+            raise FormatGuardError(
+                f"the release would commit format errors in {p} ({first}); fix them first "
+                "(kb index lists them) — nothing was changed, your locks are kept", new_errs)
 
 
 def read_interrupted(top: Path, git_dir: Path | None = None) -> dict[str, Any] | None:
@@ -574,9 +639,18 @@ def _finish_interrupted(top: Path, jp: Path) -> None:
             mode, oid, _stage = meta.split(" ")
             staged[p] = (mode, oid)
         stale = [p for p in paths if staged.get(p) == parent.get(p)]
-        if stale:
-            _reset_index(top, stale)
+        if stale and not _reset_index(top, stale):
+            return  # git's index is locked: the journal stays for the next command
     jp.unlink(missing_ok=True)
+
+
+def finish_interrupted_release(top: Path) -> None:
+    """Finish a lock release killed between its commit and its index update
+    (every kb write calls this first; the index entries of the released paths
+    are set to HEAD's when they still hold the old blobs)."""
+    jp = git.git_dir(top) / RELEASE_JOURNAL
+    if jp.exists():
+        _finish_interrupted(top, jp)
 
 
 def _index_write(top: Path, args: list[str], input: bytes | None = None) -> bool:
@@ -629,7 +703,7 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
     lock changed while the commit was being built. ``verify=False`` skips the
     pre-commit hook.
     """
-    from kb.ops.transaction import JOURNAL_NAME, _release as tx_unlock, recover
+    from kb.ops.transaction import JOURNAL_NAME, _release as tx_unlock, recover, remove_index_litter
 
     top = kb.top
     owner = resolve_owner(top, owner)
@@ -642,6 +716,7 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
     hook = gp.pre_commit if verify else None
     held = _machine_lock(gp)
     try:
+        remove_index_litter(top)
         if (gp.git_dir / JOURNAL_NAME).exists():
             recover(kb)  # a write transaction killed before its commit: roll it back first
         _finish_interrupted(top, journal)
@@ -697,7 +772,6 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
                     f"{remote}/{branch[len('refs/heads/'):]} has commits your branch lacks: pull "
                     f"them first (git pull --rebase --autostash {remote}), then release again "
                     "— your locks are kept, nothing was changed")
-            crash_point("release", "during-commit")
             if commit:
                 journal.write_text(json.dumps(
                     {"branch": branch, "commit": commit, "parent": head, "paths": changed,
@@ -718,7 +792,6 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
                         raise RefusedError(f"{remote} refused the release (nothing was changed, "
                                            f"your locks are kept): {summary}\n{res.message}".strip())
                     continue  # the branch or a lock moved on the remote: sync and look again
-                crash_point("release", "after-ref")
                 ops: list[tuple] = [("delete", t.ref, None) for t in tg]
                 if commit:
                     name = branch[len("refs/heads/"):]
@@ -737,7 +810,6 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
                     journal.unlink(missing_ok=True)
                     _raise_if_lost(top, tg, owner, now, s)
                     continue  # the branch moved: build again on the new HEAD
-                crash_point("release", "after-ref")
             if commit:
                 if _set_index(top, entries):
                     journal.unlink(missing_ok=True)

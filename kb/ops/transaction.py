@@ -144,24 +144,39 @@ def recover(kb: KnowledgeBase) -> list[str]:
 
     For each file in the journal whose working-tree content is still what the
     dead transaction wrote, the old content is restored (a new file is
-    removed). Returns the repository paths restored. Call with the write lock
-    held (Transaction does).
+    removed) and its index entry put back (HEAD's entry; a new file leaves
+    the index). When the dead transaction's commit landed (HEAD moved) but
+    the index was not updated yet, the index entries of its paths that still
+    hold the old blobs are set to HEAD's (git would otherwise show them as
+    staged reversals, and a plain ``git commit`` would undo kb's commit).
+    ``next-index-*.lock`` files left by killed git processes are removed.
+    Returns the repository paths restored. Call with the write lock held
+    (Transaction does).
+
+    Raises RefusedError, keeping the journal for the next command, when
+    git's ``index.lock`` exists or a git command fails: the journal is
+    deleted only once everything is restored.
     """
+    remove_index_litter(kb.top)
     jp = _journal_path(kb)
     if not jp.exists():
         return []
     try:
         journal = json.loads(jp.read_text(encoding="utf-8"))
     except (OSError, ValueError):
+        # The journal is written before any file: a torn journal means no file was.
+        jp.unlink(missing_ok=True)
+        return []
+    _index_lock(kb)  # before touching anything: the journal stays until this works
+    files = journal.get("files", {})
+    head = git.rev_parse("HEAD", kb.top)
+    if head != journal.get("head"):
+        # The commit landed (HEAD moved): nothing to undo, perhaps the index to finish.
+        _finish_landed(kb, files, head)
         jp.unlink(missing_ok=True)
         return []
     restored = []
-    head = git.rev_parse("HEAD", kb.top)
-    if head != journal.get("head"):
-        # The commit landed (HEAD moved): nothing to undo.
-        jp.unlink(missing_ok=True)
-        return []
-    for repo_path, rec in journal.get("files", {}).items():
+    for repo_path, rec in files.items():
         full = kb.top / repo_path
         try:
             cur = git.blob_id(full.read_bytes())
@@ -174,16 +189,117 @@ def recover(kb: KnowledgeBase) -> list[str]:
         else:
             data = git.read_blobs([rec["old"]], kb.top).get(rec["old"])
             if data is None:
-                continue
+                raise RefusedError(
+                    f"cannot roll back the interrupted kb write of {repo_path}: its old content "
+                    f"(blob {rec['old']}) is missing from git's object store; the journal "
+                    f"{jp} is kept")
             _atomic_write(full, data)
         if rec.get("tracked"):
-            git.run(["reset", "-q", "--", repo_path], kb.top, write=True, check=False)
+            args = ["reset", "-q", "--", repo_path]
         else:
-            git.run(["rm", "-q", "--cached", "--ignore-unmatch", "--", repo_path], kb.top,
-                    write=True, check=False)
+            args = ["rm", "-q", "--cached", "--ignore-unmatch", "--", repo_path]
+        _git_or_refuse(kb, ["--literal-pathspecs", *args], jp)
         restored.append(repo_path)
     jp.unlink(missing_ok=True)
     return restored
+
+
+def _git_or_refuse(kb: KnowledgeBase, args: list[str], jp: Path,
+                   input: bytes | None = None) -> None:
+    """Run a git command of the recovery; RefusedError (journal kept) when it fails."""
+    proc = git.run(args, kb.top, write=True, check=False, input=input)
+    if proc.returncode != 0:
+        why = proc.stderr.decode("utf-8", "replace").strip()
+        sub = next(a for a in args if not a.startswith("-"))
+        raise RefusedError(
+            f"could not finish recovering an interrupted kb write (git {sub} failed: {why}); "
+            f"the journal {jp} is kept and the next kb write tries again")
+
+
+def _finish_landed(kb: KnowledgeBase, files: dict[str, dict], head: str | None) -> None:
+    """Set the index entries of a landed commit's paths that still hold the
+    old blob (or no entry, for a new file) to HEAD's entries."""
+    if head is None or not files:
+        return
+    paths = list(files)
+    in_head: dict[str, tuple[str, str]] = {}
+    out = git.run(["--literal-pathspecs", "ls-tree", "-z", "--full-tree", head, "--", *paths],
+                  kb.top).stdout
+    for rec in git.split_z(out):
+        meta, _, p = rec.partition("\t")
+        mode, _kind, oid = meta.split(" ")
+        in_head[p] = (mode, oid)
+    staged: dict[str, list[str]] = {}
+    out = git.run(["--literal-pathspecs", "ls-files", "-s", "-z", "--", *paths], kb.top).stdout
+    for rec in git.split_z(out):
+        meta, _, p = rec.partition("\t")
+        staged.setdefault(p, []).append(meta.split(" ")[1])
+    lines = []
+    for p, rec in files.items():
+        mode_oid = in_head.get(p)
+        if mode_oid is None or mode_oid[1] != rec.get("new"):
+            continue  # HEAD does not hold what the dead write committed
+        have = staged.get(p, [])
+        if have == ([rec["old"]] if rec.get("tracked") and rec.get("old") else []):
+            lines.append(f"{mode_oid[0]} {mode_oid[1]}\t{p}\0")
+    if lines:
+        _git_or_refuse(kb, ["update-index", "-z", "--index-info"], _journal_path(kb),
+                       input="".join(lines).encode("utf-8", "surrogateescape"))
+
+
+def remove_index_litter(top: Path) -> list[Path]:
+    """Delete the ``next-index-<pid>.lock`` files of git processes that no longer
+    run (a ``git commit --only`` killed mid-way leaves one); the removed paths.
+
+    ``index.lock`` itself is never deleted: kb cannot tell a crashed git from
+    one still running on another machine sharing the folder."""
+    removed = []
+    gd = git.git_dir(top)
+    for f in gd.glob("next-index-*.lock"):
+        pid = f.name[len("next-index-"):-len(".lock")]
+        if pid.isdigit() and _alive(int(pid)):
+            continue
+        try:
+            f.unlink()
+            removed.append(f)
+        except OSError:
+            pass
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _portable_new(kb: KnowledgeBase, new_paths: list[str]) -> None:
+    """Refuse new files a clone elsewhere could not check out: a name Windows
+    reserves, or one that differs from a file already in the repository only in
+    case or Unicode normalisation (one file on macOS and Windows)."""
+    if not new_paths:
+        return
+    from kb.repo import colliding, unportable
+
+    for p in new_paths:
+        why = unportable(p)
+        if why:
+            raise RefusedError(f"cannot create {p}: {why}; choose another ID or category — "
+                               "nothing was written")
+    folders = sorted({p.rpartition("/")[0] for p in new_paths})
+    listed = git.run(["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--",
+                      *[f"{d}/" if d else "." for d in folders]], kb.top).stdout
+    have = [p for p in git.split_z(listed)]
+    for a, b in colliding(have + [p for p in new_paths if p not in have]):
+        if a in new_paths or b in new_paths:
+            other = a if b in new_paths else b
+            raise RefusedError(f"cannot create {b if b in new_paths else a}: it differs from "
+                               f"{other} only in case or Unicode normalisation, and macOS and "
+                               "Windows would take them for one file — nothing was written")
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -263,6 +379,8 @@ class Transaction:
     no_commit: bool = False
     owner: str | None = None
     overrides: list[tuple[str, str]] = field(default_factory=list)
+    #: extra ``(key, value)`` trailers after kb's own (e.g. a generated hypothesis's provenance)
+    trailers: list[tuple[str, str]] = field(default_factory=list)
     expect: dict[str, str] = field(default_factory=dict)
     on_wait: Callable[[str], None] | None = None
     lock_timeout: float = 120.0
@@ -284,6 +402,9 @@ class Transaction:
         try:
             self.recovered = recover(self.kb)
             _index_lock(self.kb)
+            from kb.ops.locks import finish_interrupted_release
+
+            finish_interrupted_release(self.kb.top)  # a lock release killed before its index update
         except BaseException:
             _release(self._lock)
             raise
@@ -301,9 +422,12 @@ class Transaction:
         return self.kb.root / rel
 
     def read(self, rel: str) -> bytes | None:
-        """Current bytes of KB-relative ``rel`` (pending writes first); None if absent."""
+        """Current bytes of KB-relative ``rel`` (pending writes first); None if absent.
+
+        Raises RefusedError for a symlink whose target leaves the work tree."""
         if rel in self._writes:
             return self._writes[rel]
+        self._inside(rel)
         try:
             return self.path(rel).read_bytes()
         except FileNotFoundError:
@@ -336,6 +460,7 @@ class Transaction:
         from kb.locks import check_unlocked
 
         paths = [kb.repo_path(r) for r in changed]
+        _portable_new(kb, [p for r, p in zip(changed, paths) if olds[r] is None])
         # Write locks (DESIGN §5): refuse a target locked by another owner.
         check_unlocked(kb, paths, self.owner)
         old_ids = {r: None if (old := olds[r]) is None else self.blob_id(old) for r in changed}
@@ -385,8 +510,6 @@ class Transaction:
             blobs = {kb.repo_path(r): new_ids[r] for r in changed}
             if self.no_commit or head is None:
                 return TxResult(self.op, list(self.ids), list(blobs), None, message, blobs)
-            if os.environ.get("KB_TEST_CRASH_AFTER_WRITE"):  # tests: die between write and commit
-                os.kill(os.getpid(), 9)
             hook_env = {"KB_OWNER": self.owner or "", "KB_OP": self.op}
             if self.overrides:
                 hook_env["KB_OVERRIDE"] = "\n".join(f"{i} {r}" for i, r in self.overrides)
@@ -406,7 +529,15 @@ class Transaction:
                        self.kb.top, write=True)
         return dict(zip(rels, proc.stdout.decode().split()))
 
+    def _inside(self, rel: str) -> None:
+        from kb.repo import outside_links
+
+        for p, target in outside_links(self.kb, [rel]).items():
+            raise RefusedError(f"{self.kb.prefix}{p} is a symlink to {target}, outside the work "
+                               "tree: kb neither reads nor writes through it — nothing was written")
+
     def read_disk(self, rel: str) -> bytes | None:
+        self._inside(rel)
         try:
             return self.path(rel).read_bytes()
         except FileNotFoundError:
@@ -416,6 +547,7 @@ class Transaction:
         subject = self.summary or f"kb {self.op}"
         trailers = [f"Kb-Op: {self.op}"] + [f"Kb-Id: {i}" for i in self.ids]
         trailers += [f"Kb-Override: {i} {r}" for i, r in self.overrides]
+        trailers += [f"{k}: {v}" for k, v in self.trailers]
         return f"{subject}\n\n" + "\n".join(trailers) + "\n"
 
     def _rollback(self, written: list[str], olds: dict[str, bytes | None]) -> None:

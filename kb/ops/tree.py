@@ -597,6 +597,33 @@ def _history_ids(k: KnowledgeBase) -> tuple[set[str], set[str], str | None]:
     return ids, deleted, head
 
 
+#: A line that may carry an ID kb does not read as a declaration: a heading, a
+#: table row, or a list item starting in bold.
+_CARRIER = re.compile(r"^(?:#{1,6}[ \t]|[ \t]*\||[ \t]*[-*+][ \t]+\*\*)")
+_ANY_ID = re.compile(r"(?<![\w.])H[0-9]+(?:\.[0-9]+)*(?![\w])")
+
+
+def ids_in_headings(lines: Iterable[str]) -> set[str]:
+    """Every hypothesis-shaped ID on a heading, table row or bold list item of
+    the tree, read or not (``## **H5** …``, ``| H6 | … |``): a new hypothesis
+    never takes an ID the file already shows somewhere a reader would see it as
+    one, even where kb's parser does not. Fenced code blocks are skipped."""
+    out: set[str] = set()
+    fence = ""
+    for line in lines:
+        bare = line.lstrip(" ")
+        if bare.startswith(("```", "~~~")):
+            mark = bare[:3]
+            if not fence:
+                fence = mark
+            elif mark == fence:
+                fence = ""
+            continue
+        if not fence and _CARRIER.match(line):
+            out.update(_ANY_ID.findall(line))
+    return out
+
+
 def next_hypothesis_id(k: KnowledgeBase, existing: Iterable[str], parent: str | None,
                        history: Iterable[str] = ()) -> str:
     """``H<max+1>`` (top level) or ``<parent>.<max+1>`` over ``existing`` and ``history``."""
@@ -633,7 +660,8 @@ MAX_LEVEL = 6  # `######`: deeper headings are not Markdown headings
 
 def add_hypothesis(kb: Any, statement: str, parent: str | None = None, *, no_commit: bool = False,
                    owner: str | None = None, expect: Any = None,
-                   on_wait: OnWait | None = None) -> OpResult:
+                   on_wait: OnWait | None = None, prose: Iterable[str] = (),
+                   trailers: Iterable[tuple[str, str]] = ()) -> OpResult:
     """Add a hypothesis (Status 待验, Evidence (empty)) at the top level or under ``parent``.
 
     The ID is allocated under the write lock (top level ``H<max+1>``, child
@@ -642,15 +670,23 @@ def add_hypothesis(kb: Any, statement: str, parent: str | None = None, *, no_com
     at the end of the file; the parent's ``Children:`` line is updated (added
     after ``Evidence:`` when absent). Refuses an empty or multi-line
     statement and an unknown parent.
+
+    ``prose``: paragraph lines written after a blank line below the anchors
+    (``kb gen adopt`` records a generated hypothesis's provenance there);
+    ``trailers``: extra ``(key, value)`` commit trailers.
     """
     statement = one_line(statement, "the statement")
+    prose = [one_line(p, "a prose line") for p in prose]
     with Session(kb, "hyp.add", no_commit=no_commit, owner=owner, on_wait=on_wait) as s:
         k = s.kb
+        s.tx.trailers.extend((one_line(a, "a trailer key"), one_line(b, "a trailer value"))
+                             for a, b in trailers)
         tree = s.tree()
         s.tx.expect = expect_map(k, expect, tree.rel)
         ph = tree.find(parent) if parent is not None else None
         history, _ = s.history()
-        hid = next_hypothesis_id(k, tree.ids(), ph.id if ph else None, history)
+        hid = next_hypothesis_id(k, tree.ids() | ids_in_headings(tree.doc.lines), ph.id if ph else None,
+                                 history)
         depth = hid.count(".") + 1
         if 1 + depth > MAX_LEVEL:
             raise RefusedError(f"{hid} would need a level-{1 + depth} heading; Markdown headings stop "
@@ -660,7 +696,7 @@ def add_hypothesis(kb: Any, statement: str, parent: str | None = None, *, no_com
 
         node = Hypothesis(id=hid, path=tree.rel, line=0, statement=statement, status="待验",
                           level=1 + depth, parent=ph.id if ph else None)
-        block = hypothesis_block(node, s.locale)
+        block = hypothesis_block(node, s.locale) + ([""] + prose if prose else [])
         n_lines = len(tree.doc.lines)
         at = (ph.end_line + 1) if ph else n_lines + 1
         prev_blank = at == 1 or not tree.doc.lines[at - 2].strip()

@@ -97,11 +97,31 @@ def parse_file(path: str, data: bytes, config: Config, fmt: str | None = None) -
         return ParseResult(path=path, kind=fmt, diagnostics=(exc.diagnostic,))
     src = SourceText.from_text(text, path, bom)
     try:
-        return _parse(src, fmt, config)
+        res = _parse(src, fmt, config)
+        if "\x00" in text:
+            res = _with_nul(res, text)
+        return res
     except RecursionError:
         return ParseResult(path=path, kind=fmt, diagnostics=(Diagnostic(
             path=path, line=1, code="KB199", severity="error",
             message="file is nested too deeply to parse"),))
+
+
+def _with_nul(res: ParseResult, text: str) -> ParseResult:
+    """``res`` plus KB107 at the first NUL character (git treats the file as binary
+    and many tools stop reading at it)."""
+    from dataclasses import replace
+
+    from kb.model import Diagnostic
+
+    at = text.index("\x00")
+    line = text.count("\n", 0, at) + 1
+    col = at - (text.rfind("\n", 0, at) + 1) + 1
+    n = text.count("\x00")
+    d = Diagnostic(path=res.path, line=line, col=col, code="KB107", severity="error",
+                   message=f"the file holds {n} NUL byte{'s' if n > 1 else ''} (first here): git "
+                           "shows it as binary and other tools may stop reading at it; delete them")
+    return replace(res, diagnostics=(*res.diagnostics, d))
 
 
 def _parse(src: SourceText, fmt: str, config: Config) -> ParseResult:

@@ -17,12 +17,34 @@ _LIST_SPLIT = re.compile(r"\s*[,，、;；]\s*")
 _EMPTY_WORDS = {"", "(empty)", "（empty）", "(空)", "（空）", "无", "none", "-"}
 
 
+#: A wiki link ``[[target]]``, ``[[target|label]]`` or ``[[target#heading|label]]``;
+#: the label may hold anything but ``]]`` (commas included).
+_WIKI = re.compile(r"\[\[([^\]|#]*?)(?:#[^\]|]*)?(?:\|(?:(?!\]\]).)*)?\]\]")
+
+
 def split_id_list(value: str) -> tuple[str, ...]:
-    """``"E001, E002，E003"`` -> ``("E001", "E002", "E003")``; ``(empty)`` -> ``()``."""
+    """``"E001, E002，E003"`` -> ``("E001", "E002", "E003")``; ``(empty)`` -> ``()``.
+
+    A wiki link is one item, read as its target: ``[[E001|run, rerun]], E002``
+    -> ``("E001", "E002")`` (never split inside the brackets).
+    """
     v = value.strip()
     if v.lower() in _EMPTY_WORDS:
         return ()
-    return tuple(p for p in _LIST_SPLIT.split(v) if p)
+    if "[[" not in v:
+        return tuple(p for p in _LIST_SPLIT.split(v) if p)
+    targets: list[str] = []
+
+    def hold(m: re.Match[str]) -> str:
+        targets.append(m.group(1).strip())
+        return f"\x00{len(targets) - 1}\x00"
+
+    masked = _WIKI.sub(hold, v)
+    out = []
+    for p in _LIST_SPLIT.split(masked):
+        if p:
+            out.append(re.sub(r"\x00(\d+)\x00", lambda m: targets[int(m.group(1))], p))
+    return tuple(out)
 
 
 def fullwidth_colon_warning(path: str, lineno: int, line: str, where: str) -> Diagnostic:
@@ -79,6 +101,9 @@ def parse_list(
     is an error (KB121) and reads as ``()`` — never silently.
     """
     v = raw.strip()
+    if v.startswith("[[") and _WIKI.match(v):
+        # Wiki links (Obsidian style): read as links, whatever their labels hold.
+        return split_id_list(v), []
     if v.startswith("["):
         try:
             data = json.loads(v)

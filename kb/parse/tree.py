@@ -34,6 +34,7 @@ _ANCHOR = re.compile(
 _ATX = re.compile(r"^(#+)[ \t]+(.*?)[ \t]*$")
 _NOSPACE = re.compile(r"^(#{1,6})([^#\s].*)$")
 _FULLWIDTH_HASH = re.compile(r"^(＃{1,6})[ \t　]*(.*)$")
+_SETEXT = re.compile(r" {0,3}(-{3,}|={3,})\s*")
 _CANDIDATE = re.compile(
     r"^\[?(?P<tok>[A-Za-z][A-Za-z0-9]*\d[A-Za-z0-9]*(?:[.\-][A-Za-z0-9]+)*)\s*(?P<sep>[:：.｜|])"
 )
@@ -181,7 +182,7 @@ def _read_block(src: SourceText, i: int, node: dict[str, Any], diags: list[Diagn
             break
         if line.lstrip().startswith("#"):
             break
-        if re.fullmatch(r" {0,3}(-{3,}|={3,})\s*", line):
+        if _SETEXT.fullmatch(line):
             diags.append(Diagnostic(
                 path=path, line=i + 1, code="KB114", severity="warning",
                 message=f"'{line.strip()}' directly under the anchors of {hid} turns them into a "
@@ -230,18 +231,11 @@ def _finish(
 ) -> list[Hypothesis]:
     path, lines = src.path, src.lines
     out: list[Hypothesis] = []
-    # A section ends before the next heading of the same or a higher level.
-    starts = {ln: lvl for ln, lvl in heading_levels}
-    order = [ln for ln, _ in heading_levels]
-    pos = {ln: k for k, ln in enumerate(order)}
+    section_end = _section_ends(heading_levels, len(lines))
     fm_target = fm.get("id") if isinstance(fm.get("id"), str) else None
     for node in found:
         start0 = node["line"] - 1
-        end0 = len(lines)
-        for ln in order[pos[start0] + 1:]:
-            if starts[ln] <= node["level"]:
-                end0 = ln
-                break
+        end0 = section_end[start0]
         while end0 - 1 > start0 and not lines[end0 - 1].strip():
             end0 -= 1
         anchors = node["anchors"]
@@ -282,6 +276,25 @@ def _finish(
             frontmatter=_jsonable(node_fm),
         ))
     return out
+
+
+def _section_ends(heading_levels: list[tuple[int, int]], n: int) -> dict[int, int]:
+    """0-based line of every heading -> the 0-based line where its section ends.
+
+    A section ends before the next heading of the same or a higher level (or
+    at ``n``). One pass with a stack of open headings: each is pushed and
+    popped once, so a tree of 100,000 hypotheses costs 100,000 steps, not the
+    square of it.
+    """
+    ends: dict[int, int] = {}
+    open_: list[tuple[int, int]] = []  # (line, level), levels strictly increasing
+    for ln, lvl in heading_levels:
+        while open_ and open_[-1][1] >= lvl:
+            ends[open_.pop()[0]] = ln
+        open_.append((ln, lvl))
+    for ln, _ in open_:
+        ends[ln] = n
+    return ends
 
 
 def _jsonable(fm: dict[str, Any]) -> dict[str, object]:

@@ -8,6 +8,8 @@ levels of the tree and saying how many deeper hypotheses it leaves out.
 
 from __future__ import annotations
 
+import re
+
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from kb.vocab import ACTIVE_HYPOTHESIS, CLOSED_HYPOTHESIS, HYPOTHESIS_STATUS
@@ -36,10 +38,30 @@ def _node(hid: str) -> str:
     return "n_" + hid.replace(".", "_").replace("-", "_")
 
 
+#: Characters a quoted Mermaid label shows as themselves.
+_MERMAID_SAFE = frozenset(" .,:-_…()/")
+
+
+def mermaid_text(text: str) -> str:
+    """``text`` for a Mermaid label, shown exactly: every character but letters,
+    digits and spaces becomes a numeric entity (``#35;``), so nothing in it is
+    read as syntax, a directive (``%%{…}%%``), Markdown, HTML or an entity
+    (a literal ``#lt;`` stays those four characters)."""
+    return "".join(c if c.isalnum() or c in _MERMAID_SAFE else f"#{ord(c)};" for c in text)
+
+
+def markdown_text(text: str) -> str:
+    """``text`` for a Markdown list item, shown exactly: HTML is escaped (``&lt;``)
+    and Markdown punctuation backslash-escaped, so no link, image, emphasis, code
+    or tag a statement holds is rendered as one."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub(r"([\\`*_\[\]~|!#])", r"\\\1", text)
+
+
 def _label(h: Hypothesis, locale: str) -> str:
     text = h.statement if len(h.statement) <= LABEL_CHARS else h.statement[: LABEL_CHARS - 1] + "…"
-    text = text.replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
-    return f'{h.id}: {text}<br/>{HYPOTHESIS_STATUS.word(h.status, locale)}'
+    word = HYPOTHESIS_STATUS.word(h.status, locale)
+    return f'{mermaid_text(h.id)}: {mermaid_text(text)}<br/>{mermaid_text(word)}'
 
 
 def mermaid(hypotheses: Sequence[Hypothesis], locale: str = "zh") -> tuple[list[str], int]:
@@ -50,6 +72,9 @@ def mermaid(hypotheses: Sequence[Hypothesis], locale: str = "zh") -> tuple[list[
     The size only grows with D, so depths are tried from the top down to the
     first that does not fit, and only the lines of the depths tried are built.
     """
+    seen: set[str] = set()
+    # A duplicated ID is one node (the first declaration): Mermaid would draw two.
+    hypotheses = [h for h in hypotheses if not (h.id in seen or seen.add(h.id))]  # type: ignore[func-returns-value]
     ids = {h.id for h in hypotheses}
     depth_of = [h.id.count(".") + 1 for h in hypotheses]
     max_depth = max(depth_of, default=0)
@@ -124,7 +149,8 @@ def render_dashboard(
         "",
     ]
     if active:
-        out += [f"- {h.id}: {h.statement} ({HYPOTHESIS_STATUS.word(h.status, locale)})" for h in active]
+        out += [f"- {h.id}: {markdown_text(h.statement)} ({HYPOTHESIS_STATUS.word(h.status, locale)})"
+                for h in active]
     else:
         out.append("(none)")
     out += ["", "## Hypothesis Map", ""]

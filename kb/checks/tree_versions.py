@@ -1,0 +1,91 @@
+"""Parse a new version of a tree file from an indexed old one, region by region.
+
+``kb verify --range`` reads every version of ``tree.md`` the range holds (a
+CI clone starts with no cache); a tree of thousands of hypotheses costs about
+as much to parse as the rest of the KB, and most commits change a few lines
+of it. The lines the two versions share at the start and at the end are
+found by comparison; the changed lines are widened to the top-level
+declaration headings around them (both in the shared lines, so both are
+headings in the new version too) and only that region is parsed, with
+:func:`kb.ops.tree.parse_region`; :meth:`kb.index.Index.put_spliced` stores
+the rest of the old parse, shifted. When that cannot be shown to equal a full
+parse (frontmatter, a BOM or CRLF lines, no top-level heading before the
+change, a code block open at the region's end, a file-wide diagnostic, an ID
+declared inside and outside the region) nothing is stored and the caller
+parses the whole file.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kb.index import Index
+    from kb.repo import KnowledgeBase
+
+#: Parse diagnostics whose presence depends on the whole file (never spliced).
+FILE_WIDE = {"KB116"}
+
+
+def _lines(data: bytes) -> list[str] | None:
+    """The lines of a plain file (UTF-8, no BOM, LF endings), or None."""
+    if data.startswith(b"\xef\xbb\xbf") or b"\r" in data:
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def splice_tree_version(k: "KnowledgeBase", idx: "Index", path: str, old_blob: str, old: bytes,
+                        new_blob: str, new: bytes) -> bool:
+    """Store the parse of ``new`` (blob ``new_blob`` of tree file ``path``) derived from
+    the indexed parse of ``old``; True when stored (or already there), False when the
+    whole file must be parsed instead."""
+    from kb.model import ParseResult
+    from kb.ops.tree import parse_region
+
+    if idx.has_parse(path, new_blob):
+        return True
+    meta = idx.parse_meta(path, old_blob)
+    if meta is None or meta.get("frontmatter") or meta.get("bom") or meta.get("newline") != "\n":
+        return False
+    if any(d.code in FILE_WIDE for d in idx.diagnostics_of(path, old_blob)):
+        return False
+    a, b = _lines(old), _lines(new)
+    if a is None or b is None:
+        return False
+    n = min(len(a), len(b))
+    p = 0
+    while p < n and a[p] == b[p]:
+        p += 1
+    s = 0
+    while s < n - p and a[-1 - s] == b[-1 - s]:
+        s += 1
+    lo, hi = p + 1, len(a) - s + 1  # old lines [lo, hi) changed (1-based, half-open)
+    heads = [(r[2], r[5] or 0) for r in idx.extract("hypothesis", ["level"], path=path, blob=old_blob)]
+    if not heads:
+        return False
+    top = min(level for _, level in heads)
+    bounds = sorted(line for line, level in heads if level == top)
+    before = [x for x in bounds if x < lo]  # a heading among the shared first lines
+    if not before:
+        return False
+    start = max(before)
+    after = [x for x in bounds if x >= hi and x > start]  # one among the shared last lines
+    old_stop = min(after) if after else len(a) + 1
+    new_stop = old_stop + len(b) - len(a)
+    got = parse_region(k, path, b[start - 1:new_stop - 1], start - 1, closed_end=new_stop <= len(b))
+    if got is None:
+        return False
+    hyps, diags = got
+    title = next((ln[2:].strip() for ln in b if ln.startswith("# ")), None)
+    new_meta: dict[str, object] = {"title": title} if title is not None else {}
+    new_meta["bom"], new_meta["newline"] = False, "\n"
+    region = ParseResult(path=path, kind="tree", objects=tuple(hyps), diagnostics=tuple(diags),
+                         meta=new_meta)
+    return idx.put_spliced(path, old_blob, new_blob, start, old_stop, new_stop, region, new_meta)

@@ -1,0 +1,193 @@
+"""The sandbox of a generation run: run file, state, ledger, round folders.
+
+Layout (HYPOTHESIS-GEN.md "Sandbox")::
+
+    <sandbox>/
+    ├── .gitignore          everything ignored except itself and the report
+    ├── .lock               the run's lock (one state change at a time)
+    ├── loop.run.yaml       the bindings + literature_tiers (key presence only)
+    ├── state.json          round, step, pool, gaps, dry counter, stop reason (kb's own)
+    ├── ledger.tsv          round generated kept_new pool_size top_kept
+    ├── literature/.cache/  the literature client's cache
+    ├── round<N>/           candidates.json litscout.json verdict.json cache-keys.txt …
+    └── hypotheses.md       the report (``kb gen report``)
+
+Writes are atomic (temp file + rename) and happen only after a submission
+passed every check, so a refused command changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from kb.errors import UsageError
+from kb.gen.errors import GenError
+
+RUN_FILE = "loop.run.yaml"
+STATE_FILE = "state.json"
+LEDGER_FILE = "ledger.tsv"
+REPORT_FILE = "hypotheses.md"
+CACHE_DIR = "literature/.cache"
+KEYS_FILE = "cache-keys.txt"
+LEDGER_HEADER = ["round", "generated", "kept_new", "pool_size", "top_kept"]
+EVAL_SCALES: dict[str, dict[str, Any]] = {
+    "low": {"candidates_in_depth": 2, "queries_per_candidate": 1, "fulltext_reads": 0},
+    "medium": {"candidates_in_depth": "all", "queries_per_candidate": 2, "fulltext_reads": 1},
+    "high": {"candidates_in_depth": "all", "queries_per_candidate": 3, "fulltext_reads": 3},
+}
+GITIGNORE = f"# kb gen sandbox: only the final report is tracked\n*\n!.gitignore\n!{REPORT_FILE}\n"
+STEPS = ("candidates", "litscout", "verdict")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_json(path: Path, data: Any) -> None:
+    write_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+def find_sandbox(explicit: str | Path | None = None, *, required: bool = True) -> Path | None:
+    """The sandbox folder: ``explicit``, else ``$KB_GEN_SANDBOX``, else the current
+    folder or ``./sandbox`` when it holds ``loop.run.yaml``.
+
+    Raises UsageError (exit 2) when ``required`` and none is found, or when
+    ``explicit`` holds no run.
+    """
+    cands = [Path(explicit)] if explicit else []
+    if not explicit and os.environ.get("KB_GEN_SANDBOX", "").strip():
+        cands = [Path(os.environ["KB_GEN_SANDBOX"].strip())]
+    if not cands:
+        cands = [Path.cwd(), Path.cwd() / "sandbox"]
+    for c in cands:
+        if (c / RUN_FILE).is_file():
+            return c.resolve()
+    if required:
+        where = " or ".join(str(c) for c in cands)
+        raise UsageError(f"no generation run in {where} (no {RUN_FILE}); "
+                         "start one with `kb gen init --question Q`")
+    return None
+
+
+class Sandbox:
+    """One run's folder; ``run`` the bindings, ``state`` the mutable loop state.
+
+    ``state`` keys: ``run_id``, ``round`` (N), ``step`` (candidates | litscout
+    | verdict), ``stopped`` (None | "saturated" | "budget"), ``dry``,
+    ``pool`` (kept hypotheses with their scores and grounding), ``gaps``
+    (``{claim, cites, hid, round}``), ``trajectory`` (``{round, generated,
+    kept_new, pool_size}``), ``adopted`` (hid -> tree ID).
+    """
+
+    def __init__(self, root: Path) -> None:
+        import yaml
+
+        self.root = root
+        try:
+            self.run: dict[str, Any] = yaml.safe_load((root / RUN_FILE).read_text(encoding="utf-8")) or {}
+            self.state: dict[str, Any] = json.loads((root / STATE_FILE).read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise UsageError(f"{root}: not a complete generation run ({exc.filename} missing)") from None
+        except (ValueError, yaml.YAMLError) as exc:
+            raise GenError(f"{root}: the run files cannot be read: {exc}") from None
+
+    @classmethod
+    def open(cls, explicit: str | Path | None = None) -> "Sandbox":
+        found = find_sandbox(explicit)
+        assert found is not None
+        return cls(found)
+
+    # -- paths ----------------------------------------------------------------------
+
+    @property
+    def round(self) -> int:
+        return int(self.state["round"])
+
+    def round_dir(self, n: int | None = None) -> Path:
+        return self.root / f"round{self.round if n is None else n}"
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.root / CACHE_DIR
+
+    @property
+    def report_path(self) -> Path:
+        return self.root / str(self.run.get("report") or REPORT_FILE)
+
+    # -- state ----------------------------------------------------------------------
+
+    def lock(self, timeout: float = 60.0) -> Any:
+        """The run's lock (a file lock in the sandbox): one state change at a time.
+
+        Raises GenError after ``timeout`` seconds.
+        """
+        import contextlib
+
+        from filelock import FileLock, Timeout
+
+        @contextlib.contextmanager
+        def held() -> Any:
+            fl = FileLock(str(self.root / ".lock"))
+            try:
+                fl.acquire(timeout=timeout)
+            except Timeout:
+                raise GenError(f"{self.root}: another kb gen command holds the run's lock") from None
+            try:
+                # Re-read under the lock: another process may have advanced the run.
+                self.state = json.loads((self.root / STATE_FILE).read_text(encoding="utf-8"))
+                yield self
+            finally:
+                fl.release()
+
+        return held()
+
+    def save(self) -> None:
+        write_json(self.root / STATE_FILE, self.state)
+
+    def record_cache_key(self, key: str) -> None:
+        """Remember that the current round used cache entry ``key`` (once per round)."""
+        if self.state.get("stopped"):
+            return
+        path = self.round_dir() / KEYS_FILE
+        known = set(path.read_text(encoding="ascii").split()) if path.exists() else set()
+        if key in known:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="ascii") as fh:
+            fh.write(key + "\n")
+
+    def cache_keys(self, n: int | None = None) -> list[str]:
+        """The cache keys round ``n`` (default: the current one) requested or was served."""
+        path = self.round_dir(n) / KEYS_FILE
+        return path.read_text(encoding="ascii").split() if path.exists() else []
+
+    def cached_bodies(self, n: int | None = None) -> list[Any]:
+        """The response bodies of the round's cache keys (missing files skipped)."""
+        out = []
+        for key in self.cache_keys(n):
+            try:
+                rec = json.loads((self.cache_dir / f"{key}.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            out.append(rec.get("body"))
+        return out
+
+    def write_ledger(self) -> None:
+        """Rewrite ``ledger.tsv`` from the state's trajectory (atomically): the header and one
+        row per finished round; tabs, line breaks and commas are kept out of free text."""
+        rows = ["\t".join(LEDGER_HEADER)]
+        for t in self.state["trajectory"]:
+            rows.append("\t".join(clean_cell(str(t[k])) for k in LEDGER_HEADER))
+        write_atomic(self.root / LEDGER_FILE, "\n".join(rows) + "\n")
+
+
+def clean_cell(text: str) -> str:
+    """A ledger cell: no tabs or line breaks, commas (``,`` ``，``) as ``;``."""
+    return " ".join(text.replace(",", ";").replace("，", "；").split())

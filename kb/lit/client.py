@@ -1,0 +1,213 @@
+"""The literature client: search, snippet, cite, paper (HYPOTHESIS-GEN.md endpoints).
+
+``LitClient(cache_dir, on_key=None, intervals=None, backoff=None, timeout=60)``;
+the base URLs come from ``KB_LIT_S2_URL``, ``KB_LIT_S2_RECOMMEND_URL``,
+``KB_LIT_OPENALEX_URL`` and ``KB_LIT_ARXIV_URL`` (defaults: the public APIs),
+the keys from :mod:`kb.lit.keys`. Every method returns JSON-ready data and
+raises only :class:`kb.lit.errors.LitError` subclasses.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from kb.errors import UsageError
+from kb.lit import papers as P
+from kb.lit.errors import LitError, LitNotFound, LitResponseError, LitUnavailable
+from kb.lit.http import Fetcher, build_url
+from kb.lit.keys import base_url, load_keys
+
+S2_FIELDS = ("title,abstract,tldr,year,citationCount,influentialCitationCount,venue,"
+             "externalIds,openAccessPdf,authors.name")
+#: references/citations have no ``tldr`` and take ``authors``, not ``authors.name``.
+S2_EDGE_FIELDS = ("isInfluential,title,abstract,year,citationCount,influentialCitationCount,"
+                  "venue,externalIds,openAccessPdf,authors")
+S2_EDGE_CAP = 1000
+SOURCES = ("s2", "openalex", "both")
+DIRECTIONS = ("references", "citations", "recommend")
+SORTS = {"relevance": None, "citations": "cited_by_count:desc", "date": "publication_date:desc"}
+
+
+def parse_years(year: str | None) -> tuple[int | None, int | None]:
+    """``"2019"``, ``"2019-2023"``, ``"2019-"``, ``"-2023"`` -> (from, to); None -> (None, None)."""
+    if not year:
+        return None, None
+    m = re.fullmatch(r"\s*(\d{4})?\s*(-)?\s*(\d{4})?\s*", year)
+    if not m or not (m.group(1) or m.group(3)) or (m.group(3) and not m.group(2)):
+        raise UsageError(f"--year {year!r}: write 2019, 2019-2023, 2019- or -2023")
+    lo = int(m.group(1)) if m.group(1) else None
+    hi = int(m.group(3)) if m.group(3) else (lo if not m.group(2) else None)
+    return lo, hi
+
+
+class LitClient:
+    """See the module docstring. ``requests`` counts network requests made."""
+
+    def __init__(self, cache_dir: str | Path, *, on_key: Callable[[str], None] | None = None,
+                 intervals: Mapping[str, float] | None = None, backoff: float | None = None,
+                 timeout: float = 60.0, keys_root: str | Path | None = None) -> None:
+        self.fetcher = Fetcher(Path(cache_dir), on_key=on_key, intervals=intervals,
+                               backoff=backoff, timeout=timeout)
+        self.keys = load_keys(Path(keys_root) if keys_root is not None else None)
+
+    @property
+    def requests(self) -> int:
+        return self.fetcher.requests
+
+    # -- Semantic Scholar -------------------------------------------------------
+
+    def _s2_headers(self) -> dict[str, str]:
+        key = self.keys.get("S2_API_KEY")
+        return {"x-api-key": key} if key else {}
+
+    def _s2(self, path: str, params: Mapping[str, Any], base_var: str = "KB_LIT_S2_URL") -> Any:
+        url = build_url(base_url(base_var), path, params)
+        data = self.fetcher.get_json(url, "s2", self._s2_headers())
+        if not isinstance(data, dict):
+            raise LitResponseError(f"Semantic Scholar {path}: expected a JSON object")
+        return data
+
+    def s2_search(self, query: str, limit: int = 12, year: str | None = None,
+                  min_citations: int = 0, open_access: bool = False) -> list[dict[str, Any]]:
+        """Semantic Scholar paper search; over-fetches and filters citations locally."""
+        lo, hi = parse_years(year)
+        yr = None if lo is None and hi is None else f"{lo or ''}-{hi or ''}" if lo != hi else str(lo)
+        params = {"query": query, "fields": S2_FIELDS, "limit": min(max(3 * limit, limit), 100),
+                  "year": yr, "openAccessPdf": "" if open_access else None}
+        data = self._s2("/paper/search", params)
+        out = [P.from_s2(p) for p in data.get("data") or [] if isinstance(p, dict)]
+        out = [p for p in out if (p["citations"] or 0) >= min_citations]
+        return out[:limit]
+
+    def snippet(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
+        """Semantic Scholar snippet search: ``[{text, kind, paper_id, title}]`` (limit ≤ 100)."""
+        _positive(limit, "--limit")
+        data = self._s2("/snippet/search", {"query": query, "limit": min(limit, 100)})
+        out = []
+        for item in data.get("data") or []:
+            snip = (item or {}).get("snippet") or {}
+            pap = (item or {}).get("paper") or {}
+            if not snip.get("text"):
+                continue
+            out.append({"text": snip["text"], "kind": snip.get("snippetKind") or snip.get("section"),
+                        "paper_id": pap.get("paperId") or pap.get("corpusId"),
+                        "title": pap.get("title")})
+        return out
+
+    def cite(self, paper_id: str, direction: str = "references", limit: int = 15,
+             influential_only: bool = False) -> list[dict[str, Any]]:
+        """References, citations or recommendations of ``paper_id`` (S2), normalised."""
+        _positive(limit, "--limit")
+        if direction not in DIRECTIONS:
+            raise UsageError(f"direction {direction!r}: use one of {', '.join(DIRECTIONS)}")
+        pid = _paper_id(paper_id)
+        if direction == "recommend":
+            data = self._s2(f"/papers/forpaper/{pid}", {"fields": S2_FIELDS, "limit": min(limit, 500)},
+                            "KB_LIT_S2_RECOMMEND_URL")
+            return [P.from_s2(p) for p in data.get("recommendedPapers") or [] if isinstance(p, dict)]
+        nested = "citedPaper" if direction == "references" else "citingPaper"
+        data = self._s2(f"/paper/{pid}/{direction}",
+                        {"fields": S2_EDGE_FIELDS, "limit": min(limit, S2_EDGE_CAP)})
+        out = []
+        for edge in data.get("data") or []:
+            if not isinstance(edge, dict) or not isinstance(edge.get(nested), dict):
+                continue
+            if influential_only and not edge.get("isInfluential"):
+                continue
+            p = P.from_s2(edge[nested])
+            p["influential"] = bool(edge.get("isInfluential"))
+            out.append(p)
+        return out
+
+    # -- OpenAlex and arXiv -----------------------------------------------------
+
+    def openalex_search(self, query: str, limit: int = 12, year: str | None = None,
+                        min_citations: int = 0, open_access: bool = False,
+                        sort: str = "relevance") -> list[dict[str, Any]]:
+        """OpenAlex works search (``per-page`` ≤ 50), normalised."""
+        if sort not in SORTS:
+            raise UsageError(f"--sort {sort!r}: use one of {', '.join(SORTS)}")
+        lo, hi = parse_years(year)
+        filters = []
+        if lo:
+            filters.append(f"from_publication_date:{lo}-01-01")
+        if hi:
+            filters.append(f"to_publication_date:{hi}-12-31")
+        if min_citations > 0:
+            filters.append(f"cited_by_count:>{min_citations - 1}")
+        if open_access:
+            filters.append("is_oa:true")
+        params = {"search": query, "per-page": min(limit, 50),
+                  "filter": ",".join(filters) or None, "sort": SORTS[sort],
+                  "mailto": self.keys.get("OPENALEX_EMAIL")}
+        url = build_url(base_url("KB_LIT_OPENALEX_URL"), "/works", params)
+        data = self.fetcher.get_json(url, "search")
+        if not isinstance(data, dict):
+            raise LitResponseError("OpenAlex /works: expected a JSON object")
+        return [P.from_openalex(w) for w in data.get("results") or [] if isinstance(w, dict)][:limit]
+
+    def paper(self, arxiv_id: str) -> dict[str, Any]:
+        """arXiv metadata (title, summary, authors, …) of one arXiv id, normalised."""
+        aid = re.sub(r"^(arxiv:|https?://arxiv\.org/(abs|pdf)/)", "", arxiv_id.strip(), flags=re.I)
+        aid = re.sub(r"\.pdf$", "", aid)
+        if not re.fullmatch(r"\d{4}\.\d{4,5}(v\d+)?|[a-z\-]+(\.[A-Z]{2})?/\d{7}(v\d+)?", aid):
+            raise UsageError(f"{arxiv_id!r} is not an arXiv id (e.g. 2101.00001 or hep-th/9901001)")
+        url = build_url(base_url("KB_LIT_ARXIV_URL"), "", {"id_list": aid})
+        text = self.fetcher.get_text(url, "search")
+        try:
+            found = P.from_arxiv_atom(text)
+        except Exception as exc:  # ElementTree.ParseError and friends
+            raise LitResponseError(f"arXiv: the response is not an Atom feed ({exc})") from None
+        if not found:
+            raise LitNotFound(f"arXiv has no paper {aid}", fallback="check the id")
+        return found[0]
+
+    # -- both sources -----------------------------------------------------------
+
+    def search(self, query: str, limit: int = 12, year: str | None = None, min_citations: int = 0,
+               open_access: bool = False, source: str = "both",
+               sort: str = "relevance") -> dict[str, Any]:
+        """Search ``source`` (s2 | openalex | both), de-duplicated (S2 first).
+
+        Returns ``{"query", "papers": [...], "sources": {name: "ok" | error message}}``.
+        With ``both`` a failing source is recorded and the other still answers;
+        when every asked source fails, the last error is raised (with the fallback).
+        """
+        _positive(limit, "--limit")
+        if source not in SOURCES:
+            raise UsageError(f"--source {source!r}: use one of {', '.join(SOURCES)}")
+        names = ["s2", "openalex"] if source == "both" else [source]
+        found: list[dict[str, Any]] = []
+        status: dict[str, str] = {}
+        last: LitError | None = None
+        for name in names:
+            try:
+                if name == "s2":
+                    found += self.s2_search(query, limit, year, min_citations, open_access)
+                else:
+                    found += self.openalex_search(query, limit, year, min_citations, open_access, sort)
+                status[name] = "ok"
+            except LitError as exc:
+                status[name] = str(exc)
+                last = exc
+        if last is not None and all(v != "ok" for v in status.values()):
+            raise last
+        return {"query": query, "papers": P.dedupe(found)[: limit * len(names)], "sources": status}
+
+
+def _positive(n: int, what: str) -> None:
+    if n < 1:
+        raise UsageError(f"{what} must be at least 1, not {n}")
+
+
+def _paper_id(pid: str) -> str:
+    """An S2 paper id as the API takes it (``649def34…``, ``DOI:…``, ``ARXIV:…``, ``CorpusId:…``)."""
+    pid = pid.strip()
+    if not pid or any(c.isspace() for c in pid) or "?" in pid or "#" in pid:
+        raise UsageError(f"{pid!r} is not a paper id (an S2 id, DOI:…, ARXIV:…, CorpusId:…)")
+    return pid
+
+
+__all__ = ["LitClient", "LitUnavailable", "parse_years"]

@@ -1,0 +1,40 @@
+"""Errors of the literature client: httpx's exceptions never escape kb.lit."""
+
+from __future__ import annotations
+
+from kb.errors import RefusedError
+
+#: What an agent should do when the literature APIs cannot answer (HYPOTHESIS-GEN.md).
+FALLBACK = ("the literature APIs did not answer; use your web tools (web search / fetch) "
+            "instead and mark that evidence source \"web\" with its URL")
+
+
+class LitError(RefusedError):
+    """A literature request failed for good (exit 1, nothing written); ``fallback`` says
+    what to do instead."""
+
+    kind = "refused"
+    exit_code = 1
+
+    def __init__(self, message: str, fallback: str = FALLBACK) -> None:
+        super().__init__(message)
+        self.fallback = fallback
+
+    def to_json(self) -> dict[str, object]:
+        """``{"error": {"message", "exit_code", "kind"}, "fallback": …}``."""
+        return {"error": {"message": str(self), "exit_code": self.exit_code, "kind": self.kind},
+                "fallback": self.fallback}
+
+
+class LitUnavailable(LitError):
+    """Retries exhausted: 429 / 5xx / network errors or timeouts on every attempt."""
+
+
+class LitResponseError(LitError):
+    """The API answered, but not usefully: a 4xx other than 429, or a malformed body."""
+
+
+class LitNotFound(LitResponseError):
+    """The API does not know the paper (HTTP 404, or no arXiv entry): kind ``not_found``."""
+
+    kind = "not_found"

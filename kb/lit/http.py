@@ -1,0 +1,185 @@
+"""HTTP under the literature client: throttle, retries, on-disk cache (HYPOTHESIS-GEN.md).
+
+- Throttle buckets (minimum seconds between two requests of a bucket):
+  ``s2`` 1.1 (Semantic Scholar allows one request per second across its
+  endpoints), ``search`` 1.0 (OpenAlex, arXiv), ``default`` 0.2. A bucket is
+  enforced across processes: a file lock and a timestamp file in the cache
+  folder (``throttle-<bucket>.lock`` / ``.ts``).
+- JSON requests: 60 s timeout, 4 attempts, backoff ``base·2^attempt`` seconds
+  after failed attempt 0, 1, 2 (2, 4, 8 s; ``KB_LIT_BACKOFF`` sets the base) on
+  429, 500, 502, 503, 504, timeouts and network errors; another 4xx or a
+  malformed JSON body fails at once.
+- Cache: one file per request, key = the first 32 hex digits of SHA-256 over
+  ``method + "\\n" + url + "\\n" + json(body, sorted keys)``; written after each
+  success, never expires. A hit makes no request and waits for no throttle.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping
+from urllib.parse import urlencode
+
+from kb.lit.errors import LitNotFound, LitResponseError, LitUnavailable
+
+INTERVALS: dict[str, float] = {"s2": 1.1, "search": 1.0, "default": 0.2}
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+ATTEMPTS = 4
+TIMEOUT = 60.0
+
+OnKey = Callable[[str], None]
+
+
+def cache_key(method: str, url: str, body: Any = None) -> str:
+    """The request's cache key: 32 hex digits (see the module docstring)."""
+    raw = f"{method.upper()}\n{url}\n{json.dumps(body, sort_keys=True)}"
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
+
+
+def build_url(base: str, path: str, params: Mapping[str, Any] | None = None) -> str:
+    """``base + path`` with ``params`` (None values dropped) in the given order."""
+    url = base + path
+    items = [(k, v) for k, v in (params or {}).items() if v is not None]
+    return url + ("?" + urlencode(items) if items else "")
+
+
+class Throttle:
+    """Minimum spacing between requests of one bucket, across processes.
+
+    ``wait(bucket)`` blocks until ``interval`` seconds have passed since the
+    last request of the bucket (by any process sharing ``folder``), then
+    records now as that bucket's last request.
+    """
+
+    def __init__(self, folder: Path, intervals: Mapping[str, float] | None = None) -> None:
+        self.folder = folder
+        self.intervals = dict(INTERVALS, **(intervals or {}))
+
+    def wait(self, bucket: str) -> None:
+        from filelock import FileLock
+
+        interval = self.intervals.get(bucket, self.intervals["default"])
+        self.folder.mkdir(parents=True, exist_ok=True)
+        stamp = self.folder / f"throttle-{bucket}.ts"
+        with FileLock(str(self.folder / f"throttle-{bucket}.lock")):
+            try:
+                last = float(stamp.read_text(encoding="ascii").strip() or 0)
+            except (OSError, ValueError):
+                last = 0.0
+            # time.time(), not a monotonic clock: the stamp is shared between processes.
+            delay = last + interval - time.time()
+            if delay > 0:
+                time.sleep(min(delay, interval))
+            stamp.write_text(f"{time.time():.6f}\n", encoding="ascii")
+
+
+class Cache:
+    """The on-disk response cache: ``<folder>/<key>.json`` = ``{key, method, url, status, body}``."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def path(self, key: str) -> Path:
+        return self.folder / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        try:
+            return json.loads(self.path(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def put(self, key: str, record: dict[str, Any]) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tmp = self.path(key).with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(record, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, self.path(key))
+
+
+class Fetcher:
+    """GET with throttle, retries, cache; ``on_key`` hears every cache key served.
+
+    ``get_json(url, bucket, headers)`` returns the parsed JSON body;
+    ``get_text`` the body text (arXiv's Atom). Raises :class:`LitUnavailable`
+    when every attempt failed with a retryable status or a network error, and
+    :class:`LitResponseError` on another 4xx or a malformed JSON body.
+    """
+
+    def __init__(self, cache_dir: Path, *, on_key: OnKey | None = None,
+                 intervals: Mapping[str, float] | None = None, backoff: float | None = None,
+                 timeout: float = TIMEOUT, attempts: int = ATTEMPTS,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.cache = Cache(cache_dir)
+        self.throttle = Throttle(cache_dir, intervals)
+        self.on_key = on_key
+        env_backoff = os.environ.get("KB_LIT_BACKOFF", "").strip()
+        self.backoff = backoff if backoff is not None else float(env_backoff or 2.0)
+        self.timeout = timeout
+        self.attempts = attempts
+        self.sleep = sleep
+        self.requests = 0  # network requests made (cache hits excluded)
+
+    def get_json(self, url: str, bucket: str, headers: Mapping[str, str] | None = None) -> Any:
+        return self._get(url, bucket, headers, as_json=True)
+
+    def get_text(self, url: str, bucket: str, headers: Mapping[str, str] | None = None) -> str:
+        return self._get(url, bucket, headers, as_json=False)
+
+    def _get(self, url: str, bucket: str, headers: Mapping[str, str] | None, as_json: bool) -> Any:
+        key = cache_key("GET", url)
+        hit = self.cache.get(key)
+        if hit is not None and "body" in hit:
+            self._served(key)
+            return hit["body"]
+        body = self._fetch(url, bucket, headers, as_json)
+        self.cache.put(key, {"key": key, "method": "GET", "url": url, "status": 200, "body": body})
+        self._served(key)
+        return body
+
+    def _served(self, key: str) -> None:
+        if self.on_key is not None:
+            self.on_key(key)
+
+    def _fetch(self, url: str, bucket: str, headers: Mapping[str, str] | None, as_json: bool) -> Any:
+        import httpx
+
+        last = "no attempt made"
+        with httpx.Client(timeout=self.timeout, follow_redirects=True) as http:
+            for attempt in range(self.attempts):
+                if attempt:  # 2, 4, 8 s before the 2nd, 3rd, 4th attempt
+                    self.sleep(self.backoff * 2 ** (attempt - 1))
+                self.throttle.wait(bucket)
+                self.requests += 1
+                try:
+                    resp = http.get(url, headers=dict(headers or {}))
+                except httpx.TimeoutException as exc:
+                    last = f"timed out after {self.timeout:g}s ({type(exc).__name__})"
+                    continue
+                except httpx.HTTPError as exc:  # connection refused, DNS, protocol errors
+                    last = f"network error: {type(exc).__name__}: {exc}"
+                    continue
+                if resp.status_code in RETRY_STATUS:
+                    last = f"HTTP {resp.status_code}"
+                    continue
+                if resp.status_code >= 400:
+                    cls = LitNotFound if resp.status_code == 404 else LitResponseError
+                    raise cls(f"GET {_redact(url)}: HTTP {resp.status_code}: "
+                                           f"{resp.text[:200].strip()}")
+                if not as_json:
+                    return resp.text
+                try:
+                    return resp.json()
+                except ValueError:
+                    raise LitResponseError(f"GET {_redact(url)}: the response is not JSON "
+                                           f"({resp.text[:80].strip()!r})") from None
+        raise LitUnavailable(f"GET {_redact(url)} failed {self.attempts} times; last: {last}")
+
+
+def _redact(url: str) -> str:
+    """The URL for messages: the ``mailto`` value is personal, so it is hidden."""
+    import re
+
+    return re.sub(r"(mailto=)[^&]+", r"\1…", url)

@@ -1,0 +1,231 @@
+"""JSON output models of ``kb trail …`` (one pydantic model per command's ``--json``).
+
+:data:`OUTPUTS` maps command words (``"trail add"``, ``"trail render --check"``) to
+the model of its success output, in the form of kb's agents' contract, so that
+``kb schema`` and the MCP tools describe the trail commands like every other
+command. Models allow extra fields; the properties named here are always
+there. An error is kb's ``{"error": {"message", "exit_code", "kind"}}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class TrailNode(_Open):
+    """A node in full (``kb trail node``; the ``nodes`` of a write result)."""
+
+    id: str
+    kind: str
+    title: str
+    summary: str
+    status: str
+    parent: Optional[str]
+    tags: list[str]
+    refs: list[str]
+    created_by: str
+    created_at: str
+    updated_by: str
+    updated_at: str
+    version: int = Field(description="the compare-and-swap token of --expect-version")
+    hits: int
+    archived: bool
+    digest: str
+    digest_manual: bool
+    digest_history: list[dict[str, Any]]
+    owner: Optional[str]
+    lease_until: int = Field(description="epoch seconds; 0 without a lease")
+    lease_epoch: int
+
+
+class ShortNode(_Open):
+    """A node in lists: id, kind, title, status, parent, version, hits (owner when leased)."""
+
+    id: str
+    kind: str
+    title: str
+    status: str
+    parent: Optional[str]
+    version: int
+    hits: int
+
+
+class LogProblemOut(BaseModel):
+    path: str = Field(description="KB-relative log file")
+    line: int = Field(description="1-based; 0: the whole file")
+    message: str
+
+
+class TrailWrite(_Open):
+    """Every recording (add, link, set, move, merge, promote, archive, digest, rollback,
+    assign, handoff): kb's write result plus the nodes after the write."""
+
+    op: str = Field(description="the Kb-Op value, e.g. trail.add")
+    id: Optional[str]
+    ids: list[str]
+    nodes: list[TrailNode]
+    changes: list[str]
+    commit: Optional[str]
+    paths: list[str]
+    blobs: dict[str, str]
+    batch: Optional[str] = Field(description="the recording's batch id (its log file's name)")
+    recovered: list[str]
+
+
+class TrailIngest(_Open):
+    op: str
+    ids: list[str]
+    commit: Optional[str]
+    paths: list[str]
+    added: int
+    hits: int = Field(description="nodes seen again (their hits grew)")
+    problems: list[LogProblemOut] = Field(description="transcript lines skipped")
+    report: dict[str, Any]
+
+
+class TrailRender(_Open):
+    op: str
+    commit: Optional[str]
+    paths: list[str]
+    path: str
+    changed: bool
+
+
+class TrailRenderCheck(BaseModel):
+    path: str
+    exists: bool
+    stale: bool
+    line: Optional[int]
+
+
+class _View(_Open):
+    view: str
+    log_problems: Optional[list[LogProblemOut]] = None
+
+
+class Overview(_View):
+    goal: Optional[ShortNode]
+    focus: Optional[ShortNode]
+    recent: list[ShortNode]
+    open: list[ShortNode]
+    open_total: int
+    open_folded: dict[str, int]
+    dead_ends: list[ShortNode]
+    artifacts: list[ShortNode]
+    conclusions: list[ShortNode]
+
+
+class TrunkTopic(_Open):
+    id: str
+    title: str
+    digest: str
+    progress: dict[str, int]
+    owner: Optional[str]
+    conflict: bool
+    leaves: list[ShortNode]
+    archived_leaves: int
+
+
+class TrunkGoal(BaseModel):
+    goal: Optional[ShortNode]
+    topics: list[TrunkTopic]
+
+
+class Trunk(_View):
+    goals: list[TrunkGoal]
+    claimable: list[dict[str, Any]]
+
+
+class Brief(_View):
+    text: str = Field(description="at most 400 characters")
+    chars: int
+
+
+class Suggestion(BaseModel):
+    action: str = Field(description="verify, resolve, claim, converge or switch")
+    id: str
+    title: str
+    reason: str
+    track: str = Field(description="current or switch")
+
+
+class Frontier(_View):
+    suggestions: list[Suggestion]
+    avoid: list[dict[str, Any]]
+
+
+class Stats(_View):
+    nodes: int = Field(description="live nodes")
+    by_kind: dict[str, int]
+    by_status: dict[str, int]
+    edges: dict[str, int]
+    actors: dict[str, dict[str, int]]
+    duplicates: dict[str, int]
+
+
+class Find(_View):
+    query: str
+    total: int
+    results: list[ShortNode]
+
+
+class NodeView(TrailNode):
+    view: str
+    children: list[ShortNode]  # type: ignore[assignment]
+    edges: dict[str, list[dict[str, Any]]]
+    path: list[ShortNode]
+
+
+class PathView(_View):
+    id: str
+    path: list[ShortNode]
+
+
+class TreeView(_View):
+    depth: int
+    roots: list[dict[str, Any]]
+
+
+class SubtreeView(_View):
+    node: NodeView
+    tree: dict[str, Any]
+
+
+class Snapshot(_View):
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+    roots: list[str]
+    focus: Optional[str]
+    truncated: bool
+
+
+class Check(BaseModel):
+    operations: int
+    nodes: int
+    problems: list[LogProblemOut]
+
+
+class Diff(_Open):
+    base: str
+    head: str
+    added: list[ShortNode]
+    closed: list[ShortNode]
+
+
+#: command words -> the model of its ``--json`` success output.
+OUTPUTS: dict[str, type[BaseModel]] = {
+    **{f"trail {w}": TrailWrite for w in ("add", "link", "set", "move", "merge", "promote",
+                                         "archive", "digest", "rollback", "assign", "handoff")},
+    "trail ingest": TrailIngest, "trail render": TrailRender,
+    "trail render --check": TrailRenderCheck,
+    "trail overview": Overview, "trail trunk": Trunk, "trail brief": Brief,
+    "trail frontier": Frontier, "trail stats": Stats, "trail find": Find, "trail node": NodeView,
+    "trail path": PathView, "trail tree": TreeView, "trail subtree": SubtreeView,
+    "trail snapshot": Snapshot, "trail check": Check, "trail diff": Diff,
+}

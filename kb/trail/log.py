@@ -1,0 +1,164 @@
+"""The operation log: one immutable file per recording under ``.explore-tree/ops/``.
+
+Why this layout (issue 15, DESIGN.md §9): two branches that both record must
+merge with a plain ``git merge`` and no driver. A shared append-only journal
+conflicts on every such merge (both sides append at the same place); files
+that are only ever *added*, each under a name no other writer can pick,
+never do. So every recording kb makes is one new file::
+
+    .explore-tree/ops/2026-12/20261201T072213Z-3f9a1c0e5b2d.jsonl
+
+named by its batch id (UTC time of the recording + 48 random bits) and holding
+one JSON object per line, one per operation::
+
+    {"v": 1, "id": "20261201T072213Z-3f9a1c0e5b2d-0000", "lc": 17,
+     "at": "2026-12-01T07:22:13Z", "actor": "alice", "op": "add", "node": {...}}
+
+An operation's ``id`` is its batch id plus its position; ``lc`` a logical
+clock (one more than the largest in the log its writer replayed). Sorting by
+``(lc, id)`` is the replay order: causal on each branch, the same on every
+machine whatever order the files were listed or merged in. A file is
+written once and never changed; an operation id seen twice counts once.
+
+Reading never raises for bad content: a line that is not a JSON object with
+``v``, ``id`` and ``op`` (a torn write, a hand edit, a conflict marker) is a
+:class:`kb.trail.model.LogProblem` naming the file and line, and is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from kb.trail.model import SCHEMA_VERSION, LogProblem
+
+#: The log folder, relative to the KB root.
+LOG_DIR = ".explore-tree"
+OPS_DIR = LOG_DIR + "/ops"
+
+
+def new_batch_id(at: str) -> str:
+    """A collision-free batch id for a recording at ISO time ``at``: ``YYYYMMDDTHHMMSSZ-<12 hex>``."""
+    stamp = at.replace("-", "").replace(":", "")
+    return f"{stamp}-{secrets.token_hex(6)}"
+
+
+def batch_rel(batch: str) -> str:
+    """KB-relative path of the log file for ``batch`` (a folder per month)."""
+    return f"{OPS_DIR}/{batch[:4]}-{batch[4:6]}/{batch}.jsonl"
+
+
+def encode_batch(batch: str, at: str, actor: str, ops: list[dict[str, Any]], lc: int = 0) -> bytes:
+    """The bytes of a log file: each op stamped with ``v``, ``id``, ``at``, ``actor`` and
+    the recording's logical clock ``lc`` (see :func:`kb.trail.replay.sort_key`).
+
+    Keys are sorted and non-ASCII written as itself, so a recording's file
+    reads well in a pull request's diff.
+    """
+    lines = []
+    for i, op in enumerate(ops):
+        rec = {"v": SCHEMA_VERSION, "id": f"{batch}-{i:04d}", "lc": lc, "at": at, "actor": actor}
+        rec.update(op)
+        lines.append(json.dumps(rec, ensure_ascii=False, sort_keys=True, separators=(",", ":")))
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+@dataclass(frozen=True)
+class LogFile:
+    """One log file on disk: KB-relative ``rel``, its size and mtime (ns) for the cache key."""
+
+    rel: str
+    size: int
+    mtime: int
+
+
+def symlinked(root: Path) -> str | None:
+    """``.explore-tree`` or ``.explore-tree/ops`` when it is a symbolic link (kb neither reads
+    nor writes through one: it could lead out of the work tree), else None."""
+    for rel in (LOG_DIR, OPS_DIR):
+        if (root / rel).is_symlink():
+            return rel
+    return None
+
+
+def list_files(root: Path) -> list[LogFile]:
+    """Every ``*.jsonl`` under ``<root>/.explore-tree/ops`` (one folder level), sorted by path;
+    none when the folder is a symbolic link (see :func:`symlinked`)."""
+    base = root / OPS_DIR
+    out: list[LogFile] = []
+    if symlinked(root):
+        return out
+    try:
+        months = list(os.scandir(base))
+    except (FileNotFoundError, NotADirectoryError):
+        return out
+    for month in months:
+        if not month.is_dir(follow_symlinks=False):
+            continue
+        with os.scandir(month.path) as it:
+            for e in it:
+                if e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False):
+                    st = e.stat(follow_symlinks=False)
+                    out.append(LogFile(f"{OPS_DIR}/{month.name}/{e.name}", st.st_size,
+                                       st.st_mtime_ns))
+    out.sort(key=lambda f: f.rel)
+    return out
+
+
+def read_file(root: Path, rel: str, problems: list[LogProblem]) -> Iterator[dict[str, Any]]:
+    """The well-formed operations of one log file; bad lines go to ``problems``."""
+    try:
+        data = (root / rel).read_bytes()
+    except OSError as exc:
+        problems.append(LogProblem(rel, 0, f"cannot read the log file: {exc.strerror or exc}"))
+        return
+    yield from read_bytes(rel, data, problems)
+
+
+def read_bytes(rel: str, data: bytes, problems: list[LogProblem]) -> Iterator[dict[str, Any]]:
+    """The well-formed operations in the bytes ``data`` of log file ``rel``."""
+    body = data.rstrip(b"\n")
+    if body and data.endswith(b"\n") and b"\n\n" not in body:
+        # Fast path: the whole file as one JSON array (one parser call per file, not per
+        # line); any problem falls back to the line-by-line reading that reports it.
+        try:
+            ops = json.loads(b"[" + body.replace(b"\n", b",") + b"]")
+        except (ValueError, UnicodeDecodeError):
+            ops = None
+        if ops is not None and len(ops) == body.count(b"\n") + 1 and all(
+                type(op) is dict and type(op.get("id")) is str and type(op.get("op")) is str
+                and type(op.get("v")) is int and op["v"] <= SCHEMA_VERSION for op in ops):
+            for i, op in enumerate(ops):
+                op["_src"] = (rel, i + 1)
+            yield from ops
+            return
+    lines = data.split(b"\n")
+    last = len(lines) - 1
+    for i, raw in enumerate(lines):
+        if not raw.strip():
+            continue
+        try:
+            op = json.loads(raw)
+        except UnicodeDecodeError:
+            problems.append(LogProblem(rel, i + 1, "corrupt entry: not UTF-8; skipped"))
+            continue
+        except json.JSONDecodeError as exc:
+            what = ("torn entry (the line ends without a newline and is not JSON)"
+                    if i == last else f"corrupt entry: not JSON ({exc.msg})")
+            problems.append(LogProblem(rel, i + 1, what + "; skipped"))
+            continue
+        if (not isinstance(op, dict) or not isinstance(op.get("id"), str)
+                or not isinstance(op.get("op"), str) or not isinstance(op.get("v"), int)):
+            problems.append(LogProblem(rel, i + 1, "corrupt entry: not an operation "
+                                                   "(needs v, id and op); skipped"))
+            continue
+        if op["v"] > SCHEMA_VERSION:
+            problems.append(LogProblem(rel, i + 1, f"operation schema v{op['v']} is newer than "
+                                                   f"this kb reads (v{SCHEMA_VERSION}); skipped"))
+            continue
+        op["_src"] = (rel, i + 1)
+        yield op

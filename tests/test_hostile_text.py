@@ -1,0 +1,76 @@
+"""Hostile text in research files (issue 11): terminal escapes are never printed
+raw by human-readable output; DASHBOARD.md escapes Markdown/HTML in list items;
+every Mermaid label shows exactly the statement's text; a duplicated ID is one
+Mermaid node."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import git, invoke, run_script
+
+EVIL = "evil \x1b[31mRED\x1b[0m \x1b]0;pwned\x07 \x9b2J \u202eelif"
+
+
+def test_terminal_escapes_are_never_printed_raw(tree_kb: Path) -> None:
+    root = tree_kb
+    tree = root / "tree.md"
+    tree.write_text(tree.read_text(encoding="utf-8") + f"\n## H1: {EVIL}\nStatus: 待验\n",
+                    encoding="utf-8")
+    for args in (["ls"], ["show", "H1"], ["find", "evil"], ["index"], ["verify"]):
+        r = run_script(*args, cwd=root)
+        out = r.stdout + r.stderr
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]", out), (args, out)
+    r = run_script("ls", cwd=root)
+    assert "\\x1b[31mRED" in r.stdout  # shown, escaped
+    data = run_script("show", "H1", "--json", cwd=root).json()
+    assert "\x1b" in data["statement"] or "RED" in data["statement"]  # JSON keeps the text
+
+
+def test_dashboard_escapes_markdown_html_and_mermaid(tree_kb: Path) -> None:
+    root = tree_kb
+    statement = 'a <img src=x onerror=alert(1)> [link](javascript:x) *em* "q" #lt; %%{init: {}}%%'
+    r = invoke("hyp", "add", statement, cwd=root)
+    assert r.code == 0, r.stderr
+    dash = (root / "DASHBOARD.md").read_text(encoding="utf-8")
+    item = next(ln for ln in dash.splitlines() if ln.startswith("- H1:"))
+    assert "<img" not in item and "&lt;img" in item
+    assert "\\[link\\]" in item and "\\*em\\*" in item
+    label = next(ln for ln in dash.splitlines() if ln.strip().startswith("n_H1["))
+    inner = label.split('["', 1)[1].rsplit('"]', 1)[0]
+    # Decoding the numeric entities gives back exactly the text shown.
+    decoded = re.sub(r"#(\d+);", lambda m: chr(int(m.group(1))), inner.split("<br/>")[0])
+    shown = decoded.removesuffix("…")  # a long statement is cut, never altered
+    assert f"H1: {statement}".startswith(shown) and len(shown) > 20
+    assert not re.search(r'["<>%`]|#lt;', inner.split("<br/>")[0])
+    assert invoke("verify", cwd=root).code == 0
+
+
+def test_duplicate_ids_are_one_mermaid_node() -> None:
+    from kb.ops.tree import Node
+    from kb.render.dashboard import mermaid
+
+    nodes = [Node("H1", 0, "待验", 2, 0, "first", None), Node("H1", 1, "待验", 2, 0, "again", None)]
+    lines, left = mermaid(nodes)
+    assert sum(1 for ln in lines if ln.strip().startswith("n_H1[")) == 1 and left == 0
+
+
+@pytest.mark.parametrize("value,want", [
+    ("[[E001]], [[E002|run, then rerun]]", ["E001", "E002"]),
+    ("[[E001|a ] odd; label]]，E002", ["E001", "E002"]),
+    ("[[E001#结果|结果, 见表]]", ["E001"]),
+])
+def test_wiki_link_anchor_values_are_read_as_links(value: str, want: list) -> None:
+    from kb.config import config_from_dict
+    from kb.parse import parse_file
+
+    text = f"# T\n\n## H1: Root\nStatus: 待验\nEvidence: {value}\n"
+    res = parse_file("tree.md", text.encode(), config_from_dict(Path("."), {}))
+    (h,) = res.objects
+    assert list(h.evidence) == want
+    card = f"# 问题｜q\n\n- ID: q1\n- 状态: 开放\n- 依赖: {value.replace('E00', 'p')}\n"
+    res = parse_file("Problems/q1.md", card.encode(), config_from_dict(Path("."), {}))
+    assert [d.code for d in res.diagnostics if d.code in ("KB120", "KB121")] == []

@@ -1,0 +1,255 @@
+"""``kb diff``: the research diff of a range, the staged index and the working tree.
+
+Real repositories, kb's own write commands (so commits carry kb's trailers),
+hand commits for what kb never writes (a renumbering, a removed hypothesis).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import commit_all, git, invoke
+
+
+def _kb(root: Path, *args: str) -> None:
+    r = invoke(*args, cwd=root)
+    assert r.code == 0, (args, r.stdout, r.stderr)
+
+
+@pytest.fixture
+def pr(example_kb: Path) -> Path:
+    """The example KB with a branch ``feat`` of kb commands on top of ``main``."""
+    root = example_kb
+    git(root, "checkout", "-q", "-b", "feat")
+    _kb(root, "hyp", "add", "Caching the wheel cache halves setup", "--parent", "H1")
+    _kb(root, "exp", "new", "--hyp", "H1.1.1", "Profile the db fixture")
+    _kb(root, "exp", "log", "E005", "ran with -X importtime")
+    _kb(root, "exp", "log", "E004", "re-ran with a warm cache")  # an experiment the range did not add
+    _kb(root, "exp", "result", "E005", "--data", "collection 41 s of 38 min", "--conclusion", "推翻",
+        "--reason", "imports are cheap")
+    _kb(root, "hyp", "edit", "H1", "Setup, not tests, dominates CI time", "--reason", "wrong subject")
+    _kb(root, "problem", "priority", "q2", "3")
+    _kb(root, "problem", "add", "q3", "Twin primes are infinite", "--depends", "q2")
+    _kb(root, "entry", "add", "q3", "--kind", "解法", "--title", "Sieve bound", "--prob", "0.2",
+        "--text", "Bound the pairs by a sieve.")
+    _kb(root, "verdict", "q2#解法1", "--vote", "alice=1", "--vote", "bob=1")
+    _kb(root, "propo", "add", "数论", "p3", "There are infinitely many twin primes", "--prob", "0.6")
+    _kb(root, "method", "add", "m9", "Sieve bounds", "--type", "方法")
+    _kb(root, "method", "apply", "m1", "bounds the pairs", "--problem", "q3")
+    return root
+
+
+def _diff(root: Path, *args: str) -> dict:
+    r = invoke("diff", *args, "--json", cwd=root)
+    assert r.code == 0, (r.stdout, r.stderr)
+    return r.json()
+
+
+def _ids(d: dict) -> set[str]:
+    """Every object ID the diff lists anywhere."""
+    out = set()
+    for sec in ("hypotheses", "experiments", "cards", "verified"):
+        for items in d[sec].values():
+            for x in items:
+                for key in ("id", "from", "to"):
+                    if isinstance(x.get(key), str) and re.fullmatch(r"[A-Za-z]+[\d.]+", x[key]):
+                        out.add(x[key])
+    return out
+
+
+def test_range_lists_what_the_research_changed(pr: Path) -> None:
+    card = pr / "Problems" / "q2.md"
+    card.write_text(card.read_text(encoding="utf-8").replace('- 依赖: ["p1"]', '- 依赖: ["p2"]'),
+                    encoding="utf-8")
+    commit_all(pr, "q2 depends on p2, not p1")
+    d = _diff(pr, "main..feat")
+    assert d["source"] == "range" and len(d["commits"]) == 14
+    assert d["commits"][-1]["op"] is None  # a commit by hand: no Kb-Op
+    assert [c["op"] for c in d["commits"]][:3] == ["hyp.add", "exp.new", "exp.log"]
+    h = d["hypotheses"]
+    assert [(x["id"], x["parent"], x["statement"]) for x in h["added"]] == \
+        [("H1.3", "H1", "Caching the wheel cache halves setup")]
+    assert [(x["id"], x["to"], x["reason"]) for x in h["corrected"]] == \
+        [("H1", "Setup, not tests, dominates CI time", "wrong subject")]
+    [move] = h["status"]
+    assert (move["id"], move["from"], move["to"]) == ("H1.1.1", "进行中", "被推翻")
+    assert move["evidence"][0]["id"] == "E005" and move["evidence"][0]["conclusion"] == "推翻"
+    assert [(x["id"], x["added"]) for x in h["evidence"]] == [("H1.1.1", ["E005"])]
+    e = d["experiments"]
+    assert [x["id"] for x in e["added"]] == ["E005"]
+    [fin] = e["finished"]
+    assert (fin["id"], fin["conclusion"], fin["data"]) == ("E005", "推翻", "collection 41 s of 38 min")
+    assert sorted((x["id"], x["entries"]) for x in e["logged"]) == [("E004", 1), ("E005", 1)]
+    assert e["edited"] == []  # a log entry is listed as such, not as an edit
+    c = d["cards"]
+    assert sorted((x["id"], x["kind"]) for x in c["added"]) == \
+        [("m9", "method"), ("p3", "proposition"), ("q3", "problem")]
+    assert [x["category"] for x in c["added"] if x["id"] == "p3"] == ["数论"]
+    assert [(x["id"], x["problem"]) for x in c["applications"]] == [("m1", "q3")]
+    assert ("q3", "解法", 1, "Sieve bound") in [(x["id"], x["entry"], x["number"], x["title"])
+                                                 for x in c["entries_added"]]
+    assert [(x["id"], x["from"], x["to"]) for x in c["priorities"]] == [("q2", 0, "never")]
+    assert [(x["id"], x["added"], x["removed"]) for x in c["dependencies"]] == [("q2", ["p2"], ["p1"])]
+    assert [(x["id"], x["to"]) for x in c["status"]] == [("q2", "已解决")]
+    assert [x["id"] for x in c["settled"]] == ["q2"]
+    assert [(x["id"], x["from"]["probability"], x["probability"]) for x in c["entries_changed"]] == \
+        [("q2", 0.9, 1.0)]
+    assert [(x["id"], x["object_type"]) for x in d["verified"]["added"]] == [("q2", "问题")]
+    [v] = d["verdicts"]
+    assert (v["target"], v["verdict"], v["mode"]) == ("q2#解法1", 1.0, "forced")
+    assert sorted((x["verifier"], x["result"]) for x in v["votes"]) == [("alice", 1.0), ("bob", 1.0)]
+    assert [(o["id"], o["reason"]) for o in d["overrides"]] == [("H1", "wrong subject")]
+    # Only what the range changed: nothing about H1.1, H2, E001-E004, q1, p1, p2.
+    assert _ids(d) == {"H1", "H1.1.1", "H1.3", "E004", "E005", "q2", "q3", "p3", "m9", "m1"}
+    assert d["findings"] == [] and d["findings_summary"]["blocking"] == 0 and not d["empty"]
+
+
+def test_a_b_form_and_markdown_and_text(pr: Path) -> None:
+    assert _diff(pr, "main", "feat")["hypotheses"] == _diff(pr, "main..feat")["hypotheses"]
+    md = invoke("diff", "main..feat", "--format", "markdown", cwd=pr)
+    assert md.code == 0
+    lines = md.stdout.splitlines()
+    assert lines[0].startswith("## Research diff")
+    # Overrides come first, before the hypotheses.
+    assert lines.index("### Review these (overrides, renumberings, unreadable files)") < lines.index("### Hypotheses")
+    assert "- override on `H1`: wrong subject" in md.stdout
+    assert "```mermaid" in md.stdout and "class n_H1_3 changed" in md.stdout
+    assert "n_H2" not in md.stdout  # an untouched branch of the tree is not drawn
+    text = invoke("diff", "main..feat", cwd=pr)
+    assert "finished E005 (H1.1.1): conclusion 推翻; data: collection 41 s of 38 min" in text.stdout
+    assert "```" not in text.stdout
+
+
+def test_renumbering_and_removal_by_hand_are_highlighted_with_findings(pr: Path) -> None:
+    tree = (pr / "tree.md").read_text(encoding="utf-8")
+    tree = tree.replace("H1.3", "H1.4")
+    (pr / "tree.md").write_text(tree, encoding="utf-8")
+    git(pr, "commit", "-q", "-am", "renumber H1.3\n\nKb-Renumber: H1.3 -> H1.4")
+    d = _diff(pr, "main..feat")
+    assert d["renumberings"][0]["from"] == "H1.3" and d["renumberings"][0]["to"] == "H1.4"
+    h = d["hypotheses"]
+    assert [x["id"] for x in h["added"]] == ["H1.4"]  # new in the range, under its final ID
+    assert h["removed"] == []
+    md = invoke("diff", "main..feat", "--format", "markdown", cwd=pr).stdout
+    assert "renumbered `H1.3` → `H1.4`" in md
+    # Removing a hypothesis by hand: a history violation with its file and line.
+    tree = (pr / "tree.md").read_text(encoding="utf-8")
+    start = tree.index("### H1.2:")
+    end = tree.index("### H1.4:")
+    (pr / "tree.md").write_text(tree[:start] + tree[end:], encoding="utf-8")
+    commit_all(pr, "drop H1.2")
+    d = _diff(pr, "main..feat")
+    assert [x["id"] for x in d["hypotheses"]["removed"]] == ["H1.2"]
+    blocking = [f for f in d["findings"] if f["blocking"]]
+    assert blocking and all(f["path"] and f["line"] >= 1 for f in blocking)
+    assert any("H1.2" in f["message"] for f in blocking)
+    r = invoke("diff", "main..feat", "--format", "markdown", "--exit-code",
+               "--link-base", "https://example.org/r/blob/abc", cwd=pr)
+    assert r.code == 1
+    assert re.search(r"\[tree\\.md&#58;\d+\]\(https://example\.org/r/blob/abc/tree\.md#L\d+\)", r.stdout) or \
+        re.search(r"\[tree\\\.md:\d+\]\(https://example\.org/r/blob/abc/tree\.md#L\d+\)", r.stdout)
+
+
+def test_agent_text_is_inert_in_markdown_and_mermaid(example_kb: Path) -> None:
+    root = example_kb
+    git(root, "checkout", "-q", "-b", "evil")
+    nasty = 'A #quot; Pwn"]:::x\nclick n_H1 call alert() <script>alert(1)</script> @alice [x](https://evil.example) `c`'
+    _kb(root, "hyp", "add", nasty.replace("\n", " "), "--parent", "H1")
+    md = invoke("diff", "main..evil", "--format", "markdown", cwd=root).stdout
+    assert "<script" not in md and "@alice" not in md and "](https://evil" not in md
+    block = md[md.index("```mermaid"):]
+    block = block[:block.index("```\n", 3)]
+    for line in block.splitlines():
+        if "H1.3" in line:
+            # One quoted label: no quote, bracket, angle bracket or '#' survives inside it.
+            label = line[line.index('["') + 2: line.rindex('"]')]
+            assert not set(label.replace("<br/>", "")) & set('"<>[]`'), label
+            assert label.startswith("H1.3: A #35;quot; Pwn#quot;#93;")  # the literal entity is inert
+            assert line.endswith(":::untested")
+
+
+def test_staged_and_worktree(example_kb: Path) -> None:
+    root = example_kb
+    tree = (root / "tree.md").read_text(encoding="utf-8")
+    (root / "tree.md").write_text(tree + "\n## H3: Staged hypothesis\nStatus: 待验\nEvidence: (empty)\n",
+                                  encoding="utf-8")
+    git(root, "add", "tree.md")
+    (root / "tree.md").write_text(
+        (root / "tree.md").read_text(encoding="utf-8")
+        + "\n## H4: Unstaged hypothesis\nStatus: 待验\nEvidence: (empty)\n", encoding="utf-8")
+    staged = _diff(root, "--staged")
+    assert staged["source"] == "staged" and [x["id"] for x in staged["hypotheses"]["added"]] == ["H3"]
+    wt = _diff(root)
+    assert wt["source"] == "worktree" and [x["id"] for x in wt["hypotheses"]["added"]] == ["H3", "H4"]
+    git(root, "checkout", "-q", "--", "tree.md")
+    git(root, "reset", "-q")
+    git(root, "checkout", "-q", "--", "tree.md")
+    clean = _diff(root)
+    assert clean["empty"] and _ids(clean) == set()
+    assert "No research objects changed." in invoke("diff", cwd=root).stdout
+
+
+def test_mermaid_stays_within_limits_and_says_what_it_left_out(example_kb: Path) -> None:
+    root = example_kb
+    git(root, "checkout", "-q", "-b", "big")
+    tree = (root / "tree.md").read_text(encoding="utf-8")
+    n = 700
+    tree = tree.replace("## H2:", "".join(
+        f"### H1.{i}: Candidate cause number {i} with a long enough statement to cost characters\n"
+        f"Status: 待验\nEvidence: (empty)\nParent: H1\n\n" for i in range(3, 3 + n)) + "## H2:", 1)
+    (root / "tree.md").write_text(tree, encoding="utf-8")
+    commit_all(root, "many hypotheses")
+    d = _diff(root, "main..big", "--no-findings")
+    mm = d["mermaid"]
+    assert len(d["hypotheses"]["added"]) == n
+    body = "\n".join(mm["lines"])
+    assert sum(1 for ln in mm["lines"] if " --> " in ln) <= 500 and len(body) <= 50_000
+    assert mm["left_out"] == n - mm["shown"] > 0
+    assert f"{mm['left_out']} changed hypotheses not drawn" in mm["note"]
+    md = invoke("diff", "main..big", "--format", "markdown", "--no-findings", cwd=root).stdout
+    assert mm["note"] in md
+    # A PR comment holds 65,536 characters: --max-chars bounds the output and says so.
+    assert len(md) > 20_000
+    short = invoke("diff", "main..big", "--format", "markdown", "--no-findings", "--max-chars", "20000",
+                   cwd=root).stdout
+    assert len(short) <= 20_000 and "```mermaid" not in short
+    assert re.search(r"\d+ more line\(s\) left out \(size limit 20,000 characters\)", short)
+
+
+def test_usage_errors(pr: Path) -> None:
+    r = invoke("diff", "main...feat", "--json", cwd=pr)
+    assert r.code == 2 and r.json()["error"]["exit_code"] == 2
+    r = invoke("diff", "nosuch..feat", cwd=pr)
+    assert r.code == 2 and "nosuch" in r.stderr and "Traceback" not in r.stderr
+    r = invoke("diff", "main..feat", "--staged", cwd=pr)
+    assert r.code == 2
+
+
+def test_an_unreadable_file_is_said_not_read_as_removals(example_kb: Path) -> None:
+    root = example_kb
+    with open(root / "tree.md", "ab") as f:
+        f.write(b"\n\xff\xfe not UTF-8\n")
+    commit_all(root, "corrupt tree.md")
+    d = _diff(root, "HEAD~1..HEAD")
+    assert d["hypotheses"]["removed"] == []
+    [u] = d["unreadable"]
+    assert u["path"] == "tree.md" and u["code"] == "KB101" and not d["empty"]
+    assert any(f["code"] == "KB101" and f["blocking"] for f in d["findings"])
+    md = invoke("diff", "HEAD~1..HEAD", "--format", "markdown", cwd=root).stdout
+    assert "unreadable `tree.md:" in md
+
+
+def test_staged_correction_shows_the_override_from_the_environment(example_kb: Path, monkeypatch) -> None:
+    root = example_kb
+    _kb(root, "hyp", "edit", "H2", "xdist on 4 workers halves the test step", "--reason", "scope",
+        "--no-commit")
+    git(root, "add", "tree.md")
+    monkeypatch.setenv("KB_OVERRIDE", "H2 scope")
+    d = _diff(root, "--staged")
+    assert [(x["id"], x["reason"]) for x in d["hypotheses"]["corrected"]] == [("H2", "scope")]
+    assert d["overrides"] == [{"id": "H2", "reason": "scope", "commit": None}]
+    md = invoke("diff", "--staged", "--format", "markdown", cwd=root).stdout
+    assert "- override on `H2`: scope (KB_OVERRIDE)" in md

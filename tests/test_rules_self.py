@@ -1,0 +1,128 @@
+"""Rules cannot be switched off by the change they judge (issue 11): history
+rules read the base snapshot's kb.toml, and a change that weakens a rule or
+moves a path of the record is itself a history violation (KB309) unless an
+override names it."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import git, write_files
+from test_verify_support import TREE, codes, find, make_repo, verify_json
+
+CARD = "Verified/命题/p1.md"
+
+
+@pytest.fixture
+def repo(make_kb):
+    return make_repo(make_kb, {"tree.md": TREE}, dashboard=False)
+
+
+def _with_toml(root, extra: str) -> None:
+    toml = root / "kb.toml"
+    toml.write_text(toml.read_text(encoding="utf-8") + extra, encoding="utf-8")
+
+
+@pytest.mark.parametrize("weakening", [
+    '\n[rules]\ndisable = ["KB304"]\n',
+    '\n[rules.severity]\nKB304 = "off"\n',
+    '\n[rules.severity]\nKB304 = "warning"\n',
+    '\n[paths]\nverified = "Elsewhere"\n',
+])
+def test_a_change_cannot_switch_off_the_rule_it_breaks(repo, weakening: str) -> None:
+    _with_toml(repo, weakening)
+    write_files(repo, {CARD: "# 已验证｜forged\n- ID: p1\n"})
+    git(repo, "add", "-A")
+    rc, data = verify_json(repo, "--staged")
+    assert rc == 1
+    assert [d["path"] for d in find(data, "KB304")] == [CARD]
+    assert find(data, "KB309") and all(d["blocking"] for d in find(data, "KB309"))
+    # the same commit, judged in a range (CI, pre-push): the parent's kb.toml governs
+    git(repo, "commit", "-q", "--no-verify", "-m", "sneaky")
+    rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")
+    assert rc == 1 and "KB304" in codes(data) and "KB309" in codes(data)
+
+
+def test_weakening_alone_needs_an_override(repo) -> None:
+    _with_toml(repo, '\n[rules]\ndisable = ["KB306"]\n')
+    git(repo, "add", "-A")
+    rc, data = verify_json(repo, "--staged")
+    assert rc == 1 and "KB306" in find(data, "KB309")[0]["message"]
+    git(repo, "commit", "-q", "--no-verify", "-m", "relax KB306\n\nKb-Override: KB306 agreed in review")
+    rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")
+    assert rc == 0, data
+    assert find(data, "KB309")[0]["severity"] == "info"
+
+
+def _forged_card_commit(repo, branch: str) -> None:
+    """A commit on ``branch`` that edits a Verified card, made with --no-verify."""
+    git(repo, "checkout", "-q", "-b", branch)
+    write_files(repo, {CARD: "# 已验证｜forged\n- ID: p1\n"})
+    git(repo, "commit", "-q", "--no-verify", "-am", "forge the card")
+    git(repo, "checkout", "-q", "-")
+
+
+def _hooks(repo) -> None:
+    from conftest import invoke
+
+    r = invoke("hooks", "install", cwd=repo)
+    assert r.code == 0, r.stderr
+
+
+def _git_err(repo, *args: str) -> str:
+    import os
+    import subprocess
+
+    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, env=dict(os.environ))
+    return proc.stderr.decode("utf-8", "replace") + proc.stdout.decode("utf-8", "replace")
+
+
+def test_cherry_pick_without_pre_commit_is_warned_at_once(repo) -> None:
+    _forged_card_commit(repo, "side")
+    _hooks(repo)
+    out = _git_err(repo, "cherry-pick", "side")
+    assert "kb: warning" in out and "KB304" in out, out
+    assert git(repo, "log", "-1", "--format=%s") == "forge the card"  # made, and said so
+
+
+def test_rebase_and_amend_are_warned_by_post_rewrite(repo) -> None:
+    _forged_card_commit(repo, "side")
+    write_files(repo, {"notes.md": "unrelated\n"})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "unrelated")
+    _hooks(repo)
+    out = _git_err(repo, "rebase", "main", "side")
+    assert "kb: warning" in out and "KB304" in out, out
+    out = _git_err(repo, "commit", "--amend", "--no-verify", "-m", "forge it again")
+    assert "KB304" in out, out
+    # a clean commit says nothing
+    git(repo, "checkout", "-q", "main")
+    write_files(repo, {"notes.md": "still unrelated\n"})
+    out = _git_err(repo, "commit", "-q", "-am", "fine")
+    assert "kb: warning" not in out
+
+
+def test_server_pre_receive_refuses_what_clients_skipped(repo, tmp_path) -> None:
+    from conftest import invoke
+
+    bare = tmp_path / "server.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(bare))
+    r = invoke("hooks", "install", "--server", cwd=bare)
+    assert r.code == 0, r.stderr
+    assert (bare / "hooks" / "pre-receive").exists()
+    assert invoke("hooks", "install", cwd=bare).code == 1  # client hooks make no sense there
+    work = tmp_path / "client"
+    git(tmp_path, "clone", "-q", str(bare), str(work))
+    write_files(work, {CARD: "# 已验证｜forged\n- ID: p1\n"})
+    git(work, "commit", "-q", "--no-verify", "-am", "forge the card")
+    out = _git_err(work, "push", "-q", "origin", "HEAD:main")
+    assert "KB304" in out and "refused" in out, out
+    assert git(bare, "rev-parse", "main") == git(repo, "rev-parse", "HEAD")  # nothing landed
+    out = _git_err(work, "push", "-q", "origin", "HEAD:refs/heads/sneaky")  # a new branch too
+    assert "KB304" in out
+    git(work, "reset", "-q", "--hard", "HEAD~1")
+    write_files(work, {"notes.md": "fine\n"})
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "a clean change")
+    out = _git_err(work, "push", "-q", "origin", "HEAD:main")
+    assert git(bare, "rev-parse", "main") == git(work, "rev-parse", "HEAD"), out

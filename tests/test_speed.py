@@ -1,0 +1,318 @@
+"""Correctness of the speed work of issue 18 (no timings here: those are in benchmarks/).
+
+Each optimisation is checked against the straightforward computation it replaces.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from conftest import config_for
+from kb.parse import parse_file
+
+
+def _naive_section_ends(text: str) -> dict[str, int]:
+    """The quadratic reference: a section ends before the next heading of the same
+    or a higher level, trailing blank lines left out (what the parser did before)."""
+    lines = text.split("\n")
+    heads = [(i, len(ln) - len(ln.lstrip("#"))) for i, ln in enumerate(lines)
+             if ln.startswith("#") and ln.lstrip("#").startswith(" ")]
+    out = {}
+    for k, (i, lvl) in enumerate(heads):
+        end = len(lines)
+        for j, lv in heads[k + 1:]:
+            if lv <= lvl:
+                end = j
+                break
+        while end - 1 > i and not lines[end - 1].strip():
+            end -= 1
+        name = lines[i].lstrip("#").strip().split(":")[0]
+        out[name] = end
+    return out
+
+
+def _random_tree(seed: int, n: int) -> str:
+    rng = random.Random(seed)
+    parts = ["# Tree\n"]
+    stack: list[str] = []
+    top = 0
+    for _ in range(n):
+        depth = rng.randint(0, min(len(stack), 6))
+        stack = stack[:depth]
+        if not stack:
+            top += 1
+            hid = f"H{top}"
+        else:
+            hid = f"{stack[-1]}.{rng.randint(1, 10**6)}"
+        stack.append(hid)
+        block = f"{'#' * (2 + depth)} {hid}: statement {hid}\nStatus: 待验\n"
+        if rng.random() < 0.5:
+            block += "\nprose under it\n\n" + ("## Notes (not a hypothesis)\n\ntext\n" if rng.random() < 0.1 else "")
+        parts.append(block)
+    return "\n".join(parts) + "\n\n"
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_section_ends_match_the_quadratic_reference(seed: int) -> None:
+    text = _random_tree(seed, 300)
+    res = parse_file("tree.md", text.encode(), config_for(Path("/kb")))
+    want = _naive_section_ends(text)
+    got = {h.id: h.end_line for h in res.objects}
+    assert len(got) == len(res.objects) >= 300
+    assert got == {k: v for k, v in want.items() if k in got}
+
+
+def test_deep_tree_of_many_hypotheses_parses_every_section() -> None:
+    # 20,000 siblings under one root: the quadratic loop scanned ~2e8 headings here.
+    n = 20_000
+    text = "## H1: root\nStatus: 待验\n\n" + "".join(
+        f"### H1.{i}: child {i}\nStatus: 待验\n\n" for i in range(1, n + 1))
+    res = parse_file("tree.md", text.encode(), config_for(Path("/kb")))
+    hyps = {h.id: h for h in res.objects}
+    assert len(hyps) == n + 1
+    assert hyps["H1"].end_line == 3 * (n + 1) - 1  # the root's section is the whole file
+    assert hyps["H1.7"].end_line == hyps["H1.7"].line + 1  # heading + Status, blank left out
+
+
+def test_ls_prints_a_long_listing_as_plain_aligned_lines(make_kb, run_kb, monkeypatch) -> None:
+    import kb_cli.ls
+
+    tree = "# Tree\n\n" + "".join(f"## H{i}: 假设 number {i}\nStatus: {'待验' if i % 2 else '进行中'}\n\n"
+                                  for i in range(1, 13))
+    root = make_kb({"tree.md": tree}, config='[kb]\nlocale = "zh"\n', commit=True)
+    rich_out = run_kb("ls", "hypotheses", cwd=root).stdout
+    monkeypatch.setattr(kb_cli.ls, "RICH_MAX_ROWS", 5)
+    plain = run_kb("ls", "hypotheses", cwd=root).stdout.splitlines()
+    assert plain[0].split() == ["ID", "Status", "Statement"]
+    assert plain[1] == "H1   待验    假设 number 1"
+    assert plain[2] == "H2   进行中  假设 number 2"  # 进行中 is 6 columns wide, the widest status
+    assert len(plain) == 13
+    # the same rows and words as the rich table (which may wrap a long statement)
+    assert [ln.split()[:2] for ln in plain] == [ln.split()[:2] for ln in rich_out.splitlines()]
+
+
+def _git_processes(trace: Path) -> list[str]:
+    """The git commands a traced run started: one ``built-in:`` line per git process."""
+    return [ln.split("built-in: ", 1)[1] for ln in trace.read_text().splitlines()
+            if "trace: built-in: " in ln]
+
+
+def _kb216_repo(make_kb, n: int) -> Path:
+    from test_verify_support import make_repo, problem
+
+    # Every problem claims a dependant that does not depend on it: n KB216 warnings,
+    # each with fix text read from the committed blob.
+    files = {f"Problems/q{i}.md": problem(f"q{i}", depended_by=f'["q{i + 100}"]') for i in range(2, 2 + n)}
+    return make_repo(make_kb, files)
+
+
+def test_blob_contents_come_through_one_cat_file_whatever_the_file_count(make_kb, tmp_path) -> None:
+    from conftest import run_script
+
+    counts = {}
+    for n in (3, 25):
+        root = _kb216_repo(make_kb, n)
+        trace = tmp_path / f"trace-{n}.txt"
+        res = run_script("verify", "--rev", "HEAD", "--json", cwd=root, env={"GIT_TRACE": str(trace)})
+        kb216 = [d for d in res.json()["diagnostics"] if d["code"] == "KB216"]
+        assert len(kb216) == n, res.stdout
+        assert all(d["fix"]["new"].startswith("- 被依赖: ") and d["fix"]["old"].startswith("- 被依赖: [\"q")
+                   for d in kb216)
+        procs = _git_processes(trace)
+        assert sum("cat-file --batch" in p for p in procs) == 1, procs
+        counts[n] = len(procs)
+    assert counts[3] == counts[25]  # bounded: independent of the number of files
+
+
+def test_blob_reader_reads_many_blobs_and_skips_missing_ones(git_repo) -> None:
+    from conftest import commit_all
+
+    from kb import git
+
+    bodies = {f"f{i}.md": (f"file {i}\n" * (i * 50)).encode() for i in range(200)}  # > one chunk
+    for name, data in bodies.items():
+        (git_repo / name).write_bytes(data)
+    commit_all(git_repo)
+    ids = {name: git.blob_id(data) for name, data in bodies.items()}
+    missing = "0" * 39 + "1"
+    got = git.read_blobs([*ids.values(), missing], git_repo)
+    assert got == {ids[n]: d for n, d in bodies.items()}
+    again = git.read_blobs([ids["f7.md"]], git_repo)  # the same process answers again
+    assert again == {ids["f7.md"]: bodies["f7.md"]}
+    assert len([k for k in git.BlobReader._open if k[1] == git_repo]) == 1
+
+
+# -- the dashboard's header comment needs no markdown-it parse ------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+COMMENT_LINES = st.sampled_from([
+    "", "text", "## H1: heading", "<!-- Generated by kb dashboard; edit Next Steps only -->",
+    "<!-- c -->", "<!-- open", "close -->", "<!---->", "<!-->", " <!-- c -->", "<!-- a --> tail",
+    "    indented", "```", "- item", "> quote", "<div>", "---", "Status: 待验",
+])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(COMMENT_LINES, max_size=20))
+def test_mask_with_comment_lines_matches_markdown_it(lines: list[str]) -> None:
+    from kb.text import _code_ranges, compute_mask
+
+    want = [False] * len(lines)
+    for begin, end in _code_ranges("\n".join(lines)):
+        for i in range(begin, min(end, len(lines))):
+            want[i] = True
+    got = compute_mask(lines)
+    assert [g for g, ln in zip(got, lines) if ln.strip()] == \
+        [w for w, ln in zip(want, lines) if ln.strip()]
+
+
+def test_dashboard_header_comment_is_read_without_markdown_it(monkeypatch) -> None:
+    import kb.text
+    from conftest import EXAMPLES
+
+    def refuse(body: str) -> list:
+        raise AssertionError("markdown-it parse of a dashboard")
+
+    data = (EXAMPLES / "DASHBOARD.md").read_bytes()
+    assert b"<!-- Generated by `kb dashboard`" in data
+    want = parse_file("DASHBOARD.md", data, config_for(Path("/kb"))).meta["next_steps"]
+    monkeypatch.setattr(kb.text, "_code_ranges", refuse)
+    res = parse_file("DASHBOARD.md", data, config_for(Path("/kb")))
+    assert res.meta["next_steps"] == want and want
+
+
+# -- verify --range: every version parsed in one pass, tree versions derived -----------
+
+def _tree(n: int, extra: str = "") -> str:
+    blocks = ["# Hypothesis Tree\n"]
+    for i in range(1, n + 1):
+        blocks.append(f"## H{i}: Statement {i}\nStatus: 待验\nEvidence: (empty)\n\nProse about {i}.\n")
+    return "\n".join(blocks) + extra
+
+
+TREE_EDITS = [
+    lambda t: t + "\n## H99: Appended at the end\nStatus: 待验\nEvidence: (empty)\n",
+    lambda t: t.replace("## H3: Statement 3\n", "## H3: Statement 3 (reworded)\n"),
+    lambda t: t.replace("Prose about 5.\n", "Prose about 5.\n\n```python\n# not a heading\n```\n"),
+    lambda t: t.replace("## H7: Statement 7\nStatus: 待验\nEvidence: (empty)\n\nProse about 7.\n\n", ""),
+    lambda t: t.replace("Prose about 2.\n", "Prose about 2.\n\n### H2.1: A child\nStatus: 待验\n"),
+    lambda t: t.replace("Prose about 9.\n", "Prose about 9.\n\n```\nan open fence at the end\n"),
+    lambda t: t.replace("# Hypothesis Tree\n", "# The tree, renamed\n"),
+    lambda t: t.replace("## H4: Statement 4\n", "## H4 Statement 4 without its colon\n"),
+    lambda t: t + "\n## H3: Declared twice\nStatus: 待验\n",
+]
+
+
+def test_range_derives_tree_versions_equal_to_full_parses(make_kb, tmp_path, monkeypatch) -> None:
+    import json
+    import shutil
+    import subprocess
+
+    import kb.checks.tree_versions as tv
+    from conftest import commit_all, git
+    from kb.index import Index, _result_rows
+    from kb.repo import open_kb
+
+    root = make_kb({"tree.md": _tree(12)}, commit=True)
+    base = git(root, "rev-parse", "HEAD").strip()
+    text = _tree(12)
+    for i, edit in enumerate(TREE_EDITS):
+        text = edit(text)
+        (root / "tree.md").write_text(text, encoding="utf-8")
+        commit_all(root, f"tree edit {i}")
+
+    spliced: list[bool] = []
+    real = tv.splice_tree_version
+
+    def spy(*args):
+        spliced.append(real(*args))
+        return spliced[-1]
+
+    def verify(where):
+        from test_verify_support import verify_json
+
+        return verify_json(where, "--range", f"{base}..HEAD")
+
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
+    monkeypatch.setattr(tv, "splice_tree_version", spy)
+    got = verify(clone)
+    assert True in spliced and False in spliced  # both paths taken by these edits
+    # every derived version's index rows are those of a full parse
+    k = open_kb(clone)
+    with Index(k) as idx:
+        blobs = [b for (b,) in idx.db.execute("SELECT blob FROM parsed WHERE path='tree.md'")]
+        assert len(blobs) == len(TREE_EDITS) + 1
+        from kb import git as kgit
+        from kb.parse import parse_file
+
+        data = kgit.read_blobs(blobs, k.top)
+        for b in blobs:
+            rp, ro, rl, rd = _result_rows("tree.md", b, parse_file("tree.md", data[b], k.config))
+            q = "SELECT * FROM {} WHERE path='tree.md' AND blob=?"
+            norm = lambda rows: sorted((r[:7], json.dumps(json.loads(r[7]), sort_keys=True)) for r in rows)
+            assert norm(idx.db.execute(q.format("objects"), (b,))) == norm(ro)
+            assert sorted(idx.db.execute(q.format("links"), (b,))) == sorted(rl)
+            assert sorted(idx.db.execute(q.format("diagnostics"), (b,))) == sorted(rd)
+    # and the report is the one of a check that parses every version whole
+    shutil.rmtree(clone / ".kb")
+    monkeypatch.setattr(tv, "splice_tree_version", lambda *a: False)
+    assert verify(clone) == got
+
+
+# -- the first hook after a pull reuses the results of the state before the pull --------
+
+@pytest.mark.parametrize("pulled", ["prose", "anchor"])
+def test_first_check_after_a_pull_equals_a_full_check(make_kb, monkeypatch, pulled) -> None:
+    import shutil
+
+    import kb.checks.verify as verify
+    from conftest import commit_all, git
+    from test_verify_support import make_repo, problem, verify_json
+
+    files = {f"Problems/q{i}.md": problem(f"q{i}", depends='["q2"]' if i > 2 else "[]",
+                                          depended_by='["q3","q4","q5"]' if i == 2 else "[]")
+             for i in range(2, 6)}
+    root = make_repo(make_kb, files)
+    assert verify_json(root, "--rev", "HEAD")[0] == 0  # HEAD's results stored, as the hook does
+    q3 = root / "Problems" / "q3.md"
+    if pulled == "prose":
+        q3.write_text(q3.read_text(encoding="utf-8") + "\nA pulled paragraph.\n", encoding="utf-8")
+    else:  # q3 no longer depends on q2: q2's 被依赖 goes stale (KB216), q3 moves down
+        q3.write_text(q3.read_text(encoding="utf-8").replace('- 依赖: ["q2"]', "- 依赖: []"),
+                      encoding="utf-8")
+    commit_all(root, "pulled")  # no hook: kb has no results for this HEAD
+    q4 = root / "Problems" / "q4.md"
+    q4.write_text(q4.read_text(encoding="utf-8") + "\nMy own paragraph.\n", encoding="utf-8")
+    git(root, "add", "Problems/q4.md")
+
+    used = []
+    real = verify._before_head
+
+    def spy(*args):
+        used.append(real(*args))
+        return used[-1]
+
+    neutral = []
+    real_neutral = verify._neutral
+
+    def spy_neutral(*args):
+        neutral.append(real_neutral(*args))
+        return neutral[-1]
+
+    monkeypatch.setattr(verify, "_before_head", spy)
+    monkeypatch.setattr(verify, "_neutral", spy_neutral)
+    got = verify_json(root, "--staged")
+    assert used and used[0] is not None and used[0].snap.rev  # HEAD@{1}: the state before
+    assert neutral == [pulled == "prose"]  # prose only: its cross-file results are inherited
+    # the same report as a check that computes everything
+    shutil.rmtree(root / ".kb")
+    monkeypatch.setattr(verify, "_before_head", lambda *a: None)
+    assert verify_json(root, "--staged") == got
+    codes = [d["code"] for d in got[1]["diagnostics"]]
+    assert ("KB216" in codes) == (pulled == "anchor")

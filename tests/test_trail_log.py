@@ -1,0 +1,240 @@
+"""The exploration graph's storage (issue 15): an op log that merges with plain git merge,
+deterministic idempotent replay, torn entries reported, serialised writers, one commit each."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import git, invoke, kb_script, source_env, tree_snapshot
+
+
+@pytest.fixture
+def trail_kb(tree_kb: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("KB_NOW", "2026-12-01T10:00:00Z")
+    return tree_kb
+
+
+def add(kb: Path, *args: str) -> dict:
+    r = invoke("trail", "add", *args, "--json", cwd=kb)
+    assert r.code == 0, r.stderr + r.stdout
+    return r.json()
+
+
+def view(kb: Path, *args: str) -> dict:
+    r = invoke("trail", *args, "--json", cwd=kb)
+    assert r.code == 0, r.stderr + r.stdout
+    return r.json()
+
+
+def test_two_recording_branches_merge_without_conflict_and_replay_to_the_union(trail_kb: Path) -> None:
+    goal = add(trail_kb, "--kind", "goal", "--title", "Why does the cache miss?")["ids"][0]
+    git(trail_kb, "checkout", "-q", "-b", "alice")
+    a = add(trail_kb, "--kind", "hypothesis", "--title", "Tool order changes the prefix",
+            "--parent", goal)["ids"][0]
+    a2 = add(trail_kb, "--kind", "topic", "--title", "Prefix stability")["ids"][0]
+    git(trail_kb, "checkout", "-q", "main")
+    b = add(trail_kb, "--kind", "evidence", "--title", "Prefix lengths differ by 214 bytes",
+            "--parent", goal)["ids"][0]
+    invoke("trail", "set", goal, "--status", "active", cwd=trail_kb)
+    # A plain merge, no drivers configured (as a forge's merge button does).
+    assert git(trail_kb, "config", "--get-regexp", r"^merge\.", check=False) == ""
+    ops_file = git(trail_kb, "ls-files", ".explore-tree").splitlines()[0]
+    assert git(trail_kb, "check-attr", "merge", "--", ops_file).endswith("unspecified")
+    proc = subprocess.run(["git", "merge", "--no-edit", "alice"], cwd=trail_kb,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert git(trail_kb, "diff", "--name-only", "--diff-filter=U") == ""
+    shutil.rmtree(trail_kb / ".kb", ignore_errors=True)
+    merged = view(trail_kb, "node", goal)
+    kids = {c["id"] for c in merged["children"]}
+    assert kids == {a, b}
+    assert merged["status"] == "active"
+    st = view(trail_kb, "stats")
+    assert st["nodes"] == 4 and st["by_kind"] == {"evidence": 1, "goal": 1, "hypothesis": 1,
+                                                  "topic": 1}
+    assert len({goal, a, a2, b}) == 4
+    assert st["problems"] == 0
+
+
+def test_each_recording_is_one_commit_touching_only_the_op_log(trail_kb: Path) -> None:
+    before = git(trail_kb, "rev-parse", "HEAD")
+    res = add(trail_kb, "--kind", "goal", "--title", "g")
+    assert res["commit"] == git(trail_kb, "rev-parse", "HEAD")
+    assert git(trail_kb, "rev-parse", "HEAD~1") == before
+    files = git(trail_kb, "show", "--name-only", "--format=", "HEAD").splitlines()
+    assert files == res["paths"] and len(files) == 1
+    assert files[0].startswith(".explore-tree/ops/2026-12/20261201T100000Z-")
+    msg = git(trail_kb, "log", "-1", "--format=%B")
+    assert "Kb-Op: trail.add" in msg and f"Kb-Id: {res['ids'][0]}" in msg
+    assert git(trail_kb, "status", "--porcelain") == ""
+
+
+def test_no_commit_leaves_the_recording_for_the_user(trail_kb: Path) -> None:
+    before = git(trail_kb, "rev-parse", "HEAD")
+    res = invoke("trail", "add", "--kind", "goal", "--title", "g", "--no-commit", "--json",
+                 cwd=trail_kb).json()
+    assert res["commit"] is None
+    assert git(trail_kb, "rev-parse", "HEAD") == before
+    assert git(trail_kb, "status", "--porcelain", "-uall") == f"?? {res['paths'][0]}"
+    assert view(trail_kb, "stats")["nodes"] == 1
+
+
+def test_replay_is_idempotent_and_deterministic(trail_kb: Path) -> None:
+    g = add(trail_kb, "--kind", "goal", "--title", "g")["ids"][0]
+    for i in range(3):
+        add(trail_kb, "--kind", "question", "--title", f"q{i}", "--parent", g)
+    first = view(trail_kb, "tree", "--depth", "5")
+    # The same operation file seen twice (e.g. copied under another month) counts once.
+    files = sorted((trail_kb / ".explore-tree" / "ops").rglob("*.jsonl"))
+    dup = trail_kb / ".explore-tree" / "ops" / "2027-01" / files[1].name
+    dup.parent.mkdir()
+    shutil.copy(files[1], dup)
+    shutil.rmtree(trail_kb / ".kb")
+    again = view(trail_kb, "tree", "--depth", "5")
+    assert again == first
+    st = view(trail_kb, "stats")
+    assert st["nodes"] == 4 and st["operations"] == 4
+    # Cached and cold replays agree byte for byte.
+    assert view(trail_kb, "node", g) == view(trail_kb, "node", g)
+
+
+def test_torn_and_corrupt_entries_are_reported_with_path_and_skipped(trail_kb: Path) -> None:
+    g = add(trail_kb, "--kind", "goal", "--title", "g")["ids"][0]
+    bad = trail_kb / ".explore-tree" / "ops" / "2026-12" / "20261201T100001Z-000000000000.jsonl"
+    good = json.dumps({"v": 1, "id": "20261201T100001Z-000000000000-0000", "op": "add", "lc": 9,
+                       "at": "2026-12-01T10:00:01Z", "actor": "x",
+                       "node": {"id": "n0000000001", "kind": "note", "title": "ok",
+                                "parent": g}})
+    bad.write_bytes(b"<<<<<<< HEAD\n" + good.encode() + b"\n[1, 2]\n{\"v\": 1, \"id\": \"tor")
+    r = invoke("trail", "check", "--json", cwd=trail_kb)
+    assert r.code == 1
+    probs = r.json()["problems"]
+    rel = ".explore-tree/ops/2026-12/20261201T100001Z-000000000000.jsonl"
+    assert [(p["path"], p["line"]) for p in probs] == [(rel, 1), (rel, 3), (rel, 4)]
+    assert "torn" in probs[2]["message"]
+    v = view(trail_kb, "node", g)  # views keep working, with the good entry applied
+    assert [c["id"] for c in v["children"]] == ["n0000000001"]
+    assert len(v["log_problems"]) == 3
+    text = invoke("trail", "overview", cwd=trail_kb)
+    assert text.code == 0 and "3 log problem(s)" in text.stdout
+
+
+def test_a_refused_write_changes_nothing(trail_kb: Path) -> None:
+    add(trail_kb, "--kind", "goal", "--title", "g")
+    before = tree_snapshot(trail_kb, skip_git=True)
+    head = git(trail_kb, "rev-parse", "HEAD")
+    r = invoke("trail", "add", "--kind", "question", "--title", "q", "--parent", "nffffffffff",
+               "--json", cwd=trail_kb)
+    assert r.code == 1 and r.json()["error"]["kind"] == "not_found"
+    r = invoke("trail", "add", "--kind", "idea", "--title", "q", "--json", cwd=trail_kb)
+    assert r.code == 2 and "accepted: goal topic" in r.json()["error"]["message"]
+    after = tree_snapshot(trail_kb, skip_git=True)
+    assert {k: v for k, v in after.items() if not k.startswith(".kb/")} == \
+        {k: v for k, v in before.items() if not k.startswith(".kb/")}
+    assert git(trail_kb, "rev-parse", "HEAD") == head
+
+
+def test_concurrent_writers_on_one_machine_serialise(trail_kb: Path) -> None:
+    g = add(trail_kb, "--kind", "goal", "--title", "g")["ids"][0]
+    exe = kb_script()
+    procs = [subprocess.Popen([exe, "trail", "add", "--kind", "question", "--title", f"q{i}",
+                               "--parent", g, "--json"], cwd=trail_kb, env=source_env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) for i in range(4)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], [o[1] for o in outs]
+    commits = {json.loads(o[0])["commit"] for o in outs}
+    assert len(commits) == 4
+    assert int(git(trail_kb, "rev-list", "--count", "HEAD")) == 2 + 4
+    kids = view(trail_kb, "node", g)["children"]
+    assert sorted(c["title"] for c in kids) == ["q0", "q1", "q2", "q3"]
+    assert git(trail_kb, "status", "--porcelain") == ""
+
+
+def _graph_state(kb: Path, use_cache: bool) -> dict:
+    from kb.repo import open_kb
+    from kb.trail.replay import load
+
+    g = load(open_kb(kb), use_cache=use_cache)
+    return {"nodes": [n.to_json() for n in g.nodes.values()], "roots": g.roots,
+            "edges": [e.to_json() for e in g.edges], "problems": g.problems}
+
+
+def test_merge_direction_does_not_matter_and_incremental_equals_cold(trail_kb: Path) -> None:
+    goal = add(trail_kb, "--kind", "goal", "--title", "g")["ids"][0]
+    topic = add(trail_kb, "--kind", "topic", "--title", "t", "--parent", goal)["ids"][0]
+    git(trail_kb, "branch", "other")
+    add(trail_kb, "--kind", "question", "--title", "main q", "--parent", topic)
+    invoke("trail", "digest", topic, "by hand on main", cwd=trail_kb)
+    git(trail_kb, "checkout", "-q", "other")
+    add(trail_kb, "--kind", "hypothesis", "--title", "other h", "--parent", topic)
+    invoke("trail", "set", topic, "--status", "active", cwd=trail_kb)
+    git(trail_kb, "checkout", "-q", "-b", "m1", "main")
+    git(trail_kb, "merge", "-q", "--no-edit", "other")
+    shutil.rmtree(trail_kb / ".kb", ignore_errors=True)
+    m1 = _graph_state(trail_kb, use_cache=False)
+    git(trail_kb, "checkout", "-q", "-b", "m2", "other")
+    git(trail_kb, "merge", "-q", "--no-edit", "main")
+    m2 = _graph_state(trail_kb, use_cache=False)
+    assert m1 == m2
+    # The cache, extended recording by recording, agrees with a cold replay.
+    add(trail_kb, "--kind", "evidence", "--title", "e", "--parent", topic)
+    assert _graph_state(trail_kb, use_cache=True) == _graph_state(trail_kb, use_cache=False)
+
+
+def test_moves_that_cross_on_two_branches_are_reported_not_a_crash(trail_kb: Path) -> None:
+    x = add(trail_kb, "--kind", "topic", "--title", "x")["ids"][0]
+    y = add(trail_kb, "--kind", "topic", "--title", "y")["ids"][0]
+    git(trail_kb, "branch", "other")
+    assert invoke("trail", "move", x, "--parent", y, cwd=trail_kb).code == 0
+    git(trail_kb, "checkout", "-q", "other")
+    assert invoke("trail", "move", y, "--parent", x, cwd=trail_kb).code == 0
+    git(trail_kb, "merge", "-q", "--no-edit", "main")
+    r = invoke("trail", "check", "--json", cwd=trail_kb)
+    assert r.code == 1
+    (prob,) = r.json()["problems"]
+    assert "would make a cycle" in prob["message"] and prob["path"].startswith(".explore-tree/ops/")
+    tree = view(trail_kb, "tree")
+    assert len(tree["roots"]) == 1  # one of the moves applied, the other was skipped
+
+
+def test_trail_diff_lists_the_nodes_a_range_added_or_closed(trail_kb: Path) -> None:
+    g = add(trail_kb, "--kind", "goal", "--title", "g")["ids"][0]
+    q = add(trail_kb, "--kind", "question", "--title", "q", "--parent", g)["ids"][0]
+    base = git(trail_kb, "rev-parse", "HEAD")
+    h = add(trail_kb, "--kind", "hypothesis", "--title", "h", "--parent", g)["ids"][0]
+    invoke("trail", "set", q, "--status", "done", cwd=trail_kb)
+    # Uncommitted recordings are not part of the range.
+    invoke("trail", "add", "--kind", "note", "--title", "wip", "--no-commit", cwd=trail_kb)
+    d = view(trail_kb, "diff", f"{base}..HEAD")
+    assert [n["id"] for n in d["added"]] == [h]
+    assert [n["id"] for n in d["closed"]] == [q]
+    r = invoke("trail", "diff", "nope..HEAD", "--json", cwd=trail_kb)
+    assert r.code == 2 and "unknown revision" in r.json()["error"]["message"]
+
+
+def test_a_kb_in_a_subfolder_and_a_symlinked_log(make_kb, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KB_NOW", "2026-12-01T10:00:00Z")
+    kb = make_kb({}, commit=True, subdir="research")
+    res = add(kb, "--kind", "goal", "--title", "g\x1b[31m red")
+    assert res["paths"][0].startswith("research/.explore-tree/ops/")
+    assert res["nodes"][0]["title"] == "g[31m red"  # control characters dropped
+    assert invoke("trail", "render", cwd=kb).code == 0
+    assert git(kb, "show", "--name-only", "--format=", "HEAD") == "research/TRAIL.md"
+    add(kb, "--kind", "note", "--title", "n")
+    r = invoke("verify", "--rev", "HEAD", "--json", cwd=kb)
+    assert [d["code"] for d in r.json()["diagnostics"]] == ["KB241"]
+    # A log folder that is a symbolic link is neither read nor written through.
+    outside = tmp_path / "outside"
+    shutil.move(str(kb / ".explore-tree"), outside)
+    (kb / ".explore-tree").symlink_to(outside)
+    r = invoke("trail", "add", "--kind", "note", "--title", "x", "--json", cwd=kb)
+    assert r.code == 1 and "symbolic link" in r.json()["error"]["message"]
+    st = view(kb, "stats")
+    assert st["nodes"] == 0 and st["problems"] == 1
+    assert st["log_problems"][0]["path"] == ".explore-tree"

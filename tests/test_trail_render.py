@@ -1,0 +1,83 @@
+"""``kb trail render`` (issue 15): deterministic TRAIL.md with an escaped Mermaid trunk,
+reported stale by ``kb verify`` as the warning KB241."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import git, invoke
+
+EVIL = 'x"]; click n1 call alert() %%{init: {"theme":"dark"}}%% ``` <script>ü 中文'
+
+
+@pytest.fixture
+def kb(tree_kb: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("KB_NOW", "2026-12-01T10:00:00Z")
+    return tree_kb
+
+
+def ok(kb: Path, *args: str) -> dict:
+    r = invoke("trail", *args, "--json", cwd=kb)
+    assert r.code == 0, r.stderr + r.stdout
+    return r.json()
+
+
+def test_render_is_deterministic_escaped_and_one_commit(kb: Path) -> None:
+    g = ok(kb, "add", "--kind", "goal", "--title", "Cache hits")["ids"][0]
+    t = ok(kb, "add", "--kind", "topic", "--title", EVIL, "--parent", g)["ids"][0]
+    h = ok(kb, "add", "--kind", "hypothesis", "--title", "%%{init}%% graph LR", "--parent", t)["ids"][0]
+    c = ok(kb, "add", "--kind", "conclusion", "--title", "Sorted", "--parent", t,
+           "--status", "done")["ids"][0]
+    ok(kb, "link", h, c, "--kind", "contradicts")
+    res = ok(kb, "render")
+    assert res["changed"] is True and res["path"] == "TRAIL.md"
+    assert git(kb, "show", "--name-only", "--format=", "HEAD") == "TRAIL.md"
+    text = (kb / "TRAIL.md").read_text(encoding="utf-8")
+    block = text.split("```mermaid\n", 1)[1].split("\n```\n", 1)[0]
+    assert text.count("```") == 2  # the title's backticks cannot close the fence
+    assert "%%" not in block and "<script>" not in block
+    for ln in block.splitlines()[1:]:
+        # Every label is one quoted string without inner quotes: the directive stays text.
+        assert ln.count('"') in (0, 2), ln
+    assert f'  {t}["topic: x#34;#93;#59; click n1 call alert#40;#41; #37;#37;#123;' in block
+    assert f"  {g} --> {t}" in block and f"  {h} -. contradicts .- {c}" in block
+    assert "&lt;script&gt;" in text and "<script>" not in text
+    # Deterministic: from scratch (no cache), again, the same bytes — and nothing to commit.
+    import shutil
+
+    shutil.rmtree(kb / ".kb")
+    assert ok(kb, "render")["changed"] is False
+    head = git(kb, "rev-parse", "HEAD")
+    from kb.repo import open_kb
+    from kb.trail.render import render
+    from kb.trail.replay import load
+
+    assert render(load(open_kb(kb), use_cache=False)) == text
+    assert git(kb, "rev-parse", "HEAD") == head
+    assert re.search(r"^- ● `%s` conclusion: Sorted$" % c, text, re.M)
+
+
+def test_verify_reports_a_stale_trail_as_a_warning(kb: Path) -> None:
+    ok(kb, "add", "--kind", "goal", "--title", "g")
+    r = invoke("verify", "--json", cwd=kb)
+    assert r.code == 0 and not [d for d in r.json()["diagnostics"] if d["code"] == "KB241"]
+    ok(kb, "render")
+    assert invoke("trail", "render", "--check", cwd=kb).code == 0
+    ok(kb, "add", "--kind", "question", "--title", "q")
+    r = invoke("verify", "--json", cwd=kb)
+    assert r.code == 0  # a warning, not a violation
+    kb241 = [d for d in r.json()["diagnostics"] if d["code"] == "KB241"]
+    assert len(kb241) == 1 and kb241[0]["severity"] == "warning" and kb241[0]["path"] == "TRAIL.md"
+    chk = invoke("trail", "render", "--check", "--json", cwd=kb)
+    assert chk.code == 1 and chk.json()["stale"] is True
+    # The committed history sees it too (the rule reads the log from git).
+    r = invoke("verify", "--rev", "HEAD", "--json", cwd=kb)
+    assert [d["code"] for d in r.json()["diagnostics"]].count("KB241") == 1
+    ok(kb, "render")
+    r = invoke("verify", "--json", cwd=kb)
+    assert not [d for d in r.json()["diagnostics"] if d["code"] == "KB241"]
+    r = invoke("verify", "--rev", "HEAD", "--json", cwd=kb)
+    assert not [d for d in r.json()["diagnostics"] if d["code"] == "KB241"]
