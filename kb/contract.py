@@ -280,6 +280,81 @@ class PrimeOutput(BaseModel):
     head: Optional[str]
 
 
+
+class ResearchDiff(_Open):
+    """``kb diff``: what the research changed (kb.review), built from parsed snapshots."""
+
+    kb: str
+    source: str = Field(description="range, staged or worktree")
+    base: Optional[str]
+    tip: Optional[str]
+    commits: list[dict[str, Any]]
+    hypotheses: Any
+    experiments: Any
+    cards: Any
+    verified: Any
+    verdicts: Any
+    findings_summary: Optional[dict[str, Any]]
+    empty: bool
+
+
+class LogEntry(_Open):
+    commit: str
+    op: Optional[str]
+    author: str
+    time: str = Field(description="ISO 8601")
+    id: str
+    change: str
+    changes: dict[str, Any]
+
+
+class ObjectLog(_Open):
+    """``kb log ID``: every commit that changed the object, oldest first."""
+
+    id: str
+    kind: str
+    path: str
+    aliases: list[str]
+    entries: list[LogEntry]
+
+
+class TrailView(_Open):
+    """``kb trail <view>``: one view of the exploration graph (``view`` names it)."""
+
+    view: str
+
+
+class TrailCheck(BaseModel):
+    """``kb trail check``: the log replayed from scratch."""
+
+    operations: int
+    nodes: int
+    problems: list[dict[str, Any]]
+
+
+class TrailRenderCheck(BaseModel):
+    """``kb trail render --check``."""
+
+    path: str
+    exists: bool
+    stale: bool
+    line: Optional[int]
+
+
+class TrailFileWrite(_Open):
+    """``kb trail render`` / ``kb trail ingest``: what was written and committed."""
+
+    commit: Optional[str]
+
+
+class TrailDiff(_Open):
+    """``kb trail diff A..B``: the nodes the commits added or closed."""
+
+    base: str
+    head: str
+    added: list[dict[str, Any]]
+    closed: list[dict[str, Any]]
+
 #: command words -> its success model (``None``: no JSON output, e.g. ``kb mcp``).
 OUTPUTS: dict[str, Optional[type[BaseModel]]] = {
     "init": InitOutput,
@@ -316,6 +391,17 @@ OUTPUTS: dict[str, Optional[type[BaseModel]]] = {
     "schema": SchemaList,
     "prime": PrimeOutput,
     "mcp": None,
+    "diff": ResearchDiff,
+    "log": ObjectLog,
+    **{f"trail {w}": WriteResult for w in ("add", "link", "set", "move", "merge", "promote",
+                                           "archive", "digest", "rollback", "assign", "handoff")},
+    **{f"trail {w}": TrailView for w in ("overview", "frontier", "stats", "trunk", "brief",
+                                         "find", "node", "path", "tree", "subtree", "snapshot")},
+    "trail check": TrailCheck,
+    "trail ingest": TrailFileWrite,
+    "trail render": TrailFileWrite,
+    "trail render --check": TrailRenderCheck,
+    "trail diff": TrailDiff,
 }
 
 

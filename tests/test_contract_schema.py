@@ -94,7 +94,7 @@ def scenario(ex: Path, tmp: Path) -> list[tuple[str, tuple[str, ...], Path]]:
         ("project unlock", ("project", "unlock", "--owner", "alice"), ex),
         ("hooks install", ("hooks", "install"), ex), ("hooks status", ("hooks", "status"), ex),
         ("hooks uninstall", ("hooks", "uninstall"), ex),
-        ("ci init", ("ci", "init", "--base", "main"), ex),
+        ("ci init", ("ci", "init", "--base", "main", "--install", "kb-research==0.1.0"), ex),
     ]
     return s
 
@@ -120,7 +120,59 @@ def test_every_command_output_validates(example_kb: Path, tmp_path: Path,
     r = invoke("lock", "steal", "Problems/q2.md", "--reason", "r", "--owner", "bob", "--json",
                cwd=example_kb)
     assert r.code == 1 and ErrorOutput.model_validate(r.json()).error.kind == "locked"
-    # kb gen / kb lit outputs need a run and a literature server: tests/test_gen_loop.py
-    # validates every one of them
+    # kb gen / kb lit outputs need a run and a literature server (tests/test_gen_loop.py);
+    # trail, diff and log have their own scenario below
     assert ran == {k for k, v in OUTPUTS.items()
-                   if v is not None and k.split()[0] not in ("gen", "lit")}
+                   if v is not None and k.split()[0] not in ("gen", "lit", "trail", "diff", "log")}
+
+
+def test_trail_and_review_outputs_validate(example_kb: Path, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ``kb trail`` command, ``kb diff`` and ``kb log``: real output, its model."""
+    from kb.contract import OUTPUTS, validate_output
+
+    monkeypatch.setenv("KB_NOW", NOW)
+    ran: set[str] = set()
+
+    def run(key: str, *argv: str, code: int = 0) -> dict:
+        r = invoke(*argv, "--json", cwd=example_kb)
+        assert r.code == code, (argv, r.code, r.stdout, r.stderr)
+        data = json.loads(r.stdout)
+        validate_output(key, data)
+        ran.add(key)
+        return data
+
+    a = run("trail add", "trail", "add", "--kind", "question", "--title", "Why is CI slow?")["id"]
+    b = run("trail add", "trail", "add", "--kind", "hypothesis", "--title", "pytest dominates",
+            "--parent", a)["id"]
+    c = run("trail add", "trail", "add", "--kind", "hypothesis", "--title", "setup dominates",
+            "--parent", a)["id"]
+    run("trail link", "trail", "link", b, c, "--kind", "contradicts")
+    run("trail set", "trail", "set", b, "--status", "active")
+    run("trail move", "trail", "move", c, "--root")
+    run("trail merge", "trail", "merge", c, "--into", b)
+    run("trail promote", "trail", "promote", b)
+    run("trail digest", "trail", "digest", b, "pytest is most of it")
+    run("trail rollback", "trail", "rollback", b, "0")
+    run("trail assign", "trail", "assign", b, "--owner", "alice")
+    run("trail handoff", "trail", "handoff", b, "--to", "bob", "--actor", "alice")
+    for view, args in (("overview", ()), ("frontier", ()), ("stats", ()), ("trunk", ()),
+                       ("brief", ()), ("find", ("CI",)), ("node", (a,)), ("path", (b,)),
+                       ("tree", (a,)), ("subtree", (a,)), ("snapshot", ())):
+        assert run(f"trail {view}", "trail", view, *args)["view"] == view
+    run("trail archive", "trail", "archive", b)
+    run("trail check", "trail", "check")
+    run("trail render --check", "trail", "render", "--check", code=1)
+    run("trail render", "trail", "render")
+    events = tmp_path / "session.jsonl"
+    events.write_text("\n".join(json.dumps(e) for e in (
+        {"type": "user", "text": "Why is the CI slow?"},
+        {"type": "reasoning", "text": "The pytest step takes most of the time, so look there."},
+        {"type": "assistant", "text": "Profiling pytest next."},
+        {"type": "turn_end"})) + "\n", encoding="utf-8")
+    run("trail ingest", "trail", "ingest", str(events))
+    run("trail diff", "trail", "diff", "HEAD~3..HEAD")
+    run("diff", "diff", "HEAD~3..HEAD")
+    run("log", "log", "H1")
+    want = {k for k in OUTPUTS if k.split()[0] in ("trail", "diff", "log")}
+    assert ran == want
