@@ -23,7 +23,7 @@ from typing import Any, Mapping, Optional
 
 from conftest import REPO_ROOT
 
-SOURCES = ("kb", "cli", "templates", "hooks", "pyproject.toml", "README.md", "LICENSE")
+SOURCES = ("kb", "cli", "templates", "hooks", "pyproject.toml", "setup.py", "README.md", "LICENSE")
 
 
 def _norm(name: str) -> str:
