@@ -133,15 +133,15 @@ def pre_receive_cmd(fmt: str) -> int:
     checks the commits each pushed ref adds (kb verify --range); exit 1 refuses the push."""
     from kb.checks.verify import Report, _top, sort_findings, verify_commit_range
     from kb.hooks import pre_receive_ranges
-    from kb_cli.verify import _github, _summary
+    from kb_cli.verify import github_annotation, summary_line
 
     top = _top(Path.cwd())
     total = Report(mode="range")
     for base, tip, ref in pre_receive_ranges(top, sys.stdin.read().splitlines()):
         rep = verify_commit_range(top, base, tip, allow_root=True)
         for f in sort_findings(rep.findings):
-            err(_github(f) if fmt == "github" else f.format())
-        err(_summary(rep, f"kb pre-receive {ref} ({(base or 'root')[:10]}..{tip[:10]})"))
+            err(github_annotation(f) if fmt == "github" else f.format())
+        err(summary_line(rep, f"kb pre-receive {ref} ({(base or 'root')[:10]}..{tip[:10]})"))
         total.merge(rep)
     if total.blocking:
         err("kb: push refused by the server; fix the commits above (`kb rules` explains every code)")

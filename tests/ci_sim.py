@@ -38,21 +38,26 @@ def dependency_links(dest: Path) -> Path:
     from packaging.requirements import Requirement
 
     dists = {_norm(d.metadata["Name"] or ""): d for d in md.distributions()}
-    seen: set[str] = set()
-    todo = [r for r in dists["kb-research"].requires or []]
+    seen: set[tuple[str, str]] = set()
+    # (requirement, the extra it was asked with): ``pyjwt[crypto]`` brings in the
+    # requirements of pyjwt whose marker is ``extra == "crypto"``
+    todo = [(r, "") for r in dists["kb-research"].requires or []]
     dest.mkdir(parents=True, exist_ok=True)
-    for _ in range(1000):  # bounded walk of the requirement graph
+    for _ in range(5000):  # bounded walk of the requirement graph
         if not todo:
             break
-        req = Requirement(todo.pop())
-        if req.marker and not req.marker.evaluate({"extra": ""}):
+        text, extra = todo.pop()
+        req = Requirement(text)
+        if req.marker and not req.marker.evaluate({"extra": extra}):
             continue
         name = _norm(req.name)
-        if name in seen or name == "kb-research":
+        if name == "kb-research":
             continue
-        seen.add(name)
         d = dists[name]
-        todo += list(d.requires or [])
+        for want in ("", *sorted(req.extras)):
+            if (name, want) not in seen:
+                seen.add((name, want))
+                todo += [(r, want) for r in d.requires or []]
         base = Path(str(d.locate_file("")))
         for f in d.files or []:
             top = Path(str(f)).parts[0]
