@@ -9,8 +9,10 @@ Three attacks on throw-away repositories (pinned identity, no user config):
 - kills: a write command (``hyp add``, ``exp new``, ``lock claim`` then
   ``lock release``, ``dashboard``) is started and its whole process group
   (kb and the git processes it runs) is killed with SIGKILL after a random
-  delay. Like a user would, the script then removes an ``index.lock`` left by
-  a killed git (kb never does) and runs the next kb write. Checked after it:
+  delay. Like a user would, the script then removes the lock files a killed
+  git left (``index.lock``, ``HEAD.lock``, ``packed-refs.lock``, ``refs/**.lock``:
+  kb names them and never deletes them), lets the lock holder release again,
+  and runs the next kb write. Checked after it:
   the working tree equals HEAD (``git status`` clean), no
   ``next-index-*.lock`` litter, ``git fsck`` clean, ``kb verify`` passes,
   and every hypothesis ID ever committed (``Kb-Id`` trailers) is still in
@@ -123,7 +125,9 @@ def attack_kills(lab: Lab, n: int, rng: random.Random) -> dict:
         else:
             lab.run(root, "lock", "claim", "tree.md", "--owner", "attack")
             with (root / "tree.md").open("a", encoding="utf-8") as fh:
-                fh.write(f"\n## H{900 + i}: Released by hand {i}\nStatus: 待验\nEvidence: (empty)\n")
+                # prose, not a new ID: a hand-written ID could collide with one kb
+                # allocated meanwhile, which the release's guard rightly refuses
+                fh.write(f"\nEdited by hand while holding the lock, run {i}.\n")
             args = ["lock", "release", "tree.md", "--owner", "attack"]
         p = subprocess.Popen([*lab.kb, *args], cwd=root, env=lab.env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, start_new_session=True)
@@ -134,9 +138,13 @@ def attack_kills(lab: Lab, n: int, rng: random.Random) -> dict:
             pass
         p.wait()
         gd = root / ".git"
-        if (gd / "index.lock").exists():
-            (gd / "index.lock").unlink()  # the user's part after a crash: kb never deletes it
-            locks_removed += 1
+        # The user's part after a crash (kb never deletes git's lock files, it
+        # names them): remove the ones the killed git processes left.
+        for stale in [gd / "index.lock", gd / "HEAD.lock", gd / "packed-refs.lock",
+                      *(gd / "refs").rglob("*.lock")]:
+            if stale.exists():
+                stale.unlink()
+                locks_removed += 1
         if kind == "release":
             # the holder releases again (a killed release keeps the lock, or finishes)
             r = lab.run(root, "lock", "release", "--all", "--owner", "attack")
@@ -165,7 +173,7 @@ def attack_kills(lab: Lab, n: int, rng: random.Random) -> dict:
             lost += len(missing)
             fails.append(f"run {i} ({kind}): lost {sorted(missing)}")
     return {"attack": "kills", "runs": n, "failures": len(fails), "data_lost": lost,
-            "index_locks_removed_by_user": locks_removed, "details": fails[:20]}
+            "git_locks_removed_by_user": locks_removed, "details": fails[:20]}
 
 
 # -- readers -----------------------------------------------------------------------------
@@ -249,8 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(base, ignore_errors=True)
     for r in results:
-        extra = f", index.lock removed by the user {r['index_locks_removed_by_user']}x" \
-            if "index_locks_removed_by_user" in r else ""
+        extra = f", git lock files removed by the user {r['git_locks_removed_by_user']}x" \
+            if "git_locks_removed_by_user" in r else ""
         print(f"{r['attack']}: {r['runs']} runs, {r['failures']} failures, "
               f"{r['data_lost']} IDs lost{extra}")
         for d in r["details"]:

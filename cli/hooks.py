@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -24,7 +25,7 @@ def _report(res, as_json: bool, verb: str) -> None:
     for hook, action in res.actions.items():
         click.echo(f"{hook}: {action}")
     if res.merge_driver:
-        click.echo(f"merge driver kb-dashboard: {res.merge_driver}")
+        click.echo(f"merge drivers: {res.merge_driver}")
     err(f"{verb} in {res.hooks_dir}")
 
 
@@ -90,7 +91,8 @@ def pre_push_cmd(remote: str, url: str, fmt: str) -> int:
     from kb_cli.verify import github_annotation, summary_line
 
     total = Report(mode="range")
-    for pushed in check_push(Path.cwd(), remote, sys.stdin.read().splitlines()):
+    pushes = check_push(Path.cwd(), remote, sys.stdin.read().splitlines())
+    for pushed in pushes:
         rep = pushed.report
         for f in sort_findings(rep.findings):
             click.echo(github_annotation(f) if fmt == "github" else f.format())
@@ -98,8 +100,15 @@ def pre_push_cmd(remote: str, url: str, fmt: str) -> int:
         for note in rep.notes:
             err(f"kb: {note}")
         total.merge(rep)
-    if total.blocking:
+    from kb.checks.push import check_push_locks
+
+    # Shared locks (team work): the lock remote's locks, fetched now, never a stale copy.
+    locked = check_push_locks(Path.cwd(), pushes, os.environ.get("KB_OWNER"))
+    for msg in locked:
+        err(f"kb: {msg}")
+    if total.blocking or locked:
         err("kb: push refused; fix the commits above (`kb rules` explains every code)")
+        return max(total.exit_code, 1)
     return total.exit_code
 
 

@@ -16,6 +16,15 @@ def _kb(kb_path: str | None) -> Any:
     return open_kb(Path(kb_path) if kb_path else None)
 
 
+def _with_remote(kb_path: str | None, remote: str | None) -> tuple[Any, str | None]:
+    """The KB and the remote to act on: --remote, else the configured lock remote
+    (``[locks] remote`` / ``git config kb.lockRemote``), else None (this clone)."""
+    from kb.remote_locks import lock_remote
+
+    k = _kb(kb_path)
+    return k, remote or lock_remote(k.top, k.config)
+
+
 def owner_option(f: Any) -> Any:
     return click.option("--owner", default=None,
                         help="Who holds the lock; default: git config kb.owner, else user.email.")(f)
@@ -73,7 +82,8 @@ def claim_cmd(paths: tuple[str, ...], owner: str | None, ttl: str | None, remote
     holds one; an expired lease is taken over."""
     from kb.ops.locks import claim
 
-    res = claim(_kb(kb_path), list(paths), owner=owner, ttl=ttl, remote=remote)
+    k, remote = _with_remote(kb_path, remote)
+    res = claim(k, list(paths), owner=owner, ttl=ttl, remote=remote)
     print_acquired(res, "locked", as_json)
     return 0
 
@@ -98,7 +108,8 @@ def release_cmd(paths: tuple[str, ...], owner: str | None, message: str | None, 
         raise UsageError("name the PATHS to release, or pass --all")
     if paths and all_held:
         raise UsageError("give PATHS or --all, not both")
-    res = release(_kb(kb_path), list(paths), owner=owner, message=message, remote=remote,
+    k, remote = _with_remote(kb_path, remote)
+    res = release(k, list(paths), owner=owner, message=message, remote=remote,
                   all_held=all_held, verify=not no_verify)
     if as_json:
         emit_json(res.op_result(_kb(kb_path).top).to_json())
@@ -125,10 +136,14 @@ def status_cmd(remote: str | None, as_json: bool, kb_path: str | None) -> int:
     from kb.locks import format_duration, iso
     from kb.ops.locks import status
 
-    rep = status(_kb(kb_path), remote=remote)
+    k, remote = _with_remote(kb_path, remote)
+    rep = status(k, remote=remote)
+    source = f"remote {remote} (fetched now)" if remote else "this clone"
     if as_json:
-        emit_json(rep.as_dict())
+        emit_json({**rep.as_dict(), "source": source})
         return 0
+    err(f"kb: locks from {source}" + ("" if remote else
+        " — set [locks] remote in kb.toml (or git config kb.lockRemote) to share them"))
     states = list(rep.locks) + ([rep.project] if rep.project else [])
     if not states:
         click.echo("no locks" + (f" on {remote}" if remote else ""))
@@ -141,7 +156,7 @@ def status_cmd(remote: str | None, as_json: bool, kb_path: str | None) -> int:
             when = f"EXPIRED {format_duration(st.remaining)} ago"
         else:
             when = f"lease over {format_duration(st.remaining)} ago (grace)"
-        click.echo(f"{what}\t{lk.owner}\t{when}\t{lk.commit[:12]}")
+        click.echo(f"{what}\t{lk.owner}\t{when}\t{lk.commit[:12]}\t{source.split(' (')[0]}")
         for n in st.notes:
             click.echo(f"    {n}")
     if rep.interrupted:
@@ -164,7 +179,8 @@ def renew_cmd(paths: tuple[str, ...], owner: str | None, ttl: str | None, remote
     """Extend your own leases on PATHS (holder only)."""
     from kb.ops.locks import renew
 
-    res = renew(_kb(kb_path), list(paths), owner=owner, ttl=ttl, remote=remote)
+    k, remote = _with_remote(kb_path, remote)
+    res = renew(k, list(paths), owner=owner, ttl=ttl, remote=remote)
     print_acquired(res, "renewed", as_json)
     return 0
 
@@ -183,7 +199,8 @@ def steal_cmd(paths: tuple[str, ...], reason: str, owner: str | None, ttl: str |
     for an owner listed in [locks] leads."""
     from kb.ops.locks import steal
 
-    res = steal(_kb(kb_path), list(paths), reason, owner=owner, ttl=ttl, remote=remote)
+    k, remote = _with_remote(kb_path, remote)
+    res = steal(k, list(paths), reason, owner=owner, ttl=ttl, remote=remote)
     print_acquired(res, "stole", as_json)
     return 0
 
@@ -196,7 +213,8 @@ def prune_cmd(remote: str | None, as_json: bool, kb_path: str | None) -> int:
     """Delete every expired lock (each with a compare-and-swap)."""
     from kb.ops.locks import prune
 
-    done = prune(_kb(kb_path), remote=remote)
+    k, remote = _with_remote(kb_path, remote)
+    done = prune(k, remote=remote)
     if as_json:
         emit_json({"pruned": [lk.as_dict() for lk in done], "remote": remote})
         return 0

@@ -39,6 +39,8 @@ COMMANDS: dict[str, str] = {
     "rules": "rules",
     "hooks": "hooks",
     "ci": "ci",
+    "merge-driver": "merge_driver",
+    "sync": "sync",
     "diff": "diff",
     "log": "log",
     "schema": "schema",

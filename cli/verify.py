@@ -79,6 +79,9 @@ def summary_line(report: Any, label: str) -> str:
 @click.option("--rev", "rev", metavar="R", default=None, help="Check commit R against its first parent.")
 @click.option("--range", "range_", metavar="A..B", default=None,
               help="Check every commit of A..B (each against its first parent) and the final snapshot.")
+@click.option("--against", "against", metavar="REF", default=None,
+              help="With --range: the branch the range merges into (e.g. origin/main); an ID the "
+                   "range adds that REF already has with other content is an error.")
 @click.option("--fix", is_flag=True,
               help="Apply the fixes diagnostics carry to working-tree files (never in hook or CI modes).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "codequality"]),
@@ -86,8 +89,8 @@ def summary_line(report: Any, label: str) -> str:
               help="Output: text, json, github (workflow annotations) or codequality (a GitLab report).")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @kb_option
-def command(staged: bool, rev: Optional[str], range_: Optional[str], fix: bool, fmt: str,
-            as_json: bool, kb_path: Optional[str]) -> int:
+def command(staged: bool, rev: Optional[str], range_: Optional[str], against: Optional[str],
+            fix: bool, fmt: str, as_json: bool, kb_path: Optional[str]) -> int:
     """Check the rules of the research record (`kb rules` lists them).
 
     Without options: the KB containing the current directory, working tree
@@ -105,11 +108,25 @@ def command(staged: bool, rev: Optional[str], range_: Optional[str], fix: bool, 
     if as_json:
         fmt = "json"
     mode = resolve_mode(staged, rev, range_)
+    if against is not None:
+        if mode.kind != "range":
+            raise UsageError("--against works with --range A..B (the range's target branch)")
+        import dataclasses
+
+        mode = dataclasses.replace(mode, against=against)
     if fix and mode.kind != "worktree":
         why = "the hook never fixes" if mode.source != "options" else "fixes apply to the working tree"
         raise UsageError(f"--fix works only without --staged/--rev/--range ({why}); "
                          "run `kb verify --fix` yourself")
     kb_dir = Path(kb_path) if kb_path else None
+    if fix:
+        from kb.merge.markers import refuse_if_conflicted
+        from kb import git as _git
+
+        # A fix inside a conflicted file would edit a guessed side (issue: team work).
+        top = _git.toplevel(kb_dir or Path.cwd())
+        if top is not None:
+            refuse_if_conflicted(top, "", "kb verify --fix changes")
     label = {"worktree": "kb verify", "staged": "kb verify --staged", "rev": "kb verify --rev",
              "range": "kb verify --range"}[mode.kind]
     if fix:

@@ -64,7 +64,7 @@ def index_kb(path: str | Path | None = None) -> IndexReport:
     """Index the KB incrementally; return counts and every parse diagnostic."""
     k = open_kb(Path(path) if path else None)
     with Index(k) as idx:
-        stats = idx.refresh()
+        stats = idx.refresh(check=True)  # `kb index`: every cached parse's check too
         raw = idx.counts()
         counts = {kind: raw[kind] for kind in KIND_ORDER if raw.get(kind)}
         diags = list(k.config.warnings) + idx.diagnostics()

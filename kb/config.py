@@ -58,7 +58,7 @@ _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
     "paths": {k: str for k in DEFAULT_PATHS},
     "rules": {"disable": list, "severity": dict, "dashboard_stale": str},
     "verdict": {"mode": str, "threshold": (int, float), "min_votes": int},
-    "locks": {"ttl": str, "grace": str, "leads": list},
+    "locks": {"ttl": str, "grace": str, "leads": list, "remote": str, "offline": str},
 }
 
 

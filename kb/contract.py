@@ -247,6 +247,27 @@ class LockStatus(BaseModel):
     locks: list[LockStateOut]
     project: Optional[LockStateOut]
     interrupted_release: Optional[dict[str, Any]]
+    source: str = Field(description="where the locks came from: this clone, or remote <name> "
+                                    "(fetched now)")
+
+
+class SyncOutput(BaseModel):
+    """``kb sync``: what was fetched, renumbered, merged and found (``ok`` false: exit 1)."""
+
+    upstream: str
+    upstream_commit: str
+    dry_run: bool
+    fetched: bool
+    drivers: dict[str, str] = Field(description="merge driver -> registered | already registered | …")
+    collisions: list[dict[str, Any]] = Field(description="{id, kind, ours, theirs} per colliding ID")
+    renumbered: dict[str, str] = Field(description="old ID -> new ID")
+    renumber_commit: Optional[str]
+    merge: str = Field(description="up to date | fast-forward | merged | conflict | not run")
+    merge_commit: Optional[str]
+    conflicts: list[str]
+    dashboard_commit: Optional[str]
+    findings: list[dict[str, Any]] = Field(description="blocking kb verify findings of the result")
+    ok: bool
 
 
 class LockPruned(BaseModel):
@@ -393,16 +414,14 @@ OUTPUTS: dict[str, Optional[type[BaseModel]]] = {
     "mcp": None,
     "diff": ResearchDiff,
     "log": ObjectLog,
-    **{f"trail {w}": WriteResult for w in ("add", "link", "set", "move", "merge", "promote",
-                                           "archive", "digest", "rollback", "assign", "handoff")},
-    **{f"trail {w}": TrailView for w in ("overview", "frontier", "stats", "trunk", "brief",
-                                         "find", "node", "path", "tree", "subtree", "snapshot")},
-    "trail check": TrailCheck,
-    "trail ingest": TrailFileWrite,
-    "trail render": TrailFileWrite,
-    "trail render --check": TrailRenderCheck,
-    "trail diff": TrailDiff,
+    "sync": SyncOutput,
+    "merge-driver": None,
 }
+
+# The exploration graph's commands (issue 15): their models live with kb.trail.
+from kb.trail.contract import OUTPUTS as _TRAIL_OUTPUTS  # noqa: E402
+
+OUTPUTS.update(_TRAIL_OUTPUTS)
 
 
 def schema_of(words: str) -> dict[str, Any]:

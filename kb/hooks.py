@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from kb import git
-from kb.errors import EnvironmentError_, RefusedError, UsageError
+from kb.errors import EnvironmentError_, KbError, RefusedError, UsageError
 
 HOOKS = ("pre-commit", "pre-merge-commit", "pre-push", "post-commit", "post-rewrite")
 MARK = "# kb-managed-hook:"
@@ -212,14 +212,28 @@ def install(start: Path, hooks: Iterable[str] = HOOKS, python: Optional[str] = N
             _write_hook(target, text)
             res.actions[hook] = "installed"
     if merge_driver:
-        have = _config_get(top, f"merge.{DRIVER}.driver")
-        if have is None:
-            git.run(["config", f"merge.{DRIVER}.name", DRIVER_NAME], top, write=True)
-            git.run(["config", f"merge.{DRIVER}.driver", DRIVER_CMD], top, write=True)
-            res.merge_driver = "registered"
-        else:
-            res.merge_driver = "already registered" if have == DRIVER_CMD else \
-                f"left as configured ({have})"
+        from kb.merge.drivers import register
+
+        # kb's merge drivers (tree.md, DASHBOARD.md): issue "team work through git".
+        res.merge_driver = _summary(register(top, python))
+    from kb.remote_locks import ensure_refspecs, lock_remote
+    from kb.repo import find_all_kbs, open_kb
+
+    # Shared locks: a plain `git fetch` brings no custom refs unless told to (team work).
+    # A bare (server) repository has no work tree, no kb.toml to read and nothing to fetch.
+    for prefix in ([] if _bare(top) else find_all_kbs(top)):
+        try:
+            k = open_kb(top / prefix if prefix else top)
+            remote = lock_remote(top, k.config)
+        except KbError:  # an unreadable kb.toml is kb verify's to report, not install's
+            continue
+        if merge_driver:
+            from kb.merge.drivers import ensure_attributes
+
+            if ensure_attributes(k.root, k.config.paths["tree"], k.config.paths["dashboard"]):
+                res.merge_driver += f"; {prefix}.gitattributes now names them (commit it)"
+        if remote is not None and git.run(["remote", "get-url", remote], top, check=False).returncode == 0:
+            ensure_refspecs(top, remote)
     return res
 
 
@@ -247,13 +261,9 @@ def uninstall(start: Path, hooks: Iterable[str] = HOOKS, merge_driver: bool = Tr
         else:
             res.actions[hook] = "not installed"
     if merge_driver:
-        if _config_get(top, f"merge.{DRIVER}.driver") == DRIVER_CMD and \
-                _config_get(top, f"merge.{DRIVER}.name") == DRIVER_NAME:
-            git.run(["config", "--remove-section", f"merge.{DRIVER}"], top, write=True)
-            res.merge_driver = "unregistered"
-        else:
-            res.merge_driver = "not kb's: left alone" if _config_get(
-                top, f"merge.{DRIVER}.driver") is not None else "not registered"
+        from kb.merge.drivers import unregister
+
+        res.merge_driver = _summary(unregister(top))
     return res
 
 
@@ -270,10 +280,16 @@ def status(start: Path) -> HookResult:
             res.actions[hook] = "another hook (not kb's)"
         else:
             res.actions[hook] = "not installed"
-    drv = _config_get(top, f"merge.{DRIVER}.driver")
-    res.merge_driver = "registered" if drv == DRIVER_CMD else ("not registered" if drv is None
-                                                               else f"configured as {drv!r}")
+    from kb.merge.drivers import registered
+
+    res.merge_driver = _summary({k: "registered" if v else "not registered"
+                                 for k, v in registered(top).items()})
     return res
+
+
+def _summary(actions: dict[str, str]) -> str:
+    """``kb-dashboard: registered; kb-tree: registered`` (one line for the report)."""
+    return "; ".join(f"{k}: {v}" for k, v in sorted(actions.items()))
 
 
 # ---------------------------------------------------------------------------

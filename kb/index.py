@@ -364,32 +364,35 @@ class Index:
                 parsed += len(rows[0])
         return parsed
 
-    def refresh(self, only: list[str] | None = None) -> RefreshStats:
+    def refresh(self, only: list[str] | None = None, check: bool = False) -> RefreshStats:
         """Bring the working-tree snapshot up to date (incremental).
 
         ``only`` (KB-relative files or folders) refreshes just those paths;
         the rest of the indexed snapshot stays as it was last indexed. One
         transaction: a racing reader sees the index before or after it.
+        A changed file's cached parse is used only when its check holds;
+        ``check`` also checks every unchanged file's (a pass over the whole
+        cache: ``kb index`` and ``kb verify`` do it, quick reads do not).
         """
         t0 = time.perf_counter()
         snap = worktree_snapshot(self.kb, only)
         try:
-            parsed, removed = self._refresh(snap, only)
+            parsed, removed = self._refresh(snap, only, check)
         except sqlite3.Error as exc:
             if self.memory:
                 raise
             self._fallback(exc)
-            parsed, removed = self._refresh(snap, only)
+            parsed, removed = self._refresh(snap, only, check)
         return RefreshStats(files=len(snap.files), parsed=parsed, removed=removed,
                             seconds=time.perf_counter() - t0, rebuilt=self.rebuilt)
 
-    def _refresh(self, snap: Snapshot, only: list[str] | None) -> tuple[int, int]:
+    def _refresh(self, snap: Snapshot, only: list[str] | None, check: bool) -> tuple[int, int]:
         old = self._indexed(only)
-        if old == snap.files and not self._untrusted(only):
+        if old == snap.files and not (check and self._untrusted(only)):
             return 0, 0  # nothing to write: no write lock taken
         with _writing(self.db):
             old = self._indexed(only)  # again, under the lock: a racing refresh may have run
-            bad = self._untrusted(only)
+            bad = self._untrusted(only) if check else set()
             known = {p: b for p, b in old.items() if p not in bad}
             parsed = self._ensure_locked(snap, known)
             removed = [p for p in old if p not in snap.files]

@@ -482,22 +482,35 @@ def fetch_locks(top: Path, remote: str, extra: Iterable[str] = ()) -> None:
 
 
 def blocking_locks(top: Path, paths: Iterable[str], owner: str | None,
-                   settings: Settings | None = None, now: int | None = None) -> list[Lock]:
+                   settings: Settings | None = None, now: int | None = None,
+                   config: Any = None, notify: Any = None) -> list[Lock]:
     """Locks on repository paths ``paths`` held by someone other than ``owner``
-    and not expired (grace included)."""
+    and not expired (grace included).
+
+    With ``config`` (the KB's), a configured lock remote is the truth: its
+    locks are fetched and read instead of this clone's refs
+    (:mod:`kb.remote_locks`; RefusedError when unreachable and the offline
+    policy is refuse; ``notify`` hears the warning otherwise).
+    """
     refs = {lock_ref(p): p for p in paths}
     if not refs:
         return []
     settings = settings or Settings()
     now = clock() if now is None else now
-    locks = read_locks(top, refs)
+    if config is not None:
+        from kb.remote_locks import effective_locks
+
+        locks = effective_locks(top, config, refs, notify).locks
+    else:
+        locks = read_locks(top, refs)
     return [lk for lk in locks.values()
             if lk.owner != (owner or "") and not lk.expired(now, settings.grace)]
 
 
-def check_unlocked(kb: Any, paths: Iterable[str], owner: str | None) -> None:
+def check_unlocked(kb: Any, paths: Iterable[str], owner: str | None, notify: Any = None) -> None:
     """Raise :class:`LockHeld` when one of ``paths`` (repository-relative) is locked
-    by someone else. ``owner`` None: ``git config kb.owner``, else ``user.email``."""
+    by someone else. ``owner`` None: ``git config kb.owner``, else ``user.email``.
+    With a lock remote the remote's locks decide (see :func:`blocking_locks`)."""
     paths = list(paths)
     if not paths:
         return
@@ -505,7 +518,7 @@ def check_unlocked(kb: Any, paths: Iterable[str], owner: str | None) -> None:
         owner = default_owner(kb.top)
     settings = Settings.from_config(getattr(kb.config, "locks", {}))
     now = clock()
-    held = blocking_locks(kb.top, paths, owner, settings, now)
+    held = blocking_locks(kb.top, paths, owner, settings, now, config=kb.config, notify=notify)
     if held:
         lk = held[0]
         more = f" (and {len(held) - 1} more locked path(s))" if len(held) > 1 else ""

@@ -253,18 +253,18 @@ _RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
 _BAD_CHARS = set('<>:"|?*\\') | {chr(i) for i in range(32)}
 
 
-def unportable(path: str) -> str | None:
+def unportable(path: str, chars: bool = True) -> str | None:
     """Why the ``/``-separated ``path`` cannot be checked out on every file system, or None.
 
     A component that Windows reserves (``CON``, ``aux.md``, ``COM1``…), ends in
-    a dot or a space, or holds ``<>:"|?*\\`` or a control character.
+    a dot or a space, or (``chars``) holds ``<>:"|?*\\`` or a control character.
     """
     for part in path.split("/"):
         if part.split(".")[0].upper() in _RESERVED:
             return f"{part!r} is a name Windows reserves"
         if part.endswith((".", " ")):
             return f"{part!r} ends in a dot or a space (Windows drops it)"
-        if _BAD_CHARS & set(part):
+        if chars and _BAD_CHARS & set(part):
             return f"{part!r} holds a character Windows does not allow in file names"
     return None
 

@@ -313,7 +313,11 @@ def test_init_in_existing_repo(git_repo, run_kb):
     assert r.json()["git_initialised"] is False
     assert ".gitignore" in r.json()["appended"]
     assert (git_repo / ".gitignore").read_text() == "node_modules/\n*.log\n.kb/\n"
-    assert tree_snapshot(git_repo / ".git") == git_dir_before
+    after = tree_snapshot(git_repo / ".git")
+    # Only the clone's config changed: kb's merge drivers are registered (team work).
+    assert after.pop("config") != git_dir_before.pop("config")
+    assert after == git_dir_before
+    assert "kb_cli.merge_driver tree" in git(git_repo, "config", "merge.kb-tree.driver")
     assert git(git_repo, "rev-parse", "HEAD") == head
 
     sub = git_repo / "research"

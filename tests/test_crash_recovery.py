@@ -162,3 +162,36 @@ def test_commits_are_signed_when_git_would_sign_them(tree_kb: Path, tmp_path: Pa
     r = invoke("lock", "release", "tree.md", "--owner", "alice", "--no-verify", cwd=root)
     assert r.code == 0, r.stderr
     assert "gpgsig " in git(root, "cat-file", "commit", "HEAD")
+
+
+def test_git_ref_lock_files_are_named_not_retried(tree_kb: Path) -> None:
+    """A git killed while updating refs leaves HEAD.lock / packed-refs.lock: kb says so
+    (never 'the branch kept moving'), changes nothing, and works once they are gone."""
+    root = tree_kb
+    assert invoke("hyp", "add", "A", cwd=root).code == 0
+    assert invoke("lock", "claim", "tree.md", "--owner", "alice", cwd=root).code == 0
+    with (root / "tree.md").open("a", encoding="utf-8") as fh:
+        fh.write("\n## H2: By hand\nStatus: 待验\n")
+    head = git(root, "rev-parse", "HEAD")
+    for name in ("HEAD.lock", "packed-refs.lock"):
+        lock = git_dir(root) / name
+        lock.write_bytes(b"")
+        r = invoke("lock", "release", "tree.md", "--owner", "alice", "--no-verify", cwd=root)
+        assert r.code == 1 and name in r.stderr, r.stderr
+        r = invoke("hyp", "add", "B", "--no-commit", cwd=root)
+        assert r.code == 1 and name in r.stderr, r.stderr
+        assert git(root, "rev-parse", "HEAD") == head
+        lock.unlink()
+    r = invoke("lock", "release", "tree.md", "--owner", "alice", "--no-verify", cwd=root)
+    assert r.code == 0, r.stderr
+
+
+def test_temporary_files_of_a_killed_write_are_removed(tree_kb: Path) -> None:
+    root = tree_kb
+    (root / ".kb-tmp-abc123.md").write_text("half a tree\n")
+    (root / "experiments").mkdir(exist_ok=True)
+    (root / "experiments" / ".kb-tmp-def456.md").write_text("half an experiment\n")
+    r = invoke("hyp", "add", "A", cwd=root)
+    assert r.code == 0, r.stderr
+    assert not list(root.rglob(".kb-tmp-*"))
+    assert git(root, "status", "--porcelain") == ""

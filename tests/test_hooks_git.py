@@ -47,7 +47,8 @@ def test_install_chains_an_existing_hook_and_uninstall_restores_exactly(make_kb)
     _install(root)
     assert (hooks / "pre-commit.kb-chained").read_bytes() == before["pre-commit"][0]
     assert "kb-managed-hook" in (hooks / "pre-commit").read_text()
-    assert git(root, "config", "merge.kb-dashboard.driver") == "true"
+    assert "kb_cli.merge_driver dashboard" in git(root, "config", "merge.kb-dashboard.driver")
+    assert "kb_cli.merge_driver tree" in git(root, "config", "merge.kb-tree.driver")
     write_files(root, {"tree.md": ADD_H3})
     assert _commit(root, "-am", "H3").returncode == 0
     assert (root / ".git" / "mine-ran").read_text() == "mine\n"
@@ -239,13 +240,15 @@ def test_merge_driver_keeps_one_side_of_the_dashboard(make_kb):
     assert main_dash != ours_dash
     proc = git_run(root, "merge", "--no-ff", "-m", "merge a", "a")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert (root / "DASHBOARD.md").read_bytes() == main_dash  # one side, no markers
     text = (root / "tree.md").read_text(encoding="utf-8")
     assert "### H1.2: A child" in text and "## H4: Fourth" in text
+    # The driver regenerated DASHBOARD.md from the merged tree: nothing stale.
+    dash = (root / "DASHBOARD.md").read_bytes()
+    assert dash not in (main_dash, ours_dash) and b"<<<<<<<" not in dash
     res = invoke("verify", "--json", cwd=root)
-    assert res.code == 0 and [d["code"] for d in res.json()["diagnostics"]] == ["KB240"]
+    assert res.code == 0 and res.json()["diagnostics"] == []
     fresh_dashboard(root)
-    assert invoke("verify", cwd=root).code == 0
+    assert (root / "DASHBOARD.md").read_bytes() == dash
 
 
 def test_stale_dashboard_with_an_unstaged_edit_is_refused_not_fixed(make_kb):

@@ -44,7 +44,9 @@ def test_ci_init_writes_the_workflow(make_kb):
     res = invoke("ci", "init", "--install", spec, cwd=root)
     assert res.code == 0, res.stderr
     text = wf.read_text(encoding="utf-8")
-    assert 'kb verify --range "$KB_RANGE" --format github' in text and "kb-research" not in text
+    assert 'kb verify --range "$KB_RANGE" ${KB_AGAINST:+--against "$KB_AGAINST"} --format github' \
+        in text and "kb-research" not in text
+    assert 'echo "against=origin/$KB_BASE"' in text  # a pull request passes its target
     data = yaml.safe_load(text)
     assert data["env"]["KB_INSTALL"] == spec
     assert data["env"]["KB_BASE"] == "${{ github.base_ref || 'main' }}"

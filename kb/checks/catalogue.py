@@ -113,6 +113,10 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "correct the kind word of the H1"),
     _r("KB150", "warning", "snapshot", "parse", "oddity in a progress direction log",
        "correct the direction header (logs never fail a check)"),
+    _r("KB190", "error", "snapshot", "parse", "unresolved merge conflict (git's <<<<<<< ======= "
+       ">>>>>>> markers); nothing else is read from the file",
+       "resolve the conflict (keep the right lines, delete the markers); `kb sync` merges tree.md "
+       "by meaning"),
     _r("KB199", "error", "snapshot", "parse", "file could not be parsed (nested too deeply)",
        "simplify the file's nesting"),
     # -- snapshot rules (kb verify) ----------------------------------------------
@@ -165,6 +169,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "control character) — the file name, '- ID:' or an ID an anchor names",
        "rename to a safe ID (letters, digits, CJK, '-', '_'); correct the anchor"),
     # -- history rules (base -> new) ----------------------------------------------
+    _r("KB245", "warning", "snapshot", "verify", ".gitattributes names a kb merge driver this clone "
+       "has not registered (kb verify in the working tree only)",
+       "run `kb hooks install` or `kb sync` to register kb's merge drivers"),
     _r("KB301", "error", "history", "verify", "a hypothesis, experiment or card was removed",
        "restore it (mark a refuted hypothesis 被推翻 instead); or record Kb-Override: <ID> <reason>"),
     _r("KB302", "error", "history", "verify", "an ID was reassigned to a different statement",
@@ -181,6 +188,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "before (IDs are never reused)", "use the next free ID (above every existing sibling)"),
     _r("KB308", "error", "history", "verify", "the recorded conclusion of an experiment was changed",
        "restore it and record a new experiment (or Kb-Override: <ID> <reason>)"),
+    _r("KB350", "error", "history", "verify", "an ID the branch adds is already taken on the target "
+       "branch with other content (--against)",
+       "run `kb sync` to renumber the branch's IDs and every reference in one commit"),
     _r("KB309", "error", "history", "verify",
        "kb.toml weakens a rule or moves a path of the record",
        "undo the kb.toml change, or accept it with Kb-Override: <code or paths.key> <reason>"),

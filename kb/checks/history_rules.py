@@ -44,6 +44,20 @@ def _override_hint(obj_id: str) -> str:
             f"text in KB_OVERRIDE for the hook)")
 
 
+_RENUMBERED = re.compile(r"^renumbered to (\S+) \(Kb-Renumber\)$")
+
+
+def _renames(c: Change) -> dict[str, str]:
+    """old ID -> new ID of the commit's ``Kb-Renumber:`` trailers (``kb sync``):
+    references that follow a renumbered ID are not a change of meaning."""
+    out = {}
+    for oid, reason in c.overrides.items():
+        m = _RENUMBERED.match(reason)
+        if m:
+            out[oid] = m.group(1)
+    return out
+
+
 @history_rule("KB301", "KB305")
 def removed(c: Change) -> list:
     """KB301: nothing is removed; KB305: an experiment file keeps its name."""
@@ -79,11 +93,14 @@ def reassigned(c: Change) -> list:
     """KB302: an ID keeps its statement (a hypothesis) / its hypothesis (an experiment)."""
     base = c.lights(c.base, ("hypothesis", "experiment"))
     new = c.lights(c.new, ("hypothesis", "experiment"))
+    renames = _renames(c)
     out = []
     for key, n in new.items():
         b = base.get(key)
         if b is None:
             continue
+        if n.kind == "experiment" and renames.get(b.hypothesis) == n.hypothesis:
+            continue  # its hypothesis was renumbered (Kb-Renumber): the same one
         if n.kind == "hypothesis" and _norm(b.statement) != _norm(n.statement):
             out.append(c.violation(
                 n.id, n.path, n.line, "KB302",
@@ -103,11 +120,14 @@ def evidence_append_only(c: Change) -> list:
     """KB303: Evidence only grows, at its end."""
     base = c.lights(c.base, ("hypothesis",))
     new = c.lights(c.new, ("hypothesis",))
+    renames = _renames(c)
     out = []
     for key, n in new.items():
         b = base.get(key)
         if b is None or b.evidence_json == n.evidence_json or n.evidence[: len(b.evidence)] == b.evidence:
             continue
+        if renames and n.evidence[: len(b.evidence)] == tuple(renames.get(e, e) for e in b.evidence):
+            continue  # an experiment in it was renumbered (Kb-Renumber)
         lost = [e for e in b.evidence if e not in n.evidence]
         was, now = ", ".join(b.evidence) or "(empty)", ", ".join(n.evidence) or "(empty)"
         if lost:

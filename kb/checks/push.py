@@ -39,3 +39,17 @@ def check_push(start: Path, remote: str, lines: Iterable[str]) -> list[PushCheck
     top = top.resolve()
     return [PushCheck(ref, base, tip, verify_commit_range(top, base, tip, allow_root=True))
             for base, tip, ref in pre_push_ranges(top, remote, lines)]
+
+
+def check_push_locks(start: Path, pushes: list[PushCheck], owner: Optional[str] = None) -> list[str]:
+    """Paths the pushed commits change that another owner holds on the KB's lock
+    remote (fetched now; :func:`kb.remote_locks.pushed_lock_conflicts`), one
+    message each. ``owner`` None: ``git config kb.owner``, else ``user.email``."""
+    from kb.locks import default_owner
+    from kb.remote_locks import pushed_lock_conflicts
+
+    top = git.toplevel(start)
+    if top is None or not pushes:
+        return []
+    top = top.resolve()
+    return pushed_lock_conflicts(top, [(p.base, p.tip) for p in pushes], owner or default_owner(top))

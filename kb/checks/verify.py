@@ -379,7 +379,12 @@ def snapshot_diagnostics(facts: Any, base: Optional[Any] = None,
 
     cfg = facts.config
     out = []
-    for _, d in _raw_snapshot(facts, base, earlier):
+    raw = _raw_snapshot(facts, base, earlier)
+    if any(d.code == "KB190" for _, d in raw):
+        # A conflicted file is read as empty: what follows from that (a stale
+        # dashboard) is noise until the conflict is resolved.
+        raw = [(k, d) for k, d in raw if d.code != "KB240"]
+    for _, d in raw:
         sev = effective_severity(d.code, d.severity, cfg)
         if sev is not None:
             out.append(d if sev == d.severity else d._replace(severity=sev))
@@ -394,6 +399,10 @@ def history_diagnostics(change: Any) -> list[_D]:
     load_rules()
     cfg = change.config
     out = []
+    # A file with conflict markers is one KB190 (kb.merge.markers), read as
+    # empty: the objects it seems to lose are not reported as removed.
+    conflicted = {p for p in change.paths if p in change.new.files
+                  and change.new.meta(p).get("conflict")}
     for rule in HISTORY_RULES:
         if rule.modes is not None and change.mode not in rule.modes:
             continue
@@ -401,6 +410,8 @@ def history_diagnostics(change: Any) -> list[_D]:
             continue
         for d in rule.func(change):
             x = _D.of(d)
+            if x.path in conflicted:
+                continue
             if x.severity == "info":  # accepted by an override: never raised by config
                 out.append(x)
                 continue
@@ -556,16 +567,33 @@ def parse_overrides(text: str) -> dict[str, str]:
 
 
 def trailers(top: Path, revs: list[str]) -> dict[str, dict[str, str]]:
-    """commit -> {ID: reason} of its ``Kb-Override:`` trailers, for ``git log revs``."""
-    proc = git.run(["log", "--format=%H%x1f%(trailers:key=Kb-Override,valueonly)%x1e", *revs, "--"],
-                   top)
+    """commit -> {ID: reason} of its ``Kb-Override:`` trailers, for ``git log revs``.
+
+    A ``Kb-Renumber: H7 -> H9`` trailer (``kb sync``) accepts the change to the
+    old ID the same way (``renumbered to H9``).
+    """
+    proc = git.run(["log", "--format=%H%x1f%(trailers:key=Kb-Override,valueonly)%x1f"
+                    "%(trailers:key=Kb-Renumber,valueonly)%x1e", *revs, "--"], top)
     out = {}
     for rec in proc.stdout.decode("utf-8", "replace").split("\x1e"):
         rec = rec.strip("\n")
         if not rec:
             continue
-        sha, _, vals = rec.partition("\x1f")
-        out[sha.strip()] = parse_overrides(vals)
+        sha, _, rest = rec.partition("\x1f")
+        vals, _, renumbers = rest.partition("\x1f")
+        ov = parse_overrides(vals)
+        ov.update(parse_renumbers(renumbers))
+        out[sha.strip()] = ov
+    return out
+
+
+def parse_renumbers(text: str) -> dict[str, str]:
+    """``H7 -> H9`` lines (``Kb-Renumber`` trailer values) -> {old ID: reason}."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        old, sep, new = line.strip().partition("->")
+        if sep and old.strip() and new.strip():
+            out[old.strip()] = f"renumbered to {new.strip()} (Kb-Renumber)"
     return out
 
 
@@ -742,7 +770,7 @@ def verify_worktree(start: Path, kb_path: Optional[Path] = None,
     k = open_kb(kb_path or start)
     report = Report(mode="worktree", kbs=[k.prefix.rstrip("/") or "."])
     with _index(k) as idx:
-        idx.refresh()
+        idx.refresh(check=True)  # verify reads everything: check every cached parse too
         new = idx.worktree()
         new_f = Facts(idx, new, "the working tree", ensure=())
         head = git.rev_parse("HEAD", k.top)
@@ -760,19 +788,32 @@ def verify_worktree(start: Path, kb_path: Optional[Path] = None,
         report.findings += _config_findings(k)
         report.findings += _check_snapshots(k, new_f, base_f, strict=False)
         report.findings += _history(change, k, None)
+    report.findings += _driver_findings(k)
     if head is None:
         report.notes.append("HEAD has no commit yet: history is empty")
     return report
 
 
-def _merge_overrides(top: Path, env: Mapping[str, str]) -> dict[str, str]:
-    """Overrides of the commits that a merge (or cherry-pick) being committed brings in.
+def _driver_findings(k: Any) -> list[Finding]:
+    """KB245: ``.gitattributes`` names a kb merge driver this clone has not
+    registered (git would merge that file line by line; issue: team work)."""
+    from kb.checks.catalogue import effective_severity
+    from kb.merge.drivers import missing_drivers
 
-    A merge concluded by ``git commit`` has ``MERGE_HEAD``; the
-    ``pre-merge-commit`` hook of ``git merge`` / ``git pull`` has none yet, so
-    the merged commits come from ``GIT_REFLOG_ACTION`` (``merge <names>``) or
-    ``FETCH_HEAD`` (``pull``).
-    """
+    sev = effective_severity("KB245", "warning", k.config)
+    if sev is None:
+        return []
+    diags = [_D(m.path, m.line, 1, "KB245", sev,
+                f"{m.path} names the merge driver {m.driver}, which this clone has not registered: "
+                "git merges the file line by line instead (conflicts kb would avoid); run "
+                "`kb hooks install` (or `kb sync`) to register kb's drivers", None)
+             for m in missing_drivers(k.top, k.root)]
+    return _findings(diags, k, "snapshot")
+
+
+def _merge_heads(top: Path, env: Mapping[str, str]) -> list[str]:
+    """The commits a merge being committed brings in (see :func:`_merge_overrides`);
+    ``GITHEAD_<sha>`` (set by ``git merge`` for its strategies and hooks) counts too."""
     gdir = git.git_dir(top)
     heads: list[str] = []
     try:
@@ -794,6 +835,22 @@ def _merge_overrides(top: Path, env: Mapping[str, str]) -> dict[str, str]:
                     heads.append(parts[0].strip())
         except OSError:
             pass
+    if not heads:
+        heads = [k[len("GITHEAD_"):] for k in env if k.startswith("GITHEAD_")
+                 and git.rev_parse(k[len("GITHEAD_"):], top)]
+    return heads
+
+
+def _merge_overrides(top: Path, env: Mapping[str, str]) -> dict[str, str]:
+    """Overrides of the commits that a merge (or cherry-pick) being committed brings in.
+
+    A merge concluded by ``git commit`` has ``MERGE_HEAD``; the
+    ``pre-merge-commit`` hook of ``git merge`` / ``git pull`` has none yet, so
+    the merged commits come from ``GIT_REFLOG_ACTION`` (``merge <names>``) or
+    ``FETCH_HEAD`` (``pull``).
+    """
+    gdir = git.git_dir(top)
+    heads = _merge_heads(top, env)
     out: dict[str, str] = {}
     for h in heads:
         for ov in trailers(top, [f"HEAD..{h}"]).values():
@@ -822,8 +879,10 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
     if head is None:
         report.notes.append("HEAD has no commit yet: history is empty (first commit)")
     overrides = parse_overrides(env.get("KB_OVERRIDE", ""))
+    merging: list[str] = []
     if head is not None:
         overrides.update(_merge_overrides(top, env))
+        merging = [h for h in _merge_heads(top, env) if h != head]
     for prefix in prefixes:
         k = _kb_at(top, prefix, "")
         report.kbs.append(prefix.rstrip("/") or ".")
@@ -837,7 +896,15 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
             change = Change(base_f, new_f, "staged", changes, overrides,
                             base_config=_config_at(k, head), new_config=_config_at(k, ":"))
             report.findings += _config_findings(k)
-            report.findings += _history(change, k, None)
+            found = _history(change, k, None)
+            if found and merging:
+                # Only the allocation order (KB307) is judged against every merged head:
+                # the merged commits are not checked here (pre-push and CI check them),
+                # so what they bring in is still this merge's to answer for.
+                found = _judged_by_all_parents(found, idx, k, None, merging, new, "staged",
+                                               overrides, None, diff=lambda p: diff_staged(k, p),
+                                               codes={"KB307"})
+            report.findings += found
             report.findings += _check_snapshots(k, new_f, base_f, strict=True,
                                                 earlier=lambda: _before_head(idx, k, base_f))
     return report
@@ -912,12 +979,23 @@ def verify_range(start: Path, spec: str, kb_path: Optional[Path] = None) -> Repo
 
 
 def verify_commit_range(start: Path, a: Optional[str], b: str, kb_path: Optional[Path] = None,
-                        allow_root: bool = True) -> Report:
-    """``a..b`` (``a`` None: every commit reachable from ``b``, from the root)."""
+                        allow_root: bool = True, against: Optional[str] = None) -> Report:
+    """``a..b`` (``a`` None: every commit reachable from ``b``, from the root).
+
+    ``against`` names the branch the range is meant to merge into: IDs the range
+    adds (``b`` against its merge-base with ``against``) that ``against`` already
+    holds with other content are KB350 errors (:mod:`kb.merge.collide`).
+    """
     top = _top(start)
     tip = git.rev_parse(b, top)
     if tip is None:
         raise UsageError(f"{b!r} is not a commit")
+    target = None
+    if against is not None:
+        target = git.rev_parse(against, top)
+        if target is None:
+            raise UsageError(f"--against {against!r} is not a commit here (fetch it first, e.g. "
+                             "`git fetch origin`)")
     base = None
     if a is not None:
         base = git.rev_parse(a, top)
@@ -938,7 +1016,33 @@ def verify_commit_range(start: Path, a: Optional[str], b: str, kb_path: Optional
     if base is not None:
         mb = git.run(["merge-base", base, tip], top, check=False)
         origin = mb.stdout.decode().strip() or base if mb.returncode == 0 else base
-    return _verify_commits(top, commits, tip, origin, kb_path, mode="range", trailer_spec=spec)
+    report = _verify_commits(top, commits, tip, origin, kb_path, mode="range", trailer_spec=spec)
+    if target is not None:
+        _against(top, report, tip, target, against or target, kb_path)
+    return report
+
+
+def _against(top: Path, report: Report, tip: str, target: str, label: str,
+             kb_path: Optional[Path]) -> None:
+    """Add the KB350 collisions of ``tip`` with ``target`` to ``report``."""
+    from kb.checks.facts import Facts
+    from kb.merge.collide import collision_diagnostics, find_collisions
+    from kb.repo import commit_snapshot, find_all_kbs
+
+    mb = git.run(["merge-base", tip, target], top, check=False)
+    base = mb.stdout.decode().strip() if mb.returncode == 0 else ""
+    for prefix in _selected(top, kb_path, sorted(set(find_all_kbs(top, tip)))):
+        try:
+            k = _kb_at(top, prefix, tip)
+        except GitError:
+            continue
+        with _index(k) as idx:
+            tip_f = Facts(idx, commit_snapshot(k, tip), tip[:10])
+            target_f = Facts(idx, commit_snapshot(k, target), label)
+            base_f = Facts(idx, commit_snapshot(k, base), base[:10]) if base else None
+            diags = collision_diagnostics(find_collisions(tip_f, base_f, target_f), label)
+            report.findings += _findings([_D.of(d) for d in diags], k, "history", commit=tip,
+                                         all_errors_block=True)
 
 
 def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
@@ -970,6 +1074,13 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
     if bad:
         report.env_error = _shallow_note(bad[0])
     children = Counter(p[0] for _, p in commits if p)
+    # The "existed before the range" check (KB307) applies to commits made on
+    # top of the origin; a branch commit made in parallel (merged with its
+    # target later, e.g. by kb sync) never saw the origin's IDs.
+    after_origin: Optional[set[str]] = None
+    if origin and shas:
+        anc = git.run(["rev-list", "--ancestry-path", f"{origin}..{tip}"], top, check=False)
+        after_origin = set(anc.stdout.decode().split()) if anc.returncode == 0 else None
     for prefix in prefixes:
         try:
             k = _kb_at(top, prefix, tip)
@@ -1023,13 +1134,55 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
                 old_f = Facts(idx, old, parent[:10] if parent else "the empty history", ensure=touched)
                 overrides = dict(ovs.get(c, {}))
                 overrides.update(merge_ovs.get(c, {}))
-                change = Change(old_f, new_f, mode, changes, overrides, commit=c, origin=origin_f,
+                seen_origin = origin_f if after_origin is None or c in after_origin else None
+                change = Change(old_f, new_f, mode, changes, overrides, commit=c, origin=seen_origin,
                                 base_config=_config_at(k, parent), new_config=_config_at(k, c))
-                report.findings += _history(change, k, c)
+                found = _history(change, k, c)
+                if len(parents) > 1 and found:
+                    found = _judged_by_all_parents(found, idx, k, c, parents[1:], new, mode,
+                                                   overrides, origin_f)
+                report.findings += found
             report.findings += _config_findings(k)
             report.findings += _check_snapshots(k, tip_f, origin_f, strict=True) if origin_f is not None \
                 else _check_snapshots(k, tip_f, _empty_facts(idx, k), strict=True)
     return report
+
+
+_ID_TOKEN = re.compile(r"[A-Za-z][\w.-]*\d[\w.-]*")
+
+
+def _finding_key(f: Finding) -> tuple[str, str, str]:
+    """What a history finding is about: code, path and the first ID-like word of
+    its message (messages name their base snapshot, which differs per parent)."""
+    m = _ID_TOKEN.search(f.message)
+    return f.code, f.path, m.group(0) if m else ""
+
+
+def _judged_by_all_parents(found: list[Finding], idx: Any, k: Any, commit: Optional[str],
+                           others: list[str], new: Any, mode: str, overrides: dict[str, str],
+                           origin_f: Any, diff: Any = None,
+                           codes: Optional[set[str]] = None) -> list[Finding]:
+    """Keep the findings of a merge commit (judged against its first parent)
+    that it also earns against every other parent: what a merge takes over
+    from one of its parents is that parent's change, checked on its own path
+    (issue: team work — a renumbered branch merged with its target passes)."""
+    from kb.checks.facts import Change, Facts
+    from kb.repo import commit_snapshot
+
+    keep = {_finding_key(f) for f in found}
+    new_f = None
+    for p in others:
+        changes = diff(p) if diff is not None else diff_commits(k, p, commit)
+        if not changes:
+            return []
+        touched = [ch.path for ch in changes]
+        if new_f is None:
+            new_f = Facts(idx, new, commit[:10] if commit else "the staged index", ensure=touched)
+        old_f = Facts(idx, commit_snapshot(k, p), p[:10], ensure=touched)
+        change = Change(old_f, new_f, mode, changes, overrides, commit=commit, origin=origin_f)
+        keep &= {_finding_key(f) for f in _history(change, k, commit)}
+    return [f for f in found if _finding_key(f) in keep or f.severity == "info"
+            or (codes is not None and f.code not in codes)]
 
 
 def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]]) -> None:
@@ -1089,6 +1242,7 @@ class Mode:
     base: Optional[str] = None
     tip: Optional[str] = None
     source: str = "options"
+    against: Optional[str] = None
 
 
 def resolve_mode(staged: bool = False, rev: Optional[str] = None, range_: Optional[str] = None,
@@ -1144,7 +1298,7 @@ def run(mode: Mode, start: Optional[Path] = None, kb_path: Optional[Path] = None
         return verify_rev(start, mode.rev or "HEAD", kb_path)
     if mode.kind == "range":
         return verify_commit_range(start, mode.base, mode.tip or "HEAD", kb_path,
-                                   allow_root=mode.base is None)
+                                   allow_root=mode.base is None, against=mode.against)
     raise UsageError(f"unknown verify mode {mode.kind!r}")
 
 

@@ -2,7 +2,8 @@
 
 Writes ``kb.toml``, the tree (its title only), ``DASHBOARD.md`` (exactly what
 ``kb dashboard`` renders for an empty tree), ``.gitignore`` (``.kb/``) and
-``.gitattributes`` (the DASHBOARD.md merge driver). Runs ``git init`` when the
+``.gitattributes`` (kb's merge drivers for DASHBOARD.md and the tree, also
+registered in the clone's git config). Runs ``git init`` when the
 folder is not inside a work tree. Refuses, changing nothing, when a KB exists.
 """
 
@@ -30,6 +31,7 @@ class InitResult:
     written: list[str] = field(default_factory=list)
     appended: list[str] = field(default_factory=list)
     git_initialised: bool = False
+    drivers: dict[str, str] = field(default_factory=dict)
 
 
 def init_kb(directory: Path, layout: Layout = "default", locale: str = "zh") -> InitResult:
@@ -70,8 +72,14 @@ def init_kb(directory: Path, layout: Layout = "default", locale: str = "zh") -> 
         target.write_text(text, encoding="utf-8", newline="")
         result.written.append(rel)
     _add_lines(root / ".gitignore", template("gitignore").splitlines(), result, ".gitignore")
-    attrs = Template(template("gitattributes")).substitute(dashboard=paths["dashboard"])
+    attrs = Template(template("gitattributes")).substitute(dashboard=paths["dashboard"],
+                                                           tree=paths["tree"])
     _add_lines(root / ".gitattributes", attrs.splitlines(), result, ".gitattributes")
+    from kb.merge.drivers import register
+
+    top = git.toplevel(root)
+    if top is not None:
+        result.drivers = register(top)  # the drivers .gitattributes names, in this clone
     return result
 
 

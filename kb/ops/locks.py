@@ -449,6 +449,35 @@ def _index_lock(gp: _GitPaths, wait: float = 0.5) -> None:
             "— nothing was changed")
 
 
+def git_ref_locks(git_dir: Path, common_dir: Path, wait: float = 1.0) -> None:
+    """Refuse while git's own ref lock files stay (``HEAD.lock``, ``packed-refs.lock``,
+    ``refs/heads/…/*.lock``): a git killed in the middle of a ref update leaves them,
+    and every update of the branch fails until they are removed. A running git
+    holds them for milliseconds (another clone's lock claim, a user's commit), so
+    kb waits up to ``wait`` seconds first. Like ``index.lock``, kb never deletes
+    them (it cannot tell a crashed git from a running one). Lock refs
+    (``refs/kb/locks``) are not looked at: claims race on them by design.
+    Raises RefusedError naming them."""
+    def present() -> list[Path]:
+        found = [p for p in (git_dir / "HEAD.lock", common_dir / "packed-refs.lock") if p.exists()]
+        heads = common_dir / "refs" / "heads"
+        if heads.is_dir():
+            found += sorted(heads.rglob("*.lock"))[:5]
+        return found
+
+    deadline = time.monotonic() + wait
+    found = present()
+    while found and time.monotonic() < deadline:
+        time.sleep(0.05)
+        found = present()
+    if found:
+        raise RefusedError(
+            f"git's ref lock {'files exist' if len(found) > 1 else 'file exists'} "
+            f"({', '.join(str(p) for p in found)}): another git process is updating refs, or one "
+            "crashed. kb never deletes them; remove them yourself once no git process is running "
+            "— nothing was changed")
+
+
 def _machine_lock(gp: _GitPaths, timeout: float = 120.0) -> Any:
     """kb's write lock in git's common directory (the one every write transaction takes)."""
     from kb.ops.transaction import acquire_write_lock
@@ -721,6 +750,7 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
             recover(kb)  # a write transaction killed before its commit: roll it back first
         _finish_interrupted(top, journal)
         _index_lock(gp)
+        git_ref_locks(gp.git_dir, gp.common_dir)
         branch = current_branch(top)
         if branch is None:
             raise RefusedError("HEAD is detached: check out a branch before releasing "

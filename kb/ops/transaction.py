@@ -160,9 +160,11 @@ def recover(kb: KnowledgeBase) -> list[str]:
     remove_index_litter(kb.top)
     jp = _journal_path(kb)
     if not jp.exists():
+        _remove_tmp_litter(kb, [])
         return []
     try:
         journal = json.loads(jp.read_text(encoding="utf-8"))
+        _remove_tmp_litter(kb, [kb.top / p for p in journal.get("files", {})])
     except (OSError, ValueError):
         # The journal is written before any file: a torn journal means no file was.
         jp.unlink(missing_ok=True)
@@ -247,6 +249,27 @@ def _finish_landed(kb: KnowledgeBase, files: dict[str, dict], head: str | None) 
                        input="".join(lines).encode("utf-8", "surrogateescape"))
 
 
+#: Prefix of _atomic_write's temporary files.
+TMP_PREFIX = ".kb-tmp-"
+
+
+def _remove_tmp_litter(kb: KnowledgeBase, files: list[Path]) -> None:
+    """Delete temporary files of an atomic write killed before its rename, in the
+    folders of ``files`` and of the KB's configured paths. Only kb writes them,
+    under the write lock the caller holds, so any found now is litter."""
+    folders = {f.parent for f in files} | {kb.root}
+    for rel in kb.config.paths.values():
+        p = kb.root / rel.strip("/")
+        folders.add(p if p.suffix != ".md" else p.parent)
+    for d in folders:
+        try:
+            for f in d.glob(TMP_PREFIX + "*"):
+                if f.is_file() and not f.is_symlink():
+                    f.unlink(missing_ok=True)
+        except OSError:
+            continue
+
+
 def remove_index_litter(top: Path) -> list[Path]:
     """Delete the ``next-index-<pid>.lock`` files of git processes that no longer
     run (a ``git commit --only`` killed mid-way leaves one); the removed paths.
@@ -286,7 +309,9 @@ def _portable_new(kb: KnowledgeBase, new_paths: list[str]) -> None:
     from kb.repo import colliding, unportable
 
     for p in new_paths:
-        why = unportable(p)
+        # Reserved names and collisions only: a ':' or '?' in a name is refused by
+        # the commands that take names (IDs, categories) and reported by verify.
+        why = unportable(p, chars=False)
         if why:
             raise RefusedError(f"cannot create {p}: {why}; choose another ID or category — "
                                "nothing was written")
@@ -315,7 +340,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
         umask = os.umask(0)
         os.umask(umask)
         mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".kb-tmp-", suffix=path.suffix)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TMP_PREFIX, suffix=path.suffix)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -402,9 +427,17 @@ class Transaction:
         try:
             self.recovered = recover(self.kb)
             _index_lock(self.kb)
+            from kb.ops.locks import git_ref_locks
+
+            git_ref_locks(git.git_dir(self.kb.top), git.common_dir(self.kb.top))
             from kb.ops.locks import finish_interrupted_release
 
             finish_interrupted_release(self.kb.top)  # a lock release killed before its index update
+
+            from kb.merge.markers import refuse_in_progress
+
+            # Never write into a half-finished merge (issue: team work).
+            refuse_in_progress(self.kb.top)
         except BaseException:
             _release(self._lock)
             raise
@@ -462,11 +495,24 @@ class Transaction:
         paths = [kb.repo_path(r) for r in changed]
         _portable_new(kb, [p for r, p in zip(changed, paths) if olds[r] is None])
         # Write locks (DESIGN §5): refuse a target locked by another owner.
-        check_unlocked(kb, paths, self.owner)
+        check_unlocked(kb, paths, self.owner, notify=self.on_wait)
+        if self.ids and self.op.endswith((".add", ".new")):
+            from kb.remote_locks import lock_remote, taken_upstream
+
+            if lock_remote(kb.top, kb.config) is not None and self.on_wait is not None:
+                # Parallel branches allocate the same IDs; say so before it is merged (team work).
+                for oid in taken_upstream(kb.top, kb.config, kb.prefix, list(self.ids), fetched=True):
+                    self.on_wait(f"warning: {oid} already exists on the lock remote's default "
+                                 "branch; after merging, `kb sync` renumbers this one")
         old_ids = {r: None if (old := olds[r]) is None else self.blob_id(old) for r in changed}
         new_ids = {r: self.blob_id(self._writes[r]) for r in changed}
         # HEAD is read once, here, under the write lock; update-ref swaps from it.
         head = None if self.no_commit else commit_mod.read_head(kb.top, paths)
+        from kb.merge.markers import cache_path, refuse_marked
+
+        # Nor while conflict markers remain in the KB (issue: team work); HEAD as read above.
+        refuse_marked(kb.top, kb.prefix, head=head.commit if head is not None else None,
+                      cache=cache_path(kb.top, kb.prefix))
         head_blobs = {} if head is None else commit_mod.check_clean(
             kb.top, {kb.repo_path(r): self.path(r) for r in changed}, head,
             {kb.repo_path(r): old_ids[r] for r in changed})

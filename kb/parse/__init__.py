@@ -96,6 +96,12 @@ def parse_file(path: str, data: bytes, config: Config, fmt: str | None = None) -
     except DecodeError as exc:
         return ParseResult(path=path, kind=fmt, diagnostics=(exc.diagnostic,))
     src = SourceText.from_text(text, path, bom)
+    from kb.merge.markers import may_have_conflict
+
+    if may_have_conflict(text):
+        conflicted = _conflicts(src, fmt)
+        if conflicted is not None:
+            return conflicted
     try:
         res = _parse(src, fmt, config)
         if "\x00" in text:
@@ -105,6 +111,22 @@ def parse_file(path: str, data: bytes, config: Config, fmt: str | None = None) -
         return ParseResult(path=path, kind=fmt, diagnostics=(Diagnostic(
             path=path, line=1, code="KB199", severity="error",
             message="file is nested too deeply to parse"),))
+
+
+def _conflicts(src: SourceText, fmt: str) -> ParseResult | None:
+    """One KB190 per unresolved conflict region and no objects (neither side is
+    guessed), or None when the text holds no real region."""
+    from kb.merge.markers import conflict_regions, describe
+    from kb.model import Diagnostic, ParseResult
+    from kb.text import compute_mask
+
+    regions = conflict_regions(src.lines, compute_mask(src.lines))
+    if not regions:
+        return None
+    diags = tuple(Diagnostic(path=src.path, line=a, code="KB190", severity="error",
+                             message=describe(a, b)) for a, b in regions)
+    return ParseResult(path=src.path, kind=fmt, diagnostics=diags,
+                       meta={"conflict": True, "bom": src.bom, "newline": src.newline})
 
 
 def _with_nul(res: ParseResult, text: str) -> ParseResult:

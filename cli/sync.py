@@ -1,0 +1,59 @@
+"""``kb sync [UPSTREAM]``: fetch, renumber colliding IDs, merge with kb's drivers, verify."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from kb_cli.output import emit_json, err, json_option, kb_option, print_waiting
+
+
+@click.command("sync")
+@click.argument("upstream", required=False)
+@click.option("--dry-run", is_flag=True, help="Print the renumbering map; change nothing.")
+@click.option("--no-fetch", is_flag=True, help="Use the upstream as already fetched.")
+@json_option
+@kb_option
+def command(upstream: Optional[str], dry_run: bool, no_fetch: bool, as_json: bool,
+            kb_path: Optional[str]) -> int:
+    """Bring this branch up to date with UPSTREAM (default: its upstream, else origin).
+
+    Fetches; renumbers the IDs this branch added that UPSTREAM already holds
+    (hypotheses, experiments, cards, with every reference) in one commit with
+    Kb-Renumber trailers; merges UPSTREAM with kb's merge drivers; regenerates
+    DASHBOARD.md; verifies. Refuses on a dirty work tree. Exit 0 done, 1 a
+    conflict or violation left (reported), 2 usage or environment.
+    """
+    from kb.ops.sync import sync
+
+    res = sync(Path(kb_path) if kb_path else Path.cwd(), upstream, dry_run=dry_run,
+               fetch=not no_fetch, on_wait=print_waiting)
+    if as_json:
+        emit_json(res.to_json())
+        return 0 if res.ok else 1
+    for c in res.collisions:
+        err(f"kb sync: {c['id']} ({c['kind']}) at {c['ours']} is taken on {res.upstream} ({c['theirs']})")
+    for old, new in res.renumbered.items():
+        click.echo(f"{old} -> {new}")
+    if dry_run:
+        err(f"kb sync --dry-run: {len(res.renumbered)} ID(s) would be renumbered against "
+            f"{res.upstream} ({res.upstream_commit[:12]}); nothing changed")
+        return 0
+    if res.renumber_commit:
+        err(f"kb sync: renumbered in {res.renumber_commit[:12]}")
+    err(f"kb sync: merge of {res.upstream}: {res.merge}"
+        + (f" ({res.merge_commit[:12]})" if res.merge_commit else ""))
+    for c in res.conflicts:
+        err(f"kb sync: {c}")
+    if res.conflicts:
+        err(f"kb sync: the merge was aborted (your branch is as it was, plus the renumber commit); "
+            f"run `git merge {res.upstream}` and resolve the conflicts above by hand")
+    if res.dashboard_commit:
+        err(f"kb sync: DASHBOARD.md regenerated in {res.dashboard_commit[:12]}")
+    for f in res.findings:
+        err(f"{f.get('path', '')}:{f.get('line', 0)}: {f.get('code', '')} {f.get('message', '')}")
+    if res.findings:
+        err("kb sync: kb verify found the problems above in the result")
+    return 0 if res.ok else 1

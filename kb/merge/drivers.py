@@ -1,0 +1,145 @@
+"""kb's git merge drivers and their registration in a clone.
+
+Two drivers, named by ``.gitattributes`` (``kb init`` writes the lines) and
+defined in each clone's git config (``kb init``, ``kb hooks install`` and
+``kb sync`` register them; git config is never shared by a push):
+
+- ``kb-tree`` — tree.md, merged block by block (:mod:`kb.merge.tree`);
+- ``kb-dashboard`` — DASHBOARD.md, regenerated from the merged tree and
+  experiments of the two commits being merged (:func:`merge_dashboard`).
+
+A forge's merge button runs neither: what they would do must also be caught
+without them (``kb verify --range --against`` in CI) and repaired locally
+(``kb sync``). ``kb verify`` warns (KB245) when ``.gitattributes`` names a kb
+driver this clone has not registered.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from kb import git
+
+#: driver name -> (git config ``name``, the kind passed to ``kb merge-driver``).
+DRIVERS = {
+    "kb-tree": ("kb: tree.md merged hypothesis by hypothesis (kb merge-driver tree)", "tree"),
+    "kb-dashboard": ("kb: DASHBOARD.md regenerated from the merged tree (kb merge-driver dashboard)",
+                     "dashboard"),
+}
+#: What earlier kb versions registered for kb-dashboard (keep ours); upgraded in place.
+LEGACY = ("true",)
+_ATTR = re.compile(r"^\s*(\S+)\s.*\bmerge=(kb-[\w-]+)")
+
+
+def driver_command(kind: str, python: Optional[str] = None) -> str:
+    """The ``merge.<name>.driver`` value: kb's interpreter runs ``kb merge-driver``."""
+    py = shlex.quote(python or sys.executable)
+    return f"{py} -m kb_cli.merge_driver {kind} %O %A %B %P"
+
+
+def is_kb_command(value: Optional[str]) -> bool:
+    """Was ``value`` (a driver command) written by kb?"""
+    return value is not None and (value in LEGACY or "kb_cli.merge_driver" in value)
+
+
+def _get(top: Path, key: str) -> Optional[str]:
+    proc = git.run(["config", "--get", key], top, check=False)
+    return proc.stdout.decode("utf-8", "replace").strip() if proc.returncode == 0 else None
+
+
+def register(top: Path, python: Optional[str] = None) -> dict[str, str]:
+    """Define kb's drivers in the clone's git config (``.git/config``).
+
+    Returns driver name -> ``registered`` | ``updated`` | ``already registered`` |
+    ``left as configured (<cmd>)`` (a driver someone defined by hand is kept).
+    """
+    out = {}
+    for name, (label, kind) in DRIVERS.items():
+        want = driver_command(kind, python)
+        have = _get(top, f"merge.{name}.driver")
+        if have == want:
+            out[name] = "already registered"
+            continue
+        if have is not None and not is_kb_command(have):
+            out[name] = f"left as configured ({have})"
+            continue
+        git.run(["config", f"merge.{name}.name", label], top, write=True)
+        git.run(["config", f"merge.{name}.driver", want], top, write=True)
+        out[name] = "updated" if have is not None else "registered"
+    return out
+
+
+def unregister(top: Path) -> dict[str, str]:
+    """Remove the drivers kb defined (a hand-made definition is left alone)."""
+    out = {}
+    for name in DRIVERS:
+        have = _get(top, f"merge.{name}.driver")
+        if have is None:
+            out[name] = "not registered"
+        elif is_kb_command(have):
+            git.run(["config", "--remove-section", f"merge.{name}"], top, write=True, check=False)
+            out[name] = "unregistered"
+        else:
+            out[name] = "not kb's: left alone"
+    return out
+
+
+def registered(top: Path) -> dict[str, bool]:
+    """Driver name -> is it defined in this clone's git config."""
+    return {name: _get(top, f"merge.{name}.driver") is not None for name in DRIVERS}
+
+
+def attribute_lines(tree: str, dashboard: str) -> list[str]:
+    """The ``.gitattributes`` lines of a KB (paths relative to the KB folder)."""
+    return [f"{dashboard} merge=kb-dashboard", f"{tree} merge=kb-tree"]
+
+
+def ensure_attributes(kb_root: Path, tree: str, dashboard: str) -> bool:
+    """Append the driver lines ``kb_root/.gitattributes`` lacks. True if it changed."""
+    path = kb_root / ".gitattributes"
+    old = path.read_text(encoding="utf-8", errors="surrogateescape") if path.exists() else ""
+    have = {ln.strip() for ln in old.splitlines()}
+    new = [ln for ln in attribute_lines(tree, dashboard) if ln not in have]
+    if not new:
+        return False
+    sep = "" if old.endswith("\n") or not old else "\n"
+    path.write_text(old + sep + "\n".join(new) + "\n", encoding="utf-8", errors="surrogateescape",
+                    newline="")
+    return True
+
+
+@dataclass(frozen=True)
+class MissingDriver:
+    """A ``.gitattributes`` line naming a kb driver this clone has not defined."""
+
+    path: str
+    line: int
+    driver: str
+
+
+def missing_drivers(top: Path, kb_root: Path) -> list[MissingDriver]:
+    """kb drivers named by the ``.gitattributes`` of ``kb_root`` and its parents up
+    to ``top`` that this clone's git config does not define (git would fall back
+    to a line merge, and conflict)."""
+    have = registered(top)
+    out = []
+    d = kb_root.resolve()
+    top = top.resolve()
+    while True:
+        f = d / ".gitattributes"
+        if f.is_file():
+            for n, ln in enumerate(f.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+                m = _ATTR.match(ln)
+                if m and not have.get(m.group(2), False):
+                    rel = Path(os.path.relpath(f, kb_root.resolve())).as_posix()
+                    out.append(MissingDriver(rel, n, m.group(2)))
+        if d == top or d.parent == d:
+            break
+        d = d.parent
+    return out

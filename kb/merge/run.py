@@ -1,0 +1,193 @@
+"""What ``kb merge-driver`` does when git calls it (``%O %A %B %P``).
+
+git runs a merge driver from the top of the work tree with three temporary
+files — the common ancestor ``%O``, ours ``%A`` (the result is written
+there) and theirs ``%B`` — and the path ``%P`` being merged. Exit 0 means
+merged; anything else leaves the file conflicted (with what was written to
+``%A``). :func:`run_driver` returns ``(exit code, messages)``; it never prints.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Optional
+
+from kb import git
+from kb.config import Config
+
+#: In-progress state files naming the commit being merged in, in git's precedence.
+THEIRS_HEADS = ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "REBASE_HEAD")
+
+
+def _kb_for(top: Path, repo_path: str) -> tuple[Optional[Path], Config]:
+    """The KB folder holding ``repo_path`` and its config (defaults when none)."""
+    from kb.config import config_from_dict, load_config
+    from kb.errors import KbError
+
+    d = (top / repo_path).parent
+    while True:
+        if (d / "kb.toml").is_file():
+            try:
+                return d, load_config(d)
+            except KbError:
+                break
+        if d == top or d.parent == d:
+            break
+        d = d.parent
+    return None, config_from_dict(top, {})
+
+
+def line_merge(ours: Path, base: Path, theirs: Path) -> int:
+    """git's own line merge into ``ours`` (the fallback); its exit code (0 clean)."""
+    proc = subprocess.run(["git", "merge-file", "-L", "ours", "-L", "base", "-L", "theirs",
+                           str(ours), str(base), str(theirs)], capture_output=True)
+    return 0 if proc.returncode == 0 else 1
+
+
+def run_driver(kind: str, base: Path, ours: Path, theirs: Path, repo_path: str,
+               cwd: Path) -> tuple[int, list[str]]:
+    """Merge ``repo_path`` as driver ``kind`` (``tree`` | ``dashboard``)."""
+    top = git.toplevel(cwd) or cwd
+    root, config = _kb_for(top, repo_path)
+    if kind == "tree":
+        return _tree(base, ours, theirs, repo_path, config)
+    if kind == "dashboard":
+        return _dashboard(top, root, base, ours, theirs, repo_path, config)
+    return 2, [f"unknown merge driver kind {kind!r} (tree or dashboard)"]
+
+
+def _tree(base: Path, ours: Path, theirs: Path, repo_path: str, config: Config) -> tuple[int, list[str]]:
+    from kb.merge.tree import Unmergeable, merge_trees
+
+    try:
+        res = merge_trees(base.read_bytes(), ours.read_bytes(), theirs.read_bytes(), config, repo_path)
+    except Unmergeable as exc:
+        rc = line_merge(ours, base, theirs)
+        return rc, [f"{repo_path}: merged line by line ({exc})"] + (
+            [f"{repo_path}: conflict left for you to resolve"] if rc else [])
+    ours.write_bytes(res.data)
+    if res.conflicts:
+        return 1, [f"{repo_path}: {c}" for c in res.conflicts]
+    return 0, []
+
+
+def _rev_bytes(top: Path, rev: str, path: str) -> Optional[bytes]:
+    proc = git.run(["cat-file", "blob", f"{rev}:{path}"], top, check=False)
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def _theirs_and_base(top: Path) -> Optional[tuple[str, str]]:
+    """(commit being merged in, merge base): ``git merge`` names the commit in a
+    ``GITHEAD_<sha>`` variable for its strategies (MERGE_HEAD is written only
+    after the files are merged); a cherry-pick or revert left in progress by an
+    earlier conflict has its state file."""
+    import os
+
+    heads = [k[len("GITHEAD_"):] for k in os.environ if k.startswith("GITHEAD_")]
+    if len(heads) == 1 and git.rev_parse(heads[0], top):
+        mb = git.run(["merge-base", "HEAD", heads[0]], top, check=False)
+        base = mb.stdout.decode().strip()
+        return (heads[0], base) if base else None
+    gd = git.git_dir(top)
+    for name in THEIRS_HEADS:
+        f = gd / name
+        if f.is_file():
+            theirs = f.read_text(encoding="utf-8").split()[0]
+            if name == "MERGE_HEAD":
+                mb = git.run(["merge-base", "HEAD", theirs], top, check=False)
+                base = mb.stdout.decode().strip()
+            else:
+                base = git.rev_parse(f"{theirs}^", top) or ""
+            return (theirs, base) if base else None
+    return None
+
+
+def _dashboard(top: Path, root: Optional[Path], base: Path, ours: Path, theirs: Path,
+               repo_path: str, config: Config) -> tuple[int, list[str]]:
+    """Regenerate DASHBOARD.md from what the merged tree and experiments will be.
+
+    The tree is merged in memory with the tree driver's rules from the three
+    commits (HEAD, the commit being merged, their merge base); experiments are
+    taken from the side that changed them; ``## Next Steps`` from the side that
+    changed it. When that cannot be worked out (no commit being merged, the
+    tree itself conflicts), our side is kept and ``kb verify`` reports it
+    stale until ``kb dashboard`` runs.
+    """
+    from kb.merge.tree import Unmergeable, merge_trees
+    from kb.parse import parse_file
+    from kb.render.dashboard import render_dashboard
+
+    keep = (0, [f"{repo_path}: kept our side; run `kb dashboard` after the merge"])
+    pair = _theirs_and_base(top)
+    if pair is None or root is None:
+        return keep
+    their_rev, base_rev = pair
+    prefix = "" if root.resolve() == top.resolve() else root.resolve().relative_to(top.resolve()).as_posix() + "/"
+    tree_path = prefix + config.paths["tree"]
+    trees = [_rev_bytes(top, r, tree_path) for r in (base_rev, "HEAD", their_rev)]
+    if trees[1] is None or trees[2] is None:
+        return keep
+    try:
+        merged = merge_trees(trees[0] or b"", trees[1], trees[2], config, config.paths["tree"])
+    except Unmergeable:
+        return keep
+    if merged.conflicts:
+        return keep
+    hyps = [o for o in parse_file(config.paths["tree"], merged.data, config, fmt="tree").objects
+            if o.kind == "hypothesis"]
+    exps = _merged_experiments(top, prefix + config.paths["experiments"].strip("/") + "/",
+                               base_rev, their_rev, config, prefix)
+    steps, newline, bom = _next_steps(base.read_bytes(), ours.read_bytes(), theirs.read_bytes(),
+                                      config.paths["dashboard"])
+    text = render_dashboard(hyps, exps, steps, config.locale, newline)
+    ours.write_bytes((("\ufeff" if bom else "") + text).encode("utf-8"))
+    return 0, []
+
+
+def _listing(top: Path, rev: str, folder: str) -> dict[str, str]:
+    data = git.run(["ls-tree", "-r", "-z", rev, "--", folder], top, check=False).stdout
+    out = {}
+    for entry in git.split_z(data):
+        meta, _, path = entry.partition("\t")
+        out[path] = meta.split()[2]
+    return out
+
+
+def _merged_experiments(top: Path, folder: str, base_rev: str, their_rev: str, config: Config,
+                        prefix: str) -> list:
+    from kb.parse import parse_file
+
+    b, o, t = (_listing(top, r, folder) for r in (base_rev, "HEAD", their_rev))
+    chosen: dict[str, str] = {}
+    for path in sorted(set(o) | set(t)):
+        ob, tb, bb = o.get(path), t.get(path), b.get(path)
+        pick = ob if (tb is None or tb == bb) else (tb if (ob is None or ob == bb) else ob)
+        if pick is not None:
+            chosen[path] = pick
+    blobs = git.read_blobs(list(set(chosen.values())), top)
+    exps = []
+    for path, blob in sorted(chosen.items()):
+        rel = path[len(prefix):]
+        if not rel.endswith(".md") or blob not in blobs:
+            continue
+        exps.extend(x for x in parse_file(rel, blobs[blob], config, fmt="experiment").objects
+                    if x.kind == "experiment")
+    return exps
+
+
+def _next_steps(base: bytes, ours: bytes, theirs: bytes, rel: str) -> tuple[Optional[list[str]], str, bool]:
+    from kb.parse.dashboard import next_steps
+    from kb.text import DecodeError, SourceText, decode
+
+    def read(data: bytes) -> tuple[Optional[list[str]], str, bool]:
+        try:
+            text, bom = decode(data, rel)
+        except DecodeError:
+            return None, "\n", False
+        src = SourceText.from_text(text, rel, bom)
+        return next_steps(src), src.newline, bom
+
+    b, o, t = read(base), read(ours), read(theirs)
+    steps = t[0] if o[0] == b[0] else o[0]
+    return steps, o[1], o[2]

@@ -1,0 +1,293 @@
+"""Block-level three-way merge of ``tree.md`` (the kb-tree merge driver).
+
+A tree is a preamble and one *block* per hypothesis (its heading, its anchor
+lines up to the first blank line, then its prose). The merge works on blocks
+keyed by ID, where git's line merge sees only neighbouring lines:
+
+- a block added on one side is kept; blocks added on both sides are both kept,
+  placed in ID order (``H1.2`` < ``H1.10`` < ``H2``);
+- a statement, status or other anchor changed on one side only is taken, even
+  when the other side changed a neighbouring line of the same block;
+- Evidence and Children added on both sides are the union, in order (the
+  base's, then ours, then theirs);
+- prose changed on both sides is merged line by line (``git merge-file``);
+- contradictions — the same ID added with different statements, the same
+  anchor (e.g. Status) moved differently on both sides, prose both sides
+  changed in the same place, a block removed on one side and changed on the
+  other — leave that block as a conflict (git's markers around the two
+  versions) and one clear diagnostic each.
+
+Source: issue "team work through git"; format DESIGN.md §2.1.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from kb.config import Config
+
+_ANCHOR = re.compile(r"^([A-Za-z\u4e00-\u9fff]+)\s*[:：]\s?(.*)$")
+_SPLIT = re.compile(r"\s*[,，、;]\s*")
+
+
+@dataclass
+class Block:
+    """One hypothesis: ``heading`` line, ``anchors`` (key -> (raw line, value)) in
+    file order, and ``rest`` (the lines after the anchor block: blank + prose)."""
+
+    id: str
+    statement: str
+    heading: str
+    anchors: dict[str, tuple[str, str]] = field(default_factory=dict)
+    rest: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        return [self.heading, *(raw for raw, _ in self.anchors.values()), *self.rest]
+
+
+@dataclass
+class Tree:
+    """A parsed tree: ``preamble`` lines, blocks in file order, the newline, a final newline."""
+
+    preamble: list[str]
+    blocks: list[Block]
+    newline: str = "\n"
+    final_newline: bool = True
+    bom: bool = False
+
+
+@dataclass
+class MergeResult:
+    """``data``: the merged bytes (with conflict markers where ``conflicts``);
+    ``conflicts``: one message per contradiction."""
+
+    data: bytes
+    conflicts: list[str]
+
+
+class Unmergeable(Exception):
+    """An input kb cannot read as a tree (bad UTF-8, conflict markers, parse
+    errors that hide blocks): the caller falls back to git's line merge."""
+
+
+def id_key(hid: str) -> tuple:
+    """Sort key of a hypothesis ID in tree order (``H1.2`` < ``H1.10`` < ``H2``)."""
+    out: list = []
+    for part in hid.split("."):
+        m = re.match(r"^(\D*)(\d+)(.*)$", part)
+        out.append((m.group(1), int(m.group(2)), m.group(3)) if m else (part, -1, ""))
+    return tuple(out)
+
+
+def read_tree(data: bytes, config: Config, path: str = "tree.md") -> Tree:
+    """Split tree bytes into preamble and blocks (kb's own tree parser finds the
+    headings: fences, grammar and heading separators as everywhere else).
+    Raises :class:`Unmergeable`."""
+    from kb.merge.markers import may_have_conflict
+    from kb.parse import parse_file
+    from kb.text import DecodeError, SourceText, decode
+
+    try:
+        text, bom = decode(data, path)
+    except DecodeError as exc:
+        raise Unmergeable(str(exc)) from None
+    if may_have_conflict(text):
+        raise Unmergeable(f"{path} holds conflict markers")
+    src = SourceText.from_text(text, path, bom)
+    parsed = parse_file(path, data, config, fmt="tree")
+    hyps = sorted((o for o in parsed.objects if o.kind == "hypothesis"), key=lambda o: o.line)
+    lines = src.lines
+    starts = [h.line - 1 for h in hyps]
+    blocks: list[Block] = []
+    seen: set[str] = set()
+    for n, h in enumerate(hyps):
+        if h.id in seen:
+            raise Unmergeable(f"{path} declares {h.id} twice")
+        seen.add(h.id)
+        a = starts[n]
+        b = starts[n + 1] if n + 1 < len(starts) else len(lines)
+        body = lines[a + 1:b]
+        anchors: dict[str, tuple[str, str]] = {}
+        i = 0
+        while i < len(body) and body[i].strip():
+            m = _ANCHOR.match(body[i])
+            if m is None or m.group(1) in anchors:
+                break
+            anchors[m.group(1)] = (body[i], m.group(2).strip())
+            i += 1
+        blocks.append(Block(h.id, h.statement, lines[a], anchors, body[i:]))
+    preamble = lines[: starts[0]] if starts else list(lines)
+    final = text.endswith("\n") or not text
+    return Tree(preamble, blocks, src.newline, final, bom)
+
+
+def _three(base: Optional[str], ours: Optional[str], theirs: Optional[str]) -> tuple[Optional[str], bool]:
+    """Scalar three-way merge: (value, conflict)."""
+    if ours == theirs:
+        return ours, False
+    if ours == base:
+        return theirs, False
+    if theirs == base:
+        return ours, False
+    return ours, True
+
+
+def _items(value: Optional[str]) -> list[str]:
+    if value is None:
+        return []
+    v = value.strip()
+    if not v or v in ("(empty)", "（空）"):
+        return []
+    return [x for x in _SPLIT.split(v) if x]
+
+
+def _union(base: list[str], ours: list[str], theirs: list[str]) -> list[str]:
+    out = [x for x in base if x in ours and x in theirs]
+    for side in (ours, theirs):
+        for x in side:
+            if x not in out and x not in base:
+                out.append(x)
+    return out
+
+
+def _merge_lines(base: list[str], ours: list[str], theirs: list[str]) -> tuple[list[str], bool]:
+    """Line merge of prose through ``git merge-file`` (no repository needed)."""
+    if ours == theirs or theirs == base:
+        return ours, False
+    if ours == base:
+        return theirs, False
+    with tempfile.TemporaryDirectory(prefix="kb-merge-") as d:
+        files = []
+        for name, ls in (("ours", ours), ("base", base), ("theirs", theirs)):
+            p = Path(d) / name
+            p.write_text("".join(x + "\n" for x in ls), encoding="utf-8", newline="")
+            files.append(str(p))
+        proc = subprocess.run(["git", "merge-file", "-p", *files], capture_output=True)
+    if proc.returncode == 0:
+        return proc.stdout.decode("utf-8", "surrogateescape").split("\n")[:-1], False
+    return ours, True
+
+
+def _merge_block(o: Optional[Block], a: Block, b: Block) -> tuple[Optional[Block], list[str]]:
+    """Merge one hypothesis present on both sides (``o`` None: added on both)."""
+    why: list[str] = []
+    if o is None and " ".join(a.statement.split()) != " ".join(b.statement.split()):
+        return None, [f"{a.id} was added on both sides with different statements "
+                      f"(ours: “{a.statement}”, theirs: “{b.statement}”); renumber one side "
+                      f"(`kb sync` does it with every reference)"]
+    stmt, bad = _three(o.statement if o else None, a.statement, b.statement)
+    if bad:
+        why.append(f"the statement of {a.id} was changed differently on both sides")
+    heading = a.heading if stmt == a.statement else b.heading
+    anchors: dict[str, tuple[str, str]] = {}
+    keys = list(a.anchors) + [k for k in b.anchors if k not in a.anchors]
+    for k in keys:
+        ov = o.anchors.get(k) if o else None
+        av, bv = a.anchors.get(k), b.anchors.get(k)
+        if k in ("Evidence", "Children", "证据", "子节点"):
+            items = _union(_items(ov[1] if ov else None), _items(av[1] if av else None),
+                           _items(bv[1] if bv else None))
+            if k in ("Children", "子节点"):
+                items.sort(key=id_key)
+            side = av or bv
+            assert side is not None
+            if av is not None and _items(av[1]) == items:
+                anchors[k] = av
+            elif bv is not None and _items(bv[1]) == items:
+                anchors[k] = bv
+            else:
+                colon = "：" if f"{k}：" in side[0] else ":"
+                value = ", ".join(items) if items else "(empty)"
+                anchors[k] = (f"{k}{colon} {value}", value)
+            continue
+        val, bad = _three(ov[1] if ov else None, av[1] if av else None, bv[1] if bv else None)
+        if bad:
+            what = "status" if k in ("Status", "状态") else f"the {k} line"
+            why.append(f"{what} of {a.id} was changed differently on both sides "
+                       f"(ours: {av[1] if av else '(none)'}, theirs: {bv[1] if bv else '(none)'}, "
+                       f"base: {ov[1] if ov else '(none)'})")
+            continue
+        if val is None:
+            continue
+        anchors[k] = av if av is not None and av[1] == val else bv  # type: ignore[assignment]
+    rest, bad = _merge_lines(o.rest if o else [], a.rest, b.rest)
+    if bad:
+        why.append(f"the prose under {a.id} was changed in the same place on both sides")
+    if why:
+        return None, why
+    return Block(a.id, stmt or a.statement, heading, anchors, rest), []
+
+
+def _conflict_lines(a: Optional[Block], b: Optional[Block], hid: str) -> list[str]:
+    return ([f"<<<<<<< ours ({hid})", *(a.lines() if a else []), "=======",
+             *(b.lines() if b else []), f">>>>>>> theirs ({hid})"])
+
+
+def merge_trees(base: bytes, ours: bytes, theirs: bytes, config: Config,
+                path: str = "tree.md") -> MergeResult:
+    """Three-way merge of tree.md bytes. Raises :class:`Unmergeable` when an
+    input cannot be read as a tree (the driver then falls back to a line merge)."""
+    O = read_tree(base, config, path) if base else Tree([], [])
+    A = read_tree(ours, config, path)
+    B = read_tree(theirs, config, path)
+    ob = {x.id: x for x in O.blocks}
+    bb = {x.id: x for x in B.blocks}
+    ab = {x.id: x for x in A.blocks}
+    conflicts: list[str] = []
+    out: list[tuple[str, list[str]]] = []  # (id, lines)
+    for blk in A.blocks:
+        o, b = ob.get(blk.id), bb.get(blk.id)
+        if b is None:
+            if o is not None and o.lines() != blk.lines():
+                conflicts.append(f"{blk.id} was removed on their side and changed on ours")
+                out.append((blk.id, _conflict_lines(blk, None, blk.id)))
+            elif o is None:
+                out.append((blk.id, blk.lines()))
+            continue  # removed by them, unchanged by us: removed (kb verify reports KB301)
+        merged, why = _merge_block(o, blk, b)
+        if merged is None:
+            conflicts.extend(why)
+            out.append((blk.id, _conflict_lines(blk, b, blk.id)))
+        else:
+            out.append((blk.id, merged.lines()))
+    for blk in B.blocks:
+        if blk.id in ab:
+            continue
+        o = ob.get(blk.id)
+        if o is not None:
+            if o.lines() != blk.lines():
+                conflicts.append(f"{blk.id} was removed on our side and changed on theirs")
+                lines = _conflict_lines(None, blk, blk.id)
+            else:
+                continue  # removed by us, unchanged by them
+        else:
+            lines = blk.lines()
+        key = id_key(blk.id)
+        at = next((i for i, (hid, _) in enumerate(out) if id_key(hid) > key), len(out))
+        out.insert(at, (blk.id, lines))
+    pre, bad = _merge_lines(O.preamble, A.preamble, B.preamble)
+    if bad:
+        conflicts.append("the text above the first hypothesis was changed in the same place on both sides")
+    lines = pre + [ln for _, ls in out for ln in ls]
+    # A block that lost its trailing blank line by moving to the end (or away from it) keeps
+    # the next heading apart: a heading directly after an anchor would read as an anchor.
+    fixed: list[str] = []
+    for ln in lines:
+        if fixed and ln.startswith("#") and fixed[-1].strip() and _is_decl(ln, ab, bb):
+            fixed.append("")
+        fixed.append(ln)
+    nl = A.newline
+    text = nl.join(fixed) + (nl if A.final_newline else "")
+    data = text.encode("utf-8")
+    if A.bom:
+        data = b"\xef\xbb\xbf" + data
+    return MergeResult(data, conflicts)
+
+
+def _is_decl(line: str, *sides: dict[str, Block]) -> bool:
+    return any(line == blk.heading for s in sides for blk in s.values())

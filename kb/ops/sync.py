@@ -1,0 +1,337 @@
+"""``kb sync [UPSTREAM]``: bring a branch up to date with its target, IDs repaired.
+
+1. refuse on a dirty work tree, an unfinished merge/rebase or conflict markers;
+2. register kb's merge drivers in this clone (git config, ``.gitattributes``);
+3. fetch the upstream (one bounded ``git fetch``; a local branch needs none);
+4. find the IDs this branch added that the upstream holds with other content
+   (:mod:`kb.merge.collide`), renumber them with every reference
+   (:mod:`kb.merge.renumber`) in one commit with ``Kb-Renumber: H7 -> H9``
+   trailers (the history rules accept them);
+5. merge the upstream (``git merge``, kb's drivers doing tree.md and
+   DASHBOARD.md); on a conflict the merge is aborted, the renumber commit kept,
+   and each conflict reported;
+6. regenerate DASHBOARD.md when stale (a ``kb dashboard`` commit) and verify
+   the result (``kb verify --range UPSTREAM..HEAD``).
+
+``dry_run`` stops after step 4's plan and changes nothing. The renumber commit
+is built from plumbing under kb's write lock: the new tree is written with a
+temporary index, the work tree moves to it with ``git read-tree -m -u`` (which
+refuses to overwrite local changes), and HEAD moves by compare-and-swap; if
+that fails the work tree is moved back. A branch already pushed for review is
+repaired by this new commit — no history is rewritten.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from kb import git
+from kb.errors import ConflictError, EnvironmentError_, GitError, RefusedError, UsageError
+
+FETCH_TIMEOUT = 120.0
+
+
+@dataclass
+class SyncResult:
+    """What ``kb sync`` did (or, with ``dry_run``, would do).
+
+    ``renumbered`` old ID -> new ID; ``merge`` is ``up to date`` |
+    ``fast-forward`` | ``merged`` | ``conflict`` | ``not run``; ``findings``
+    the blocking findings of the final verify (as dicts).
+    """
+
+    upstream: str
+    upstream_commit: str
+    dry_run: bool = False
+    fetched: bool = False
+    drivers: dict[str, str] = field(default_factory=dict)
+    attributes_changed: bool = False
+    collisions: list[dict[str, Any]] = field(default_factory=list)
+    renumbered: dict[str, str] = field(default_factory=dict)
+    renumber_commit: Optional[str] = None
+    merge: str = "not run"
+    merge_commit: Optional[str] = None
+    conflicts: list[str] = field(default_factory=list)
+    dashboard_commit: Optional[str] = None
+    findings: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.conflicts and not self.findings
+
+    def to_json(self) -> dict[str, Any]:
+        return {"upstream": self.upstream, "upstream_commit": self.upstream_commit,
+                "dry_run": self.dry_run, "fetched": self.fetched, "drivers": self.drivers,
+                "collisions": self.collisions, "renumbered": self.renumbered,
+                "renumber_commit": self.renumber_commit, "merge": self.merge,
+                "merge_commit": self.merge_commit, "conflicts": self.conflicts,
+                "dashboard_commit": self.dashboard_commit, "findings": self.findings, "ok": self.ok}
+
+
+def _remotes(top: Path) -> list[str]:
+    return git.out(["remote"], top).split()
+
+
+def _fetch(top: Path, remote: str, timeout: float = FETCH_TIMEOUT) -> None:
+    try:
+        proc = subprocess.run(["git", "fetch", "--quiet", remote], cwd=top, capture_output=True,
+                              timeout=timeout, env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
+    except subprocess.TimeoutExpired:
+        raise EnvironmentError_(f"git fetch {remote} did not answer within {timeout:.0f}s; "
+                                "nothing was changed") from None
+    if proc.returncode != 0:
+        raise EnvironmentError_(f"git fetch {remote} failed: "
+                                f"{proc.stderr.decode('utf-8', 'replace').strip()}; nothing was changed")
+
+
+def resolve_upstream(top: Path, upstream: Optional[str], fetch: bool = True) -> tuple[str, str, bool]:
+    """``(name, commit, fetched)`` of the branch to sync with.
+
+    ``upstream``: a remote (its default branch), ``remote/branch``, or a local
+    ref; None: the current branch's upstream, else origin's default branch.
+    """
+    from kb.hooks import _remote_default
+
+    remotes = _remotes(top)
+    name = upstream
+    remote: Optional[str] = None
+    if name is None:
+        proc = git.run(["rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{u}"], top, check=False)
+        if proc.returncode == 0 and proc.stdout.strip():
+            name = proc.stdout.decode().strip()
+        elif "origin" in remotes:
+            name = "origin"
+        else:
+            raise UsageError("no upstream: name one (`kb sync origin/main`), or set the branch's "
+                             "upstream (`git branch -u origin/main`)")
+    if name in remotes:
+        remote = name
+    elif "/" in name and name.split("/", 1)[0] in remotes:
+        remote = name.split("/", 1)[0]
+    fetched = False
+    if remote is not None and fetch:
+        _fetch(top, remote)
+        fetched = True
+    if name == remote:
+        ref = _remote_default(top, remote)
+        if ref is None:
+            raise UsageError(f"cannot tell the default branch of {remote}; name it "
+                             f"(`kb sync {remote}/main`)")
+        name = ref.removeprefix("refs/remotes/")
+    commit = git.rev_parse(name, top)
+    if commit is None:
+        raise UsageError(f"{name!r} is not a branch or commit here")
+    return name, commit, fetched
+
+
+def _dirty(top: Path) -> list[str]:
+    out = git.run(["status", "--porcelain=v1", "-z", "--untracked-files=no"], top).stdout
+    return [rec[3:] for rec in git.split_z(out) if len(rec) > 3]
+
+
+def sync(start: Path, upstream: Optional[str] = None, *, dry_run: bool = False,
+         fetch: bool = True, on_wait: Any = None) -> SyncResult:
+    """Run ``kb sync`` for the KB containing ``start``; see the module docstring.
+
+    Raises RefusedError (exit 1: dirty tree, merge in progress, a renumbered
+    file that would not parse), UsageError (no upstream) and
+    EnvironmentError_ (fetch failed or timed out).
+    """
+    from kb.merge.markers import cache_path, refuse_if_conflicted
+    from kb.repo import open_kb
+
+    k = open_kb(start)
+    top = k.top
+    refuse_if_conflicted(top, "", "kb sync changes", cache=cache_path(top, ""))
+    dirty = _dirty(top)
+    if dirty and not dry_run:
+        raise ConflictError(f"the work tree has uncommitted changes ({', '.join(dirty[:5])}"
+                           f"{', …' if len(dirty) > 5 else ''}); commit or stash them first — "
+                           "kb sync changed nothing")
+    name, target, fetched = resolve_upstream(top, upstream, fetch)
+    res = SyncResult(upstream=name, upstream_commit=target, dry_run=dry_run, fetched=fetched)
+    head = git.rev_parse("HEAD", top)
+    if head is None:
+        raise RefusedError("this branch has no commit yet; nothing to sync")
+    if not dry_run:
+        from kb.merge.drivers import register
+
+        res.drivers = register(top)
+        res.attributes_changed = _attributes(k, on_wait)
+    mb = git.run(["merge-base", head, target], top, check=False).stdout.decode().strip() or None
+    plan = _plan(k, head, target, mb, name, res)
+    if dry_run:
+        return res
+    if plan is not None and plan.ids:
+        res.renumber_commit = _renumber_commit(k, head, mb, plan, name, on_wait)
+    _merge(k, target, name, res)
+    if res.conflicts:
+        return res
+    _dashboard(k, res, on_wait)
+    _verify(k, target, res)
+    return res
+
+
+def _attributes(k: Any, on_wait: Any) -> bool:
+    """Commit the driver lines the KB's ``.gitattributes`` lacks (one transaction)."""
+    from kb.merge.drivers import attribute_lines
+    from kb.ops.transaction import Transaction
+
+    path = k.root / ".gitattributes"
+    old = path.read_bytes() if path.exists() else b""
+    have = {ln.strip() for ln in old.decode("utf-8", "replace").splitlines()}
+    lines = attribute_lines(k.config.paths["tree"], k.config.paths["dashboard"])
+    missing = [ln for ln in lines if ln not in have]
+    if not missing:
+        return False
+    sep = b"" if old.endswith(b"\n") or not old else b"\n"
+    new = old + sep + ("\n".join(missing) + "\n").encode("utf-8")
+    with Transaction(k, "sync.attributes", summary="kb sync: name kb's merge drivers in .gitattributes",
+                     on_wait=on_wait) as tx:
+        tx.write(".gitattributes", new)
+    return True
+
+
+def _plan(k: Any, head: str, target: str, mb: Optional[str], name: str, res: SyncResult) -> Any:
+    from kb.checks.facts import Facts
+    from kb.checks.verify import _index
+    from kb.merge.collide import find_collisions, lights
+    from kb.merge.renumber import plan
+    from kb.repo import commit_snapshot
+
+    if mb == target:
+        return None  # the upstream is already in this branch
+    with _index(k) as idx:
+        tip_f = Facts(idx, commit_snapshot(k, head), head[:10])
+        tgt_f = Facts(idx, commit_snapshot(k, target), name)
+        base_f = Facts(idx, commit_snapshot(k, mb), mb[:10]) if mb else None
+        found = find_collisions(tip_f, base_f, tgt_f)
+        res.collisions = [{"id": c.id, "kind": c.kind, "ours": f"{k.prefix}{c.ours.path}:{c.ours.line}",
+                           "theirs": f"{k.prefix}{c.theirs.path}:{c.theirs.line}"} for c in found]
+        if not found:
+            return None
+        tip_l, tgt_l = lights(tip_f), lights(tgt_f)
+        base_ids = {key for key in lights(base_f)} if base_f is not None else set()
+        taken: dict[str, set[str]] = {"hypothesis": set(), "experiment": set(), "card": set()}
+        for (ns, oid), x in list(tip_l.items()) + list(tgt_l.items()):
+            group = x.kind if x.kind in ("hypothesis", "experiment") else "card"
+            taken[group].add(oid)
+        branch_hyps = [x.id for key, x in tip_l.items() if x.kind == "hypothesis" and key not in base_ids]
+    p = plan(found, branch_hyps, taken)
+    res.renumbered = dict(p.ids)
+    return p
+
+
+def _renumber_commit(k: Any, head: str, mb: Optional[str], p: Any, name: str, on_wait: Any) -> str:
+    """The one renumber commit (see the module docstring for its guarantees)."""
+    from kb.merge.renumber import rewrite
+    from kb.ops.transaction import acquire_write_lock, format_guard, _release
+
+    rng = [mb, head] if mb else [git.EMPTY_TREE, head]
+    changed = [k.rel(x) for x in git.split_z(git.run(
+        ["diff", "--name-only", "-z", "--no-renames", "--diff-filter=AM", *rng, "--",
+         k.prefix or "."], k.top).stdout)]
+    changed = [c for c in changed if c is not None]
+
+    def read(rel: str) -> Optional[bytes]:
+        proc = git.run(["cat-file", "blob", f"{head}:{k.prefix}{rel}"], k.top, check=False)
+        return proc.stdout if proc.returncode == 0 else None
+
+    files = rewrite(changed, read, p)
+    for rel, data in files.items():
+        if data is not None:
+            old = read(rel)
+            format_guard(k, rel, old, data)
+    trailers = "\n".join(f"Kb-Renumber: {t}" for t in p.trailers())
+    pairs = ", ".join(f"{a} -> {b}" for a, b in p.ids.items())
+    message = (f"kb sync: renumber {pairs} (taken on {name})\n\nKb-Op: sync.renumber\n{trailers}\n")
+    lock = acquire_write_lock(git.common_dir(k.top), "sync", on_wait)
+    try:
+        if git.rev_parse("HEAD", k.top) != head:
+            raise ConflictError("HEAD moved while kb sync was planning; run it again (nothing was written)")
+        tree = _tree_with(k, head, files)
+        commit = git.out(["commit-tree", tree, "-p", head, "-F", "-"], k.top, write=True,
+                         input=message.encode("utf-8"))
+        # kb's plumbing commits leave stat data stale; read-tree -m wants it fresh.
+        git.run(["update-index", "-q", "--refresh"], k.top, write=True, check=False)
+        git.run(["read-tree", "-m", "-u", head, commit], k.top, write=True)
+        proc = git.run(["update-ref", "-m", "kb sync: renumber", "HEAD", commit, head], k.top,
+                       write=True, check=False)
+        if proc.returncode != 0:
+            git.run(["read-tree", "-m", "-u", commit, head], k.top, write=True, check=False)
+            raise ConflictError("HEAD moved while kb sync was committing; nothing was changed — "
+                               "run it again")
+    finally:
+        _release(lock)
+    return commit
+
+
+def _tree_with(k: Any, head: str, files: dict[str, Optional[bytes]]) -> str:
+    """HEAD's tree with ``files`` written (None: removed), through a temporary index."""
+    with tempfile.TemporaryDirectory(prefix="kb-sync-") as d:
+        env = {"GIT_INDEX_FILE": str(Path(d) / "index")}
+        git.run(["read-tree", head], k.top, write=True, env=env)
+        info = []
+        for rel, data in sorted(files.items()):
+            path = k.prefix + rel
+            if data is None:
+                info.append(f"0 {'0' * 40}\t{path}\0")
+                continue
+            blob = git.out(["hash-object", "-w", "--stdin", f"--path={path}"], k.top, write=True,
+                           input=data)
+            info.append(f"100644 {blob}\t{path}\0")
+        git.run(["update-index", "-z", "--index-info"], k.top, write=True, env=env,
+                input="".join(info).encode("utf-8", "surrogateescape"))
+        return git.out(["write-tree"], k.top, write=True, env=env)
+
+
+def _merge(k: Any, target: str, name: str, res: SyncResult) -> None:
+    head = git.rev_parse("HEAD", k.top)
+    base = git.run(["merge-base", head or "", target], k.top, check=False).stdout.decode().strip()
+    if base == target:
+        res.merge = "up to date"
+        return
+    proc = git.run(["merge", "--no-edit", "-m", f"Merge {name} (kb sync)", target], k.top,
+                   write=True, check=False, env={"GIT_TERMINAL_PROMPT": "0"})
+    if proc.returncode == 0:
+        new = git.rev_parse("HEAD", k.top)
+        parents = git.out(["rev-list", "--parents", "-n", "1", new or "HEAD"], k.top).split()[1:]
+        res.merge = "merged" if len(parents) > 1 else "fast-forward"
+        res.merge_commit = new
+        return
+    text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+    from kb.merge.markers import unmerged_paths
+
+    files = unmerged_paths(k.top)
+    res.conflicts = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("kb merge:")]
+    res.conflicts += [f"{f}: conflict" for f in files if not any(f in c for c in res.conflicts)]
+    if not res.conflicts:
+        res.conflicts = [text.strip() or "git merge failed"]
+    res.merge = "conflict"
+    git.run(["merge", "--abort"], k.top, write=True, check=False)
+
+
+def _dashboard(k: Any, res: SyncResult, on_wait: Any) -> None:
+    from kb.ops.dashboard import is_stale, refresh_dashboard
+    from kb.repo import open_kb
+
+    k2 = open_kb(k.root)
+    if is_stale(k2):
+        out = refresh_dashboard(k2, on_wait=on_wait)
+        res.dashboard_commit = getattr(out, "commit", None)
+
+
+def _verify(k: Any, target: str, res: SyncResult) -> None:
+    from kb.checks.verify import verify_commit_range
+
+    try:
+        report = verify_commit_range(k.root, target, "HEAD", k.root)
+    except GitError as exc:  # pragma: no cover - environment
+        res.findings = [{"message": str(exc)}]
+        return
+    res.findings = [f.as_dict() for f in report.blocking]

@@ -1,0 +1,91 @@
+"""Conflict markers and in-progress git operations (issue: team work, priority 1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import commit_all, git, invoke
+from conftest import tree_snapshot as _snapshot
+
+
+def tree_snapshot(root: Path) -> dict[str, bytes]:
+    """Every file but kb's caches (.kb/, the marker check's note in .git) — they may
+    learn things on any run."""
+    return {k: v for k, v in _snapshot(root).items()
+            if not k.startswith((".kb", ".git/kb-markers-clean"))}
+
+
+def _two_branches_same_id(root: Path) -> None:
+    """main and `other` both add H1 with different statements; merging conflicts."""
+    git(root, "checkout", "-q", "-b", "other")
+    assert invoke("hyp", "add", "Other side", cwd=root).code == 0
+    git(root, "checkout", "-q", "main")
+    assert invoke("hyp", "add", "Main side", cwd=root).code == 0
+    proc = git(root, "merge", "-q", "--no-edit", "other", check=False)
+    assert "<<<<<<<" in (root / "tree.md").read_text(encoding="utf-8"), proc
+
+
+def test_markers_are_one_diagnostic_not_duplicates(tree_kb: Path) -> None:
+    _two_branches_same_id(tree_kb)
+    res = invoke("verify", "--json", cwd=tree_kb)
+    data = json.loads(res.stdout)
+    codes = [f["code"] for f in data["diagnostics"] if f["path"].endswith("tree.md")]
+    conflict = [f for f in data["diagnostics"] if f["code"] == "KB190" and f["path"] == "tree.md"]
+    assert len(conflict) == 1, data["diagnostics"]
+    text = (tree_kb / "tree.md").read_text(encoding="utf-8").splitlines()
+    first = next(i for i, ln in enumerate(text, 1) if ln.startswith("<<<<<<<"))
+    last = next(i for i, ln in enumerate(text, 1) if ln.startswith(">>>>>>>"))
+    assert f"lines {first}–{last}" in conflict[0]["message"]
+    assert conflict[0]["line"] == first
+    assert codes == ["KB190"], data["diagnostics"]  # no duplicate IDs, no "removed"
+    assert not any("duplicate" in f["message"] for f in data["diagnostics"])
+    assert res.code == 1
+
+
+def test_writes_and_fix_refuse_during_a_merge(tree_kb: Path) -> None:
+    _two_branches_same_id(tree_kb)
+    before = tree_snapshot(tree_kb)
+    res = invoke("hyp", "add", "A third one", cwd=tree_kb)
+    assert res.code == 1 and "merge is in progress" in res.stderr and "git merge --abort" in res.stderr
+    res = invoke("verify", "--fix", cwd=tree_kb)
+    assert res.code == 1 and "merge is in progress" in res.stderr
+    assert tree_snapshot(tree_kb) == before
+
+
+def test_markers_committed_still_refuse_writes(tree_kb: Path) -> None:
+    _two_branches_same_id(tree_kb)
+    git(tree_kb, "add", "-A")
+    git(tree_kb, "commit", "-q", "--no-verify", "-m", "merge with markers")
+    before = tree_snapshot(tree_kb)
+    res = invoke("hyp", "add", "A third one", cwd=tree_kb)
+    # The operation reads tree.md first: its KB190 is the refusal (file, lines, what to do).
+    assert res.code == 1 and "unresolved merge conflict, lines" in res.stderr and "tree.md" in res.stderr
+    # A write to another file is refused too while markers remain anywhere in the KB.
+    res = invoke("problem", "add", "q1", "Another file", cwd=tree_kb)
+    assert res.code == 1 and "unresolved merge-conflict markers in" in res.stderr, res.stderr
+    assert "tree.md" in res.stderr
+    res = invoke("verify", "--fix", cwd=tree_kb)
+    assert res.code == 1 and "conflict" in res.stderr
+    assert tree_snapshot(tree_kb) == before
+    # After resolving by hand, writes work again.
+    text = ("# Hypothesis Tree\n\n## H1: Main side\nStatus: 待验\nEvidence: (empty)\n\n"
+            "## H2: Other side\nStatus: 待验\nEvidence: (empty)\n")
+    (tree_kb / "tree.md").write_text(text, encoding="utf-8")
+    (tree_kb / "DASHBOARD.md").write_text(git(tree_kb, "show", "HEAD~1:DASHBOARD.md") + "\n",
+                                          encoding="utf-8")
+    commit_all(tree_kb, "resolve")
+    res = invoke("hyp", "add", "A third one", cwd=tree_kb)
+    assert res.code == 0, res.stderr
+
+
+def test_quoted_markers_in_a_fence_are_prose(make_kb) -> None:
+    from kb.config import load_config
+    from kb.parse import parse_file
+
+    root = make_kb({"experiments/E001.md": ""})
+    text = ("# E001: H1 - quote a conflict\n\n**Hypothesis**: H1 x\n**Date**: 2026-11-29\n"
+            "**Status**: 进行中\n\n## 执行记录\n\n```\n<<<<<<< HEAD\na\n=======\nb\n>>>>>>> x\n```\n")
+    res = parse_file("experiments/E001.md", text.encode(), load_config(root))
+    assert not [d for d in res.diagnostics if d.code == "KB190"]
+    assert [o.id for o in res.objects] == ["E001"]

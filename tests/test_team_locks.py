@@ -1,0 +1,112 @@
+"""Shared locks through a lock remote (issue: team work, priority 5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import commit_all, git, invoke, tree_snapshot
+
+
+@pytest.fixture
+def shared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """A bare remote and two clones of a KB whose kb.toml names `origin` as lock remote."""
+    from kb.ops.init import init_kb
+
+    monkeypatch.setenv("KB_TODAY", "2026-11-29")
+    monkeypatch.setenv("KB_NOW", "2026-11-29T10:00:00Z")
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    a = tmp_path / "a"
+    git(tmp_path, "clone", "-q", str(remote), str(a))
+    init_kb(a)
+    toml = (a / "kb.toml").read_text(encoding="utf-8")
+    (a / "kb.toml").write_text(toml + '\n[locks]\nremote = "origin"\n', encoding="utf-8")
+    commit_all(a, "kb init, shared locks")
+    git(a, "push", "-q", "origin", "main")
+    b = tmp_path / "b"
+    git(tmp_path, "clone", "-q", str(remote), str(b))  # never fetches lock refs by itself
+    return {"remote": remote, "a": a, "b": b}
+
+
+def test_a_clone_that_never_fetched_locks_is_refused(shared: dict[str, Path]) -> None:
+    a, b, remote = shared["a"], shared["b"], shared["remote"]
+    res = invoke("lock", "claim", "tree.md", "--owner", "alice", "--ttl", "30m", cwd=a)
+    assert res.code == 0, res.stderr
+    assert "refs/kb/locks/" in git(remote, "for-each-ref", "refs/kb/locks")  # acted on the remote
+    assert git(b, "for-each-ref", "refs/kb") == ""
+    def files() -> dict[str, bytes]:
+        return {k: v for k, v in tree_snapshot(b, skip_git=True).items() if not k.startswith(".kb")}
+
+    before = files()
+    head = git(b, "rev-parse", "HEAD")
+    res = invoke("hyp", "add", "Bob's idea", "--owner", "bob", cwd=b)
+    assert res.code == 1
+    assert "tree.md is locked by alice until 2026-11-29T10:30:00Z" in res.stderr, res.stderr
+    assert files() == before and git(b, "rev-parse", "HEAD") == head
+    st = invoke("lock", "status", "--json", cwd=b).json()
+    assert st["source"] == "remote origin (fetched now)" and st["locks"][0]["owner"] == "alice"
+    # alice's own writes go through, and her release frees bob.
+    assert invoke("hyp", "add", "Alice's idea", "--owner", "alice", cwd=a).code == 0
+    res = invoke("lock", "release", "tree.md", "--owner", "alice", cwd=a)
+    assert res.code == 0, res.stderr
+    git(b, "pull", "-q", "--ff-only")
+    res = invoke("hyp", "add", "Bob's idea", "--owner", "bob", cwd=b)
+    assert res.code == 0, res.stderr
+
+
+def test_a_stale_local_copy_never_blocks(shared: dict[str, Path]) -> None:
+    a, b = shared["a"], shared["b"]
+    assert invoke("lock", "claim", "tree.md", "--owner", "alice", cwd=a).code == 0
+    # b mirrors the lock the old way (a plain lock fetch into refs/kb/locks) ...
+    git(b, "fetch", "-q", "origin", "+refs/kb/locks/*:refs/kb/locks/*")
+    assert git(b, "for-each-ref", "refs/kb/locks") != ""
+    assert invoke("lock", "release", "tree.md", "--owner", "alice", cwd=a).code == 0
+    # ... and the copy is stale now: it must not block bob.
+    assert git(b, "for-each-ref", "refs/kb/locks") != ""
+    res = invoke("hyp", "add", "Bob's idea", "--owner", "bob", cwd=b)
+    assert res.code == 0, res.stderr
+
+
+def test_offline_policy_refuse_or_warn(shared: dict[str, Path]) -> None:
+    b = shared["b"]
+    git(b, "remote", "set-url", "origin", str(shared["remote"].parent / "gone.git"))
+    head = git(b, "rev-parse", "HEAD")
+    res = invoke("hyp", "add", "Offline idea", "--owner", "bob", cwd=b)
+    assert res.code == 1 and "cannot read the locks of the lock remote origin" in res.stderr
+    assert "offline = refuse" in res.stderr and git(b, "rev-parse", "HEAD") == head
+    git(b, "config", "kb.lockOffline", "warn")
+    res = invoke("hyp", "add", "Offline idea", "--owner", "bob", cwd=b)
+    assert res.code == 0 and "writing without checking the shared locks" in res.stderr
+
+
+def test_write_warns_when_the_remote_already_has_the_id(shared: dict[str, Path]) -> None:
+    a, b = shared["a"], shared["b"]
+    assert invoke("hyp", "add", "Alice's idea", "--owner", "alice", cwd=a).code == 0
+    git(a, "push", "-q", "origin", "main")
+    res = invoke("hyp", "add", "Bob's idea", "--owner", "bob", cwd=b)
+    assert res.code == 0
+    assert "H1 already exists on the lock remote's default branch" in res.stderr
+    assert "kb sync" in res.stderr
+    # An experiment on the (existing) H1 allocates only E001, which the remote lacks: no warning.
+    res = invoke("exp", "new", "--hyp", "H1", "Bob measures", "--owner", "bob", cwd=b)
+    assert res.code == 0 and "already exists" not in res.stderr
+
+
+def test_pre_push_reads_the_remote_locks(shared: dict[str, Path]) -> None:
+    a, b = shared["a"], shared["b"]
+    assert invoke("hooks", "install", cwd=b).code == 0
+    fetch = git(b, "config", "--get-all", "remote.origin.fetch")
+    assert "+refs/kb/locks/*:refs/kb/remote-locks/origin/locks/*" in fetch  # refspecs set up
+    assert invoke("lock", "claim", "tree.md", "--owner", "alice", cwd=a).code == 0
+    # bob edits by hand and skips the commit hook; the push is what stops him.
+    text = (b / "tree.md").read_text(encoding="utf-8")
+    (b / "tree.md").write_text(text + "\n## H1: By hand\nStatus: 待验\nEvidence: (empty)\n", encoding="utf-8")
+    git(b, "config", "kb.owner", "bob")
+    git(b, "commit", "-q", "--no-verify", "-am", "by hand")
+    import subprocess
+
+    proc = subprocess.run(["git", "push", "origin", "main"], cwd=b, capture_output=True)
+    err = proc.stderr.decode()
+    assert proc.returncode != 0 and "tree.md is locked on origin by alice" in err, err

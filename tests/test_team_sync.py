@@ -1,0 +1,166 @@
+"""`kb sync`: renumber colliding IDs with every reference, merge, verify (issue: team work)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import commit_all, git, invoke, tree_snapshot
+
+
+def files(root: Path) -> dict[str, bytes]:
+    """Every file but kb's caches (.kb/, the marker check's note in .git) — they may
+    learn things on any run."""
+    return {k: v for k, v in tree_snapshot(root).items()
+            if not k.startswith((".kb", ".git/kb-markers-clean"))}
+
+
+@pytest.fixture
+def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """A bare remote and two clones of one KB: `a` (kb init) and `b` (a plain git clone)."""
+    from kb.ops.init import init_kb
+
+    monkeypatch.setenv("KB_TODAY", "2026-11-29")
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    a = tmp_path / "a"
+    git(tmp_path, "clone", "-q", str(remote), str(a))
+    init_kb(a)
+    commit_all(a, "kb init")
+    git(a, "push", "-q", "origin", "main")
+    b = tmp_path / "b"
+    git(tmp_path, "clone", "-q", str(remote), str(b))
+    return {"remote": remote, "a": a, "b": b}
+
+
+def _ok(*args: str, cwd: Path) -> None:
+    res = invoke(*args, cwd=cwd)
+    assert res.code == 0, (args, res.stderr)
+
+
+def test_sync_renumbers_every_reference_and_merges(team: dict[str, Path]) -> None:
+    a, b = team["a"], team["b"]
+    _ok("hyp", "add", "A idea", cwd=a)
+    _ok("exp", "new", "--hyp", "H1", "A measures", cwd=a)
+    _ok("problem", "add", "q1", "A problem", cwd=a)
+    git(a, "push", "-q", "origin", "main")
+    # b works from the old main and allocates the same IDs.
+    _ok("hyp", "add", "B idea", cwd=b)
+    _ok("hyp", "add", "B child", "--parent", "H1", cwd=b)
+    _ok("exp", "new", "--hyp", "H1.1", "B measures", cwd=b)
+    _ok("hyp", "evidence", "H1.1", "E001", cwd=b)
+    _ok("problem", "add", "q1", "B problem", cwd=b)
+    _ok("problem", "add", "q2", "B second problem", "--depends", "q1", cwd=b)
+    root = git(b, "rev-list", "--max-parents=0", "HEAD")
+    git(b, "fetch", "-q")
+    # The collision is visible to CI before any repair.
+    res = invoke("verify", "--range", "origin/main..HEAD", "--against", "origin/main", "--json", cwd=b)
+    assert res.code == 1 and {d["code"] for d in res.json()["diagnostics"] if d["blocking"]} == {"KB350"}
+
+    before = files(b)
+    res = invoke("sync", "--dry-run", cwd=b)
+    assert res.code == 0, res.stderr
+    assert res.stdout.splitlines() == ["H1 -> H2", "H1.1 -> H2.1", "E001 -> E002", "q1 -> q3"]
+    assert files(b) == before  # dry run changes nothing
+
+    res = invoke("sync", "--json", cwd=b)
+    data = res.json()
+    assert res.code == 0, json.dumps(data, ensure_ascii=False)[:3000]
+    assert data["renumbered"]["H1"] == "H2" and data["renumbered"]["H1.1"] == "H2.1"
+    assert data["renumbered"]["E001"] == "E002"
+    # q2 is taken on b itself: the renumbered q1 becomes q3.
+    assert data["renumbered"]["q1"] == "q3"
+    assert data["merge"] == "merged"
+    msg = git(b, "log", "-1", "--format=%B", data["renumber_commit"])
+    assert "Kb-Renumber: H1 -> H2" in msg and "Kb-Renumber: E001 -> E002" in msg
+    # kb diff shows the renumbering to a reviewer (the trailers are the shared format).
+    rc = data["renumber_commit"]
+    diff = invoke("diff", f"{rc}~1..{rc}", "--json", cwd=b)
+    assert diff.code == 0, diff.stderr
+    assert {"from": "H1", "to": "H2"} in [{k: r[k] for k in ("from", "to")}
+                                          for r in diff.json()["renumberings"]]
+
+    tree = (b / "tree.md").read_text(encoding="utf-8")
+    assert "## H1: A idea" in tree and "## H2: B idea" in tree
+    assert "### H2.1: B child" in tree and "Parent: H2" in tree and "Children: H2.1" in tree
+    assert "### H2.1: B child\nStatus: 进行中\nEvidence: E002\n" in tree
+    e2 = (b / "experiments" / "E002.md").read_text(encoding="utf-8")
+    assert e2.startswith("# E002: H2.1 - B measures") and "**Hypothesis**: H2.1" in e2
+    assert (b / "experiments" / "E001.md").read_text(encoding="utf-8").startswith("# E001: H1 - A measures")
+    q3 = (b / "Problems" / "q3.md").read_text(encoding="utf-8")
+    assert "- ID: q3" in q3 and "B problem" in q3
+    assert "q3" in (b / "Problems" / "q2.md").read_text(encoding="utf-8")  # 依赖 follows
+    assert "A problem" in (b / "Problems" / "q1.md").read_text(encoding="utf-8")
+    # The result verifies: working tree, the whole history, and against the target.
+    res = invoke("verify", "--json", cwd=b)
+    assert res.code == 0 and not [d for d in res.json()["diagnostics"] if d["severity"] == "error"]
+    res = invoke("verify", "--range", f"{root}..HEAD", "--json", cwd=b)
+    assert res.code == 0, res.stdout
+    res = invoke("verify", "--range", "origin/main..HEAD", "--against", "origin/main", cwd=b)
+    assert res.code == 0, res.stdout + res.stderr
+    git(b, "fsck", "--no-progress")
+    git(b, "push", "-q", "origin", "HEAD:main")
+    # a pulls: a fast-forward, no duplicate IDs anywhere.
+    git(a, "pull", "-q", "--ff-only")
+    assert invoke("verify", cwd=a).code == 0
+
+
+def test_sync_refuses_a_dirty_tree_and_changes_nothing(team: dict[str, Path]) -> None:
+    b = team["b"]
+    (b / "tree.md").write_text((b / "tree.md").read_text(encoding="utf-8") + "\nnote\n", encoding="utf-8")
+    before = files(b)
+    head = git(b, "rev-parse", "HEAD")
+    res = invoke("sync", cwd=b)
+    assert res.code == 1 and "uncommitted changes" in res.stderr and "tree.md" in res.stderr
+    assert files(b) == before and git(b, "rev-parse", "HEAD") == head
+
+
+def test_sync_without_collisions_just_merges(team: dict[str, Path]) -> None:
+    a, b = team["a"], team["b"]
+    _ok("hyp", "add", "A idea", cwd=a)
+    git(a, "push", "-q", "origin", "main")
+    _ok("problem", "add", "q7", "B problem", cwd=b)
+    res = invoke("sync", "--json", cwd=b)
+    data = res.json()
+    assert res.code == 0 and data["renumbered"] == {} and data["merge"] == "merged", data
+    assert data["drivers"]["kb-tree"] == "registered"
+    assert "## H1: A idea" in (b / "tree.md").read_text(encoding="utf-8")
+
+
+def test_sync_names_the_drivers_in_gitattributes(team: dict[str, Path]) -> None:
+    a, b = team["a"], team["b"]
+    (a / ".gitattributes").write_text("DASHBOARD.md merge=kb-dashboard\n", encoding="utf-8")
+    commit_all(a, "an older KB: only the dashboard driver")
+    git(a, "push", "-q", "origin", "main")
+    git(b, "pull", "-q", "--ff-only")
+    res = invoke("sync", "--json", cwd=b)
+    assert res.code == 0, res.stdout + res.stderr
+    text = (b / ".gitattributes").read_text(encoding="utf-8")
+    assert "tree.md merge=kb-tree" in text and text.startswith("DASHBOARD.md merge=kb-dashboard\n")
+    assert git(b, "status", "--porcelain") == ""
+    assert "Kb-Op: sync.attributes" in git(b, "log", "-1", "--format=%B", "--", ".gitattributes")
+
+
+def test_sync_stops_on_a_contradiction_and_leaves_no_half_merge(team: dict[str, Path]) -> None:
+    a, b = team["a"], team["b"]
+    _ok("hyp", "add", "Shared idea", cwd=a)
+    git(a, "push", "-q", "origin", "main")
+    git(b, "pull", "-q", "--ff-only")
+    _ok("hyp", "status", "H1", "进行中", cwd=a)
+    _ok("hyp", "status", "H1", "进行中", cwd=b)
+    (a / "tree.md").write_text((a / "tree.md").read_text(encoding="utf-8").replace(
+        "Status: 进行中", "Status: 被推翻"), encoding="utf-8")
+    (b / "tree.md").write_text((b / "tree.md").read_text(encoding="utf-8").replace(
+        "Status: 进行中", "Status: 被支持"), encoding="utf-8")
+    for clone in (a, b):
+        git(clone, "commit", "-q", "--no-verify", "-am", "close H1")
+    git(a, "push", "-q", "origin", "main")
+    head = git(b, "rev-parse", "HEAD")
+    res = invoke("sync", "--json", cwd=b)
+    data = res.json()
+    assert res.code == 1 and data["merge"] == "conflict"
+    assert any("status of H1 was changed differently on both sides" in c for c in data["conflicts"])
+    assert git(b, "rev-parse", "HEAD") == head and git(b, "status", "--porcelain") == ""
+    assert not (b / ".git" / "MERGE_HEAD").exists()

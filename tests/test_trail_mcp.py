@@ -1,0 +1,76 @@
+"""The seed's two tools over kb's MCP server (issue 15): static surface with the seed's
+parameter names, recordings as commits, refusals as tool errors with kb's kinds."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from conftest import git
+
+
+@pytest.fixture
+def kb(tree_kb: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("KB_NOW", "2026-12-01T10:00:00Z")
+    monkeypatch.chdir(tree_kb)
+    return tree_kb
+
+
+async def call(c: Client, tool: str, **args: Any) -> tuple[bool, Any]:
+    res = await c.call_tool(tool, args)
+    return bool(res.is_error), json.loads(res.content[0].text)
+
+
+def test_explore_tree_tools_over_mcp(kb: Path, tmp_path: Path) -> None:
+    from kb.mcp import build_server
+
+    async def session() -> None:
+        async with Client(build_server(kb)) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            rec = tools["explore_tree_record"]
+            props = rec.input_schema["properties"]
+            assert {"action", "parentId", "children", "from", "to", "edgeKind",
+                    "expectedRevision", "toActor", "actor", "role"} <= props.keys()
+            assert rec.input_schema["required"] == ["action"]
+            assert not rec.annotations.read_only_hint
+            view = tools["explore_tree"]
+            assert set(view.input_schema["properties"]) == {
+                "action", "id", "depth", "query", "limit", "archived"}
+            assert view.annotations.read_only_hint
+
+            err, t = await call(c, "explore_tree_record", action="add", kind="topic",
+                                title="建树算法")
+            assert not err and t["ok"] and t["data"]["op"] == "trail.add"
+            assert t["data"]["commit"] == git(kb, "rev-parse", "HEAD")
+            topic = t["data"]["id"]
+            err, h = await call(c, "explore_tree_record", action="add", kind="hypothesis",
+                                title="配额为何先到先得？", parentId=topic,
+                                children=[{"kind": "evidence", "title": "前缀多了 214 字节"}])
+            hyp, ev = h["data"]["ids"]
+            err, linked = await call(c, "explore_tree_record", **{
+                "action": "link", "from": ev, "to": hyp, "edgeKind": "supports"})
+            assert not err and linked["data"]["changes"] == [f"linked {ev} -[supports]-> {hyp}"]
+            err, node = await call(c, "explore_tree", action="node", id=hyp)
+            assert not err and node["data"]["version"] == 1
+            assert node["data"]["edges"]["in"][0]["from"] == ev
+            err, stale = await call(c, "explore_tree_record", action="set", id=hyp,
+                                    status="done", expectedRevision=3)
+            assert err and stale["error"]["kind"] == "stale"
+            assert "STALE_REVISION" in stale["error"]["message"]
+            err, out = await call(c, "explore_tree_record", action="add", kind="note",
+                                  title="n", parentId=topic, actor="agent-b")
+            assert err and out["error"]["kind"] == "refused"
+            assert out["error"]["message"].startswith("OUT_OF_SCOPE")
+            err, brief = await call(c, "explore_tree", action="brief")
+            assert not err and len(brief["text"]) <= 400
+            err, bad = await call(c, "explore_tree", action="snapshot")
+            assert err and bad["error"]["kind"] == "usage"
+
+    asyncio.run(session())
+    assert git(kb, "status", "--porcelain") == ""
+    assert int(git(kb, "rev-list", "--count", "HEAD")) == 1 + 3
