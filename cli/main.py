@@ -121,7 +121,7 @@ def _main(args: list[str], argv: list[str] | None) -> int:
         return _json_error(args, exc.format_message(), 2, "usage")
     except click.Abort:
         click.echo("kb: aborted", err=True)
-        return 2
+        return _json_error(args, "aborted", 2, "environment")
     except KbError as exc:
         click.echo(f"kb: {exc}", err=True)
         return _json_error(args, str(exc), exc.exit_code, exc.kind)

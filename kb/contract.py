@@ -356,12 +356,6 @@ OUTPUTS: dict[str, Optional[type[BaseModel]]] = {
     "serve": ServeOutput,
 }
 
-# The exploration graph's commands (issue 15): their models live with kb.trail.
-from kb.trail.contract import OUTPUTS as _TRAIL_OUTPUTS  # noqa: E402
-
-OUTPUTS.update(_TRAIL_OUTPUTS)
-
-
 def schema_of(words: str) -> dict[str, Any]:
     """The JSON Schema of ``words``' success output. Raises KeyError for unknown words."""
     model = OUTPUTS[words]
@@ -381,12 +375,15 @@ __all__ = ["OUTPUTS", "ErrorOutput", "WriteResult", "schema_of", "validate_outpu
 
 
 def _area_outputs() -> None:
-    """Outputs of commands whose areas keep their own models (kb gen, kb lit)."""
+    """Outputs of commands whose areas keep their own models (kb gen and kb lit,
+    kb diff and kb log, kb trail)."""
     from kb.gen.contract import OUTPUTS as GEN
     from kb.review.contract import OUTPUTS as REVIEW
+    from kb.trail.contract import OUTPUTS as TRAIL
 
     OUTPUTS.update(GEN)
     OUTPUTS.update(REVIEW)
+    OUTPUTS.update(TRAIL)
 
 
 _area_outputs()

@@ -296,3 +296,30 @@ def test_warm_reads_see_changes_made_outside_the_server(ex: Path) -> None:
             assert await call(c, "find", text="q77") == []
 
     asyncio.run(session())
+
+
+def test_trail_tools_take_the_seed_names(ex: Path) -> None:
+    """explore_tree_record's parameters are the seed's (``from``, ``edgeKind``, ``parentId``)."""
+    from kb.mcp import build_server
+
+    async def session() -> dict[str, Any]:
+        async with Client(build_server(ex)) as c:
+            props = {t.name: t for t in (await c.list_tools()).tools}[
+                "explore_tree_record"].input_schema["properties"]
+            assert {"from", "to", "edgeKind", "parentId", "expectedRevision"} <= props.keys()
+            a = (await call(c, "explore_tree_record", action="add", kind="question",
+                            title="Why is CI slow?"))["data"]["id"]
+            b = (await call(c, "explore_tree_record", action="add", kind="hypothesis",
+                            title="pytest dominates", parentId=a))["data"]["id"]
+            c2 = (await call(c, "explore_tree_record", action="add", kind="hypothesis",
+                             title="setup dominates", parentId=a))["data"]["id"]
+            await call(c, "explore_tree_record", **{"action": "link", "from": b, "to": c2,
+                                                    "edgeKind": "contradicts"})
+            node = await call(c, "explore_tree", action="node", id=b)
+            err = await refused(c, "explore_tree_record", action="link", to=c2, edgeKind="nope",
+                                **{"from": b})
+            assert err["kind"] == "usage"
+            return node
+
+    node = asyncio.run(session())
+    assert "contradicts" in json.dumps(node)

@@ -17,6 +17,7 @@ session-start text of ``kb prime``.
 """
 
 import importlib
+import importlib.util
 from pathlib import Path
 from typing import Optional
 
@@ -26,7 +27,9 @@ import kb as _kb_pkg
 from kb.mcp.registry import Registry
 from kb.mcp.warm import WarmKB
 
-#: Modules under kb.mcp with a ``register(reg)`` function, in tool-list order.
+#: Modules under kb.mcp with a ``register(reg)`` function, in tool-list order. A module
+#: may name the library package it serves in ``REQUIRES``; it is skipped when that
+#: package is not installed (an area not built yet), so the list stays static per install.
 AREAS = ["reads", "tree", "cards", "locks", "review", "trail", "gen"]
 
 INSTRUCTIONS = (
@@ -53,6 +56,9 @@ def build_server(kb: Optional[Path] = None) -> MCPServer:
         except ModuleNotFoundError as exc:
             if exc.name != f"kb.mcp.{area}":
                 raise
+            continue
+        need = getattr(mod, "REQUIRES", None)
+        if need and importlib.util.find_spec(need) is None:
             continue
         mod.register(reg)
 

@@ -67,22 +67,27 @@ class Registry:
         self.lock = threading.Lock()
 
     def _add(self, name: str, fn: Callable[..., Any], description: str,
-             annotations: ToolAnnotations) -> None:
+             annotations: ToolAnnotations, takes_kb: bool = True) -> None:
         sig = inspect.signature(fn)
-        # Real types, also from string annotations; Annotated metadata (a pydantic alias
-        # such as "from", a Python keyword) is kept for the SDK.
+        # real types (also from string annotations), Annotated[…, Field(alias=…)] kept
         hints = typing.get_type_hints(fn, include_extras=True)
-        first = list(sig.parameters)[0]
-        served: Callable[[], Any] = (
-            (lambda: self.warm) if hints.get(first) is WarmKB else self.warm.get)
+        first = list(sig.parameters)[0] if sig.parameters else ""
+        served: Callable[[], Any] | None = None
+        if takes_kb:
+            served = (lambda: self.warm) if hints.get(first) is WarmKB else self.warm.get
         params = [p.replace(annotation=hints.get(p.name, p.annotation))
-                  for p in list(sig.parameters.values())[1:]]  # the first is the served KB
+                  for p in list(sig.parameters.values())[1 if takes_kb else 0:]]
+        # The SDK calls with a parameter's alias (``from`` for ``from_``): map it back.
+        aliases = {m.alias: p.name for p in params for m in getattr(p.annotation, "__metadata__", ())
+                   if getattr(m, "alias", None)}
 
         @functools.wraps(fn)
         def tool(**kwargs: Any) -> CallToolResult:
             try:
                 with self.lock:
-                    return _result(to_data(fn(served(), **kwargs)))
+                    args = (served(),) if served is not None else ()
+                    kwargs = {aliases.get(k, k): v for k, v in kwargs.items()}
+                    return _result(to_data(fn(*args, **kwargs)))
             except Exception as exc:  # every failure is a tool error, never a dead server
                 if not hasattr(exc, "kind"):
                     log.exception("tool %s failed", name)
@@ -97,21 +102,24 @@ class Registry:
                              structured_output=False)
         self.names.append(name)
 
-    def read(self, name: str, fn: Callable[..., Any], description: str) -> None:
-        """A tool that changes nothing (``readOnlyHint``; repeating it is harmless)."""
+    def read(self, name: str, fn: Callable[..., Any], description: str, *,
+             open_world: bool = False, takes_kb: bool = True) -> None:
+        """A tool that changes nothing (``readOnlyHint``; repeating it is harmless).
+        ``open_world``: it asks a service outside the KB (e.g. a literature API);
+        ``takes_kb=False``: ``fn`` has no KB parameter (it finds its own data)."""
         self._add(name, fn, description, ToolAnnotations(
             read_only_hint=True, destructive_hint=False, idempotent_hint=True,
-            open_world_hint=False))
+            open_world_hint=open_world), takes_kb)
 
     def write(self, name: str, fn: Callable[..., Any], description: str, *,
               destructive: bool = False, idempotent: bool = False,
-              open_world: bool = False) -> None:
+              open_world: bool = False, takes_kb: bool = True) -> None:
         """A tool that writes (one transaction, one commit). ``destructive``: it can
         overwrite or remove what is there (not only add); ``idempotent``: the same call
         twice leaves the same state; ``open_world``: it talks to a remote."""
         self._add(name, fn, description, ToolAnnotations(
             read_only_hint=False, destructive_hint=destructive, idempotent_hint=idempotent,
-            open_world_hint=open_world))
+            open_world_hint=open_world), takes_kb)
 
 
 __all__ = ["Registry", "to_data"]

@@ -12,6 +12,12 @@ itself knows changed, so nothing is missed:
   listed path with its stat (an edit of an already-modified file).
 
 Any difference means a full refresh (and ``kb.toml`` a re-open of the KB).
+Once, after its first index refresh, the server refreshes the stat data of git's own index
+(``git update-index -q --refresh``, what ``git status`` does on its way): in a
+fresh clone every entry is "racily clean" and ``git diff-files`` would re-hash
+every file on every call (0.2 s instead of 7 ms on the 7.5k corpus). Contents
+and staging are untouched; when another git process holds the index lock the
+step is skipped.
 The SDK runs synchronous tools in worker threads and a SQLite connection
 belongs to its thread, so each thread keeps its own index and fingerprint.
 """
@@ -42,6 +48,7 @@ class WarmKB:
         self.kb: KnowledgeBase | None = None
         self.local = threading.local()  # .idx, .mark: per thread (SQLite's rule)
         self.common: Path | None = None
+        self.git_refreshed = False
 
     def get(self) -> KnowledgeBase:
         """The served KB (opened on first use; NotAKnowledgeBase outside a KB)."""
@@ -79,6 +86,9 @@ class WarmKB:
             self.local.idx = Index(k)
         if mark != getattr(self.local, "mark", None):
             self.local.idx.refresh()
+            if not self.git_refreshed:  # after kb's first refresh: clear of a clone's second
+                self.git_refreshed = True
+                git.run(["update-index", "-q", "--refresh"], k.top, check=False, write=True)
             self.local.mark = self._fingerprint(k)  # after the refresh
         return self.local.idx
 
