@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import click
 
-from kb_cli.output import emit_json, err, json_option, kb_option, print_waiting
+from kb_cli.output import emit_json, err, json_option, kb_option, print_result, print_waiting
 
 
 @click.group("trail")
@@ -36,21 +36,6 @@ def record_options(f: Callable[..., Any]) -> Callable[..., Any]:
 def _kw(kw: dict[str, Any]) -> dict[str, Any]:
     return {"actor": kw.pop("actor"), "role": kw.pop("role"), "no_commit": kw.pop("no_commit"),
             "on_wait": print_waiting, "expect_version": kw.pop("expect_version")}
-
-
-def report(res: Any, as_json: bool) -> int:
-    if res.recovered:
-        err(f"kb: rolled back an interrupted kb write first: {', '.join(res.recovered)}")
-    if as_json:
-        emit_json(res.to_json())
-        return 0
-    for ln in res.changes:
-        click.echo(ln)
-    if res.commit:
-        err(f"committed {res.commit[:12]} ({', '.join(res.paths)})")
-    elif res.paths:
-        err(f"wrote {', '.join(res.paths)} (not committed)")
-    return 0
 
 
 def _children(path: str | None) -> list[dict[str, Any]]:
@@ -92,7 +77,7 @@ def add(kind: str, title: str, summary: str | None, parent: str | None, status: 
     """Add a node (and up to 20 children) as one recording."""
     from kb.trail.ops import add as do
 
-    return report(do(kb_path, kind=kind, title=title, summary=summary, parent=parent,
+    return print_result(do(kb_path, kind=kind, title=title, summary=summary, parent=parent,
                      status=status, tags=list(tags), refs=list(refs),
                      children=_children(children_json), **_kw(kw)), as_json)
 
@@ -109,7 +94,7 @@ def link(src: str, dst: str, edge_kind: str, note: str | None, as_json: bool, kb
     """Add a side edge FROM -[kind]-> TO."""
     from kb.trail.ops import link as do
 
-    return report(do(kb_path, src, dst, edge_kind, note, **_kw(kw)), as_json)
+    return print_result(do(kb_path, src, dst, edge_kind, note, **_kw(kw)), as_json)
 
 
 @command.command("set")
@@ -125,7 +110,7 @@ def set_(nid: str, status: str | None, title: str | None, summary: str | None, t
     """Change a node's status, title, summary, tags or refs."""
     from kb.trail.ops import set_fields
 
-    return report(set_fields(kb_path, nid, status=status, title=title, summary=summary, tags=tags,
+    return print_result(set_fields(kb_path, nid, status=status, title=title, summary=summary, tags=tags,
                              refs=refs, **_kw(kw)), as_json)
 
 
@@ -142,7 +127,7 @@ def move(nid: str, parent: str | None, root: bool, as_json: bool, kb_path: str |
 
     if (parent is None) == (not root):
         raise UsageError("give --parent ID or --root")
-    return report(do(kb_path, nid, None if root else parent, **_kw(kw)), as_json)
+    return print_result(do(kb_path, nid, None if root else parent, **_kw(kw)), as_json)
 
 
 @command.command("merge")
@@ -153,7 +138,7 @@ def merge(nid: str, into: str, as_json: bool, kb_path: str | None, **kw: Any) ->
     """Fold node ID into another (children, edges, tags, refs, hits move over)."""
     from kb.trail.ops import merge as do
 
-    return report(do(kb_path, nid, into, **_kw(kw)), as_json)
+    return print_result(do(kb_path, nid, into, **_kw(kw)), as_json)
 
 
 @command.command("promote")
@@ -163,7 +148,7 @@ def promote(nid: str, as_json: bool, kb_path: str | None, **kw: Any) -> int:
     """Promote a leaf to a topic."""
     from kb.trail.ops import promote as do
 
-    return report(do(kb_path, nid, **_kw(kw)), as_json)
+    return print_result(do(kb_path, nid, **_kw(kw)), as_json)
 
 
 @command.command("archive")
@@ -174,7 +159,7 @@ def archive(nid: str, unarchive: bool, as_json: bool, kb_path: str | None, **kw:
     """Archive a node out of the live views (marked done), or --unarchive it."""
     from kb.trail.ops import archive as do
 
-    return report(do(kb_path, nid, unarchive=unarchive, **_kw(kw)), as_json)
+    return print_result(do(kb_path, nid, unarchive=unarchive, **_kw(kw)), as_json)
 
 
 @command.command("digest")
@@ -187,7 +172,7 @@ def digest(nid: str, text: str | None, auto: bool, as_json: bool, kb_path: str |
     """Write a topic's digest by hand (≤ 120 characters), or --auto."""
     from kb.trail.ops import digest as do
 
-    return report(do(kb_path, nid, text, auto=auto, **_kw(kw)), as_json)
+    return print_result(do(kb_path, nid, text, auto=auto, **_kw(kw)), as_json)
 
 
 @command.command("rollback")
@@ -198,7 +183,7 @@ def rollback(nid: str, version: int, as_json: bool, kb_path: str | None, **kw: A
     """Roll a topic's digest back (VERSION 0 = newest history entry, 1 = the one before)."""
     from kb.trail.ops import rollback as do
 
-    return report(do(kb_path, nid, version, **_kw(kw)), as_json)
+    return print_result(do(kb_path, nid, version, **_kw(kw)), as_json)
 
 
 @command.command("assign")
@@ -218,7 +203,7 @@ def assign(nid: str, owner: str | None, lease_minutes: int, renew: bool, steal: 
 
     if release == (owner is not None):
         raise UsageError("give --owner NAME, or --release")
-    return report(do(kb_path, nid, None if release else owner, lease_seconds=lease_minutes * 60,
+    return print_result(do(kb_path, nid, None if release else owner, lease_seconds=lease_minutes * 60,
                      renew=renew, steal=steal, **_kw(kw)), as_json)
 
 
@@ -232,7 +217,7 @@ def handoff(nid: str, to_actor: str, lease_minutes: int, as_json: bool, kb_path:
     """Hand a topic's lease to another actor and write a handoff package under it."""
     from kb.trail.ops import handoff as do
 
-    return report(do(kb_path, nid, to_actor, lease_seconds=lease_minutes * 60, **_kw(kw)), as_json)
+    return print_result(do(kb_path, nid, to_actor, lease_seconds=lease_minutes * 60, **_kw(kw)), as_json)
 
 
 # -- views ------------------------------------------------------------------------------

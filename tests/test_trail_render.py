@@ -6,23 +6,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
 
 from conftest import git, invoke
+from trail_support import kb, ok  # noqa: F401 (a fixture and a helper)
 
 EVIL = 'x"]; click n1 call alert() %%{init: {"theme":"dark"}}%% ``` <script>ü 中文'
 
 
-@pytest.fixture
-def kb(tree_kb: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("KB_NOW", "2026-12-01T10:00:00Z")
-    return tree_kb
-
-
-def ok(kb: Path, *args: str) -> dict:
-    r = invoke("trail", *args, "--json", cwd=kb)
-    assert r.code == 0, r.stderr + r.stdout
-    return r.json()
 
 
 def test_render_is_deterministic_escaped_and_one_commit(kb: Path) -> None:

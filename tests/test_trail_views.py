@@ -9,18 +9,9 @@ from pathlib import Path
 import pytest
 
 from conftest import invoke
+from trail_support import kb, ok  # noqa: F401 (a fixture and a helper)
 
 
-@pytest.fixture
-def kb(tree_kb: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("KB_NOW", "2026-12-01T10:00:00Z")
-    return tree_kb
-
-
-def ok(kb: Path, *args: str) -> dict:
-    r = invoke("trail", *args, "--json", cwd=kb)
-    assert r.code == 0, r.stderr + r.stdout
-    return r.json()
 
 
 def text(kb: Path, *args: str) -> str:
