@@ -33,6 +33,18 @@ def _env(extra: Mapping[str, str] | None = None, write: bool = False) -> dict[st
     return env
 
 
+#: git subcommands that talk to another repository: always bounded in time.
+NETWORK_COMMANDS = frozenset({"fetch", "push", "ls-remote", "pull", "clone"})
+
+
+def network_timeout() -> float:
+    """Seconds a git command that talks to a remote may take (``KB_GIT_TIMEOUT``, default 60)."""
+    try:
+        return max(1.0, float(os.environ.get("KB_GIT_TIMEOUT", "60")))
+    except ValueError:
+        return 60.0
+
+
 def run(
     args: list[str],
     cwd: Path | str,
@@ -41,19 +53,29 @@ def run(
     check: bool = True,
     write: bool = False,
     env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run ``git <args>`` in ``cwd`` and return the completed process (bytes).
 
-    Raises :class:`GitError` with git's message when ``check`` and git fails,
-    and :class:`EnvironmentError_` when git is not installed.
+    A command that talks to a remote (``fetch``, ``push``, ``ls-remote``) is
+    bounded: ``timeout`` seconds, default :func:`network_timeout`; a local one
+    waits as long as git takes unless ``timeout`` is given.
+    Raises :class:`GitError` with git's message when ``check`` and git fails or
+    a bounded command gets no answer in time (whatever ``check``), and
+    :class:`EnvironmentError_` when git is not installed.
     """
+    if timeout is None and args and args[0] in NETWORK_COMMANDS:
+        timeout = network_timeout()
     try:
         proc = subprocess.run(
             ["git", *args], cwd=cwd, input=input, capture_output=True,
-            env=_env(env, write=write),
+            env=_env(env, write=write), timeout=timeout,
         )
     except FileNotFoundError:
         raise EnvironmentError_("git is not installed or not on PATH") from None
+    except subprocess.TimeoutExpired:
+        why = f"no answer within {timeout:.0f} s (KB_GIT_TIMEOUT sets the bound)"
+        raise GitError(f"git {' '.join(args[:1])} gave up: {why}", why) from None
     if check and proc.returncode != 0:
         msg = proc.stderr.decode("utf-8", "replace").strip()
         raise GitError(f"git {' '.join(args[:2])} failed: {msg}", msg)
