@@ -164,3 +164,20 @@ def test_sync_stops_on_a_contradiction_and_leaves_no_half_merge(team: dict[str, 
     assert any("status of H1 was changed differently on both sides" in c for c in data["conflicts"])
     assert git(b, "rev-parse", "HEAD") == head and git(b, "status", "--porcelain") == ""
     assert not (b / ".git" / "MERGE_HEAD").exists()
+
+
+def test_sync_of_a_pushed_branch_syncs_with_the_default_branch(team: dict[str, Path]) -> None:
+    """A branch pushed with -u tracks its own copy on the server; `kb sync` with no
+    argument still repairs against the remote's default branch (what CI checks)."""
+    a, b = team["a"], team["b"]
+    _ok("hyp", "add", "A idea", cwd=a)
+    git(a, "push", "-q", "origin", "main")
+    git(b, "checkout", "-q", "-b", "feature")
+    _ok("hyp", "add", "B idea", cwd=b)
+    git(b, "push", "-q", "-u", "origin", "feature")
+    res = invoke("sync", "--json", cwd=b)
+    assert res.code == 0, res.stdout + res.stderr
+    data = res.json()
+    assert data["upstream"] == "origin/main" and data["renumbered"] == {"H1": "H2"}
+    tree = (b / "tree.md").read_text(encoding="utf-8")
+    assert "## H1: A idea" in tree and "## H2: B idea" in tree

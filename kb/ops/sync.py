@@ -93,7 +93,8 @@ def resolve_upstream(top: Path, upstream: Optional[str], fetch: bool = True) -> 
     """``(name, commit, fetched)`` of the branch to sync with.
 
     ``upstream``: a remote (its default branch), ``remote/branch``, or a local
-    ref; None: the current branch's upstream, else origin's default branch.
+    ref; None: the current branch's upstream (but the remote's default branch
+    when that upstream is the branch's own pushed copy), else origin's default branch.
     """
     from kb.hooks import _remote_default
 
@@ -102,8 +103,16 @@ def resolve_upstream(top: Path, upstream: Optional[str], fetch: bool = True) -> 
     remote: Optional[str] = None
     if name is None:
         proc = git.run(["rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{u}"], top, check=False)
-        if proc.returncode == 0 and proc.stdout.strip():
-            name = proc.stdout.decode().strip()
+        tracked = proc.stdout.decode().strip() if proc.returncode == 0 else ""
+        here = git.run(["rev-parse", "--abbrev-ref", "HEAD"], top, check=False).stdout.decode().strip()
+        own_copy = "/" in tracked and tracked.split("/", 1)[0] in remotes \
+            and tracked.split("/", 1)[1] == here
+        if own_copy:
+            # A branch pushed with -u tracks its own copy on the server, which is not
+            # what it is merged into: sync with that remote's default branch.
+            name = tracked.split("/", 1)[0]
+        elif tracked:
+            name = tracked
         elif "origin" in remotes:
             name = "origin"
         else:
