@@ -58,6 +58,7 @@ from typing import Any, Iterable
 
 from kb import git
 from kb.errors import ConflictError, GitError, LockedError, NotFoundError, UsageError
+from kb.text import CONTROL_CHARS
 
 LOCKS_NS = "refs/kb/locks/"
 PROJECT_REF = "refs/kb/project-lock"
@@ -65,11 +66,8 @@ DEFAULT_TTL = 30 * 60
 DEFAULT_GRACE = 30
 ZERO_OID = "0" * 40
 
-#: Characters an owner, reason, remote or path may not hold: C0 and C1 controls,
-#: DEL, Unicode line and paragraph separators (U+0085 NEL, U+2028, U+2029;
-#: Python's splitlines() and many tools break lines there) and the
-#: bidirectional overrides that make a name display as another.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: Characters an owner, reason, remote or path may not hold (kb.text.CONTROL_CHARS).
+_CONTROL = CONTROL_CHARS
 _DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 _MAX_TTL = 366 * 24 * 3600
 

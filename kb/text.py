@@ -18,6 +18,20 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kb.model import Diagnostic
 
+#: Characters no one-line research text (statement, title, owner, reason) may
+#: hold: C0 and C1 controls (terminal escapes among them), DEL, Unicode line and
+#: paragraph separators (U+0085, U+2028, U+2029: splitlines() and many tools
+#: break lines there) and the bidirectional marks and overrides that make text
+#: display as other text.
+CONTROL_CHARS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def control_char(text: str) -> str | None:
+    """The first forbidden character of ``text`` as ``U+XXXX``, or None."""
+    m = CONTROL_CHARS.search(text)
+    return None if m is None else f"U+{ord(m.group()):04X}"
+
+
 BOM = "\ufeff"
 
 # A line that could open a fence, an HTML block or indented code. Only files

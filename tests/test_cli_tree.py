@@ -155,3 +155,13 @@ def test_owner_with_a_newline_is_refused_before_anything_is_written(tree_kb):
     assert r.code == 2 and "newline" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert git(tree_kb, "rev-parse", "HEAD") == head
     assert (tree_kb / "tree.md").read_bytes() == before
+
+
+@pytest.mark.parametrize("bad", ["\x1b[31mred", "bell\x07", "line\u2028sep", "rtl\u202etxt"])
+def test_a_statement_with_a_control_or_invisible_character_is_refused(tree_kb, bad) -> None:
+    """Terminal escapes, separators and bidi overrides never reach tree.md or a commit."""
+    before = (tree_kb / "tree.md").read_bytes()
+    r = invoke("hyp", "add", f"statement {bad}", "--json", cwd=tree_kb)
+    assert r.code == 2 and r.json()["error"]["kind"] == "usage"
+    assert "control or invisible character U+" in r.json()["error"]["message"]
+    assert (tree_kb / "tree.md").read_bytes() == before

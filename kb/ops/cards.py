@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 from kb.errors import ConflictError, NotFoundError, RefusedError, UsageError
 from kb.ops.result import OpResult
 from kb.repo import KnowledgeBase, open_kb
+from kb.text import control_char
 from kb.research import dependencies
 from kb.research.dependencies import natural_key
 from kb.vocab import (  # re-exported: the card vocabularies live in kb.vocab
@@ -188,6 +189,9 @@ def check_line(value: str | None, what: str, *, required: bool = True) -> str:
         raise UsageError(f"{what} is empty; give a non-empty one-line text")
     if "\n" in v or "\r" in v:
         raise UsageError(f"{what} holds a line break; give a single line")
+    bad = control_char(v)
+    if bad:
+        raise UsageError(f"{what} holds the control or invisible character {bad}; remove it")
     return v
 
 

@@ -55,6 +55,7 @@ from kb.errors import NotFoundError, RefusedError, UsageError
 from kb.ops.result import OpResult
 from kb.ops.transaction import FormatGuardError, Transaction
 from kb.repo import KnowledgeBase, open_kb
+from kb.text import control_char
 from kb.vocab import HYPOTHESIS_MOVES, HYPOTHESIS_STATUS, is_legal_move
 
 if TYPE_CHECKING:  # annotations only
@@ -79,7 +80,8 @@ def resolve_kb(kb: Any) -> KnowledgeBase:
 
 
 def one_line(text: Any, what: str) -> str:
-    """``text`` stripped; refuse it when empty or spanning lines."""
+    """``text`` stripped; refuse it (UsageError) when empty, spanning lines or holding a
+    control or invisible character (:data:`kb.text.CONTROL_CHARS`)."""
     if not isinstance(text, str):
         raise UsageError(f"{what} must be text, not {type(text).__name__}")
     t = text.strip()
@@ -87,6 +89,9 @@ def one_line(text: Any, what: str) -> str:
         raise UsageError(f"{what} is empty; give one line of text")
     if "\n" in t or "\r" in t:
         raise UsageError(f"{what} spans several lines; give it on one line")
+    bad = control_char(t)
+    if bad:
+        raise UsageError(f"{what} holds the control or invisible character {bad}; remove it")
     return t
 
 
