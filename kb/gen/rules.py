@@ -13,13 +13,13 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping
 
+from kb.research import similarity
+
 WEIGHTS: dict[str, float] = {"novelty": 0.30, "grounding": 0.25, "testability": 0.20,
                              "specificity": 0.15, "significance": 0.10}
 NEAR_DUPLICATE = 0.85
 NOVELTY_CAP = 2
 
-_WORD = re.compile(r"[a-z0-9]+(?:['’-][a-z0-9]+)*")
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 
 
 def total(scores: Mapping[str, int]) -> float:
@@ -28,23 +28,14 @@ def total(scores: Mapping[str, int]) -> float:
     return round(raw + 1e-9, 1)
 
 
-def tokens(text: str) -> set[str]:
-    """English words (lower-cased) and Chinese character bigrams (a lone character as itself)."""
-    low = text.lower()
-    out = set(_WORD.findall(low))
-    for run in _CJK.findall(low):
-        if len(run) == 1:
-            out.add(run)
-        out.update(run[i:i + 2] for i in range(len(run) - 1))
-    return out
+def tokens(text: str) -> frozenset[str]:
+    """English words and Chinese bigrams (:func:`kb.research.similarity.tokens`)."""
+    return similarity.tokens(text)
 
 
 def jaccard(a: str, b: str) -> float:
     """|A ∩ B| / |A ∪ B| of the :func:`tokens` of two texts (0 when both are empty)."""
-    ta, tb = tokens(a), tokens(b)
-    if not ta and not tb:
-        return 0.0
-    return len(ta & tb) / len(ta | tb)
+    return similarity.jaccard(tokens(a), tokens(b), both_empty=0.0)
 
 
 def normalise_ws(text: str) -> str:

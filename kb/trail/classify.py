@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from kb.research import similarity
+
 MIN_CONFIDENCE = 1.2
 MIN_MARGIN = 0.35
 DEDUPE_JACCARD = 0.85
@@ -80,8 +82,6 @@ CUES: dict[str, list[tuple[float, re.Pattern[str]]]] = {
 THOUGHT_KINDS = tuple(CUES)
 
 _SENT = re.compile(r"(?<=[。！？!?；;])|(?<=\.)\s+|\n+")
-_WORD = re.compile(r"[a-z0-9]+")
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 
 
 @dataclass
@@ -113,20 +113,13 @@ def classify(text: str) -> tuple[str, float, dict[str, float]]:
 
 
 def tokens(text: str) -> frozenset[str]:
-    """English words (lowercase) and Chinese character bigrams of ``text``."""
-    low = text.lower()
-    out = set(_WORD.findall(low))
-    for run in _CJK.findall(text):
-        if len(run) == 1:
-            out.add(run)
-        out.update(run[i:i + 2] for i in range(len(run) - 1))
-    return frozenset(out)
+    """English words and Chinese bigrams of ``text`` (:func:`kb.research.similarity.tokens`)."""
+    return similarity.tokens(text)
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    if not a and not b:
-        return 1.0
-    return len(a & b) / len(a | b)
+    """Jaccard similarity of two token sets; two empty thoughts count as the same."""
+    return similarity.jaccard(a, b, both_empty=1.0)
 
 
 def split_thoughts(text: str, start: int = 0) -> list[Thought]:
