@@ -162,8 +162,25 @@ def test_network_error_maps_to_kb_error(monkeypatch, tmp_path):
         port = s.getsockname()[1]
     monkeypatch.setenv("KB_LIT_S2_URL", f"http://127.0.0.1:{port}")
     c = LitClient(tmp_path / "c", intervals=FAST, backoff=0.001, timeout=2, keys_root=tmp_path)
-    with pytest.raises(LitUnavailable, match="network error"):
+    with pytest.raises(LitUnavailable, match="cannot connect") as exc:
         c.snippet("x")
+    # nothing ever listened: the machine cannot reach the API (environment, exit 2)
+    assert exc.value.kind == "environment" and exc.value.exit_code == 2
+    assert c.requests == 4  # a refused connection is retried (the server may be restarting)
+
+
+def test_unresolvable_host_fails_at_once_as_environment(monkeypatch, tmp_path):
+    from kb.lit import LitClient, LitUnavailable
+
+    # .invalid never resolves (RFC 6761), with or without a network
+    monkeypatch.setenv("KB_LIT_S2_URL", "http://kb-lit-test.invalid")
+    c = LitClient(tmp_path / "c", intervals=FAST, backoff=0.001, timeout=2, keys_root=tmp_path)
+    with pytest.raises(LitUnavailable, match="no connection to the server") as exc:
+        c.snippet("x")
+    assert exc.value.kind == "environment" and c.requests == 1
+    r = invoke("lit", "snippet", "x", "--json", "--cache-dir", str(tmp_path / "c2"))
+    assert r.code == 2 and r.json()["error"]["kind"] == "environment"
+    assert "web tools" in r.json()["fallback"]
 
 
 def test_cite_references_citations_recommend(lit, tmp_path):

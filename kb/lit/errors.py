@@ -30,6 +30,14 @@ class LitUnavailable(LitError):
     """Retries exhausted: 429 / 5xx / network errors or timeouts on every attempt."""
 
 
+class LitOffline(LitUnavailable):
+    """No connection could be made on any attempt (the host name does not resolve, or
+    nothing listens): the machine cannot reach the API, kind ``environment``, exit 2."""
+
+    kind = "environment"
+    exit_code = 2
+
+
 class LitResponseError(LitError):
     """The API answered, but not usefully: a 4xx other than 429, or a malformed body."""
 

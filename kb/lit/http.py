@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import urlencode
 
-from kb.lit.errors import LitNotFound, LitResponseError, LitUnavailable
+from kb.lit.errors import LitNotFound, LitOffline, LitResponseError, LitUnavailable
 
 INTERVALS: dict[str, float] = {"s2": 1.1, "search": 1.0, "default": 0.2}
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -147,6 +147,7 @@ class Fetcher:
         import httpx
 
         last = "no attempt made"
+        connected = False  # did any attempt reach the server?
         with httpx.Client(timeout=self.timeout, follow_redirects=True) as http:
             for attempt in range(self.attempts):
                 if attempt:  # 2, 4, 8 s before the 2nd, 3rd, 4th attempt
@@ -155,12 +156,20 @@ class Fetcher:
                 self.requests += 1
                 try:
                     resp = http.get(url, headers=dict(headers or {}))
+                except httpx.ConnectError as exc:  # DNS failure or connection refused
+                    last = f"cannot connect: {exc}"
+                    if _unresolvable(exc):  # a name that does not resolve will not in seconds
+                        break
+                    continue
                 except httpx.TimeoutException as exc:
+                    connected = connected or not isinstance(exc, httpx.ConnectTimeout)
                     last = f"timed out after {self.timeout:g}s ({type(exc).__name__})"
                     continue
-                except httpx.HTTPError as exc:  # connection refused, DNS, protocol errors
+                except httpx.HTTPError as exc:  # protocol errors
+                    connected = True
                     last = f"network error: {type(exc).__name__}: {exc}"
                     continue
+                connected = True
                 if resp.status_code in RETRY_STATUS:
                     last = f"HTTP {resp.status_code}"
                     continue
@@ -175,7 +184,24 @@ class Fetcher:
                 except ValueError:
                     raise LitResponseError(f"GET {_redact(url)}: the response is not JSON "
                                            f"({resp.text[:80].strip()!r})") from None
+        if not connected:
+            raise LitOffline(f"GET {_redact(url)}: no connection to the server ({last}); check the "
+                             "network, or the KB_LIT_*_URL base URLs")
         raise LitUnavailable(f"GET {_redact(url)} failed {self.attempts} times; last: {last}")
+
+
+def _unresolvable(exc: BaseException) -> bool:
+    """Whether a connection error is a host name that does not resolve (``socket.gaierror``)."""
+    import socket
+
+    seen: BaseException | None = exc
+    for _ in range(8):  # the cause chain: httpx → httpcore → socket
+        if seen is None:
+            return False
+        if isinstance(seen, socket.gaierror):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _redact(url: str) -> str:
