@@ -132,8 +132,10 @@ def test_candidates_rules(sb, tmp_path):
     assert "$.round: is 2, but the current round is 1" in msg
     assert "expects candidates next, not verdict" in refused(sb, "verdict", write(tmp_path, "v.json", {}),
                                                              kind="conflict")
-    assert refused(sb, "candidates", str(tmp_path / "absent.json"), kind="not_found").endswith(
-        "absent.json: no such file")
+    before = tree_snapshot(sb)  # a missing argument file is a usage error (exit 2), as elsewhere
+    r = invoke("gen", "submit", "candidates", str(tmp_path / "absent.json"), "--sandbox", str(sb), "--json")
+    assert (r.code, r.json()["error"]["kind"]) == (2, "usage") and tree_snapshot(sb) == before
+    assert r.json()["error"]["message"].endswith("absent.json: no such file")
     r = invoke("gen", "submit", "candidates", write(tmp_path, "ok.json", cands(2)), "--reason", "only two",
                "--sandbox", str(sb))
     assert r.code == 0 and "2 candidates accepted (r1h1, r1h2); next: litscout" in r.stdout

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kb.errors import RefusedError
+from kb.errors import RefusedError, UsageError
 
 
 class GenError(RefusedError):
@@ -30,3 +30,8 @@ class GenNotFound(GenError):
     """A named file or hypothesis does not exist (exit 1, kind ``not_found``)."""
 
     kind = "not_found"
+
+
+class GenNoFile(UsageError):
+    """A file named on the command line does not exist (exit 2, kind ``usage``, as every
+    other command's missing argument file)."""

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kb.gen.errors import GenError, GenNotFound
+from kb.gen.errors import GenError, GenNoFile
 
 StrictInt = Annotated[int, Field(strict=True)]
 Score = Annotated[int, Field(strict=True, ge=0, le=5)]
@@ -152,7 +152,7 @@ def load(kind: str, path: Path, data: Any = None) -> tuple[Any, _Model]:
         try:
             text = path.read_text(encoding="utf-8") if data is None else data
         except FileNotFoundError:
-            raise GenNotFound(f"{path}: no such file") from None
+            raise GenNoFile(f"{path}: no such file") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise GenError(f"{path}: cannot read it ({exc})") from None
         try:

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kb.gen.errors import GenError, GenNotFound
+from kb.gen.errors import GenError, GenNoFile
 from kb.gen.store import Sandbox, write_json
 
 START = 1200.0
@@ -51,7 +51,7 @@ def submit_matches(sb: Sandbox, path: str | Path | None = None, *, data: Any = N
         try:
             raw = json.loads(p.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise GenNotFound(f"{p}: no such file") from None
+            raise GenNoFile(f"{p}: no such file") from None
         except json.JSONDecodeError as exc:
             raise GenError(f"{p}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
     pool = {h["hid"]: h for h in sb.state["pool"]}
