@@ -93,3 +93,21 @@ def test_merge_commit_is_judged_against_all_parents(tree_kb: Path) -> None:
     # The same E001 committed directly (not through a merge) would be reused.
     code, diags = _verify(root, "--range", f"{start}..feature", "--against", "main")
     assert not [d for d in diags if d["code"] == "KB350"], diags
+
+
+def test_experiment_collision_names_each_side_once_with_its_title(tree_kb: Path) -> None:
+    root = tree_kb
+    assert invoke("hyp", "add", "Base idea", cwd=root).code == 0
+    start = git(root, "rev-parse", "HEAD")
+    git(root, "checkout", "-q", "-b", "feature")
+    assert invoke("exp", "new", "--hyp", "H1", "Measure on the branch", cwd=root).code == 0
+    git(root, "checkout", "-q", "main")
+    assert invoke("exp", "new", "--hyp", "H1", "Measure on main", cwd=root).code == 0
+    code, diags = _verify(root, "--range", f"{start}..feature", "--against", "main")
+    hits = [d for d in diags if d["code"] == "KB350"]
+    assert code == 1 and len(hits) == 1, diags
+    msg = hits[0]["message"]
+    assert msg.startswith("experiment E001 is added by this branch"), msg
+    # one path per side (the old message repeated it in place of a title)
+    assert msg.count("experiments/E001.md") == 2, msg
+    assert "Measure on the branch" in msg and "Measure on main" in msg, msg

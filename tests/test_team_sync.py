@@ -181,3 +181,26 @@ def test_sync_of_a_pushed_branch_syncs_with_the_default_branch(team: dict[str, P
     assert data["upstream"] == "origin/main" and data["renumbered"] == {"H1": "H2"}
     tree = (b / "tree.md").read_text(encoding="utf-8")
     assert "## H1: A idea" in tree and "## H2: B idea" in tree
+
+
+def test_sync_renumbers_an_experiment_on_the_same_hypothesis(team: dict[str, Path]) -> None:
+    """Both clones add E001 on the hypothesis they share: the titles differ, so they
+    are two experiments and b's becomes E002 (the collision used to pass unseen,
+    since an experiment has no statement and only its hypothesis was compared)."""
+    a, b = team["a"], team["b"]
+    _ok("hyp", "add", "Shared idea", cwd=a)
+    git(a, "push", "-q", "origin", "main")
+    git(b, "pull", "-q", "--ff-only")
+    _ok("exp", "new", "--hyp", "H1", "A measures", cwd=a)
+    git(a, "push", "-q", "origin", "main")
+    _ok("exp", "new", "--hyp", "H1", "B measures", cwd=b)
+    git(b, "fetch", "-q")
+    res = invoke("verify", "--range", "origin/main..HEAD", "--against", "origin/main", "--json", cwd=b)
+    assert res.code == 1 and [d["code"] for d in res.json()["diagnostics"] if d["blocking"]] == ["KB350"]
+    res = invoke("sync", "--json", cwd=b)
+    assert res.code == 0, res.stdout + res.stderr
+    assert res.json()["renumbered"] == {"E001": "E002"}
+    assert (b / "experiments" / "E001.md").read_text(encoding="utf-8").startswith("# E001: H1 - A measures")
+    assert (b / "experiments" / "E002.md").read_text(encoding="utf-8").startswith("# E002: H1 - B measures")
+    assert "Status: 进行中" in (b / "tree.md").read_text(encoding="utf-8")
+    assert invoke("verify", "--range", "origin/main..HEAD", "--against", "origin/main", cwd=b).code == 0

@@ -95,6 +95,8 @@ class Obj(NamedTuple):
 class Light(NamedTuple):
     """What history rules compare for one object (read with SQLite's json_extract).
 
+    ``statement`` is a hypothesis's or card's statement, an experiment's title.
+
     ``evidence_json`` is the raw JSON array; :attr:`evidence` parses it.
     """
 
@@ -369,7 +371,9 @@ class Facts:
                 return self._light[path]
             if blob is not None:
                 for (i, k, s, ln, stmt, ev, evl, stl, hyp) in self.db.execute(
-                    "SELECT id, kind, status, line, json_extract(data, '$.statement'), "
+                    "SELECT id, kind, status, line, "
+                    # an experiment has no statement: its title says what it is
+                    "coalesce(json_extract(data, '$.statement'), json_extract(data, '$.title')), "
                     "json_extract(data, '$.evidence'), json_extract(data, '$.anchor_lines.Evidence'), "
                     "coalesce(json_extract(data, '$.anchor_lines.Status'), "
                     "json_extract(data, '$.anchor_lines.状态')), json_extract(data, '$.hypothesis') "

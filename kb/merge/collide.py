@@ -88,12 +88,13 @@ def collision_diagnostics(collisions: list[Collision], target_label: str) -> lis
     out = []
     for c in collisions:
         what = {"hypothesis": "hypothesis", "experiment": "experiment"}.get(c.kind, f"{c.kind} card")
-        mine = f"“{_short(c.ours.statement)}”" if c.ours.statement else c.ours.path
-        their = f"“{_short(c.theirs.statement)}”" if c.theirs.statement else c.theirs.path
+        # the statement (or title) when there is one; a card is its file, named once
+        mine = f" “{_short(c.ours.statement)}”" if c.ours.statement else ""
+        their = f" “{_short(c.theirs.statement)}”" if c.theirs.statement else ""
         out.append(diag(c.ours.path, c.ours.line, "KB350",
-                        f"{what} {c.id} is added by this branch ({c.ours.path}:{c.ours.line} {mine}) "
+                        f"{what} {c.id} is added by this branch ({c.ours.path}:{c.ours.line}{mine}) "
                         f"but {target_label} already has {c.id} with other content "
-                        f"({c.theirs.path}:{c.theirs.line} {their}); run `kb sync` to renumber "
+                        f"({c.theirs.path}:{c.theirs.line}{their}); run `kb sync` to renumber "
                         f"this branch's {c.id} and every reference to it"))
     return out
 
