@@ -48,7 +48,9 @@ def command(upstream: Optional[str], dry_run: bool, no_fetch: bool, as_json: boo
     for c in res.conflicts:
         err(f"kb sync: {c}")
     if res.conflicts:
-        err(f"kb sync: the merge was aborted (your branch is as it was, plus the renumber commit); "
+        kept = (f", plus the renumber commit {res.renumber_commit[:12]}" if res.renumber_commit
+                else "")
+        err(f"kb sync: the merge was aborted (your branch is as it was{kept}); "
             f"run `git merge {res.upstream}` and resolve the conflicts above by hand")
     if res.dashboard_commit:
         err(f"kb sync: DASHBOARD.md regenerated in {res.dashboard_commit[:12]}")

@@ -164,6 +164,10 @@ def test_sync_stops_on_a_contradiction_and_leaves_no_half_merge(team: dict[str, 
     assert any("status of H1 was changed differently on both sides" in c for c in data["conflicts"])
     assert git(b, "rev-parse", "HEAD") == head and git(b, "status", "--porcelain") == ""
     assert not (b / ".git" / "MERGE_HEAD").exists()
+    # in text: no renumber commit was made, so none is mentioned
+    res = invoke("sync", cwd=b)
+    assert res.code == 1 and "the merge was aborted (your branch is as it was);" in res.stderr
+    assert "renumber" not in res.stderr
 
 
 def test_sync_of_a_pushed_branch_syncs_with_the_default_branch(team: dict[str, Path]) -> None:
