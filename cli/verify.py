@@ -137,8 +137,10 @@ def command(staged: bool, rev: Optional[str], range_: Optional[str], against: Op
         if done.regenerated:
             msg += f", regenerated {done.regenerated} DASHBOARD.md"
         if done.skipped:
-            msg += f" ({done.skipped} skipped: the line had changed)"
+            msg += f" ({done.skipped} skipped)"
         err(msg)
+        for where in done.skipped_at:
+            err(f"  skipped {where}")
     else:
         report = run(mode, Path.cwd(), kb_dir)
     findings = sort_findings(report.findings)

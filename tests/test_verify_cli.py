@@ -78,3 +78,25 @@ def test_fix_repairs_what_a_first_fix_reveals_in_one_run(make_kb):
     text = (root / "tree.md").read_text(encoding="utf-8")
     assert "## H2: Broken heading\nStatus: 待验\n" in text
     assert "KB111" not in r.stdout and "KB113" not in r.stdout
+
+
+def test_apply_fixes_names_every_skipped_fix(tmp_path) -> None:
+    """A fix whose line changed since the check, or a second fix of a line already
+    fixed, is skipped and named as path:line with the reason (not just counted)."""
+    from kb.checks.fix import apply_fixes
+    from kb.checks.verify import Finding
+
+    doc = tmp_path / "tree.md"
+    doc.write_text("# Tree\n\n##H1: a\nStatus: 待验\n", encoding="utf-8")
+
+    def finding(line: int, old: str, new: str) -> Finding:
+        return Finding(path="tree.md", line=line, col=1, code="KB113", severity="error",
+                       message="m", family="format", kb_path="tree.md", kb_root=str(tmp_path),
+                       fix=(line, old, new))
+
+    res = apply_fixes([finding(3, "##H1: a", "## H1: a"), finding(3, "##H1: a", "## H1: A"),
+                       finding(4, "Status: 待", "Status: 待验")])
+    assert res.applied == 1 and res.skipped == 2
+    assert sorted(res.skipped_at) == sorted([f"{doc}:3: another fix changed this line",
+                                             f"{doc}:4: the line had changed"])
+    assert doc.read_text(encoding="utf-8").splitlines()[2] in ("## H1: a", "## H1: A")

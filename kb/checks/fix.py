@@ -21,11 +21,15 @@ from kb.checks.verify import Finding
 
 @dataclass
 class FixResult:
-    """What ``--fix`` changed: KB-relative paths per KB root, and counts."""
+    """What ``--fix`` changed: KB-relative paths per KB root, and counts.
+
+    ``skipped_at`` names each skipped fix as ``path:line: why``.
+    """
 
     applied: int = 0
     skipped: int = 0
     files: list[str] = field(default_factory=list)
+    skipped_at: list[str] = field(default_factory=list)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -61,6 +65,8 @@ def apply_fixes(findings: Iterable[Finding]) -> FixResult:
             doc = Document.from_bytes(path.read_bytes(), str(path))
         except (OSError, DecodeError):  # unreadable or not UTF-8: leave it alone
             result.skipped += len(fixes)
+            result.skipped_at += [f"{path}:{ln}: the file cannot be read as UTF-8"
+                                  for ln, _, _ in sorted(set(fixes))]
             continue
         done_lines: set[int] = set()
         changed = False
@@ -68,6 +74,9 @@ def apply_fixes(findings: Iterable[Finding]) -> FixResult:
         for line, old, new in sorted(set(fixes), key=lambda x: -x[0]):
             if line in done_lines or not 1 <= line <= len(doc.lines) or doc.lines[line - 1] != old:
                 result.skipped += 1
+                why = ("another fix changed this line" if line in done_lines
+                       else "the line had changed")
+                result.skipped_at.append(f"{path}:{line}: {why}")
                 continue
             doc.replace(line, new)
             done_lines.add(line)
@@ -109,15 +118,17 @@ def regenerate_dashboard(kb_root: Path) -> bool:
 class FixSummary:
     """What ``kb verify --fix`` did over all its passes.
 
-    ``applied``/``skipped``: line fixes applied, or skipped because the line had
-    changed; ``regenerated``: DASHBOARD.md files rewritten; ``files``: the
-    KB-relative paths written.
+    ``applied``: line fixes applied; ``skipped``/``skipped_at``: the fixes the
+    last pass could not apply (``path:line: why``; the line had changed, another
+    fix changed it, or the file is unreadable); ``regenerated``: DASHBOARD.md
+    files rewritten; ``files``: the KB-relative paths written.
     """
 
     applied: int = 0
     skipped: int = 0
     regenerated: int = 0
     files: set[str] = field(default_factory=set)
+    skipped_at: list[str] = field(default_factory=list)
 
 
 #: A fix can reveal another (a repaired heading exposes its bold anchor); the
@@ -138,7 +149,8 @@ def fix_until_stable(check: Callable[[], Any]) -> tuple[Any, FixSummary]:
         roots = sorted({f.kb_root for f in report.findings if f.code == "KB240" and f.kb_root})
         regen = sum(1 for root in roots if regenerate_dashboard(Path(root)))
         done.applied += res.applied
-        done.skipped += res.skipped
+        # a fix skipped in one pass may apply in the next: report the last pass's
+        done.skipped, done.skipped_at = res.skipped, res.skipped_at
         done.regenerated += regen
         done.files |= set(res.files)
         if not (res.applied or regen):
