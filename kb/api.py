@@ -15,7 +15,7 @@ from typing import Any
 from kb.errors import UsageError
 from typing import TYPE_CHECKING
 
-from kb.index import Index, ObjectRow, RefreshStats
+from kb.index import Index, ObjectRow, RefreshStats, note
 from kb.repo import KnowledgeBase, open_kb
 from kb.vocab import KIND_PLURALS
 
@@ -111,11 +111,20 @@ def list_objects(kind: str | None = None, status: str | None = None,
     k, opened = _open(path, idx)
     with opened as ix:
         rows = ix.objects(one, status, with_data=with_data or one in (None, "problem"))
+        _note_unreadable(ix)
     if one == "problem":
         rows.sort(key=_priority_key)
     elif one != "hypothesis":
         rows.sort(key=lambda r: (KIND_ORDER.index(r.kind), _natural(r.id)))
     return k, rows
+
+
+def _note_unreadable(ix: Index) -> None:
+    """One note when files kb cannot read may hide objects from a listing."""
+    n, first = ix.unreadable()
+    if n:
+        note(f"kb: {n} file(s) have errors and may hold objects not listed (first: {first}); "
+             f"`kb index` lists them")
 
 
 def show_object(obj_id: str, path: str | Path | None = None,
@@ -158,4 +167,6 @@ def find_objects(text: str, path: str | Path | None = None,
         raise UsageError("kb find needs a non-empty TEXT")
     k, opened = _open(path, idx)
     with opened as ix:
-        return k, ix.search(text)
+        found = ix.search(text)
+        _note_unreadable(ix)
+        return k, found

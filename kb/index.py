@@ -530,6 +530,16 @@ class Index:
                            fix=Fix.from_json(fx) if fx else None)
                 for p, ln, c, code, s, m, fx in rows]
 
+    def unreadable(self) -> tuple[int, str]:
+        """``(files, first)``: how many working-tree files have an error diagnostic,
+        and the first as ``path:line CODE`` ("" when none) — for read commands'
+        one-line hint that what they list may be incomplete."""
+        n, first = self.db.execute(
+            "SELECT count(DISTINCT d.path), min(d.path || ':' || d.line || ' ' || d.code) "
+            "FROM diagnostics d JOIN files f ON f.path=d.path AND f.blob=d.blob "
+            "WHERE d.severity='error'").fetchone()
+        return int(n or 0), first or ""
+
     def search(self, text: str) -> list[ObjectRow]:
         """Objects whose ID, title or statement contains ``text`` (case-insensitive)."""
         like = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"

@@ -55,6 +55,15 @@ def test_symlink_leaving_the_work_tree_is_never_read_or_written(make_kb, tmp_pat
     r = invoke("ls", "--json", cwd=root)
     assert r.code in (0, 1), r.stderr
     assert "Leaked" not in r.stdout
+    # an empty listing says why it may be incomplete (once, on stderr)
+    r = invoke("ls", "hypotheses", cwd=root)
+    assert r.code == 0 and "Leaked" not in r.stdout
+    assert r.stderr.count("tree.md:1 KB106") == 1 and "`kb index` lists them" in r.stderr, r.stderr
+    (root / "tree.md").unlink()
+    (root / "tree.md").write_text("# Tree\n\n## H1: Inside\nStatus: 待验\n", encoding="utf-8")
+    r = invoke("find", "Inside", cwd=root)
+    assert r.code == 0 and "H1" in r.stdout and "KB106" not in r.stderr, r.stderr
+    git(root, "checkout", "--", "tree.md")
     idx = invoke("index", "--json", cwd=root)
     assert "symlink" in idx.stdout and "outside" in idx.stdout, idx.stdout
     w = invoke("hyp", "add", "Y", cwd=root)
