@@ -97,13 +97,25 @@ def fetch(top: Path, remote: str, timeout: float = DEFAULT_TIMEOUT) -> Optional[
             if proc.returncode == 0:
                 why = None
                 break
-            lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-            why = lines[-1] if lines else "git fetch failed"
+            why = _fetch_failure(proc.stderr.decode("utf-8", "replace"), remote)
             if "HEAD" not in why:
                 break
     except subprocess.TimeoutExpired:
         why = f"no answer within {timeout:.0f}s"
     return why
+
+
+def _fetch_failure(stderr: str, remote: str) -> str:
+    """git's reason in one line: its first ``fatal:``/``error:`` line (the last line
+    is often the tail of a hint: "and the repository exists.")."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    for ln in lines:
+        if ln.startswith(("fatal:", "error:")):
+            why = ln.split(":", 1)[1].strip()
+            if "does not appear to be a git repository" in why:
+                why += f" (no git remote named {remote!r} here? see `git remote -v`)"
+            return why
+    return lines[-1] if lines else "git fetch failed"
 
 
 def read(top: Path, remote: str, refs: Optional[Iterable[str]] = None) -> dict[str, Any]:

@@ -76,6 +76,13 @@ def test_offline_policy_refuse_or_warn(shared: dict[str, Path]) -> None:
     res = invoke("hyp", "add", "Offline idea", "--owner", "bob", cwd=b)
     assert res.code == 1 and "cannot read the locks of the lock remote origin" in res.stderr
     assert "offline = refuse" in res.stderr and git(b, "rev-parse", "HEAD") == head
+    # git's reason, not the tail of its hint ("and the repository exists.")
+    assert "does not appear to be a git repository" in res.stderr, res.stderr
+    assert "repository exists" not in res.stderr
+    git(b, "remote", "rename", "origin", "upstream")  # [locks] remote names no remote now
+    res = invoke("hyp", "add", "Offline idea", "--owner", "bob", cwd=b)
+    assert res.code == 1 and "no git remote named 'origin' here? see `git remote -v`" in res.stderr
+    git(b, "remote", "rename", "upstream", "origin")
     git(b, "config", "kb.lockOffline", "warn")
     res = invoke("hyp", "add", "Offline idea", "--owner", "bob", cwd=b)
     assert res.code == 0 and "writing without checking the shared locks" in res.stderr
