@@ -122,6 +122,9 @@ def list_objects(kind: str | None = None, status: str | None = None,
 def _note_unreadable(ix: Index) -> None:
     """One note when files kb cannot read may hide objects from a listing."""
     n, first = ix.unreadable()
+    bad = [d for d in ix.kb.config.warnings if d.severity == "error"]
+    if bad:  # a configuration error (a file path that is a directory) hides more
+        n, first = n + 1, first or f"kb.toml:{bad[0].line} {bad[0].code}"
     if n:
         note(f"kb: {n} file(s) have errors and may hold objects not listed (first: {first}); "
              f"`kb index` lists them")

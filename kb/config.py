@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +109,25 @@ def load_config(root: Path) -> Config:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"kb.toml is not valid TOML: {exc}") from None
-    return config_from_dict(root, data, text)
+    cfg = config_from_dict(root, data, text)
+    dirs = _file_paths_that_are_directories(cfg, text)
+    return replace(cfg, warnings=cfg.warnings + dirs) if dirs else cfg
+
+
+def _file_paths_that_are_directories(cfg: Config, text: str) -> tuple[Diagnostic, ...]:
+    """KB002 for each file path of the configuration (tree, dashboard) that is a
+    directory in the working tree: kb would list nothing and refuse every write."""
+    from kb.model import Diagnostic
+
+    out = []
+    for key in ("tree", "dashboard"):
+        rel = cfg.paths[key]
+        if (cfg.root / rel).is_dir() and not (cfg.root / rel).is_symlink():
+            out.append(Diagnostic(
+                path="kb.toml", line=_line_of(text, "paths", key) or 1, code="KB002", severity="error",
+                message=f"{rel} (paths.{key}) is a directory, not a file: kb reads nothing from it "
+                        f"and refuses to write it; move the directory away or set [paths] {key}"))
+    return tuple(out)
 
 
 def _line_of(text: str, section: str, key: str | None) -> int:

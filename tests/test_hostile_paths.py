@@ -71,6 +71,25 @@ def test_symlink_leaving_the_work_tree_is_never_read_or_written(make_kb, tmp_pat
     assert secret.read_text(encoding="utf-8").count("## H") == 1
 
 
+def test_a_tree_path_that_is_a_directory_is_an_error_not_a_crash(make_kb) -> None:
+    root = make_kb({"tree.md/notes.md": "# notes\n"}, config="[kb]\n\n[paths]\ntree = \"tree.md\"\n",
+                   commit=True)
+    head = git(root, "rev-parse", "HEAD")
+    before = tree_snapshot(root, skip_git=True)
+    for args in (("hyp", "add", "An idea"), ("exp", "new", "--hyp", "H1", "Measure")):
+        r = invoke(*args, "--json", cwd=root)
+        assert r.code == 1 and r.json()["error"]["kind"] == "refused", (args, r.stdout, r.stderr)
+        assert "tree.md is a directory" in r.json()["error"]["message"]
+    assert git(root, "rev-parse", "HEAD") == head
+    assert {k: v for k, v in tree_snapshot(root, skip_git=True).items() if not k.startswith(".kb")} == {
+        k: v for k, v in before.items() if not k.startswith(".kb")}
+    r = invoke("index", "--json", cwd=root)
+    kb002 = [d for d in r.json()["diagnostics"] if d["code"] == "KB002"]
+    assert r.code == 1 and len(kb002) == 1 and kb002[0]["path"] == "kb.toml" and kb002[0]["line"] == 4
+    r = invoke("ls", "hypotheses", cwd=root)
+    assert r.code == 0 and "kb.toml:4 KB002" in r.stderr, r.stderr
+
+
 def test_hooks_outside_the_repository_are_left_alone(git_repo: Path, tmp_path: Path) -> None:
     shared = tmp_path / "shared-hooks"
     shared.mkdir()

@@ -52,6 +52,8 @@ CATALOGUE: tuple[RuleInfo, ...] = (
     # -- configuration ------------------------------------------------------------
     _r("KB001", "warning", "snapshot", "config", "unknown key in kb.toml (ignored)",
        "remove the key or correct its spelling"),
+    _r("KB002", "error", "snapshot", "config", "a file path of kb.toml (tree, dashboard) is a directory",
+       "move the directory away, or point [paths] at a file"),
     # -- parsing (kb index) -------------------------------------------------------
     _r("KB101", "error", "snapshot", "parse", "file is not valid UTF-8",
        "re-save the file as UTF-8"),

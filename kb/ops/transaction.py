@@ -457,7 +457,8 @@ class Transaction:
     def read(self, rel: str) -> bytes | None:
         """Current bytes of KB-relative ``rel`` (pending writes first); None if absent.
 
-        Raises RefusedError for a symlink whose target leaves the work tree."""
+        Raises RefusedError for a symlink whose target leaves the work tree, or a
+        path that is a directory or cannot be read (nothing is written)."""
         if rel in self._writes:
             return self._writes[rel]
         self._inside(rel)
@@ -465,6 +466,11 @@ class Transaction:
             return self.path(rel).read_bytes()
         except FileNotFoundError:
             return None
+        except IsADirectoryError:
+            raise RefusedError(f"{rel} is a directory, not a file: kb cannot read or write it "
+                               f"(move the directory, or set another path in kb.toml [paths])") from None
+        except OSError as exc:
+            raise RefusedError(f"{rel}: cannot read it ({exc.strerror or exc}); nothing was written") from None
 
     def write(self, rel: str, data: bytes) -> None:
         """Stage new bytes for ``rel``; nothing touches the disk before commit."""
