@@ -174,7 +174,11 @@ def validate_text(text: str, what: str) -> str:
 
 
 def default_owner(top: Path) -> str | None:
-    """``git config kb.owner``, else ``git config user.email``, else None."""
+    """``KB_OWNER`` from the environment, else ``git config kb.owner``, else
+    ``git config user.email``, else None (kb's own commands set ``KB_OWNER`` for the
+    hooks they run, so a command and its hooks name the same owner)."""
+    if os.environ.get("KB_OWNER"):
+        return os.environ["KB_OWNER"]
     proc = git.run(["config", "--get-regexp", r"^(kb\.owner|user\.email)$"], top, check=False)
     found: dict[str, str] = {}
     for line in proc.stdout.decode("utf-8", "replace").splitlines():

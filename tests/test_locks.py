@@ -236,12 +236,19 @@ def test_release_on_an_unborn_branch(make_kb, monkeypatch):
     assert git(root, "ls-tree", "--name-only", "-r", "HEAD") == "Notes/a.md"
 
 
-def test_default_owner_from_git_config(kbr):
+def test_default_owner_from_git_config(kbr, monkeypatch):
+    monkeypatch.delenv("KB_OWNER", raising=False)
     r = kb_(kbr, "lock", "claim", "Notes/a.md", "--json")
     assert r.json()["owner"] == "kb-test@example.invalid"  # user.email
     git(kbr, "config", "kb.owner", "agent-7")
     r = kb_(kbr, "lock", "claim", "Notes/b.md", "--json")
     assert r.json()["owner"] == "agent-7"
+    # KB_OWNER comes before git config (what kb passes its own hooks, and the README says)
+    monkeypatch.setenv("KB_OWNER", "agent-9")
+    r = kb_(kbr, "lock", "claim", "Notes/c.md", "--json")
+    assert r.json()["owner"] == "agent-9"
+    r = kb_(kbr, "lock", "release", "Notes/c.md", "--json")
+    assert r.code == 0, r.stdout
 
 
 # -- status, renew, steal, prune, project ----------------------------------------------------
