@@ -92,6 +92,12 @@ class Config:
     locks: dict[str, Any] = field(default_factory=dict)
     registries: tuple[Registry, ...] = ()
     warnings: tuple[Diagnostic, ...] = ()
+    #: kb.toml's text, for line numbers only (not part of the configuration's value)
+    source: str = field(default="", compare=False, repr=False)
+
+    def line_of(self, section: str, key: str | None = None, default: int = 1) -> int:
+        """1-based line of ``[section]`` / ``key`` in kb.toml; ``default`` when absent."""
+        return _line_of(self.source, section, key) or default
 
     @property
     def recognise_grammar(self) -> str:
@@ -215,6 +221,7 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
         locks=dict(data.get("locks", {})),
         registries=tuple(regs),
         warnings=tuple(warnings),
+        source=text,
     )
 
 

@@ -37,10 +37,15 @@ def test_a_change_cannot_switch_off_the_rule_it_breaks(repo, weakening: str) -> 
     assert rc == 1
     assert [d["path"] for d in find(data, "KB304")] == [CARD]
     assert find(data, "KB309") and all(d["blocking"] for d in find(data, "KB309"))
+    # KB309 points at the line that weakens the rule, not at kb.toml's first line
+    toml = (repo / "kb.toml").read_text(encoding="utf-8").splitlines()
+    weak = [i for i, ln in enumerate(toml, 1) if ln.startswith(("disable", "KB304", "verified"))]
+    assert [d["line"] for d in find(data, "KB309")] == weak, (toml, find(data, "KB309"))
     # the same commit, judged in a range (CI, pre-push): the parent's kb.toml governs
     git(repo, "commit", "-q", "--no-verify", "-m", "sneaky")
     rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")
     assert rc == 1 and "KB304" in codes(data) and "KB309" in codes(data)
+    assert [d["line"] for d in find(data, "KB309")] == weak
 
 
 def test_weakening_alone_needs_an_override(repo) -> None:

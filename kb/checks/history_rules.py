@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath
-from typing import Optional
+from typing import Any, Optional
 
 from kb.checks.facts import CARD_KINDS, NAMESPACE, Change, Light
 from kb.checks.registry import history_rule
@@ -297,6 +297,17 @@ def ids_never_reused(c: Change) -> list:
 _STRENGTH = {"error": 3, "warning": 2, "info": 1, "off": 0}
 
 
+def _severity_line(cfg: Any, code: str) -> int:
+    """kb.toml's line that sets ``code``'s severity (``[rules.severity] KBnnn = …``,
+    an inline ``severity = {…}``, or ``dashboard_stale`` for KB240)."""
+    for section, key in (("rules.severity", code), ("rules", "severity"),
+                         *((("rules", "dashboard_stale"),) if code == "KB240" else ()), ("rules", None)):
+        line = cfg.line_of(section, key, default=0)
+        if line:
+            return line
+    return 1
+
+
 @history_rule("KB309")
 def rules_weakened(c: Change) -> list:
     """KB309: the change weakens a rule (``[rules] disable``, a lower severity)
@@ -311,7 +322,7 @@ def rules_weakened(c: Change) -> list:
         return []
     out = []
     for code in sorted(set(new.disabled_rules) - set(old.disabled_rules)):
-        out.append(c.violation(code, "kb.toml", 1, "KB309",
+        out.append(c.violation(code, "kb.toml", new.line_of("rules", "disable"), "KB309",
                                f"kb.toml disables {code}; a change may not switch off a rule that "
                                f"judges the record (Kb-Override: {code} <reason> to accept it)"))
     for code in sorted(set(new.severity) | set(old.severity)):
@@ -321,13 +332,13 @@ def rules_weakened(c: Change) -> list:
         if code in new.disabled_rules and code not in old.disabled_rules:
             continue  # reported above
         if _STRENGTH.get(now, 3) < _STRENGTH.get(was, 3):
-            out.append(c.violation(code, "kb.toml", 1, "KB309",
+            out.append(c.violation(code, "kb.toml", _severity_line(new, code), "KB309",
                                    f"kb.toml lowers {code} from {was} to {now}; a change may not "
                                    f"weaken a rule that judges the record (Kb-Override: {code} "
                                    "<reason> to accept it)"))
     for key in sorted(set(old.paths) | set(new.paths)):
         if old.paths.get(key) != new.paths.get(key):
-            out.append(c.violation(f"paths.{key}", "kb.toml", 1, "KB309",
+            out.append(c.violation(f"paths.{key}", "kb.toml", new.line_of("paths", key), "KB309",
                                    f"kb.toml moves paths.{key} from {old.paths.get(key)!r} to "
                                    f"{new.paths.get(key)!r}; moving a path of the record needs "
                                    f"Kb-Override: paths.{key} <reason>"))

@@ -668,7 +668,8 @@ def _config_at(k: Any, rev: Optional[str]) -> Any:
         cfg = None
         if data is not None:
             try:
-                cfg = config_from_dict(k.root, tomllib.loads(data.decode("utf-8")))
+                text = data.decode("utf-8")
+                cfg = config_from_dict(k.root, tomllib.loads(text), text)
             except (tomllib.TOMLDecodeError, UnicodeDecodeError, KbError):
                 cfg = None
         _CONFIGS[key] = cfg
