@@ -243,3 +243,32 @@ def test_log_of_a_renumbered_experiment_file(team: dict[str, Path]) -> None:
     assert [(e["commit"], e["id"], e["change"]) for e in e2["entries"]] == [
         (b_exp, "E001", "created"), (b_result, "E001", "changed"), (renumber, "E002", "renumbered")]
     assert e2["entries"][2]["changes"] == {"hypothesis": {"from": "H1", "to": "H2"}}
+
+
+def test_a_merge_that_combines_both_sides_has_its_own_entry(example_kb: Path) -> None:
+    """Each entry compares a commit with its own parent; a merge appears only when its
+    result is none of its parents' (both branches changed the object)."""
+    root = example_kb
+    main = git(root, "rev-parse", "--abbrev-ref", "HEAD")
+    git(root, "checkout", "-q", "-b", "side")
+    _kb(root, "hyp", "evidence", "H1.2", "E004")
+    side = _sha(root)
+    git(root, "checkout", "-q", main)
+    _kb(root, "hyp", "edit", "H1.2", "Collection and imports take over 5 minutes", "--reason", "shorter")
+    edit = _sha(root)
+    git(root, "merge", "-q", "--no-ff", "-X", "ours", "--no-edit", "side")  # DASHBOARD.md: ours
+    merge = _sha(root)
+    d = _log(root, "H1.2")
+    entries = {e["commit"]: e for e in d["entries"]}
+    assert [e["commit"] for e in d["entries"]][-1] == merge and {side, edit} <= set(entries)
+    assert entries[side]["changes"] == {"evidence": {"from": ["E003"], "to": ["E003", "E004"]}}
+    assert entries[edit]["changes"]["statement"]["to"] == "Collection and imports take over 5 minutes"
+    assert "evidence" not in entries[edit]["changes"]  # against its own parent, not the side branch
+    assert entries[merge]["change"] == "changed"
+    assert entries[merge]["changes"] == {"evidence": {"from": ["E003"], "to": ["E003", "E004"]}}
+    # A merge that takes one side's version of the object has no entry.
+    git(root, "checkout", "-q", "-b", "other", edit)
+    _kb(root, "hyp", "add", "Unrelated", "--parent", "H1")
+    git(root, "checkout", "-q", main)
+    git(root, "merge", "-q", "--no-ff", "-X", "ours", "--no-edit", "other")
+    assert [e["commit"] for e in _log(root, "H1.2")["entries"]] == [e["commit"] for e in d["entries"]]
