@@ -134,8 +134,8 @@ Raw = dict[str, dict[str, tuple[list[str], str]]]
 def _raw(k: KnowledgeBase, rev: str, paths: list[str]) -> Raw:
     """The changes to ``paths`` of every commit that touched them (git's default history
     simplification); a merge lists only the paths it changed from all its parents (``-c``)."""
-    proc = git.run(["log", "--format=%x1e%H", "-c", "--raw", "--no-abbrev", "--no-renames", "-z", rev,
-                    "--", *(f":(literal){k.repo_path(p)}" for p in paths)], k.top)
+    proc = git.run(["log", "--format=%x1e%H", "-c", "--raw", "--root", "--no-abbrev", "--no-renames", "-z",
+                    rev, "--", *(f":(literal){k.repo_path(p)}" for p in paths)], k.top)
     out: Raw = {}
     for rec in proc.stdout.split(b"\x1e"):
         if not rec.strip():
@@ -212,15 +212,16 @@ def object_log(k: KnowledgeBase, obj_id: str, rev: str = "HEAD") -> dict[str, An
 
         # The blob of each (commit, path) read: a path the commit changed from the raw
         # lines, any other from one batch (the commit kept its parent's version).
-        def sides(c: str) -> tuple[str, Optional[str], str, list[str]]:
+        def sides(c: str) -> tuple[str, Optional[str], str, str]:
+            """The object's ID after ``c`` and in its parents, and the files it lived in."""
             cid = ids[c]
             pid = _parent_id(cid, renumbers.get(c, []))
-            return cid, pid, where.get(cid, path), [where.get(pid, path) if pid else path]
+            return cid, pid, where.get(cid, path), where.get(pid, path) if pid else path
 
         wanted = set()
         for c in todo:
             cid, pid, p_after, p_before = sides(c)
-            for p in (p_after, *p_before):
+            for p in (p_after, p_before):
                 if p not in raw[c]:
                     wanted.add((c, p))
         known = _lookup(k, wanted)
@@ -245,12 +246,12 @@ def object_log(k: KnowledgeBase, obj_id: str, rev: str = "HEAD") -> dict[str, An
         cut: list[str] = []
         for c in todo:
             info = infos[c]
-            cid, pid, p_after, (p_before,) = sides(c)
+            cid, pid, p_after, p_before = sides(c)
             after = state(cid, p_after, blob(c, p_after, None))
             n = len(parents.get(c, ()))
             if n > 1:
                 # A merge: an entry only when its result is none of its parents' (it combined
-                # or resolved changes to the object); compared with the first parent.
+                # or resolved changes to the object); compared with the first parent holding it.
                 if p_after not in raw[c]:
                     continue
                 befores = [state(pid, p_before, blob(c, p_before, i)) for i in range(n)]

@@ -253,17 +253,17 @@ def _fill(s: Sides, idx: Any) -> None:
                 side.setdefault((kind, oid), fields)
     s.new_files = new
     # A changed file kb cannot read on the after side (not UTF-8, too deep): its objects
-    # are unknown there, not removed.
-    # (One query for all the changed files: a hook runs this on every commit.)
+    # are unknown there, not removed. One query per 400 changed files, not one per file.
     first: dict[str, tuple[int, str, str]] = {}
     items = sorted(new.items())
+    codes = ",".join("?" * len(UNREADABLE))
     for i in range(0, len(items), 400):
         chunk = items[i:i + 400]
         marks = ",".join(["(?,?)"] * len(chunk))
-        args = [x for pb in chunk for x in pb]
         for p, line, code, message in idx.db.execute(
-                f"SELECT path, line, code, message FROM diagnostics WHERE code IN ({','.join('?' * len(UNREADABLE))}) "
-                f"AND (path, blob) IN (VALUES {marks}) ORDER BY path, line, code", (*UNREADABLE, *args)):
+                f"SELECT path, line, code, message FROM diagnostics WHERE code IN ({codes}) "
+                f"AND (path, blob) IN (VALUES {marks}) ORDER BY path, line, code",
+                (*UNREADABLE, *(x for pb in chunk for x in pb))):
             first.setdefault(p, (line, code, message))
     for p, _blob in items:
         if p in first:
