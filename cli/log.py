@@ -31,9 +31,10 @@ def command(obj_id: str, rev: str, as_json: bool, kb_path: Optional[str]) -> int
                + (f"  (earlier: {', '.join(d['aliases'])})" if d["aliases"] else ""))
     for e in d["entries"]:
         click.echo(f"{e['commit'][:10]}  {e['time'][:19]}  {e['author']}  {e['op'] or '(by hand)'}"
-                   f"  {e['change']}" + (f" as {e['id']}" if e["id"] != d["id"] else ""))
+                   f"  {_CHANGE.get(e['change'], e['change'])}"
+                   + (f" as {e['id']}" if e["id"] != d["id"] else ""))
         for f, ch in e["changes"].items():
-            if e["change"] == "created":
+            if e["change"] in ("created", "boundary"):
                 click.echo(f"    {f}: {_show(ch['to'])}")
             else:
                 click.echo(f"    {f}: {_show(ch['from'])} → {_show(ch['to'])}")
@@ -42,7 +43,13 @@ def command(obj_id: str, rev: str, as_json: bool, kb_path: Optional[str]) -> int
         for v in e.get("verdict") or []:
             votes = ", ".join(f"{x['verifier']} {x['result']}" for x in v["votes"])
             click.echo(f"    verdict {v['r']}: {v['verdict']} ({votes}; {v['mode']})")
+    for w in d.get("warnings") or []:
+        click.echo(f"warning: {w['code']} {w['message']}", err=True)
     return 0
+
+
+#: How the text output names an entry's change (the JSON keeps the word).
+_CHANGE = {"boundary": "boundary (shallow clone: the history before this commit is not fetched)"}
 
 
 def _show(v: object) -> str:

@@ -272,3 +272,33 @@ def test_exploration_graph_nodes_added_and_closed(example_kb: Path) -> None:
     assert f"- node closed `{step}` (step, **done**): Profile tests" in md
     # A range that does not touch the graph's log lists nothing of it.
     assert _diff(root, "main..main")["trail"] == {"added": [], "closed": []}
+
+
+def test_each_change_names_its_commits_in_a_kb_below_the_repository_top(tmp_path: Path) -> None:
+    """A KB in a folder of a larger repository: each listed change names the commits of
+    the range that made it (one git log gives the commits and their paths); a commit
+    that touched only files outside the KB is still one of the range's commits."""
+    import shutil
+
+    from conftest import EXAMPLES, git_init
+
+    repo = git_init(tmp_path / "repo")
+    kb = repo / "research"
+    shutil.copytree(EXAMPLES, kb, ignore=shutil.ignore_patterns(".kb", "__pycache__"))
+    (repo / "README.md").write_text("code\n", encoding="utf-8")
+    base = commit_all(repo, "code and KB")
+    _kb(kb, "exp", "log", "E004", "first run")
+    first = git(repo, "rev-parse", "HEAD")
+    (repo / "README.md").write_text("code, changed\n", encoding="utf-8")
+    outside = commit_all(repo, "code only")
+    _kb(kb, "exp", "log", "E004", "second run")
+    second = git(repo, "rev-parse", "HEAD")
+    _kb(kb, "hyp", "add", "Caching halves setup", "--parent", "H1")
+    added = git(repo, "rev-parse", "HEAD")
+    d = _diff(kb, f"{base}..HEAD")
+    assert d["kb"] == "research"
+    assert [c["commit"] for c in d["commits"]] == [first, outside, second, added]
+    [logged] = d["experiments"]["logged"]
+    assert logged["id"] == "E004" and logged["commits"] == [first, second]
+    [hyp] = d["hypotheses"]["added"]
+    assert hyp["id"] == "H1.3" and hyp["commits"] == [added]

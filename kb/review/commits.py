@@ -38,6 +38,9 @@ class CommitInfo:
     ids: list[str] = field(default_factory=list)
     overrides: dict[str, str] = field(default_factory=dict)
     renumbers: list[tuple[str, str]] = field(default_factory=list)
+    #: Paths (repository-relative) the commit changed against its first parent; filled
+    #: only by ``log(..., changes=True)``.
+    changed: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: ``{commit, parents, author, email, time, subject, op, ids, overrides,
@@ -70,24 +73,40 @@ def parse_trailers(info: CommitInfo, text: str) -> None:
                 info.renumbers.append((m.group(1), m.group(2)))
 
 
-def log(top: Path, args: list[str], paths: Optional[list[str]] = None) -> list[CommitInfo]:
+def log(top: Path, args: list[str], paths: Optional[list[str]] = None, *,
+        changes: bool = False) -> list[CommitInfo]:
     """``git log <args> [-- paths]`` as CommitInfo records (git's order: newest first).
 
+    ``changes`` also lists each commit's changed paths (against its first parent; a
+    root commit against nothing) in the same ``git log`` process.
     Raises :class:`kb.errors.GitError` when git refuses the arguments.
     """
-    cmd = ["log", f"--format={_FORMAT}", *args, "--", *(paths or [])]
-    text = git.run(cmd, top).stdout.decode("utf-8", "replace")
+    if not changes:
+        cmd = ["log", f"--format={_FORMAT}", *args, "--", *(paths or [])]
+        text = git.run(cmd, top).stdout.decode("utf-8", "replace")
+        return [i for rec in text.split(_END) if (i := _info(rec.strip("\n"))) is not None]
+    cmd = ["log", f"--format={_END}{_FORMAT[:-len(_END)]}", "--raw", "-z", "--no-renames", "--no-abbrev",
+           "--root", "--diff-merges=first-parent", *args, "--", *(paths or [])]
     out = []
-    for rec in text.split(_END):
-        rec = rec.strip("\n")
-        if not rec:
+    for rec in git.run(cmd, top).stdout.split(_END.encode()):
+        head, _, raw = rec.partition(b"\0")
+        info = _info(head.decode("utf-8", "replace").strip("\n"))
+        if info is None:
             continue
-        parts = rec.split(_SEP)
-        if len(parts) < 7:
-            continue
-        sha, parents, name, email, when, subject, trailers = parts[:7]
-        info = CommitInfo(commit=sha.strip(), parents=parents.split(), author=name, email=email,
-                          time=when, subject=subject)
-        parse_trailers(info, trailers)
+        toks = raw.split(b"\0")
+        for i in range(len(toks) - 1):
+            if toks[i].lstrip(b"\n").startswith(b":"):
+                info.changed.append(toks[i + 1].decode("utf-8", "surrogateescape"))
         out.append(info)
     return out
+
+
+def _info(rec: str) -> Optional[CommitInfo]:
+    parts = rec.split(_SEP)
+    if len(parts) < 7:
+        return None
+    sha, parents, name, email, when, subject, trailers = parts[:7]
+    info = CommitInfo(commit=sha.strip(), parents=parents.split(), author=name, email=email,
+                      time=when, subject=subject)
+    parse_trailers(info, trailers)
+    return info

@@ -56,7 +56,9 @@ class LogEntry(_Open):
     time: str = Field(description="author date, ISO 8601")
     subject: str
     id: str = Field(description="the object's ID in that commit (before a renumbering: the old one)")
-    change: Literal["created", "changed", "edited", "renumbered", "removed"]
+    change: Literal["created", "changed", "edited", "renumbered", "removed", "boundary"] = Field(
+        description="boundary: the object is in the first commit of a shallow clone, whose "
+                    "history is not fetched (not 'created': it may be older; see warnings)")
     status: Optional[str]
     changes: dict[str, dict[str, Any]] = Field(description="field -> {from, to}")
     override: Optional[str]
@@ -70,6 +72,8 @@ class LogOutput(_Open):
     path: str
     aliases: list[str] = Field(description="older IDs (Kb-Renumber), newest first")
     entries: list[LogEntry]
+    warnings: list[dict[str, Any]] = Field(description="{code, severity, commit, message}: KB390 "
+                                                       "when a shallow clone cuts the history")
 
 
 OUTPUTS: dict[str, Optional[type[BaseModel]]] = {"diff": DiffOutput, "log": LogOutput}

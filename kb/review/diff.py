@@ -454,7 +454,6 @@ def _trail(s: Sides) -> Optional[dict[str, list]]:
     when this kb has the exploration graph and the range touched its operation log;
     None otherwise (staged and working-tree diffs: the graph is read from commits)."""
     try:
-        from kb.trail.diff import range_changes  # type: ignore[import-not-found]
         from kb.trail.log import OPS_DIR  # type: ignore[import-not-found]
     except ImportError:
         return None
@@ -463,6 +462,8 @@ def _trail(s: Sides) -> Optional[dict[str, list]]:
     folder = OPS_DIR.strip("/") + "/"
     if not any(p.startswith(folder) for p in s.changes):
         return {"added": [], "closed": []}
+    from kb.trail.diff import range_changes  # type: ignore[import-not-found]
+
     got = range_changes(s.kb, s.base, s.tip)
     return {"added": got.get("added", []), "closed": got.get("closed", [])}
 

@@ -4,15 +4,24 @@ For each commit (oldest first) that changed the object — created it, moved
 its status, corrected its statement, appended evidence or entries, renumbered
 it — one entry: the commit, kb's operation (``Kb-Op``), who, when, the ID it
 had then, its status and the fields that changed. Renumberings
-(``Kb-Renumber: H7 -> H9``) are followed back: the history of ``H9`` includes
-that of ``H7`` before the renumbering. A verdict commit also carries the
-verification record it added (votes, verdict, mode).
+(``Kb-Renumber: H7 -> H9``) are followed back along the history graph: the
+history of ``H9`` includes that of ``H7`` on the branch where the renumbering
+happened, and only there — when two branches both added ``H7`` and ``kb sync``
+renumbered one of them, ``kb log H7`` shows the other one alone. Each entry
+compares the commit with its own parent (a merge appears only when its result
+is none of its parents'). A verdict commit also carries the verification
+record it added (votes, verdict, mode).
+
+In a shallow clone the first fetched commit has no known parent: an object
+already there is marked ``boundary`` (not ``created``) and a KB390 warning says
+the history is cut.
 
 Shape (:func:`object_log`)::
 
     {"id", "kind", "path", "aliases": [older IDs], "entries": [
         {"commit", "op", "author", "email", "time", "subject", "id", "change",
-         "status", "changes": {field: {"from", "to"}}, "override", "verdict"?}]}
+         "status", "changes": {field: {"from", "to"}}, "override", "verdict"?}],
+     "warnings": [{"code": "KB390", "severity", "commit", "message"}]}
 """
 
 from __future__ import annotations
@@ -57,19 +66,54 @@ def _num(x: Any) -> str:
     return str(int(x)) if isinstance(x, float) and x.is_integer() else str(x)
 
 
-def _aliases(k: KnowledgeBase, obj_id: str, rev: str) -> list[str]:
-    """Older IDs of ``obj_id`` through the ``Kb-Renumber`` trailers reachable from ``rev``
-    (newest first: the ID it had just before each renumbering)."""
-    out: list[str] = []
-    cur = obj_id
-    renames = [r for c in log(k.top, [rev, "--grep=Kb-Renumber", "-i"]) for r in c.renumbers]
-    for _ in range(len(renames)):
-        prev = next((a for a, b in renames if b == cur and a not in out and a != obj_id), None)
-        if prev is None:
-            break
-        out.append(prev)
-        cur = prev
-    return out
+ZERO = "0" * 40
+
+
+def _graph(k: KnowledgeBase, tip: str) -> tuple[list[str], dict[str, list[str]]]:
+    """The commits reachable from ``tip``, children before parents (``--topo-order``:
+    one line of history is not intermixed with another), and each one's parents."""
+    text = git.run(["rev-list", "--topo-order", "--parents", tip], k.top).stdout.decode()
+    order: list[str] = []
+    parents: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        shas = line.split()
+        if shas:
+            order.append(shas[0])
+            parents[shas[0]] = shas[1:]
+    return order, parents
+
+
+def _parent_id(cur: str, renumbers: list[tuple[str, str]]) -> Optional[str]:
+    """The ID the object that is ``cur`` after a commit had in the commit's parents:
+    the old ID of a ``Kb-Renumber: old -> cur``; None when the commit renumbered ``cur``
+    away (``Kb-Renumber: cur -> new``: the object called ``cur`` after it came from
+    another line of history, the one before it was a different object)."""
+    for a, b in renumbers:
+        if b == cur:
+            return a
+    for a, _b in renumbers:
+        if a == cur:
+            return None
+    return cur
+
+
+def _ids(obj_id: str, order: list[str], parents: dict[str, list[str]],
+         renumbers: dict[str, list[tuple[str, str]]]) -> dict[str, str]:
+    """commit -> the ID the object had in it, following the history graph from the tip
+    (``order[0]``): a renumbering changes the ID along its own parent edge only, so two
+    parallel branches that both added the same ID keep their objects apart. A commit
+    missing from the result does not carry the object."""
+    ids: dict[str, str] = {order[0]: obj_id} if order else {}
+    for c in order:
+        cur = ids.get(c)
+        if cur is None:
+            continue
+        pid = _parent_id(cur, renumbers.get(c, []))
+        if pid is None:
+            continue
+        for p in parents.get(c, ()):
+            ids.setdefault(p, pid)  # children come first: the nearest line's name wins
+    return ids
 
 
 def _path_for(k: KnowledgeBase, kind: str, path: str, obj_id: str, alias: str) -> str:
@@ -83,15 +127,21 @@ def _path_for(k: KnowledgeBase, kind: str, path: str, obj_id: str, alias: str) -
     return path
 
 
-def _blobs(k: KnowledgeBase, rev: str, paths: list[str]) -> dict[str, dict[str, Optional[str]]]:
-    """commit -> {KB-relative path: blob after the commit (None: deleted)} for ``paths``."""
-    proc = git.run(["log", "--format=%x1e%H", "--raw", "--no-abbrev", "--no-renames", "-z", rev, "--",
-                    *(f":(literal){k.repo_path(p)}" for p in paths)], k.top)
-    out: dict[str, dict[str, Optional[str]]] = {}
+#: commit -> {KB-relative path: ([blob in each parent], blob after)}; ZERO: absent.
+Raw = dict[str, dict[str, tuple[list[str], str]]]
+
+
+def _raw(k: KnowledgeBase, rev: str, paths: list[str]) -> Raw:
+    """The changes to ``paths`` of every commit that touched them (git's default history
+    simplification); a merge lists only the paths it changed from all its parents (``-c``)."""
+    proc = git.run(["log", "--format=%x1e%H", "-c", "--raw", "--root", "--no-abbrev", "--no-renames", "-z",
+                    rev, "--", *(f":(literal){k.repo_path(p)}" for p in paths)], k.top)
+    out: Raw = {}
     for rec in proc.stdout.split(b"\x1e"):
         if not rec.strip():
             continue
-        # "<sha>\0\n:<meta>\0<path>\0…" (-z ends the format line with NUL).
+        # "<sha>\0\n:<meta>\0<path>\0…" (-z ends the format line with NUL); a merge's
+        # meta starts with one ':' per parent and lists a mode and a blob per parent.
         parts = rec.split(b"\0")
         sha = parts[0].strip().decode()
         toks = parts[1:]
@@ -101,12 +151,28 @@ def _blobs(k: KnowledgeBase, rev: str, paths: list[str]) -> dict[str, dict[str, 
             if not meta.startswith(":"):
                 i += 1
                 continue
-            f = meta[1:].split()
-            path = toks[i + 1].decode("utf-8", "surrogateescape")
-            rel = k.rel(path)
-            if rel is not None:
-                out.setdefault(sha, {})[rel] = None if f[4].startswith("D") else f[3]
+            n = len(meta) - len(meta.lstrip(":"))
+            f = meta.lstrip(":").split()
+            blobs = f[n + 1:2 * n + 2]
+            rel = k.rel(toks[i + 1].decode("utf-8", "surrogateescape"))
+            if rel is not None and len(blobs) == n + 1:
+                out.setdefault(sha, {})[rel] = (blobs[:n], blobs[n])
             i += 2
+    return out
+
+
+def _lookup(k: KnowledgeBase, wanted: set[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """(commit, KB-relative path) -> blob id (ZERO: no such file), in one ``git cat-file``."""
+    if not wanted:
+        return {}
+    keys = sorted(wanted)
+    text = "".join(f"{c}:{k.repo_path(p)}\n" for c, p in keys).encode("utf-8", "surrogateescape")
+    lines = git.run(["cat-file", "--batch-check=%(objectname) %(objecttype)"], k.top,
+                    input=text).stdout.decode("utf-8", "replace").splitlines()
+    out = {}
+    for key, line in zip(keys, lines):
+        f = line.split()
+        out[key] = f[0] if len(f) == 2 and f[1] == "blob" else ZERO
     return out
 
 
@@ -116,7 +182,7 @@ def object_log(k: KnowledgeBase, obj_id: str, rev: str = "HEAD") -> dict[str, An
     Raises RefusedError when no object has this ID at ``rev`` nor in the
     working tree, UsageError/GitError for a bad ``rev``.
     """
-    from kb.checks.verify import _index
+    from kb.checks.verify import _index, _shallow, _shallow_note
     from kb.errors import UsageError
 
     tip = git.rev_parse(rev, k.top)
@@ -129,61 +195,101 @@ def object_log(k: KnowledgeBase, obj_id: str, rev: str = "HEAD") -> dict[str, An
             raise RefusedError(f"no object with ID {obj_id!r} in the working tree (try `kb find {obj_id}`)")
         row = next((r for r in found if r.kind != "verified"), found[0])
         kind, path = row.kind, row.path
-        aliases = _aliases(k, obj_id, tip)
+        order, parents = _graph(k, tip)
+        renumbers = {c.commit: c.renumbers
+                     for c in log(k.top, [tip, "--grep=Kb-Renumber", "-i"]) if c.renumbers}
+        ids = _ids(obj_id, order, parents, renumbers)
+        # Older IDs, newest first: those the graph walk met (not every Kb-Renumber of the repository).
+        aliases = list(dict.fromkeys(i for c in order if (i := ids.get(c)) and i != obj_id))
         names = [obj_id, *aliases]
-        paths = list(dict.fromkeys(_path_for(k, kind, path, obj_id, a) for a in names))
-        blobs = _blobs(k, tip, paths)
-        commits = list(reversed(log(k.top, [tip], [k.repo_path(p) for p in paths])))
-        renum_at = {c.commit: c.renumbers for c in commits if c.renumbers}
-        # Which ID the object had at each commit: walk newest -> oldest.
-        id_at: dict[str, str] = {}
-        cur = obj_id
-        for c in reversed(commits):
-            id_at[c.commit] = cur
-            for a, b in renum_at.get(c.commit, []):
-                if b == cur:
-                    cur = a
+        where = {n: _path_for(k, kind, path, obj_id, n) for n in names}
+        paths = list(dict.fromkeys(where.values()))
+        raw = _raw(k, tip, paths)
+        infos = {c.commit: c for c in log(k.top, [tip], [k.repo_path(p) for p in paths])}
+        shallow = _shallow(k.top)
+        rank = {c: i for i, c in enumerate(order)}
+        todo = sorted((c for c in raw if c in ids and c in infos), key=lambda c: -rank.get(c, -1))
+
+        # The blob of each (commit, path) read: a path the commit changed from the raw
+        # lines, any other from one batch (the commit kept its parent's version).
+        def sides(c: str) -> tuple[str, Optional[str], str, str]:
+            """The object's ID after ``c`` and in its parents, and the files it lived in."""
+            cid = ids[c]
+            pid = _parent_id(cid, renumbers.get(c, []))
+            return cid, pid, where.get(cid, path), where.get(pid, path) if pid else path
+
+        wanted = set()
+        for c in todo:
+            cid, pid, p_after, p_before = sides(c)
+            for p in (p_after, p_before):
+                if p not in raw[c]:
+                    wanted.add((c, p))
+        known = _lookup(k, wanted)
+
+        def blob(c: str, p: str, parent: Optional[int]) -> str:
+            ch = raw[c].get(p)
+            if ch is None:
+                return known.get((c, p), ZERO)
+            return ch[1] if parent is None else (ch[0][parent] if parent < len(ch[0]) else ZERO)
+
+        cache: dict[tuple[str, str, str], Optional[dict[str, Any]]] = {}
+
+        def state(oid: Optional[str], p: str, b: str) -> Optional[dict[str, Any]]:
+            if oid is None or b == ZERO:
+                return None
+            key = (oid, p, b)
+            if key not in cache:
+                cache[key] = _find(idx, k, kind, oid, p, b)
+            return cache[key]
+
         entries: list[dict[str, Any]] = []
-        prev: Optional[dict[str, Any]] = None
-        prev_id: Optional[str] = None
-        for c in commits:
-            oid = id_at[c.commit]
-            if not blobs.get(c.commit):
-                continue  # a merge (no --raw lines): its result is its parents' or the next commit's
-            state = _find(idx, k, kind, oid, blobs.get(c.commit, {}), paths)
-            if state is None and prev is None:
-                continue  # not there yet
-            if state == prev and oid == prev_id and (
-                    kind in ("hypothesis", "record") and oid not in c.ids or state is None):
+        cut: list[str] = []
+        for c in todo:
+            info = infos[c]
+            cid, pid, p_after, p_before = sides(c)
+            after = state(cid, p_after, blob(c, p_after, None))
+            n = len(parents.get(c, ()))
+            if n > 1:
+                # A merge: an entry only when its result is none of its parents' (it combined
+                # or resolved changes to the object); compared with the first parent holding it.
+                if p_after not in raw[c]:
+                    continue
+                befores = [state(pid, p_before, blob(c, p_before, i)) for i in range(n)]
+                if after in befores:
+                    continue
+                before = next((b for b in befores if b is not None), None)
+            else:
+                before = state(pid, p_before, blob(c, p_before, 0)) if n == 1 else None
+            boundary = c in shallow and after is not None
+            if not boundary and after is None and before is None:
+                continue  # not there (yet, or on this line)
+            if after == before and cid == pid and (
+                    kind in ("hypothesis", "record") and cid not in info.ids or after is None):
                 continue  # the commit changed other objects of the same file
-            entry = _entry(c, oid, prev, state, prev_id)
-            if kind in ("problem", "proposition") and c.op == "verdict":
-                entry["verdict"] = _verdict(k, c)
+            entry = _entry(info, cid, before, after, pid)
+            if boundary:
+                entry["change"] = "boundary"
+                cut.append(c)
+            if kind in ("problem", "proposition") and info.op == "verdict":
+                entry["verdict"] = _verdict(k, info)
             entries.append(entry)
-            prev, prev_id = state, oid
+    warnings = [{"code": "KB390", "severity": "warning", "commit": c,
+                 "message": f"the history of {obj_id} is cut: " + _shallow_note(c)} for c in cut]
     return {"id": obj_id, "kind": kind, "path": k.repo_path(path), "aliases": aliases,
-            "entries": entries}
+            "entries": entries, "warnings": warnings}
 
 
-def _find(idx: Any, k: KnowledgeBase, kind: str, oid: str, changed: dict[str, Optional[str]],
-          paths: list[str]) -> Optional[dict[str, Any]]:
-    """The object's tracked state in this commit's versions of ``paths`` (None: absent).
-
-    A path the commit did not change keeps its state from before, so only the
-    changed versions are parsed; a path a commit deleted yields None.
-    """
+def _find(idx: Any, k: KnowledgeBase, kind: str, oid: str, p: str, blob: str) -> Optional[dict[str, Any]]:
+    """The object's tracked state in this version of ``p`` (None: absent)."""
     from kb.parse import classify
 
-    for p, blob in changed.items():
-        if blob is None:
-            continue
-        fmt = classify(p, k.config)
-        if fmt is None:
-            continue
-        idx.ensure(Snapshot(kb=k, kind="commit", files={p: blob}, formats={p: fmt}))
-        rows = idx.rows_of(p, blob, obj_id=oid)
-        if rows:
-            return _state(kind, json.loads(rows[0].data))
+    fmt = classify(p, k.config)
+    if fmt is None:
+        return None
+    idx.ensure(Snapshot(kb=k, kind="commit", files={p: blob}, formats={p: fmt}))
+    rows = idx.rows_of(p, blob, obj_id=oid)
+    if rows:
+        return _state(kind, json.loads(rows[0].data))
     return None
 
 

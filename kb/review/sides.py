@@ -122,25 +122,27 @@ def range_sides(k: KnowledgeBase, a: str, b: str, idx: Any) -> Sides:
 
     Raises UsageError when A or B is not a commit (with a hint for shallow clones).
     """
-    base = git.rev_parse(a, k.top)
-    tip = git.rev_parse(b, k.top)
+    both = git.run(["rev-parse", "--quiet", f"{a}^{{commit}}", f"{b}^{{commit}}"], k.top, check=False)
+    shas = both.stdout.decode().split()
+    if both.returncode == 0 and len(shas) == 2:
+        base, tip = shas  # one git process for both (a hook runs this on every commit)
+    else:
+        base, tip = git.rev_parse(a, k.top), git.rev_parse(b, k.top)
     for name, sha in ((a, base), (b, tip)):
         if sha is None:
             raise UsageError(f"{name!r} is not a commit here (fetch it first, e.g. `git fetch origin`;"
                              " in CI fetch full history: actions/checkout with fetch-depth: 0)")
     mb = git.run(["merge-base", base, tip], k.top, check=False)  # type: ignore[list-item]
     origin = mb.stdout.decode().strip() if mb.returncode == 0 and mb.stdout.strip() else base
-    commits = log(k.top, ["--reverse", "--topo-order", f"{base}..{tip}"])
+    # The commits with the paths each changed, in the same git process.
+    commits = log(k.top, ["--reverse", "--topo-order", f"{base}..{tip}"], changes=True)
     s = Sides(kb=k, source="range", base=origin, tip=tip, tip_rev=tip, commits=commits, _index=idx)  # type: ignore[arg-type]
     s.changes = _raw_changes(k, ["diff-tree", origin, tip])  # type: ignore[list-item]
-    if commits and s.changes:
-        from kb.checks.verify import diff_many
-
-        per = diff_many(k, [(c.commit, c.parents[0] if c.parents else None) for c in commits])
-        for c in commits:
-            for ch in per.get(c.commit, []):
-                if ch.path in s.changes:
-                    s.path_commits.setdefault(ch.path, []).append(c.commit)
+    for c in commits:
+        for p in c.changed:
+            rel = k.rel(p)
+            if rel is not None and rel in s.changes:
+                s.path_commits.setdefault(rel, []).append(c.commit)
     _fill(s, idx)
     return s
 
@@ -251,13 +253,22 @@ def _fill(s: Sides, idx: Any) -> None:
                 side.setdefault((kind, oid), fields)
     s.new_files = new
     # A changed file kb cannot read on the after side (not UTF-8, too deep): its objects
-    # are unknown there, not removed.
-    for p, blob in sorted(new.items()):
-        for d in idx.diagnostics_of(p, blob):
-            if d.code in UNREADABLE:
-                s.unreadable.append({"path": k.repo_path(p), "line": d.line, "code": d.code,
-                                     "message": d.message})
-                break
+    # are unknown there, not removed. One query per 400 changed files, not one per file.
+    first: dict[str, tuple[int, str, str]] = {}
+    items = sorted(new.items())
+    codes = ",".join("?" * len(UNREADABLE))
+    for i in range(0, len(items), 400):
+        chunk = items[i:i + 400]
+        marks = ",".join(["(?,?)"] * len(chunk))
+        for p, line, code, message in idx.db.execute(
+                f"SELECT path, line, code, message FROM diagnostics WHERE code IN ({codes}) "
+                f"AND (path, blob) IN (VALUES {marks}) ORDER BY path, line, code",
+                (*UNREADABLE, *(x for pb in chunk for x in pb))):
+            first.setdefault(p, (line, code, message))
+    for p, _blob in items:
+        if p in first:
+            line, code, message = first[p]
+            s.unreadable.append({"path": k.repo_path(p), "line": line, "code": code, "message": message})
 
 
 #: Parse diagnostics that mean kb read nothing of a file.
