@@ -75,6 +75,7 @@ def test_follows_renumbering(example_kb: Path) -> None:
 def test_unknown_id_is_refused(example_kb: Path) -> None:
     r = invoke("log", "H99", "--json", cwd=example_kb)
     assert r.code == 1 and "H99" in r.json()["error"]["message"]
+    assert r.json()["error"]["kind"] == "not_found"  # as `kb show H99`
 
 
 def test_diff_and_log_are_mcp_tools(example_kb: Path, monkeypatch) -> None:

@@ -30,7 +30,7 @@ import json
 from typing import Any, Optional
 
 from kb import git
-from kb.errors import RefusedError
+from kb.errors import NotFoundError
 from kb.repo import KnowledgeBase, Snapshot
 from kb.review.commits import CommitInfo, log
 
@@ -179,7 +179,7 @@ def _lookup(k: KnowledgeBase, wanted: set[tuple[str, str]]) -> dict[tuple[str, s
 def object_log(k: KnowledgeBase, obj_id: str, rev: str = "HEAD") -> dict[str, Any]:
     """The history of ``obj_id`` in the commits reachable from ``rev`` (module docstring).
 
-    Raises RefusedError when no object has this ID at ``rev`` nor in the
+    Raises NotFoundError (kind ``not_found``) when no object has this ID at ``rev`` nor in the
     working tree, UsageError/GitError for a bad ``rev``.
     """
     from kb.checks.verify import _index, _shallow, _shallow_note
@@ -192,7 +192,7 @@ def object_log(k: KnowledgeBase, obj_id: str, rev: str = "HEAD") -> dict[str, An
         idx.refresh()
         found = idx.get(obj_id)
         if not found:
-            raise RefusedError(f"no object with ID {obj_id!r} in the working tree (try `kb find {obj_id}`)")
+            raise NotFoundError(f"no object with ID {obj_id!r} in the working tree (try `kb find {obj_id}`)")
         row = next((r for r in found if r.kind != "verified"), found[0])
         kind, path = row.kind, row.path
         order, parents = _graph(k, tip)
