@@ -241,3 +241,46 @@ def test_a_kb_in_a_subfolder_and_a_symlinked_log(make_kb, tmp_path: Path,
     st = view(kb, "stats")
     assert st["nodes"] == 0 and st["problems"] == 1
     assert st["log_problems"][0]["path"] == ".explore-tree"
+
+
+def _op(batch: str, i: int, lc: int = 1) -> bytes:
+    return json.dumps({"v": 1, "id": f"{batch}-{i:04d}", "lc": lc, "op": "add", "at": "t",
+                       "actor": "a", "node": {"id": f"n{batch[-4:]}{i:06d}", "kind": "note",
+                                              "title": "x"}}).encode() + b"\n"
+
+
+def test_read_files_one_parse_names_each_operations_file_and_line(tmp_path: Path) -> None:
+    """The fast path (the whole log parsed at once) attributes every operation to its file
+    and line; one bad file anywhere falls back to reading file by file, which still keeps
+    every good operation and names the bad line (two objects on one line included)."""
+    from kb.trail.log import read_files
+
+    d = tmp_path / "ops"
+    d.mkdir()
+    (d / "a.jsonl").write_bytes(_op("b-aaaa", 0) + _op("b-aaaa", 1))
+    (d / "b.jsonl").write_bytes(_op("b-bbbb", 0))
+    (d / "c.jsonl").write_bytes(_op("b-cccc", 0) + _op("b-cccc", 1) + _op("b-cccc", 2))
+    rels = ["ops/a.jsonl", "ops/b.jsonl", "ops/c.jsonl"]
+    probs: list = []
+    ops = read_files(tmp_path, rels, probs)
+    assert probs == []
+    assert [(o["id"], o["_src"]) for o in ops] == [
+        ("b-aaaa-0000", ("ops/a.jsonl", 1)), ("b-aaaa-0001", ("ops/a.jsonl", 2)),
+        ("b-bbbb-0000", ("ops/b.jsonl", 1)), ("b-cccc-0000", ("ops/c.jsonl", 1)),
+        ("b-cccc-0001", ("ops/c.jsonl", 2)), ("b-cccc-0002", ("ops/c.jsonl", 3))]
+    # Two objects on one line of b: the counts no longer match; b's line is reported.
+    (d / "b.jsonl").write_bytes(_op("b-bbbb", 0).rstrip(b"\n") + b"," + _op("b-bbbb", 1))
+    probs = []
+    ops = read_files(tmp_path, rels, probs)
+    assert [o["id"] for o in ops] == ["b-aaaa-0000", "b-aaaa-0001", "b-cccc-0000",
+                                      "b-cccc-0001", "b-cccc-0002"]
+    assert [(p.path, p.line) for p in probs] == [("ops/b.jsonl", 1)]
+    # A torn last line in c and an unreadable (missing) file: both reported, the rest kept.
+    (d / "b.jsonl").write_bytes(_op("b-bbbb", 0))
+    (d / "c.jsonl").write_bytes(_op("b-cccc", 0) + _op("b-cccc", 1)[:30])
+    probs = []
+    ops = read_files(tmp_path, rels + ["ops/gone.jsonl"], probs)
+    assert [o["id"] for o in ops] == ["b-aaaa-0000", "b-aaaa-0001", "b-bbbb-0000",
+                                      "b-cccc-0000"]
+    assert sorted((p.path, p.line) for p in probs) == [("ops/c.jsonl", 2), ("ops/gone.jsonl", 0)]
+    assert ops[3]["_src"] == ("ops/c.jsonl", 1)

@@ -13,6 +13,7 @@ branches and machines without any coordination (DESIGN.md §9).
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,10 +109,12 @@ class Node:
 
     def to_row(self) -> tuple[Any, ...]:
         """The fields as a tuple in declaration order (the cache format)."""
-        return tuple(getattr(self, f) for f in NODE_FIELDS)
+        return _ROW(self)
 
 
 NODE_FIELDS = tuple(Node.__dataclass_fields__)
+#: One C-level call that reads every field in order (the cache writes 50,000 rows).
+_ROW = operator.attrgetter(*NODE_FIELDS)
 
 
 @dataclass(slots=True)

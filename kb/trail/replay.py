@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from kb.trail import log as oplog
+from kb.trail.digest import synthesise
 from kb.trail.model import (MAX_DIGEST_HISTORY, MAX_NODES, Edge, LogProblem, Node, clip,
                             MAX_SUMMARY, MAX_TITLE)
 
@@ -101,33 +102,6 @@ class Graph:
         return next((a for a in self.ancestors(nid) if a.kind == "topic"), None)
 
     # -- applying ------------------------------------------------------------------
-    def apply(self, op: dict[str, Any]) -> None:
-        """Apply one operation (idempotent); a failure becomes a LogProblem."""
-        oid = op["id"]
-        if oid in self.seen:
-            return
-        self.seen.add(oid)
-        self.ops += 1
-        key = op.get("_k") or sort_key(op)
-        if key > self.last:
-            self.last = key
-        lc = op.get("lc")
-        if isinstance(lc, int) and lc > self.clock:
-            self.clock = lc
-        fn = _APPLY.get(op["op"])
-        src = op.get("_src", ("?", 0))
-        if fn is None:
-            self.problems.append(LogProblem(src[0], src[1], f"unknown operation {op['op']!r}; skipped"))
-            return
-        try:
-            msg = fn(self, op)
-        except _Skip as exc:
-            msg = str(exc)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            msg = f"malformed {op['op']} operation ({type(exc).__name__}: {exc})"
-        if msg:
-            self.problems.append(LogProblem(src[0], src[1], f"{op['op']} {oid}: {msg}; skipped"))
-
     def touch(self, n: Node, op: dict[str, Any], bump: bool = True) -> None:
         """Record that ``op`` changed ``n`` (version, updated by/at, its topic's digest)."""
         if bump:
@@ -144,18 +118,35 @@ class Graph:
         """Re-synthesise the digests of the topics the batch touched."""
         if not self._dirty:
             return
-        from kb.trail.digest import synthesise
-
+        nodes = self.nodes
+        # The topic above each touched node, one walk up per node with the walks shared
+        # (memo: node id -> its topic id or None); bounded by the graph's size.
+        memo: dict[str, str | None] = {}
         topics: set[str] = set()
         for nid in self._dirty:
-            t = self.topic_of(nid)
-            if t is not None:
-                topics.add(t.id)
+            path: list[str] = []
+            found: str | None = None
+            n = nodes.get(nid)
+            guard = len(nodes) + 1
+            while n is not None and guard:
+                if n.id in memo:
+                    found = memo[n.id]
+                    break
+                path.append(n.id)
+                if n.kind == "topic":
+                    found = n.id
+                    break
+                n = nodes.get(n.parent) if n.parent is not None else None
+                guard -= 1
+            for p in path:
+                memo[p] = found
+            if found is not None:
+                topics.add(found)
         for tid in sorted(topics):
-            t = self.nodes.get(tid)
-            if t is None or t.kind != "topic" or t.digest_manual:
+            t = nodes[tid]
+            if t.digest_manual:
                 continue
-            text = synthesise(self, t)
+            text = synthesise(nodes, t)
             if text != t.digest:
                 set_digest(t, text, "template", at)
         self._dirty.clear()
@@ -228,32 +219,44 @@ def _attach(g: Graph, n: Node, parent: str | None) -> None:
 def _op_add(g: Graph, op: dict[str, Any]) -> str | None:
     d = op["node"]
     nid = d["id"]
+    nodes = g.nodes
     fp = d.get("fp") or ""
-    if nid in g.nodes:
+    if nid in nodes:
         # The same node recorded twice (e.g. one transcript ingested on two branches).
-        g.nodes[nid].hits += 1
+        nodes[nid].hits += 1
         return None
     if fp and fp in g.fps:
-        g.nodes[g.fps[fp]].hits += 1
+        nodes[g.fps[fp]].hits += 1
         return None
     parent = d.get("parent")
     if parent is not None:
-        pn = g.resolve(parent)
-        if pn is None:
-            return f"unknown parent {parent}"
+        pn = nodes.get(parent)
+        if pn is None or pn.merged_into is not None:
+            pn = g.resolve(parent)
+            if pn is None:
+                return f"unknown parent {parent}"
         parent = pn.id
     at = op.get("at", "")
+    actor = op.get("actor", "")
     title = d["title"]
-    n = Node(id=nid, kind=d["kind"], title=title if len(title) <= MAX_TITLE else clip(title, MAX_TITLE),
-             summary=(d.get("summary") or "")[:MAX_SUMMARY], status=d.get("status") or "open",
-             tags=list(d.get("tags") or []), refs=list(d.get("refs") or []),
-             created_by=op.get("actor", ""), created_at=at, updated_by=op.get("actor", ""),
-             updated_at=at, fp=fp, source=d.get("source") or "", seq=len(g.nodes))
-    g.nodes[nid] = n
+    if len(title) > MAX_TITLE:
+        title = clip(title, MAX_TITLE)
+    summary = d.get("summary") or ""
+    if len(summary) > MAX_SUMMARY:
+        summary = summary[:MAX_SUMMARY]
+    tags = d.get("tags")
+    refs = d.get("refs")
+    # Positional, in field order (one call per added node of a cold replay).
+    n = Node(nid, d["kind"], title, summary, d.get("status") or "open", None, [],
+             list(tags) if tags else [], list(refs) if refs else [], actor, at, actor, at,
+             1, 1, False, "", False, 0, [], None, 0, 0, None, fp, d.get("source") or "",
+             len(nodes))
+    nodes[nid] = n
     if fp:
         g.fps[fp] = nid
-    _attach(g, n, parent)
-    g._mark(nid)
+    _attach(g, n, parent)  # marks the parent, whose topic is the new node's
+    if n.kind == "topic":
+        g._dirty.add(nid)  # its own digest ("no leaves yet")
     return None
 
 
@@ -356,10 +359,8 @@ def _op_archive(g: Graph, op: dict[str, Any]) -> str | None:
 def _op_digest(g: Graph, op: dict[str, Any]) -> str | None:
     n = _node(g, op)
     if op.get("auto"):
-        from kb.trail.digest import synthesise
-
         n.digest_manual = False
-        text = synthesise(g, n)
+        text = synthesise(g.nodes, n)
         set_digest(n, text, "template", op.get("at", ""))
     else:
         n.digest_manual = True
@@ -404,14 +405,47 @@ _APPLY = {"add": _op_add, "link": _op_link, "set": _op_set, "move": _op_move,
 
 
 def _run(g: Graph, ops: list[dict[str, Any]]) -> None:
+    """Apply ``ops`` (in replay order) to ``g``, closing each batch with
+    :meth:`Graph.end_batch`. An operation id seen before counts once; one that cannot apply
+    becomes a LogProblem. One flat loop: it runs once per operation of a cold replay
+    (50,000 and more)."""
+    seen = g.seen
+    problems = g.problems
     batch = None
     at = ""
+    last, clock, count = g.last, g.clock, g.ops
     for op in ops:
-        b = op["id"].rsplit("-", 1)[0]
+        oid = op["id"]
+        b = oid.rsplit("-", 1)[0]
         if b != batch and batch is not None:
             g.end_batch(at)
         batch, at = b, op.get("at", "")
-        g.apply(op)
+        if oid in seen:
+            continue
+        seen.add(oid)
+        count += 1
+        key = op.get("_k") or sort_key(op)
+        if key > last:
+            last = key
+        lc = op.get("lc")
+        if isinstance(lc, int) and lc > clock:
+            clock = lc
+        name = op["op"]
+        fn = _APPLY.get(name)
+        if fn is None:
+            src = op.get("_src", ("?", 0))
+            problems.append(LogProblem(src[0], src[1], f"unknown operation {name!r}; skipped"))
+            continue
+        try:
+            msg = fn(g, op)
+        except _Skip as exc:
+            msg = str(exc)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            msg = f"malformed {name} operation ({type(exc).__name__}: {exc})"
+        if msg:
+            src = op.get("_src", ("?", 0))
+            problems.append(LogProblem(src[0], src[1], f"{name} {oid}: {msg}; skipped"))
+    g.last, g.clock, g.ops = last, clock, count
     if batch is not None:
         g.end_batch(at)
 
@@ -434,9 +468,7 @@ def finish(g: Graph, max_nodes: int = MAX_NODES) -> None:
 def replay_files(root: Path, rels: list[str], g: Graph | None = None) -> Graph:
     """Replay the named log files (KB-relative) into ``g`` (a new graph by default)."""
     g = g or Graph()
-    ops: list[dict[str, Any]] = []
-    for rel in rels:
-        ops.extend(oplog.read_file(root, rel, g.problems))
+    ops = oplog.read_files(root, rels, g.problems)
     _sort(ops)
     _run(g, ops)
     return g
@@ -513,9 +545,7 @@ def _extend(root: Path, g: Graph, new: list[str]) -> Graph | None:
     """Apply the files ``new`` to the cached ``g`` when every operation in them sorts after
     the last one applied (else None: replay from scratch)."""
     probs: list[LogProblem] = []
-    ops: list[dict[str, Any]] = []
-    for rel in new:
-        ops.extend(oplog.read_file(root, rel, probs))
+    ops = oplog.read_files(root, new, probs)
     _sort(ops)
     if ops and ops[0]["_k"] <= g.last:
         return None
@@ -562,7 +592,7 @@ def _write_cache(path: Path, g: Graph) -> None:
             gi.write_text("*\n", encoding="utf-8")  # the cache is never committed
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".trail-", suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
-            f.write(marshal.dumps(data))
+            f.write(marshal.dumps(data, 2))  # version 2: no reference table, ~2x faster to write
         os.replace(tmp, path)
     except (OSError, ValueError):
         pass  # a cache: failing to write it costs the next reader a replay, nothing more
