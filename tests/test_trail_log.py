@@ -284,3 +284,25 @@ def test_read_files_one_parse_names_each_operations_file_and_line(tmp_path: Path
                                       "b-cccc-0000"]
     assert sorted((p.path, p.line) for p in probs) == [("ops/c.jsonl", 2), ("ops/gone.jsonl", 0)]
     assert ops[3]["_src"] == ("ops/c.jsonl", 1)
+
+
+def test_hits_count_once_per_session_and_always_without_one() -> None:
+    """Replay: a ``hit`` (or a repeated ``add``) with a session counts once per node and
+    session; one without a session (older and hand-written logs) always counts."""
+    from kb.trail.replay import replay_blobs
+
+    def line(i: int, **op: object) -> bytes:
+        return json.dumps({"v": 1, "id": f"b-{i:04d}", "lc": i, "at": "t", "actor": "a",
+                           **op}).encode() + b"\n"
+
+    node = {"id": "n0000000001", "kind": "note", "title": "x", "fp": "f1"}
+    log = (line(1, op="add", node=node, session="s1")
+           + line(2, op="hit", nodes=["n0000000001"], session="s1")
+           + line(3, op="add", node=node, session="s1")
+           + line(4, op="hit", nodes=["n0000000001"], session="s2")
+           + line(5, op="hit", nodes=["n0000000001"], session="s2")
+           + line(6, op="add", node=dict(node, id="n0000000002"), session="s3")
+           + line(7, op="hit", nodes=["n0000000001"]) + line(8, op="hit", nodes=["n0000000001"]))
+    g = replay_blobs({".explore-tree/ops/x.jsonl": log})
+    assert not g.problems and list(g.nodes) == ["n0000000001"]
+    assert g.nodes["n0000000001"].hits == 1 + 1 + 1 + 2  # s2, s3 (same fp), two without

@@ -34,7 +34,7 @@ from kb.trail.model import (MAX_DIGEST_HISTORY, MAX_NODES, Edge, LogProblem, Nod
                             MAX_SUMMARY, MAX_TITLE)
 
 CACHE_NAME = "trail-graph.marshal"
-CACHE_FORMAT = 6
+CACHE_FORMAT = 7
 _PY = sys.version
 
 
@@ -50,7 +50,9 @@ class Graph:
     largest logical clock seen; ``seen`` the ids of the operations applied by
     this replay (idempotence; not cached: an incremental replay only applies
     operations sorting after ``last``, which cannot have been seen);
-    ``hidden`` the done leaves archived out of the live views because the
+    ``sightings`` ``"<node id> <session>"`` for each ingested node and transcript
+    session that yielded it (a session counts one hit per node, however often it is
+    ingested); ``hidden`` the done leaves archived out of the live views because the
     graph passed ``max_nodes`` (computed by :func:`finish`); ``files`` the
     cache key (log file -> [size, mtime]).
     """
@@ -59,6 +61,7 @@ class Graph:
     roots: list[str] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)
     fps: dict[str, str] = field(default_factory=dict)
+    sightings: set[str] = field(default_factory=set)
     problems: list[LogProblem] = field(default_factory=list)
     ops: int = 0
     last: str = ""
@@ -221,12 +224,12 @@ def _op_add(g: Graph, op: dict[str, Any]) -> str | None:
     nid = d["id"]
     nodes = g.nodes
     fp = d.get("fp") or ""
-    if nid in nodes:
-        # The same node recorded twice (e.g. one transcript ingested on two branches).
-        nodes[nid].hits += 1
-        return None
-    if fp and fp in g.fps:
-        nodes[g.fps[fp]].hits += 1
+    session = op.get("session")
+    have = nodes.get(nid) or (nodes.get(g.fps[fp]) if fp and fp in g.fps else None)
+    if have is not None:
+        # The same node recorded twice (e.g. ingested on two branches): a hit, unless
+        # the same transcript session already saw it (see _op_hit).
+        _sighting(g, have, session)
         return None
     parent = d.get("parent")
     if parent is not None:
@@ -254,6 +257,8 @@ def _op_add(g: Graph, op: dict[str, Any]) -> str | None:
     nodes[nid] = n
     if fp:
         g.fps[fp] = nid
+    if session:
+        g.sightings.add(f"{nid} {session}")
     _attach(g, n, parent)  # marks the parent, whose topic is the new node's
     if n.kind == "topic":
         g._dirty.add(nid)  # its own digest ("no leaves yet")
@@ -390,11 +395,23 @@ def _op_assign(g: Graph, op: dict[str, Any]) -> str | None:
     return None
 
 
+def _sighting(g: Graph, n: Node, session: Any) -> None:
+    """``n`` was seen again: its ``hits`` grows once per transcript session (an operation
+    without a session, as older logs and hand-written ones have, always counts)."""
+    if session:
+        key = f"{n.id} {session}"
+        if key in g.sightings:
+            return
+        g.sightings.add(key)
+    n.hits += 1
+
+
 def _op_hit(g: Graph, op: dict[str, Any]) -> str | None:
+    session = op.get("session")
     for nid in op["nodes"]:
         n = g.resolve(nid)
         if n is not None:
-            n.hits += 1
+            _sighting(g, n, session)
     return None
 
 
@@ -571,6 +588,7 @@ def _read_cache(path: Path) -> Graph | None:
                   problems=[LogProblem(*p) for p in data["problems"]], ops=data["ops"],
                   last=data["last"], clock=data["clock"], files=data["files"])
         g.fps = data["fps"]
+        g.sightings = data["sightings"]
         return g
     except (OSError, ValueError, EOFError, KeyError, TypeError, AttributeError):
         return None  # no cache, or a damaged one: replay
@@ -584,7 +602,8 @@ def _write_cache(path: Path, g: Graph) -> None:
             "last": g.last, "clock": g.clock, "roots": g.roots,
             "nodes": [n.to_row() for n in g.nodes.values()],
             "edges": [(e.id, e.src, e.dst, e.kind, e.note, e.by, e.at) for e in g.edges],
-            "problems": [(p.path, p.line, p.message) for p in g.problems], "fps": g.fps}
+            "problems": [(p.path, p.line, p.message) for p in g.problems], "fps": g.fps,
+            "sightings": g.sightings}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         gi = path.parent / ".gitignore"
