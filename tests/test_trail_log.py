@@ -216,6 +216,17 @@ def test_trail_diff_lists_the_nodes_a_range_added_or_closed(trail_kb: Path) -> N
     d = view(trail_kb, "diff", f"{base}..HEAD")
     assert [n["id"] for n in d["added"]] == [h]
     assert [n["id"] for n in d["closed"]] == [q]
+    # `kb diff` lists them too, in text and Markdown as in JSON (a range of trail commits only).
+    r = invoke("diff", f"{base}..HEAD", "--no-findings", cwd=trail_kb)
+    assert r.code == 0, r.stderr
+    assert "No research objects changed" not in r.stdout
+    assert "Exploration graph\n" f"  node added {h} (hypothesis, open): h\n" \
+           f"  node closed {q} (question, done): q\n" in r.stdout
+    r = invoke("diff", f"{base}..HEAD", "--no-findings", "--format", "markdown", cwd=trail_kb)
+    assert "### Exploration graph\n" f"- node added `{h}` (hypothesis, open): h\n" \
+           f"- node closed `{q}` (question, **done**): q\n" in r.stdout
+    r = invoke("diff", f"{base}..HEAD", "--no-findings", "--json", cwd=trail_kb)
+    assert [n["id"] for n in r.json()["trail"]["added"]] == [h]
     r = invoke("trail", "diff", "nope..HEAD", "--json", cwd=trail_kb)
     assert r.code == 2 and "unknown revision" in r.json()["error"]["message"]
 
