@@ -132,53 +132,51 @@ def _well_formed(op: Any) -> bool:
 
 def read_files(root: Path, rels: list[str], problems: list[LogProblem]) -> list[dict[str, Any]]:
     """The well-formed operations of the log files ``rels`` (KB-relative), in file order;
-    bad lines and unreadable files go to ``problems``.
-
-    Fast path: when every file is clean JSON lines, the whole log is parsed by one
-    ``json.loads`` call over one array built from the bytes (not one call per file
-    or line) and checked with plain type tests; anything else reads file by file
-    (:func:`read_bytes`), which names the bad line.
-    """
+    bad lines and unreadable files go to ``problems`` (see :func:`parse_files`)."""
     datas: list[tuple[str, bytes]] = []
     for rel in rels:
         try:
             datas.append((rel, _read(root / rel)))
         except OSError as exc:
             problems.append(LogProblem(rel, 0, f"cannot read the log file: {exc.strerror or exc}"))
-    bodies: list[bytes] = []
+    return parse_files(datas, problems)
+
+
+def parse_files(datas: list[tuple[str, bytes]], problems: list[LogProblem]) -> list[dict[str, Any]]:
+    """The well-formed operations of log files given as ``(KB-relative path, bytes)``, in
+    order; bad lines go to ``problems``.
+
+    Fast path: when every file is clean JSON lines, the whole log is parsed by one
+    ``json.loads`` call over one array built from the bytes (not one call per file
+    or line) and checked with plain type tests; anything else reads file by file
+    (:func:`read_bytes`), which names the bad line.
+    """
     lines: list[int] = []
+    buf = bytearray(b"[")  # the log as one JSON array
     for _rel, data in datas:
-        body = data[:-1]
-        if not body or data[-1:] != b"\n" or body.endswith(b"\n") or b"\n\n" in body:
-            break
-        bodies.append(body)
-        lines.append(body.count(b"\n") + 1)
+        if data[-1:] != b"\n" or data[:1] == b"\n" or b"\n\n" in data:
+            break  # empty, torn or with blank lines: read file by file
+        lines.append(data.count(b"\n"))
+        buf += data.replace(b"\n", b",")
     else:
-        try:
-            ops = json.loads(b"[" + b",".join(bodies).replace(b"\n", b",") + b"]")
-        except (ValueError, UnicodeDecodeError):
-            ops = None
-        if ops is not None and len(ops) == sum(lines) and all(map(_well_formed, ops)):
-            i = 0
-            for (rel, _data), n in zip(datas, lines):
-                for j in range(1, n + 1):
-                    ops[i]["_src"] = (rel, j)
-                    i += 1
-            return ops
+        if datas:
+            buf[-1:] = b"]"  # the last line's comma
+            try:
+                ops = json.loads(buf)
+            except (ValueError, UnicodeDecodeError):
+                ops = None
+            del buf
+            if ops is not None and len(ops) == sum(lines) and all(map(_well_formed, ops)):
+                i = 0
+                for (rel, _data), n in zip(datas, lines):
+                    for j in range(1, n + 1):
+                        ops[i]["_src"] = (rel, j)
+                        i += 1
+                return ops
     out: list[dict[str, Any]] = []
     for rel, data in datas:
         out.extend(read_bytes(rel, data, problems))
     return out
-
-
-def read_file(root: Path, rel: str, problems: list[LogProblem]) -> Iterator[dict[str, Any]]:
-    """The well-formed operations of one log file; bad lines go to ``problems``."""
-    try:
-        data = (root / rel).read_bytes()
-    except OSError as exc:
-        problems.append(LogProblem(rel, 0, f"cannot read the log file: {exc.strerror or exc}"))
-        return
-    yield from read_bytes(rel, data, problems)
 
 
 def read_bytes(rel: str, data: bytes, problems: list[LogProblem]) -> Iterator[dict[str, Any]]:

@@ -500,9 +500,7 @@ def _sort(ops: list[dict[str, Any]]) -> None:
 def replay_blobs(files: dict[str, bytes]) -> Graph:
     """Replay log files given as bytes (KB-relative path -> bytes), e.g. read from a commit."""
     g = Graph()
-    ops: list[dict[str, Any]] = []
-    for rel in sorted(files):
-        ops.extend(oplog.read_bytes(rel, files[rel], g.problems))
+    ops = oplog.parse_files([(rel, files[rel]) for rel in sorted(files)], g.problems)
     _sort(ops)
     _run(g, ops)
     finish(g)
