@@ -109,7 +109,7 @@ def list_files(root: Path) -> list[LogFile]:
     return out
 
 
-def _read(path: Path) -> bytes:
+def _read(path: str | Path) -> bytes:
     """The bytes of ``path`` through one file descriptor (no pathlib/io layers: a cold
     replay reads thousands of small files)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
@@ -134,9 +134,10 @@ def read_files(root: Path, rels: list[str], problems: list[LogProblem]) -> list[
     """The well-formed operations of the log files ``rels`` (KB-relative), in file order;
     bad lines and unreadable files go to ``problems`` (see :func:`parse_files`)."""
     datas: list[tuple[str, bytes]] = []
+    base = str(root)
     for rel in rels:
         try:
-            datas.append((rel, _read(root / rel)))
+            datas.append((rel, _read(os.path.join(base, rel))))
         except OSError as exc:
             problems.append(LogProblem(rel, 0, f"cannot read the log file: {exc.strerror or exc}"))
     return parse_files(datas, problems)
