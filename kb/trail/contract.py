@@ -34,7 +34,8 @@ class TrailNode(_Open):
     updated_by: str
     updated_at: str
     version: int = Field(description="the compare-and-swap token of --expect-version")
-    hits: int
+    hits: int = Field(description="1, plus one for each other transcript session (or "
+                                  "session-less recording) that yielded the node again")
     archived: bool
     digest: str
     digest_manual: bool
