@@ -43,3 +43,23 @@ def test_digest_and_replay_do_not_import_each_other_both_ways() -> None:
 
     assert not reaches("kb.trail.digest", "kb.trail.replay")
     assert not reaches("kb.trail.model", "kb.trail.replay")
+
+
+def test_no_import_cycle_among_the_trail_modules() -> None:
+    graph = {f"kb.trail.{p.stem}": trail_imports(p) for p in TRAIL.glob("*.py")}
+    order: list[str] = []
+    state: dict[str, int] = {}
+
+    def visit(m: str, stack: list[str]) -> None:  # depth ≤ the number of modules
+        if state.get(m) == 2:
+            return
+        assert state.get(m) != 1, "import cycle: " + " -> ".join(stack + [m])
+        state[m] = 1
+        for n in sorted(graph.get(m, ())):
+            visit(n, stack + [m])
+        state[m] = 2
+        order.append(m)
+
+    for m in sorted(graph):
+        visit(m, [])
+    assert order.index("kb.trail.digest") < order.index("kb.trail.replay")
