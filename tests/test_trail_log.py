@@ -295,6 +295,14 @@ def test_read_files_one_parse_names_each_operations_file_and_line(tmp_path: Path
                                       "b-cccc-0000"]
     assert sorted((p.path, p.line) for p in probs) == [("ops/c.jsonl", 2), ("ops/gone.jsonl", 0)]
     assert ops[3]["_src"] == ("ops/c.jsonl", 1)
+    # Valid JSON that is no operation (no id; a list; a newer schema): file by file, reported.
+    (d / "c.jsonl").write_bytes(_op("b-cccc", 0) + b'{"v": 1, "op": "add"}\n[1]\n'
+                                + _op("b-cccc", 3).replace(b'"v": 1', b'"v": 99'))
+    probs = []
+    ops = read_files(tmp_path, rels, probs)
+    assert [o["id"] for o in ops][-1] == "b-cccc-0000" and len(ops) == 4
+    assert [(p.path, p.line) for p in probs] == [("ops/c.jsonl", 2), ("ops/c.jsonl", 3),
+                                                 ("ops/c.jsonl", 4)]
 
 
 def test_hits_count_once_per_session_and_always_without_one() -> None:

@@ -125,9 +125,20 @@ def _read(path: str | Path) -> bytes:
     return b"".join(chunks)
 
 
-def _well_formed(op: Any) -> bool:
-    return (type(op) is dict and type(op.get("id")) is str and type(op.get("op")) is str
-            and type(op.get("v")) is int and op["v"] <= SCHEMA_VERSION)
+def _stamp(ops: list[Any], datas: list[tuple[str, bytes]], lines: list[int]) -> bool:
+    """Give each parsed operation its ``_src`` (file, line) while checking it is well
+    formed (one pass, the check inlined); False at the first one that is not."""
+    i = 0
+    v = SCHEMA_VERSION
+    for (rel, _data), n in zip(datas, lines):
+        for j in range(1, n + 1):
+            op = ops[i]
+            if not (type(op) is dict and type(op.get("id")) is str and type(op.get("op")) is str
+                    and type(op.get("v")) is int and op["v"] <= v):
+                return False
+            op["_src"] = (rel, j)
+            i += 1
+    return True
 
 
 def read_files(root: Path, rels: list[str], problems: list[LogProblem]) -> list[dict[str, Any]]:
@@ -167,12 +178,7 @@ def parse_files(datas: list[tuple[str, bytes]], problems: list[LogProblem]) -> l
             except (ValueError, UnicodeDecodeError):
                 ops = None
             del buf
-            if ops is not None and len(ops) == sum(lines) and all(map(_well_formed, ops)):
-                i = 0
-                for (rel, _data), n in zip(datas, lines):
-                    for j in range(1, n + 1):
-                        ops[i]["_src"] = (rel, j)
-                        i += 1
+            if ops is not None and len(ops) == sum(lines) and _stamp(ops, datas, lines):
                 return ops
     out: list[dict[str, Any]] = []
     for rel, data in datas:
