@@ -109,12 +109,13 @@ class Node:
 
     def to_row(self) -> tuple[Any, ...]:
         """The fields as a tuple in declaration order (the cache format)."""
-        return _ROW(self)
+        return node_row(self)
 
 
 NODE_FIELDS = tuple(Node.__dataclass_fields__)
-#: One C-level call that reads every field in order (the cache writes 50,000 rows).
-_ROW = operator.attrgetter(*NODE_FIELDS)
+#: ``node_row(n)``: a node's fields in declaration order, read by one C-level call
+#: (the cache writes 50,000 rows and more).
+node_row = operator.attrgetter(*NODE_FIELDS)
 
 
 @dataclass(slots=True)

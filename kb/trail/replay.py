@@ -32,7 +32,7 @@ from typing import Any
 from kb.trail import log as oplog
 from kb.trail.digest import synthesise
 from kb.trail.model import (MAX_DIGEST_HISTORY, MAX_NODES, Edge, LogProblem, Node, clip,
-                            MAX_SUMMARY, MAX_TITLE)
+                            MAX_SUMMARY, MAX_TITLE, node_row)
 
 CACHE_NAME = "trail-graph.marshal"
 CACHE_FORMAT = 7
@@ -601,7 +601,7 @@ def _write_cache(path: Path, g: Graph) -> None:
 
     data = {"format": CACHE_FORMAT, "python": _PY, "files": g.files, "ops": g.ops,
             "last": g.last, "clock": g.clock, "roots": g.roots,
-            "nodes": [n.to_row() for n in g.nodes.values()],
+            "nodes": list(map(node_row, g.nodes.values())),
             "edges": [(e.id, e.src, e.dst, e.kind, e.note, e.by, e.at) for e in g.edges],
             "problems": [(p.path, p.line, p.message) for p in g.problems], "fps": g.fps,
             # a list: marshal sorts a set's items (deterministic output), ~10x slower
