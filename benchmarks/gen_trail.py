@@ -10,8 +10,8 @@ mix follows real use: about a third of the recordings are single operations
 by agents and people (with ``--ops``: 60% ``add`` of a topic — about one per
 hundred nodes — or of a leaf under a topic, 25% ``set``, 8% ``link``, 4%
 ``move``, 3% ``assign``; with ``--nodes`` only adds), the rest are ingest
-batches of 10–19 operations (a step under the goal and its thoughts, as ``kb
-trail ingest`` writes them). Same arguments, same bytes
+batches of 10–19 operations (a step under the goal and its thoughts, with
+fingerprints and a session, as ``kb trail ingest`` writes them). Same arguments, same bytes
 (seeded random, pinned times); the log is left uncommitted (kb reads the
 working tree).
 """
@@ -94,6 +94,10 @@ def generate(out: Path, nodes: int | None, ops: int | None, seed: int = 1) -> di
             step = add("step", parent, "done")
             batch = [step] + [add(rnd.choice(KINDS[:6]), step["node"]["id"], rnd.choice(STATUSES))
                               for _ in range(max(want, 0))]
+            session = "s%08x" % rnd.getrandbits(32)
+            for op in batch:  # as ingest writes them: a fingerprint and the session
+                op["node"].update(fp="%020x" % rnd.getrandbits(80), source="extractor")
+                op["session"] = session
         records.append(batch)
         n_ops += len(batch)
         if ops is not None and n_ops > ops:

@@ -355,26 +355,15 @@ def ingest(transcript: str, actor: str, no_commit: bool, as_json: bool, kb_path:
     TRANSCRIPT is Claude Code's JSONL, or the generic events format: one JSON object per
     line with type user | injected | reasoning | assistant | tool_call (id, name, input) |
     tool_result (id, ok, error) | artifact (path, description) | turn_end (interrupted),
-    and an optional session. Re-ingesting adds nothing; the nodes seen again count a hit.
+    and an optional session. The same transcript again records nothing (no commit); a
+    node another session yields again counts one hit.
     """
     from kb.trail.ingest import ingest as do
 
     res = do(kb_path, transcript, no_commit=no_commit, on_wait=print_waiting, actor=actor)
-    for p in res["problems"]:
+    for p in res.details["problems"]:
         err(f"kb: {p['path']}:{p['line']}: {p['message']}")
-    if as_json:
-        emit_json(res)
-        return 0
-    for t in res["report"]["turns"]:
-        kinds = ", ".join(c["kind"] for c in t["chosen"]) or "no thoughts"
-        click.echo(f"turn {t['turn']}: {kinds}; {t['folded']} folded; {t['tool_calls']} tool "
-                   f"call(s), {t['failed']} failed")
-    click.echo(f"added {res['added']} node(s); {res['hits']} seen again")
-    if res["commit"]:
-        err(f"committed {res['commit'][:12]} ({', '.join(res['paths'])})")
-    elif res["paths"]:
-        err(f"wrote {', '.join(res['paths'])} (not committed)")
-    return 0
+    return print_result(res, as_json)
 
 
 @command.command("render")
@@ -401,16 +390,7 @@ def render(check: bool, no_commit: bool, as_json: bool, kb_path: str | None) -> 
             err(f"{data['path']}:{line}: " + ("stale: run `kb trail render`" if have is not None
                                               else "missing: run `kb trail render`"))
         return 1 if line is not None else 0
-    res = render_kb(kb_path, no_commit=no_commit, on_wait=print_waiting)
-    if as_json:
-        emit_json(res)
-    elif not res["changed"]:
-        err(f"{res['path']} is up to date")
-    elif res["commit"]:
-        err(f"committed {res['commit'][:12]} ({res['path']})")
-    else:
-        err(f"wrote {res['path']} (not committed)")
-    return 0
+    return print_result(render_kb(kb_path, no_commit=no_commit, on_wait=print_waiting), as_json)
 
 
 @command.command("diff")

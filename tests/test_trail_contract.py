@@ -64,3 +64,30 @@ def test_real_outputs_validate(tree_kb: Path, monkeypatch: pytest.MonkeyPatch) -
     from kb.trail.contract import OUTPUTS as ALL
 
     assert seen == set(ALL)
+
+
+def test_write_models_are_the_one_write_result() -> None:
+    """The trail's write models carry exactly kb's write-result fields (kb.contract's
+    WriteResult) plus their own; ingest and render print nothing beyond their model."""
+    from kb.contract import WriteResult
+    from kb.trail.contract import TrailIngest, TrailRender, TrailWrite, TrailWriteResult
+
+    assert set(TrailWriteResult.model_fields) == set(WriteResult.model_fields)
+    for m in (TrailWrite, TrailIngest, TrailRender):
+        assert set(WriteResult.model_fields) <= set(m.model_fields)
+
+
+def test_ingest_and_render_json_is_exactly_their_model(tree_kb: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from kb.trail.contract import TrailIngest, TrailRender
+
+    monkeypatch.setenv("KB_NOW", "2026-12-01T10:00:00Z")
+    for args, model in ((("trail", "ingest", str(FIX / "events_zh.jsonl")), TrailIngest),
+                        (("trail", "render"), TrailRender)):
+        r = invoke(*args, "--json", cwd=tree_kb)
+        assert r.code == 0, r.stderr
+        data = r.json()
+        assert set(data) == set(model.model_fields), args
+        model.model_validate(data)
+        assert data["commit"] == git(tree_kb, "rev-parse", "HEAD")
+        assert data["blobs"] == {p: git(tree_kb, "rev-parse", f"HEAD:{p}") for p in data["paths"]}

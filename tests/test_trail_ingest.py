@@ -3,6 +3,7 @@ deterministic classifier's choices, thresholds, de-duplication, quotas, MMR, re-
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -89,15 +90,58 @@ def test_generic_events_chinese(kb: Path) -> None:
     assert ok(kb, "frontier")["avoid"][0]["title"] == "固定顺序之后还是不行，排除了这个原因。"
 
 
-def test_reingest_adds_nothing_and_counts_hits(kb: Path) -> None:
-    first = ok(kb, "ingest", str(FIX / "events_zh.jsonl"))
-    n = ok(kb, "stats")["nodes"]
-    again = ok(kb, "ingest", str(FIX / "events_zh.jsonl"))
-    assert again["added"] == 0 and again["hits"] == first["added"]
+def commits(kb: Path) -> int:
+    return int(git(kb, "rev-list", "--count", "HEAD"))
+
+
+def head_ops(kb: Path) -> list[dict]:
+    """The operations of the one log file the HEAD commit added."""
+    files = git(kb, "show", "--name-only", "--format=", "HEAD").splitlines()
+    assert len(files) == 1 and files[0].startswith(".explore-tree/ops/")
+    return [json.loads(x) for x in git(kb, "show", f"HEAD:{files[0]}").splitlines()]
+
+
+def test_reingest_records_nothing_and_hits_count_once_per_session(kb: Path,
+                                                                   tmp_path: Path) -> None:
+    """Decision (docs/DECISIONS.md): the same transcript again adds no node, records no
+    operation and makes no commit; a node's hits grow once per other session that yields
+    it — one ``hit`` operation in that ingest's one commit."""
+    zh = FIX / "events_zh.jsonl"
+    first = ok(kb, "ingest", str(zh))
+    n, count, head = ok(kb, "stats")["nodes"], commits(kb), git(kb, "rev-parse", "HEAD")
+    assert first["added"] == n == 14 and first["hits"] == 0
+    again = ok(kb, "ingest", str(zh))
+    assert (again["added"], again["hits"], again["commit"], again["paths"], again["batch"]) == (
+        0, 0, None, [], None)
+    assert again["changes"][-1] == "added 0 node(s); 0 seen again (nothing new: nothing recorded)"
+    assert commits(kb) == count and git(kb, "rev-parse", "HEAD") == head
+    assert git(kb, "status", "--porcelain", "-uall") == ""
     st = ok(kb, "stats")
-    assert st["nodes"] == n
-    assert st["duplicates"]["nodes_hit_again"] == n
-    assert ok(kb, "node", first["ids"][0])["hits"] == 2
+    assert st["nodes"] == n and st["duplicates"]["nodes_hit_again"] == 0
+    assert {ok(kb, "node", i)["hits"] for i in first["ids"]} == {1}
+    # The same session after it grew by a turn: the new turn's nodes, no hit.
+    grown = tmp_path / "grown.jsonl"
+    grown.write_bytes(zh.read_bytes() + json.dumps(
+        {"type": "user", "text": "再确认一次。", "session": "s-zh-1"}).encode() + b"\n")
+    res = ok(kb, "ingest", str(grown))
+    assert res["added"] == 1 and res["hits"] == 0 and commits(kb) == count + 1
+    assert [o["op"] for o in head_ops(kb)] == ["add"]
+    # Another session yielding the same thoughts and artifact: its own goal, steps and
+    # actions, and one hit operation for the nodes it saw again.
+    other = tmp_path / "other.jsonl"
+    other.write_text(zh.read_text(encoding="utf-8").replace("s-zh-1", "s-zh-2"), encoding="utf-8")
+    res = ok(kb, "ingest", str(other))
+    assert commits(kb) == count + 2 and res["hits"] > 0
+    hit_ops = [o for o in head_ops(kb) if o["op"] == "hit"]
+    assert len(hit_ops) == 1 and hit_ops[0]["session"] == "s-zh-2"
+    seen_again = hit_ops[0]["nodes"]
+    assert len(seen_again) == res["hits"] and set(seen_again) <= set(first["ids"])
+    assert {ok(kb, "node", i)["hits"] for i in seen_again} == {2}
+    assert ok(kb, "stats")["duplicates"]["nodes_hit_again"] == res["hits"]
+    # …and that session once more: nothing.
+    res = ok(kb, "ingest", str(other))
+    assert res["commit"] is None and res["hits"] == 0 and commits(kb) == count + 2
+    assert {ok(kb, "node", i)["hits"] for i in seen_again} == {2}
 
 
 def test_bad_transcripts_are_usage_errors(kb: Path, tmp_path: Path) -> None:
@@ -194,14 +238,14 @@ def test_ingest_no_commit_and_two_branches_converge(kb: Path) -> None:
     assert git(kb, "status", "--porcelain", "-uall") == f"?? {res['paths'][0]}"
     git(kb, "add", "-A")
     git(kb, "commit", "-q", "-m", "ingest by hand")
-    # The same transcript ingested on another branch gives the same node ids (fingerprints):
-    # after the merge every node exists once and counts two hits.
+    # The same transcript ingested on another branch gives the same node ids (fingerprints);
     git(kb, "checkout", "-q", "-b", "other", head)
     other = ok(kb, "ingest", str(FIX / "events_zh.jsonl"))
     assert other["ids"] == res["ids"]
     git(kb, "merge", "-q", "--no-edit", "main")
+    # after the merge every node exists once; the same session counts no hit.
     st = ok(kb, "stats")
-    assert st["nodes"] == res["added"] and st["duplicates"]["nodes_hit_again"] == res["added"]
+    assert st["nodes"] == res["added"] and st["duplicates"]["nodes_hit_again"] == 0
 
 
 def test_a_transcript_without_reasoning_uses_the_assistants_narration(kb: Path) -> None:

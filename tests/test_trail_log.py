@@ -216,6 +216,17 @@ def test_trail_diff_lists_the_nodes_a_range_added_or_closed(trail_kb: Path) -> N
     d = view(trail_kb, "diff", f"{base}..HEAD")
     assert [n["id"] for n in d["added"]] == [h]
     assert [n["id"] for n in d["closed"]] == [q]
+    # `kb diff` lists them too, in text and Markdown as in JSON (a range of trail commits only).
+    r = invoke("diff", f"{base}..HEAD", "--no-findings", cwd=trail_kb)
+    assert r.code == 0, r.stderr
+    assert "No research objects changed" not in r.stdout
+    assert "Exploration graph\n" f"  node added {h} (hypothesis, open): h\n" \
+           f"  node closed {q} (question, done): q\n" in r.stdout
+    r = invoke("diff", f"{base}..HEAD", "--no-findings", "--format", "markdown", cwd=trail_kb)
+    assert "### Exploration graph\n" f"- node added `{h}` (hypothesis, open): h\n" \
+           f"- node closed `{q}` (question, **done**): q\n" in r.stdout
+    r = invoke("diff", f"{base}..HEAD", "--no-findings", "--json", cwd=trail_kb)
+    assert [n["id"] for n in r.json()["trail"]["added"]] == [h]
     r = invoke("trail", "diff", "nope..HEAD", "--json", cwd=trail_kb)
     assert r.code == 2 and "unknown revision" in r.json()["error"]["message"]
 
@@ -241,3 +252,76 @@ def test_a_kb_in_a_subfolder_and_a_symlinked_log(make_kb, tmp_path: Path,
     st = view(kb, "stats")
     assert st["nodes"] == 0 and st["problems"] == 1
     assert st["log_problems"][0]["path"] == ".explore-tree"
+
+
+def _op(batch: str, i: int, lc: int = 1) -> bytes:
+    return json.dumps({"v": 1, "id": f"{batch}-{i:04d}", "lc": lc, "op": "add", "at": "t",
+                       "actor": "a", "node": {"id": f"n{batch[-4:]}{i:06d}", "kind": "note",
+                                              "title": "x"}}).encode() + b"\n"
+
+
+def test_read_files_one_parse_names_each_operations_file_and_line(tmp_path: Path) -> None:
+    """The fast path (the whole log parsed at once) attributes every operation to its file
+    and line; one bad file anywhere falls back to reading file by file, which still keeps
+    every good operation and names the bad line (two objects on one line included)."""
+    from kb.trail.log import read_files
+
+    d = tmp_path / "ops"
+    d.mkdir()
+    (d / "a.jsonl").write_bytes(_op("b-aaaa", 0) + _op("b-aaaa", 1))
+    (d / "b.jsonl").write_bytes(_op("b-bbbb", 0))
+    (d / "c.jsonl").write_bytes(_op("b-cccc", 0) + _op("b-cccc", 1) + _op("b-cccc", 2))
+    rels = ["ops/a.jsonl", "ops/b.jsonl", "ops/c.jsonl"]
+    probs: list = []
+    ops = read_files(tmp_path, rels, probs)
+    assert probs == []
+    assert [(o["id"], o["_src"]) for o in ops] == [
+        ("b-aaaa-0000", ("ops/a.jsonl", 1)), ("b-aaaa-0001", ("ops/a.jsonl", 2)),
+        ("b-bbbb-0000", ("ops/b.jsonl", 1)), ("b-cccc-0000", ("ops/c.jsonl", 1)),
+        ("b-cccc-0001", ("ops/c.jsonl", 2)), ("b-cccc-0002", ("ops/c.jsonl", 3))]
+    # Two objects on one line of b: the counts no longer match; b's line is reported.
+    (d / "b.jsonl").write_bytes(_op("b-bbbb", 0).rstrip(b"\n") + b"," + _op("b-bbbb", 1))
+    probs = []
+    ops = read_files(tmp_path, rels, probs)
+    assert [o["id"] for o in ops] == ["b-aaaa-0000", "b-aaaa-0001", "b-cccc-0000",
+                                      "b-cccc-0001", "b-cccc-0002"]
+    assert [(p.path, p.line) for p in probs] == [("ops/b.jsonl", 1)]
+    # A torn last line in c and an unreadable (missing) file: both reported, the rest kept.
+    (d / "b.jsonl").write_bytes(_op("b-bbbb", 0))
+    (d / "c.jsonl").write_bytes(_op("b-cccc", 0) + _op("b-cccc", 1)[:30])
+    probs = []
+    ops = read_files(tmp_path, rels + ["ops/gone.jsonl"], probs)
+    assert [o["id"] for o in ops] == ["b-aaaa-0000", "b-aaaa-0001", "b-bbbb-0000",
+                                      "b-cccc-0000"]
+    assert sorted((p.path, p.line) for p in probs) == [("ops/c.jsonl", 2), ("ops/gone.jsonl", 0)]
+    assert ops[3]["_src"] == ("ops/c.jsonl", 1)
+    # Valid JSON that is no operation (no id; a list; a newer schema): file by file, reported.
+    (d / "c.jsonl").write_bytes(_op("b-cccc", 0) + b'{"v": 1, "op": "add"}\n[1]\n'
+                                + _op("b-cccc", 3).replace(b'"v": 1', b'"v": 99'))
+    probs = []
+    ops = read_files(tmp_path, rels, probs)
+    assert [o["id"] for o in ops][-1] == "b-cccc-0000" and len(ops) == 4
+    assert [(p.path, p.line) for p in probs] == [("ops/c.jsonl", 2), ("ops/c.jsonl", 3),
+                                                 ("ops/c.jsonl", 4)]
+
+
+def test_hits_count_once_per_session_and_always_without_one() -> None:
+    """Replay: a ``hit`` (or a repeated ``add``) with a session counts once per node and
+    session; one without a session (older and hand-written logs) always counts."""
+    from kb.trail.replay import replay_blobs
+
+    def line(i: int, **op: object) -> bytes:
+        return json.dumps({"v": 1, "id": f"b-{i:04d}", "lc": i, "at": "t", "actor": "a",
+                           **op}).encode() + b"\n"
+
+    node = {"id": "n0000000001", "kind": "note", "title": "x", "fp": "f1"}
+    log = (line(1, op="add", node=node, session="s1")
+           + line(2, op="hit", nodes=["n0000000001"], session="s1")
+           + line(3, op="add", node=node, session="s1")
+           + line(4, op="hit", nodes=["n0000000001"], session="s2")
+           + line(5, op="hit", nodes=["n0000000001"], session="s2")
+           + line(6, op="add", node=dict(node, id="n0000000002"), session="s3")
+           + line(7, op="hit", nodes=["n0000000001"]) + line(8, op="hit", nodes=["n0000000001"]))
+    g = replay_blobs({".explore-tree/ops/x.jsonl": log})
+    assert not g.problems and list(g.nodes) == ["n0000000001"]
+    assert g.nodes["n0000000001"].hits == 1 + 1 + 1 + 2  # s2, s3 (same fp), two without

@@ -34,7 +34,8 @@ class TrailNode(_Open):
     updated_by: str
     updated_at: str
     version: int = Field(description="the compare-and-swap token of --expect-version")
-    hits: int
+    hits: int = Field(description="1, plus one for each other transcript session (or "
+                                  "session-less recording) that yielded the node again")
     archived: bool
     digest: str
     digest_manual: bool
@@ -62,39 +63,50 @@ class LogProblemOut(BaseModel):
     message: str
 
 
-class TrailWrite(_Open):
+class TrailWriteResult(_Open):
+    """kb's one write result (``kb.ops.result.OpResult.to_json``; the fields of
+    ``kb.contract.WriteResult``, repeated here because ``kb.contract`` imports this
+    module), operation fields after these."""
+
+    op: str = Field(description="the Kb-Op value, e.g. trail.add")
+    id: Optional[str] = Field(description="the main node written, when there is one")
+    ids: list[str] = Field(description="the Kb-Id values of the commit")
+    paths: list[str] = Field(description="repository paths written (empty: nothing changed)")
+    blobs: dict[str, str] = Field(description="path -> new git blob id")
+    commit: Optional[str] = Field(description="the new commit; null with --no-commit or when "
+                                              "nothing was recorded")
+    changes: list[str] = Field(description="one human line per change")
+    recovered: list[str] = Field(description="paths of an interrupted earlier write rolled "
+                                             "back first")
+
+
+class TrailWrite(TrailWriteResult):
     """Every recording (add, link, set, move, merge, promote, archive, digest, rollback,
     assign, handoff): kb's write result plus the nodes after the write."""
 
-    op: str = Field(description="the Kb-Op value, e.g. trail.add")
-    id: Optional[str]
-    ids: list[str]
     nodes: list[TrailNode]
-    changes: list[str]
-    commit: Optional[str]
-    paths: list[str]
-    blobs: dict[str, str]
     batch: Optional[str] = Field(description="the recording's batch id (its log file's name)")
-    recovered: list[str]
 
 
-class TrailIngest(_Open):
-    op: str
-    ids: list[str]
-    commit: Optional[str]
-    paths: list[str]
-    added: int
-    hits: int = Field(description="nodes seen again (their hits grew)")
+class TrailIngest(TrailWriteResult):
+    """``kb trail ingest``: kb's write result plus what the transcript gave. An identical
+    transcript ingested again records nothing (``commit`` null, ``paths`` empty)."""
+
+    batch: Optional[str] = Field(description="the recording's batch id; null when nothing "
+                                             "was recorded")
+    added: int = Field(description="nodes added")
+    hits: int = Field(description="existing nodes this transcript's session saw for the "
+                                  "first time (their hits grew by one)")
     problems: list[LogProblemOut] = Field(description="transcript lines skipped")
-    report: dict[str, Any]
+    report: dict[str, Any] = Field(description="session, format, and per turn the chosen "
+                                               "thoughts (kind, score, text) and folded count")
 
 
-class TrailRender(_Open):
-    op: str
-    commit: Optional[str]
-    paths: list[str]
-    path: str
-    changed: bool
+class TrailRender(TrailWriteResult):
+    """``kb trail render``: kb's write result plus TRAIL.md's path and whether it changed."""
+
+    path: str = Field(description="KB-relative path of TRAIL.md")
+    changed: bool = Field(description="false: already up to date (nothing written)")
 
 
 class TrailRenderCheck(BaseModel):

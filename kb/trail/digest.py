@@ -13,21 +13,20 @@ roots (done, abandoned and dead ends over all), the newest conclusion, the open 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Mapping
 
 from kb.trail.model import LEAF_ROOT_KINDS, MAX_DIGEST, Node, clip
 
-if TYPE_CHECKING:  # annotations only
-    from kb.trail.replay import Graph
 
-
-def closed(n: "Node") -> bool:
+def closed(n: Node) -> bool:
     """A leaf counts as closed when done or abandoned, or a dead end (a finished exploration)."""
     return n.status in ("done", "abandoned") or n.kind == "dead_end"
 
 
-def synthesise(g: "Graph", topic: "Node") -> str:
-    """The template digest of ``topic`` in ``g`` (≤ 120 characters)."""
+def synthesise(nodes: Mapping[str, Node], topic: Node) -> str:
+    """The template digest of ``topic`` whose children are in ``nodes`` (a graph's nodes by
+    id; ≤ 120 characters). Depends on the model only, so replay imports it and not the
+    other way round."""
     # One pass over the children (a topic can have thousands; this runs once per recording
     # that touches the topic).
     total = done = dead = 0
@@ -35,7 +34,6 @@ def synthesise(g: "Graph", topic: "Node") -> str:
     concl: Node | None = None
     opn: list[Node] = []
     anyleaf: list[Node] = []
-    nodes = g.nodes
     for c in topic.children:
         k = nodes.get(c)
         if k is None or k.merged_into is not None or "handoff" in k.tags:

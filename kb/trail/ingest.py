@@ -32,9 +32,9 @@ aggregated ``action`` per turn ("tool calls ×N (read, grep…)"); a
 write-type tool wrote (or each ``artifact`` event); a conclusion sentence of
 the final answer becomes a ``conclusion`` when the reasoning gave none. Calls
 to the trail's own tools are ignored. Every node has a fingerprint; a node
-whose fingerprint is already in the graph is not added again, its ``hits``
-grows instead — so ingesting the same transcript twice adds nothing. No model
-is called.
+whose fingerprint is already in the graph is not added again; its ``hits``
+grows once per other transcript session that yields it — so ingesting the same
+transcript twice records nothing at all (no commit). No model is called.
 """
 
 from __future__ import annotations
@@ -355,21 +355,27 @@ def plan(tr: Transcript) -> tuple[list[Planned], dict[str, Any]]:
 
 
 def ingest(kb: Any, transcript: str | Path, *, no_commit: bool = False, on_wait: Any = None,
-           actor: str = "extractor") -> dict[str, Any]:
-    """Ingest a transcript as one recording; returns a write result (``op`` ``trail.ingest``,
-    ``id``, ``ids``, ``paths``, ``blobs``, ``commit``, ``changes``, ``recovered``) plus
-    ``added``, ``hits``, ``problems`` (skipped transcript lines, with path and line) and
-    ``report`` (per turn: the chosen thoughts with kind and score, the folded count).
+           actor: str = "extractor") -> Any:
+    """Ingest a transcript as one recording; returns kb's write result
+    (:class:`kb.ops.result.OpResult`, ``op`` ``trail.ingest``) whose details are
+    ``batch``, ``added``, ``hits``, ``problems`` (skipped transcript lines, with path and
+    line) and ``report`` (per turn: the chosen thoughts with kind and score, the folded
+    count); ``changes`` has a line per turn and the totals.
 
-    ``added`` counts new nodes, ``hits`` the nodes seen again (their ``hits``
-    grows); nothing new and nothing seen again records nothing. Raises
-    UsageError for an unreadable file or one without a user message.
+    ``added`` counts new nodes, ``hits`` the existing nodes this transcript's session
+    sees for the first time (their ``hits`` grows by one: one ``hit`` operation in the
+    same recording). A node counts one hit per session, so ingesting the same
+    transcript again — or the same session after it grew — never bumps the nodes it
+    already yielded; when nothing is new, nothing is recorded (no file, no commit).
+    Raises UsageError for an unreadable file or one without a user message.
     """
+    from kb.ops.result import OpResult
     from kb.trail.ops import Ctx, record
 
     tr = parse(Path(transcript))
     planned, report = plan(tr)
-    result: dict[str, Any] = {}
+    session = tr.session
+    result: dict[str, Any] = {"added": 0, "hits": 0}
 
     def build(ctx: Ctx) -> None:
         ids: dict[str, str] = {}
@@ -380,8 +386,10 @@ def ingest(kb: Any, transcript: str | Path, *, no_commit: bool = False, on_wait:
             if have is not None or p.fp in ids:
                 nid = have or ids[p.fp]
                 ids[p.fp] = nid
-                if have is not None and nid not in hits:
-                    hits.append(nid)
+                n = ctx.g.resolve(nid) if have is not None else None
+                if (n is not None and n.id not in hits
+                        and f"{n.id} {session}" not in ctx.g.sightings):
+                    hits.append(n.id)
                 continue
             nid = "n" + p.fp[:10]
             if nid in ctx.g.nodes or nid in ctx.taken:
@@ -393,18 +401,25 @@ def ingest(kb: Any, transcript: str | Path, *, no_commit: bool = False, on_wait:
             spec.setdefault("refs", [])
             parent = str(spec.get("parent") or "")
             spec["parent"] = None if parent == p.fp else ids.get(parent, parent)
-            ctx.emit({"op": "add", "node": spec}, nid)
+            ctx.emit({"op": "add", "node": spec, "session": session}, nid)
             added += 1
         if hits:
-            ctx.emit({"op": "hit", "nodes": hits})
+            ctx.emit({"op": "hit", "nodes": hits, "session": session})
         ctx.summary = f"{added} node(s) from {Path(transcript).name}"
-        result.update(added=added, hits=len(hits), ids=list(ctx.ids))
+        result.update(added=added, hits=len(hits))
 
     res = record(kb, "ingest", build, as_actor=actor, no_commit=no_commit, on_wait=on_wait)
-    out = res.to_json()
-    del out["nodes"]  # up to hundreds: `kb trail node` shows them
-    out["changes"] = [f"added {result.get('added', 0)} node(s); "
-                      f"{result.get('hits', 0)} seen again"]
-    out.update(added=result.get("added", 0), hits=result.get("hits", 0),
-               problems=[p.to_json() for p in tr.problems], report=report)
-    return out
+    changes = []
+    for t in report["turns"]:
+        kinds = ", ".join(c["kind"] for c in t["chosen"]) or "no thoughts"
+        changes.append(f"turn {t['turn']}: {kinds}; {t['folded']} folded; {t['tool_calls']} "
+                       f"tool call(s), {t['failed']} failed")
+    changes.append(f"added {result['added']} node(s); {result['hits']} seen again"
+                   + ("" if res.batch else " (nothing new: nothing recorded)"))
+    # ``nodes`` (up to hundreds) are left out: `kb trail node` shows them.
+    return OpResult(op=res.op, id=res.ids[0] if res.ids else None, ids=list(res.ids),
+                    paths=list(res.paths), blobs=dict(res.blobs), commit=res.commit,
+                    changes=changes, recovered=list(res.recovered),
+                    details={"batch": res.batch, "added": result["added"],
+                             "hits": result["hits"],
+                             "problems": [p.to_json() for p in tr.problems], "report": report})

@@ -13,6 +13,7 @@ branches and machines without any coordination (DESIGN.md §9).
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,10 +109,13 @@ class Node:
 
     def to_row(self) -> tuple[Any, ...]:
         """The fields as a tuple in declaration order (the cache format)."""
-        return tuple(getattr(self, f) for f in NODE_FIELDS)
+        return node_row(self)
 
 
 NODE_FIELDS = tuple(Node.__dataclass_fields__)
+#: ``node_row(n)``: a node's fields in declaration order, read by one C-level call
+#: (the cache writes 50,000 rows and more).
+node_row = operator.attrgetter(*NODE_FIELDS)
 
 
 @dataclass(slots=True)

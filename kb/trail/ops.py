@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterable
 
 from kb import clock
 from kb.errors import UsageError
+from kb.ops.result import OpResult
 from kb.trail import log as oplog
 from kb.trail.model import (DEFAULT_LEASE_SECONDS, EDGE_KINDS, KINDS, LEAF_ROOT_KINDS,
                             MAX_CHILDREN_PER_ADD, MAX_DIGEST, MAX_SUMMARY, MAX_TITLE,
@@ -47,35 +48,26 @@ from kb.trail.replay import Graph, _run, load
 OnWait = Callable[[str], None]
 
 
-@dataclass
-class RecordResult:
-    """What a recording did (the shape of every kb write result, plus ``nodes``).
+class RecordResult(OpResult):
+    """What a recording did: kb's one write result (:class:`kb.ops.result.OpResult`)
+    whose details are ``nodes`` and ``batch``.
 
-    ``op`` the ``Kb-Op`` value (``trail.add``); ``ids`` the node ids it
-    created or changed (first: the main one, also ``id``); ``nodes`` those
-    nodes after the write (``Node.to_json`` dicts); ``changes`` one line per
-    change for people; ``commit`` the commit id (None with ``no_commit`` or
-    when nothing was recorded); ``paths`` the repository paths written (the one
-    log file); ``blobs`` path -> git blob id; ``batch`` the recording's batch
-    id; ``recovered`` paths an interrupted earlier kb write left that were
-    rolled back first.
+    ``op`` the ``Kb-Op`` value (``trail.add``); ``ids`` the node ids it created or
+    changed (first: the main one, also ``id``); ``nodes`` those nodes after the
+    write (``Node.to_json`` dicts); ``changes`` one line per change for people;
+    ``commit`` the commit id (None with ``no_commit`` or when nothing was
+    recorded); ``paths`` the repository paths written (the one log file); ``blobs``
+    path -> git blob id; ``batch`` the recording's batch id; ``recovered`` paths
+    an interrupted earlier kb write left that were rolled back first.
     """
 
-    op: str
-    ids: list[str]
-    nodes: list[dict[str, Any]]
-    changes: list[str]
-    commit: str | None = None
-    paths: list[str] = field(default_factory=list)
-    blobs: dict[str, str] = field(default_factory=dict)
-    batch: str | None = None
-    recovered: list[str] = field(default_factory=list)
+    @property
+    def nodes(self) -> list[dict[str, Any]]:
+        return self.details.get("nodes", [])
 
-    def to_json(self) -> dict[str, Any]:
-        return {"op": self.op, "id": self.ids[0] if self.ids else None, "ids": self.ids,
-                "nodes": self.nodes, "changes": self.changes, "commit": self.commit,
-                "paths": self.paths, "blobs": self.blobs, "batch": self.batch,
-                "recovered": self.recovered}
+    @property
+    def batch(self) -> str | None:
+        return self.details.get("batch")
 
 
 @dataclass
@@ -212,9 +204,11 @@ def record(kb: Any, op: str, build: Callable[[Ctx], None], *, actor: str | None 
     nodes = [g.nodes[i].to_json() for i in ctx.ids if i in g.nodes]
     paths = res.paths if res else []
     blobs = {p: tx.blob_id(data) for p in paths} if batch else {}
-    return RecordResult(op=f"trail.{op}", ids=list(ctx.ids), nodes=nodes, changes=ctx.changes,
-                        commit=res.commit if res else None, paths=paths, blobs=blobs,
-                        batch=batch, recovered=tx.recovered)
+    return RecordResult(op=f"trail.{op}", id=ctx.ids[0] if ctx.ids else None,
+                        ids=list(ctx.ids), paths=list(paths), blobs=blobs,
+                        commit=res.commit if res else None, changes=list(ctx.changes),
+                        recovered=list(tx.recovered), details={"nodes": nodes, "batch": batch},
+                        tx=res)
 
 
 # -- input checks -------------------------------------------------------------------

@@ -142,13 +142,14 @@ def _iso(epoch: int) -> str:
     return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def render_kb(kb: Any, *, no_commit: bool = False, on_wait: Any = None) -> dict[str, Any]:
+def render_kb(kb: Any, *, no_commit: bool = False, on_wait: Any = None) -> Any:
     """Write TRAIL.md at the KB root (one commit ``trail.render``, or left uncommitted).
 
-    Returns a write result (``op`` ``trail.render``, ``id`` None, ``ids``, ``paths``,
-    ``blobs``, ``commit``, ``changes``, ``recovered``) plus ``path`` and ``changed``;
-    an up-to-date file is not rewritten.
+    Returns kb's write result (:class:`kb.ops.result.OpResult`, ``op``
+    ``trail.render``, ``id`` None) whose details are ``path`` and ``changed``; an
+    up-to-date file is not rewritten (no commit, ``paths`` empty).
     """
+    from kb.ops.result import OpResult
     from kb.ops.transaction import Transaction
     from kb.ops.tree import resolve_kb
     from kb.trail.replay import load
@@ -160,13 +161,10 @@ def render_kb(kb: Any, *, no_commit: bool = False, on_wait: Any = None) -> dict[
         changed = tx.read(TRAIL_FILE) != text
         if changed:
             tx.write(TRAIL_FILE, text)
-    res = tx.result
-    paths = res.paths if res else []
-    return {"op": "trail.render", "id": None, "ids": [], "paths": paths,
-            "blobs": {p: tx.blob_id(text) for p in paths},
-            "commit": res.commit if res else None,
-            "changes": [f"wrote {k.prefix}{TRAIL_FILE}"] if changed else [],
-            "recovered": tx.recovered, "path": k.prefix + TRAIL_FILE, "changed": changed}
+    path = k.prefix + TRAIL_FILE
+    return OpResult.of(tx, op="trail.render",
+                       changes=[f"wrote {path}"] if changed else [f"{path} is up to date"],
+                       details={"path": path, "changed": changed})
 
 
 def is_stale(g: Graph, have: bytes | None) -> int | None:

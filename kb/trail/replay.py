@@ -25,15 +25,17 @@ import os
 import sys
 import tempfile
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 from kb.trail import log as oplog
+from kb.trail.digest import synthesise
 from kb.trail.model import (MAX_DIGEST_HISTORY, MAX_NODES, Edge, LogProblem, Node, clip,
-                            MAX_SUMMARY, MAX_TITLE)
+                            MAX_SUMMARY, MAX_TITLE, node_row)
 
 CACHE_NAME = "trail-graph.marshal"
-CACHE_FORMAT = 6
+CACHE_FORMAT = 7
 _PY = sys.version
 
 
@@ -49,7 +51,9 @@ class Graph:
     largest logical clock seen; ``seen`` the ids of the operations applied by
     this replay (idempotence; not cached: an incremental replay only applies
     operations sorting after ``last``, which cannot have been seen);
-    ``hidden`` the done leaves archived out of the live views because the
+    ``sightings`` ``"<node id> <session>"`` for each ingested node and transcript
+    session that yielded it (a session counts one hit per node, however often it is
+    ingested); ``hidden`` the done leaves archived out of the live views because the
     graph passed ``max_nodes`` (computed by :func:`finish`); ``files`` the
     cache key (log file -> [size, mtime]).
     """
@@ -58,6 +62,7 @@ class Graph:
     roots: list[str] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)
     fps: dict[str, str] = field(default_factory=dict)
+    sightings: set[str] = field(default_factory=set)
     problems: list[LogProblem] = field(default_factory=list)
     ops: int = 0
     last: str = ""
@@ -101,33 +106,6 @@ class Graph:
         return next((a for a in self.ancestors(nid) if a.kind == "topic"), None)
 
     # -- applying ------------------------------------------------------------------
-    def apply(self, op: dict[str, Any]) -> None:
-        """Apply one operation (idempotent); a failure becomes a LogProblem."""
-        oid = op["id"]
-        if oid in self.seen:
-            return
-        self.seen.add(oid)
-        self.ops += 1
-        key = op.get("_k") or sort_key(op)
-        if key > self.last:
-            self.last = key
-        lc = op.get("lc")
-        if isinstance(lc, int) and lc > self.clock:
-            self.clock = lc
-        fn = _APPLY.get(op["op"])
-        src = op.get("_src", ("?", 0))
-        if fn is None:
-            self.problems.append(LogProblem(src[0], src[1], f"unknown operation {op['op']!r}; skipped"))
-            return
-        try:
-            msg = fn(self, op)
-        except _Skip as exc:
-            msg = str(exc)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            msg = f"malformed {op['op']} operation ({type(exc).__name__}: {exc})"
-        if msg:
-            self.problems.append(LogProblem(src[0], src[1], f"{op['op']} {oid}: {msg}; skipped"))
-
     def touch(self, n: Node, op: dict[str, Any], bump: bool = True) -> None:
         """Record that ``op`` changed ``n`` (version, updated by/at, its topic's digest)."""
         if bump:
@@ -144,18 +122,35 @@ class Graph:
         """Re-synthesise the digests of the topics the batch touched."""
         if not self._dirty:
             return
-        from kb.trail.digest import synthesise
-
+        nodes = self.nodes
+        # The topic above each touched node, one walk up per node with the walks shared
+        # (memo: node id -> its topic id or None); bounded by the graph's size.
+        memo: dict[str, str | None] = {}
         topics: set[str] = set()
         for nid in self._dirty:
-            t = self.topic_of(nid)
-            if t is not None:
-                topics.add(t.id)
+            path: list[str] = []
+            found: str | None = None
+            n = nodes.get(nid)
+            guard = len(nodes) + 1
+            while n is not None and guard:
+                if n.id in memo:
+                    found = memo[n.id]
+                    break
+                path.append(n.id)
+                if n.kind == "topic":
+                    found = n.id
+                    break
+                n = nodes.get(n.parent) if n.parent is not None else None
+                guard -= 1
+            for p in path:
+                memo[p] = found
+            if found is not None:
+                topics.add(found)
         for tid in sorted(topics):
-            t = self.nodes.get(tid)
-            if t is None or t.kind != "topic" or t.digest_manual:
+            t = nodes[tid]
+            if t.digest_manual:
                 continue
-            text = synthesise(self, t)
+            text = synthesise(nodes, t)
             if text != t.digest:
                 set_digest(t, text, "template", at)
         self._dirty.clear()
@@ -228,32 +223,46 @@ def _attach(g: Graph, n: Node, parent: str | None) -> None:
 def _op_add(g: Graph, op: dict[str, Any]) -> str | None:
     d = op["node"]
     nid = d["id"]
+    nodes = g.nodes
     fp = d.get("fp") or ""
-    if nid in g.nodes:
-        # The same node recorded twice (e.g. one transcript ingested on two branches).
-        g.nodes[nid].hits += 1
-        return None
-    if fp and fp in g.fps:
-        g.nodes[g.fps[fp]].hits += 1
+    session = op.get("session")
+    have = nodes.get(nid) or (nodes.get(g.fps[fp]) if fp and fp in g.fps else None)
+    if have is not None:
+        # The same node recorded twice (e.g. ingested on two branches): a hit, unless
+        # the same transcript session already saw it (see _op_hit).
+        _sighting(g, have, session)
         return None
     parent = d.get("parent")
     if parent is not None:
-        pn = g.resolve(parent)
-        if pn is None:
-            return f"unknown parent {parent}"
+        pn = nodes.get(parent)
+        if pn is None or pn.merged_into is not None:
+            pn = g.resolve(parent)
+            if pn is None:
+                return f"unknown parent {parent}"
         parent = pn.id
     at = op.get("at", "")
+    actor = op.get("actor", "")
     title = d["title"]
-    n = Node(id=nid, kind=d["kind"], title=title if len(title) <= MAX_TITLE else clip(title, MAX_TITLE),
-             summary=(d.get("summary") or "")[:MAX_SUMMARY], status=d.get("status") or "open",
-             tags=list(d.get("tags") or []), refs=list(d.get("refs") or []),
-             created_by=op.get("actor", ""), created_at=at, updated_by=op.get("actor", ""),
-             updated_at=at, fp=fp, source=d.get("source") or "", seq=len(g.nodes))
-    g.nodes[nid] = n
+    if len(title) > MAX_TITLE:
+        title = clip(title, MAX_TITLE)
+    summary = d.get("summary") or ""
+    if len(summary) > MAX_SUMMARY:
+        summary = summary[:MAX_SUMMARY]
+    tags = d.get("tags")
+    refs = d.get("refs")
+    # Positional, in field order (one call per added node of a cold replay).
+    n = Node(nid, d["kind"], title, summary, d.get("status") or "open", None, [],
+             list(tags) if tags else [], list(refs) if refs else [], actor, at, actor, at,
+             1, 1, False, "", False, 0, [], None, 0, 0, None, fp, d.get("source") or "",
+             len(nodes))
+    nodes[nid] = n
     if fp:
         g.fps[fp] = nid
-    _attach(g, n, parent)
-    g._mark(nid)
+    if session:
+        g.sightings.add(f"{nid} {session}")
+    _attach(g, n, parent)  # marks the parent, whose topic is the new node's
+    if n.kind == "topic":
+        g._dirty.add(nid)  # its own digest ("no leaves yet")
     return None
 
 
@@ -356,10 +365,8 @@ def _op_archive(g: Graph, op: dict[str, Any]) -> str | None:
 def _op_digest(g: Graph, op: dict[str, Any]) -> str | None:
     n = _node(g, op)
     if op.get("auto"):
-        from kb.trail.digest import synthesise
-
         n.digest_manual = False
-        text = synthesise(g, n)
+        text = synthesise(g.nodes, n)
         set_digest(n, text, "template", op.get("at", ""))
     else:
         n.digest_manual = True
@@ -389,11 +396,23 @@ def _op_assign(g: Graph, op: dict[str, Any]) -> str | None:
     return None
 
 
+def _sighting(g: Graph, n: Node, session: Any) -> None:
+    """``n`` was seen again: its ``hits`` grows once per transcript session (an operation
+    without a session, as older logs and hand-written ones have, always counts)."""
+    if session:
+        key = f"{n.id} {session}"
+        if key in g.sightings:
+            return
+        g.sightings.add(key)
+    n.hits += 1
+
+
 def _op_hit(g: Graph, op: dict[str, Any]) -> str | None:
+    session = op.get("session")
     for nid in op["nodes"]:
         n = g.resolve(nid)
         if n is not None:
-            n.hits += 1
+            _sighting(g, n, session)
     return None
 
 
@@ -404,14 +423,47 @@ _APPLY = {"add": _op_add, "link": _op_link, "set": _op_set, "move": _op_move,
 
 
 def _run(g: Graph, ops: list[dict[str, Any]]) -> None:
+    """Apply ``ops`` (in replay order) to ``g``, closing each batch with
+    :meth:`Graph.end_batch`. An operation id seen before counts once; one that cannot apply
+    becomes a LogProblem. One flat loop: it runs once per operation of a cold replay
+    (50,000 and more)."""
+    seen = g.seen
+    problems = g.problems
     batch = None
     at = ""
+    last, clock, count = g.last, g.clock, g.ops
     for op in ops:
-        b = op["id"].rsplit("-", 1)[0]
+        oid = op["id"]
+        b = oid.rsplit("-", 1)[0]
         if b != batch and batch is not None:
             g.end_batch(at)
         batch, at = b, op.get("at", "")
-        g.apply(op)
+        if oid in seen:
+            continue
+        seen.add(oid)
+        count += 1
+        key = op.get("_k") or sort_key(op)
+        if key > last:
+            last = key
+        lc = op.get("lc")
+        if isinstance(lc, int) and lc > clock:
+            clock = lc
+        name = op["op"]
+        fn = _APPLY.get(name)
+        if fn is None:
+            src = op.get("_src", ("?", 0))
+            problems.append(LogProblem(src[0], src[1], f"unknown operation {name!r}; skipped"))
+            continue
+        try:
+            msg = fn(g, op)
+        except _Skip as exc:
+            msg = str(exc)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            msg = f"malformed {name} operation ({type(exc).__name__}: {exc})"
+        if msg:
+            src = op.get("_src", ("?", 0))
+            problems.append(LogProblem(src[0], src[1], f"{name} {oid}: {msg}; skipped"))
+    g.last, g.clock, g.ops = last, clock, count
     if batch is not None:
         g.end_batch(at)
 
@@ -434,26 +486,24 @@ def finish(g: Graph, max_nodes: int = MAX_NODES) -> None:
 def replay_files(root: Path, rels: list[str], g: Graph | None = None) -> Graph:
     """Replay the named log files (KB-relative) into ``g`` (a new graph by default)."""
     g = g or Graph()
-    ops: list[dict[str, Any]] = []
-    for rel in rels:
-        ops.extend(oplog.read_file(root, rel, g.problems))
+    ops = oplog.read_files(root, rels, g.problems)
     _sort(ops)
     _run(g, ops)
     return g
 
 
 def _sort(ops: list[dict[str, Any]]) -> None:
-    for o in ops:
-        o["_k"] = sort_key(o)
-    ops.sort(key=lambda o: o["_k"])
+    """Sort ``ops`` into replay order, each keeping its key as ``_k``."""
+    for o in ops:  # sort_key, inlined (one call less per operation)
+        lc = o.get("lc")
+        o["_k"] = f"{lc if isinstance(lc, int) and lc >= 0 else 0:012d} {o['id']}"
+    ops.sort(key=itemgetter("_k"))
 
 
 def replay_blobs(files: dict[str, bytes]) -> Graph:
     """Replay log files given as bytes (KB-relative path -> bytes), e.g. read from a commit."""
     g = Graph()
-    ops: list[dict[str, Any]] = []
-    for rel in sorted(files):
-        ops.extend(oplog.read_bytes(rel, files[rel], g.problems))
+    ops = oplog.parse_files([(rel, files[rel]) for rel in sorted(files)], g.problems)
     _sort(ops)
     _run(g, ops)
     finish(g)
@@ -513,9 +563,7 @@ def _extend(root: Path, g: Graph, new: list[str]) -> Graph | None:
     """Apply the files ``new`` to the cached ``g`` when every operation in them sorts after
     the last one applied (else None: replay from scratch)."""
     probs: list[LogProblem] = []
-    ops: list[dict[str, Any]] = []
-    for rel in new:
-        ops.extend(oplog.read_file(root, rel, probs))
+    ops = oplog.read_files(root, new, probs)
     _sort(ops)
     if ops and ops[0]["_k"] <= g.last:
         return None
@@ -541,6 +589,7 @@ def _read_cache(path: Path) -> Graph | None:
                   problems=[LogProblem(*p) for p in data["problems"]], ops=data["ops"],
                   last=data["last"], clock=data["clock"], files=data["files"])
         g.fps = data["fps"]
+        g.sightings = set(data["sightings"])
         return g
     except (OSError, ValueError, EOFError, KeyError, TypeError, AttributeError):
         return None  # no cache, or a damaged one: replay
@@ -552,9 +601,11 @@ def _write_cache(path: Path, g: Graph) -> None:
 
     data = {"format": CACHE_FORMAT, "python": _PY, "files": g.files, "ops": g.ops,
             "last": g.last, "clock": g.clock, "roots": g.roots,
-            "nodes": [n.to_row() for n in g.nodes.values()],
+            "nodes": list(map(node_row, g.nodes.values())),
             "edges": [(e.id, e.src, e.dst, e.kind, e.note, e.by, e.at) for e in g.edges],
-            "problems": [(p.path, p.line, p.message) for p in g.problems], "fps": g.fps}
+            "problems": [(p.path, p.line, p.message) for p in g.problems], "fps": g.fps,
+            # a list: marshal sorts a set's items (deterministic output), ~10x slower
+            "sightings": list(g.sightings)}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         gi = path.parent / ".gitignore"
@@ -562,7 +613,7 @@ def _write_cache(path: Path, g: Graph) -> None:
             gi.write_text("*\n", encoding="utf-8")  # the cache is never committed
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".trail-", suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
-            f.write(marshal.dumps(data))
+            f.write(marshal.dumps(data, 2))  # version 2: no reference table, ~2x faster to write
         os.replace(tmp, path)
     except (OSError, ValueError):
         pass  # a cache: failing to write it costs the next reader a replay, nothing more
