@@ -71,3 +71,20 @@ def test_verify_reports_a_stale_trail_as_a_warning(kb: Path) -> None:
     assert not [d for d in r.json()["diagnostics"] if d["code"] == "KB241"]
     r = invoke("verify", "--rev", "HEAD", "--json", cwd=kb)
     assert not [d for d in r.json()["diagnostics"] if d["code"] == "KB241"]
+
+
+def test_a_crlf_checkout_is_not_stale_and_render_commits_nothing(kb: Path, tmp_path: Path) -> None:
+    """core.autocrlf=true checks TRAIL.md out with CRLF: the same blob, so not stale,
+    and `kb trail render` keeps the CRLF and makes no (empty) commit (case WIN-01)."""
+    ok(kb, "add", "--kind", "goal", "--title", "Cache hits")
+    ok(kb, "render")
+    clone = tmp_path / "crlf"
+    git(tmp_path, "clone", "-q", "-c", "core.autocrlf=true", str(kb), str(clone))
+    assert b"\r\n" in (clone / "TRAIL.md").read_bytes()
+    r = invoke("verify", "--json", cwd=clone)
+    assert not [d for d in r.json()["diagnostics"] if d["code"] == "KB241"], r.stdout
+    assert invoke("trail", "render", "--check", cwd=clone).code == 0
+    head = git(clone, "rev-parse", "HEAD")
+    res = ok(clone, "render")
+    assert res["changed"] is False and res["commit"] is None
+    assert git(clone, "rev-parse", "HEAD") == head and git(clone, "status", "--porcelain") == ""

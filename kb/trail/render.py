@@ -157,10 +157,15 @@ def render_kb(kb: Any, *, no_commit: bool = False, on_wait: Any = None) -> Any:
     k = resolve_kb(kb)
     with Transaction(k, "trail.render", "trail render: TRAIL.md", no_commit=no_commit,
                      on_wait=on_wait) as tx:
-        text = render(load(k)).encode("utf-8")
-        changed = tx.read(TRAIL_FILE) != text
+        old = tx.read(TRAIL_FILE)
+        text = render(load(k))
+        if old is not None and old.split(b"\n", 1)[0].endswith(b"\r"):
+            # keep the file's CRLF (core.autocrlf checks it out so): the blob is the same
+            text = text.replace("\n", "\r\n")
+        data = (b"\xef\xbb\xbf" if old and old.startswith(b"\xef\xbb\xbf") else b"") + text.encode("utf-8")
+        changed = old != data
         if changed:
-            tx.write(TRAIL_FILE, text)
+            tx.write(TRAIL_FILE, data)
     path = k.prefix + TRAIL_FILE
     return OpResult.of(tx, op="trail.render",
                        changes=[f"wrote {path}"] if changed else [f"{path} is up to date"],
@@ -174,6 +179,8 @@ def is_stale(g: Graph, have: bytes | None) -> int | None:
         return None
     want = render(g)
     got = have.removeprefix(b"\xef\xbb\xbf").decode("utf-8", "replace")
+    if got.split("\n", 1)[0].endswith("\r"):  # CRLF (core.autocrlf): the same text
+        got = got.replace("\r\n", "\n")
     if got == want:
         return None
     a, b = got.splitlines(), want.splitlines()
