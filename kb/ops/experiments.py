@@ -14,7 +14,7 @@ Experiment IDs: ``E<max+1>``, zero-padded to the width of the existing files
 (at least 3 digits), never a number whose file ever existed — the maximum
 is taken over the files in the working tree, the experiment IDs in the index,
 and the files ever deleted from the experiments folder
-(``git log --diff-filter=D``, see kb.ops.tree.history_ids).
+(``git log --diff-filter=D``, see kb.ops.history.history_ids).
 
 Dates: ``date=`` (``kb exp new --date``), else the ``KB_TODAY`` environment
 variable (tests pin it), else today's local date.
@@ -27,10 +27,14 @@ import os
 import re
 from typing import Any
 
-from kb.errors import ConflictError, RefusedError, UsageError
+from kb.errors import ConflictError, NotFoundError, RefusedError, UsageError
 from kb.model import Experiment
-from kb.ops.tree import (OnWait, OpResult, Session, _short, evidence_status, expect_map,
-                         find_experiment, one_line, read_clean)
+from kb.ops.dashboard import stage_dashboard
+from kb.ops.result import OpResult
+from kb.ops.session import OnWait, Session, expect_map, one_line, short
+from kb.ops.transaction import FormatGuardError
+from kb.ops.tree_edit import id_span, read_clean
+from kb.research.evidence import evidence_status
 from kb.vocab import (CONCLUSION, EXPERIMENT_STATUS, HYPOTHESIS_MOVES, HYPOTHESIS_STATUS,
                       is_legal_move)
 
@@ -78,6 +82,28 @@ def _exp_rel(k: Any, eid: str) -> str:
 
 
 # -- one experiment file inside a session -------------------------------------------------
+
+
+def find_experiment(s: Session, eid: str) -> Any:
+    """The index row of experiment ``eid`` (``E5`` finds ``E005``); refuse unknown/duplicate."""
+    eid = (eid or "").strip()
+    if not eid:
+        raise UsageError("no experiment ID given (e.g. E001)")
+    rows = [r for r in s.idx.get(eid) if r.kind == "experiment"]
+    if not rows:
+        m = re.fullmatch(r"[Ee]0*(\d+)", eid)
+        if m:
+            want = int(m.group(1))
+            rows = [r for r in s.idx.objects("experiment")
+                    if re.fullmatch(r"E\d+", r.id) and int(r.id[1:]) == want]
+    if not rows:
+        have = sorted((r.id for r in s.idx.objects("experiment")), key=lambda x: (len(x), x))
+        known = f"experiments: {id_span(have)}" if have else "there are no experiments yet"
+        raise NotFoundError(f"unknown experiment {eid!r} ({known})")
+    if len(rows) > 1:
+        raise RefusedError(f"{eid} is declared {len(rows)} times "
+                           f"({', '.join(r.path for r in rows)}); fix the duplicate first")
+    return rows[0]
 
 
 class ExpEdit:
@@ -191,8 +217,6 @@ class ExpEdit:
         blob = self.s.tx.blob_id(new)
         self.s.tx.known_errors[blob] = errors
         if errors:
-            from kb.ops.transaction import FormatGuardError
-
             raise FormatGuardError(f"the edit of {self.s.kb.prefix}{self.rel} would add format errors "
                                    f"({errors[0].format()}); nothing was written", errors)
         got = res.objects[0] if len(res.objects) == 1 else None
@@ -278,9 +302,7 @@ def new_experiment(kb: Any, hid: str, action: str, goal: str | None = None, *,
             moved = HYPOTHESIS_STATUS.word("进行中", s.locale)
             s.tx.ids.append(h.id)
             changes.append(f"{h.id} → {moved}")
-        s.tx.summary = f"exp new {eid} for {h.id}: {_short(action)}"
-        from kb.ops.dashboard import stage_dashboard
-
+        s.tx.summary = f"exp new {eid} for {h.id}: {short(action)}"
         dash = stage_dashboard(s, {rel: exp}, experiment_rows=rows)
         if dash:
             changes.append(f"refreshed {k.prefix}{dash}")
@@ -299,9 +321,7 @@ def log(kb: Any, eid: str, text: str, *, no_commit: bool = False, owner: str | N
         how = e.write_into("执行记录", lines, before=("结果", "影响"))
         e.finish()
         s.tx.ids.append(e.id)
-        s.tx.summary = f"exp log {e.id}: {_short(lines[0])}"
-        from kb.ops.dashboard import stage_dashboard
-
+        s.tx.summary = f"exp log {e.id}: {short(lines[0])}"
         dash = stage_dashboard(s)
         changes = [f"{e.id} 执行记录: {how} ({s.kb.prefix}{e.rel})"]
         if dash:
@@ -366,9 +386,7 @@ def update_section(kb: Any, eid: str, section: str, text: str, *, no_commit: boo
                 e.doc.insert(at, [f"**{name}**: {value}"])
         e.finish()
         s.tx.ids.append(e.id)
-        s.tx.summary = f"exp update {e.id} {name}: {_short(value)}"
-        from kb.ops.dashboard import stage_dashboard
-
+        s.tx.summary = f"exp update {e.id} {name}: {short(value)}"
         dash = stage_dashboard(s)
         changes = [f"{e.id} {name}: {value}"]
         if dash:
@@ -439,8 +457,6 @@ def record_result(kb: Any, eid: str, data: str, conclusion: str, reason: str, *,
         arrow = "→" if target != h.status else "stays"
         changes.append(f"{h.id} {arrow} {tword} (Evidence: {', '.join(evidence)}){note}")
         s.tx.summary = f"exp result {e.id}: {word} ({h.id} {arrow} {tword})"
-        from kb.ops.dashboard import stage_dashboard
-
         dash = stage_dashboard(s, {e.rel: got})
         if dash:
             changes.append(f"refreshed {k.prefix}{dash}")

@@ -150,7 +150,7 @@ def render_kb(kb: Any, *, no_commit: bool = False, on_wait: Any = None) -> dict[
     an up-to-date file is not rewritten.
     """
     from kb.ops.transaction import Transaction
-    from kb.ops.tree import resolve_kb
+    from kb.repo import resolve_kb
     from kb.trail.replay import load
 
     k = resolve_kb(kb)
