@@ -109,7 +109,7 @@ def test_rendered_parse_equals_a_real_parse(case: int, tmp_path: Path) -> None:
 
 def _mermaid_reference(hypotheses, locale="zh"):
     """The straightforward definition (one full rendering per depth tried)."""
-    from kb.render.dashboard import _CLASSES, _STYLE, MAX_CHARS, MAX_EDGES, _label, _node
+    from kb.render.dashboard import CLASS_STYLES as _STYLE, MAX_CHARS, MAX_EDGES, STATUS_CLASSES as _CLASSES, _label, _node
 
     first: dict = {}
     for h in hypotheses:  # a duplicated ID is one node: its first declaration
