@@ -73,9 +73,11 @@ class CardEdit:
 
     # -- reading ------------------------------------------------------------
     def to_bytes(self) -> bytes:
+        """The card's bytes as they read now (BOM and line endings kept)."""
         return self.doc.to_bytes()
 
     def changed(self) -> bool:
+        """Whether the bytes differ from those read (a new card: always)."""
         return self.orig_bytes != self.to_bytes()
 
     def _invalidate(self) -> None:
@@ -102,6 +104,7 @@ class CardEdit:
         return self._result
 
     def src(self) -> Any:
+        """The current text as a :class:`kb.text.SourceText` (masking, frontmatter end)."""
         if self._src is None:
             from kb.parse.frontmatter import read_frontmatter
             from kb.text import SourceText
@@ -120,9 +123,11 @@ class CardEdit:
         return [(lines[h][3:].strip(), h, e) for h, e in zip(heads, ends)]
 
     def section(self, name: str) -> tuple[str, int, int] | None:
+        """``(name, heading index, end index)`` of the ``## name`` section, or None."""
         return next((s for s in self.sections() if s[0] == name), None)
 
     def structure(self) -> tuple[tuple[str, ...], tuple[tuple[str, int], ...]]:
+        """``(section names, (entry kind, number) pairs)``: what an edit must keep."""
         m = self.model()
         entries = tuple((e.kind, e.number) for e in getattr(m, "entries", ()))
         return tuple(s[0] for s in self.sections()), entries
@@ -254,6 +259,7 @@ class CardEdit:
         return new
 
     def entry(self, kind: str, number: int) -> Any:
+        """The entry (kind, number); :class:`CardError` when absent or duplicated."""
         found = [e for e in self.model().entries if e.kind == kind and e.number == number]
         if not found:
             have = ", ".join(f"{e.kind}{e.number}" for e in self.model().entries) or "none"

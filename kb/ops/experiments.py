@@ -331,6 +331,7 @@ def log(kb: Any, eid: str, text: str, *, no_commit: bool = False, owner: str | N
 
 
 def canonical_field(name: str) -> str:
+    """The canonical (zh) design field for a name of either language; UsageError otherwise."""
     n = (name or "").strip()
     if n in DESIGN_FIELDS:
         return n
@@ -396,6 +397,7 @@ def update_section(kb: Any, eid: str, section: str, text: str, *, no_commit: boo
 
 
 def canonical_conclusion(word: str) -> str:
+    """The canonical conclusion (支持 / 推翻 / …) for a word of either language; UsageError otherwise."""
     canon = CONCLUSION.canonical(word or "")
     if canon is None:
         raise UsageError(f"unknown conclusion {word!r}; accepted: {CONCLUSION.accepted()}")

@@ -42,6 +42,7 @@ class Acquired:
     previous: Lock | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        """The JSON object of ``kb lock claim|renew|steal --json`` for this lock."""
         return {"ref": self.ref, "scope": self.scope, "path": self.path, "commit": self.commit,
                 "owner": self.owner, "expires": iso(self.expires), "expires_epoch": self.expires,
                 "how": self.how,
@@ -51,6 +52,9 @@ class Acquired:
 
 @dataclass
 class AcquireResult:
+    """What a claim, renew, steal or project lock did: the locks now held, the time, and
+    for remote claims how far HEAD is behind the remote branch."""
+
     owner: str
     now: int
     locks: list[Acquired]
@@ -59,6 +63,7 @@ class AcquireResult:
     behind: int | None = None   # commits of the remote branch HEAD lacks (remote claims)
 
     def as_dict(self) -> dict[str, Any]:
+        """The JSON object of ``kb lock claim|renew|steal --json``."""
         return {"owner": self.owner, "now": iso(self.now), "now_epoch": self.now, "remote": self.remote,
                 "locks": [a.as_dict() for a in self.locks], "branch": self.branch,
                 "behind": self.behind}
@@ -66,6 +71,8 @@ class AcquireResult:
 
 @dataclass
 class ReleaseResult:
+    """What a release (or a project unlock) did: the locks given back, the commit made."""
+
     owner: str
     released: list[str]                 # paths (or "project") whose lock ref was deleted
     committed: list[str]                # paths whose changes the commit holds
@@ -76,6 +83,7 @@ class ReleaseResult:
     warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
+        """The operation fields of ``kb lock release --json``."""
         return {"owner": self.owner, "released": self.released, "committed": self.committed,
                 "commit": self.commit, "branch": self.branch, "lock_commits": self.lock_commits,
                 "remote": self.remote, "warnings": self.warnings}
@@ -109,6 +117,7 @@ class LockState:
     notes: list[str]
 
     def as_dict(self) -> dict[str, Any]:
+        """The lock's JSON object in ``kb lock status --json``."""
         d = self.lock.as_dict()
         d.update(expired=self.expired, in_grace=self.in_grace, remaining=self.remaining,
                  modified_since_claim=self.modified, notes=self.notes)
@@ -117,6 +126,8 @@ class LockState:
 
 @dataclass
 class StatusReport:
+    """``kb lock status``: every lock explained, the project lock, an interrupted release."""
+
     now: int
     grace: int
     locks: list[LockState]
@@ -125,6 +136,7 @@ class StatusReport:
     remote: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        """The JSON object of ``kb lock status --json``."""
         return {"now": iso(self.now), "now_epoch": self.now, "grace": self.grace,
                 "remote": self.remote, "locks": [s.as_dict() for s in self.locks],
                 "project": self.project.as_dict() if self.project else None,
@@ -144,6 +156,8 @@ class LockTarget:
 
 
 def file_targets(kb: KnowledgeBase, paths: list[str], cwd: Path | None) -> list[LockTarget]:
+    """One :class:`LockTarget` per path (resolved against ``cwd`` by
+    :func:`kb.locks.repo_paths`: UsageError for an empty, ``..``, outside or folder path)."""
     return [LockTarget(lock_ref(p), "file", p) for p in repo_paths(kb, paths, cwd)]
 
 
@@ -170,6 +184,8 @@ def committed_leads(kb: KnowledgeBase) -> tuple[str, ...]:
 
 
 def lease_seconds(kb: KnowledgeBase, ttl: str | int | None) -> int:
+    """The lease in seconds: ``ttl`` (seconds, or ``30m``/``2h``), else ``[locks] ttl``.
+    UsageError for a zero or malformed TTL."""
     if ttl is None:
         return lock_settings(kb).ttl
     if isinstance(ttl, int):
@@ -180,6 +196,7 @@ def lease_seconds(kb: KnowledgeBase, ttl: str | int | None) -> int:
 
 
 def refuse_held(lk: Lock, now: int, grace: int, what: str = "") -> LockHeld:
+    """The :class:`kb.locks.LockHeld` error for a lock someone else holds."""
     return LockHeld(f"{lk.label} is locked by {lk.describe(now, grace)}{what}; nothing was changed",
                     lk)
 

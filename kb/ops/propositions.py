@@ -32,6 +32,8 @@ def categories(kb: Union[KnowledgeBase, str, Path, None] = None) -> list[str]:
 
 
 def check_category(ws: Workspace, category: str | None, new_category: bool) -> str:
+    """The category folder name to use; UsageError when it is missing, unsafe as a folder
+    name, or unknown without ``new_category``."""
     cats = ws.categories()
     if not category or not category.strip():
         raise UsageError("a proposition needs a CATEGORY (its folder under Propos/); known: "

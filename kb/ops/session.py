@@ -120,10 +120,12 @@ class Session:
 
     @property
     def config(self) -> Any:
+        """The KB's configuration (kb.toml)."""
         return self.kb.config
 
     @property
     def locale(self) -> str:
+        """The KB's locale (``zh`` or ``en``): the words written into tree.md."""
         return self.kb.config.locale
 
     def tree(self) -> TreeEdit:

@@ -62,9 +62,11 @@ class SyncResult:
 
     @property
     def ok(self) -> bool:
+        """Whether the sync ended with no conflict and no finding."""
         return not self.conflicts and not self.findings
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON object of ``kb sync --json``."""
         return {"upstream": self.upstream, "upstream_commit": self.upstream_commit,
                 "dry_run": self.dry_run, "fetched": self.fetched, "drivers": self.drivers,
                 "collisions": self.collisions, "renumbered": self.renumbered,

@@ -438,6 +438,7 @@ class Transaction:
 
     # -- building ---------------------------------------------------------------
     def path(self, rel: str) -> Path:
+        """The absolute path of the KB path ``rel``."""
         return self.kb.root / rel
 
     def read(self, rel: str) -> bytes | None:
@@ -569,6 +570,7 @@ class Transaction:
                                "tree: kb neither reads nor writes through it — nothing was written")
 
     def read_disk(self, rel: str) -> bytes | None:
+        """The bytes of ``rel`` on disk (None when absent), ignoring pending writes."""
         self._inside(rel)
         try:
             return self.path(rel).read_bytes()

@@ -108,6 +108,7 @@ class TreeEdit:
 
     # -- lookups ------------------------------------------------------------------------
     def ids(self) -> set[str]:
+        """Every hypothesis ID of the old tree."""
         return {n.id for n in self.outline}
 
     def find(self, hid: str) -> Hypothesis:
@@ -132,6 +133,7 @@ class TreeEdit:
     # -- the document -------------------------------------------------------------------
     @property
     def doc(self) -> Any:
+        """The old ``tree.md`` as a :class:`kb.render.document.Document` (opened once)."""
         if self._doc is None:
             from kb.render.document import Document
 
@@ -164,6 +166,7 @@ class TreeEdit:
                 self.splice(fm[0], 1, [fm[1]])
 
     def append_evidence(self, h: Hypothesis, eid: str) -> None:
+        """Append ``eid`` to the ``Evidence:`` line of ``h`` (adding the line after ``Status:``)."""
         from kb.render.tree import append_to_list_line, list_line
 
         ln = h.anchor_lines.get("Evidence")
@@ -173,6 +176,7 @@ class TreeEdit:
             self.splice(_after(h, "Status"), 0, [list_line("Evidence", [eid])])
 
     def append_child(self, h: Hypothesis, cid: str) -> None:
+        """Append ``cid`` to the ``Children:`` line of ``h`` (adding the line when absent)."""
         from kb.render.tree import append_to_list_line, list_line
 
         ln = h.anchor_lines.get("Children")

@@ -45,29 +45,37 @@ class Workspace:
         self.notes: list[str] = []
 
     def close(self) -> None:
+        """Close the index."""
         self.idx.close()
 
     # -- paths --------------------------------------------------------------
     def path_of(self, key: str) -> str:
+        """The KB folder of ``key`` (``problems``, ``propositions``, …) from kb.toml."""
         return self.kb.config.paths[key].strip("/")
 
     def problem_rel(self, qid: str) -> str:
+        """``Problems/<qid>.md``."""
         return f"{self.path_of('problems')}/{qid}.md"
 
     def proposition_rel(self, category: str, pid: str) -> str:
+        """``Propos/<category>/<pid>.md``."""
         return f"{self.path_of('propositions')}/{category}/{pid}.md"
 
     def method_rel(self, mid: str) -> str:
+        """``Methods/<mid>.md``."""
         return f"{self.path_of('methods')}/{mid}.md"
 
     def verified_rel(self, kind_word: str, obj_id: str) -> str:
+        """``Verified/<问题|命题>/<id>.md``."""
         return f"{self.path_of('verified')}/{kind_word}/{obj_id}.md"
 
     # -- lookups ------------------------------------------------------------
     def rows(self, obj_id: str) -> list[Any]:
+        """The index rows declaring ``obj_id`` (any kind)."""
         return self.idx.get(obj_id)
 
     def row(self, obj_id: str, kinds: Sequence[str] = CARD_KINDS) -> Any:
+        """The one row of ``obj_id`` among ``kinds`` or None; CardError when declared twice."""
         rows = [r for r in self.idx.get(obj_id) if r.kind in kinds]
         if len(rows) > 1:
             where = ", ".join(f"{self.kb.prefix}{r.path}" for r in rows)
@@ -84,15 +92,18 @@ class Workspace:
         return r.model() if r is not None else None
 
     def exists(self, obj_id: str) -> bool:
+        """Whether ``obj_id`` is declared (indexed, or created by this operation)."""
         return obj_id in self.by_id or bool(self.idx.get(obj_id))
 
     def require(self, obj_id: str, kinds: Sequence[str], what: str) -> Any:
+        """The object ``obj_id`` of ``kinds``; NotFoundError naming the known IDs otherwise."""
         o = self.obj(obj_id, kinds)
         if o is None:
             raise NotFoundError(f"unknown {what} {obj_id!r}; " + self.known_hint(kinds))
         return o
 
     def known_hint(self, kinds: Sequence[str]) -> str:
+        """``known: q1, q2, …`` (at most 12) for an error message."""
         ids: list[str] = []
         for kind in kinds:
             ids += [r.id for r in self.idx.objects(kind)]
@@ -103,6 +114,7 @@ class Workspace:
         return f"known: {shown}"
 
     def categories(self) -> list[str]:
+        """The proposition categories (folders under Propos/)."""
         return proposition_categories(self.kb, self.idx)
 
     # -- edits --------------------------------------------------------------
@@ -117,6 +129,7 @@ class Workspace:
         return self.open(r.path, r.kind, obj_id)
 
     def open(self, rel: str, fmt: str, obj_id: str | None = None) -> CardEdit:
+        """The edit of the card at ``rel`` (read once per operation); CardError when missing."""
         e = self.edits.get(rel)
         if e is None:
             data = self.tx.read(rel)
@@ -129,6 +142,7 @@ class Workspace:
         return e
 
     def create(self, rel: str, fmt: str, text: str, obj_id: str) -> CardEdit:
+        """Start a new card at ``rel`` with ``text``; ConflictError when the file exists."""
         if self.tx.read(rel) is not None:
             raise ConflictError(f"{self.kb.prefix}{rel} already exists; choose another ID")
         e = CardEdit(self.kb, rel, fmt, None, text)
@@ -176,6 +190,7 @@ class Workspace:
         return result
 
     def dep_settled(self, obj_id: str) -> bool:
+        """Whether dependency ``obj_id`` is settled (an unknown ID counts as settled)."""
         o = self.obj(obj_id, ("problem", "proposition"))
         return True if o is None else object_settled(o)
 

@@ -26,6 +26,8 @@ class CardView:
     directions: list[dict[str, Any]] = field(default_factory=list)
 
     def settled(self, obj_id: str) -> bool:
+        """Whether ``obj_id`` is settled (:func:`kb.research.dependencies.is_settled`;
+        an unknown ID counts as settled)."""
         for kind, rows in (("problem", self.problems), ("proposition", self.propositions)):
             row = rows.get(obj_id)
             if row is not None:

@@ -195,6 +195,7 @@ class Accuracy:
 
     @property
     def rate(self) -> float:
+        """agreed / counted, 0.5 without history."""
         return self.agreed / self.counted if self.counted else 0.5
 
 
@@ -234,6 +235,7 @@ class Target:
 
     @property
     def rid(self) -> str:
+        """The record ID: ``r-<id>``, ``r-<id>-s<N>``, ``r-<id>-pf<N>`` or ``r-<id>-rf<N>``."""
         if self.kind is None:
             return f"r-{self.obj_id}"
         suffix = {"解法": "s", "证明": "pf", "证伪": "rf"}[self.kind]
