@@ -73,6 +73,8 @@ ALLOWED_PRIVATE: set[tuple[str, str, str]] = {
     # kb/locks.py's lock message format, read by kb/remote_locks.py
     ("kb.remote_locks", "kb.locks", "_FMT"),
 }
+#: Private names the command line imports: checks/verify.py's _top.
+ALLOWED_CLI_PRIVATE: set[str] = {"hooks.py: kb.checks.verify._top"}
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -216,3 +218,14 @@ def test_the_checker_sees_what_it_checks():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _layer("kb.ops.transaction") > _layer("kb.index") > _layer("kb.parse.card")
     assert _layer("kb.merge.collide") > _layer("kb.merge.tree")
+
+
+def test_the_cli_imports_no_private_name():
+    found = []
+    for path in sorted((ROOT / "cli").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("kb", "kb_cli"):
+                found += [f"{path.name}: {node.module}.{a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+    assert sorted(set(found) - ALLOWED_CLI_PRIVATE) == []
+    assert sorted(ALLOWED_CLI_PRIVATE - set(found)) == [], "fixed: empty ALLOWED_CLI_PRIVATE"

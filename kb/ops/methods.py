@@ -33,7 +33,6 @@ def add_method(kb: Union[KnowledgeBase, str, Path, None], mid: str, name: str,
                owner: str | None = None, expect: Union[str, Mapping[str, str], None] = None,
                on_wait: Callable[[str], None] | None = None) -> OpResult:
     """Create ``Methods/<mid>.md`` (状态 经验); with ``parent`` both sides of the hierarchy."""
-
     check_new_id(mid, "method ID")
     name = check_line(name, "method name")
     if type not in METHOD_TYPE:

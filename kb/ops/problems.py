@@ -35,7 +35,6 @@ def add_problem(kb: Union[KnowledgeBase, str, Path, None], qid: str, statement: 
                 owner: str | None = None, expect: Union[str, Mapping[str, str], None] = None,
                 on_wait: Callable[[str], None] | None = None) -> OpResult:
     """Create ``Problems/<qid>.md`` (status 求解中, or 等待依赖 while a dependency is unsettled)."""
-
     check_new_id(qid, "problem ID")
     statement = read_text_arg(statement, None, "statement")
     title = check_line(title, "title") if title is not None else title_from(statement)

@@ -62,7 +62,6 @@ def add_proposition(kb: Union[KnowledgeBase, str, Path, None], category: str, pi
 
     ``category`` must be an existing folder unless ``new_category``.
     """
-
     check_new_id(pid, "proposition ID")
     statement = read_text_arg(statement, None, "statement")
     title = check_line(title, "title") if title is not None else title_from(statement)
