@@ -22,7 +22,7 @@ from typing import Any, Iterable
 from kb.errors import RefusedError, UsageError
 from kb.model import Hypothesis
 from kb.ops.dashboard import stage_dashboard
-from kb.ops.experiments import find_experiment
+from kb.ops.experiment_edit import find_experiment
 from kb.ops.history import ids_in_headings, next_hypothesis_id
 from kb.ops.result import OpResult
 from kb.ops.session import OnWait, Session, expect_map, one_line, short

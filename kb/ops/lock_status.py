@@ -2,8 +2,9 @@
 
 :func:`status` explains every lock (holder, lease left, grace, whether the file
 changed since the claim) and an interrupted release; :func:`prune` deletes the
-expired locks. Both read the remote's locks first when given one (a silent
-remote raises :class:`kb.errors.EnvironmentError_` after ``KB_GIT_TIMEOUT``).
+expired locks. Both read the remote's locks first when given one: an unknown
+remote raises :class:`kb.errors.UsageError`, a remote that fails or stays silent
+past ``KB_GIT_TIMEOUT`` :class:`kb.errors.GitError`.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def _state(top: Path, lk: Lock, now: int, grace: int,
 
 
 def status(kb: KnowledgeBase, remote: str | None = None) -> StatusReport:
-    """Every lock (with ``remote``: the remote's, fetched fresh with pruning)."""
+    """Every lock (with ``remote``: the remote's, fetched fresh with pruning), explained
+    at the current time (:func:`kb.locks.clock`), as a :class:`StatusReport`."""
     top = kb.top
     if remote:
         check_remote(top, remote)
@@ -65,7 +67,8 @@ def status(kb: KnowledgeBase, remote: str | None = None) -> StatusReport:
 
 
 def prune(kb: KnowledgeBase, remote: str | None = None) -> list[Lock]:
-    """Delete every expired lock (grace included), each with a compare-and-swap."""
+    """Delete every expired lock (grace included), each with a compare-and-swap;
+    returns the locks deleted (one that changed meanwhile is kept)."""
     top = kb.top
     if remote:
         check_remote(top, remote)
