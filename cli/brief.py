@@ -18,7 +18,7 @@ def command(max_chars: int | None, as_json: bool, kb_path: str | None) -> int:
     """Open problems with dependencies and priorities, verifiable entries, settled results,
     undecided propositions and the methods available."""
     from kb.errors import UsageError
-    from kb.ops.research import brief_data, brief_text, fit_brief
+    from kb.views.brief import brief_data, brief_text, fit_brief
 
     if max_chars is not None and max_chars < 1:
         raise UsageError(f"--max-chars {max_chars} must be a positive number of characters")

@@ -29,7 +29,7 @@ def command() -> None:
 def add(obj_id: str, kind: str, title: str, prob: str, text: str | None, text_file: str | None,
         as_json: bool, kb_path: str | None, **kw: Any) -> int:
     """Append an entry (状态 未定论) to problem or proposition ID; one commit."""
-    from kb.ops.cards import add_entry
+    from kb.ops.entries import add_entry
 
     res = add_entry(kb_path, obj_id, kind, title, prob, text=text, text_file=text_file,
                     **write_kwargs(kw))

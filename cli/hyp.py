@@ -27,7 +27,7 @@ def command() -> None:
 @kb_option
 def add(statement: str, parent: str | None, as_json: bool, kb_path: str | None, **kw: Any) -> int:
     """Add a hypothesis (Status 待验) with the next free ID: H<n>, or <parent>.<n>."""
-    from kb.ops.tree import add_hypothesis
+    from kb.ops.hypotheses import add_hypothesis
 
     return report(add_hypothesis(kb_path, statement, parent, **write_kwargs(kw)), as_json)
 
@@ -44,7 +44,7 @@ def status(hid: str, status: str, force: bool, reason: str | None, as_json: bool
            kb_path: str | None, **kw: Any) -> int:
     """Move hypothesis ID to STATUS (待验 进行中 被支持 被推翻, or untested in-progress
     supported refuted)."""
-    from kb.ops.tree import set_status
+    from kb.ops.hypotheses import set_status
 
     return report(set_status(kb_path, hid, status, force, reason, **write_kwargs(kw)), as_json)
 
@@ -59,7 +59,7 @@ def status(hid: str, status: str, force: bool, reason: str | None, as_json: bool
 def edit(hid: str, statement: str, reason: str, as_json: bool, kb_path: str | None,
          **kw: Any) -> int:
     """Correct the statement of hypothesis ID (an override, with its reason)."""
-    from kb.ops.tree import edit_statement
+    from kb.ops.hypotheses import edit_statement
 
     return report(edit_statement(kb_path, hid, statement, reason, **write_kwargs(kw)), as_json)
 
@@ -72,6 +72,6 @@ def edit(hid: str, statement: str, reason: str, as_json: bool, kb_path: str | No
 @kb_option
 def evidence(hid: str, eid: str, as_json: bool, kb_path: str | None, **kw: Any) -> int:
     """Append EXPERIMENT to the Evidence of hypothesis ID (append only)."""
-    from kb.ops.tree import add_evidence
+    from kb.ops.hypotheses import add_evidence
 
     return report(add_evidence(kb_path, hid, eid, **write_kwargs(kw)), as_json)

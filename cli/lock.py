@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
 
+from kb.repo import resolve_kb
 from kb_cli.output import emit_json, err, json_option, kb_option
-
-
-def _kb(kb_path: str | None) -> Any:
-    from kb.repo import open_kb
-
-    return open_kb(Path(kb_path) if kb_path else None)
 
 
 def _with_remote(kb_path: str | None, remote: str | None) -> tuple[Any, str | None]:
@@ -21,7 +15,7 @@ def _with_remote(kb_path: str | None, remote: str | None) -> tuple[Any, str | No
     (``[locks] remote`` / ``git config kb.lockRemote``), else None (this clone)."""
     from kb.remote_locks import lock_remote
 
-    k = _kb(kb_path)
+    k = resolve_kb(kb_path)
     return k, remote or lock_remote(k.top, k.config)
 
 
@@ -80,7 +74,7 @@ def claim_cmd(paths: tuple[str, ...], owner: str | None, ttl: str | None, remote
               as_json: bool, kb_path: str | None) -> int:
     """Lock PATHS (all or none). Refused with the holder's name while someone else
     holds one; an expired lease is taken over."""
-    from kb.ops.locks import claim
+    from kb.ops.lock_claim import claim
 
     k, remote = _with_remote(kb_path, remote)
     res = claim(k, list(paths), owner=owner, ttl=ttl, remote=remote)
@@ -102,7 +96,7 @@ def release_cmd(paths: tuple[str, ...], owner: str | None, message: str | None, 
     """Commit the changes of PATHS on the current branch and delete their locks,
     in one atomic git transaction (both or neither)."""
     from kb.errors import UsageError
-    from kb.ops.locks import release
+    from kb.ops.lock_release import release
 
     if not paths and not all_held:
         raise UsageError("name the PATHS to release, or pass --all")
@@ -112,7 +106,7 @@ def release_cmd(paths: tuple[str, ...], owner: str | None, message: str | None, 
     res = release(k, list(paths), owner=owner, message=message, remote=remote,
                   all_held=all_held, verify=not no_verify)
     if as_json:
-        emit_json(res.op_result(_kb(kb_path).top).to_json())
+        emit_json(res.op_result(resolve_kb(kb_path).top).to_json())
     else:
         if res.commit:
             click.echo(f"committed {res.commit[:12]} on {res.branch.removeprefix('refs/heads/')}"
@@ -134,7 +128,7 @@ def status_cmd(remote: str | None, as_json: bool, kb_path: str | None) -> int:
     """Every lock: path, owner, expiry, whether expired (with --remote: the
     remote's locks, fetched fresh with pruning)."""
     from kb.locks import format_duration, iso
-    from kb.ops.locks import status
+    from kb.ops.lock_status import status
 
     k, remote = _with_remote(kb_path, remote)
     rep = status(k, remote=remote)
@@ -177,7 +171,7 @@ def status_cmd(remote: str | None, as_json: bool, kb_path: str | None) -> int:
 def renew_cmd(paths: tuple[str, ...], owner: str | None, ttl: str | None, remote: str | None,
               as_json: bool, kb_path: str | None) -> int:
     """Extend your own leases on PATHS (holder only)."""
-    from kb.ops.locks import renew
+    from kb.ops.lock_claim import renew
 
     k, remote = _with_remote(kb_path, remote)
     res = renew(k, list(paths), owner=owner, ttl=ttl, remote=remote)
@@ -197,7 +191,7 @@ def steal_cmd(paths: tuple[str, ...], reason: str, owner: str | None, ttl: str |
               remote: str | None, as_json: bool, kb_path: str | None) -> int:
     """Take PATHS over: after the lease expired (grace included), or at any time
     for an owner listed in [locks] leads."""
-    from kb.ops.locks import steal
+    from kb.ops.lock_claim import steal
 
     k, remote = _with_remote(kb_path, remote)
     res = steal(k, list(paths), reason, owner=owner, ttl=ttl, remote=remote)
@@ -211,7 +205,7 @@ def steal_cmd(paths: tuple[str, ...], reason: str, owner: str | None, ttl: str |
 @kb_option
 def prune_cmd(remote: str | None, as_json: bool, kb_path: str | None) -> int:
     """Delete every expired lock (each with a compare-and-swap)."""
-    from kb.ops.locks import prune
+    from kb.ops.lock_status import prune
 
     k, remote = _with_remote(kb_path, remote)
     done = prune(k, remote=remote)

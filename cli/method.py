@@ -30,7 +30,7 @@ def command() -> None:
 def add(mid: str, name: str, type_: str, parent: str | None, scenario: str, content: str,
         related: tuple[str, ...], as_json: bool, kb_path: str | None, **kw: Any) -> int:
     """Create method ID called NAME (状态 经验)."""
-    from kb.ops.cards import add_method
+    from kb.ops.methods import add_method
 
     res = add_method(kb_path, mid, name, type=type_, parent=parent, scenario=scenario,
                      content=content, related=split_ids(related), **write_kwargs(kw))
@@ -48,7 +48,7 @@ def add(mid: str, name: str, type_: str, parent: str | None, scenario: str, cont
 def apply(mid: str, effect: str, problem: str, direction: str | None, as_json: bool,
           kb_path: str | None, **kw: Any) -> int:
     """Record an application of method ID: '### 应用 N｜<time>｜问题 <qid> 方向 <dir>' and EFFECT."""
-    from kb.ops.cards import apply_method
+    from kb.ops.methods import apply_method
 
     res = apply_method(kb_path, mid, problem, effect, direction=direction, **write_kwargs(kw))
     return emit_result(res, as_json)
@@ -65,7 +65,7 @@ def apply(mid: str, effect: str, problem: str, direction: str | None, as_json: b
 def improve(mid: str, reason: str, text: str | None, text_file: str | None, as_json: bool,
             kb_path: str | None, **kw: Any) -> int:
     """Record an improvement of method ID: '### vN（REASON）' and the text."""
-    from kb.ops.cards import improve_method
+    from kb.ops.methods import improve_method
 
     res = improve_method(kb_path, mid, reason, text=text, text_file=text_file,
                          **write_kwargs(kw))

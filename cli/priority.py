@@ -27,7 +27,7 @@ def adjust(mode: str, dry_run: bool, as_json: bool, kb_path: str | None, **kw: A
     survival-map: round(clamp(10 − 10·max survival, 0, 10)); progress-graded:
     round(clamp(10 − 10·(1.2·|概率 − 0.5| + 0.08·min(5, proofs + refutations)), 0, 10)).
     One commit."""
-    from kb.ops.research import priority_adjust
+    from kb.ops.priority import priority_adjust
 
     write = many_cards_write_kwargs(kw)
     res = priority_adjust(kb_path, mode, dry_run=dry_run, **write)

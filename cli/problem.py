@@ -49,7 +49,7 @@ def add(qid: str, statement: str, title: str | None, priority: str, depends: tup
         **kw: Any) -> int:
     """Create problem ID with STATEMENT (状态 求解中, or 等待依赖 while a dependency is
     unsettled); updates the dependencies' 被依赖; one commit."""
-    from kb.ops.cards import add_problem
+    from kb.ops.problems import add_problem
 
     res = add_problem(kb_path, qid, statement, title=title, priority=priority,
                       depends=split_ids(depends), source=source, motivation=motivation, plan=plan,
@@ -66,7 +66,7 @@ def add(qid: str, statement: str, title: str | None, priority: str, depends: tup
 def status(qid: str, status: str, as_json: bool, kb_path: str | None, **kw: Any) -> int:
     """Set the 状态 of problem ID: 原始, 求解中, 等待依赖 or 死路 (已解决 comes from
     `kb verdict`)."""
-    from kb.ops.cards import set_problem_status
+    from kb.ops.problems import set_problem_status
 
     res = set_problem_status(kb_path, qid, status, **write_kwargs(kw))
     return emit_result(res, as_json)
@@ -80,7 +80,7 @@ def status(qid: str, status: str, as_json: bool, kb_path: str | None, **kw: Any)
 @write_options
 def plan_cmd(qid: str, plan: str, as_json: bool, kb_path: str | None, **kw: Any) -> int:
     """Set the 计划 (next step, one line) of problem ID."""
-    from kb.ops.cards import set_plan
+    from kb.ops.problems import set_plan
 
     res = set_plan(kb_path, qid, plan, **write_kwargs(kw))
     return emit_result(res, as_json)
@@ -94,7 +94,7 @@ def plan_cmd(qid: str, plan: str, as_json: bool, kb_path: str | None, **kw: Any)
 @write_options
 def priority_cmd(obj_id: str, priority: str, as_json: bool, kb_path: str | None, **kw: Any) -> int:
     """Set the 优先级 of a problem or proposition (an integer, smaller first, or never)."""
-    from kb.ops.cards import set_priority
+    from kb.ops.problems import set_priority
 
     res = set_priority(kb_path, obj_id, priority, **write_kwargs(kw))
     return emit_result(res, as_json)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from kb_cli.lock import _kb, owner_option, print_acquired, remote_option, ttl_option
+from kb.repo import resolve_kb
+from kb_cli.lock import owner_option, print_acquired, remote_option, ttl_option
 from kb_cli.output import emit_json, json_option, kb_option
 
 
@@ -24,9 +25,9 @@ def command() -> None:
 def lock_cmd(owner: str | None, ttl: str | None, steal_reason: str | None, remote: str | None,
              as_json: bool, kb_path: str | None) -> int:
     """Take the project lease; the holder running it again renews it."""
-    from kb.ops.locks import project_lock
+    from kb.ops.lock_claim import project_lock
 
-    res = project_lock(_kb(kb_path), owner=owner, ttl=ttl, remote=remote,
+    res = project_lock(resolve_kb(kb_path), owner=owner, ttl=ttl, remote=remote,
                        steal_reason=steal_reason)
     print_acquired(res, "locked", as_json)
     return 0
@@ -39,11 +40,11 @@ def lock_cmd(owner: str | None, ttl: str | None, steal_reason: str | None, remot
 @kb_option
 def unlock_cmd(owner: str | None, remote: str | None, as_json: bool, kb_path: str | None) -> int:
     """Give the project lease back (holder only)."""
-    from kb.ops.locks import project_unlock
+    from kb.ops.lock_claim import project_unlock
 
-    res = project_unlock(_kb(kb_path), owner=owner, remote=remote)
+    res = project_unlock(resolve_kb(kb_path), owner=owner, remote=remote)
     if as_json:
-        emit_json(res.op_result(_kb(kb_path).top).to_json())
+        emit_json(res.op_result(resolve_kb(kb_path).top).to_json())
     else:
         click.echo(f"unlocked the project ({res.owner})")
     return 0

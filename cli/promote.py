@@ -20,7 +20,7 @@ def command(threshold: str, as_json: bool, kb_path: str | None, **kw: Any) -> in
     """Turn every undecided proposition (概率 not 0/1, priority not never) with
     价值/关键性 ≥ THRESHOLD and no judge problem into problem q-promoted-…, its proofs and
     refutations copied as 解法 entries. One commit."""
-    from kb.ops.research import promote
+    from kb.ops.promote import promote
 
     write = many_cards_write_kwargs(kw)
     res = promote(kb_path, threshold, **write)

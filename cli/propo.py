@@ -39,10 +39,10 @@ def add(category: str | None, pid: str | None, statement: str | None, title: str
     """Create proposition ID in CATEGORY with STATEMENT (状态 未定论). CATEGORY must
     exist unless --new-category."""
     from kb.errors import UsageError
-    from kb.ops.cards import add_proposition
+    from kb.ops.propositions import add_proposition
 
     if pid is None or statement is None:
-        from kb.ops.cards import categories
+        from kb.ops.propositions import categories
 
         cats = categories(kb_path)
         raise UsageError("kb propo add needs CATEGORY ID STATEMENT; categories: "

@@ -18,7 +18,7 @@ from kb_cli.problem import emit_result
 def command(check: bool, as_json: bool, kb_path: str | None, **kw: Any) -> int:
     """Rebuild every problem's 被依赖 from the problems' 依赖 lists and move problems
     between 求解中 and 等待依赖 by the state of their dependencies. One commit."""
-    from kb.ops.research import refresh
+    from kb.ops.refresh import refresh
 
     write = many_cards_write_kwargs(kw)
     res = refresh(kb_path, check=check, **write)

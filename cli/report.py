@@ -22,7 +22,8 @@ def command(date: str | None, to_stdout: bool, as_json: bool, kb_path: str | Non
     """Write Logs/报告.md: problems by state, settled results with links to their Verified
     cards, open propositions by probability and value, methods and their applications,
     recent verdicts. One commit (none when it is up to date)."""
-    from kb.ops.research import report, report_date, report_text
+    from kb.ops.report import report
+    from kb.views.report import report_date, report_text
 
     write = many_cards_write_kwargs(kw)
     if to_stdout:

@@ -328,7 +328,7 @@ def snapshot(focus: str | None, limit: int, as_json: bool, kb_path: str | None) 
 @kb_option
 def check(as_json: bool, kb_path: str | None) -> int:
     """Replay the log from scratch and list torn or corrupt entries (exit 1 if any)."""
-    from kb.ops.tree import resolve_kb
+    from kb.repo import resolve_kb
     from kb.trail.replay import load
 
     g = load(resolve_kb(kb_path), use_cache=False)
@@ -373,7 +373,7 @@ def ingest(transcript: str, actor: str, no_commit: bool, as_json: bool, kb_path:
 @kb_option
 def render(check: bool, no_commit: bool, as_json: bool, kb_path: str | None) -> int:
     """Write TRAIL.md (deterministic, with a Mermaid view of the trunk) as one commit."""
-    from kb.ops.tree import resolve_kb
+    from kb.repo import resolve_kb
     from kb.trail.render import TRAIL_FILE, is_stale, render_kb
     from kb.trail.replay import load
 

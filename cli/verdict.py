@@ -31,7 +31,7 @@ def command(target: str, votes: tuple[str, ...], reasons: tuple[str, ...], reaso
     or ID (a bare proposition) — with the verifiers' votes: computes the verdict, writes
     Logs/Verification/<rid>_<time>.json, sets the entry to the verdict (状态已验) and settles
     the object at 1 or 0 (Verified card). One commit."""
-    from kb.ops.cards import read_text_arg
+    from kb.ops.card_input import read_text_arg
     from kb.ops.verdict import record_verdict
     from kb.ops.votes import parse_votes, read_reasons
 

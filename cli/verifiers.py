@@ -14,7 +14,7 @@ def command(as_json: bool, kb_path: str | None) -> int:
     """Accuracy of every verifier, derived from Logs/Verification/*.json: the share of its
     votes on targets that later settled (final verdict 0 or 1) that agreed with the outcome
     (≥ 0.5 agrees with 1, ≤ 0.5 with 0); 0.5 without history."""
-    from kb.ops.verdict import accuracy_table
+    from kb.views.verification import accuracy_table
 
     rows = accuracy_table(kb_path)
     if as_json:

@@ -51,3 +51,18 @@ def epoch() -> int:
 
         return int(time.time())
     return int(now().timestamp())
+
+
+def fmt_time(dt: datetime) -> str:
+    """``2026-11-02 10:00:00`` (Verified cards, method applications, report dates)."""
+    return dt.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def compact_time(dt: datetime) -> str:
+    """``20261102T100000`` (verification record file names)."""
+    return dt.strftime("%Y%m%dT%H%M%S")
+
+
+def iso_time(dt: datetime) -> str:
+    """``2026-11-02T10:00:00`` (the ``at`` of verification records)."""
+    return dt.strftime("%Y-%m-%dT%H:%M:%S")

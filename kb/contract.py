@@ -19,17 +19,14 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, Field, RootModel
 
 from kb.errors import ERROR_KINDS
+from kb.outputs import OpenModel as _Open, WriteResult  # shared with the areas' contracts
 
 ErrorKind = Literal["usage", "environment", "internal", "refused", "not_found", "conflict",
                     "locked", "stale"]
 assert set(ErrorKind.__args__) == set(ERROR_KINDS)  # type: ignore[attr-defined]
-
-
-class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
 
 
 class ErrorBody(BaseModel):
@@ -44,21 +41,6 @@ class ErrorOutput(BaseModel):
     """Any command's ``--json`` output when it fails (exit 1, 2 or 3)."""
 
     error: ErrorBody
-
-
-class WriteResult(_Open):
-    """Every write command's result (kb.ops.result.OpResult); operation fields follow."""
-
-    op: str = Field(description="the Kb-Op value, e.g. hyp.add")
-    id: Optional[str] = Field(description="the main object written, when there is one")
-    ids: list[str] = Field(description="the Kb-Id values of the commit")
-    paths: list[str] = Field(description="repository paths written (empty: nothing changed)")
-    blobs: dict[str, str] = Field(description="path -> new git blob id (what --expect takes)")
-    commit: Optional[str] = Field(description="the new commit; null with --no-commit, no change "
-                                              "or a dry run")
-    changes: list[str] = Field(description="one human line per change")
-    recovered: list[str] = Field(description="paths of an interrupted earlier write rolled back "
-                                             "first")
 
 
 class ObjectOut(_Open):

@@ -303,3 +303,16 @@ class BlobReader:
         pid = os.getpid()
         for key in [k for k in cls._open if k[0] == pid]:
             cls._open.pop(key).close()
+
+
+def remote_default(top: Path, remote: str) -> str | None:
+    """The remote's default branch as a local ref (``refs/remotes/<remote>/HEAD`` or
+    main/master), or None."""
+    proc = run(["symbolic-ref", "-q", f"refs/remotes/{remote}/HEAD"], top, check=False)
+    if proc.returncode == 0 and proc.stdout.strip():
+        return proc.stdout.decode().strip()
+    for name in ("main", "master"):
+        ref = f"refs/remotes/{remote}/{name}"
+        if rev_parse(ref, top):
+            return ref
+    return None

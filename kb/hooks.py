@@ -296,19 +296,6 @@ def _summary(actions: dict[str, str]) -> str:
 # pre-push
 
 
-def _remote_default(top: Path, remote: str) -> Optional[str]:
-    """The remote's default branch as a local ref (``refs/remotes/<remote>/HEAD`` or
-    main/master), or None."""
-    proc = git.run(["symbolic-ref", "-q", f"refs/remotes/{remote}/HEAD"], top, check=False)
-    if proc.returncode == 0 and proc.stdout.strip():
-        return proc.stdout.decode().strip()
-    for name in ("main", "master"):
-        ref = f"refs/remotes/{remote}/{name}"
-        if git.rev_parse(ref, top):
-            return ref
-    return None
-
-
 def pre_push_ranges(top: Path, remote: str, lines: Iterable[str]) -> list[tuple[Optional[str], str, str]]:
     """``(base or None, tip, ref)`` to check for each line git gives a pre-push hook.
 
@@ -328,7 +315,7 @@ def pre_push_ranges(top: Path, remote: str, lines: Iterable[str]) -> list[tuple[
             out.append((remote_sha, local_sha, local_ref))
             continue
         base: Optional[str] = None
-        default = _remote_default(top, remote)
+        default = git.remote_default(top, remote)
         if default:
             mb = git.run(["merge-base", local_sha, default], top, check=False)
             if mb.returncode == 0 and mb.stdout.strip():

@@ -717,6 +717,22 @@ class Index:
                         (path, new_blob, "tree", meta_json, new_blob, nobj))
         return True
 
+    # -- queries of the card writers (kb.ops.workspace, kb.ops.verdict) -------------------
+    def proposition_paths(self) -> list[str]:
+        """KB paths of the current files that declare a proposition (distinct, any order)."""
+        rows = self.db.execute(
+            "SELECT DISTINCT o.path FROM objects o JOIN files f ON f.path=o.path AND f.blob=o.blob "
+            "WHERE o.kind='proposition'")
+        return [path for (path,) in rows]
+
+    def judge_problem_ids(self, pid: str) -> list[str]:
+        """IDs of the current problems whose ``判断命题`` anchor is exactly ``pid``."""
+        rows = self.db.execute(
+            "SELECT o.id FROM objects o JOIN files f ON f.path=o.path AND f.blob=o.blob "
+            "WHERE o.kind='problem' AND (json_extract(o.data, '$.anchors.\"判断命题\"') = ?)",
+            (pid,)).fetchall()
+        return [r[0] for r in rows]
+
 
 def _object_json(obj: Any) -> str:
     """An object's JSON for the ``objects`` table: every field but entry bodies

@@ -78,8 +78,8 @@ def prime_text(kb: Union[KnowledgeBase, str, Path, None] = None, since: str | No
     ``since``: a commit; the changes after it are listed. At most ``limit``
     characters. Raises NotAKnowledgeBase, UsageError (a bad ``since``)."""
     from kb.api import list_objects
-    from kb.ops.locks import status
-    from kb.ops.research import brief_data
+    from kb.ops.lock_status import status
+    from kb.views.brief import brief_data
 
     k = _kb(kb)
     cfg = k.config

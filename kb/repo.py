@@ -288,3 +288,11 @@ def colliding(paths: list[str]) -> list[tuple[str, str]]:
         else:
             seen.setdefault(k, p)
     return out
+
+
+def resolve_kb(kb: "KnowledgeBase | str | Path | None") -> KnowledgeBase:
+    """A :class:`KnowledgeBase` as given, or the KB containing a path (None: the
+    current directory). Raises :class:`kb.errors.NotAKnowledgeBase` outside a KB."""
+    if isinstance(kb, KnowledgeBase):
+        return kb
+    return open_kb(Path(kb) if kb else None)

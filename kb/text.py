@@ -32,6 +32,24 @@ def control_char(text: str) -> str | None:
     return None if m is None else f"U+{ord(m.group()):04X}"
 
 
+_ID_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def unsafe_id_reason(value: str) -> str | None:
+    """Why ``value`` is not a safe ID or folder name anywhere (empty, a path
+    component, a path separator, ``..``, a control character), or None when safe.
+    Used by the card writers (kb.ops.card_input) and rule KB2xx (kb.checks.cards)."""
+    if value in ("", ".", ".."):
+        return "is empty or a path component" if value else "is empty"
+    if "/" in value or "\\" in value:
+        return "holds a path separator"
+    if ".." in value:
+        return "holds '..'"
+    if _ID_CONTROL.search(value):
+        return "holds a control character"
+    return None
+
+
 BOM = "\ufeff"
 
 # A line that could open a fence, an HTML block or indented code. Only files

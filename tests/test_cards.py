@@ -291,7 +291,8 @@ Every prime p ≡ 1 (mod 4) is a norm in Z[i].
 
 def test_q4_waits_for_unsettled_dependency_and_is_released(vm_kb: Path) -> None:
     """等待依赖 while p1 is undecided; settling p1 moves q4 back to 求解中 in the verdict's commit."""
-    from kb.ops.cards import add_entry, add_problem
+    from kb.ops.entries import add_entry
+    from kb.ops.problems import add_problem
     from kb.ops.verdict import record_verdict
 
     r = add_problem(vm_kb, "q4", "Needs p1.", depends=["p1"])
@@ -314,7 +315,10 @@ def test_document_round_trip_of_every_card(vm_kb: Path, example_kb: Path) -> Non
 
 def test_new_cards_render_from_their_model(ex: Path) -> None:
     """A card kb created is exactly what render_card gives for its parsed model."""
-    from kb.ops.cards import add_entry, add_method, add_problem, add_proposition
+    from kb.ops.entries import add_entry
+    from kb.ops.methods import add_method
+    from kb.ops.problems import add_problem
+    from kb.ops.propositions import add_proposition
     from kb.parse import parse_file
     from kb.render.card import render_card
     from kb.repo import open_kb
@@ -347,7 +351,9 @@ def test_example_kb_edits_leave_other_files_untouched(ex: Path) -> None:
 
 
 def test_placeholder_replaced_and_sections_created(ex: Path) -> None:
-    from kb.ops.cards import add_entry, add_proposition, improve_method
+    from kb.ops.entries import add_entry
+    from kb.ops.methods import improve_method
+    from kb.ops.propositions import add_proposition
 
     add_proposition(ex, "数论", "p6", "Goldbach for small n.")
     add_entry(ex, "p6", "证伪", "none found", 0.05, text="No counterexample.")
@@ -454,7 +460,8 @@ def test_expect_compare_and_swap(ex: Path) -> None:
 
 
 def test_problem_status_rules(ex: Path) -> None:
-    from kb.ops.cards import CardError, add_problem, set_problem_status
+    from kb.ops.card_edit import CardError
+    from kb.ops.problems import add_problem, set_problem_status
 
     add_problem(ex, "q6", "waits", depends=["q2"])
     with pytest.raises(CardError, match="stays 等待依赖"):
@@ -478,7 +485,7 @@ def test_problem_status_rules(ex: Path) -> None:
 
 
 def test_library_api_result(ex: Path) -> None:
-    from kb.ops.cards import add_problem
+    from kb.ops.problems import add_problem
 
     r = add_problem(ex, "q7", "A problem.", priority="never", source="后生", motivation="From q2.")
     assert r.tx.op == "problem.add" and r.tx.ids == ["q7"] and r.tx.commit == head(ex)

@@ -19,8 +19,10 @@ def ex(example_kb: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_promote_copies_entries_and_sets_anchors(ex: Path) -> None:
-    from kb.ops.cards import add_entry, add_proposition
-    from kb.ops.research import promote, promoted_id
+    from kb.ops.entries import add_entry
+    from kb.ops.propositions import add_proposition
+    from kb.ops.promote import promote
+    from kb.research.priority import promoted_id
 
     assert promoted_id("p-3f2a9c01abcdef") == "q-promoted-2a9c01abcdef"  # last 12
     assert promoted_id("命题_Goldbach-42") == "q-promoted-Goldbach-42"
@@ -63,8 +65,10 @@ def test_promote_copies_entries_and_sets_anchors(ex: Path) -> None:
 
 
 def test_priority_adjust_formulas(ex: Path) -> None:
-    from kb.ops.cards import add_entry, add_problem, add_proposition
-    from kb.ops.research import js_round
+    from kb.ops.entries import add_entry
+    from kb.ops.problems import add_problem
+    from kb.ops.propositions import add_proposition
+    from kb.research.priority import js_round
 
     assert js_round(2.5) == 3 and js_round(3.5) == 4 and js_round(0.49) == 0
     add_problem(ex, "q5", "Dead ends everywhere.", priority=3)
@@ -98,7 +102,7 @@ def test_priority_adjust_formulas(ex: Path) -> None:
 
 
 def test_refresh_recomputes_depended_by_and_waiting(ex: Path) -> None:
-    from kb.ops.cards import add_problem
+    from kb.ops.problems import add_problem
 
     add_problem(ex, "q5", "x", depends=["q2"])
     add_problem(ex, "q6", "y")

@@ -63,7 +63,10 @@ def test_rules_silent_on_example_kb(example_kb: Path) -> None:
 
 
 def test_rules_silent_on_cards_kb_writes(example_kb: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kb.ops.cards import add_entry, add_method, add_problem, add_proposition
+    from kb.ops.entries import add_entry
+    from kb.ops.methods import add_method
+    from kb.ops.problems import add_problem
+    from kb.ops.propositions import add_proposition
     from kb.ops.verdict import record_verdict
 
     monkeypatch.setenv("KB_NOW", "1793613600")

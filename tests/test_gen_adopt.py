@@ -11,7 +11,7 @@ from conftest import git, invoke
 
 def test_prose_and_trailers_in_one_commit_through_the_hooks(tree_kb: Path):
     from kb.errors import UsageError
-    from kb.ops.tree import add_hypothesis
+    from kb.ops.hypotheses import add_hypothesis
 
     assert invoke("hooks", "install", cwd=tree_kb).code == 0
     first = add_hypothesis(tree_kb, "Loading dominates")

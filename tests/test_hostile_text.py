@@ -50,7 +50,7 @@ def test_dashboard_escapes_markdown_html_and_mermaid(tree_kb: Path) -> None:
 
 
 def test_duplicate_ids_are_one_mermaid_node() -> None:
-    from kb.ops.tree import Node
+    from kb.ops.tree_edit import Node
     from kb.render.dashboard import mermaid
 
     nodes = [Node("H1", 0, "待验", 2, 0, "first", None), Node("H1", 1, "待验", 2, 0, "again", None)]

@@ -32,7 +32,8 @@ import random, sys, time
 from pathlib import Path
 from kb.repo import open_kb
 from kb.locks import LockHeld
-from kb.ops.locks import claim, release
+from kb.ops.lock_claim import claim
+from kb.ops.lock_release import release
 
 root, owner, rounds, shared, own = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 kb = open_kb(root)

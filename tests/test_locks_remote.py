@@ -164,7 +164,8 @@ import subprocess, sys
 from pathlib import Path
 from kb.errors import RefusedError
 from kb.repo import open_kb
-from kb.ops.locks import claim, release
+from kb.ops.lock_claim import claim
+from kb.ops.lock_release import release
 
 root, owner, rnd, own, winner = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] == "1"
 kb = open_kb(root)

@@ -10,7 +10,7 @@ import pytest
 from conftest import commit_all, git
 from kb.errors import RefusedError
 from kb.ops import dashboard as dash
-from kb.ops import tree as tr
+from kb.ops import hypotheses as tr
 from test_ops_tree import assert_verifies, message, text, unchanged
 
 STEPS = "## Next Steps\n\n- 先跑 E002，再决定 H1.2   \n\n```\n## not a heading (fenced)\n```\n"
@@ -109,7 +109,7 @@ def test_rendered_parse_equals_a_real_parse(case: int, tmp_path: Path) -> None:
 
 def _mermaid_reference(hypotheses, locale="zh"):
     """The straightforward definition (one full rendering per depth tried)."""
-    from kb.render.dashboard import _CLASSES, _STYLE, MAX_CHARS, MAX_EDGES, _label, _node
+    from kb.render.dashboard import CLASS_STYLES as _STYLE, MAX_CHARS, MAX_EDGES, STATUS_CLASSES as _CLASSES, _label, _node
 
     first: dict = {}
     for h in hypotheses:  # a duplicated ID is one node: its first declaration
@@ -136,7 +136,7 @@ def _mermaid_reference(hypotheses, locale="zh"):
 
 @pytest.mark.parametrize("n", [0, 1, 30, 400, 900])
 def test_mermaid_matches_its_definition(n: int) -> None:
-    from kb.ops.tree import Node
+    from kb.ops.tree_edit import Node
     from kb.render.dashboard import mermaid
 
     rng = random.Random(n)

@@ -9,7 +9,7 @@ import pytest
 from conftest import commit_all, git, write_files
 from kb.errors import RefusedError, UsageError
 from kb.ops import experiments as ex
-from kb.ops import tree as tr
+from kb.ops import hypotheses as tr
 from test_ops_tree import assert_verifies, block, message, text, unchanged
 
 

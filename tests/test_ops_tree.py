@@ -20,7 +20,7 @@ import pytest
 from conftest import SOURCE_PATH, commit_all, git, invoke, kb_script, tree_snapshot, write_files
 from kb.errors import RefusedError, StaleError, UsageError
 from kb.ops import experiments as ex
-from kb.ops import tree as tr
+from kb.ops import hypotheses as tr
 
 
 # -- helpers ------------------------------------------------------------------------------

@@ -43,13 +43,13 @@ def ex(example_kb: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     ({"a": 0.95, "b": 0.4, "c": 1}, "forced", pytest.approx((0.5 * 0.95 + 0.5 * 0.4 + 0.6) / 1.6)),
 ])
 def test_verdict_table(votes: dict, mode: str, want: float) -> None:
-    from kb.ops.verdict import compute_verdict
+    from kb.research.verdict import compute_verdict
 
     assert compute_verdict(votes, {}, mode) == want
 
 
 def test_forced_weights_by_accuracy() -> None:
-    from kb.ops.verdict import compute_verdict
+    from kb.research.verdict import compute_verdict
 
     acc = {"good": 0.9, "bad": 0.2}
     # weights 0.9 and 0.2: 0.6*0.9 + 0.3*0.2 over 1.1
@@ -73,7 +73,7 @@ def test_forced_weights_by_accuracy() -> None:
 ])
 def test_verdict_refused(votes: dict, needle: str) -> None:
     from kb.errors import UsageError
-    from kb.ops.verdict import compute_verdict
+    from kb.research.verdict import compute_verdict
 
     with pytest.raises(UsageError, match=needle.replace("[", r"\[").replace("]", r"\]")):
         compute_verdict(votes)
@@ -81,7 +81,7 @@ def test_verdict_refused(votes: dict, needle: str) -> None:
 
 def test_min_votes_and_mode() -> None:
     from kb.errors import UsageError
-    from kb.ops.verdict import compute_verdict
+    from kb.research.verdict import compute_verdict
 
     with pytest.raises(UsageError, match="at least 3"):
         compute_verdict({"a": 1, "b": 1}, min_votes=3)
@@ -100,7 +100,7 @@ def rec(r: str, verdict: float, at: str, **votes: float) -> dict:
 
 
 def test_accuracy_only_counts_votes_on_targets_that_settled_later() -> None:
-    from kb.ops.verdict import parse_record, verifier_accuracy
+    from kb.research.verdict import parse_record, verifier_accuracy
 
     raw = [
         rec("r-p1-pf1", 0.5, "2026-01-01T00:00:00", a=0.7, b=0.3),   # settles to 1 later
@@ -119,7 +119,7 @@ def test_accuracy_only_counts_votes_on_targets_that_settled_later() -> None:
 
 
 def test_accuracy_reads_vibe_math_records() -> None:
-    from kb.ops.verdict import parse_record, verifier_accuracy
+    from kb.research.verdict import parse_record, verifier_accuracy
 
     vm = {"r": {"rId": "r-p9", "kind": "proposition"}, "verdict": 0.5, "at": 1767225600000,
           "results": {"child-1": {"Result": 0.9, "Reason": "ok"}, "child-2": {"Result": 0.1}},
@@ -134,8 +134,10 @@ def test_accuracy_reads_vibe_math_records() -> None:
 
 def test_forced_verdict_uses_derived_accuracy(ex: Path) -> None:
     """History in Logs/Verification decides the weights of a split vote."""
-    from kb.ops.cards import add_entry, add_proposition
-    from kb.ops.verdict import accuracy_table, record_verdict
+    from kb.ops.entries import add_entry
+    from kb.ops.propositions import add_proposition
+    from kb.ops.verdict import record_verdict
+    from kb.views.verification import accuracy_table
 
     add_proposition(ex, "数论", "p7", "A claim.", probability=0.5)
     add_entry(ex, "p7", "证明", "first try", 0.5, text="An argument.")
@@ -223,7 +225,8 @@ def _verify_and_hook(ex: Path) -> None:
 
 
 def test_failed_proof_adds_refutation_and_settles_false(ex: Path) -> None:
-    from kb.ops.cards import add_entry, add_proposition
+    from kb.ops.entries import add_entry
+    from kb.ops.propositions import add_proposition
     from kb.ops.verdict import record_verdict
 
     add_proposition(ex, "数论", "p7", "All odd numbers are prime.", probability=0.3,
@@ -242,7 +245,8 @@ def test_failed_proof_adds_refutation_and_settles_false(ex: Path) -> None:
 
 
 def test_split_verdict_adds_opposite_entry(ex: Path) -> None:
-    from kb.ops.cards import add_entry, add_proposition
+    from kb.ops.entries import add_entry
+    from kb.ops.propositions import add_proposition
     from kb.ops.verdict import record_verdict
 
     add_proposition(ex, "数论", "p7", "Twin primes are infinite.", probability=0.6)
@@ -269,7 +273,7 @@ def test_split_verdict_adds_opposite_entry(ex: Path) -> None:
 ])
 def test_bare_proposition_write_back(ex: Path, votes: dict, want_status: str,
                                      want_entries: list[str]) -> None:
-    from kb.ops.cards import add_proposition
+    from kb.ops.propositions import add_proposition
     from kb.ops.verdict import record_verdict
 
     add_proposition(ex, "数论", "p7", "Bare claim.", probability=0.5)
@@ -285,8 +289,9 @@ def test_bare_proposition_write_back(ex: Path, votes: dict, want_status: str,
 
 def test_judge_problem_writes_back_to_its_proposition(ex: Path) -> None:
     """kb promote, then a verdict on a 【证明】 solution settles the proposition and the problem."""
-    from kb.ops.cards import add_entry, add_proposition
-    from kb.ops.research import promote
+    from kb.ops.entries import add_entry
+    from kb.ops.propositions import add_proposition
+    from kb.ops.promote import promote
     from kb.ops.verdict import record_verdict
 
     add_proposition(ex, "数论", "p-3f2a9c01", "Every even n > 2 is a sum of two primes.",
@@ -307,8 +312,10 @@ def test_judge_problem_writes_back_to_its_proposition(ex: Path) -> None:
 
 
 def test_same_second_records_are_appended(ex: Path) -> None:
-    from kb.ops.cards import add_entry, add_proposition
-    from kb.ops.verdict import load_records, record_verdict
+    from kb.ops.entries import add_entry
+    from kb.ops.propositions import add_proposition
+    from kb.ops.verdict import record_verdict
+    from kb.views.verification import load_records
 
     add_proposition(ex, "数论", "p7", "c", probability=0.5)
     add_entry(ex, "p7", "证明", "t", 0.5, text="x")
@@ -322,7 +329,9 @@ def test_same_second_records_are_appended(ex: Path) -> None:
 
 
 def test_existing_verified_card_is_never_rewritten(ex: Path) -> None:
-    from kb.ops.cards import CardError, add_entry, add_problem
+    from kb.ops.card_edit import CardError
+    from kb.ops.entries import add_entry
+    from kb.ops.problems import add_problem
     from kb.ops.verdict import record_verdict
 
     add_problem(ex, "q8", "x")
@@ -337,7 +346,8 @@ def test_existing_verified_card_is_never_rewritten(ex: Path) -> None:
 
 
 def test_reason_file_and_transcript(ex: Path) -> None:
-    from kb.ops.cards import add_entry, add_problem
+    from kb.ops.entries import add_entry
+    from kb.ops.problems import add_problem
 
     add_problem(ex, "q8", "x")
     add_entry(ex, "q8", "解法", "s", 0.5, text="y")

@@ -44,7 +44,7 @@ def _show(value: str) -> str:
 @file_rule("KB260")
 def unsafe_ids(f: Any) -> list:
     """KB260: no path separator, ``..`` or control character in any card ID."""
-    from kb.ops.cards import unsafe_id_reason
+    from kb.text import unsafe_id_reason
 
     out = []
     for o in f.objects:

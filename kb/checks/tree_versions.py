@@ -47,7 +47,7 @@ def splice_tree_version(k: "KnowledgeBase", idx: "Index", path: str, old_blob: s
     the indexed parse of ``old``; True when stored (or already there), False when the
     whole file must be parsed instead."""
     from kb.model import ParseResult
-    from kb.ops.tree import parse_region
+    from kb.parse.tree_region import parse_region
 
     if idx.has_parse(path, new_blob):
         return True

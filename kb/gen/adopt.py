@@ -1,6 +1,6 @@
 """``kb gen adopt r2h1 [--parent H1]``: a kept hypothesis becomes research in ``tree.md``.
 
-A normal hypothesis write through :func:`kb.ops.tree.add_hypothesis` (one
+A normal hypothesis write through :func:`kb.ops.hypotheses.add_hypothesis` (one
 commit, the usual ``Kb-Op: hyp.add`` / ``Kb-Id`` trailers), with the
 provenance in the hypothesis's prose (run, round, total, cites, how to test)
 and in ``Kb-Gen-Run`` / ``Kb-Gen-Hid`` / ``Kb-Gen-Total`` trailers. The
@@ -44,7 +44,7 @@ def adopt(sb: Sandbox, hid: str, kb: Any = None, parent: str | None = None,
 
 
 def _adopt(sb: Sandbox, hid: str, kb: Any, parent: str | None, write_kw: dict[str, Any]) -> Any:
-    from kb.ops.tree import add_hypothesis
+    from kb.ops.hypotheses import add_hypothesis
 
     h = next((p for p in sb.state["pool"] if p["hid"] == hid), None)
     if h is None:

@@ -10,10 +10,10 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, Field
 
-from kb.contract import WriteResult, _Open
+from kb.outputs import OpenModel, WriteResult
 
 
-class GenRun(_Open):
+class GenRun(OpenModel):
     """``kb gen init``: the run's bindings (``literature_tiers``: key presence only)."""
 
     run_id: str
@@ -29,13 +29,13 @@ class GenRun(_Open):
     sandbox: str = Field(description="absolute path of the run's folder")
 
 
-class PoolItem(_Open):
+class PoolItem(OpenModel):
     hid: str
     statement: str
     total: float
 
 
-class GenStatus(_Open):
+class GenStatus(OpenModel):
     """``kb gen status``: the round, the next step, the pool, gaps, dry counter."""
 
     run_id: str
@@ -53,7 +53,7 @@ class GenStatus(_Open):
     sandbox: str
 
 
-class GenBrief(_Open):
+class GenBrief(OpenModel):
     """``kb gen brief ROLE``: what the role needs; role-specific fields follow."""
 
     role: str
@@ -66,7 +66,7 @@ class GenBrief(_Open):
     gaps: list[str]
 
 
-class GenSubmit(_Open):
+class GenSubmit(OpenModel):
     """``kb gen submit KIND``: what kb decided (candidates: ``accepted``; litscout:
     ``evidence`` key -> verified | web | not-found; verdict: ``verdicts`` as corrected,
     ``corrections``, ``kept``, ``pool_size``, ``dry``, ``stopped``)."""
@@ -104,7 +104,7 @@ class GenAdopt(WriteResult):
     generated: dict[str, Any]
 
 
-class GenSchema(_Open):
+class GenSchema(OpenModel):
     """``kb gen schema``: JSON Schemas (one, or candidates/litscout/verdict)."""
 
 
@@ -120,7 +120,7 @@ class LitOutput(BaseModel):
     round: Optional[int]
 
 
-class LitKeys(_Open):
+class LitKeys(OpenModel):
     """``kb lit keys``: key presence only, never values (``--init`` adds ``added``)."""
 
     path: str

@@ -15,7 +15,7 @@ def problem_add(kb: KnowledgeBase, id: str, statement: str, title: Optional[str]
                 priority: str = "1", depends: Optional[list[str]] = None, source: str = "原始",
                 motivation: Optional[str] = None, plan: str = "待调度", no_commit: bool = False,
                 owner: Optional[str] = None) -> object:
-    from kb.ops.cards import add_problem
+    from kb.ops.problems import add_problem
 
     return add_problem(kb, id, statement, title=title, priority=priority, depends=depends or [],
                        source=source, motivation=motivation, plan=plan, no_commit=no_commit,
@@ -24,21 +24,21 @@ def problem_add(kb: KnowledgeBase, id: str, statement: str, title: Optional[str]
 
 def problem_status(kb: KnowledgeBase, id: str, status: str, no_commit: bool = False,
                    owner: Optional[str] = None, expect: Optional[str] = None) -> object:
-    from kb.ops.cards import set_problem_status
+    from kb.ops.problems import set_problem_status
 
     return set_problem_status(kb, id, status, no_commit=no_commit, owner=owner, expect=expect)
 
 
 def problem_plan(kb: KnowledgeBase, id: str, next_step: str, no_commit: bool = False,
                  owner: Optional[str] = None, expect: Optional[str] = None) -> object:
-    from kb.ops.cards import set_plan
+    from kb.ops.problems import set_plan
 
     return set_plan(kb, id, next_step, no_commit=no_commit, owner=owner, expect=expect)
 
 
 def problem_priority(kb: KnowledgeBase, id: str, priority: str, no_commit: bool = False,
                      owner: Optional[str] = None, expect: Optional[str] = None) -> object:
-    from kb.ops.cards import set_priority
+    from kb.ops.problems import set_priority
 
     return set_priority(kb, id, priority, no_commit=no_commit, owner=owner, expect=expect)
 
@@ -49,7 +49,7 @@ def propo_add(kb: KnowledgeBase, category: str, id: str, statement: str,
               source_problem: Optional[str] = None, source_direction: Optional[str] = None,
               new_category: bool = False, no_commit: bool = False,
               owner: Optional[str] = None) -> object:
-    from kb.ops.cards import add_proposition
+    from kb.ops.propositions import add_proposition
 
     return add_proposition(kb, category, id, statement, title=title, probability=prob, value=value,
                            depends=depends or [], priority=priority,
@@ -60,7 +60,7 @@ def propo_add(kb: KnowledgeBase, category: str, id: str, statement: str,
 def entry_add(kb: KnowledgeBase, id: str, kind: str, title: str, text: str, prob: str = "0.5",
               no_commit: bool = False, owner: Optional[str] = None,
               expect: Optional[str] = None) -> object:
-    from kb.ops.cards import add_entry
+    from kb.ops.entries import add_entry
 
     return add_entry(kb, id, kind, title, prob, text=text, no_commit=no_commit, owner=owner,
                      expect=expect)
@@ -70,7 +70,7 @@ def method_add(kb: KnowledgeBase, id: str, name: str, type: str = "方法",
                parent: Optional[str] = None, scenario: str = "", content: str = "",
                related: Optional[list[str]] = None, no_commit: bool = False,
                owner: Optional[str] = None) -> object:
-    from kb.ops.cards import add_method
+    from kb.ops.methods import add_method
 
     return add_method(kb, id, name, type=type, parent=parent, scenario=scenario, content=content,
                       related=related or [], no_commit=no_commit, owner=owner)
@@ -79,7 +79,7 @@ def method_add(kb: KnowledgeBase, id: str, name: str, type: str = "方法",
 def method_apply(kb: KnowledgeBase, id: str, effect: str, problem: str,
                  direction: Optional[str] = None, no_commit: bool = False,
                  owner: Optional[str] = None, expect: Optional[str] = None) -> object:
-    from kb.ops.cards import apply_method
+    from kb.ops.methods import apply_method
 
     return apply_method(kb, id, problem, effect, direction=direction, no_commit=no_commit,
                         owner=owner, expect=expect)
@@ -87,7 +87,7 @@ def method_apply(kb: KnowledgeBase, id: str, effect: str, problem: str,
 
 def method_improve(kb: KnowledgeBase, id: str, reason: str, text: str, no_commit: bool = False,
                    owner: Optional[str] = None, expect: Optional[str] = None) -> object:
-    from kb.ops.cards import improve_method
+    from kb.ops.methods import improve_method
 
     return improve_method(kb, id, reason, text=text, no_commit=no_commit, owner=owner,
                           expect=expect)
@@ -105,28 +105,28 @@ def verdict(kb: KnowledgeBase, target: str, vote: dict[str, float],
 
 def promote(kb: KnowledgeBase, threshold: str = "0.7", no_commit: bool = False,
             owner: Optional[str] = None) -> object:
-    from kb.ops.research import promote as run
+    from kb.ops.promote import promote as run
 
     return run(kb, threshold, no_commit=no_commit, owner=owner)
 
 
 def priority_adjust(kb: KnowledgeBase, mode: str, dry_run: bool = False, no_commit: bool = False,
                     owner: Optional[str] = None) -> object:
-    from kb.ops.research import priority_adjust as run
+    from kb.ops.priority import priority_adjust as run
 
     return run(kb, mode, dry_run=dry_run, no_commit=no_commit, owner=owner)
 
 
 def refresh(kb: KnowledgeBase, check: bool = False, no_commit: bool = False,
             owner: Optional[str] = None) -> object:
-    from kb.ops.research import refresh as run
+    from kb.ops.refresh import refresh as run
 
     return run(kb, check=check, no_commit=no_commit, owner=owner)
 
 
 def report(kb: KnowledgeBase, date: Optional[str] = None, no_commit: bool = False,
            owner: Optional[str] = None) -> object:
-    from kb.ops.research import report as run
+    from kb.ops.report import report as run
 
     return run(kb, date, no_commit=no_commit, owner=owner)
 

@@ -11,21 +11,21 @@ from kb.repo import KnowledgeBase
 
 def lock_claim(kb: KnowledgeBase, paths: list[str], owner: Optional[str] = None,
                ttl: Optional[str] = None, remote: Optional[str] = None) -> object:
-    from kb.ops.locks import claim
+    from kb.ops.lock_claim import claim
 
     return claim(kb, paths, owner=owner, ttl=ttl, remote=remote, cwd=kb.root)
 
 
 def lock_renew(kb: KnowledgeBase, paths: list[str], owner: Optional[str] = None,
                ttl: Optional[str] = None, remote: Optional[str] = None) -> object:
-    from kb.ops.locks import renew
+    from kb.ops.lock_claim import renew
 
     return renew(kb, paths, owner=owner, ttl=ttl, remote=remote, cwd=kb.root)
 
 
 def lock_steal(kb: KnowledgeBase, paths: list[str], reason: str, owner: Optional[str] = None,
                ttl: Optional[str] = None, remote: Optional[str] = None) -> object:
-    from kb.ops.locks import steal
+    from kb.ops.lock_claim import steal
 
     return steal(kb, paths, reason, owner=owner, ttl=ttl, remote=remote, cwd=kb.root)
 
@@ -34,7 +34,7 @@ def lock_release(kb: KnowledgeBase, paths: Optional[list[str]] = None, owner: Op
                  message: Optional[str] = None, all: bool = False, no_verify: bool = False,
                  remote: Optional[str] = None) -> object:
     from kb.errors import UsageError
-    from kb.ops.locks import release
+    from kb.ops.lock_release import release
 
     if not paths and not all:
         raise UsageError("name the paths to release, or pass all")
@@ -46,27 +46,27 @@ def lock_release(kb: KnowledgeBase, paths: Optional[list[str]] = None, owner: Op
 
 
 def lock_prune(kb: KnowledgeBase, remote: Optional[str] = None) -> object:
-    from kb.ops.locks import prune
+    from kb.ops.lock_status import prune
 
     return {"pruned": [lk.as_dict() for lk in prune(kb, remote=remote)], "remote": remote}
 
 
 def lock_status(kb: KnowledgeBase, remote: Optional[str] = None) -> object:
-    from kb.ops.locks import status
+    from kb.ops.lock_status import status
 
     return status(kb, remote=remote)
 
 
 def project_lock(kb: KnowledgeBase, owner: Optional[str] = None, ttl: Optional[str] = None,
                  steal: Optional[str] = None, remote: Optional[str] = None) -> object:
-    from kb.ops.locks import project_lock as take
+    from kb.ops.lock_claim import project_lock as take
 
     return take(kb, owner=owner, ttl=ttl, remote=remote, steal_reason=steal)
 
 
 def project_unlock(kb: KnowledgeBase, owner: Optional[str] = None,
                    remote: Optional[str] = None) -> object:
-    from kb.ops.locks import project_unlock as give
+    from kb.ops.lock_claim import project_unlock as give
 
     return give(kb, owner=owner, remote=remote).op_result(kb.top)
 

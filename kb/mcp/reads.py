@@ -71,7 +71,7 @@ def find(warm: WarmKB, text: str) -> object:
 
 
 def brief(kb: KnowledgeBase, max_chars: Optional[int] = None) -> object:
-    from kb.ops.research import brief_data, fit_brief
+    from kb.views.brief import brief_data, fit_brief
 
     if max_chars is not None and max_chars < 1:
         raise UsageError(f"max_chars {max_chars} must be a positive number of characters")
@@ -80,7 +80,7 @@ def brief(kb: KnowledgeBase, max_chars: Optional[int] = None) -> object:
 
 
 def report_text(kb: KnowledgeBase, date: Optional[str] = None) -> object:
-    from kb.ops.research import report_date, report_text as text_of
+    from kb.views.report import report_date, report_text as text_of
 
     path, text = text_of(kb, report_date(date))
     return {"path": path, "text": text}
@@ -120,7 +120,7 @@ def rules(kb: KnowledgeBase, codes: Optional[list[str]] = None,
 
 
 def verifiers(kb: KnowledgeBase) -> object:
-    from kb.ops.verdict import accuracy_table
+    from kb.views.verification import accuracy_table
 
     return [{"verifier": a.verifier, "accuracy": a.rate, "agreed": a.agreed,
              "counted": a.counted, "votes": a.votes} for a in accuracy_table(kb)]

@@ -14,7 +14,7 @@ from kb.repo import KnowledgeBase
 def hyp_add(kb: KnowledgeBase, statement: str, parent: Optional[str] = None,
             no_commit: bool = False, owner: Optional[str] = None,
             expect: Optional[str] = None) -> object:
-    from kb.ops.tree import add_hypothesis
+    from kb.ops.hypotheses import add_hypothesis
 
     return add_hypothesis(kb, statement, parent, no_commit=no_commit, owner=owner, expect=expect)
 
@@ -22,7 +22,7 @@ def hyp_add(kb: KnowledgeBase, statement: str, parent: Optional[str] = None,
 def hyp_status(kb: KnowledgeBase, id: str, status: str, force: bool = False,
                reason: Optional[str] = None, no_commit: bool = False, owner: Optional[str] = None,
                expect: Optional[str] = None) -> object:
-    from kb.ops.tree import set_status
+    from kb.ops.hypotheses import set_status
 
     return set_status(kb, id, status, force, reason, no_commit=no_commit, owner=owner,
                       expect=expect)
@@ -30,7 +30,7 @@ def hyp_status(kb: KnowledgeBase, id: str, status: str, force: bool = False,
 
 def hyp_edit(kb: KnowledgeBase, id: str, statement: str, reason: str, no_commit: bool = False,
              owner: Optional[str] = None, expect: Optional[str] = None) -> object:
-    from kb.ops.tree import edit_statement
+    from kb.ops.hypotheses import edit_statement
 
     return edit_statement(kb, id, statement, reason, no_commit=no_commit, owner=owner,
                           expect=expect)
@@ -38,7 +38,7 @@ def hyp_edit(kb: KnowledgeBase, id: str, statement: str, reason: str, no_commit:
 
 def hyp_evidence(kb: KnowledgeBase, id: str, experiment: str, no_commit: bool = False,
                  owner: Optional[str] = None, expect: Optional[str] = None) -> object:
-    from kb.ops.tree import add_evidence
+    from kb.ops.hypotheses import add_evidence
 
     return add_evidence(kb, id, experiment, no_commit=no_commit, owner=owner, expect=expect)
 

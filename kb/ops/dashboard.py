@@ -8,7 +8,7 @@ declarations of ``tree.md`` in file order, ``experiments`` every experiment,
 existing file is kept. ``kb verify``'s stale-dashboard rule calls the same
 renderer the same way, so the two always agree.
 
-Every write operation of kb.ops.tree / kb.ops.experiments refreshes the
+Every write operation of kb.ops.hypotheses / kb.ops.experiments refreshes the
 dashboard in its own transaction (:func:`stage_dashboard`);
 :func:`refresh_dashboard` is ``kb dashboard`` and :func:`is_stale` is
 ``kb dashboard --check``.
@@ -19,7 +19,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
 from kb import git
-from kb.repo import KnowledgeBase, Snapshot
+from kb.ops.session import Session, expect_map
+from kb.ops.tree_edit import NODE_FIELDS, nodes_from
+from kb.repo import KnowledgeBase, Snapshot, resolve_kb
 
 if TYPE_CHECKING:  # annotations only
     from kb.model import Experiment, Hypothesis
@@ -70,20 +72,18 @@ class ExperimentView(NamedTuple):
 
 
 def _hypotheses(nodes: Iterable[Any]) -> list[Any]:
-    """The hypotheses for the renderer: kb.ops.tree.Node values carry what it reads
+    """The hypotheses for the renderer: kb.ops.tree_edit.Node values carry what it reads
     (``id``, ``status``, ``statement``, ``parent``), in file order, without building
     thousands of models."""
     return list(nodes)
 
 
 def _current_nodes(k: KnowledgeBase, idx: Any) -> list[Any]:
-    from kb.ops.tree import _NODE_FIELDS, nodes_from
-
     tree_rel = k.config.paths["tree"]
     blob = idx.current_blob(tree_rel)
     if blob is None:
         return []
-    return nodes_from(idx.extract("hypothesis", _NODE_FIELDS, tree_rel, blob))
+    return nodes_from(idx.extract("hypothesis", NODE_FIELDS, tree_rel, blob))
 
 
 def _experiments(idx: Any, pending: dict[str, Experiment | None] | None = None,
@@ -104,7 +104,7 @@ def stage_dashboard(s: Any, pending: dict[str, Experiment | None] | None = None,
                     experiment_rows: list[tuple[Any, ...]] | None = None) -> str | None:
     """Render DASHBOARD.md for the session's new state and stage it; its path when it changes.
 
-    ``s`` is a kb.ops.tree.Session; the tree is its pending version when it
+    ``s`` is a kb.ops.session.Session; the tree is its pending version when it
     edited one; ``pending`` maps experiment paths to the experiments it writes.
     """
     from kb.render.dashboard import render_dashboard
@@ -215,12 +215,10 @@ def _inputs_from(k: KnowledgeBase, source: Any) -> tuple[list[Any], list[Any], b
             idx.ensure(snap)
             files = snap.files
             hyps, exps = [], []
-            from kb.ops.tree import _NODE_FIELDS, nodes_from
-
             for path, blob in files.items():
                 fmt = snap.formats.get(path)
                 if fmt == "tree" and path == tree_rel:
-                    hyps = nodes_from(idx.extract("hypothesis", _NODE_FIELDS, path, blob))
+                    hyps = nodes_from(idx.extract("hypothesis", NODE_FIELDS, path, blob))
                 elif fmt == "experiment":
                     exps += [ExperimentView(i, d) for _, i, _ln, _st, _t, d
                              in idx.extract("experiment", ("date",), path, blob)]
@@ -244,8 +242,6 @@ def is_stale(kb: Any = None, source: Any = None) -> DashboardCheck:
     ``source`` is a :class:`kb.repo.Snapshot` (e.g. the staged index or a
     commit) or None for the working tree.
     """
-    from kb.ops.tree import resolve_kb
-
     from kb.render.dashboard import render_dashboard
 
     k = resolve_kb(kb)
@@ -262,8 +258,6 @@ def is_stale(kb: Any = None, source: Any = None) -> DashboardCheck:
 def refresh_dashboard(kb: Any = None, *, no_commit: bool = False, owner: str | None = None,
                       expect: Any = None, on_wait: Any = None) -> Any:
     """``kb dashboard``: regenerate DASHBOARD.md and commit it (one transaction)."""
-    from kb.ops.tree import Session, expect_map
-
     with Session(kb, "dashboard", summary="dashboard: refresh", no_commit=no_commit, owner=owner,
                  on_wait=on_wait) as s:
         rel = s.kb.config.paths["dashboard"]

@@ -14,7 +14,7 @@ Experiment IDs: ``E<max+1>``, zero-padded to the width of the existing files
 (at least 3 digits), never a number whose file ever existed — the maximum
 is taken over the files in the working tree, the experiment IDs in the index,
 and the files ever deleted from the experiments folder
-(``git log --diff-filter=D``, see kb.ops.tree.history_ids).
+(``git log --diff-filter=D``, see kb.ops.history.history_ids).
 
 Dates: ``date=`` (``kb exp new --date``), else the ``KB_TODAY`` environment
 variable (tests pin it), else today's local date.
@@ -28,9 +28,11 @@ import re
 from typing import Any
 
 from kb.errors import ConflictError, RefusedError, UsageError
-from kb.model import Experiment
-from kb.ops.tree import (OnWait, OpResult, Session, _short, evidence_status, expect_map,
-                         find_experiment, one_line, read_clean)
+from kb.ops.dashboard import stage_dashboard
+from kb.ops.experiment_edit import ExpEdit, text_lines
+from kb.ops.result import OpResult
+from kb.ops.session import OnWait, Session, expect_map, one_line, short
+from kb.research.evidence import evidence_status
 from kb.vocab import (CONCLUSION, EXPERIMENT_STATUS, HYPOTHESIS_MOVES, HYPOTHESIS_STATUS,
                       is_legal_move)
 
@@ -41,8 +43,6 @@ __all__ = ["new_experiment", "log", "update_section", "record_result", "DESIGN_F
 DESIGN_FIELDS = {"目标": "goal", "方法": "method", "预期": "expected"}
 _FIELD_ALIASES = {"goal": "目标", "aim": "目标", "method": "方法", "methods": "方法",
                   "expected": "预期", "expectation": "预期", "prediction": "预期"}
-_PLACEHOLDER = re.compile(r"^\s*\[待[^\]]*\]\s*$")
-_HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
 _BOLD_KEY = re.compile(r"^\*\*(?P<key>[^*]+?)\*\*[ \t]*[:：]")
 
 
@@ -75,155 +75,6 @@ def next_experiment_id(names: list[str], deleted: set[str] = frozenset()) -> str
 def _exp_rel(k: Any, eid: str) -> str:
     folder = k.config.paths["experiments"].strip("/")
     return f"{eid}.md" if folder in ("", ".") else f"{folder}/{eid}.md"
-
-
-# -- one experiment file inside a session -------------------------------------------------
-
-
-class ExpEdit:
-    """An experiment file being edited: its document, sections, pending splices."""
-
-    def __init__(self, s: Session, eid: str) -> None:
-        from kb.render.document import Document
-        from kb.text import SourceText
-
-        self.s = s
-        row = find_experiment(s, eid)
-        self.id, self.rel = row.id, row.path
-        self.exp: Experiment = row.model()
-        self.old, self.old_blob = read_clean(s, self.rel, "experiment")
-        self.doc = Document.from_bytes(self.old, self.rel)
-        src = SourceText.from_text("\n".join(self.doc.lines) + "\n", self.rel)
-        # (name, 1-based heading line) of every `## ` section outside code
-        self.sections: list[tuple[str, int]] = []
-        for i, ln in enumerate(self.doc.lines):
-            if ln.startswith("## ") and not src.is_masked(i):
-                self.sections.append((ln[3:].strip(), i + 1))
-        self._masked = src
-
-    def section(self, name: str) -> tuple[int, int] | None:
-        """``(heading line, end)``: the section's body is lines ``(heading, end)`` (1-based, end exclusive)."""
-        for n, ln in self.sections:
-            if n == name:
-                end = len(self.doc.lines) + 1
-                for j in range(ln, len(self.doc.lines)):
-                    line = self.doc.lines[j]
-                    if (line.startswith("## ") or line.startswith("# ")) and not self._masked.is_masked(j):
-                        end = j + 1
-                        break
-                return ln, end
-        return None
-
-    def last_text_line(self, head: int, end: int) -> int:
-        """The last non-blank line of a section body, or the heading line."""
-        last = head
-        for n in range(head + 1, end):
-            if self.doc.lines[n - 1].strip():
-                last = n
-        return last
-
-    def placeholders(self, head: int, end: int) -> list[int]:
-        """Lines of a section body that are a ``[待…]`` placeholder (outside code)."""
-        return [n for n in range(head + 1, end)
-                if _PLACEHOLDER.match(self.doc.lines[n - 1]) and not self._masked.is_masked(n - 1)]
-
-    def write_into(self, name: str, lines: list[str], before: tuple[str, ...] = ()) -> str:
-        """Put ``lines`` into section ``name``: over its placeholder(s), else after its text.
-
-        A missing section is created before the first of ``before`` that exists
-        (else at the end). Returns what was done: ``filled``, ``appended`` or ``created``.
-        """
-        sec = self.section(name)
-        if sec is None:
-            at = next((ln for b in before for n, ln in self.sections if n == b), None)
-            block = [f"## {name}", "", *lines, ""]
-            if at is None:
-                at = len(self.doc.lines) + 1
-                if self.doc.lines and self.doc.lines[-1].strip():
-                    block.insert(0, "")
-                block.pop()
-            self.doc.insert(at, block)
-            return "created"
-        head, end = sec
-        ph = self.placeholders(head, end)
-        if ph:
-            for n in reversed(ph[1:]):
-                self.doc.delete(n)
-            self.doc.replace(ph[0], "\n".join(lines))
-            return "filled"
-        last = self.last_text_line(head, end)
-        add = ["", *lines]  # after the heading, or a new paragraph after the text
-        nxt = last + 1
-        if nxt <= len(self.doc.lines) and self.doc.lines[nxt - 1].strip():
-            add = [*add, ""]
-        self.doc.insert(nxt, add)
-        return "appended"
-
-    def set_header(self, key: str, value: str, after: tuple[str, ...] = ("Date", "Hypothesis")) -> None:
-        """Set the value of a header anchor (``**Status**``), or add it after ``after``.
-
-        The frontmatter's ``status:``, when there is one, follows ``**Status**``
-        (the two must agree: KB104).
-        """
-        if key == "Status" and isinstance(self.exp.frontmatter.get("status"), str):
-            self.doc.set_frontmatter("status", value)
-        ln = self.exp.anchor_lines.get(key)
-        if ln:
-            line = self.doc.lines[ln - 1]
-            m = re.match(r"^(\*\*[^*]+?\*\*[ \t]*[:：][ \t]*)", line)
-            self.doc.replace(ln, (m.group(1) if m else f"**{key}**: ") + value)
-            return
-        at = next((self.exp.anchor_lines[a] for a in after if a in self.exp.anchor_lines), self.exp.line)
-        self.doc.insert(at + 1, [f"**{key}**: {value}"])
-
-    def finish(self, expect_changes: dict[str, Any] | None = None) -> Experiment:
-        """Check (format guard, structure) and stage the new text; returns the new model.
-
-        The structure must stay the same — same ID, hypothesis, sections and
-        header anchors — apart from the fields in ``expect_changes``
-        (field -> new value) that the operation means to change.
-        """
-        from kb.parse import parse_file
-
-        new = self.doc.to_bytes()
-        res = parse_file(self.rel, new, self.s.kb.config, "experiment")
-        errors = [d for d in res.diagnostics if d.severity == "error"]
-        blob = self.s.tx.blob_id(new)
-        self.s.tx.known_errors[blob] = errors
-        if errors:
-            from kb.ops.transaction import FormatGuardError
-
-            raise FormatGuardError(f"the edit of {self.s.kb.prefix}{self.rel} would add format errors "
-                                   f"({errors[0].format()}); nothing was written", errors)
-        got = res.objects[0] if len(res.objects) == 1 else None
-        want = {"id": self.exp.id, "hypothesis": self.exp.hypothesis, "status": self.exp.status,
-                "conclusion": self.exp.conclusion, "date": self.exp.date}
-        want.update(expect_changes or {})
-        old_sections = [n for n, _ in self.sections]
-        bad = got is None or any(getattr(got, f) != v for f, v in want.items()) \
-            or [x for x in got.sections if x not in old_sections] != [] \
-            or [x for x in old_sections if x not in got.sections] != []
-        if bad:
-            raise RefusedError(f"the text would change the structure of {self.id} (its title, header "
-                               "anchors or sections: a heading, a code fence left open, or a bold "
-                               "anchor line in it?); nothing was written")
-        self.s.idx.put(self.rel, blob, res)
-        self.s.tx.write(self.rel, new)
-        return got  # type: ignore[return-value]
-
-
-def _text_lines(text: Any, what: str) -> list[str]:
-    """Free text for a section: one or more lines, none of them a heading."""
-    if not isinstance(text, str) or not text.strip():
-        raise UsageError(f"{what} is empty; give the text to write")
-    lines = [ln.rstrip("\r").rstrip() for ln in text.strip("\n").split("\n")]
-    while lines and not lines[-1]:
-        lines.pop()
-    for ln in lines:
-        if _HEADING.match(ln):
-            raise RefusedError(f"{what} holds a heading line ({ln.strip()!r}); headings would split "
-                               "the experiment's sections — write it without the leading '#'")
-    return lines
 
 
 # -- operations ---------------------------------------------------------------------------
@@ -278,9 +129,7 @@ def new_experiment(kb: Any, hid: str, action: str, goal: str | None = None, *,
             moved = HYPOTHESIS_STATUS.word("进行中", s.locale)
             s.tx.ids.append(h.id)
             changes.append(f"{h.id} → {moved}")
-        s.tx.summary = f"exp new {eid} for {h.id}: {_short(action)}"
-        from kb.ops.dashboard import stage_dashboard
-
+        s.tx.summary = f"exp new {eid} for {h.id}: {short(action)}"
         dash = stage_dashboard(s, {rel: exp}, experiment_rows=rows)
         if dash:
             changes.append(f"refreshed {k.prefix}{dash}")
@@ -292,16 +141,14 @@ def new_experiment(kb: Any, hid: str, action: str, goal: str | None = None, *,
 def log(kb: Any, eid: str, text: str, *, no_commit: bool = False, owner: str | None = None,
         expect: Any = None, on_wait: OnWait | None = None) -> OpResult:
     """Append ``text`` to ``## 执行记录`` (over its ``[待补充…]`` placeholder the first time)."""
-    lines = _text_lines(text, "the log text")
+    lines = text_lines(text, "the log text")
     with Session(kb, "exp.log", no_commit=no_commit, owner=owner, on_wait=on_wait) as s:
         e = ExpEdit(s, eid)
         s.tx.expect = expect_map(s.kb, expect, e.rel)
         how = e.write_into("执行记录", lines, before=("结果", "影响"))
         e.finish()
         s.tx.ids.append(e.id)
-        s.tx.summary = f"exp log {e.id}: {_short(lines[0])}"
-        from kb.ops.dashboard import stage_dashboard
-
+        s.tx.summary = f"exp log {e.id}: {short(lines[0])}"
         dash = stage_dashboard(s)
         changes = [f"{e.id} 执行记录: {how} ({s.kb.prefix}{e.rel})"]
         if dash:
@@ -311,6 +158,7 @@ def log(kb: Any, eid: str, text: str, *, no_commit: bool = False, owner: str | N
 
 
 def canonical_field(name: str) -> str:
+    """The canonical (zh) design field for a name of either language; UsageError otherwise."""
     n = (name or "").strip()
     if n in DESIGN_FIELDS:
         return n
@@ -366,9 +214,7 @@ def update_section(kb: Any, eid: str, section: str, text: str, *, no_commit: boo
                 e.doc.insert(at, [f"**{name}**: {value}"])
         e.finish()
         s.tx.ids.append(e.id)
-        s.tx.summary = f"exp update {e.id} {name}: {_short(value)}"
-        from kb.ops.dashboard import stage_dashboard
-
+        s.tx.summary = f"exp update {e.id} {name}: {short(value)}"
         dash = stage_dashboard(s)
         changes = [f"{e.id} {name}: {value}"]
         if dash:
@@ -378,6 +224,7 @@ def update_section(kb: Any, eid: str, section: str, text: str, *, no_commit: boo
 
 
 def canonical_conclusion(word: str) -> str:
+    """The canonical conclusion (支持 / 推翻 / …) for a word of either language; UsageError otherwise."""
     canon = CONCLUSION.canonical(word or "")
     if canon is None:
         raise UsageError(f"unknown conclusion {word!r}; accepted: {CONCLUSION.accepted()}")
@@ -439,8 +286,6 @@ def record_result(kb: Any, eid: str, data: str, conclusion: str, reason: str, *,
         arrow = "→" if target != h.status else "stays"
         changes.append(f"{h.id} {arrow} {tword} (Evidence: {', '.join(evidence)}){note}")
         s.tx.summary = f"exp result {e.id}: {word} ({h.id} {arrow} {tword})"
-        from kb.ops.dashboard import stage_dashboard
-
         dash = stage_dashboard(s, {e.rel: got})
         if dash:
             changes.append(f"refreshed {k.prefix}{dash}")

@@ -17,10 +17,7 @@ what ``--expect`` takes for the next edit of that file.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Union
-
-if TYPE_CHECKING:
-    from kb.ops.transaction import Transaction, TxResult
+from typing import Any, Callable, Mapping, Union
 
 OnWait = Callable[[str], None]
 Expect = Union[str, Mapping[str, str], None]
@@ -49,6 +46,19 @@ class WriteOptions:
         if expect:
             out["expect"] = self.expect
         return out
+
+
+@dataclass
+class TxResult:
+    """What a transaction did. ``commit`` is None with ``no_commit`` or no change;
+    ``blobs`` maps each written repository path to its new git blob id."""
+
+    op: str
+    ids: list[str]
+    paths: list[str]
+    commit: str | None
+    message: str
+    blobs: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -88,11 +98,10 @@ class OpResult:
         return self.changes
 
     @classmethod
-    def of(cls, tx: "Transaction", op: str | None = None, main_id: str | None = None,
+    def of(cls, tx: Any, op: str | None = None, main_id: str | None = None,
            changes: list[str] | None = None, details: dict[str, Any] | None = None) -> "OpResult":
-        """The result of the finished transaction ``tx`` (committed, or nothing changed)."""
-        from kb.ops.transaction import TxResult
-
+        """The result of the finished :class:`kb.ops.transaction.Transaction` ``tx``
+        (committed, or nothing changed)."""
         res = tx.result or TxResult(tx.op, list(tx.ids), [], None, "")
         return cls(op=op or res.op, id=main_id, ids=list(res.ids), paths=list(res.paths),
                    blobs=dict(res.blobs), commit=res.commit, changes=list(changes or []),
@@ -113,4 +122,4 @@ class OpResult:
         return data
 
 
-__all__ = ["OpResult", "WriteOptions", "OnWait", "Expect"]
+__all__ = ["OpResult", "TxResult", "WriteOptions", "OnWait", "Expect"]

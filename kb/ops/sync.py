@@ -62,9 +62,11 @@ class SyncResult:
 
     @property
     def ok(self) -> bool:
+        """Whether the sync ended with no conflict and no finding."""
         return not self.conflicts and not self.findings
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON object of ``kb sync --json``."""
         return {"upstream": self.upstream, "upstream_commit": self.upstream_commit,
                 "dry_run": self.dry_run, "fetched": self.fetched, "drivers": self.drivers,
                 "collisions": self.collisions, "renumbered": self.renumbered,
@@ -96,8 +98,6 @@ def resolve_upstream(top: Path, upstream: Optional[str], fetch: bool = True) -> 
     ref; None: the current branch's upstream (but the remote's default branch
     when that upstream is the branch's own pushed copy), else origin's default branch.
     """
-    from kb.hooks import _remote_default
-
     remotes = _remotes(top)
     name = upstream
     remote: Optional[str] = None
@@ -127,7 +127,7 @@ def resolve_upstream(top: Path, upstream: Optional[str], fetch: bool = True) -> 
         _fetch(top, remote)
         fetched = True
     if name == remote:
-        ref = _remote_default(top, remote)
+        ref = git.remote_default(top, remote)
         if ref is None:
             raise UsageError(f"cannot tell the default branch of {remote}; name it "
                              f"(`kb sync {remote}/main`)")
@@ -239,7 +239,7 @@ def _plan(k: Any, head: str, target: str, mb: Optional[str], name: str, res: Syn
 def _renumber_commit(k: Any, head: str, mb: Optional[str], p: Any, name: str, on_wait: Any) -> str:
     """The one renumber commit (see the module docstring for its guarantees)."""
     from kb.merge.renumber import rewrite
-    from kb.ops.transaction import acquire_write_lock, format_guard, _release
+    from kb.ops.transaction import acquire_write_lock, format_guard, release_write_lock
 
     rng = [mb, head] if mb else [git.EMPTY_TREE, head]
     changed = [k.rel(x) for x in git.split_z(git.run(
@@ -276,7 +276,7 @@ def _renumber_commit(k: Any, head: str, mb: Optional[str], p: Any, name: str, on
             raise ConflictError("HEAD moved while kb sync was committing; nothing was changed — "
                                "run it again")
     finally:
-        _release(lock)
+        release_write_lock(lock)
     return commit
 
 

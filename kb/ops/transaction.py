@@ -43,6 +43,8 @@ from typing import TYPE_CHECKING, Callable
 from kb import git
 from kb.errors import LockedError, RefusedError, StaleError
 from kb.ops import commit as commit_mod
+from kb.ops.git_state import finish_interrupted_release, git_ref_locks
+from kb.ops.result import TxResult
 from kb.repo import KnowledgeBase
 
 if TYPE_CHECKING:  # annotations only
@@ -50,19 +52,6 @@ if TYPE_CHECKING:  # annotations only
 
 LOCK_NAME = "kb-write.lock"
 JOURNAL_NAME = "kb-transaction.json"
-
-
-@dataclass
-class TxResult:
-    """What a transaction did. ``commit`` is None with ``no_commit`` or no change;
-    ``blobs`` maps each written repository path to its new git blob id."""
-
-    op: str
-    ids: list[str]
-    paths: list[str]
-    commit: str | None
-    message: str
-    blobs: dict[str, str] = field(default_factory=dict)
 
 
 class FormatGuardError(RefusedError):
@@ -119,7 +108,8 @@ def acquire_write_lock(common: Path, op: str, on_wait: Callable[[str], None] | N
     return lk
 
 
-def _release(lk: _Lock) -> None:
+def release_write_lock(lk: _Lock) -> None:
+    """Give back the write lock :func:`acquire_write_lock` took."""
     try:
         lk.info.unlink()
     except OSError:
@@ -427,11 +417,7 @@ class Transaction:
         try:
             self.recovered = recover(self.kb)
             _index_lock(self.kb)
-            from kb.ops.locks import git_ref_locks
-
             git_ref_locks(git.git_dir(self.kb.top), git.common_dir(self.kb.top))
-            from kb.ops.locks import finish_interrupted_release
-
             finish_interrupted_release(self.kb.top)  # a lock release killed before its index update
 
             from kb.merge.markers import refuse_in_progress
@@ -439,7 +425,7 @@ class Transaction:
             # Never write into a half-finished merge (issue: team work).
             refuse_in_progress(self.kb.top)
         except BaseException:
-            _release(self._lock)
+            release_write_lock(self._lock)
             raise
         return self
 
@@ -448,10 +434,11 @@ class Transaction:
             if exc_type is None:
                 self.result = self._commit()
         finally:
-            _release(self._lock)  # type: ignore[arg-type]
+            release_write_lock(self._lock)  # type: ignore[arg-type]
 
     # -- building ---------------------------------------------------------------
     def path(self, rel: str) -> Path:
+        """The absolute path of the KB path ``rel``."""
         return self.kb.root / rel
 
     def read(self, rel: str) -> bytes | None:
@@ -589,6 +576,7 @@ class Transaction:
                                "tree: kb neither reads nor writes through it — nothing was written")
 
     def read_disk(self, rel: str) -> bytes | None:
+        """The bytes of ``rel`` on disk (None when absent), ignoring pending writes."""
         self._inside(rel)
         try:
             return self.path(rel).read_bytes()
@@ -623,5 +611,5 @@ def wait_message_printer(echo: Callable[[str], None]) -> Callable[[str], None]:
     return cb
 
 
-__all__ = ["Transaction", "TxResult", "FormatGuardError", "recover", "format_guard",
-           "wait_message_printer"]
+__all__ = ["Transaction", "FormatGuardError", "recover", "format_guard", "acquire_write_lock",
+           "release_write_lock", "remove_index_litter", "wait_message_printer"]

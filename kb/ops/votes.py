@@ -11,7 +11,7 @@ import json
 from typing import Iterable
 
 from kb.errors import UsageError
-from kb.ops.cards import read_text_arg
+from kb.ops.card_input import read_text_arg
 
 
 def parse_votes(values: Iterable[str]) -> list[tuple[str, str]]:

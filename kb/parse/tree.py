@@ -29,6 +29,9 @@ _ANCHOR = re.compile(
     r"^(?P<b1>\*\*)?(?P<key>[A-Za-z][A-Za-z ]*?|[\u4e00-\u9fff]+)(?P<b2>\*\*)?[ \t]*"
     r"(?P<colon>[:：])[ \t]*(?P<b3>\*\*)?[ \t]*(?P<value>.*?)[ \t]*$"
 )
+#: An anchor line (``Status: 待验``, ``**状态**：…``) with its parts as groups;
+#: the splice helpers of kb.render.tree edit lines through it.
+ANCHOR_LINE = _ANCHOR
 # More than six `#` is not a Markdown heading, but a hypothesis at depth 6 or
 # deeper needs it (DESIGN.md §2.1: "and so on"); kb reads it in tree.md.
 _ATX = re.compile(r"^(#+)[ \t]+(.*?)[ \t]*$")

@@ -22,10 +22,12 @@ MAX_CHARS = 50_000
 LABEL_CHARS = 60
 DEFAULT_NEXT_STEPS = ["", "- (write the next steps here; `kb dashboard` keeps this section as it is)"]
 
-_CLASSES = {
+#: Mermaid class of each hypothesis status (the dashboard and the review graph).
+STATUS_CLASSES = {
     "待验": "untested", "进行中": "inprogress", "被支持": "supported", "被推翻": "refuted",
 }
-_STYLE = [
+#: The classDef lines of those classes.
+CLASS_STYLES = [
     "classDef untested fill:#f5f5f5,stroke:#999,color:#333",
     "classDef inprogress fill:#fff4cc,stroke:#d4a000,color:#333",
     "classDef supported fill:#d9f2d9,stroke:#2e8b2e,color:#333",
@@ -87,7 +89,7 @@ def mermaid(hypotheses: Sequence[Hypothesis], locale: str = "zh") -> tuple[list[
             edge_depth[i] = max(depth_of[i], h.parent.count(".") + 1)
             if edge_depth[i] <= max_depth:
                 edges_at[edge_depth[i]].append(i)
-    styles = ["  " + s for s in _STYLE]
+    styles = ["  " + s for s in CLASS_STYLES]
     chars = sum(len(x) + 1 for x in ["```mermaid", "graph TD", *styles, "```"])
     n_edges = 0
     node_line: dict[int, str] = {}
@@ -96,7 +98,7 @@ def mermaid(hypotheses: Sequence[Hypothesis], locale: str = "zh") -> tuple[list[
     for depth in range(1, max_depth + 1):
         for i in nodes_at[depth]:
             h = hypotheses[i]
-            node_line[i] = f'  {_node(h.id)}["{_label(h, locale)}"]:::{_CLASSES.get(h.status, "unknown")}'
+            node_line[i] = f'  {_node(h.id)}["{_label(h, locale)}"]:::{STATUS_CLASSES.get(h.status, "unknown")}'
             chars += len(node_line[i]) + 1
         for i in edges_at[depth]:
             h = hypotheses[i]

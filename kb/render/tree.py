@@ -50,9 +50,9 @@ def render_tree(hypotheses: Iterable[Hypothesis], title: str = "Hypothesis Tree"
 # colon, the spacing before the value), so an edit touches only its own bytes.
 
 def _anchor_match(line: str):  # noqa: ANN202 - re.Match
-    from kb.parse.tree import _ANCHOR
+    from kb.parse.tree import ANCHOR_LINE
 
-    return _ANCHOR.match(line)
+    return ANCHOR_LINE.match(line)
 
 
 def set_anchor_value(line: str, value: str) -> str:

@@ -79,3 +79,17 @@ def reverse_dependencies(depends: Mapping[str, Iterable[str]]) -> dict[str, list
             if d in out:
                 out[d].add(qid)
     return {q: sorted(v, key=natural_key) for q, v in out.items()}
+
+
+def object_settled(obj: Any) -> bool:
+    """:func:`is_settled` of a card object (a model or anything with ``kind``,
+    ``status``, ``probability``, ``priority`` attributes)."""
+    return is_settled(getattr(obj, "kind", None), getattr(obj, "status", None),
+                      getattr(obj, "probability", None), getattr(obj, "priority", None))
+
+
+def object_final(obj: Any) -> bool:
+    """:func:`is_final` of a card object: settled by verification (a problem
+    已解决, a proposition at 0 or 1), so its record is final."""
+    return is_final(getattr(obj, "kind", None), getattr(obj, "status", None),
+                    getattr(obj, "probability", None))

@@ -419,7 +419,7 @@ def _verdicts(ctx: _Ctx) -> list[dict[str, Any]]:
              and p.endswith(".json")}
     if not added:
         return []
-    from kb.ops.verdict import parse_record  # only then: it imports the card writers
+    from kb.research.verdict import parse_record  # only then: it imports the card writers
 
     data = ctx.s.read(list(added.values()))
     out = []

@@ -320,7 +320,7 @@ def _entry(c: CommitInfo, oid: str, prev: Optional[dict[str, Any]], state: Optio
 
 def _verdict(k: KnowledgeBase, c: CommitInfo) -> list[dict[str, Any]]:
     """The verification records a verdict commit added: {path, r, verdict, mode, votes}."""
-    from kb.ops.verdict import parse_record
+    from kb.research.verdict import parse_record
     from kb.review.sides import records_dir
 
     folder = k.repo_path(records_dir(k) + "/")

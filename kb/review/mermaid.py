@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from kb.render.dashboard import MAX_CHARS, MAX_EDGES, _CLASSES, _STYLE, mermaid_text
+from kb.render.dashboard import CLASS_STYLES as _STYLE, MAX_CHARS, MAX_EDGES, STATUS_CLASSES as _CLASSES, mermaid_text
 from kb.vocab import HYPOTHESIS_STATUS
 
 LABEL_CHARS = 60

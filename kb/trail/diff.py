@@ -42,7 +42,7 @@ def graph_at(kb: Any, rev: str) -> Graph:
 
 def range_changes(kb: Any, base: str, head: str = "HEAD") -> dict[str, Any]:
     """The nodes ``base..head`` added or closed (see the module docstring)."""
-    from kb.ops.tree import resolve_kb
+    from kb.repo import resolve_kb
     from kb.trail.views import short
 
     k = resolve_kb(kb)

@@ -149,7 +149,7 @@ def _iso(epoch: int) -> str:
 
 
 def _resolve_kb(kb: Any) -> Any:
-    from kb.ops.tree import resolve_kb
+    from kb.repo import resolve_kb
 
     return resolve_kb(kb)
 

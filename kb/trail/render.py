@@ -151,7 +151,7 @@ def render_kb(kb: Any, *, no_commit: bool = False, on_wait: Any = None) -> Any:
     """
     from kb.ops.result import OpResult
     from kb.ops.transaction import Transaction
-    from kb.ops.tree import resolve_kb
+    from kb.repo import resolve_kb
     from kb.trail.replay import load
 
     k = resolve_kb(kb)

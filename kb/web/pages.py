@@ -2,9 +2,9 @@
 
 Every builder reads through the same library calls as the ``--json``
 commands: ``Index.extract`` / ``objects`` (``kb ls``),
-:func:`kb.api.show_object` on the commit's index (``kb show``), :func:`kb.ops.research.card_view`
-and :func:`kb.ops.research.brief_of` (``kb brief``),
-:func:`kb.ops.verdict.parse_record` and :func:`~kb.ops.verdict.verifier_accuracy`
+:func:`kb.api.show_object` on the commit's index (``kb show``), :func:`kb.research.cardview.card_view`
+and :func:`kb.views.brief.brief_of` (``kb brief``),
+:func:`kb.research.verdict.parse_record` and :func:`~kb.research.verdict.verifier_accuracy`
 (``kb verifiers``), :func:`kb.locks.read_locks` (``kb lock status``). The
 templates only lay the data out; they escape every string (Jinja2 autoescape).
 """
@@ -179,7 +179,8 @@ def object_page(view: RevView, obj_id: str,
 
 
 def _records(view: RevView) -> list[Any]:
-    from kb.ops.verdict import parse_record, record_order, records_dir
+    from kb.research.verdict import parse_record, record_order
+    from kb.views.verification import records_dir
 
     folder = records_dir(view.kb)
     out = [r for r in (parse_record(p, data) for p, data in view.json_files(folder)) if r]
@@ -190,15 +191,16 @@ def _records(view: RevView) -> list[Any]:
 def board_page(view: RevView) -> dict[str, Any]:
     """The Vibe Math board: ``kb brief``'s data plus what the brief leaves out.
 
-    Keys: ``brief`` (:func:`kb.ops.research.brief_of`), ``problems`` grouped by
+    Keys: ``brief`` (:func:`kb.views.brief.brief_of`), ``problems`` grouped by
     state (each sorted by priority, ``never`` last), ``graph`` (the dependency
     graph, :func:`kb.web.graph.layout`), ``categories`` (category -> propositions
     with probability), ``methods`` (forest of the 父方法 / 子方法 hierarchy),
     ``verified`` cards, ``records`` (votes, mode, transcript) and ``accuracy``.
     """
-    from kb.ops.cards import natural_key
-    from kb.ops.research import brief_of, card_view
-    from kb.ops.verdict import verifier_accuracy
+    from kb.research.dependencies import natural_key
+    from kb.research.cardview import card_view
+    from kb.views.brief import brief_of
+    from kb.research.verdict import verifier_accuracy
     from kb.web.graph import layout
 
     cv = card_view(view)
@@ -257,7 +259,7 @@ def _record_dict(r: Any) -> dict[str, Any]:
 def _method_forest(methods: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Methods as a forest: roots are methods with no known 父方法; ``children`` from
     both sides (a parent's 子方法 and a child's 父方法), each method once."""
-    from kb.ops.cards import natural_key
+    from kb.research.dependencies import natural_key
 
     kids: dict[str, set[str]] = {m: set() for m in methods}
     has_parent: set[str] = set()

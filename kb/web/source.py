@@ -12,7 +12,7 @@ commit's tree through the index cache, keyed by blob id::
 :class:`RevView` is a :class:`kb.index.Index` whose "current files" are the
 commit's (a connection-local temporary table) instead of the indexed working
 tree, so kb's own readers (:func:`kb.api.show_object`,
-:func:`kb.ops.research.card_view`, ``Index.extract``) run on it unchanged.
+:func:`kb.research.cardview.card_view`, ``Index.extract``) run on it unchanged.
 Parsing a commit's files fills the same cache ``kb index`` uses (a cache,
 never the KB); nothing in the repository is written.
 

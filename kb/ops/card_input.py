@@ -1,0 +1,86 @@
+"""Input checks of the card commands: new IDs, one-line fields, long texts.
+
+Each function returns the cleaned value or raises :class:`kb.errors.UsageError`
+(exit 2) naming the accepted form; nothing has been written at that point.
+Probabilities and priorities are checked by :mod:`kb.research.values`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from kb.errors import UsageError
+from kb.text import control_char, unsafe_id_reason
+
+#: Characters a new ID or category folder may not hold (VIBEMATH-V3.md safe IDs).
+UNSAFE_NEW = re.compile(r'[\\/:*?"<>|#｜,\[\]{}\s\x00-\x1f\x7f]')
+
+
+def check_new_id(value: str, what: str = "ID") -> str:
+    """Refuse an ID kb would not create (VIBEMATH-V3.md safe IDs, refused rather than rewritten).
+
+    Besides :func:`unsafe_id_reason`: none of ``\\ / : * ? " < > | # ｜ , [ ] { }``
+    nor white space, no leading or trailing ``.`` or ``-``, at most 80 characters.
+    """
+    v = value if isinstance(value, str) else ""
+    why = unsafe_id_reason(v)
+    if why is None:
+        bad = UNSAFE_NEW.search(v)
+        if bad:
+            why = f"holds {bad.group()!r}"
+        elif v[0] in ".-" or v[-1] in ".-":
+            why = "starts or ends with '.' or '-'"
+        elif len(v) > 80:
+            why = "is longer than 80 characters"
+    if why:
+        raise UsageError(f"{what} {value!r} {why}; use letters, digits, CJK, '_' and inner '-' or "
+                        "'.' (e.g. q1, p-3f2a9c01)")
+    return v
+
+
+def check_line(value: str | None, what: str, *, required: bool = True) -> str:
+    """A one-line field (title, plan, name): no newline, not empty when required."""
+    v = (value or "").strip()
+    if required and not v:
+        raise UsageError(f"{what} is empty; give a non-empty one-line text")
+    if "\n" in v or "\r" in v:
+        raise UsageError(f"{what} holds a line break; give a single line")
+    bad = control_char(v)
+    if bad:
+        raise UsageError(f"{what} holds the control or invisible character {bad}; remove it")
+    return v
+
+
+def read_text_arg(text: str | None, text_file: str | Path | None, what: str = "text",
+                  required: bool = True) -> str:
+    """The text of ``--text`` or ``--text-file`` (UTF-8; ``-`` is not special)."""
+    if text is not None and text_file is not None:
+        raise UsageError(f"give either the {what} or a file holding it, not both")
+    if text_file is not None:
+        p = Path(text_file)
+        try:
+            data = p.read_bytes()
+        except FileNotFoundError:
+            raise UsageError(f"text file {str(text_file)!r} does not exist; give an existing "
+                            "UTF-8 file") from None
+        except OSError as exc:
+            raise UsageError(f"cannot read text file {str(text_file)!r}: {exc.strerror}") from None
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise UsageError(f"text file {str(text_file)!r} is not UTF-8; re-save it as UTF-8") from None
+    out = (text or "").replace("\r\n", "\n").replace("\r", "\n").strip("\n")
+    out = "\n".join(ln.rstrip() for ln in out.split("\n")).strip("\n")
+    if required and not out.strip():
+        raise UsageError(f"the {what} is empty; give it with --text or --text-file")
+    return out
+
+
+def title_from(statement: str) -> str:
+    """A card title from its statement: the first line, cut to 60 characters."""
+    first = statement.strip().split("\n", 1)[0].strip()
+    return first if len(first) <= 60 else first[:59] + "…"
+
+
+__all__ = ["UNSAFE_NEW", "check_new_id", "check_line", "read_text_arg", "title_from"]

@@ -1,0 +1,171 @@
+"""Hypothesis and experiment IDs: the ones ever used (git history) and the next one.
+
+ID allocation (DESIGN.md §4 "IDs never reused"): a new ID is one more than the
+largest of its siblings among the IDs in the current tree *and* the IDs
+named in the ``Kb-Id:`` trailers of the commits that touched ``tree.md``
+(``git log --format=%(trailers:key=Kb-Id,valueonly) -- tree.md``), so an ID
+that kb ever wrote is never handed out again even after its block was
+removed. An ID that only ever existed in a hand-made commit and was deleted
+again is not seen (a scan of every past version of ``tree.md`` would cost
+seconds on a long history; ``kb verify``'s history rule catches such a
+reuse). The scan is cached in ``.kb/history-ids.json`` and extended
+incrementally from the cached commit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+from kb import git
+from kb.errors import RefusedError
+from kb.repo import KnowledgeBase
+
+
+def history_ids(k: KnowledgeBase) -> tuple[set[str], set[str]]:
+    """``(trailer IDs, deleted experiment stems)`` (see :func:`history_ids_with_head`)."""
+    ids, deleted, _ = history_ids_with_head(k)
+    return ids, deleted
+
+
+def _cache_file(k: KnowledgeBase) -> Path:
+    return k.root / ".kb" / "history-ids.json"
+
+
+def _history_key(k: KnowledgeBase) -> str:
+    tree_path = k.repo_path(k.config.paths["tree"])
+    return f"{tree_path}\0{_exp_pathspec(k)}"
+
+
+def _exp_pathspec(k: KnowledgeBase) -> str:
+    exp_dir = k.config.paths["experiments"].strip("/")
+    return k.repo_path(exp_dir + "/") if exp_dir not in ("", ".") else (k.prefix or ".")
+
+
+_CACHE_HEADS = 16  # commits remembered (a reset or a branch switch still hits)
+
+
+def _write_cache(k: KnowledgeBase, head: str, ids: Iterable[str], deleted: Iterable[str]) -> None:
+    cache = _read_cache(k) or {"key": _history_key(k), "heads": {}}
+    heads = {h: v for h, v in cache["heads"].items() if h != head}
+    heads[head] = {"ids": sorted(set(ids)), "deleted": sorted(set(deleted))}
+    heads = dict(list(heads.items())[-_CACHE_HEADS:])
+    cache_file = _cache_file(k)
+    try:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache_file.with_name(f"history-ids.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": _history_key(k), "heads": heads}), encoding="utf-8")
+        tmp.replace(cache_file)
+    except OSError:
+        pass
+
+
+def _read_cache(k: KnowledgeBase) -> dict[str, Any] | None:
+    try:
+        cache = json.loads(_cache_file(k).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(cache, dict) and cache.get("key") == _history_key(k) \
+            and isinstance(cache.get("heads"), dict):
+        return cache
+    return None
+
+
+def note_commit(k: KnowledgeBase, parent: str, commit: str, ids: Iterable[str]) -> None:
+    """Extend the history cache by kb's own commit (its Kb-Id values when it touched the tree)."""
+    cache = _read_cache(k)
+    if cache is None or parent not in cache["heads"]:
+        return
+    old = cache["heads"][parent]
+    _write_cache(k, commit, [*old.get("ids", []), *ids], old.get("deleted", []))
+
+
+def history_ids_with_head(k: KnowledgeBase) -> tuple[set[str], set[str], str | None]:
+    """``(trailer IDs, deleted experiment stems, HEAD)`` from the history of HEAD.
+
+    The first set holds every ``Kb-Id:`` value of the commits that touched
+    ``tree.md``; the second the names (without ``.md``) of every file ever
+    deleted from the experiments folder; the third the HEAD they were read at.
+    Cached in ``.kb/history-ids.json`` for the last few commits seen, and
+    extended incrementally from a cached commit that is an ancestor of HEAD.
+    """
+    head = git.rev_parse("HEAD", k.top)
+    if head is None:
+        return set(), set(), None
+    ids: set[str] = set()
+    deleted: set[str] = set()
+    rev = head
+    cache = _read_cache(k)
+    if cache is not None:
+        hit = cache["heads"].get(head)
+        if hit is not None:
+            return set(hit.get("ids", [])), set(hit.get("deleted", [])), head
+        for base in reversed(list(cache["heads"])):
+            anc = git.run(["merge-base", "--is-ancestor", base, head], k.top, check=False)
+            if anc.returncode == 0:
+                ids = set(cache["heads"][base].get("ids", []))
+                deleted = set(cache["heads"][base].get("deleted", []))
+                rev = f"{base}..{head}"
+                break
+    tree_path = k.repo_path(k.config.paths["tree"])
+    out = git.out(["log", "--format=%(trailers:key=Kb-Id,valueonly)", rev, "--", tree_path], k.top)
+    ids.update(out.split())
+    out = git.out(["log", "--no-renames", "--diff-filter=D", "--name-only", "--format=", rev,
+                   "--", _exp_pathspec(k)], k.top)
+    for p in out.splitlines():
+        name = p.rsplit("/", 1)[-1]
+        if name.endswith(".md"):
+            deleted.add(name[:-3])
+    _write_cache(k, head, ids, deleted)
+    return ids, deleted, head
+
+
+#: A line that may carry an ID kb does not read as a declaration: a heading, a
+#: table row, or a list item starting in bold.
+_CARRIER = re.compile(r"^(?:#{1,6}[ \t]|[ \t]*\||[ \t]*[-*+][ \t]+\*\*)")
+_ANY_ID = re.compile(r"(?<![\w.])H[0-9]+(?:\.[0-9]+)*(?![\w])")
+
+
+def ids_in_headings(lines: Iterable[str]) -> set[str]:
+    """Every hypothesis-shaped ID on a heading, table row or bold list item of
+    the tree, read or not (``## **H5** …``, ``| H6 | … |``): a new hypothesis
+    never takes an ID the file already shows somewhere a reader would see it as
+    one, even where kb's parser does not. Fenced code blocks are skipped."""
+    out: set[str] = set()
+    fence = ""
+    for line in lines:
+        bare = line.lstrip(" ")
+        if bare.startswith(("```", "~~~")):
+            mark = bare[:3]
+            if not fence:
+                fence = mark
+            elif mark == fence:
+                fence = ""
+            continue
+        if not fence and _CARRIER.match(line):
+            out.update(_ANY_ID.findall(line))
+    return out
+
+
+def next_hypothesis_id(k: KnowledgeBase, existing: Iterable[str], parent: str | None,
+                       history: Iterable[str] = ()) -> str:
+    """``H<max+1>`` (top level) or ``<parent>.<max+1>`` over ``existing`` and ``history``."""
+    if k.config.custom_grammar:
+        raise RefusedError("kb numbers new hypotheses as H<n>(.<n>)* only, and this KB sets its "
+                           "own [kb] id_grammar in kb.toml; add the hypothesis to tree.md by hand")
+    pat = re.compile((re.escape(parent) + r"\.") if parent else "H")
+    nums = [0]
+    for i in (*existing, *history):
+        m = pat.match(i)
+        if m and i[m.end():].isdigit():
+            nums.append(int(i[m.end():]))
+    n = max(nums) + 1
+    return f"{parent}.{n}" if parent else f"H{n}"
+
+
+
+__all__ = ["history_ids", "history_ids_with_head", "note_commit", "ids_in_headings",
+           "next_hypothesis_id"]

@@ -1,0 +1,229 @@
+"""Claim, renew and steal file locks; take and give back the project lock (``kb lock``,
+``kb project lock|unlock``; DESIGN.md §5).
+
+Claims, renewals and steals never touch the index or the working tree: they
+make a lock commit and compare-and-swap one ref per path (all the paths of
+one command in one ref transaction, or one ``git push --atomic``), so they
+need no machine-wide lock. Each returns an :class:`kb.ops.lock_common.AcquireResult`
+(``project_unlock`` a :class:`kb.ops.lock_common.ReleaseResult`). A lock held by
+someone else raises :class:`kb.locks.LockHeld` (exit 1, kind ``locked``),
+renewing a free one :class:`kb.locks.NotLocked`, losing every compare-and-swap
+try :class:`kb.errors.ConflictError`, a bad TTL or owner :class:`kb.errors.UsageError`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kb import git
+from kb.errors import ConflictError
+from kb.locks import (
+    PROJECT_REF, Lock, LockHeld, NotLocked, Settings, check_remote, clock, fetch_locks, lock_message,
+    make_lock_commit, push, read_locks, ref_transaction, resolve_owner, validate_text, worktree_blob,
+)
+from kb.ops.git_state import current_branch
+from kb.ops.lock_common import (
+    ATTEMPTS, PROJECT_TARGET, Acquired, AcquireResult, LockTarget, ReleaseResult, file_targets,
+    lease_seconds, lock_settings, refuse_held,
+)
+from kb.repo import KnowledgeBase
+
+
+def _decide(mode: str, t: LockTarget, cur: Lock | None, owner: str, s: Settings, now: int,
+            ) -> tuple[str, Lock | None]:
+    """What to do with one target: ``new`` / ``expired`` / ``renewed`` / ``stolen``.
+    Raises the refusal."""
+    if cur is None:
+        if mode == "renew":
+            raise NotLocked(f"{t.path or 'the project lock'} is not locked; nothing to renew "
+                            "(claim it instead)")
+        return "new", None
+    if cur.owner == owner and cur.readable:
+        return "renewed", cur
+    if mode == "renew":
+        raise LockHeld(f"{cur.label} is locked by {cur.describe(now, s.grace)}, not by {owner}; "
+                       "only the holder renews", cur)
+    if cur.expired(now, s.grace):
+        return ("stolen" if mode == "steal" else "expired"), cur
+    if mode == "steal":
+        if owner in s.leads:
+            return "stolen", cur
+        raise LockHeld(f"{cur.label} is locked by {cur.describe(now, s.grace)}; stealing needs "
+                       "the lease to be over (grace included) or an owner listed in [locks] leads "
+                       "of kb.toml — nothing was changed", cur)
+    raise refuse_held(cur, now, s.grace)
+
+
+def _acquire(kb: KnowledgeBase, targets: list[LockTarget], owner: str, mode: str, ttl: int,
+             remote: str | None, reason: str | None = None) -> AcquireResult:
+    top = kb.top
+    s = lock_settings(kb)
+    refs = [t.ref for t in targets]
+    # With a remote the first try is optimistic (push "create if absent"); the
+    # remote's answer, fetched on rejection, decides the next tries.
+    known: dict[str, Lock | None] | None = None
+    last_error = ""
+    if remote and mode == "claim":
+        known = {r: None for r in refs}
+    for _attempt in range(ATTEMPTS):
+        now = clock()
+        if known is None:
+            if remote:
+                fetch_locks(top, remote)
+            cur = read_locks(top, refs)
+            known = {r: cur.get(r) for r in refs}
+        plan: list[tuple[LockTarget, str, Lock | None]] = []
+        refusals: list[Exception] = []
+        for t in targets:
+            try:
+                how, prev = _decide(mode, t, known[t.ref], owner, s, now)
+                plan.append((t, how, prev))
+            except (LockHeld, NotLocked) as exc:
+                refusals.append(exc)
+        if refusals:
+            if len(refusals) == 1:
+                raise refusals[0]
+            msg = "; ".join(str(e).replace("; nothing was changed", "").replace(
+                " — nothing was changed", "") for e in refusals) + "; nothing was changed"
+            first = refusals[0]
+            if isinstance(first, LockHeld):
+                raise LockHeld(msg, first.lock)
+            raise NotLocked(msg)
+        expires = now + ttl
+        made: list[Acquired] = []
+        for t, how, prev in plan:
+            blob = worktree_blob(top, t.path) if t.scope == "file" and t.path else None
+            msg = lock_message(scope=t.scope, path=t.path, owner=owner, now=now, expires=expires,
+                               blob=blob, previous=prev.commit if prev else None,
+                               how=how if prev else None,
+                               reason=reason if how == "stolen" else None)
+            commit = make_lock_commit(top, msg, owner, now)
+            made.append(Acquired(t.ref, t.scope, t.path, commit, owner, expires, how, prev))
+        if remote:
+            res = push(top, remote, [f"{a.commit}:{a.ref}" for a in made],
+                       {a.ref: (a.previous.commit if a.previous else None) for a in made},
+                       atomic=True)
+            if not res.ok:
+                last = "; ".join(f"{r}: {x[1]}" for r, x in res.refs.items() if x[0] == "!")
+                last_error = f"{last} {res.message}".strip()
+                known = None
+                continue
+            ok, _ = ref_transaction(top, [("update", a.ref, a.commit, None) for a in made],
+                                    f"kb lock {mode} (mirror of {remote})")
+        else:
+            ops: list[tuple] = [("update", a.ref, a.commit, a.previous.commit) if a.previous
+                                else ("create", a.ref, a.commit) for a in made]
+            ok, _ = ref_transaction(top, ops, f"kb lock {mode} by {owner}")
+            if not ok:
+                known = None
+                continue
+        result = AcquireResult(owner=owner, now=now, locks=made, remote=remote)
+        if remote:
+            result.branch, result.behind = _remote_behind(top, remote)
+        return result
+    raise ConflictError(f"could not {mode} after {ATTEMPTS} tries: the locks kept changing "
+                       f"under contention; try again {('(' + last_error + ')') if last_error else ''}"
+                       .strip())
+
+
+def _remote_behind(top: Path, remote: str) -> tuple[str | None, int | None]:
+    """Fetch the current branch from ``remote``; how many commits HEAD lacks."""
+    branch = current_branch(top)
+    if branch is None:
+        return None, None
+    name = branch[len("refs/heads/"):]
+    proc = git.run(["fetch", "--no-tags", "--quiet", "--no-write-fetch-head", remote,
+                    f"+{branch}:refs/remotes/{remote}/{name}"], top, check=False, write=True)
+    if proc.returncode != 0:
+        return branch, None
+    if git.rev_parse("HEAD", top) is None:
+        return branch, None
+    n = git.out(["rev-list", "--count", f"HEAD..refs/remotes/{remote}/{name}"], top)
+    return branch, int(n or 0)
+
+
+def claim(kb: KnowledgeBase, paths: list[str], owner: str | None = None,
+          ttl: str | int | None = None, remote: str | None = None,
+          cwd: Path | None = None) -> AcquireResult:
+    """Lock ``paths`` for ``owner`` (all or none). Refused with the holder's name and
+    remaining lease when someone else holds one; an expired lease is taken over by
+    compare-and-swap; the caller's own lease is extended."""
+    owner = resolve_owner(kb.top, owner)
+    ttl_s = lease_seconds(kb, ttl)
+    if remote:
+        check_remote(kb.top, remote)
+    return _acquire(kb, file_targets(kb, paths, cwd), owner, "claim", ttl_s, remote)
+
+
+def renew(kb: KnowledgeBase, paths: list[str], owner: str | None = None,
+          ttl: str | int | None = None, remote: str | None = None,
+          cwd: Path | None = None) -> AcquireResult:
+    """Extend the caller's own leases on ``paths`` (holder only, compare-and-swap)."""
+    owner = resolve_owner(kb.top, owner)
+    ttl_s = lease_seconds(kb, ttl)
+    if remote:
+        check_remote(kb.top, remote)
+    return _acquire(kb, file_targets(kb, paths, cwd), owner, "renew", ttl_s, remote)
+
+
+def steal(kb: KnowledgeBase, paths: list[str], reason: str, owner: str | None = None,
+          ttl: str | int | None = None, remote: str | None = None,
+          cwd: Path | None = None) -> AcquireResult:
+    """Take ``paths`` over: allowed once the lease is over (grace included), at any
+    time for an owner listed in ``[locks] leads``. The reason is recorded."""
+    owner = resolve_owner(kb.top, owner)
+    reason = validate_text(reason, "the reason")
+    ttl_s = lease_seconds(kb, ttl)
+    if remote:
+        check_remote(kb.top, remote)
+    return _acquire(kb, file_targets(kb, paths, cwd), owner, "steal", ttl_s, remote, reason)
+
+
+def project_lock(kb: KnowledgeBase, owner: str | None = None, ttl: str | int | None = None,
+                 remote: str | None = None, steal_reason: str | None = None) -> AcquireResult:
+    """Take (or, for the holder, renew) the project-wide lease ``refs/kb/project-lock``.
+    ``steal_reason`` overrides another session's lease under the steal rules."""
+    owner = resolve_owner(kb.top, owner)
+    ttl_s = lease_seconds(kb, ttl)
+    if remote:
+        check_remote(kb.top, remote)
+    if steal_reason is not None:
+        reason = validate_text(steal_reason, "the reason")
+        return _acquire(kb, [PROJECT_TARGET], owner, "steal", ttl_s, remote, reason)
+    return _acquire(kb, [PROJECT_TARGET], owner, "claim", ttl_s, remote)
+
+
+def project_unlock(kb: KnowledgeBase, owner: str | None = None,
+                   remote: str | None = None) -> ReleaseResult:
+    """Give the project lease back (holder only)."""
+    owner = resolve_owner(kb.top, owner)
+    if remote:
+        check_remote(kb.top, remote)
+    top = kb.top
+    s = lock_settings(kb)
+    for _attempt in range(ATTEMPTS):
+        if remote:
+            fetch_locks(top, remote)
+        cur = read_locks(top, [PROJECT_REF]).get(PROJECT_REF)
+        now = clock()
+        if cur is None:
+            raise NotLocked("the project is not locked; nothing to unlock")
+        if cur.owner != owner:
+            raise LockHeld(f"the project lock is held by {cur.describe(now, s.grace)}, not by "
+                           f"{owner}; nothing was changed", cur)
+        if remote:
+            res = push(top, remote, [f":{PROJECT_REF}"], {PROJECT_REF: cur.commit}, atomic=True)
+            if not res.ok:
+                continue
+            ref_transaction(top, [("delete", PROJECT_REF, None)], "kb project unlock (mirror)")
+        else:
+            ok, _ = ref_transaction(top, [("delete", PROJECT_REF, cur.commit)], "kb project unlock")
+            if not ok:
+                continue
+        return ReleaseResult(owner=owner, released=["project"], committed=[], commit=None,
+                             branch=None, lock_commits=[cur.commit], remote=remote)
+    raise ConflictError("could not unlock: the project lock kept changing; try again")
+
+
+
+__all__ = ["claim", "renew", "steal", "project_lock", "project_unlock"]

@@ -1,0 +1,47 @@
+"""``kb priority adjust``: recompute priorities with one of the Vibe Math modes.
+
+The formulas are :func:`kb.research.priority.priority_targets`; one commit
+(or, with ``dry_run``, only the planned edits). Raises
+:class:`kb.errors.UsageError` for an unknown mode.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Union
+
+from kb.errors import UsageError
+from kb.ops.result import OpResult
+from kb.ops.workspace import Workspace, run_op
+from kb.repo import KnowledgeBase
+from kb.research.cardview import card_view
+from kb.research.priority import PRIORITY_MODES, priority_targets
+from kb.views.brief import load_view
+
+
+def priority_adjust(kb: Union[KnowledgeBase, str, Path, None] = None, mode: str = "",
+                    *, dry_run: bool = False, no_commit: bool = False, owner: str | None = None,
+                    on_wait: Callable[[str], None] | None = None) -> OpResult:
+    """Recompute priorities with one of :data:`PRIORITY_MODES` (one commit)."""
+    if mode not in PRIORITY_MODES:
+        raise UsageError(f"mode {mode!r} is not valid; use one of: {', '.join(PRIORITY_MODES)}")
+    if dry_run:
+        _k, view = load_view(kb)
+        ch = priority_targets(view, mode)
+        return OpResult.dry("priority.adjust", [f"{i}: 优先级 {o} → {n}" for i, _k2, o, n in ch],
+                            {"mode": mode, "edits": [dict(id=i, kind=kd, old=o, new=n)
+                                                        for i, kd, o, n in ch]})
+
+    def build(ws: Workspace) -> tuple[list[str], dict[str, Any]]:
+        ch = priority_targets(card_view(ws.idx), mode)
+        for obj_id, kind, _old, new in ch:
+            ws.edit(obj_id, (kind,)).set_anchor("优先级", str(new))
+        lines = [f"{i}: 优先级 {o} → {n}" for i, _kd, o, n in ch] or [f"no priority changes ({mode})"]
+        return lines, {"mode": mode, "edits": [dict(id=i, kind=kd, old=o, new=n)
+                                                 for i, kd, o, n in ch]}
+
+    return run_op(kb, "priority.adjust", f"kb priority adjust --mode {mode}", build,
+                  no_commit=no_commit, owner=owner, on_wait=on_wait)
+
+
+__all__ = ["priority_adjust"]

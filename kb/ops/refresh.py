@@ -1,0 +1,62 @@
+"""``kb refresh``: recompute every problem's 被依赖 and 等待依赖 from the 依赖 lists.
+
+The rules are :mod:`kb.research.dependencies` (the same the card writers apply
+to the cards they touch, and rule KB216 checks).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Union
+
+from kb.ops.result import OpResult
+from kb.ops.workspace import Workspace, run_op
+from kb.parse.common import dump_list
+from kb.repo import KnowledgeBase
+from kb.research import dependencies
+from kb.research.cardview import CardView, card_view
+from kb.research.dependencies import natural_key
+from kb.views.brief import load_view
+
+
+def derived_changes(view: CardView) -> list[tuple[str, str, str, str]]:
+    """``(id, key, old, new)`` of every 被依赖 / 状态 that disagrees with the 依赖 lists."""
+    rdeps = dependencies.reverse_dependencies(
+        {qid: q.get("depends", ()) for qid, q in view.problems.items()})
+    out = []
+    for qid in sorted(view.problems, key=natural_key):
+        q = view.problems[qid]
+        want = rdeps[qid]
+        if list(q.get("depended_by", ())) != want:
+            out.append((qid, "被依赖", dump_list(q.get("depended_by", ())), dump_list(want)))
+        status = q.get("status")
+        move = dependencies.waiting_move(status, q.get("priority"),
+                                         all(view.settled(d) for d in q.get("depends", ())))
+        if move:
+            out.append((qid, "状态", status, move))
+    return out
+
+
+def refresh(kb: Union[KnowledgeBase, str, Path, None] = None, *, check: bool = False,
+            no_commit: bool = False, owner: str | None = None,
+            on_wait: Callable[[str], None] | None = None) -> OpResult:
+    """Recompute every problem's 被依赖 and 等待依赖; with ``check`` only report."""
+    if check:
+        _k, view = load_view(kb)
+        changes = derived_changes(view)
+        return OpResult.dry("refresh", [f"{i}: {key} {old} → {new}" for i, key, old, new in changes],
+                            {"edits": [dict(id=i, key=key, old=old, new=new)
+                                       for i, key, old, new in changes]})
+
+    def build(ws: Workspace) -> tuple[list[str], dict[str, Any]]:
+        changes = derived_changes(card_view(ws.idx))
+        for obj_id, key, _old, new in changes:
+            ws.edit(obj_id, ("problem",)).set_anchor(key, new)
+        return ([f"{i}: {key} {old} → {new}" for i, key, old, new in changes],
+                {"edits": [dict(id=i, key=key, old=old, new=new) for i, key, old, new in changes]})
+
+    return run_op(kb, "refresh", "kb refresh: 被依赖 and 等待依赖", build, no_commit=no_commit,
+                  owner=owner, on_wait=on_wait, sync=False)
+
+
+__all__ = ["refresh", "derived_changes"]

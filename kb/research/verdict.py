@@ -1,0 +1,277 @@
+"""The verification rule, verification records and the verifiers' accuracy (pure).
+
+The rule (VIBEMATH-V3.md "Verification"; :func:`compute_verdict`, pure):
+
+- every vote exactly 1 -> 1; every vote exactly 0 -> 0;
+- near-consensus: all votes >= 0.5 (or all <= 0.5) and the mean >= 0.85 (or
+  <= 0.15) -> the mean clamped to [0.01, 0.99] (0.9 and 1 -> 0.95);
+- otherwise ``forced`` -> the weighted mean, clamped to [0.01, 0.99], with
+  weight = clamp(accuracy + 0.1 if the vote is exactly 0 or 1, 0.05, 0.95);
+  ``flat`` -> 0.5.
+
+At least two votes (``[verdict] min_votes`` may ask for more); a vote
+outside [0, 1] is refused. A non-unanimous vote never yields 0 or 1. Means
+are rounded to 10 decimals (no binary noise such as 0.20000000000000004 in
+the cards).
+
+A verifier's accuracy is derived, never stored: among the append-only
+records ``Logs/Verification/*.json``, take every target whose final verdict
+(its latest record) is 0 or 1 — it *settled* — and count the verifier's votes
+in that target's earlier records; a vote >= 0.5 agrees with 1, a vote <= 0.5
+with 0. Accuracy = agreeing / counted, 0.5 without history. Agreement with
+the same batch (what the seed measured and found meaningless) never counts.
+
+A target (:class:`Target`) is an entry ``ID#解法N`` / ``ID#证明N`` / ``ID#证伪N``
+or a bare proposition; its record ID is ``r-<qid>-s<N>``, ``r-<pid>``,
+``r-<pid>-pf<N>`` or ``r-<pid>-rf<N>``. Writing a verdict back into the cards
+is :mod:`kb.ops.verdict`; reading the records of a KB is
+:mod:`kb.views.verification`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Iterable, Mapping, Sequence, Union
+
+from kb.clock import iso_time
+from kb.errors import UsageError
+from kb.research.values import parse_probability
+
+MODES = ("forced", "flat")
+NEAR_HIGH = 0.85
+NEAR_LOW = 0.15
+
+
+def _clamp(x: float, lo: float, hi: float) -> float:
+    return max(lo, min(hi, x))
+
+
+# ---------------------------------------------------------------------------
+# The rule
+
+
+def vote_values(votes: Mapping[str, Union[float, None]]) -> list[float]:
+    """The votes as numbers (a missing result counts 0.5); refuses a value outside [0, 1]."""
+    out = []
+    for name, x in votes.items():
+        if x is None:
+            out.append(0.5)
+            continue
+        out.append(parse_probability(x, f"vote of {name}", open_interval=False))
+    return out
+
+
+def verdict_branch(votes: Mapping[str, Union[float, None]]) -> str:
+    """Which rule decides: ``unanimous``, ``consensus`` or ``split`` (mode decides)."""
+    vals = vote_values(votes)
+    if all(x == 1 for x in vals) or all(x == 0 for x in vals):
+        return "unanimous"
+    mean = sum(vals) / len(vals) if vals else 0.5
+    if (all(x >= 0.5 for x in vals) or all(x <= 0.5 for x in vals)) and \
+            (mean >= NEAR_HIGH or mean <= NEAR_LOW):
+        return "consensus"
+    return "split"
+
+
+def compute_verdict(votes: Mapping[str, Union[float, None]],
+                    accuracy: Mapping[str, float] | None = None, mode: str = "forced",
+                    min_votes: int = 2) -> float:
+    """The verdict of ``votes`` (verifier -> result in [0, 1]); see the module docstring.
+
+    ``accuracy`` maps verifiers to their accuracy (0.5 when absent). Raises
+    :class:`kb.errors.UsageError` for fewer than ``max(2, min_votes)`` votes, a vote
+    outside [0, 1] or an unknown mode.
+    """
+    if mode not in MODES:
+        raise UsageError(f"verdict mode {mode!r} is not valid; use one of: {', '.join(MODES)}")
+    need = max(2, int(min_votes or 2))
+    if len(votes) < need:
+        raise UsageError(f"a verdict needs at least {need} votes, got {len(votes)}; give each "
+                        "verifier as --vote NAME=RESULT with RESULT in [0,1]")
+    vals = vote_values(votes)
+    if all(x == 1 for x in vals):
+        return 1.0
+    if all(x == 0 for x in vals):
+        return 0.0
+    mean = sum(vals) / len(vals)
+    if (all(x >= 0.5 for x in vals) or all(x <= 0.5 for x in vals)) and \
+            (mean >= NEAR_HIGH or mean <= NEAR_LOW):
+        return round(_clamp(mean, 0.01, 0.99), 10)
+    if mode == "flat":
+        return 0.5
+    acc = accuracy or {}
+    num = den = 0.0
+    for name, x in zip(votes, vals):
+        a = acc.get(name, 0.5)
+        w = _clamp(a + (0.1 if x in (0.0, 1.0) else 0.0), 0.05, 0.95)
+        num += w * x
+        den += w
+    return round(_clamp(num / den, 0.01, 0.99), 10) if den > 0 else 0.5
+
+
+# ---------------------------------------------------------------------------
+# Records and accuracy
+
+
+@dataclass(frozen=True)
+class Vote:
+    """One verifier's result in [0, 1] on a target, with its reason."""
+
+    verifier: str
+    result: float
+    reason: str = ""
+
+
+@dataclass
+class VerificationRecord:
+    """One ``Logs/Verification/*.json`` file as kb reads it."""
+
+    path: str
+    r: str
+    verdict: float | None
+    results: list[Vote]
+    at: str
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+def _record_time(v: Any) -> str:
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        secs = v / 1000 if v > 1e11 else v
+        return iso_time(datetime.fromtimestamp(secs, timezone.utc))
+    return str(v or "")
+
+
+def parse_record(path: str, data: Any) -> VerificationRecord | None:
+    """Read a record written by kb (``results`` a list) or by Vibe Math (a map of results)."""
+    if not isinstance(data, dict):
+        return None
+    r = data.get("r")
+    if isinstance(r, dict):
+        r = r.get("rId") or r.get("r") or ""
+    if not isinstance(r, str) or not r:
+        return None
+    votes: list[Vote] = []
+    res = data.get("results")
+    items: Iterable[Any] = []
+    if isinstance(res, list):
+        items = res
+    elif isinstance(res, dict):
+        items = [{"verifier": k, **(v if isinstance(v, dict) else {"result": v})}
+                 for k, v in res.items()]
+    for it in items:
+        if not isinstance(it, dict):
+            continue
+        name = it.get("verifier", it.get("name"))
+        x = it.get("result", it.get("Result"))
+        if not isinstance(name, str) or isinstance(x, bool) or not isinstance(x, (int, float)):
+            continue
+        votes.append(Vote(name, float(x), str(it.get("reason", it.get("Reason", "")) or "")))
+    v = data.get("verdict")
+    verdict = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    return VerificationRecord(path=path, r=r, verdict=verdict, results=votes,
+                              at=_record_time(data.get("at")), raw=data)
+
+_NAME = re.compile(r"^(?P<stem>.*?)(?:-(?P<n>\d+))?\.json$")
+
+
+def record_order(rec: VerificationRecord) -> tuple[str, str, int]:
+    """Oldest first: by ``at``, then file name (``…-2.json`` after its unsuffixed twin)."""
+    name = rec.path.rsplit("/", 1)[-1]
+    m = _NAME.match(name)
+    stem, n = (m.group("stem"), int(m.group("n") or 1)) if m else (name, 1)
+    return (rec.at, stem, n)
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """A verifier's record against settled outcomes."""
+
+    verifier: str
+    agreed: int
+    counted: int
+    votes: int
+
+    @property
+    def rate(self) -> float:
+        """agreed / counted, 0.5 without history."""
+        return self.agreed / self.counted if self.counted else 0.5
+
+
+def verifier_accuracy(records: Sequence[VerificationRecord]) -> dict[str, Accuracy]:
+    """Accuracy of every verifier named in ``records`` (ordered oldest first)."""
+    by_r: dict[str, list[VerificationRecord]] = {}
+    for rec in records:
+        by_r.setdefault(rec.r, []).append(rec)
+    agreed: dict[str, int] = {}
+    counted: dict[str, int] = {}
+    votes: dict[str, int] = {}
+    for rec in records:
+        for v in rec.results:
+            votes[v.verifier] = votes.get(v.verifier, 0) + 1
+            agreed.setdefault(v.verifier, 0)
+            counted.setdefault(v.verifier, 0)
+    for recs in by_r.values():
+        outcome = recs[-1].verdict
+        if outcome not in (0.0, 1.0):
+            continue
+        for rec in recs[:-1]:
+            for v in rec.results:
+                counted[v.verifier] += 1
+                if (outcome == 1.0 and v.result >= 0.5) or (outcome == 0.0 and v.result <= 0.5):
+                    agreed[v.verifier] += 1
+    return {name: Accuracy(name, agreed[name], counted[name], votes[name])
+            for name in sorted(votes)}
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a verdict is about: an entry (kind, number) of an object, or a bare proposition."""
+
+    obj_id: str
+    kind: str | None = None
+    number: int | None = None
+
+    @property
+    def rid(self) -> str:
+        """The record ID: ``r-<id>``, ``r-<id>-s<N>``, ``r-<id>-pf<N>`` or ``r-<id>-rf<N>``."""
+        if self.kind is None:
+            return f"r-{self.obj_id}"
+        suffix = {"解法": "s", "证明": "pf", "证伪": "rf"}[self.kind]
+        return f"r-{self.obj_id}-{suffix}{self.number}"
+
+    def __str__(self) -> str:
+        return self.obj_id if self.kind is None else f"{self.obj_id}#{self.kind}{self.number}"
+
+
+_TARGET = re.compile(r"^(?P<id>[^#\s]+)(?:#\s*(?P<kind>解法|证明|证伪|s|pf|rf)\s*(?P<n>\d+))?$")
+_RID = re.compile(r"^r-(?P<id>.+?)(?:-(?P<kind>s|pf|rf)(?P<n>\d+))?$")
+_SHORT = {"s": "解法", "pf": "证明", "rf": "证伪"}
+
+
+def parse_target(text: str) -> Target:
+    """``q1#解法1``, ``p1#证明2``, ``p1#证伪1``, ``p1`` (bare), ``q1#s1`` or a rid ``r-q1-s1``."""
+    t = (text or "").strip()
+    m = _TARGET.match(t)
+    if t.startswith("r-") and (m is None or m.group("kind") is None):
+        m2 = _RID.match(t)
+        if m2 and m2.group("kind"):
+            return Target(m2.group("id"), _SHORT[m2.group("kind")], int(m2.group("n")))
+    if m is None:
+        raise UsageError(f"target {text!r} is not valid; write ID#解法N (a solution), ID#证明N, "
+                        "ID#证伪N (a proof or refutation) or ID (a bare proposition)")
+    kind = m.group("kind")
+    if kind is None:
+        return Target(m.group("id"))
+    n = int(m.group("n"))
+    if n < 1:
+        raise UsageError(f"entry number {n} in {text!r} is not valid; entries are numbered from 1")
+    return Target(m.group("id"), _SHORT.get(kind, kind), n)
+
+
+
+
+__all__ = ["MODES", "NEAR_HIGH", "NEAR_LOW", "vote_values", "verdict_branch", "compute_verdict",
+           "Vote", "VerificationRecord", "parse_record", "record_order", "Accuracy",
+           "verifier_accuracy", "Target", "parse_target"]
