@@ -44,8 +44,6 @@ ALLOWED_CYCLE_EDGES: set[tuple[str, str]] = {
     # checks/ (and the index): facts <-> snapshot_rules, index <-> file_results
     ("kb.checks.facts", "kb.checks.snapshot_rules"),
     ("kb.index", "kb.checks.file_results"),
-    # trail/: digest <-> replay
-    ("kb.trail.digest", "kb.trail.replay"),
     # kb/locks.py <-> kb/remote_locks.py (the lock refs' owner)
     ("kb.locks", "kb.remote_locks"),
 }
