@@ -445,11 +445,13 @@ class PushResult:
 
 
 def push(top: Path, remote: str, refspecs: list[str], leases: dict[str, str | None],
-         *, atomic: bool, verify: bool = False) -> PushResult:
+         *, atomic: bool, verify: bool = False, owner: str | None = None) -> PushResult:
     """``git push --porcelain [--atomic] remote refspecs --force-with-lease=ref:old``.
 
     ``leases`` maps a remote ref to the value it must have (None: must be absent).
-    Never raises for a rejection: the caller reads :class:`PushResult`.
+    ``owner`` is who pushes, passed to the pre-push hook as ``KB_OWNER`` (a release
+    as ``--owner alice`` must not be refused by alice's own locks). Never raises for
+    a rejection: the caller reads :class:`PushResult`.
     """
     args = ["push", "--porcelain", "--no-progress"]
     if atomic:
@@ -458,7 +460,8 @@ def push(top: Path, remote: str, refspecs: list[str], leases: dict[str, str | No
         args.append("--no-verify")
     args += [f"--force-with-lease={ref}:{old or ''}" for ref, old in leases.items()]
     args += [remote, *refspecs]
-    proc = git.run(args, top, check=False, write=True)
+    proc = git.run(args, top, check=False, write=True,
+                   env={"KB_OWNER": owner} if owner else None)
     refs: dict[str, tuple[str, str]] = {}
     for line in proc.stdout.decode("utf-8", "replace").splitlines():
         bits = line.split("\t")

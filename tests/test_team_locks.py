@@ -117,3 +117,20 @@ def test_pre_push_reads_the_remote_locks(shared: dict[str, Path]) -> None:
     proc = subprocess.run(["git", "push", "origin", "main"], cwd=b, capture_output=True)
     err = proc.stderr.decode()
     assert proc.returncode != 0 and "tree.md is locked on origin by alice" in err, err
+
+
+def test_release_as_another_owner_passes_its_own_pre_push(shared: dict[str, Path]) -> None:
+    """`kb lock release --owner alice` from a clone whose user.email is not alice: the
+    release's push runs the pre-push hook as alice (KB_OWNER), so her own lock on the
+    remote does not refuse it (it did: exit 2 and an interrupted release)."""
+    a, remote = shared["a"], shared["remote"]
+    assert invoke("hooks", "install", cwd=a).code == 0
+    assert invoke("lock", "claim", "tree.md", "--owner", "alice", cwd=a).code == 0
+    text = (a / "tree.md").read_text(encoding="utf-8")
+    (a / "tree.md").write_text(text + "\n## H1: By alice\nStatus: 待验\nEvidence: (empty)\n",
+                               encoding="utf-8")
+    res = invoke("lock", "release", "tree.md", "--owner", "alice", "-m", "add H1", "--json", cwd=a)
+    assert res.code == 0, res.stdout + res.stderr
+    assert git(remote, "rev-parse", "main") == git(a, "rev-parse", "HEAD")
+    assert "By alice" in git(remote, "show", "main:tree.md")
+    assert git(remote, "for-each-ref", "refs/kb/locks") == ""

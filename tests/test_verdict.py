@@ -362,3 +362,11 @@ def test_reason_file_and_transcript(ex: Path) -> None:
     rec_ = json.loads((ex / "Logs/Verification/r-q8-s1_20261102T100000.json").read_text("utf-8"))
     assert rec_["transcript"] == "Round 1: …" and rec_["mode"] == "flat"
     assert rec_["results"][1]["reason"] == "## a heading\nfine"
+
+
+def test_verdict_on_an_entry_that_does_not_exist_is_not_found(ex: Path) -> None:
+    head = git(ex, "rev-parse", "HEAD")
+    r = invoke("verdict", "q2#解法9", "--vote", "a=1", "--vote", "b=1", "--json", cwd=ex)
+    assert r.code == 1 and r.json()["error"]["kind"] == "not_found", r.stdout
+    assert "q2 has no entry 解法 9" in r.json()["error"]["message"]
+    assert git(ex, "rev-parse", "HEAD") == head

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from kb.errors import RefusedError
+from kb.errors import NotFoundError, RefusedError
 from kb.repo import KnowledgeBase
 
 
@@ -263,7 +263,7 @@ class CardEdit:
         found = [e for e in self.model().entries if e.kind == kind and e.number == number]
         if not found:
             have = ", ".join(f"{e.kind}{e.number}" for e in self.model().entries) or "none"
-            raise CardError(f"{self.model().id} has no entry {kind} {number} (entries: {have})")
+            raise NotFoundError(f"{self.model().id} has no entry {kind} {number} (entries: {have})")
         if len(found) > 1:
             raise CardError(f"{self.model().id} has {kind} {number} twice; renumber the entries first")
         return found[0]

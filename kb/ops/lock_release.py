@@ -315,7 +315,7 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
             if remote:
                 specs = ([f"{commit}:{branch}"] if commit else []) + [f":{t.ref}" for t in tg]
                 res = push(top, remote, specs, {t.ref: locks[t.ref].commit for t in tg},
-                           atomic=True, verify=commit is not None)
+                           atomic=True, verify=commit is not None, owner=owner)
                 if not res.ok:
                     journal.unlink(missing_ok=True)
                     if any("stale info" in (res.rejected(t.ref) or "") for t in tg):
