@@ -481,3 +481,31 @@ def test_release_of_the_tree_carries_the_refreshed_dashboard(tree_kb):
     assert git(root, "status", "--porcelain") == ""
     v = run("verify", "--rev", "HEAD")
     assert v.code == 0 and "KB240" not in v.stdout + v.stderr
+
+
+def test_release_of_the_tree_commits_a_fresh_dashboard(tree_kb):
+    """A hand edit of tree.md released under its lock: the commit carries the
+    dashboard kb renders for it (as every kb write does), `released` names only the
+    locked file, and a refused release leaves DASHBOARD.md as it was."""
+    root = tree_kb
+    assert kb_(root, "hyp", "add", "First idea").code == 0
+    assert kb_(root, "lock", "claim", "tree.md", "--owner", "alice").code == 0
+    dash = (root / "DASHBOARD.md").read_bytes()
+    text = (root / "tree.md").read_text(encoding="utf-8")
+    # a duplicate ID: the format guard refuses, nothing changes
+    (root / "tree.md").write_text(text + "\n## H1: Again\nStatus: 待验\nEvidence: (empty)\n",
+                                  encoding="utf-8")
+    head = git(root, "rev-parse", "HEAD")
+    r = kb_(root, "lock", "release", "tree.md", "--owner", "alice", "--json")
+    assert r.code == 1 and git(root, "rev-parse", "HEAD") == head, r.stdout
+    assert (root / "DASHBOARD.md").read_bytes() == dash
+    (root / "tree.md").write_text(text + "\n## H2: By hand\nStatus: 待验\nEvidence: (empty)\n",
+                                  encoding="utf-8")
+    r = kb_(root, "lock", "release", "tree.md", "--owner", "alice", "--json")
+    assert r.code == 0, r.stdout + r.stderr
+    data = r.json()
+    assert data["released"] == ["tree.md"] and sorted(data["committed"]) == ["DASHBOARD.md", "tree.md"]
+    assert "H2" in git(root, "show", "HEAD:DASHBOARD.md")
+    v = kb_(root, "verify", "--json")
+    assert v.code == 0 and not [d for d in v.json()["diagnostics"] if d["code"] == "KB240"]
+    assert git(root, "status", "--porcelain", "--untracked-files=no") == ""

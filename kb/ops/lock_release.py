@@ -31,6 +31,7 @@ from kb.locks import (
     LockHeld, LockLost, NotLocked, Settings, blocking_locks, check_remote, clock, fetch_locks,
     push, read_locks, ref_transaction, resolve_owner,
 )
+from kb.checks.fix import regenerate_dashboard
 from kb.ops.commit import commit_tree
 from kb.ops.git_state import (
     RELEASE_JOURNAL, current_branch, finish_interrupted, git_ref_locks, head_entries, set_index,
@@ -250,6 +251,8 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
     journal = gp.git_dir / RELEASE_JOURNAL
     hook = gp.pre_commit if verify else None
     held = _machine_lock(gp)
+    dash_before: tuple[Path, bytes | None] | None = None
+    done = False
     try:
         remove_index_litter(top)
         if (gp.git_dir / JOURNAL_NAME).exists():
@@ -296,7 +299,10 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
                     raise LockHeld(f"{t.path} is locked by {lk.describe(now, s.grace)}, not by "
                                    f"{owner}; only the holder releases — nothing was changed", lk)
             rps = [t.path for t in tg if t.path]
-            rps += _derived_paths(kb, rps, owner, s, now)
+            derived = _derived_paths(kb, rps, owner, s, now)
+            if derived and dash_before is None:
+                dash_before = _refresh_dashboard(kb)
+            rps += derived
             lock_commits = [locks[t.ref].commit for t in tg]
             head = git.rev_parse("HEAD", top)
             commit, changed, entries = _build_commit(kb, rps, head, owner, message, lock_commits,
@@ -353,12 +359,33 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
                     warnings.append("committed, but the index entries of "
                                     f"{', '.join(changed)} could not be updated (git's index is "
                                     "locked); `kb lock release --all` updates them later")
-            return ReleaseResult(owner, rps, changed, commit, branch, lock_commits, remote,
-                                 warnings)
+            done = True
+            return ReleaseResult(owner, [t.path for t in tg if t.path], changed, commit, branch,
+                                 lock_commits, remote, warnings)
         raise ConflictError(f"could not release after {ATTEMPTS} tries: the branch kept moving; "
                            "your locks are kept, try again")
     finally:
+        if dash_before is not None and not done:
+            _restore(kb, dash_before)  # a refused release leaves the files as they were
         release_write_lock(held)
+
+
+def _refresh_dashboard(kb: KnowledgeBase) -> tuple[Path, bytes | None]:
+    """Render DASHBOARD.md from the working tree being released (kb's writes keep it
+    fresh; a release commits it with the tree); returns the bytes to restore."""
+    path = kb.root / kb.config.paths["dashboard"]
+    try:
+        old = path.read_bytes()
+    except OSError:
+        old = None
+    regenerate_dashboard(kb.root)
+    return path, old
+
+
+def _restore(kb: KnowledgeBase, saved: tuple[Path, bytes | None]) -> None:
+    path, old = saved
+    if old is not None and path.read_bytes() != old:
+        path.write_bytes(old)
 
 
 #: Words of a push rejection that say "someone else updated that ref first" (a
