@@ -23,6 +23,7 @@ from typing import Any, Iterable
 from kb import git
 from kb.errors import RefusedError
 from kb.repo import KnowledgeBase
+from kb.text import compute_mask
 
 
 def history_ids(k: KnowledgeBase) -> tuple[set[str], set[str]]:
@@ -133,19 +134,13 @@ def ids_in_headings(lines: Iterable[str]) -> set[str]:
     """Every hypothesis-shaped ID on a heading, table row or bold list item of
     the tree, read or not (``## **H5** …``, ``| H6 | … |``): a new hypothesis
     never takes an ID the file already shows somewhere a reader would see it as
-    one, even where kb's parser does not. Fenced code blocks are skipped."""
+    one, even where kb's parser does not. Examples are not declarations (case
+    MD-03): fenced and indented code and HTML blocks (comments) are skipped, with
+    the parser's own mask."""
+    lines = list(lines)
     out: set[str] = set()
-    fence = ""
-    for line in lines:
-        bare = line.lstrip(" ")
-        if bare.startswith(("```", "~~~")):
-            mark = bare[:3]
-            if not fence:
-                fence = mark
-            elif mark == fence:
-                fence = ""
-            continue
-        if not fence and _CARRIER.match(line):
+    for line, masked in zip(lines, compute_mask(lines)):
+        if not masked and _CARRIER.match(line):
             out.update(_ANY_ID.findall(line))
     return out
 
