@@ -87,9 +87,10 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "move it directly under its heading (no blank line in between)"),
     _r("KB118", "warning", "snapshot", "parse", "tree anchor written with an alias key (e.g. '状态:')",
        "write the canonical key (kb verify --fix)", True),
-    _r("KB119", "warning", "snapshot", "parse", "heading that starts with a hypothesis ID but has "
-       "no ':' after it ('## H2 Statement'): it declares nothing", "write '## H2: Statement' "
-       "(kb verify --fix)", True),
+    _r("KB119", "error", "snapshot", "parse", "heading that starts with a hypothesis ID but is not "
+       "a declaration ('## H2 Statement', '## **H2** Statement', '## H2. Statement'): it declares "
+       "nothing, yet the ID is taken", "write '## H2: Statement' (kb verify --fix when the rewrite "
+       "is certain)", True),
     _r("KB120", "warning", "snapshot", "parse", "list anchor written as a comma list or empty",
        "write a JSON array such as [\"q1\",\"p2\"] (kb verify --fix)", True),
     _r("KB121", "error", "snapshot", "parse", "list anchor cannot be read", "write a JSON array of IDs"),
