@@ -102,6 +102,11 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "write a number in [0,1]"),
     _r("KB125", "error", "snapshot", "parse", "'优先级' is not an integer or 'never'",
        "write an integer or never"),
+    _r("KB126", "warning", "snapshot", "parse", "a non-empty tree, experiment or card from which kb "
+       "reads nothing (hypotheses in tables, bold list items or other headings; fields written "
+       "'status: …' or '状态：…'): one report of what is there and what kb reads",
+       "rewrite the file in kb's format; the message gives the rewrite when it is certain "
+       "(it reads back as the same IDs and nesting)"),
     _r("KB130", "warning", "snapshot", "parse", "experiment title line missing or malformed",
        "write '# Exxx: <hypothesis ID> - <action>' as the first heading"),
     _r("KB131", "error", "snapshot", "parse", "experiment **Date** is not YYYY-MM-DD",

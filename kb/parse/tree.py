@@ -163,8 +163,9 @@ def parse_tree(
             c = _CANDIDATE.match(text)
             # `### K1. …` / `### H1. …` (an ID, then '.', '|' or ':') is how files of
             # another grammar or separator look: one bounded KB116 for the file.
-            unread = (unread_declaration(text, grammar, separators, decl)
-                      if level >= 2 and c is None else None)
+            unread = unread_declaration(text, grammar, separators, decl) if level >= 2 else None
+            if c is not None and unread is not None and len(c.group("tok")) >= len(unread[0]):
+                unread = None  # `### H1. …`: the ID is followed by a separator of its own
             if unread is not None:
                 hid, fixed_text = unread
                 what = (f"heading carries the ID {hid} but is not a declaration "
