@@ -190,7 +190,8 @@ def settle_interrupted_write(start: str | Path | None = None) -> str | None:
     that answered from the working tree meanwhile would list what was never
     committed, so a read does the same recovery first, under the write lock
     taken without waiting: a busy lock means a writer is alive and the journal
-    is its own (nothing to do). Inside a git hook (``GIT_INDEX_FILE`` is set: git
+    is its own (nothing to do; this is also the case in the hooks of kb's own
+    commit). Inside a git hook of another commit (``GIT_INDEX_FILE`` is set: git
     holds its index), or when the recovery cannot run, nothing is touched and
     the note says so; the answer then shows the working tree as it is.
     """
@@ -217,17 +218,17 @@ def settle_interrupted_write(start: str | Path | None = None) -> str | None:
     unsettled = ("an interrupted kb write (a process killed before its commit) left "
                  f"{journal}; answers show the working tree as it is until a kb command "
                  "outside git recovers it")
-    if os.environ.get("GIT_INDEX_FILE"):
-        return unsettled
     try:
         lock = acquire_write_lock(git.common_dir(k.top), "recovery before a read", timeout=0)
     except LockedError:
-        return None  # a live writer: the journal is its own
+        return None  # a live writer (perhaps the kb write whose hook runs this): its journal
     except OSError as exc:
         return f"{unsettled} (cannot take the write lock: {exc.strerror or exc})"
     try:
         if not journal.exists():
             return None  # the writer finished between the check and the lock
+        if os.environ.get("GIT_INDEX_FILE"):
+            return unsettled  # a hook of a plain `git commit`: git holds the index
         try:
             was = json.loads(journal.read_text(encoding="utf-8")).get("head")
         except (OSError, ValueError, AttributeError):

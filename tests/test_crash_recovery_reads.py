@@ -102,3 +102,35 @@ def test_inside_a_git_hook_nothing_is_touched(tree_kb: Path, monkeypatch) -> Non
     r = invoke("ls", "hypotheses", cwd=root)
     assert r.code == 0 and "an interrupted kb write" in r.stderr
     assert (git_dir(root) / "kb-transaction.json").exists()
+
+
+def test_kb_writes_through_hooks_say_nothing_about_their_own_journal(tree_kb: Path) -> None:
+    """kb's own commit runs the pre-commit hook (`kb verify --staged`) while its journal
+    exists: the hook sees the write lock held and says nothing."""
+    root = tree_kb
+    r = invoke("hooks", "install", cwd=root)
+    assert r.code == 0, r.stderr
+    r = invoke("hyp", "add", "Through the hook", cwd=root)
+    assert r.code == 0, r.stderr
+    assert "interrupted" not in r.stderr
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_plain_git_commit_hook_after_a_kill_says_so(tree_kb: Path) -> None:
+    """A user's plain `git commit` after a killed write: the pre-commit hook (GIT_INDEX_FILE
+    set, git holding the index) touches nothing and says an interrupted write is pending."""
+    import subprocess
+
+    from conftest import source_env
+
+    root = tree_kb
+    assert invoke("hooks", "install", cwd=root).code == 0
+    killed(root, "commit", "hyp", "add", "B")
+    (root / "notes.txt").write_text("unrelated\n")
+    git(root, "add", "notes.txt")
+    proc = subprocess.run(["git", "commit", "-q", "-m", "notes", "--", "notes.txt"], cwd=root,
+                          capture_output=True, env=source_env(), timeout=120)
+    err = proc.stderr.decode()
+    assert "an interrupted kb write" in err, err
+    assert (git_dir(root) / "kb-transaction.json").exists()
+    assert hyp_ids(root) == []  # the next read outside git recovers it
