@@ -219,3 +219,40 @@ def test_kb126_kb_index_prints_one_line_for_a_table_tree(make_kb, run_kb) -> Non
     got = [(d["code"], d["line"]) for d in r.json()["diagnostics"]]
     assert got == [("KB126", 5)]
     assert "40 table rows" in r.json()["diagnostics"][0]["message"]
+
+
+# -- the shared input cases ------------------------------------------------------------------
+
+CASES = ["FM-01", "FM-02", "FM-04a", "FM-04b", "FM-06a", "FM-08a", "FM-08b", "FM-09a", "FM-10",
+         "FM-12", "FM-14", "MD-01", "MD-02", "MD-03", "MD-04", "MD-05", "MD-06",
+         "Protonk__SlideRule__HYPOTHESES.md", "kexin94yyds__cunzhi-knowledge__problems.md",
+         "teamflint__HYPOTHESES.md"]
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("path", ["tree.md", "experiments/E001.md", "Problems/q1.md"])
+def test_kb126_on_every_case_at_most_once_and_only_with_nothing_read(case_bytes, case: str,
+                                                                     path: str) -> None:
+    res = parse_file(path, case_bytes(case), CFG)
+    found = [d for d in res.diagnostics if d.code == "KB126"]
+    assert len(found) <= 1
+    if found and path == "tree.md":
+        assert res.objects == ()
+        text = case_bytes(case).decode("utf-8-sig")
+        src = SourceText.from_text(text, path)
+        new, why = tree_rewrite(src, scan_tree(src), CFG)
+        assert ("Fix:" in found[0].message) == (new is not None)
+
+
+def test_kb126_dashboard_case_as_a_tree_rewrites_to_its_hypothesis(case_bytes) -> None:
+    """FM-04a read as tree.md: its '- H1: 数据加载是瓶颈 (待验)' list item is the hypothesis."""
+    text = case_bytes("FM-04a").decode("utf-8")
+    new, why = rewrite(text)
+    assert new is not None, why
+    [h] = parse(new).objects
+    assert (h.id, h.level, h.status) == ("H1", 2, "待验")
+
+
+def test_kb126_cards_file_as_a_tree_names_its_field_lines(case_bytes) -> None:
+    d = one(parse_file("tree.md", case_bytes("kexin94yyds__cunzhi-knowledge__problems.md"), CFG))
+    assert "field lines" in d.message and "'状态:'" in d.message
