@@ -105,6 +105,7 @@ def scan_tree(src: "SourceText") -> Found:
     for i in range(src.body_start, len(lines)):
         line = lines[i]
         if not line.strip():
+            header, status_col = None, None  # a table ends at a blank line
             if last is not None and last.shape != "heading":
                 last = None  # a list item's or a row's fields end at a blank line
             continue
@@ -112,7 +113,7 @@ def scan_tree(src: "SourceText") -> Found:
             continue
         s = line.lstrip()
         if s.startswith("#"):
-            header = None
+            header, status_col = None, None
             m = _HEADING.match(line)
             if m and len(m.group("hashes")) >= 2:
                 last = Item(i + 1, "heading", _norm(m.group("id")), m.group("rest"),
@@ -144,7 +145,7 @@ def scan_tree(src: "SourceText") -> Found:
                         extra=max(0, len(rest) - 1))
             found.items.append(last)
             continue
-        header = None
+        header, status_col = None, None
         m = _LIST.match(line)
         if m:
             last = Item(i + 1, "list", _norm(m.group("id")), m.group("rest"),
