@@ -532,3 +532,26 @@ def test_lock_commits_unsigned_without_gpgsign(kbr, tmp_path):
     assert r.code == 0, r.stderr
     assert "gpgsig" not in git(kbr, "cat-file", "commit", r.json()["locks"][0]["commit"])
     assert not (prog.parent / "signer.keys").exists()
+
+
+@pytest.mark.skipif(not __import__("shutil").which("ssh-keygen"), reason="needs ssh-keygen")
+def test_lock_commits_signed_with_ssh_verify(kbr, tmp_path):
+    """gpg.format=ssh with a real key: the lock record's signature verifies with git."""
+    import subprocess
+
+    key = tmp_path / "key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "kb-test", "-f", str(key)],
+                   check=True, capture_output=True, timeout=60)
+    allowed = tmp_path / "allowed"
+    allowed.write_text("kb-lock " + (tmp_path / "key.pub").read_text())
+    git(kbr, "config", "gpg.format", "ssh")
+    git(kbr, "config", "user.signingKey", str(key))
+    git(kbr, "config", "gpg.ssh.allowedSignersFile", str(allowed))
+    git(kbr, "config", "commit.gpgSign", "true")
+    r = kb_(kbr, "lock", "claim", "Notes/a.md", "--owner", "alice", "--json")
+    assert r.code == 0, r.stderr
+    commit = r.json()["locks"][0]["commit"]
+    assert "gpgsig -----BEGIN SSH SIGNATURE-----" in git(kbr, "cat-file", "commit", commit)
+    proc = subprocess.run(["git", "verify-commit", commit], cwd=kbr, capture_output=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode()
