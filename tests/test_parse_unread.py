@@ -186,6 +186,13 @@ def test_kb126_experiment_no_fix_for_an_unknown_status() -> None:
     assert "No rewrite is offered" in d.message and "'paused'" in d.message
 
 
+def test_kb126_experiment_with_a_title_but_plain_fields() -> None:
+    d = one(parse("# E001: H1 - decode\n\nStatus: running\nDate: 2026-01-02\n",
+                  "experiments/E001.md"))
+    assert "kb reads no field" in d.message and "Fix: write line 3 as '**Status**: running'" \
+        in d.message
+
+
 def test_kb126_experiment_read_normally_is_silent() -> None:
     text = "# E001: H1 - decode\n\n**Hypothesis**: H1\n**Status**: 进行中\n"
     assert "KB126" not in codes(parse(text, "experiments/E001.md"))

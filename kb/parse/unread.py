@@ -376,12 +376,12 @@ def experiment_rewrite(src: "SourceText") -> tuple[dict[int, str] | None, str]:
 
 
 def describe_experiment(src: "SourceText") -> Diagnostic | None:
-    """An experiment with no title line, no anchor and no conclusion kb reads."""
+    """An experiment with no anchor and no conclusion kb reads (its title may be read)."""
     fields = _field_lines(src, _EXP_KEYS)
     if not fields:
         return None
     keys = sorted({k for _, k, _ in fields})
-    msg = (f"kb reads nothing from this experiment, but it holds "
+    msg = (f"kb reads no field of this experiment, but it holds "
            f"{_plural(len(fields), 'field line', 'field lines')} "
            f"({', '.join(repr(k + ':') for k in keys[:4])}; first at line {fields[0][0]}). kb "
            "reads the title '# E001: H1 - <action>' and bold fields such as '**Status**: 进行中' "
@@ -459,8 +459,8 @@ def describe_unread(src: "SourceText", fmt: str, objects: list, diags: list[Diag
         if not objects:
             return None
         e = objects[0]
-        if e.anchors or e.conclusion is not None or not any(d.code == "KB130" for d in diags):
-            return None
+        if e.anchors or e.conclusion is not None:
+            return None  # (a title alone is read, but no field: still reported)
         return describe_experiment(src)
     if fmt in ("problem", "proposition", "method", "verified"):
         if not objects:
