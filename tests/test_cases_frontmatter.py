@@ -162,9 +162,11 @@ def test_fm04b_experiment_log_heading_survives(case_bytes):
 
 
 def test_fm04b_as_prose_gives_nothing(case_bytes):
-    """FM-04b parsed as a tree: no object, no diagnostic, no crash."""
+    """FM-04b parsed as a tree: no object, no crash, and (issue #11: a non-empty file kb reads
+    nothing from) one KB126 warning at its first line of text."""
     res = parse(case_bytes("FM-04b"))
-    assert res.objects == () and res.diagnostics == ()
+    assert res.objects == ()
+    assert [(d.code, d.severity, d.line) for d in res.diagnostics] == [("KB126", "warning", 5)]
 
 
 # -- FM-06a empty block -------------------------------------------------------------

@@ -147,10 +147,27 @@ def test_kb126_field_lines_written_differently() -> None:
     assert "2 field lines" in d.message and "'status:'" in d.message and "'状态:'" in d.message
 
 
-@pytest.mark.parametrize("text", ["", "# Hypothesis Tree\n", "# T\n\nJust prose, no IDs.\n",
+@pytest.mark.parametrize("text", ["", "# Hypothesis Tree\n", "# T\n\n<!-- notes -->\n",
+                                  "# T\n\n```\nexample\n```\n",
                                   "# T\n\n## H1: read\nStatus: 待验\n\n| H2 | row | open |\n"])
-def test_kb126_silent_for_empty_prose_or_readable_files(text: str) -> None:
+def test_kb126_silent_for_empty_or_readable_files(text: str) -> None:
     assert "KB126" not in codes(parse(text))
+
+
+def test_kb126_prose_alone_is_reported_with_the_format() -> None:
+    d = one(parse("# T\n\nWe think decoding is slow.\nAnd caching helps.\n"))
+    assert d.line == 3 and "2 lines of text" in d.message and "'## H1: <statement>'" in d.message
+    assert "Fix" not in d.message
+
+
+def test_kb126_prose_only_experiment_and_card() -> None:
+    d = one(parse("Some notes about a run.\n", "experiments/E001.md"))
+    assert "kb reads nothing from this experiment" in d.message and "'# E001:" in d.message
+    d = one(parse("notes only\n", "Problems/q1.md"))
+    assert "kb reads nothing from this card" in d.message and "'- 状态: 求解中'" in d.message
+    # a title kb reads is something: no report
+    assert "KB126" not in codes(parse("# E001: H1 - run\n\nprose\n", "experiments/E001.md"))
+    assert "KB126" not in codes(parse("# 问题｜T\n\nprose\n", "Problems/q1.md"))
 
 
 def test_kb126_not_repeated_where_another_report_explains() -> None:

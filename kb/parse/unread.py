@@ -287,6 +287,27 @@ def _nesting_disagrees(items: list[Item]) -> str:
 # -- the one warning ----------------------------------------------------------------
 
 
+_TREE_FORMAT = ("kb reads a hypothesis as a heading with its anchor lines directly under it: "
+                "'## H1: <statement>' then 'Status: 待验' (H1.1 is '###')")
+_EXP_FORMAT = ("kb reads the title '# E001: H1 - <action>' and bold fields such as "
+               "'**Status**: 进行中' ('**结论**: 支持 …' under '## 结果')")
+_CARD_FORMAT = ("kb reads a card's H1 '# 问题｜<title>' and its fields as '- key: value' list "
+                "lines under it, e.g. '- 状态: 求解中'")
+
+
+def _prose_only(src: "SourceText", skip: set[int], what: str, fmt: str) -> Diagnostic | None:
+    """KB126 for a file that holds text but nothing kb reads or recognises; None when
+    the file is empty (blank lines, a level-1 title, comments, fenced examples)."""
+    lines = [i + 1 for i in range(src.body_start, len(src.lines))
+             if src.lines[i].strip() and not src.is_masked(i) and i + 1 not in skip
+             and not src.lines[i].startswith("# ") and src.lines[i].strip() not in ("---", "***")]
+    if not lines:
+        return None
+    return Diagnostic(path=src.path, line=lines[0], code=CODE, severity="warning",
+                      message=f"{what}: it holds {_plural(len(lines), 'line', 'lines')} of text "
+                      f"(first at line {lines[0]}) and nothing kb recognises as its format. {fmt}")
+
+
 def _plural(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
@@ -296,7 +317,10 @@ def describe_tree(src: "SourceText", config: "Config",
     found = scan_tree(src)
     stray = {d.line for d in diags if d.code == "KB117"}
     if not found.items and all(ln in stray for ln, _ in found.fields):
-        return None  # nothing, or only anchor lines KB117 already reports one by one
+        # Nothing shaped like a hypothesis (anchor lines KB117 reports one by one aside):
+        # prose alone, or an empty tree (a title, comments, fenced examples) — silence.
+        return _prose_only(src, stray, "kb reads no hypothesis from this file",
+                           _TREE_FORMAT)
     parts = []
     for shape, count, first in found.shapes():
         one, many, tail = _SHAPE_WORDS[shape]
@@ -307,9 +331,7 @@ def describe_tree(src: "SourceText", config: "Config",
                      f"({', '.join(repr(k + ':') for k in keys[:3])}; first at line "
                      f"{found.fields[0][0]}) outside any declaration")
     first_line = min([it.line for it in found.items] + [ln for ln, _ in found.fields])
-    msg = (f"kb reads no hypothesis from this file, but it holds {'; '.join(parts)}. "
-           "kb reads a hypothesis as a heading with its anchor lines directly under it: "
-           "'## H1: <statement>' then 'Status: 待验' (H1.1 is '###')")
+    msg = f"kb reads no hypothesis from this file, but it holds {'; '.join(parts)}. {_TREE_FORMAT}"
     text, why = tree_rewrite(src, found, config) if found.items else (None, "")
     if text is not None:
         it = found.items[0]
@@ -375,11 +397,12 @@ def experiment_rewrite(src: "SourceText") -> tuple[dict[int, str] | None, str]:
     return new, ""
 
 
-def describe_experiment(src: "SourceText") -> Diagnostic | None:
+def describe_experiment(src: "SourceText", untitled: bool = True) -> Diagnostic | None:
     """An experiment with no anchor and no conclusion kb reads (its title may be read)."""
     fields = _field_lines(src, _EXP_KEYS)
     if not fields:
-        return None
+        return _prose_only(src, set(), "kb reads nothing from this experiment", _EXP_FORMAT) \
+            if untitled else None
     keys = sorted({k for _, k, _ in fields})
     msg = (f"kb reads no field of this experiment, but it holds "
            f"{_plural(len(fields), 'field line', 'field lines')} "
@@ -418,11 +441,12 @@ def card_rewrite(src: "SourceText", fmt: str) -> tuple[dict[int, str] | None, st
     return new, ""
 
 
-def describe_card(src: "SourceText", fmt: str) -> Diagnostic | None:
+def describe_card(src: "SourceText", fmt: str, untitled: bool = True) -> Diagnostic | None:
     """A card with no anchor line and no entry kb reads."""
     fields = _field_lines(src, _CARD_KEYS, stop_at_section=True)
     if not fields:
-        return None
+        return _prose_only(src, set(), "kb reads nothing from this card", _CARD_FORMAT) \
+            if untitled else None
     keys = sorted({k for _, k, _ in fields})
     msg = (f"kb reads nothing from this card, but it holds "
            f"{_plural(len(fields), 'field line', 'field lines')} "
@@ -461,12 +485,12 @@ def describe_unread(src: "SourceText", fmt: str, objects: list, diags: list[Diag
         e = objects[0]
         if e.anchors or e.conclusion is not None:
             return None  # (a title alone is read, but no field: still reported)
-        return describe_experiment(src)
+        return describe_experiment(src, any(d.code == "KB130" for d in diags))
     if fmt in ("problem", "proposition", "method", "verified"):
         if not objects:
             return None
         c = objects[0]
         if c.anchors or getattr(c, "entries", ()):
             return None
-        return describe_card(src, fmt)
+        return describe_card(src, fmt, not c.title)
     return None
