@@ -182,6 +182,31 @@ def _journal_nearby(start: Path) -> Path | None:
     return None
 
 
+def _litter(gd: Path) -> bool:
+    """True when a killed ``git commit`` left a ``next-index-*.lock`` in ``gd``."""
+    try:
+        return any(gd.glob("next-index-*.lock"))
+    except OSError:
+        return False
+
+
+def _sweep_litter(k: KnowledgeBase) -> None:
+    """Remove dead git processes' ``next-index-*.lock`` under the write lock (never
+    while a kb writer runs: its git may be alive); silently, it is kb's own litter."""
+    from kb import git
+    from kb.errors import LockedError
+    from kb.ops.transaction import _release, acquire_write_lock, remove_index_litter
+
+    try:
+        lock = acquire_write_lock(git.common_dir(k.top), "litter before a read", timeout=0)
+    except (LockedError, OSError):
+        return
+    try:
+        remove_index_litter(k.top)
+    finally:
+        _release(lock)
+
+
 def settle_interrupted_write(start: str | Path | None = None) -> str | None:
     """Before a read: finish what a killed kb write left behind; a note for the user, or None.
 
@@ -205,7 +230,7 @@ def settle_interrupted_write(start: str | Path | None = None) -> str | None:
     here = Path(start) if start else Path.cwd()
     if not os.environ.get("GIT_DIR"):
         near = _journal_nearby(here.resolve())
-        if near is None or not near.exists():
+        if near is None or not (near.exists() or _litter(near.parent)):
             return None
     try:
         k = open_kb(here)
@@ -214,6 +239,8 @@ def settle_interrupted_write(start: str | Path | None = None) -> str | None:
         return None  # not a KB: the command itself says so
     journal = gd / JOURNAL_NAME
     if not journal.exists():
+        if _litter(gd) and not os.environ.get("GIT_INDEX_FILE"):
+            _sweep_litter(k)
         return None
     unsettled = ("an interrupted kb write (a process killed before its commit) left "
                  f"{journal}; answers show the working tree as it is until a kb command "

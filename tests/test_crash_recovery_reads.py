@@ -134,3 +134,21 @@ def test_plain_git_commit_hook_after_a_kill_says_so(tree_kb: Path) -> None:
     assert "an interrupted kb write" in err, err
     assert (git_dir(root) / "kb-transaction.json").exists()
     assert hyp_ids(root) == []  # the next read outside git recovers it
+
+
+def test_a_read_removes_next_index_litter_of_dead_git(tree_kb: Path) -> None:
+    """A killed `git commit --only` leaves next-index-<pid>.lock; the next kb command, a read
+    included, removes it when that process is dead (a live one's is kept)."""
+    import os
+
+    root = tree_kb
+    dead = git_dir(root) / "next-index-999999999.lock"
+    dead.write_bytes(b"")
+    live = git_dir(root) / f"next-index-{os.getpid()}.lock"
+    live.write_bytes(b"")
+    try:
+        r = invoke("ls", cwd=root)
+        assert r.code == 0
+        assert not dead.exists() and live.exists()
+    finally:
+        live.unlink(missing_ok=True)
