@@ -12,7 +12,9 @@ Three attacks on throw-away repositories (pinned identity, no user config):
   delay. Like a user would, the script then removes the lock files a killed
   git left (``index.lock``, ``HEAD.lock``, ``packed-refs.lock``, ``refs/**.lock``:
   kb names them and never deletes them), lets the lock holder release again,
-  and runs the next kb write. Checked after it:
+  and (except after a release) runs a read, ``kb ls``, which must recover too: it
+  lists exactly HEAD's hypotheses and leaves ``git status`` clean; then it runs
+  the next kb write. Checked after it:
   the working tree equals HEAD (``git status`` clean), no
   ``next-index-*.lock`` litter, ``git fsck`` clean, ``kb verify`` passes,
   and every hypothesis ID ever committed (``Kb-Id`` trailers) is still in
@@ -113,6 +115,7 @@ def attack_kills(lab: Lab, n: int, rng: random.Random) -> dict:
     fails: list[str] = []
     lost = 0
     locks_removed = 0
+    read_recovered = 0
     for i in range(n):
         kind = rng.choice(["hyp", "exp", "release", "dashboard"])
         if kind == "hyp":
@@ -150,6 +153,22 @@ def attack_kills(lab: Lab, n: int, rng: random.Random) -> dict:
             r = lab.run(root, "lock", "release", "--all", "--owner", "attack")
             if r.returncode != 0:
                 fails.append(f"run {i} ({kind}): release again failed: {r.stderr.decode()[-300:]}")
+        if kind != "release":
+            # A read first: it recovers too, and answers what HEAD holds (a write
+            # rolled back, or landed), with a clean status after it.
+            r = lab.run(root, "ls", "hypotheses", "--json")
+            if r.returncode != 0:
+                fails.append(f"run {i} ({kind}): kb ls exit {r.returncode}: "
+                             f"{r.stderr.decode()[-300:]}")
+            else:
+                read_recovered += b"interrupted kb write" in r.stderr
+                listed = {h["id"] for h in json.loads(r.stdout or b"[]")}
+                if listed != _ids_in_head(lab, root):
+                    fails.append(f"run {i} ({kind}): kb ls after the kill listed "
+                                 f"{sorted(listed ^ _ids_in_head(lab, root))} not as in HEAD")
+                st = lab.git(root, "status", "--porcelain").stdout.decode()
+                if st.strip():
+                    fails.append(f"run {i} ({kind}): not clean after a read: {st.strip()[:200]}")
         # the next kb write recovers; then the checks
         r = lab.run(root, "hyp", "add", f"After kill {i}")
         if r.returncode != 0:
@@ -173,7 +192,8 @@ def attack_kills(lab: Lab, n: int, rng: random.Random) -> dict:
             lost += len(missing)
             fails.append(f"run {i} ({kind}): lost {sorted(missing)}")
     return {"attack": "kills", "runs": n, "failures": len(fails), "data_lost": lost,
-            "git_locks_removed_by_user": locks_removed, "details": fails[:20]}
+            "git_locks_removed_by_user": locks_removed, "reads_that_recovered": read_recovered,
+            "details": fails[:20]}
 
 
 # -- readers -----------------------------------------------------------------------------
@@ -259,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         extra = f", git lock files removed by the user {r['git_locks_removed_by_user']}x" \
             if "git_locks_removed_by_user" in r else ""
+        if "reads_that_recovered" in r:
+            extra += f", reads that recovered a killed write {r['reads_that_recovered']}"
         print(f"{r['attack']}: {r['runs']} runs, {r['failures']} failures, "
               f"{r['data_lost']} IDs lost{extra}")
         for d in r["details"]:

@@ -81,6 +81,17 @@ def cli(directory: str | None) -> None:
             os.chdir(directory)
         except OSError as exc:
             raise UsageError(f"-C {directory}: {exc.strerror or exc}") from None
+    if click.get_current_context().invoked_subcommand in READS_THAT_RECOVER:
+        from kb.api import settle_interrupted_write
+        from kb.index import note
+
+        said = settle_interrupted_write()
+        if said:
+            note(said)
+
+
+#: Read commands that first recover a write killed mid-way (writes do it under their lock).
+READS_THAT_RECOVER = frozenset({"ls", "show", "verify", "index", "find"})
 
 
 def main(argv: list[str] | None = None) -> int:

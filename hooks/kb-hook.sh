@@ -22,12 +22,21 @@ if [ -x "$hook.kb-chained" ]; then
 fi
 
 if [ "@HOOK@" = "post-commit" ]; then
-    # Only a cherry-pick commits without the pre-commit hook here (a rebase's
-    # picks are checked once by post-rewrite): skip starting kb otherwise.
+    # A cherry-pick, and a rebase pick where the rebase stops (an `edit`), commit
+    # without the pre-commit hook: warn now, while the user can still amend. Other
+    # rebase picks are checked once by post-rewrite when the rebase ends; a plain
+    # commit went through pre-commit: skip starting kb.
     gd=$(git rev-parse --git-dir 2>/dev/null) || exit 0
-    [ -f "$gd/CHERRY_PICK_HEAD" ] || exit 0
-    [ -d "$gd/rebase-merge" ] && exit 0
-    [ -d "$gd/rebase-apply" ] && exit 0
+    if [ -d "$gd/rebase-merge" ]; then
+        current=$(sed -n '$p' "$gd/rebase-merge/done" 2>/dev/null)
+        case "$current" in
+            edit\ *|e\ *) ;;
+            *) exit 0 ;;
+        esac
+    else
+        [ -f "$gd/CHERRY_PICK_HEAD" ] || exit 0
+        [ -d "$gd/rebase-apply" ] && exit 0
+    fi
 fi
 
 run_kb() {

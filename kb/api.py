@@ -173,3 +173,117 @@ def find_objects(text: str, path: str | Path | None = None,
         found = ix.search(text)
         _note_unreadable(ix)
         return k, found
+
+
+def _journal_nearby(start: Path) -> Path | None:
+    """Where a killed kb write's journal would be, found without running git (a read
+    pays one ``stat`` when there is none); None when the git folder is not found."""
+    from kb.ops.transaction import JOURNAL_NAME
+
+    for d in (start, *start.parents):
+        dot = d / ".git"
+        if dot.is_dir():
+            return dot / JOURNAL_NAME
+        if dot.is_file():
+            try:
+                line = dot.read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError):
+                return None
+            if not line.startswith("gitdir:"):
+                return None
+            gd = Path(line[len("gitdir:"):].strip())
+            return (gd if gd.is_absolute() else (d / gd).resolve()) / JOURNAL_NAME
+    return None
+
+
+def _litter(gd: Path) -> bool:
+    """True when a killed ``git commit`` left a ``next-index-*.lock`` in ``gd``."""
+    try:
+        return any(gd.glob("next-index-*.lock"))
+    except OSError:
+        return False
+
+
+def _sweep_litter(k: KnowledgeBase) -> None:
+    """Remove dead git processes' ``next-index-*.lock`` under the write lock (never
+    while a kb writer runs: its git may be alive); silently, it is kb's own litter."""
+    from kb import git
+    from kb.errors import LockedError
+    from kb.ops.transaction import acquire_write_lock, release_write_lock, remove_index_litter
+
+    try:
+        lock = acquire_write_lock(git.common_dir(k.top), "litter before a read", timeout=0)
+    except (LockedError, OSError):
+        return
+    try:
+        remove_index_litter(k.top)
+    finally:
+        release_write_lock(lock)
+
+
+def settle_interrupted_write(start: str | Path | None = None) -> str | None:
+    """Before a read: finish what a killed kb write left behind; a note for the user, or None.
+
+    A write killed between its file writes and its commit leaves a journal in
+    ``.git/`` (:mod:`kb.ops.transaction`); the next *write* rolls it back. A read
+    that answered from the working tree meanwhile would list what was never
+    committed, so a read does the same recovery first, under the write lock
+    taken without waiting: a busy lock means a writer is alive and the journal
+    is its own (nothing to do; this is also the case in the hooks of kb's own
+    commit). Inside a git hook of another commit (``GIT_INDEX_FILE`` is set: git
+    holds its index), or when the recovery cannot run, nothing is touched and
+    the note says so; the answer then shows the working tree as it is.
+    """
+    import json
+    import os
+
+    from kb import git
+    from kb.errors import KbError, LockedError
+    from kb.ops.transaction import JOURNAL_NAME, acquire_write_lock, recover, release_write_lock
+
+    here = Path(start) if start else Path.cwd()
+    if not os.environ.get("GIT_DIR"):
+        near = _journal_nearby(here.resolve())
+        if near is None or not (near.exists() or _litter(near.parent)):
+            return None
+    try:
+        k = open_kb(here)
+        gd = git.git_dir(k.top)
+    except KbError:
+        return None  # not a KB: the command itself says so
+    journal = gd / JOURNAL_NAME
+    if not journal.exists():
+        if _litter(gd) and not os.environ.get("GIT_INDEX_FILE"):
+            _sweep_litter(k)
+        return None
+    unsettled = ("an interrupted kb write (a process killed before its commit) left "
+                 f"{journal}; answers show the working tree as it is until a kb command "
+                 "outside git recovers it")
+    try:
+        lock = acquire_write_lock(git.common_dir(k.top), "recovery before a read", timeout=0)
+    except LockedError:
+        return None  # a live writer (perhaps the kb write whose hook runs this): its journal
+    except OSError as exc:
+        return f"{unsettled} (cannot take the write lock: {exc.strerror or exc})"
+    try:
+        if not journal.exists():
+            return None  # the writer finished between the check and the lock
+        if os.environ.get("GIT_INDEX_FILE"):
+            return unsettled  # a hook of a plain `git commit`: git holds the index
+        try:
+            was = json.loads(journal.read_text(encoding="utf-8")).get("head")
+        except (OSError, ValueError, AttributeError):
+            was = None
+        landed = was is not None and git.rev_parse("HEAD", k.top) != was
+        restored = recover(k)
+    except KbError as exc:
+        return f"{unsettled} ({exc})"
+    finally:
+        release_write_lock(lock)
+    if restored:
+        return ("kb rolled back an interrupted kb write (a process killed before its commit): "
+                f"restored {', '.join(restored)}")
+    if landed:
+        return ("kb finished an interrupted kb write whose commit had landed: git's index now "
+                "matches HEAD for its files")
+    return None  # nothing of it was left in the working tree: the journal is gone, say nothing

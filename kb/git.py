@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
-from kb.errors import EnvironmentError_, GitError
+from kb.errors import EnvironmentError_, GitError, RefusedError
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
@@ -103,6 +103,39 @@ def finish(proc: subprocess.Popen[bytes], args: list[str]) -> bytes:
 def out(args: list[str], cwd: Path | str, **kw: object) -> str:
     """``git <args>`` stdout decoded as UTF-8, trailing newline removed."""
     return run(args, cwd, **kw).stdout.decode("utf-8", "surrogateescape").rstrip("\n")  # type: ignore[arg-type]
+
+
+def commit_tree(top: Path, tree: str, parents: Iterable[str], message: str,
+                env: Mapping[str, str] | None = None) -> str:
+    """``git commit-tree`` signed whenever ``git commit`` would sign; the new commit id.
+
+    ``commit-tree`` ignores ``commit.gpgSign``: kb reads it and passes ``-S`` (git's
+    own signing configuration decides the rest: ``gpg.format``, ``gpg.program``,
+    ``user.signingKey``). When no signing key is configured git signs as the
+    committer, so a commit made under another identity (``env``: a lock record)
+    names the user's own identity as the key, as their ``git commit`` would. Raises
+    RefusedError with git's reason when signing or the commit fails (nothing is written).
+    """
+    sign = run(["config", "--type=bool", "--get", "commit.gpgSign"], top, check=False)
+    args = ["commit-tree", tree]
+    for p in parents:
+        args += ["-p", p]
+    if sign.returncode == 0 and sign.stdout.strip() == b"true":
+        key = run(["config", "--get", "user.signingKey"], top, check=False)
+        if key.returncode != 0 and env:
+            ident = run(["var", "GIT_COMMITTER_IDENT"], top, check=False)
+            who = ident.stdout.decode("utf-8", "surrogateescape").rsplit(">", 1)[0]
+            args.append(f"-S{who}>" if ident.returncode == 0 and "<" in who else "-S")
+        else:
+            args.append("-S")
+    else:
+        args.append("--no-gpg-sign")
+    proc = run([*args, "-F", "-"], top, write=True, check=False, env=env,
+               input=message.encode("utf-8", "surrogateescape"))
+    if proc.returncode != 0:
+        why = proc.stderr.decode("utf-8", "replace").strip()
+        raise RefusedError(f"git could not make the commit (nothing was written): {why}")
+    return proc.stdout.decode("ascii").strip()
 
 
 def toplevel(start: Path) -> Path | None:

@@ -376,8 +376,9 @@ def make_lock_commit(top: Path, message: str, owner: str, now: int) -> str:
     # The empty tree is written, not only named: `git fsck` reports a commit
     # whose tree is missing from the store, even the empty one.
     git.write_objects("tree", [b""], top)
-    return git.out(["commit-tree", "--no-gpg-sign", git.EMPTY_TREE, "-F", "-"], top,
-                   input=message.encode("utf-8", "surrogateescape"), write=True, env=env)
+    # Signed whenever the user's `git commit` would be (commit.gpgSign), else refused
+    # with git's reason: a lock record is a commit like any other (issue #11).
+    return git.commit_tree(top, git.EMPTY_TREE, (), message, env=env)
 
 
 def worktree_blob(top: Path, repo_path: str) -> str | None:

@@ -73,5 +73,8 @@ def test_hyp_add_never_takes_an_id_the_file_shows(tree_kb: Path, line: str) -> N
     if r.code == 0:
         assert r.json()["id"] not in ("H5",)
         assert r.json()["id"] == "H6"
-    else:  # refused because the file has a format error: never a collision either
-        assert "H5" not in r.stdout
+    else:  # refused because the file has a format error (KB119, an error since issue #11,
+        # names the unread heading's ID): never a collision either
+        assert r.code == 1 and r.json()["error"]["kind"] == "refused"
+        assert "KB119" in r.json()["error"]["message"]
+        assert (root / "tree.md").read_text(encoding="utf-8").count("H5") == 1  # nothing added

@@ -509,3 +509,83 @@ def test_release_of_the_tree_commits_a_fresh_dashboard(tree_kb):
     v = kb_(root, "verify", "--json")
     assert v.code == 0 and not [d for d in v.json()["diagnostics"] if d["code"] == "KB240"]
     assert git(root, "status", "--porcelain", "--untracked-files=no") == ""
+
+# -- signing (issue 11: kb commits are signed whenever git would sign them) ----------------
+
+# A stand-in for gpg: records the key it was asked for, reads the payload, reports a
+# signature on the status fd and prints a fixed one (deterministic).
+SIGNER = """#!/bin/sh
+for a in "$@"; do last="$a"; done
+printf '%s\\n' "$last" >> "$0.keys"
+cat >/dev/null
+printf '\\n[GNUPG:] KEY_CONSIDERED K 0\\n[GNUPG:] BEGIN_SIGNING\\n[GNUPG:] SIG_CREATED D 1 8 00 1 K\\n' >&2
+printf -- '-----BEGIN PGP SIGNATURE-----\\n\\nZmFrZQ==\\n-----END PGP SIGNATURE-----\\n'
+"""
+
+
+def _signer(root: Path, tmp_path: Path, body: str) -> Path:
+    prog = tmp_path / "signer"
+    prog.write_text(body)
+    prog.chmod(0o755)
+    git(root, "config", "gpg.program", str(prog))
+    git(root, "config", "commit.gpgSign", "true")
+    return prog
+
+
+def test_lock_commits_are_signed_when_git_would_sign(kbr, tmp_path):
+    """commit.gpgSign=true: the lock record carries a signature, made with the user's own
+    identity as the key (the lock commit's author is the owner, not a key holder)."""
+    prog = _signer(kbr, tmp_path, SIGNER)
+    r = kb_(kbr, "lock", "claim", "Notes/a.md", "--owner", "alice", "--json")
+    assert r.code == 0, r.stderr
+    commit = r.json()["locks"][0]["commit"]
+    raw = git(kbr, "cat-file", "commit", commit)
+    assert "\ngpgsig -----BEGIN PGP SIGNATURE-----" in raw
+    assert "Kb-Lock-Owner: alice" in raw
+    me = git(kbr, "var", "GIT_COMMITTER_IDENT").rsplit(">", 1)[0] + ">"
+    assert (tmp_path / "signer.keys").read_text().splitlines() == [me]
+    # a configured user.signingKey is git's choice, and so kb's
+    git(kbr, "config", "user.signingKey", "ABCDEF0123456789")
+    assert kb_(kbr, "lock", "claim", "Notes/b.md", "--owner", "alice").code == 0
+    assert (tmp_path / "signer.keys").read_text().splitlines()[-1] == "ABCDEF0123456789"
+    assert "gpgsig " in git(kbr, "cat-file", "commit", lock_refs(kbr)[ref_of("Notes/b.md")])
+    assert prog.exists()
+
+
+def test_lock_claim_refused_with_gits_reason_when_signing_fails(kbr, tmp_path):
+    _signer(kbr, tmp_path, "#!/bin/sh\ncat >/dev/null\necho 'gpg: no secret key' >&2\nexit 2\n")
+    r = kb_(kbr, "lock", "claim", "Notes/a.md", "--owner", "alice")
+    assert r.code == 1 and "sign" in r.stderr.lower() and "nothing was written" in r.stderr, r.stderr
+    assert lock_refs(kbr) == {}
+
+
+def test_lock_commits_unsigned_without_gpgsign(kbr, tmp_path):
+    prog = _signer(kbr, tmp_path, SIGNER)
+    git(kbr, "config", "commit.gpgSign", "false")
+    r = kb_(kbr, "lock", "claim", "Notes/a.md", "--owner", "alice", "--json")
+    assert r.code == 0, r.stderr
+    assert "gpgsig" not in git(kbr, "cat-file", "commit", r.json()["locks"][0]["commit"])
+    assert not (prog.parent / "signer.keys").exists()
+
+
+@pytest.mark.skipif(not __import__("shutil").which("ssh-keygen"), reason="needs ssh-keygen")
+def test_lock_commits_signed_with_ssh_verify(kbr, tmp_path):
+    """gpg.format=ssh with a real key: the lock record's signature verifies with git."""
+    import subprocess
+
+    key = tmp_path / "key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "kb-test", "-f", str(key)],
+                   check=True, capture_output=True, timeout=60)
+    allowed = tmp_path / "allowed"
+    allowed.write_text("kb-lock " + (tmp_path / "key.pub").read_text())
+    git(kbr, "config", "gpg.format", "ssh")
+    git(kbr, "config", "user.signingKey", str(key))
+    git(kbr, "config", "gpg.ssh.allowedSignersFile", str(allowed))
+    git(kbr, "config", "commit.gpgSign", "true")
+    r = kb_(kbr, "lock", "claim", "Notes/a.md", "--owner", "alice", "--json")
+    assert r.code == 0, r.stderr
+    commit = r.json()["locks"][0]["commit"]
+    assert "gpgsig -----BEGIN SSH SIGNATURE-----" in git(kbr, "cat-file", "commit", commit)
+    proc = subprocess.run(["git", "verify-commit", commit], cwd=kbr, capture_output=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode()

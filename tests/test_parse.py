@@ -222,14 +222,14 @@ def test_vibe_math_layout_through_kb_toml(make_kb, run_kb):
 
 
 def test_declaration_without_its_colon_is_reported_with_a_fix():
-    """``## H2 Prefetching`` declares nothing: a KB119 warning at its line whose fix adds
+    """``## H2 Prefetching`` declares nothing: a KB119 error at its line whose fix adds
     the colon (then H2 is read); ``## H2O …`` and the level-1 title are left alone."""
     text = ("# H1 and H2 notes\n\n## H1: 读盘是瓶颈\nStatus: 待验\n\n"
             "## H2 预取隐藏了解码开销\nStatus: 待验\n\n## H2O is water\n")
     res = parse("tree.md", text)
     assert [h.id for h in res.objects] == ["H1"]
     d = diag(res, "KB119")
-    assert (d.line, d.severity) == (6, "warning") and "H2" in d.message
+    assert (d.line, d.severity) == (6, "error") and "H2" in d.message
     assert not [x for x in res.diagnostics if x.code == "KB117"]  # its Status line: same cause
     assert (d.fix.old, d.fix.new) == ("## H2 预取隐藏了解码开销", "## H2: 预取隐藏了解码开销")
     lines = text.split("\n")

@@ -131,3 +131,102 @@ def test_server_pre_receive_refuses_what_clients_skipped(repo, tmp_path) -> None
     git(work, "commit", "-q", "-m", "a clean change")
     out = _git_err(work, "push", "-q", "origin", "HEAD:main")
     assert git(bare, "rev-parse", "main") == git(work, "rev-parse", "HEAD"), out
+
+
+def _git_env_err(repo, env_extra: dict, *args: str) -> tuple[int, str]:
+    import os
+    import subprocess
+
+    env = dict(os.environ)
+    env.update(env_extra)
+    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, env=env, timeout=120)
+    return proc.returncode, proc.stderr.decode("utf-8", "replace") + proc.stdout.decode("utf-8",
+                                                                                        "replace")
+
+
+EDIT_TODO = {"GIT_SEQUENCE_EDITOR": "sed -i -e 's/^pick/edit/'", "GIT_EDITOR": "true"}
+
+
+def test_rebase_edit_stop_then_continue_is_warned(repo) -> None:
+    """`git rebase -i` with an `edit` stop on a commit that edits a Verified card: the pick
+    and the `--continue` run no pre-commit check; kb's post hooks say so at the time."""
+    _forged_card_commit(repo, "side")
+    git(repo, "checkout", "-q", "main")
+    write_files(repo, {"notes.md": "unrelated\n"})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "unrelated")
+    _hooks(repo)
+    git(repo, "checkout", "-q", "side")
+    rc, out = _git_env_err(repo, EDIT_TODO, "rebase", "-i", "main")
+    assert rc == 0, out
+    assert (repo / ".git" / "rebase-merge").is_dir()  # stopped at the edit
+    assert "KB304" in out and "kb: warning" in out, out  # the pick (post-commit)
+    # the user edits the card further at the stop and amends: post-rewrite (amend) warns
+    write_files(repo, {CARD: "# 已验证｜forged at the stop\n- ID: p1\n"})
+    git(repo, "add", "-A")
+    rc, out = _git_env_err(repo, {}, "commit", "-q", "--amend", "--no-verify", "--no-edit")
+    assert rc == 0 and "KB304" in out, out
+    rc, out = _git_env_err(repo, EDIT_TODO, "rebase", "--continue")
+    assert rc == 0, out
+    assert "KB304" in out and "kb: warning" in out, out  # post-rewrite (rebase)
+    assert not (repo / ".git" / "rebase-merge").exists()
+
+
+def test_rebase_conflict_resolved_then_continue_is_warned(repo) -> None:
+    """The rebased commit conflicts; the user resolves it, `git add`s and continues: git
+    commits the resolution with no pre-commit hook. kb warns from post-commit/post-rewrite."""
+    git(repo, "checkout", "-q", "-b", "side")
+    write_files(repo, {CARD: "# 已验证｜forged\n- ID: p1\n", "notes.md": "side version\n"})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--no-verify", "-m", "forge the card")
+    git(repo, "checkout", "-q", "main")
+    write_files(repo, {"notes.md": "main version\n"})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "notes on main")
+    _hooks(repo)
+    git(repo, "checkout", "-q", "side")
+    rc, out = _git_env_err(repo, EDIT_TODO, "rebase", "main")
+    assert rc != 0 and "CONFLICT" in out, out
+    write_files(repo, {"notes.md": "resolved\n"})
+    git(repo, "add", "notes.md")
+    rc, out = _git_env_err(repo, {"GIT_EDITOR": "true"}, "rebase", "--continue")
+    assert rc == 0, out
+    assert "KB304" in out and "kb: warning" in out, out
+    assert git(repo, "log", "-1", "--format=%s") == "forge the card"
+
+
+def test_interactive_rebase_conflict_with_edit_todo_is_warned(repo) -> None:
+    """Same conflict under `rebase -i` with every pick turned into `edit`."""
+    git(repo, "checkout", "-q", "-b", "side")
+    write_files(repo, {CARD: "# 已验证｜forged\n- ID: p1\n", "notes.md": "side version\n"})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--no-verify", "-m", "forge the card")
+    git(repo, "checkout", "-q", "main")
+    write_files(repo, {"notes.md": "main version\n"})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "notes on main")
+    _hooks(repo)
+    git(repo, "checkout", "-q", "side")
+    rc, out = _git_env_err(repo, EDIT_TODO, "rebase", "-i", "main")
+    assert rc != 0 and "CONFLICT" in out, out
+    write_files(repo, {"notes.md": "resolved\n"})
+    git(repo, "add", "notes.md")
+    rc, out = _git_env_err(repo, EDIT_TODO, "rebase", "--continue")
+    assert rc == 0, out
+    said = out
+    if (repo / ".git" / "rebase-merge").is_dir():  # the edit stop after the resolution
+        rc, out = _git_env_err(repo, EDIT_TODO, "rebase", "--continue")
+        assert rc == 0, out
+        said += out
+    assert "KB304" in said and "kb: warning" in said, said
+
+
+def test_clean_cherry_pick_of_a_card_edit_is_warned(repo) -> None:
+    """A clean `git cherry-pick` (no conflict) of a commit editing a Verified card."""
+    _forged_card_commit(repo, "side")
+    git(repo, "checkout", "-q", "main")
+    _hooks(repo)
+    rc, out = _git_env_err(repo, {}, "cherry-pick", "side")
+    assert rc == 0, out
+    assert "KB304" in out, out
+    assert out.count("cherry-pick, a rebase or an amend") == 1  # one commit, one warning

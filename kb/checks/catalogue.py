@@ -89,9 +89,10 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "move it directly under its heading (no blank line in between)"),
     _r("KB118", "warning", "snapshot", "parse", "tree anchor written with an alias key (e.g. '状态:')",
        "write the canonical key (kb verify --fix)", True),
-    _r("KB119", "warning", "snapshot", "parse", "heading that starts with a hypothesis ID but has "
-       "no ':' after it ('## H2 Statement'): it declares nothing", "write '## H2: Statement' "
-       "(kb verify --fix)", True),
+    _r("KB119", "error", "snapshot", "parse", "heading that starts with a hypothesis ID but is not "
+       "a declaration ('## H2 Statement', '## **H2** Statement', '## H2. Statement'): it declares "
+       "nothing, yet the ID is taken", "write '## H2: Statement' (kb verify --fix when the rewrite "
+       "is certain)", True),
     _r("KB120", "warning", "snapshot", "parse", "list anchor written as a comma list or empty",
        "write a JSON array such as [\"q1\",\"p2\"] (kb verify --fix)", True),
     _r("KB121", "error", "snapshot", "parse", "list anchor cannot be read", "write a JSON array of IDs"),
@@ -103,6 +104,11 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "write a number in [0,1]"),
     _r("KB125", "error", "snapshot", "parse", "'优先级' is not an integer or 'never'",
        "write an integer or never"),
+    _r("KB126", "warning", "snapshot", "parse", "a non-empty tree, experiment or card from which kb "
+       "reads nothing (hypotheses in tables, bold list items or other headings; fields written "
+       "'status: …' or '状态：…'): one report of what is there and what kb reads",
+       "rewrite the file in kb's format; the message gives the rewrite when it is certain "
+       "(it reads back as the same IDs and nesting)"),
     _r("KB130", "warning", "snapshot", "parse", "experiment title line missing or malformed",
        "write '# Exxx: <hypothesis ID> - <action>' as the first heading"),
     _r("KB131", "error", "snapshot", "parse", "experiment **Date** is not YYYY-MM-DD",

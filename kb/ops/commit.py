@@ -275,23 +275,8 @@ def _plumbing_commit(top: Path, paths: list[str], message: str, head: HeadState)
 
 
 def commit_tree(top: Path, tree: str, parent: str | None, message: str) -> str:
-    """``git commit-tree`` signed as ``git commit`` would sign it; the commit id.
-
-    ``commit-tree`` ignores ``commit.gpgSign``; kb reads it and passes ``-S``
-    so that its commits are signed whenever the user's would be (git's own
-    signing configuration: ``user.signingKey``, ``gpg.format``, …). Raises
-    RefusedError with git's reason when signing (or the commit) fails.
-    """
-    sign = git.run(["config", "--type=bool", "--get", "commit.gpgSign"], top, check=False)
-    args = ["commit-tree", tree, *(["-p", parent] if parent else [])]
-    if sign.returncode == 0 and sign.stdout.strip() == b"true":
-        args.append("-S")
-    proc = git.run([*args, "-F", "-"], top, write=True, check=False,
-                   input=message.encode("utf-8", "surrogateescape"))
-    if proc.returncode != 0:
-        why = proc.stderr.decode("utf-8", "replace").strip()
-        raise RefusedError(f"git could not make the commit (nothing was written): {why}")
-    return proc.stdout.decode("ascii").strip()
+    """``git commit-tree`` signed as ``git commit`` would sign it (:func:`kb.git.commit_tree`)."""
+    return git.commit_tree(top, tree, [parent] if parent else [], message)
 
 
 def _commit_hooks(hooks: Path) -> bool:

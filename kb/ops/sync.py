@@ -264,8 +264,7 @@ def _renumber_commit(k: Any, head: str, mb: Optional[str], p: Any, name: str, on
         if git.rev_parse("HEAD", k.top) != head:
             raise ConflictError("HEAD moved while kb sync was planning; run it again (nothing was written)")
         tree = _tree_with(k, head, files)
-        commit = git.out(["commit-tree", tree, "-p", head, "-F", "-"], k.top, write=True,
-                         input=message.encode("utf-8"))
+        commit = git.commit_tree(k.top, tree, [head], message)  # signed as git would sign
         # kb's plumbing commits leave stat data stale; read-tree -m wants it fresh.
         git.run(["update-index", "-q", "--refresh"], k.top, write=True, check=False)
         git.run(["read-tree", "-m", "-u", head, commit], k.top, write=True)

@@ -162,7 +162,7 @@ def recover(kb: KnowledgeBase) -> list[str]:
     _index_lock(kb)  # before touching anything: the journal stays until this works
     files = journal.get("files", {})
     head = git.rev_parse("HEAD", kb.top)
-    if head != journal.get("head"):
+    if head != journal.get("head") and _landed(kb, files, head):
         # The commit landed (HEAD moved): nothing to undo, perhaps the index to finish.
         _finish_landed(kb, files, head)
         jp.unlink(missing_ok=True)
@@ -206,6 +206,24 @@ def _git_or_refuse(kb: KnowledgeBase, args: list[str], jp: Path,
         raise RefusedError(
             f"could not finish recovering an interrupted kb write (git {sub} failed: {why}); "
             f"the journal {jp} is kept and the next kb write tries again")
+
+
+def _landed(kb: KnowledgeBase, files: dict[str, dict], head: str | None) -> bool:
+    """True when HEAD holds what the dead write committed (every path at its new blob).
+    HEAD also moves when the user commits something else after the kill: then the
+    dead write did not land and is rolled back like any other."""
+    if head is None:
+        return False
+    paths = list(files)
+    if not paths:
+        return True
+    out = git.run(["--literal-pathspecs", "ls-tree", "-z", "--full-tree", head, "--", *paths],
+                  kb.top).stdout
+    in_head = {}
+    for rec in git.split_z(out):
+        meta, _, p = rec.partition("\t")
+        in_head[p] = meta.split(" ")[2]
+    return all(in_head.get(p) == rec.get("new") for p, rec in files.items())
 
 
 def _finish_landed(kb: KnowledgeBase, files: dict[str, dict], head: str | None) -> None:

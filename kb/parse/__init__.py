@@ -189,6 +189,12 @@ def _parse(src: SourceText, fmt: str, config: Config) -> ParseResult:
     else:
         d = []
     diags.extend(d)
+    if _may_be_unread(fmt, objects):
+        from kb.parse.unread import describe_unread
+
+        unread = describe_unread(src, fmt, objects, diags, config)
+        if unread is not None:
+            diags.append(unread)
     if fm and fmt not in ("tree",):
         diags.extend(_frontmatter_conflicts(src, fm, objects))
         objects = [o.replace(frontmatter=fm) for o in objects]
@@ -198,6 +204,16 @@ def _parse(src: SourceText, fmt: str, config: Config) -> ParseResult:
     meta["newline"] = src.newline
     return ParseResult(path=src.path, kind=fmt, objects=tuple(objects),
                        diagnostics=tuple(diags), meta=meta)
+
+
+def _may_be_unread(fmt: str, objects: list) -> bool:
+    """True when kb read nothing from a file of ``fmt`` (KB126 then says what is there)."""
+    if fmt == "tree":
+        return not objects
+    if fmt == "experiment" or fmt in ("problem", "proposition", "method", "verified"):
+        return len(objects) == 1 and not objects[0].anchors and not getattr(
+            objects[0], "entries", ()) and getattr(objects[0], "conclusion", None) is None
+    return False
 
 
 def _frontmatter_conflicts(src: SourceText, fm: dict, objects: list) -> list[Diagnostic]:

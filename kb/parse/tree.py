@@ -54,9 +54,50 @@ def _declaration_re(grammar: str, seps: tuple[str, ...]) -> re.Pattern[str]:
 
 
 @lru_cache(maxsize=16)
-def _missing_separator_re(grammar: str) -> re.Pattern[str]:
-    # `## H2 Prefetching hides the decode cost`: an ID of the grammar, a space, words.
-    return re.compile(rf"^(?P<id>{grammar})[ \t]+(?P<stmt>\S.*)$")
+def _unread_re(grammar: str) -> re.Pattern[str]:
+    # A heading whose first token is an ID of the grammar, perhaps after a word
+    # such as "Hypothesis" and inside Markdown markup: `## H2 Prefetching`,
+    # `## **H2** Prefetching`, `## H2. Prefetching`, `## Hypothesis H2 — …`, `## [H2] …`.
+    return re.compile(
+        rf"^(?:(?i:hypothesis|hyp\.?|假设)[ \t]*)?(?P<open>\*\*|__|\*|_|`|\[)?"
+        rf"(?P<id>{grammar})(?!\w|\.[0-9])(?P<rest>.*)$")
+
+
+#: A separator of another kind than the configured ones.
+_OTHER_SEP = r"[ \t]*(?:[:：.)）、｜|\-–—]+[ \t]*)?"
+_CLOSE = {"**": "**", "__": "__", "*": "*", "_": "_", "`": "`", "[": "]"}
+
+
+def unread_declaration(text: str, grammar: str, separators: tuple[str, ...],
+                       decl: re.Pattern[str]) -> tuple[str, str | None] | None:
+    """``(ID, fixed heading text or None)`` when the heading text ``text`` starts
+    with an ID of ``grammar`` but is not a declaration; None otherwise.
+
+    The fix is offered only when it is mechanical and provably right: the
+    rewritten text, read by the declaration regex, declares exactly that ID
+    with the same statement (never an empty one).
+    """
+    m = _unread_re(grammar).match(text)
+    if m is None:
+        return None
+    hid, rest = m.group("id"), m.group("rest")
+    if m.group("open"):
+        close = re.escape(_CLOSE[m.group("open")])
+        inner = re.match(rf"^{_OTHER_SEP}{close}(?P<r>.*)$", rest)  # **H2** / **H2:**
+        if inner is not None:
+            rest = inner.group("r")
+        elif rest.endswith(_CLOSE[m.group("open")]):  # **H2: statement**
+            rest = rest[: -len(_CLOSE[m.group("open")])]
+        else:
+            return hid, None
+    stmt = re.sub(rf"^{_OTHER_SEP}", "", rest, count=1).strip()
+    if not stmt or not rest[:1].isspace() and rest == stmt:
+        return hid, None  # `## H2` alone, or glued text such as `## H2+H3`
+    fixed = f"{hid}{separators[0]} {stmt}"
+    d = decl.match(fixed)
+    if d is None or d.group("id") != hid or d.group("stmt").strip() != stmt:
+        return hid, None
+    return hid, fixed
 
 
 def parse_tree(
@@ -123,14 +164,26 @@ def parse_tree(
         d = decl.match(text)
         if d is None:
             c = _CANDIDATE.match(text)
-            bare = _missing_separator_re(grammar).match(text) if level >= 2 else None
-            if bare is not None:
-                fixed = f"{m.group(1)} {bare.group('id')}{separators[0]} {bare.group('stmt')}"
-                diags.append(Diagnostic(
-                    path=path, line=i + 1, code="KB119", severity="warning",
-                    message=f"heading starts with the ID {bare.group('id')} but has no "
-                    f"{separators[0]!r} after it, so it declares nothing; write {fixed!r}",
-                    fix=Fix(line=i + 1, old=line, new=fixed)))
+            # `### K1. …` / `### H1. …` (an ID, then '.', '|' or ':') is how files of
+            # another grammar or separator look: one bounded KB116 for the file.
+            unread = unread_declaration(text, grammar, separators, decl) if level >= 2 else None
+            if c is not None and unread is not None and len(c.group("tok")) >= len(unread[0]):
+                unread = None  # `### H1. …`: the ID is followed by a separator of its own
+            if unread is not None:
+                hid, fixed_text = unread
+                what = (f"heading carries the ID {hid} but is not a declaration "
+                        f"('{'#' * level} {hid}{separators[0]} <statement>'), so kb reads nothing "
+                        "from it")
+                if fixed_text is None:
+                    diags.append(Diagnostic(
+                        path=path, line=i + 1, code="KB119", severity="error",
+                        message=f"{what}; rewrite it as a declaration or drop the ID"))
+                else:
+                    fixed = f"{m.group(1)} {fixed_text}"
+                    diags.append(Diagnostic(
+                        path=path, line=i + 1, code="KB119", severity="error",
+                        message=f"{what}; write {fixed!r}",
+                        fix=Fix(line=i + 1, old=line, new=fixed)))
                 under_lookalike = True  # its anchor lines are explained by this report
             elif c is not None and level >= 2:
                 lookalikes.append((i + 1, c.group("tok") + c.group("sep")))
