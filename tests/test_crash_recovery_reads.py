@@ -79,7 +79,7 @@ def test_recovery_blocked_by_index_lock_is_said_once_and_the_read_answers(tree_k
 
 def test_a_live_writers_journal_is_left_alone(tree_kb: Path) -> None:
     """A journal while the write lock is held belongs to a writer still running."""
-    from kb.ops.transaction import _release, acquire_write_lock
+    from kb.ops.transaction import acquire_write_lock, release_write_lock
 
     root = tree_kb
     journal = git_dir(root) / "kb-transaction.json"
@@ -90,7 +90,7 @@ def test_a_live_writers_journal_is_left_alone(tree_kb: Path) -> None:
         assert r.code == 0 and "interrupted" not in r.stderr
         assert journal.exists()
     finally:
-        _release(lk)
+        release_write_lock(lk)
     r = invoke("ls", "hypotheses", cwd=root)
     assert r.code == 0 and not journal.exists()
 
