@@ -125,7 +125,7 @@ def test_md03_in_kb_examples_never_count(case_bytes, make_kb, run_kb):
     for hid in ("H6", "H7", "H8", "H9"):
         assert run_kb("show", hid, cwd=root).code == 1
     r = run_kb("ls", "hypotheses", "--json", cwd=root)
-    assert [h["id"] for h in r.json()] == ["H1"]
+    assert [h["id"] for h in r.json()["objects"]] == ["H1"]
 
 
 # -- MD-04 full-width forms ----------------------------------------------------------------

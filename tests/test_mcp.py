@@ -141,7 +141,8 @@ def test_every_tool_once_and_writes_are_read_back(ex: Path) -> None:
             called.add("lock_steal")
             assert err["kind"] == "locked" and "alice" in err["message"]
             listed = await call(c, "ls", kind="problems")
-            assert "q9" in [o["id"] for o in listed]  # a write, then a read that sees it
+            assert "q9" in [o["id"] for o in listed["objects"]]  # a write, then a read that sees it
+            assert listed["kind"] == "problems" and listed["count"] == len(listed["objects"])
             return tools - called
 
     # the gen_* / lit_* tools need a run and a literature server: tests/test_gen_mcp.py
@@ -168,7 +169,7 @@ def test_stale_expect_and_locked_file_are_tool_errors(ex: Path) -> None:
             err = await refused(c, "hyp_status", id="H1", status="maybe")
             assert err["kind"] == "usage" and err["exit_code"] == 2
             # the server survived every error
-            assert (await call(c, "ls", kind="problems"))
+            assert (await call(c, "ls", kind="problems"))["objects"]
 
     asyncio.run(session())
     assert "- 计划: bisect\n" in (ex / "Problems/q2.md").read_text(encoding="utf-8")
@@ -326,9 +327,9 @@ def test_warm_reads_see_changes_made_outside_the_server(ex: Path) -> None:
             assert shown["blob"] == git(ex, "rev-parse", "HEAD:Problems/q2.md")
             new = ex / "Problems/q77.md"
             new.write_bytes(card.read_bytes().replace(b"q2", b"q77"))
-            assert [o["id"] for o in await call(c, "find", text="q77")] == ["q77"]
+            assert [o["id"] for o in (await call(c, "find", text="q77"))["objects"]] == ["q77"]
             new.unlink()
-            assert await call(c, "find", text="q77") == []
+            assert await call(c, "find", text="q77") == {"text": "q77", "count": 0, "objects": []}
 
     asyncio.run(session())
 
