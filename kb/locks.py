@@ -175,6 +175,9 @@ def validate_text(text: str, what: str) -> str:
 
 def default_owner(top: Path) -> str | None:
     """``git config kb.owner``, else ``git config user.email``, else None."""
+    if git.in_config_scope():  # one `git config --list` for the whole request
+        return ((git.config("kb.owner", top) or "").strip()
+                or (git.config("user.email", top) or "").strip() or None)
     proc = git.run(["config", "--get-regexp", r"^(kb\.owner|user\.email)$"], top, check=False)
     found: dict[str, str] = {}
     for line in proc.stdout.decode("utf-8", "replace").splitlines():

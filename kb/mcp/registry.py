@@ -36,6 +36,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ValidationError
 
+from kb import git
 from kb.errors import InternalError, UsageError, error_object
 from kb.mcp.warm import WarmKB
 
@@ -136,7 +137,7 @@ class Registry:
         @functools.wraps(fn)
         def tool(**kwargs: Any) -> CallToolResult:
             try:
-                with self.lock:
+                with self.lock, git.config_scope():  # git config read once per call
                     args = (served(),) if served is not None else ()
                     kwargs = {aliases.get(k, k): v for k, v in kwargs.items()}
                     return _result(to_data(fn(*args, **kwargs)))

@@ -282,9 +282,8 @@ def commit_tree(top: Path, tree: str, parent: str | None, message: str) -> str:
     signing configuration: ``user.signingKey``, ``gpg.format``, …). Raises
     RefusedError with git's reason when signing (or the commit) fails.
     """
-    sign = git.run(["config", "--type=bool", "--get", "commit.gpgSign"], top, check=False)
     args = ["commit-tree", tree, *(["-p", parent] if parent else [])]
-    if sign.returncode == 0 and sign.stdout.strip() == b"true":
+    if git.config_bool("commit.gpgSign", top):
         args.append("-S")
     proc = git.run([*args, "-F", "-"], top, write=True, check=False,
                    input=message.encode("utf-8", "surrogateescape"))
