@@ -264,11 +264,16 @@ def _remove_tmp_litter(kb: KnowledgeBase, files: list[Path]) -> None:
         folders.add(p if p.suffix != ".md" else p.parent)
     for d in folders:
         try:
-            for f in d.glob(TMP_PREFIX + "*"):
-                if f.is_file() and not f.is_symlink():
-                    f.unlink(missing_ok=True)
+            with os.scandir(d) as entries:  # a prefix test per name: folders hold thousands
+                litter = [e.path for e in entries if e.name.startswith(TMP_PREFIX)
+                          and e.is_file(follow_symlinks=False)]
         except OSError:
             continue
+        for f in litter:
+            try:
+                Path(f).unlink(missing_ok=True)
+            except OSError:
+                break
 
 
 def remove_index_litter(top: Path) -> list[Path]:
