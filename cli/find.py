@@ -17,8 +17,9 @@ def command(text: str, as_json: bool, kb_path: str | None) -> int:
 
     _, rows = find_objects(text, kb_path)
     if as_json:
-        emit_json([{"id": r.id, "kind": r.kind, "status": r.status, "title": r.title,
-                    "path": r.path, "line": r.line, "blob": r.blob} for r in rows])
+        from kb.contract import find_data
+
+        emit_json(find_data(text, rows))
         return 0
     for r in rows:
         click.echo(f"{r.id}\t{r.kind}\t{r.status}\t{r.title}\t{r.path}:{r.line}")

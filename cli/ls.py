@@ -6,28 +6,15 @@ import re
 
 import click
 
+from kb.contract import display_status
 from kb_cli.output import emit_json, json_option, kb_option
 
 KINDS = ["hypotheses", "experiments", "problems", "propositions", "methods", "verified",
          "directions", "records"]
 
 
-def _display_status(row, locale: str) -> str:
-    if row.kind == "hypothesis":
-        return _vocab().HYPOTHESIS_STATUS.word(row.status, locale)
-    if row.kind == "experiment":
-        return _vocab().EXPERIMENT_STATUS.word(row.status, locale)
-    return row.status
-
-
-def _vocab():
-    import kb.vocab
-
-    return kb.vocab
-
-
 def _columns(row, locale: str) -> list[str]:
-    status = _display_status(row, locale)
+    status = display_status(row.kind, row.status, locale)
     if row.kind == "hypothesis":
         return [row.id, status, row.title]  # a hypothesis's title is its statement
     f = row.fields()
@@ -112,14 +99,9 @@ def command(kind: str | None, status: str | None, fmt: str, as_json: bool,
     k, rows = list_objects(kind, status, kb_path, with_data=as_json or kind != "hypotheses")
     locale = k.config.locale
     if as_json:
-        out = []
-        for r in rows:
-            f = r.fields()
-            f.pop("anchor_lines", None)
-            f["status"] = _display_status(r, locale)
-            f["blob"] = r.blob
-            out.append(f)
-        emit_json(out)
+        from kb.contract import ls_data
+
+        emit_json(ls_data(kind, status, rows, locale))
         return 0
     if not rows:
         click.echo("(none)", err=True)

@@ -18,8 +18,9 @@ def command(as_json: bool, kb_path: str | None) -> int:
 
     rows = accuracy_table(kb_path)
     if as_json:
-        emit_json([{"verifier": a.verifier, "accuracy": a.rate, "agreed": a.agreed,
-                    "counted": a.counted, "votes": a.votes} for a in rows])
+        from kb.contract import verifiers_data
+
+        emit_json(verifiers_data(rows))
         return 0
     if not rows:
         click.echo("(no verification records)", err=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from kb.errors import ERROR_KINDS
 from kb.outputs import OpenModel as _Open, WriteResult  # shared with the areas' contracts
@@ -55,8 +55,15 @@ class ObjectOut(_Open):
     blob: Optional[str] = Field(description="git blob id of the file read (what --expect takes)")
 
 
-class LsOutput(RootModel[list[ObjectOut]]):
-    """``kb ls``: the objects, one per declaration."""
+class LsOutput(BaseModel):
+    """``kb ls``: the objects of one kind (every kind when ``kind`` is null), one per
+    declaration, in the table's order."""
+
+    kind: Optional[str] = Field(description="the plural kind listed (hypotheses, problems, …); "
+                                            "null: every kind")
+    status: Optional[str] = Field(description="the --status filter as given; null: none")
+    count: int = Field(description="number of objects")
+    objects: list[ObjectOut]
 
 
 class FoundObject(BaseModel):
@@ -69,8 +76,12 @@ class FoundObject(BaseModel):
     blob: Optional[str]
 
 
-class FindOutput(RootModel[list[FoundObject]]):
+class FindOutput(BaseModel):
     """``kb find``: the objects whose ID, title or statement contain the text."""
+
+    text: str = Field(description="the text searched for (case-insensitive)")
+    count: int = Field(description="number of objects")
+    objects: list[FoundObject]
 
 
 class Declaration(BaseModel):
@@ -136,8 +147,11 @@ class VerifierRow(BaseModel):
     votes: int
 
 
-class VerifiersOutput(RootModel[list[VerifierRow]]):
-    """``kb verifiers``: each verifier's accuracy on settled targets."""
+class VerifiersOutput(BaseModel):
+    """``kb verifiers``: each verifier's accuracy on settled targets, best first."""
+
+    count: int = Field(description="number of verifiers")
+    verifiers: list[VerifierRow]
 
 
 class BriefOutput(_Open):
@@ -353,7 +367,42 @@ def validate_output(words: str, data: Any) -> BaseModel:
     return model.model_validate(data)
 
 
-__all__ = ["OUTPUTS", "ErrorOutput", "WriteResult", "schema_of", "validate_output"]
+def display_status(kind: str, status: str, locale: str) -> str:
+    """A status as the KB's locale writes it (hypotheses and experiments have two words)."""
+    from kb.vocab import EXPERIMENT_STATUS, HYPOTHESIS_STATUS
+
+    vocab = {"hypothesis": HYPOTHESIS_STATUS, "experiment": EXPERIMENT_STATUS}.get(kind)
+    return vocab.word(status, locale) if vocab and status else status
+
+
+def ls_data(kind: Optional[str], status: Optional[str], rows: Any, locale: str) -> dict[str, Any]:
+    """:class:`LsOutput` of ``kb ls [KIND] [--status]``'s rows (index ``ObjectRow`` values)."""
+    objects = []
+    for r in rows:
+        f = r.fields()
+        f.pop("anchor_lines", None)
+        f["status"] = display_status(r.kind, r.status, locale)
+        f["blob"] = r.blob
+        objects.append(f)
+    return {"kind": kind, "status": status, "count": len(objects), "objects": objects}
+
+
+def find_data(text: str, rows: Any) -> dict[str, Any]:
+    """:class:`FindOutput` of ``kb find TEXT``'s rows."""
+    objects = [{"id": r.id, "kind": r.kind, "status": r.status, "title": r.title, "path": r.path,
+                "line": r.line, "blob": r.blob} for r in rows]
+    return {"text": text, "count": len(objects), "objects": objects}
+
+
+def verifiers_data(rows: Any) -> dict[str, Any]:
+    """:class:`VerifiersOutput` of :func:`kb.ops.verdict.accuracy_table`'s rows."""
+    out = [{"verifier": a.verifier, "accuracy": a.rate, "agreed": a.agreed,
+            "counted": a.counted, "votes": a.votes} for a in rows]
+    return {"count": len(out), "verifiers": out}
+
+
+__all__ = ["OUTPUTS", "ErrorOutput", "WriteResult", "schema_of", "validate_output",
+           "display_status", "ls_data", "find_data", "verifiers_data"]
 
 
 def _area_outputs() -> None:

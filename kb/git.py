@@ -11,10 +11,12 @@ snapshot of a hook is the one git is committing (case GIT-03).
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import os
 import subprocess
 import tempfile
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
@@ -66,6 +68,8 @@ def run(
     """
     if timeout is None and args and args[0] in NETWORK_COMMANDS:
         timeout = network_timeout()
+    if args[:1] == ["config"] and args[1:2] != ["--list"]:
+        _forget_config()  # it may set a value: read the configuration again
     try:
         proc = subprocess.run(
             ["git", *args], cwd=cwd, input=input, capture_output=True,
@@ -80,6 +84,90 @@ def run(
         msg = proc.stderr.decode("utf-8", "replace").strip()
         raise GitError(f"git {' '.join(args[:2])} failed: {msg}", msg)
     return proc
+
+
+# -- configuration read once per scope ------------------------------------------------------
+
+#: Inside :func:`config_scope`: repository top -> key -> its values (None: a key without "=").
+_CONFIG: contextvars.ContextVar[dict[str, dict[str, list[str | None]]] | None] = \
+    contextvars.ContextVar("kb_git_config", default=None)
+
+
+@contextmanager
+def config_scope() -> Iterator[None]:
+    """Within the block, :func:`config` answers from one ``git config --list`` per
+    repository (read on first use) instead of one ``git config --get`` per key. A
+    long-running server opens one per request; a ``git config`` that may set a value
+    (run through :func:`run`) makes the next :func:`config` read the list again."""
+    token = _CONFIG.set({})
+    try:
+        yield
+    finally:
+        _CONFIG.reset(token)
+
+
+def in_config_scope() -> bool:
+    """True inside :func:`config_scope`."""
+    return _CONFIG.get() is not None
+
+
+def _forget_config() -> None:
+    cache = _CONFIG.get()
+    if cache:
+        cache.clear()
+
+
+def _config_key(key: str) -> str:
+    """git's canonical spelling: section and variable lower-cased, a subsection kept."""
+    first, _, rest = key.partition(".")
+    sub, _, name = rest.rpartition(".")
+    return f"{first.lower()}.{sub}.{name.lower()}" if sub else f"{first.lower()}.{name.lower()}"
+
+
+def config(key: str, top: Path | str) -> str | None:
+    """The value of git config ``key`` as ``git config --get`` gives it (the last one
+    wins), or None when unset; ``""`` for a key without ``=``."""
+    cache = _CONFIG.get()
+    if cache is None:
+        proc = run(["config", "--get", key], top, check=False)
+        return proc.stdout.decode("utf-8", "replace").rstrip("\n") if proc.returncode == 0 else None
+    where = str(top)
+    if where not in cache:
+        listing: dict[str, list[str | None]] = {}
+        proc = run(["config", "--list", "-z"], top, check=False)
+        for rec in proc.stdout.decode("utf-8", "replace").split("\0"):
+            if rec:
+                name, nl, value = rec.partition("\n")
+                listing.setdefault(name, []).append(value if nl else None)
+        cache[where] = listing
+    values = cache[where].get(_config_key(key))
+    if not values:
+        return None
+    return "" if values[-1] is None else values[-1]
+
+
+def config_bool(key: str, top: Path | str) -> bool | None:
+    """git config ``key`` read as a boolean (git's words: true/yes/on/1, false/no/off/0,
+    a key without ``=`` is true); None when unset or not a boolean."""
+    cache = _CONFIG.get()
+    if cache is None:
+        proc = run(["config", "--type=bool", "--get", key], top, check=False)
+        out = proc.stdout.strip()
+        return None if proc.returncode != 0 else out == b"true"
+    value = config(key, top)
+    if value is None:
+        return None
+    if cache[str(top)].get(_config_key(key), [""])[-1] is None:
+        return True
+    word = value.strip().lower()
+    if word in ("true", "yes", "on"):
+        return True
+    if word in ("false", "no", "off", ""):
+        return False
+    try:
+        return int(word) != 0
+    except ValueError:
+        return None
 
 
 def start(args: list[str], cwd: Path | str) -> subprocess.Popen[bytes]:
@@ -116,13 +204,11 @@ def commit_tree(top: Path, tree: str, parents: Iterable[str], message: str,
     names the user's own identity as the key, as their ``git commit`` would. Raises
     RefusedError with git's reason when signing or the commit fails (nothing is written).
     """
-    sign = run(["config", "--type=bool", "--get", "commit.gpgSign"], top, check=False)
     args = ["commit-tree", tree]
     for p in parents:
         args += ["-p", p]
-    if sign.returncode == 0 and sign.stdout.strip() == b"true":
-        key = run(["config", "--get", "user.signingKey"], top, check=False)
-        if key.returncode != 0 and env:
+    if config_bool("commit.gpgSign", top):  # one `git config --list` inside config_scope
+        if config("user.signingKey", top) is None and env:
             ident = run(["var", "GIT_COMMITTER_IDENT"], top, check=False)
             who = ident.stdout.decode("utf-8", "surrogateescape").rsplit(">", 1)[0]
             args.append(f"-S{who}>" if ident.returncode == 0 and "<" in who else "-S")

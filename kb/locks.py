@@ -179,6 +179,9 @@ def default_owner(top: Path) -> str | None:
     hooks they run, so a command and its hooks name the same owner)."""
     if os.environ.get("KB_OWNER"):
         return os.environ["KB_OWNER"]
+    if git.in_config_scope():  # one `git config --list` for the whole request
+        return ((git.config("kb.owner", top) or "").strip()
+                or (git.config("user.email", top) or "").strip() or None)
     proc = git.run(["config", "--get-regexp", r"^(kb\.owner|user\.email)$"], top, check=False)
     found: dict[str, str] = {}
     for line in proc.stdout.decode("utf-8", "replace").splitlines():

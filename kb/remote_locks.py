@@ -38,9 +38,9 @@ Notify = Optional[Callable[[str], None]]
 def lock_remote(top: Path, config: Any) -> Optional[str]:
     """The configured lock remote (git config ``kb.lockRemote``, else ``[locks]
     remote``), or None."""
-    proc = git.run(["config", "--get", "kb.lockRemote"], top, check=False)
-    if proc.returncode == 0 and proc.stdout.strip():
-        return proc.stdout.decode("utf-8", "replace").strip()
+    value = (git.config("kb.lockRemote", top) or "").strip()
+    if value:
+        return value
     locks = getattr(config, "locks", None) or {}
     value = locks.get("remote") if isinstance(locks, dict) else None
     return str(value) if value else None
@@ -50,9 +50,8 @@ def offline_policy(config: Any, top: Optional[Path] = None) -> str:
     """``refuse`` (default) or ``warn``: what a write does when the remote is
     unreachable (git config ``kb.lockOffline``, else ``[locks] offline``)."""
     if top is not None:
-        proc = git.run(["config", "--get", "kb.lockOffline"], top, check=False)
-        value = proc.stdout.decode("utf-8", "replace").strip()
-        if proc.returncode == 0 and value in ("refuse", "warn"):
+        value = (git.config("kb.lockOffline", top) or "").strip()
+        if value in ("refuse", "warn"):
             return value
     locks = getattr(config, "locks", None) or {}
     value = str(locks.get("offline", "refuse")) if isinstance(locks, dict) else "refuse"

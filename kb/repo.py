@@ -10,6 +10,8 @@ blob id, for one of three sources: the working tree, the staged index
 from __future__ import annotations
 
 import os
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -124,15 +126,32 @@ class Snapshot:
         return {p: blobs[self.files[p]] for p in paths if self.files[p] in blobs}
 
 
+#: id(kb) -> (kb, repository path -> (KB-relative path, format) or None): what
+#: :func:`_keep` decided, remembered for a long-running process that lists the same
+#: 7,500 paths on every call (classifying them costs more than listing them).
+_CLASSIFIED: dict[int, tuple[KnowledgeBase, dict[str, tuple[str, str] | None]]] = {}
+
+
+def _classified(kb: KnowledgeBase) -> dict[str, tuple[str, str] | None]:
+    seen = _CLASSIFIED.get(id(kb))
+    if seen is None or seen[0] is not kb or len(seen[1]) > 500_000:
+        if len(_CLASSIFIED) > 8:
+            _CLASSIFIED.clear()
+        seen = _CLASSIFIED[id(kb)] = (kb, {})
+    return seen[1]
+
+
 def _keep(kb: KnowledgeBase, repo_path: str, out: dict[str, str], fmts: dict[str, str], blob: str) -> None:
-    rel = kb.rel(repo_path)
-    if rel is None:
-        return
-    fmt = classify(rel, kb.config)
-    if fmt is None:
-        return
-    out[rel] = blob
-    fmts[rel] = fmt
+    memo = _classified(kb)
+    try:
+        hit = memo[repo_path]
+    except KeyError:
+        rel = kb.rel(repo_path)
+        fmt = classify(rel, kb.config) if rel is not None else None
+        hit = memo[repo_path] = (rel, fmt) if rel is not None and fmt is not None else None
+    if hit is not None:
+        out[hit[0]] = blob
+        fmts[hit[0]] = hit[1]
 
 
 def _pathspec(kb: KnowledgeBase, only: list[str] | None = None) -> list[str]:
@@ -148,12 +167,22 @@ def staged_snapshot(kb: KnowledgeBase, _stdout: bytes | None = None) -> Snapshot
         _stdout = git.run(["ls-files", "-s", "-z", *_pathspec(kb)], kb.top).stdout
     files: dict[str, str] = {}
     fmts: dict[str, str] = {}
-    for rec in git.split_z(_stdout):
+    memo = _classified(kb)
+    # One decode of the whole listing (git's -z records hold no NUL), then per record
+    # "<mode> <blob> <stage>\t<path>"; a path seen before skips classify.
+    for rec in _stdout.decode("utf-8", "surrogateescape").split("\0"):
+        if not rec:
+            continue
         meta, _, path = rec.partition("\t")
         mode, blob, stage = meta.split(" ")
         if stage != "0" or mode == "160000":
             continue  # conflicted entries and submodules are not KB files
-        _keep(kb, path, files, fmts, blob)
+        hit = memo.get(path, False)
+        if hit is False:
+            _keep(kb, path, files, fmts, blob)
+        elif hit is not None:
+            files[hit[0]] = blob
+            fmts[hit[0]] = hit[1]
     return Snapshot(kb=kb, kind="staged", files=files, formats=fmts)
 
 
@@ -176,6 +205,20 @@ def empty_snapshot(kb: KnowledgeBase) -> Snapshot:
     return Snapshot(kb=kb, kind="commit", files={}, formats={}, rev=None)
 
 
+#: (thread, top, KB prefix) -> (time.monotonic() when it started, repository paths) of the
+#: thread's last whole-KB ``git diff-files`` (:func:`worktree_snapshot`).
+_LAST_CHANGED: dict[tuple[int, str, str], tuple[float, list[str]]] = {}
+
+
+def worktree_changes_since(kb: KnowledgeBase, since: float) -> list[str] | None:
+    """The repository paths whose working-tree file differs from the index, as this
+    thread's last whole-KB :func:`worktree_snapshot` found them, when it started at or
+    after ``since`` (``time.monotonic()``); else None. A write transaction that indexed
+    the KB under its lock reuses it instead of another pass over every file."""
+    seen = _LAST_CHANGED.get((threading.get_ident(), str(kb.top), kb.prefix))
+    return seen[1] if seen is not None and seen[0] >= since else None
+
+
 def worktree_snapshot(kb: KnowledgeBase, only: list[str] | None = None) -> Snapshot:
     """The working tree: staged blob ids, re-hashed where git reports a change.
 
@@ -189,8 +232,12 @@ def worktree_snapshot(kb: KnowledgeBase, only: list[str] | None = None) -> Snaps
     cmds = [["ls-files", "-s", "-z", *spec],
             ["diff-files", "-z", "--name-only", *spec],
             ["ls-files", "-z", "--others", "--exclude-standard", *spec]]
+    started = time.monotonic()
     procs = [git.start(c, kb.top) for c in cmds]
     staged, changed, untracked = (git.finish(p, c) for p, c in zip(procs, cmds))
+    if only is None:
+        _LAST_CHANGED[(threading.get_ident(), str(kb.top), kb.prefix)] = (
+            started, list(git.split_z(changed)))
     snap = staged_snapshot(kb, staged)
     files, fmts = snap.files, snap.formats
     for repo_path in [*git.split_z(changed), *git.split_z(untracked)]:

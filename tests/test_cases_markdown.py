@@ -125,7 +125,7 @@ def test_md03_in_kb_examples_never_count(case_bytes, make_kb, run_kb):
     for hid in ("H6", "H7", "H8", "H9"):
         assert run_kb("show", hid, cwd=root).code == 1
     r = run_kb("ls", "hypotheses", "--json", cwd=root)
-    assert [h["id"] for h in r.json()] == ["H1"]
+    assert [h["id"] for h in r.json()["objects"]] == ["H1"]
     # nor for reuse: the next hypothesis is H2 (not H9, nor H8/H7 after the comment and code)
     r = run_kb("hyp", "add", "The next idea", "--json", cwd=root)
     assert r.code == 0 and r.json()["ids"] == ["H2"], r.stdout + r.stderr

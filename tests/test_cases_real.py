@@ -129,14 +129,15 @@ def test_sliderule_in_kb_both_ways(case_bytes, make_kb, run_kb):
     r = run_kb("index", cwd=plain)
     assert r.code == 0
     assert r.stdout.count("\n") == 1 and "KB116" in r.stdout
-    assert run_kb("ls", "hypotheses", "--json", cwd=plain).json() == []
+    assert run_kb("ls", "hypotheses", "--json", cwd=plain).json() == {
+        "kind": "hypotheses", "status": None, "count": 0, "objects": []}
 
     configured = make_kb({"tree.md": case_bytes(SLIDERULE)}, config=SLIDERULE_TOML, commit=True)
     r = run_kb("index", "--json", cwd=configured)
     assert r.json()["counts"] == {"hypotheses": 14}
     assert "KB116" not in {d["code"] for d in r.json()["diagnostics"]}
     listed = run_kb("ls", "hypotheses", "--json", cwd=configured).json()
-    assert [(h["id"], h["line"]) for h in listed] == SLIDERULE_HEADINGS
+    assert [(h["id"], h["line"]) for h in listed["objects"]] == SLIDERULE_HEADINGS
 
 
 # -- kexin94yyds: a registry of problem records -----------------------------------------------
@@ -216,6 +217,6 @@ def test_kexin_in_kb(case_bytes, make_kb, run_kb):
     assert out["errors"] == 0
     assert {d["code"] for d in out["diagnostics"]} == {"KB110"}
     listed = run_kb("ls", "records", "--json", cwd=root).json()
-    assert sorted(x["id"] for x in listed) == sorted(i for i, _ in KEXIN_RECORDS)
+    assert sorted(x["id"] for x in listed["objects"]) == sorted(i for i, _ in KEXIN_RECORDS)
     shown = run_kb("show", "P-2024-005", "--json", cwd=root).json()
     assert shown["line"] == 102 and shown["anchors"]["状态"] == "verified"

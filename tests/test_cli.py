@@ -62,7 +62,7 @@ def test_click_runner_on_cli_group(example_kb):
     """``CliRunner().invoke(cli, ...)``: the group itself runs ``ls`` with ``--kb``."""
     res = CliRunner().invoke(cli, ["ls", "hypotheses", "--json", "--kb", str(example_kb)])
     assert res.exit_code == 0, res.output
-    assert [h["id"] for h in json.loads(res.stdout)][:1] == ["H1"]
+    assert [h["id"] for h in json.loads(res.stdout)["objects"]][:1] == ["H1"]
 
 
 # -- the example KB -------------------------------------------------------------------
@@ -90,17 +90,21 @@ def test_ls_examples(example_kb, run_kb):
     priority with ``never`` last; propositions with a probability; ``--status`` in English."""
     r = run_kb("ls", cwd=example_kb)
     assert r.code == 0 and "H1" in r.stdout and "hypothesis" in r.stdout
-    hyps = run_kb("ls", "hypotheses", "--json", cwd=example_kb).json()
+    listed = run_kb("ls", "hypotheses", "--json", cwd=example_kb).json()
+    hyps = listed["objects"]
+    assert (listed["kind"], listed["status"], listed["count"]) == ("hypotheses", None, len(hyps))
     assert all({"id", "status", "statement"} <= set(h) for h in hyps)
     assert all(h["status"] in ("待验", "进行中", "被支持", "被推翻") for h in hyps)
-    probs = run_kb("ls", "problems", "--json", cwd=example_kb).json()
+    probs = run_kb("ls", "problems", "--json", cwd=example_kb).json()["objects"]
     prios = [p["priority"] for p in probs]
     ints = [p for p in prios if isinstance(p, int)]
     assert prios == sorted(ints) + [p for p in prios if p == "never"]
     assert "never" in prios
-    props = run_kb("ls", "propositions", "--json", cwd=example_kb).json()
+    props = run_kb("ls", "propositions", "--json", cwd=example_kb).json()["objects"]
     assert props and all(isinstance(p["probability"], float) for p in props)
-    supported = run_kb("ls", "hypotheses", "--status", "supported", "--json", cwd=example_kb).json()
+    listed = run_kb("ls", "hypotheses", "--status", "supported", "--json", cwd=example_kb).json()
+    supported = listed["objects"]
+    assert listed["status"] == "supported" and listed["count"] == len(supported)
     assert supported and {h["status"] for h in supported} == {"被支持"}
     assert {h["id"] for h in supported} < {h["id"] for h in hyps}
 
@@ -129,9 +133,10 @@ def test_find_examples(example_kb, run_kb):
     """``kb find``: case-insensitive over IDs, titles, statements; no match exits 0 with a
     message on stderr; an empty TEXT is a usage error (2)."""
     r = run_kb("find", "√2", "--json", cwd=example_kb)
-    assert r.code == 0 and "q1" in [x["id"] for x in r.json()]
+    assert r.code == 0 and "q1" in [x["id"] for x in r.json()["objects"]]
+    assert r.json()["text"] == "√2" and r.json()["count"] == len(r.json()["objects"])
     r = run_kb("find", "PYTEST", "--json", cwd=example_kb)
-    assert "H1" in [x["id"] for x in r.json()]
+    assert "H1" in [x["id"] for x in r.json()["objects"]]
     r = run_kb("find", "no-such-text-anywhere", cwd=example_kb)
     assert (r.code, r.stdout) == (0, "") and "no object matches" in r.stderr
     r = run_kb("find", "  ", cwd=example_kb)
@@ -163,7 +168,7 @@ def test_console_script(example_kb):
     out = json.loads(r.stdout)
     assert out["errors"] == 0 and out["counts"]["hypotheses"] >= 3
     r = run_script("ls", "hypotheses", "--json", cwd=example_kb)
-    statuses = {h["status"] for h in json.loads(r.stdout)}
+    statuses = {h["status"] for h in json.loads(r.stdout)["objects"]}
     assert statuses <= {"待验", "进行中", "被支持", "被推翻"} and statuses
     assert "\\u" not in r.stdout and "被支持" in r.stdout
     r = run_script("show", "H1", cwd=example_kb)

@@ -24,7 +24,7 @@ def test_ls_tsv_is_one_object_per_line(example_kb: Path) -> None:
     r = invoke("ls", "hypotheses", "--format", "tsv", cwd=example_kb)
     assert r.code == 0
     rows = [ln.split("\t") for ln in r.stdout.splitlines()]
-    ids = [o["id"] for o in invoke("ls", "hypotheses", "--json", cwd=example_kb).json()]
+    ids = [o["id"] for o in invoke("ls", "hypotheses", "--json", cwd=example_kb).json()["objects"]]
     assert [row[1] for row in rows] == ids
     assert all(row[0] == "hypothesis" and len(row) == 4 for row in rows)
     assert ["hypothesis", "H1.1.1", "进行中", LONG] in rows

@@ -52,6 +52,22 @@ def test_schema_command(tmp_path: Path) -> None:
     assert bad.code == 2 and bad.json()["error"]["kind"] == "usage"
 
 
+def test_every_output_is_an_object_naming_its_properties() -> None:
+    """No command prints a bare array: lists come inside an object (``kb ls`` is
+    {kind, status, count, objects}); ``kb gen schema`` prints JSON Schemas, open by nature."""
+    from kb.contract import OUTPUTS, schema_of
+
+    for words, model in OUTPUTS.items():
+        if model is None or words == "gen schema":
+            continue
+        s = schema_of(words)
+        assert s.get("type") == "object" and s.get("properties"), words
+    assert list(invoke("schema", "ls").json()["properties"]) == ["kind", "status", "count",
+                                                                  "objects"]
+    assert list(invoke("schema", "find").json()["properties"]) == ["text", "count", "objects"]
+    assert list(invoke("schema", "verifiers").json()["properties"]) == ["count", "verifiers"]
+
+
 def scenario(ex: Path, tmp: Path) -> list[tuple[str, tuple[str, ...], Path]]:
     """(schema key, argv, cwd) of one run of every command with a JSON output, in order."""
     s: list[tuple[str, tuple[str, ...], Path]] = [

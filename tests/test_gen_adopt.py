@@ -27,7 +27,7 @@ def test_prose_and_trailers_in_one_commit_through_the_hooks(tree_kb: Path):
     # A third hypothesis lands after the prose, and the tree still reads.
     add_hypothesis(tree_kb, "Network dominates")
     r = invoke("ls", "hypotheses", "--json", cwd=tree_kb)
-    assert [h["id"] for h in r.json()] == ["H1", "H1.1", "H2"]
+    assert [h["id"] for h in r.json()["objects"]] == ["H1", "H1.1", "H2"]
     assert invoke("verify", cwd=tree_kb).code == 0
     head = git(tree_kb, "rev-parse", "HEAD")
     with pytest.raises(UsageError, match="a prose line spans several lines"):

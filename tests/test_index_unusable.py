@@ -125,7 +125,7 @@ def test_rows_that_fail_their_check_are_not_trusted(kb_copy: Path) -> None:
     assert r.code == 0, r.stderr
     assert _answers(kb_copy) == want
     (kb_copy / "tree.md").write_bytes(edited)
-    ids = [o["id"] for o in run_script("ls", "--json", cwd=kb_copy).json()]
+    ids = [o["id"] for o in run_script("ls", "--json", cwd=kb_copy).json()["objects"]]
     assert "H77" in ids and ids.count("H1.1") == 1
 
 

@@ -141,7 +141,8 @@ def test_every_tool_once_and_writes_are_read_back(ex: Path) -> None:
             called.add("lock_steal")
             assert err["kind"] == "locked" and "alice" in err["message"]
             listed = await call(c, "ls", kind="problems")
-            assert "q9" in [o["id"] for o in listed]  # a write, then a read that sees it
+            assert "q9" in [o["id"] for o in listed["objects"]]  # a write, then a read that sees it
+            assert listed["kind"] == "problems" and listed["count"] == len(listed["objects"])
             return tools - called
 
     # the gen_* / lit_* tools need a run and a literature server: tests/test_gen_mcp.py
@@ -168,10 +169,45 @@ def test_stale_expect_and_locked_file_are_tool_errors(ex: Path) -> None:
             err = await refused(c, "hyp_status", id="H1", status="maybe")
             assert err["kind"] == "usage" and err["exit_code"] == 2
             # the server survived every error
-            assert (await call(c, "ls", kind="problems"))
+            assert (await call(c, "ls", kind="problems"))["objects"]
 
     asyncio.run(session())
     assert "- 计划: bisect\n" in (ex / "Problems/q2.md").read_text(encoding="utf-8")
+
+
+def test_bad_arguments_and_unknown_tools_are_usage_errors(ex: Path) -> None:
+    """What the SDK rejects before a tool runs (a missing, ill-typed or unknown argument,
+    an unknown tool) comes back as kb's error object of kind usage; nothing is written
+    and the server answers the next call."""
+    from kb.contract import ErrorOutput
+    from kb.mcp import build_server
+
+    head = git(ex, "rev-parse", "HEAD")
+
+    async def session() -> list[dict[str, Any]]:
+        errs = []
+        async with Client(build_server(ex)) as c:
+            for tool, args in [("hyp_add", {}), ("hyp_add", {"statement": 3}),
+                               ("brief", {"max_chars": "many"}), ("rules", {"codes": "KB240"}),
+                               ("no_such_tool", {}),
+                               ("hyp_add", {"statement": "Typos are refused", "expcet": "abc"})]:
+                res = await c.call_tool(tool, args)
+                assert res.is_error, (tool, args)
+                ErrorOutput.model_validate(data_of(res))
+                errs.append(data_of(res)["error"])
+            assert (await call(c, "show", id="H1"))["id"] == "H1"  # still serving
+        return errs
+
+    errs = asyncio.run(session())
+    assert [(e["kind"], e["exit_code"]) for e in errs] == [("usage", 2)] * 6
+    missing, typed, number, listed, tool, unknown = (e["message"] for e in errs)
+    assert missing == "hyp_add: missing required argument 'statement'"
+    assert typed.startswith("hyp_add: argument 'statement': ") and "(got integer)" in typed
+    assert number.startswith("brief: argument 'max_chars': ") and "(got string)" in number
+    assert listed.startswith("rules: argument 'codes': ") and "(got string)" in listed
+    assert tool == "no tool named 'no_such_tool' (tools/list gives the tools)"
+    assert unknown.startswith("hyp_add: unknown argument 'expcet' (it takes: expect, ")
+    assert git(ex, "rev-parse", "HEAD") == head and git(ex, "status", "--porcelain") == ""
 
 
 def test_outside_a_kb_every_call_is_an_environment_error(tmp_path: Path) -> None:
@@ -291,9 +327,9 @@ def test_warm_reads_see_changes_made_outside_the_server(ex: Path) -> None:
             assert shown["blob"] == git(ex, "rev-parse", "HEAD:Problems/q2.md")
             new = ex / "Problems/q77.md"
             new.write_bytes(card.read_bytes().replace(b"q2", b"q77"))
-            assert [o["id"] for o in await call(c, "find", text="q77")] == ["q77"]
+            assert [o["id"] for o in (await call(c, "find", text="q77"))["objects"]] == ["q77"]
             new.unlink()
-            assert await call(c, "find", text="q77") == []
+            assert await call(c, "find", text="q77") == {"text": "q77", "count": 0, "objects": []}
 
     asyncio.run(session())
 

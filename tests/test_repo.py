@@ -259,7 +259,7 @@ def test_cjk_path_in_index_and_json(make_kb, run_kb):
         assert [p for (p,) in idx.db.execute("SELECT path FROM files")] == [CJK_PATH]
         assert [(row.id, row.path) for row in idx.objects()] == [("实验 E001", CJK_PATH)]
     listed = run_kb("ls", "verified", "--json", cwd=root).json()
-    assert [(x["id"], x["path"]) for x in listed] == [("实验 E001", CJK_PATH)]
+    assert [(x["id"], x["path"]) for x in listed["objects"]] == [("实验 E001", CJK_PATH)]
     shown = run_kb("show", "实验 E001", "--json", cwd=root).json()
     assert shown["path"] == CJK_PATH
 

@@ -89,3 +89,32 @@ def test_quoted_markers_in_a_fence_are_prose(make_kb) -> None:
     res = parse_file("experiments/E001.md", text.encode(), load_config(root))
     assert not [d for d in res.diagnostics if d.code == "KB190"]
     assert [o.id for o in res.objects] == ["E001"]
+
+
+def test_markers_on_disk_or_staged_refuse_card_writes(tree_kb: Path) -> None:
+    """A card write lists the changed files once (its own indexing, under the lock) and
+    compares only the index with HEAD: markers in a file edited on disk, then staged,
+    still refuse it. kb's own commits move the marker check's note to the new HEAD;
+    markers committed behind kb's back are still found."""
+    assert invoke("problem", "add", "q1", "First problem", cwd=tree_kb).code == 0
+    note = tree_kb / ".git/kb-markers-clean"
+    assert invoke("problem", "add", "q2", "Second problem", cwd=tree_kb).code == 0
+    assert note.read_text(encoding="utf-8").strip() == git(tree_kb, "rev-parse", "HEAD")
+    card = tree_kb / "Problems/q1.md"
+    clean = card.read_text(encoding="utf-8")
+    card.write_text(clean + "<<<<<<< ours\nmine\n=======\ntheirs\n>>>>>>> other\n",
+                    encoding="utf-8")
+    for stage in (False, True):
+        if stage:
+            git(tree_kb, "add", "Problems/q1.md")
+        head = git(tree_kb, "rev-parse", "HEAD")
+        res = invoke("problem", "plan", "q2", "bisect", cwd=tree_kb)
+        assert res.code == 1 and "unresolved merge-conflict markers in Problems/q1.md" in \
+            res.stderr, (stage, res.stderr)
+        assert git(tree_kb, "rev-parse", "HEAD") == head
+    git(tree_kb, "commit", "-q", "--no-verify", "-m", "markers behind kb's back")
+    res = invoke("problem", "plan", "q2", "bisect", cwd=tree_kb)
+    assert res.code == 1 and "Problems/q1.md" in res.stderr, res.stderr
+    card.write_text(clean, encoding="utf-8")
+    commit_all(tree_kb, "resolved")
+    assert invoke("problem", "plan", "q2", "bisect", cwd=tree_kb).code == 0

@@ -154,7 +154,8 @@ def test_forced_verdict_uses_derived_accuracy(ex: Path) -> None:
     assert r.data["verdict"] == pytest.approx((0.95 * 0.8 + 0.05 * 0.2) / 1.0)
     out = invoke("verifiers", "--json", cwd=ex)
     assert out.code == 0
-    rows = {x["verifier"]: x for x in out.json()}
+    rows = {x["verifier"]: x for x in out.json()["verifiers"]}
+    assert out.json()["count"] == len(rows)
     assert rows["good"]["accuracy"] == 1.0 and rows["good"]["counted"] == 1
     assert rows["v1"]["accuracy"] == 0.5  # the example's verifiers: no settled history
 

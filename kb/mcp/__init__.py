@@ -24,7 +24,7 @@ from typing import Optional
 from mcp.server.mcpserver import MCPServer
 
 import kb as _kb_pkg
-from kb.mcp.registry import Registry
+from kb.mcp.registry import KbServer, Registry
 from kb.mcp.warm import WarmKB
 
 #: Modules under kb.mcp with a ``register(reg)`` function, in tool-list order. A module
@@ -38,7 +38,7 @@ INSTRUCTIONS = (
     "returns {op, id, ids, paths, blobs, commit, changes, recovered}; pass a file's blob "
     "(from a read's `blob` or a write's `blobs`) as `expect` to refuse a write when the file "
     "changed (kind stale). Errors are tool errors whose text is {\"error\": {message, "
-    "exit_code, kind}}.")
+    "exit_code, kind}}; a missing, ill-typed or unknown argument is kind usage.")
 
 
 def build_server(kb: Optional[Path] = None) -> MCPServer:
@@ -46,10 +46,11 @@ def build_server(kb: Optional[Path] = None) -> MCPServer:
 
     The KB is opened on the first tool call, so a server started outside a KB
     still lists its tools and answers each call with an ``environment`` error."""
-    server = MCPServer(name="kb", version=_kb_pkg.__version__, instructions=INSTRUCTIONS)
+    server = KbServer(name="kb", version=_kb_pkg.__version__, instructions=INSTRUCTIONS)
     warm = WarmKB(kb)
     served = warm.get
     reg = Registry(server, warm)
+    server.registry = reg
     for area in AREAS:
         try:
             mod = importlib.import_module(f"kb.mcp.{area}")

@@ -24,31 +24,18 @@ def index(kb: KnowledgeBase) -> object:
             "diagnostics": [d.to_dict() for d in rep.diagnostics]}
 
 
-def _status_word(kind: str, status: str, locale: str) -> str:
-    from kb.vocab import EXPERIMENT_STATUS, HYPOTHESIS_STATUS
-
-    vocab = {"hypothesis": HYPOTHESIS_STATUS, "experiment": EXPERIMENT_STATUS}.get(kind)
-    return vocab.word(status, locale) if vocab and status else status
-
-
 def ls(warm: WarmKB, kind: Optional[str] = None, status: Optional[str] = None) -> object:
     from kb.api import list_objects
+    from kb.contract import ls_data
 
     idx = warm.index()
-    kb = warm.get()
     _k, rows = list_objects(kind, status, idx=idx)
-    out = []
-    for r in rows:
-        f = r.fields()
-        f.pop("anchor_lines", None)
-        f["status"] = _status_word(r.kind, r.status, kb.config.locale)
-        f["blob"] = r.blob
-        out.append(f)
-    return out
+    return ls_data(kind, status, rows, warm.get().config.locale)
 
 
 def show(warm: WarmKB, id: str) -> object:
     from kb.api import show_object
+    from kb.contract import display_status
 
     idx = warm.index()
     kb = warm.get()
@@ -56,7 +43,7 @@ def show(warm: WarmKB, id: str) -> object:
     if not found:
         raise NotFoundError(f"no object with ID {id!r} (try the find tool)")
     for d in found:
-        d["status"] = _status_word(d["kind"], d.get("status") or "", kb.config.locale)
+        d["status"] = display_status(d["kind"], d.get("status") or "", kb.config.locale)
     first = dict(found[0])
     first["declarations"] = [{"kind": d["kind"], "path": d["path"], "line": d["line"]} for d in found]
     return first
@@ -64,10 +51,10 @@ def show(warm: WarmKB, id: str) -> object:
 
 def find(warm: WarmKB, text: str) -> object:
     from kb.api import find_objects
+    from kb.contract import find_data
 
     _k, rows = find_objects(text, idx=warm.index())
-    return [{"id": r.id, "kind": r.kind, "status": r.status, "title": r.title, "path": r.path,
-             "line": r.line, "blob": r.blob} for r in rows]
+    return find_data(text, rows)
 
 
 def brief(kb: KnowledgeBase, max_chars: Optional[int] = None) -> object:
@@ -120,10 +107,10 @@ def rules(kb: KnowledgeBase, codes: Optional[list[str]] = None,
 
 
 def verifiers(kb: KnowledgeBase) -> object:
+    from kb.contract import verifiers_data
     from kb.views.verification import accuracy_table
 
-    return [{"verifier": a.verifier, "accuracy": a.rate, "agreed": a.agreed,
-             "counted": a.counted, "votes": a.votes} for a in accuracy_table(kb)]
+    return verifiers_data(accuracy_table(kb))
 
 
 def prime(kb: KnowledgeBase, since: Optional[str] = None) -> object:
@@ -147,10 +134,12 @@ def register(reg: Registry) -> None:
              "parse diagnostics.")
     reg.read("ls", ls, "kb ls: objects of one `kind` (hypotheses, experiments, problems, "
              "propositions, methods, verified, directions, records; all when omitted), "
-             "optionally with `status`; each with its file's `blob` for expect.")
+             "optionally with `status`: {kind, status, count, objects}, each object with its file's "
+             "`blob` for expect.")
     reg.read("show", show, "kb show: everything about object `id`: fields, file, line, blob, "
              "entries and links.")
-    reg.read("find", find, "kb find: objects whose ID, title or statement contain `text`.")
+    reg.read("find", find, "kb find: objects whose ID, title or statement contain `text`: "
+             "{text, count, objects}.")
     reg.read("brief", brief, "kb brief: the planning state (open problems, verifiable entries, "
              "settled results, methods), within max_chars when given.")
     reg.read("report_text", report_text, "kb report --stdout: the project report's path and "
@@ -158,7 +147,8 @@ def register(reg: Registry) -> None:
     reg.read("verify", verify, "kb verify: check the rules on the working tree, the staged "
              "state (staged), one commit (rev) or a range (range, A..B).")
     reg.read("rules", rules, "kb rules: the rule catalogue (codes, severity, what fixes it).")
-    reg.read("verifiers", verifiers, "kb verifiers: each verifier's accuracy on settled targets.")
+    reg.read("verifiers", verifiers, "kb verifiers: each verifier's accuracy on settled targets: "
+             "{count, verifiers}.")
     reg.read("prime", prime, "kb prime: the session-start context (layout, rules, active "
              "hypotheses, open problems, locks; changes after commit `since`), ≤ 8,000 chars.")
     reg.read("schema", schema, "kb schema: the JSON Schema of a command's output, e.g. "

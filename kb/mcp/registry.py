@@ -17,6 +17,10 @@ an object. A :class:`kb.errors.KbError` becomes a tool error (``isError``) whose
 text is the CLI's error object ``{"error": {"message", "exit_code", "kind"}}``;
 any other exception is a tool error of kind ``internal``. The server never dies
 of a tool. Descriptions are static text: the tool list never depends on the KB.
+
+:class:`KbServer` answers what the SDK refuses before a tool runs with the same
+error object, of kind ``usage``: an unknown tool, an unknown argument, a missing
+or ill-typed one (the SDK's own answer is pydantic's text, without a kind).
 """
 
 import functools
@@ -28,9 +32,12 @@ import typing
 from typing import Any, Callable
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import ValidationError
 
-from kb.errors import error_object
+from kb import git
+from kb.errors import InternalError, UsageError, error_object
 from kb.mcp.warm import WarmKB
 
 log = logging.getLogger("kb.mcp")
@@ -55,6 +62,50 @@ def _result(data: Any, is_error: bool = False) -> CallToolResult:
                           structured_content=structured, is_error=is_error)
 
 
+def _usage_text(tool: str, exc: ValidationError) -> str:
+    """One line per rejected argument: its name and what was wrong (never its value)."""
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(x) for x in err.get("loc", ())) or "arguments"
+        if err.get("type") == "missing":
+            parts.append(f"missing required argument {where!r}")
+        else:
+            got = type(err.get("input")).__name__
+            got = {"NoneType": "null", "str": "string", "int": "integer", "float": "number",
+                   "bool": "boolean", "list": "array", "dict": "object"}.get(got, got)
+            parts.append(f"argument {where!r}: {err.get('msg', 'invalid')} (got {got})")
+    return f"{tool}: " + "; ".join(parts)
+
+
+class KbServer(MCPServer):
+    """An :class:`MCPServer` whose every tool call ends in a result: kb's error object
+    (kind ``usage``) for a call the SDK rejects before the tool runs, kind ``internal``
+    for anything unexpected around it. ``registry`` is set by :func:`kb.mcp.build_server`."""
+
+    registry: "Registry | None" = None
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Any = None) -> Any:
+        known = self.registry.params.get(name) if self.registry is not None else None
+        if known is None:
+            return _result(error_object(UsageError(
+                f"no tool named {name!r} (tools/list gives the tools)")), is_error=True)
+        unknown = sorted(set(arguments) - known)
+        if unknown:
+            return _result(error_object(UsageError(
+                f"{name}: unknown argument{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(map(repr, unknown))} (it takes: {', '.join(sorted(known)) or 'none'})")),
+                is_error=True)
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                return _result(error_object(UsageError(_usage_text(name, cause))), is_error=True)
+            log.error("tool %s failed outside kb: %r", name, exc, exc_info=cause or exc)
+            return _result(error_object(InternalError(f"{name}: {exc}")), is_error=True)
+
+
 class Registry:
     """Registers kb tools on one :class:`MCPServer` serving one KB."""
 
@@ -62,6 +113,8 @@ class Registry:
         self.server = server
         self.warm = warm
         self.names: list[str] = []
+        #: tool name -> the argument names it takes (as the client sends them: aliases)
+        self.params: dict[str, frozenset[str]] = {}
         # One call at a time: the SDK may run tools in parallel threads, and kb's
         # writes (and an agent's read-after-write) expect the order of the calls.
         self.lock = threading.Lock()
@@ -84,7 +137,7 @@ class Registry:
         @functools.wraps(fn)
         def tool(**kwargs: Any) -> CallToolResult:
             try:
-                with self.lock:
+                with self.lock, git.config_scope():  # git config read once per call
                     args = (served(),) if served is not None else ()
                     kwargs = {aliases.get(k, k): v for k, v in kwargs.items()}
                     return _result(to_data(fn(*args, **kwargs)))
@@ -101,6 +154,8 @@ class Registry:
         self.server.add_tool(tool, name=name, description=description, annotations=annotations,
                              structured_output=False)
         self.names.append(name)
+        sent = {v: k for k, v in aliases.items()}
+        self.params[name] = frozenset(sent.get(p.name, p.name) for p in params)
 
     def read(self, name: str, fn: Callable[..., Any], description: str, *,
              open_world: bool = False, takes_kb: bool = True) -> None:
@@ -122,4 +177,4 @@ class Registry:
             open_world_hint=open_world), takes_kb)
 
 
-__all__ = ["Registry", "to_data"]
+__all__ = ["KbServer", "Registry", "to_data"]

@@ -145,12 +145,36 @@ def _committed_candidates(top: Path, prefix: str, head: str, cache: Optional[Pat
     return found
 
 
+def note_own_commit(cache: Path, parent: str, commit: str, written: list[bytes]) -> None:
+    """After kb committed ``written`` (the new bytes of every file it changed) on
+    ``parent`` without hooks: when ``parent`` is the HEAD remembered free of markers
+    (:func:`cache_path`) and no written file holds ``<<<<<<<``, ``commit`` is free of
+    them too — remember it, so the next write greps nothing (two git processes fewer)."""
+    try:
+        if cache.read_text(encoding="utf-8").strip() != parent:
+            return
+    except OSError:
+        return
+    if any(b"<<<<<<<" in data for data in written):
+        return
+    tmp = cache.with_name(f"{cache.name}.{os.getpid()}")
+    try:
+        tmp.write_text(commit + "\n", encoding="utf-8")
+        os.replace(tmp, cache)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+
+
 def marked_files(top: Path, prefix: str = "", head: Optional[str] = None,
-                 cache: Optional[Path] = None) -> list[str]:
+                 cache: Optional[Path] = None, worktree: Optional[list[str]] = None) -> list[str]:
     """Tracked ``.md`` files under ``prefix`` whose working-tree text holds a
     conflict region: the files that differ from ``head`` (a commit id; None:
     resolved here) plus ``head``'s own files (incrementally, see
-    :func:`_committed_candidates`), confirmed by :func:`conflict_regions`."""
+    :func:`_committed_candidates`), confirmed by :func:`conflict_regions`.
+
+    ``worktree``: the paths whose working-tree file differs from the index, just
+    listed by the caller (``git diff-files``); then only the index is compared with
+    ``head`` (``diff-index --cached``), not every file on disk a second time."""
     from kb.text import compute_mask
 
     spec = f"{prefix}*.md" if prefix else "*.md"
@@ -160,8 +184,10 @@ def marked_files(top: Path, prefix: str = "", head: Optional[str] = None,
         candidates = set(_grep(top, ["--", spec]))
     else:
         candidates = set(_committed_candidates(top, prefix, head, cache))
-        candidates |= set(git.split_z(git.run(["diff-index", "-z", "--name-only", head, "--", spec],
-                                              top, check=False).stdout))
+        cached = ["--cached"] if worktree is not None else []
+        candidates |= set(git.split_z(git.run(["diff-index", *cached, "-z", "--name-only", head,
+                                               "--", spec], top, check=False).stdout))
+        candidates |= {p for p in worktree or () if p.startswith(prefix) and p.endswith(".md")}
     out = []
     for rel in sorted(candidates):
         try:
@@ -188,9 +214,11 @@ def refuse_in_progress(top: Path, action: str = "kb writes") -> None:
 
 
 def refuse_marked(top: Path, prefix: str = "", action: str = "kb writes",
-                  head: Optional[str] = None, cache: Optional[Path] = None) -> None:
-    """Raise :class:`ConflictError` while a tracked KB file holds conflict markers."""
-    marked = marked_files(top, prefix, head, cache)
+                  head: Optional[str] = None, cache: Optional[Path] = None,
+                  worktree: Optional[list[str]] = None) -> None:
+    """Raise :class:`ConflictError` while a tracked KB file holds conflict markers
+    (``worktree``: see :func:`marked_files`)."""
+    marked = marked_files(top, prefix, head, cache, worktree)
     if marked:
         raise ConflictError(f"unresolved merge-conflict markers in {', '.join(marked)}: resolve them "
                             f"(kb verify shows the lines; a generated DASHBOARD.md can be taken from "

@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -271,11 +272,16 @@ def _remove_tmp_litter(kb: KnowledgeBase, files: list[Path]) -> None:
         folders.add(p if p.suffix != ".md" else p.parent)
     for d in folders:
         try:
-            for f in d.glob(TMP_PREFIX + "*"):
-                if f.is_file() and not f.is_symlink():
-                    f.unlink(missing_ok=True)
+            with os.scandir(d) as entries:  # a prefix test per name: folders hold thousands
+                litter = [e.path for e in entries if e.name.startswith(TMP_PREFIX)
+                          and e.is_file(follow_symlinks=False)]
         except OSError:
             continue
+        for f in litter:
+            try:
+                Path(f).unlink(missing_ok=True)
+            except OSError:
+                break
 
 
 def remove_index_litter(top: Path) -> list[Path]:
@@ -424,6 +430,7 @@ class Transaction:
     _writes: dict[str, bytes] = field(default_factory=dict)
     _lock: _Lock | None = None
     _ids: list[tuple[bytes, str]] = field(default_factory=list)
+    _locked_at: float = 0.0  # time.monotonic() when the write lock was taken
 
     # -- context --------------------------------------------------------------
     def __enter__(self) -> "Transaction":
@@ -432,6 +439,7 @@ class Transaction:
 
             self.owner = validate_owner(self.owner)  # one line, no control characters
         self._lock = _acquire(self.kb, self.op, self.on_wait, self.lock_timeout)
+        self._locked_at = time.monotonic()  # what is indexed after this is seen under the lock
         try:
             self.recovered = recover(self.kb)
             _index_lock(self.kb)
@@ -520,10 +528,13 @@ class Transaction:
         # HEAD is read once, here, under the write lock; update-ref swaps from it.
         head = None if self.no_commit else commit_mod.read_head(kb.top, paths)
         from kb.merge.markers import cache_path, refuse_marked
+        from kb.repo import worktree_changes_since
 
-        # Nor while conflict markers remain in the KB (issue: team work); HEAD as read above.
+        # Nor while conflict markers remain in the KB (issue: team work); HEAD as read above;
+        # the files changed on disk as the operation's own indexing (under the lock) listed them.
         refuse_marked(kb.top, kb.prefix, head=head.commit if head is not None else None,
-                      cache=cache_path(kb.top, kb.prefix))
+                      cache=cache_path(kb.top, kb.prefix),
+                      worktree=worktree_changes_since(kb, self._locked_at))
         head_blobs = {} if head is None else commit_mod.check_clean(
             kb.top, {kb.repo_path(r): self.path(r) for r in changed}, head,
             {kb.repo_path(r): old_ids[r] for r in changed})
@@ -576,6 +587,11 @@ class Transaction:
             jp.unlink(missing_ok=True)
             raise
         jp.unlink(missing_ok=True)
+        if head.commit is not None and not commit_mod._commit_hooks(head.hooks):
+            from kb.merge.markers import note_own_commit  # the next marker check starts here
+
+            note_own_commit(cache_path(kb.top, kb.prefix), head.commit, commit,
+                            [self._writes[r] for r in changed])
         return TxResult(self.op, list(self.ids), list(blobs), commit, message, blobs)
 
     def _store(self, rels: list[str]) -> dict[str, str]:
