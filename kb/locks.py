@@ -329,7 +329,7 @@ def parse_lock(ref: str, commit: str, message: str) -> Lock:
                 readable=ok)
 
 
-_FMT = ("%(refname)%00%(objectname)%00%(objecttype)%00"
+LOCK_REF_FORMAT = ("%(refname)%00%(objectname)%00%(objecttype)%00"
         "%(if:equals=commit)%(objecttype)%(then)%(contents)%(end)%00")
 
 
@@ -338,7 +338,7 @@ def read_locks(top: Path, refs: Iterable[str] | None = None) -> dict[str, Lock]:
     patterns = list(refs) if refs is not None else [LOCKS_NS.rstrip("/"), PROJECT_REF]
     if not patterns:
         return {}
-    proc = git.run(["for-each-ref", f"--format={_FMT}", *patterns], top)
+    proc = git.run(["for-each-ref", f"--format={LOCK_REF_FORMAT}", *patterns], top)
     parts = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
     out: dict[str, Lock] = {}
     for i in range(0, len(parts) - 3, 4):
@@ -487,58 +487,9 @@ def fetch_locks(top: Path, remote: str, extra: Iterable[str] = ()) -> None:
     git.run(args, top, write=True)
 
 
-# -- checks used by writers and the hook ------------------------------------------------
-
-
-def blocking_locks(top: Path, paths: Iterable[str], owner: str | None,
-                   settings: Settings | None = None, now: int | None = None,
-                   config: Any = None, notify: Any = None) -> list[Lock]:
-    """Locks on repository paths ``paths`` held by someone other than ``owner``
-    and not expired (grace included).
-
-    With ``config`` (the KB's), a configured lock remote is the truth: its
-    locks are fetched and read instead of this clone's refs
-    (:mod:`kb.remote_locks`; RefusedError when unreachable and the offline
-    policy is refuse; ``notify`` hears the warning otherwise).
-    """
-    refs = {lock_ref(p): p for p in paths}
-    if not refs:
-        return []
-    settings = settings or Settings()
-    now = clock() if now is None else now
-    if config is not None:
-        from kb.remote_locks import effective_locks
-
-        locks = effective_locks(top, config, refs, notify).locks
-    else:
-        locks = read_locks(top, refs)
-    return [lk for lk in locks.values()
-            if lk.owner != (owner or "") and not lk.expired(now, settings.grace)]
-
-
-def check_unlocked(kb: Any, paths: Iterable[str], owner: str | None, notify: Any = None) -> None:
-    """Raise :class:`LockHeld` when one of ``paths`` (repository-relative) is locked
-    by someone else. ``owner`` None: ``git config kb.owner``, else ``user.email``.
-    With a lock remote the remote's locks decide (see :func:`blocking_locks`)."""
-    paths = list(paths)
-    if not paths:
-        return
-    if owner is None:
-        owner = default_owner(kb.top)
-    settings = Settings.from_config(getattr(kb.config, "locks", {}))
-    now = clock()
-    held = blocking_locks(kb.top, paths, owner, settings, now, config=kb.config, notify=notify)
-    if held:
-        lk = held[0]
-        more = f" (and {len(held) - 1} more locked path(s))" if len(held) > 1 else ""
-        raise LockHeld(f"{lk.label} is locked by {lk.describe(now, settings.grace)}{more}; "
-                       f"nothing was written (acting as {owner or 'no owner'}; pass --owner "
-                       "if you hold the lock)", lk)
-
-
 __all__ = [
-    "LOCKS_NS", "PROJECT_REF", "Lock", "LockHeld", "LockLost", "NotLocked", "Settings",
-    "blocking_locks", "check_remote", "check_unlocked", "clock",
+    "LOCKS_NS", "LOCK_REF_FORMAT", "PROJECT_REF", "Lock", "LockHeld", "LockLost", "NotLocked", "Settings",
+    "check_remote", "clock",
     "default_owner", "fetch_locks", "format_duration", "iso", "lock_message", "lock_ref",
     "make_lock_commit", "parse_duration", "parse_lock", "push", "read_locks",
     "ref_transaction", "repo_paths", "resolve_owner", "validate_owner", "validate_text",

@@ -29,6 +29,10 @@ from typing import Any, Callable, Iterable, Optional
 
 from kb import git
 from kb.errors import RefusedError
+from kb.locks import (
+    LOCK_REF_FORMAT, PROJECT_REF, Lock, LockHeld, Settings, clock, default_owner, lock_ref,
+    parse_lock, read_locks,
+)
 
 NS = "refs/kb/remote-locks/"
 DEFAULT_TIMEOUT = 10.0
@@ -119,11 +123,10 @@ def _fetch_failure(stderr: str, remote: str) -> str:
 
 def read(top: Path, remote: str, refs: Optional[Iterable[str]] = None) -> dict[str, Any]:
     """The fetched remote locks as ``{canonical ref: Lock}`` (``refs/kb/locks/<h>``)."""
-    from kb.locks import PROJECT_REF, _FMT, parse_lock
 
     ns = namespace(remote)
     want = None if refs is None else set(refs)
-    proc = git.run(["for-each-ref", f"--format={_FMT}", f"{ns}locks", f"{ns}project-lock"], top)
+    proc = git.run(["for-each-ref", f"--format={LOCK_REF_FORMAT}", f"{ns}locks", f"{ns}project-lock"], top)
     parts = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
     out: dict[str, Any] = {}
     for i in range(0, len(parts) - 3, 4):
@@ -154,7 +157,6 @@ def effective_locks(top: Path, config: Any, refs: Optional[Iterable[str]] = None
     Raises RefusedError when the remote is unreachable and the policy is
     ``refuse``; with ``warn`` returns no locks and tells ``notify``.
     """
-    from kb.locks import read_locks
 
     remote = lock_remote(top, config)
     if remote is None:
@@ -222,7 +224,6 @@ def pushed_lock_conflicts(top: Path, ranges: list[tuple[Optional[str], str]],
     unreachable remote with the refuse policy is one message too. Empty for a
     KB without a lock remote."""
     from kb.errors import KbError
-    from kb.locks import Settings, blocking_locks, clock
     from kb.repo import find_all_kbs, open_kb
 
     out: list[str] = []
@@ -252,3 +253,49 @@ def pushed_lock_conflicts(top: Path, ranges: list[tuple[Optional[str], str]],
             out.append(f"{lk.path} is locked on {remote} by {lk.describe(now, settings.grace)}; "
                        f"this push (as {owner or 'no owner'}) changes it — wait for the release")
     return out
+
+# -- checks used by writers and the hook (a configured lock remote decides) -----------
+
+
+def blocking_locks(top: Path, paths: Iterable[str], owner: str | None,
+                   settings: Settings | None = None, now: int | None = None,
+                   config: Any = None, notify: Any = None) -> list[Lock]:
+    """Locks on repository paths ``paths`` held by someone other than ``owner``
+    and not expired (grace included).
+
+    With ``config`` (the KB's), a configured lock remote is the truth: its
+    locks are fetched and read instead of this clone's refs
+    (:func:`effective_locks`; RefusedError when unreachable and the offline
+    policy is refuse; ``notify`` hears the warning otherwise).
+    """
+    refs = {lock_ref(p): p for p in paths}
+    if not refs:
+        return []
+    settings = settings or Settings()
+    now = clock() if now is None else now
+    if config is not None:
+        locks = effective_locks(top, config, refs, notify).locks
+    else:
+        locks = read_locks(top, refs)
+    return [lk for lk in locks.values()
+            if lk.owner != (owner or "") and not lk.expired(now, settings.grace)]
+
+
+def check_unlocked(kb: Any, paths: Iterable[str], owner: str | None, notify: Any = None) -> None:
+    """Raise :class:`LockHeld` when one of ``paths`` (repository-relative) is locked
+    by someone else. ``owner`` None: ``git config kb.owner``, else ``user.email``.
+    With a lock remote the remote's locks decide (see :func:`blocking_locks`)."""
+    paths = list(paths)
+    if not paths:
+        return
+    if owner is None:
+        owner = default_owner(kb.top)
+    settings = Settings.from_config(getattr(kb.config, "locks", {}))
+    now = clock()
+    held = blocking_locks(kb.top, paths, owner, settings, now, config=kb.config, notify=notify)
+    if held:
+        lk = held[0]
+        more = f" (and {len(held) - 1} more locked path(s))" if len(held) > 1 else ""
+        raise LockHeld(f"{lk.label} is locked by {lk.describe(now, settings.grace)}{more}; "
+                       f"nothing was written (acting as {owner or 'no owner'}; pass --owner "
+                       "if you hold the lock)", lk)

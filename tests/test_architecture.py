@@ -44,8 +44,6 @@ ALLOWED_CYCLE_EDGES: set[tuple[str, str]] = {
     # checks/ (and the index): facts <-> snapshot_rules, index <-> file_results
     ("kb.checks.facts", "kb.checks.snapshot_rules"),
     ("kb.index", "kb.checks.file_results"),
-    # kb/locks.py <-> kb/remote_locks.py (the lock refs' owner)
-    ("kb.locks", "kb.remote_locks"),
 }
 ALLOWED_UPWARD: set[tuple[str, str]] = {
     # checks/ (and the index)
@@ -68,8 +66,6 @@ ALLOWED_PRIVATE: set[tuple[str, str, str]] = {
     # trail/
     ("kb.trail.ops", "kb.trail.replay", "_run"),
     ("kb.trail.render", "kb.trail.views", "_topics_under"),
-    # kb/locks.py's lock message format, read by kb/remote_locks.py
-    ("kb.remote_locks", "kb.locks", "_FMT"),
 }
 #: Private names the command line imports: checks/verify.py's _top.
 ALLOWED_CLI_PRIVATE: set[str] = {"hooks.py: kb.checks.verify._top"}

@@ -21,7 +21,8 @@ def locked_by_another_owner(c: Change) -> list:
     """KB380: the change touches a path whose write lock someone else holds."""
     from kb.checks.snapshot_rules import diag
     from kb.errors import KbError
-    from kb.locks import Settings, blocking_locks, clock, default_owner, lock_ref
+    from kb.locks import Settings, clock, default_owner, lock_ref
+    from kb.remote_locks import blocking_locks
 
     by_ref = {lock_ref(c.kb.repo_path(x.path)): x.path for x in c.changes}
     if not by_ref:

@@ -28,11 +28,12 @@ from typing import Any
 from kb import git
 from kb.errors import ConflictError, GitError, RefusedError
 from kb.locks import (
-    LockHeld, LockLost, NotLocked, Settings, blocking_locks, check_remote, clock, fetch_locks,
+    LockHeld, LockLost, NotLocked, Settings, check_remote, clock, fetch_locks,
     push, read_locks, ref_transaction, resolve_owner,
 )
 from kb.checks.fix import regenerate_dashboard
 from kb.ops.commit import commit_tree
+from kb.remote_locks import blocking_locks
 from kb.ops.git_state import (
     RELEASE_JOURNAL, current_branch, finish_interrupted, git_ref_locks, head_entries, set_index,
 )

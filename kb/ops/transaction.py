@@ -509,7 +509,7 @@ class Transaction:
         message = self._message()
         if not changed:
             return TxResult(self.op, list(self.ids), [], None, message)
-        from kb.locks import check_unlocked
+        from kb.remote_locks import check_unlocked
 
         paths = [kb.repo_path(r) for r in changed]
         _portable_new(kb, [p for r, p in zip(changed, paths) if olds[r] is None])
