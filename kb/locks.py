@@ -34,9 +34,11 @@ With a remote, the remote's ``refs/kb/locks/*`` is the truth and the local
 through a remote should use ``--remote`` for every lock command.
 
 This module holds the pieces: time, validation, reading locks, making lock
-commits, local ref transactions and pushes with leases. The use cases
-(claim, release, status, renew, steal, prune, project lock) are in
-:mod:`kb.ops.locks`. The library never prints.
+commits, local ref transactions and pushes with leases. The checks writers
+and hooks run (which may read a configured lock remote) are in
+:mod:`kb.remote_locks`; the use cases are in ``kb.ops.lock_claim`` (claim,
+renew, steal, prune, project lock), ``kb.ops.lock_release`` and
+``kb.ops.lock_status``. The library never prints.
 
 Test-only environment variables (documented in docs, never needed in use):
 
