@@ -223,3 +223,18 @@ def test_the_cli_imports_no_private_name():
                           if a.name.startswith("_") and not a.name.startswith("__")]
     assert sorted(set(found) - ALLOWED_CLI_PRIVATE) == []
     assert sorted(ALLOWED_CLI_PRIVATE - set(found)) == [], "fixed: empty ALLOWED_CLI_PRIVATE"
+
+
+def test_no_merge_conflict_markers_in_the_source_or_docs():
+    """A merge resolved by `git add` with its markers left in would ship them."""
+    found = []
+    for base in ("kb", "cli", "hooks", "templates", "docs", "benchmarks", "tests"):
+        for p in sorted((ROOT / base).rglob("*")):
+            if not p.is_file() or p.suffix not in (".py", ".md", ".toml", ".yaml", ".yml", ".sh", ".html"):
+                continue
+            if "cases" in p.relative_to(ROOT).parts:  # the shared inputs hold markers on purpose
+                continue
+            for i, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+                if line.startswith(("<<<<<<< ", ">>>>>>> ")) and len(line) > 8:
+                    found.append(f"{p.relative_to(ROOT)}:{i}")
+    assert found == [], found
