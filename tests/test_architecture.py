@@ -65,9 +65,6 @@ ALLOWED_PRIVATE: set[tuple[str, str, str]] = {
     ("kb.review.diff", "kb.checks.verify", "_index"),
     ("kb.review.log", "kb.checks.verify", "_index"),
     ("kb.review.sides", "kb.checks.verify", "_raw"),
-    # trail/
-    ("kb.trail.ops", "kb.trail.replay", "_run"),
-    ("kb.trail.render", "kb.trail.views", "_topics_under"),
     # kb/locks.py's lock message format, read by kb/remote_locks.py
     ("kb.remote_locks", "kb.locks", "_FMT"),
 }

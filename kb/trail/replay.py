@@ -422,11 +422,16 @@ _APPLY = {"add": _op_add, "link": _op_link, "set": _op_set, "move": _op_move,
           "handoff": _op_assign, "hit": _op_hit}
 
 
-def _run(g: Graph, ops: list[dict[str, Any]]) -> None:
-    """Apply ``ops`` (in replay order) to ``g``, closing each batch with
-    :meth:`Graph.end_batch`. An operation id seen before counts once; one that cannot apply
-    becomes a LogProblem. One flat loop: it runs once per operation of a cold replay
-    (50,000 and more)."""
+def apply_ops(g: Graph, ops: list[dict[str, Any]]) -> None:
+    """Apply ``ops`` to ``g`` in place; returns nothing, raises nothing.
+
+    ``ops`` are parsed log records (dicts as :mod:`kb.trail.log` reads them, each with
+    ``id``, ``op`` and the operation's fields; optional ``_k`` its :func:`sort_key`,
+    ``_src`` its (path, line)), already in replay order. Each batch is closed with
+    :meth:`Graph.end_batch`. An operation id seen before counts once; one that cannot
+    apply becomes a :class:`LogProblem` in ``g.problems``. Used by replay and by a
+    recording (which applies its own operations before writing them). One flat loop: it
+    runs once per operation of a cold replay (50,000 and more)."""
     seen = g.seen
     problems = g.problems
     batch = None
@@ -488,7 +493,7 @@ def replay_files(root: Path, rels: list[str], g: Graph | None = None) -> Graph:
     g = g or Graph()
     ops = oplog.read_files(root, rels, g.problems)
     _sort(ops)
-    _run(g, ops)
+    apply_ops(g, ops)
     return g
 
 
@@ -505,7 +510,7 @@ def replay_blobs(files: dict[str, bytes]) -> Graph:
     g = Graph()
     ops = oplog.parse_files([(rel, files[rel]) for rel in sorted(files)], g.problems)
     _sort(ops)
-    _run(g, ops)
+    apply_ops(g, ops)
     finish(g)
     return g
 
@@ -568,7 +573,7 @@ def _extend(root: Path, g: Graph, new: list[str]) -> Graph | None:
     if ops and ops[0]["_k"] <= g.last:
         return None
     g.problems.extend(probs)
-    _run(g, ops)
+    apply_ops(g, ops)
     return g
 
 

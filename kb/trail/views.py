@@ -138,8 +138,9 @@ def overview(g: Graph, now: int | None = None, limit: int = 8) -> dict[str, Any]
 # -- trunk and brief --------------------------------------------------------------------
 
 
-def _topics_under(g: Graph, root: Node) -> list[Node]:
-    """The live topics below ``root`` in pre-order, looking through goals, topics and steps."""
+def topics_under(g: Graph, root: Node) -> list[Node]:
+    """The live topics below ``root`` (not ``root`` itself) in pre-order, looking through
+    goals, topics and steps: the trunk of :func:`trunk` and of TRAIL.md. Raises nothing."""
     out: list[Node] = []
     stack = [c for c in reversed(root.children)]
     guard = len(g.nodes) + 1
@@ -181,7 +182,7 @@ def trunk(g: Graph, now: int | None = None, archived: bool = False) -> dict[str,
         if r.kind not in ("goal", "topic"):
             continue
         topics = [r] if r.kind == "topic" else []
-        topics += _topics_under(g, r)
+        topics += topics_under(g, r)
         goals.append({"goal": short(r, now) if r.kind == "goal" else None,
                       "topics": [_topic_entry(g, t, now, archived, conflict_topics)
                                  for t in topics]})
