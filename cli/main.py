@@ -116,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _print_notes() -> None:
     """The library's notes for the user (an unusable cache, …), once each, on stderr."""
+    if "kb.index" not in sys.modules:
+        return  # nothing can have queued a note (and importing sqlite3 here costs a view ~4 ms)
     from kb.index import take_notes
 
     for message in take_notes():

@@ -224,13 +224,14 @@ def handoff(nid: str, to_actor: str, lease_minutes: int, as_json: bool, kb_path:
 
 
 def _view(name: str, as_json: bool, kb_path: str | None, **params: Any) -> int:
-    from kb.trail.text import format_view
     from kb.trail.views import run_view
 
     v = run_view(kb_path, name, **params)
     if as_json:
         emit_json(v)
     else:
+        from kb.trail.text import format_view
+
         click.echo(format_view(v))
     return 0
 

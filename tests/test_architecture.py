@@ -63,9 +63,6 @@ ALLOWED_PRIVATE: set[tuple[str, str, str]] = {
     ("kb.review.diff", "kb.checks.verify", "_index"),
     ("kb.review.log", "kb.checks.verify", "_index"),
     ("kb.review.sides", "kb.checks.verify", "_raw"),
-    # trail/
-    ("kb.trail.ops", "kb.trail.replay", "_run"),
-    ("kb.trail.render", "kb.trail.views", "_topics_under"),
 }
 #: Private names the command line imports: checks/verify.py's _top.
 ALLOWED_CLI_PRIVATE: set[str] = {"hooks.py: kb.checks.verify._top"}

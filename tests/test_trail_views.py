@@ -190,3 +190,48 @@ def test_every_view_has_a_text_form(kb: Path, graph: dict[str, str]) -> None:
     assert f"topic {graph['t1']} Prefix stability" in outs["trunk"]
     for name, out in outs.items():
         assert out.strip(), name
+
+
+def test_views_find_the_kb_from_a_folder_inside_it(kb: Path, graph: dict[str, str]) -> None:
+    from kb.errors import NotAKnowledgeBase
+    from kb.repo import find_root, open_kb
+    from kb.trail.replay import kb_root
+
+    sub = kb / "notes" / "deep"
+    sub.mkdir(parents=True)
+    (sub / "a.md").write_text("x\n", encoding="utf-8")
+    assert kb_root(sub) == find_root(sub) == kb.resolve()  # the same rule as kb.repo's
+    assert kb_root(str(sub)) == kb_root(open_kb(sub)) == kb_root(sub / "a.md")
+    with pytest.raises(NotAKnowledgeBase, match="does not exist"):  # as open_kb says it
+        kb_root(sub / "missing.md")
+    r = invoke("trail", "overview", "--json", cwd=sub)
+    assert r.code == 0, r.stderr
+    assert r.json()["goal"]["id"] == graph["other"]
+
+
+def test_a_view_outside_a_kb_is_an_environment_error(tmp_path: Path) -> None:
+    r = invoke("trail", "overview", "--json", cwd=tmp_path)
+    assert r.code == 2
+    assert r.json()["error"]["kind"] == "environment"
+    assert "no kb.toml" in r.json()["error"]["message"]
+
+
+def test_a_view_process_imports_no_index_git_or_config(kb: Path, graph: dict[str, str]) -> None:
+    # The view path of a whole process (issue 15: ≤ 0.3 s per view) stays free of the
+    # modules a view does not need: SQLite, the git layer, kb.toml parsing, writes.
+    import subprocess
+    import sys
+
+    from conftest import source_env
+
+    code = ("import sys; from kb_cli.main import main; rc = main(['trail', 'trunk', '--json']); "
+            "print(); print(rc, ' '.join(sorted(sys.modules)))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=kb, env=source_env(),
+                          capture_output=True, text=True, timeout=60)
+    rc, mods = proc.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert rc == "0", proc.stderr
+    json.loads(proc.stdout.strip().rsplit("\n", 1)[0])  # the view itself was printed
+    loaded = set(mods.split())
+    assert "kb.trail.views" in loaded
+    assert not loaded & {"sqlite3", "kb.index", "kb.repo", "kb.git", "kb.config", "tomllib",
+                         "kb.trail.ops", "kb.trail.text", "secrets", "subprocess"}

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -43,6 +42,8 @@ OPS_DIR = LOG_DIR + "/ops"
 
 def new_batch_id(at: str) -> str:
     """A collision-free batch id for a recording at ISO time ``at``: ``YYYYMMDDTHHMMSSZ-<12 hex>``."""
+    import secrets  # here: only a recording needs it (every view imports this module)
+
     stamp = at.replace("-", "").replace(":", "")
     return f"{stamp}-{secrets.token_hex(6)}"
 

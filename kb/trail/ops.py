@@ -43,7 +43,7 @@ from kb.trail.model import (DEFAULT_LEASE_SECONDS, EDGE_KINDS, KINDS, LEAF_ROOT_
                             MAX_CHILDREN_PER_ADD, MAX_DIGEST, MAX_SUMMARY, MAX_TITLE,
                             PRIVILEGED_ROLES, STATUSES, Node, StaleRevision, TrailError,
                             check_choice, clean, clip)
-from kb.trail.replay import Graph, _run, load
+from kb.trail.replay import Graph, apply_ops, load
 
 OnWait = Callable[[str], None]
 
@@ -193,7 +193,7 @@ def record(kb: Any, op: str, build: Callable[[Ctx], None], *, actor: str | None 
                 rec = json.loads(line)
                 rec["_src"] = (rel, i + 1)
                 parsed.append(rec)
-            _run(g, parsed)
+            apply_ops(g, parsed)
             if len(g.problems) > before:  # never record what replay would skip
                 raise TrailError(f"the operation does not apply: {g.problems[-1].message} — "
                                  "nothing was written", "INVALID")

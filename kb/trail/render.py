@@ -58,14 +58,14 @@ def _item(n: Node) -> str:
 
 
 def _trunk(g: Graph) -> list[tuple[Node, list[Node]]]:
-    from kb.trail.views import _topics_under
+    from kb.trail.views import topics_under
 
     out = []
     for r in g.roots:
         n = g.nodes[r]
         if not g.live(n) or n.kind not in ("goal", "topic"):
             continue
-        topics = ([n] if n.kind == "topic" else []) + _topics_under(g, n)
+        topics = ([n] if n.kind == "topic" else []) + topics_under(g, n)
         out.append((n, topics))
     return out
 

@@ -17,7 +17,6 @@ are a stable contract for the CLI, the MCP tools and the web page.
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 from typing import Any, Callable
 
 from kb import clock
@@ -138,8 +137,9 @@ def overview(g: Graph, now: int | None = None, limit: int = 8) -> dict[str, Any]
 # -- trunk and brief --------------------------------------------------------------------
 
 
-def _topics_under(g: Graph, root: Node) -> list[Node]:
-    """The live topics below ``root`` in pre-order, looking through goals, topics and steps."""
+def topics_under(g: Graph, root: Node) -> list[Node]:
+    """The live topics below ``root`` (not ``root`` itself) in pre-order, looking through
+    goals, topics and steps: the trunk of :func:`trunk` and of TRAIL.md. Raises nothing."""
     out: list[Node] = []
     stack = [c for c in reversed(root.children)]
     guard = len(g.nodes) + 1
@@ -181,7 +181,7 @@ def trunk(g: Graph, now: int | None = None, archived: bool = False) -> dict[str,
         if r.kind not in ("goal", "topic"):
             continue
         topics = [r] if r.kind == "topic" else []
-        topics += _topics_under(g, r)
+        topics += topics_under(g, r)
         goals.append({"goal": short(r, now) if r.kind == "goal" else None,
                       "topics": [_topic_entry(g, t, now, archived, conflict_topics)
                                  for t in topics]})
@@ -486,17 +486,19 @@ _VIEW_FNS: dict[str, Callable[..., dict[str, Any]]] = {
 def run_view(kb: Any, name: str, **params: Any) -> dict[str, Any]:
     """Load the KB's graph and compute view ``name`` (one of :data:`VIEWS`, or ``snapshot``).
 
+    ``kb``: a :class:`kb.repo.KnowledgeBase`, a path inside a KB, or None (the current
+    directory); see :func:`kb.trail.replay.kb_root`.
+
     ``params``: ``id`` (node/path/subtree/tree/brief), ``depth``, ``query``,
     ``limit``, ``archived``, ``now``. Adds ``log_problems`` (torn or corrupt log
     entries, as dicts with path and line) when there are any. Raises
     UsageError for an unknown view, TrailError NOT_FOUND for an unknown id.
     """
-    from kb.repo import KnowledgeBase, open_kb
-    from kb.trail.replay import load
+    from kb.trail.replay import kb_root, load
 
     if name not in _VIEW_FNS:
         raise UsageError(f"unknown view {name!r}; accepted: {' '.join(VIEWS)}")
-    g = load(kb if isinstance(kb, KnowledgeBase) else open_kb(Path(kb) if kb else None))
+    g = load(kb_root(kb))
     out = _VIEW_FNS[name](g, params)
     if g.problems:
         out["log_problems"] = [p.to_json() for p in g.problems]
