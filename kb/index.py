@@ -708,16 +708,45 @@ class Index:
         return True
 
 
+_ENCODER: Any = None
+
+
+def _encode(value: Any) -> str:
+    """Compact JSON, non-ASCII kept, models as their fields (``to_json``'s text);
+    one encoder for every row instead of one per ``json.dumps`` call."""
+    global _ENCODER
+    if _ENCODER is None:
+        from kb.model import json_default
+
+        _ENCODER = json.JSONEncoder(default=json_default, ensure_ascii=False,
+                                    separators=(",", ":")).encode
+    return _ENCODER(value)
+
+
 def _object_json(obj: Any) -> str:
     """An object's JSON for the ``objects`` table: every field but entry bodies
     (commands that need an entry's text read the card)."""
-    if not getattr(obj, "entries", None):
-        return obj.to_json()
-    from kb.model import json_default
-
-    fields = dict(obj.__dict__)
+    fields = obj.__dict__
+    if not fields.get("entries"):
+        return _encode(fields)  # == obj.to_json()
+    fields = dict(fields)
     fields["entries"] = [{k: v for k, v in e.__dict__.items() if k != "text"} for e in obj.entries]
-    return json.dumps(fields, default=json_default, ensure_ascii=False, separators=(",", ":"))
+    return _encode(fields)
+
+
+#: The ``meta`` JSON of the usual parse (no frontmatter, no title): computed once.
+_PLAIN_META: dict[tuple[Any, Any], str] = {}
+
+
+def _meta_json(meta: dict[str, Any]) -> str:
+    if len(meta) == 2:
+        key = (meta.get("bom"), meta.get("newline"))
+        hit = _PLAIN_META.get(key)
+        if hit is None and key[0] in (True, False) and key[1] in ("\n", "\r\n"):
+            hit = _PLAIN_META[key] = json.dumps(meta, ensure_ascii=False, default=str)
+        if hit is not None and list(meta) == ["bom", "newline"]:
+            return hit
+    return json.dumps(meta, ensure_ascii=False, default=str)
 
 
 def _result_rows(path: str, blob: str, res: Any, source: str | None = None) -> "Rows":
@@ -726,14 +755,15 @@ def _result_rows(path: str, blob: str, res: Any, source: str | None = None) -> "
     ``source`` is the blob id of the bytes parsed (default ``blob``: kb's own
     writes store the parse of the text they hashed).
     """
-    rows_p = [(path, blob, res.kind, json.dumps(res.meta, ensure_ascii=False, default=str),
-               source or blob, len(res.objects))]
-    rows_o, rows_l, rows_d = [], [], []
+    rows_p = [(path, blob, res.kind, _meta_json(res.meta), source or blob, len(res.objects))]
+    rows_o: list[tuple] = []
+    rows_l: list[tuple] = []
+    rows_d: list[tuple] = []
+    add_o, add_l = rows_o.append, rows_l.append
     for obj in res.objects:
-        data_json = _object_json(obj)
-        rows_o.append((path, blob, obj.id, obj.kind, obj.status, obj.title, obj.line, data_json))
+        add_o((path, blob, obj.id, obj.kind, obj.status, obj.title, obj.line, _object_json(obj)))
         for src, dst, kind in links_of(obj):
-            rows_l.append((path, blob, src, dst, kind))
+            add_l((path, blob, src, dst, kind))
     for d in res.diagnostics:
         rows_d.append((path, blob, d.line, d.col, d.code, d.severity, d.message,
                        d.fix.to_json() if d.fix else None))
@@ -929,11 +959,23 @@ def _can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods() and not os.environ.get("KB_NO_PARALLEL")
 
 
+#: Model class -> the (field, link kind) pairs of :data:`_LINK_FIELDS` it has
+#: (every instance of a model has all its fields).
+_LINK_FIELDS_OF: dict[type, tuple[tuple[str, str], ...]] = {}
+
+
 def links_of(obj: Any) -> list[tuple[str, str, str]]:
     """The links an object declares: (its id, other id, kind)."""
     out = []
     fields = obj.__dict__  # a model's fields; getattr on a missing one is slow
-    for fld, kind in _LINK_FIELDS.items():
+    present = _LINK_FIELDS_OF.get(type(obj))
+    if present is None:
+        present = tuple((f, kind) for f, kind in _LINK_FIELDS.items() if f in fields)
+        from kb.model import _Frozen
+
+        if isinstance(obj, _Frozen):  # a model: every instance has every field
+            _LINK_FIELDS_OF[type(obj)] = present
+    for fld, kind in present:
         v = fields.get(fld)
         if not v:
             continue

@@ -14,7 +14,6 @@ list) or an error (unreadable), and probabilities are never clamped.
 from __future__ import annotations
 
 import re
-from pathlib import PurePosixPath
 from typing import Any, Callable
 
 from kb.model import (
@@ -35,6 +34,8 @@ from kb.parse.common import (
     parse_float,
     parse_list,
     parse_priority,
+    path_parts,
+    path_stem,
 )
 from kb.text import SourceText
 
@@ -260,7 +261,7 @@ def _problem(c: _Card, obj_id: str) -> KBObject:
 
 
 def _proposition(c: _Card, obj_id: str) -> KBObject:
-    parts = PurePosixPath(c.path).parts
+    parts = path_parts(c.path)
     return Proposition.build(
         **c.common(obj_id), category=parts[-2] if len(parts) >= 2 else "",
         probability=c.number("概率"), value=c.number("价值/关键性"), priority=c.priority(),
@@ -298,7 +299,7 @@ def parse_card(src: SourceText, fmt: str) -> tuple[list[KBObject], list[Diagnost
     KB140, KB141.
     """
     card = _Card(src, fmt)
-    obj = _BUILDERS[fmt](card, PurePosixPath(src.path).stem)
+    obj = _BUILDERS[fmt](card, path_stem(src.path))
     return [obj], card.diags
 
 
@@ -308,8 +309,8 @@ _DIRECTION_H1 = re.compile(r"^#[ \t]+研究方向日志｜(?P<q>\S+)[ \t]*/[ \t]
 def parse_direction(src: SourceText) -> tuple[list[KBObject], list[Diagnostic]]:
     """``Progress/<qid>/<dir>.md``: the direction header. Oddities are warnings (KB150)."""
     path = src.path
-    parts = PurePosixPath(path).parts
-    qid, did = (parts[-2], PurePosixPath(path).stem) if len(parts) >= 2 else ("", "")
+    parts = path_parts(path)
+    qid, did = (parts[-2], path_stem(path)) if len(parts) >= 2 else ("", "")
     card = _Card(src, "direction")
     diags = [d.replace(severity="warning") for d in card.diags]
     fields: dict[str, str] = {}
