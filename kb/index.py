@@ -855,15 +855,22 @@ def _with_outside(k: KnowledgeBase, snap: Snapshot, batch: list[str], rows: Rows
     symlink leaving the work tree (worktree snapshots; never read)."""
     if snap.kind != "worktree":
         return rows
-    from kb.model import Diagnostic, ParseResult
     from kb.repo import outside_links
 
-    for p, target in outside_links(k, batch).items():
+    return _outside_rows(outside_links(k, batch), snap.files, snap.formats, rows)
+
+
+def _outside_rows(outside: dict[str, str], blobs: dict[str, str], fmts: dict[str, str],
+                  rows: Rows) -> Rows:
+    """Add, to ``rows``, a KB106 parse for each path -> target of ``outside``."""
+    from kb.model import Diagnostic, ParseResult
+
+    for p, target in outside.items():
         d = Diagnostic(path=p, line=1, col=1, code="KB106", severity="error",
                        message=f"{p} is a symlink to {target}, outside the work tree: kb does not "
                                "read it (nor write through it); replace it by a regular file")
-        res = ParseResult(path=p, kind=snap.formats.get(p) or "other", diagnostics=(d,))
-        for table, new in zip(rows, _result_rows(p, snap.files[p], res)):
+        res = ParseResult(path=p, kind=fmts.get(p) or "other", diagnostics=(d,))
+        for table, new in zip(rows, _result_rows(p, blobs[p], res)):
             table.extend(new)
     return rows
 
@@ -885,7 +892,10 @@ def _rows(cfg: Any, items: list[tuple[str, str, str | None, bytes]]) -> Rows:
 
 
 def _worker_disk(args: tuple[str, list[str]]) -> Rows:
-    """Worker: read working-tree files under ``root`` and parse them."""
+    """Worker: read working-tree files under ``root`` and parse them (a KB106 parse
+    for each symlink leaving the work tree, never read)."""
+    import os
+
     root, paths = args
     cfg, blobs, fmts = _WORK  # type: ignore[misc]
     items = []
@@ -893,14 +903,19 @@ def _worker_disk(args: tuple[str, list[str]]) -> Rows:
 
     k = _WORK_KB
     outside = outside_links(k, paths) if k is not None else {}
+    join = os.path.join
     for p in paths:
         if p in outside:
-            continue  # stored by the parent (_with_outside)
+            continue
         try:
-            items.append((p, blobs[p], fmts.get(p), (Path(root) / p).read_bytes()))
+            with open(join(root, p), "rb") as f:
+                items.append((p, blobs[p], fmts.get(p), f.read()))
         except OSError:
             continue
-    return _rows(cfg, items)
+    rows = _rows(cfg, items)
+    if outside:
+        _outside_rows(outside, blobs, fmts, rows)
+    return rows
 
 
 def _worker_bytes(items: list[tuple[str, str, str | None, bytes]]) -> Rows:
@@ -984,9 +999,6 @@ def _parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Iter
             while window:
                 yield window.popleft().get()
                 top_up()
-        if snap.kind == "worktree":
-            # The workers skip symlinks leaving the work tree; their KB106 rows.
-            yield _with_outside(k, snap, rest, ([], [], [], []))
     finally:
         _WORK = None
         _WORK_KB = None
