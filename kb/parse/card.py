@@ -124,11 +124,14 @@ class _Card:
                 path=path, line=i + 1 if i < n else 1, code="KB140", severity="warning",
                 message=f"card has no H1 '# {KIND_WORDS.get(self.fmt, '问题')}｜<title>'"))
         # Header anchors: up to the first `## ` line outside a fence.
+        if i < n:
+            src.is_masked(i)  # computes src.masked, read directly below
+        masked = src.masked
         while i < n:
             line = lines[i]
-            if line.startswith("## ") and not src.is_masked(i):
+            if line.startswith("## ") and not masked[i]:  # type: ignore[index]
                 break
-            if line.startswith("- ") and not src.is_masked(i):
+            if line.startswith("- ") and not masked[i]:  # type: ignore[index]
                 m = _ANCHOR.match(line)
                 if m:
                     key = m.group("key")
@@ -143,9 +146,8 @@ class _Card:
             i += 1
         # Sections, entry lines, applications: only `## ` / `### ` lines matter,
         # so visit the heading lines alone (found by one regex over the text).
-        heads = [j for j in src.heading_indices() if j >= i and lines[j][:3] in ("## ", "###")
-                 and (lines[j].startswith("## ") or lines[j].startswith("### "))
-                 and not src.is_masked(j)]
+        heads = [j for j in src.heading_indices() if j >= i and lines[j].startswith(("## ", "### "))
+                 and not masked[j]]  # type: ignore[index]
         if not heads:
             return
         ends = heads[1:] + [n]
