@@ -106,6 +106,9 @@ def iter_tree(
     decl = _declaration_re(grammar, separators)
     fm = frontmatter or {}
     late: list[Diagnostic] = []  # KB115 / KB104, reported after the parse diagnostics
+    if lines:
+        src.is_masked(0)  # computes src.masked, read directly below
+    masked: list[bool] = src.masked or []
     section_end = _section_ends(_heading_levels(src), len(lines))
     lookalikes: list[tuple[int, str]] = []
     held: list[dict[str, Any]] | None = [] if fm and not isinstance(fm.get("id"), str) else None
@@ -128,7 +131,7 @@ def iter_tree(
                         "its heading directly, with no blank line)"))
             i += 1
             continue
-        if src.is_masked(i):
+        if masked[i]:
             i += 1
             continue
         under_lookalike = False
@@ -192,14 +195,18 @@ def iter_tree(
 def _heading_levels(src: SourceText) -> list[tuple[int, int]]:
     """(0-based line, level) of every ATX heading of the body outside code and HTML
     blocks (what :data:`_ATX` matches: ``#``s, then a space or a tab)."""
-    out = []
+    out: list[tuple[int, int]] = []
     lines, start = src.lines, src.body_start
+    if not lines:
+        return out
+    src.is_masked(0)
+    masked = src.masked or []
     for i in src.heading_indices():
         if i < start:
             continue
         line = lines[i]
         level = len(line) - len(line.lstrip("#"))
-        if line[level:level + 1] in (" ", "\t") and not src.is_masked(i):
+        if line[level:level + 1] in (" ", "\t") and not masked[i]:
             out.append((i, level))
     return out
 
