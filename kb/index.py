@@ -1101,21 +1101,7 @@ def _can_fork() -> bool:
     import multiprocessing
     import os
 
-    return ("fork" in multiprocessing.get_all_start_methods() and not os.environ.get("KB_NO_PARALLEL")
-            and not _busy(os.cpu_count() or 1))
-
-
-def _busy(cores: int) -> bool:
-    """Whether other work keeps every core busy (a 1-minute load average of at least
-    their number): forked workers then take no more CPU time than one process
-    would, and add their own (start, copying results back): about 15% more
-    time for a cold index under a load of 7 on 2 cores."""
-    import os
-
-    try:
-        return os.getloadavg()[0] >= cores
-    except (OSError, AttributeError):  # no load average on this system
-        return False
+    return "fork" in multiprocessing.get_all_start_methods() and not os.environ.get("KB_NO_PARALLEL")
 
 
 #: Model class -> the (field, link kind) pairs of :data:`_LINK_FIELDS` it has

@@ -255,8 +255,6 @@ def test_parallel_cold_index_equals_serial(make_kb, monkeypatch):
 
     from kb.index import PARALLEL_MIN
 
-    # Workers even on a busy machine (kb parses in one process under a high load).
-    monkeypatch.setattr("kb.index._busy", lambda cores: False)
     n = PARALLEL_MIN + 50
     files = {f"Problems/q{i}.md": (
         f"# 问题｜P{i}\n- 标题: P{i}\n- ID: q{i}\n- 类型: 问题\n- 状态: 求解中\n- 优先级: {i % 7}\n"
