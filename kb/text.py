@@ -37,6 +37,7 @@ BOM = "\ufeff"
 # A line that could open a fence, an HTML block or indented code. Only files
 # with such a line pay for a markdown-it block parse.
 _MAYBE_BLOCK = re.compile(r"^(?: {0,3}(?:```|~~~|<)| {4}|\t)", re.MULTILINE)
+_MAYBE_BLOCK_LINE = re.compile(r"(?: {0,3}(?:```|~~~|<)| {4}|\t)")
 #: The first character of every line _MAYBE_BLOCK matches.
 _BLOCK_FIRST = frozenset(" \t<`~")
 
@@ -142,13 +143,15 @@ def compute_mask(lines: list[str], start: int = 0) -> list[bool]:
     markdown-it-py's block parser, which is exact.
     """
     mask = [False] * len(lines)
-    body = "\n".join(lines[start:])
-    if not _MAYBE_BLOCK.search(body):
+    # _MAYBE_BLOCK over the body, line by line (no copy of a 20 MB tree.md).
+    first, maybe = _BLOCK_FIRST, _MAYBE_BLOCK_LINE.match
+    if not any(ln[:1] in first and maybe(ln) for ln in lines[start:] if ln):
         return mask
     simple = _simple_fences(lines, start, mask)
     if simple:
         return mask
     mask = [False] * len(lines)
+    body = "\n".join(lines[start:])
     for begin, end in _code_ranges(body):
         for i in range(start + begin, min(start + end, len(lines))):
             mask[i] = True
@@ -160,6 +163,8 @@ _NOT_TEXT = re.compile(r"^ {0,3}(?:#{1,6}(?:[ \t]|$)|([-*_=])(?:[ \t]*\1){2,}[ \
 _ALWAYS_PARSE = re.compile(r"^[ \t]*(?:```|~~~|<[A-Za-z/!?])|^[ \t]*(?:[-+*]|\d{1,9}[.)])[ \t]+(?:```|~~~|<[A-Za-z/!?])")
 _INDENTED = re.compile(r"^(?: {4}|\t)")
 _COLUMN0_COMMENT = re.compile(r"^<!--.*-->")
+#: First characters of the lines the patterns of _simple_fences can match (and digits).
+_SPECIAL_FIRST = frozenset(" \t`~<-+*#_=")
 
 
 def _simple_fences(lines: list[str], start: int, mask: list[bool]) -> bool:
@@ -175,6 +180,15 @@ def _simple_fences(lines: list[str], start: int, mask: list[bool]) -> bool:
                     and not stripped.rstrip().strip(fence[0])):
                 fence = None
                 prev_text = False
+            continue
+        c = line[:1]
+        if not c:
+            prev_text = False
+            continue
+        if c not in _SPECIAL_FIRST and not c.isspace() and not c.isdigit():
+            # None of the patterns below can match a line opening with another
+            # character: paragraph text (most lines of a big tree.md).
+            prev_text = True
             continue
         m = _COLUMN0_FENCE.match(line)
         if m is not None:
