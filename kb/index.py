@@ -775,12 +775,12 @@ _PLAIN_META: dict[tuple[Any, Any], str] = {}
 
 
 def _meta_json(meta: dict[str, Any]) -> str:
-    if len(meta) == 2:
-        key = (meta.get("bom"), meta.get("newline"))
+    if len(meta) == 2 and type(meta.get("bom")) is bool and list(meta) == ["bom", "newline"]:
+        key = (meta["bom"], meta["newline"])
         hit = _PLAIN_META.get(key)
-        if hit is None and key[0] in (True, False) and key[1] in ("\n", "\r\n"):
+        if hit is None and key[1] in ("\n", "\r\n"):
             hit = _PLAIN_META[key] = json.dumps(meta, ensure_ascii=False, default=str)
-        if hit is not None and list(meta) == ["bom", "newline"]:
+        if hit is not None:
             return hit
     return json.dumps(meta, ensure_ascii=False, default=str)
 
