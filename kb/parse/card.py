@@ -49,6 +49,11 @@ _APPLICATION = re.compile(
     r"^###[ \t]+应用[ \t]*(?P<n>\d+)｜(?P<time>[^｜]*)｜问题[ \t]*(?P<q>\S+)(?:[ \t]+方向[ \t]*(?P<d>\S+))?[ \t]*$"
 )
 _SEP = re.compile(r"(?<!\\)｜")
+_new = object.__new__
+
+
+def _set_fields(obj: Any, values: dict[str, Any]) -> None:
+    object.__setattr__(obj, "__dict__", values)
 
 
 def unescape_field(s: str) -> str:
@@ -195,7 +200,12 @@ class _Card:
             return
         while body and not body[-1].strip():
             body.pop()
-        self.entries.append(Entry.build(text="\n".join(body), **entry))
+        # Entry.build(text=..., **entry) without its per-field checks: _entry gives
+        # every other field, in the model's field order, then the text.
+        e = _new(Entry)
+        entry["text"] = "\n".join(body)
+        _set_fields(e, entry)
+        self.entries.append(e)
 
     def _application(self, i: int, line: str) -> None:
         m = _APPLICATION.match(line)
