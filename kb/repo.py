@@ -114,11 +114,13 @@ class Snapshot:
         if self.kind == "worktree":
             out = {}
             outside = outside_links(self.kb, paths)
+            root, join = str(self.kb.root), os.path.join
             for p in paths:
                 if p in outside:
                     continue
                 try:
-                    out[p] = (self.kb.root / p).read_bytes()
+                    with open(join(root, p), "rb") as f:
+                        out[p] = f.read()
                 except OSError:
                     continue
             return out

@@ -54,8 +54,10 @@ BOM = "\ufeff"
 
 # A line that could open a fence, an HTML block or indented code. Only files
 # with such a line pay for a markdown-it block parse.
-_HASH_LINE = re.compile(r"^#", re.MULTILINE)
 _MAYBE_BLOCK = re.compile(r"^(?: {0,3}(?:```|~~~|<)| {4}|\t)", re.MULTILINE)
+_MAYBE_BLOCK_LINE = re.compile(r"(?: {0,3}(?:```|~~~|<)| {4}|\t)")
+#: The first character of every line _MAYBE_BLOCK matches.
+_BLOCK_FIRST = frozenset(" \t<`~")
 
 
 class DecodeError(Exception):
@@ -127,20 +129,20 @@ class SourceText:
         return cls(path=path, text=text, bom=bom, newline=newline, lines=lines)
 
     def heading_indices(self) -> list[int]:
-        """0-based indices of every line that starts with ``#`` (one regex pass)."""
+        """0-based indices of every line that starts with ``#`` (one pass over the lines:
+        a multiline regex over the text costs five times as much)."""
         if self._heads is None:
-            text, out, line, pos = self.text, [], 0, 0
-            for m in _HASH_LINE.finditer(text):
-                line += text.count("\n", pos, m.start())
-                pos = m.start()
-                out.append(line)
-            self._heads = out
+            self._heads = [i for i, ln in enumerate(self.lines) if ln[:1] == "#"]
         return self._heads
 
     def is_masked(self, i: int) -> bool:
         """True when 0-based line ``i`` is inside fenced/indented code or HTML."""
         if self.masked is None:
-            if _MAYBE_BLOCK.search(self.text) is None:
+            # Every line _MAYBE_BLOCK matches starts with one of _BLOCK_FIRST: a
+            # scan of first characters rules most files out before the regex.
+            first = _BLOCK_FIRST
+            if not any(ln[:1] in first for ln in self.lines if ln) \
+                    or _MAYBE_BLOCK.search(self.text) is None:
                 self.masked = [False] * len(self.lines)
             else:
                 self.masked = compute_mask(self.lines, self.body_start)
@@ -159,13 +161,15 @@ def compute_mask(lines: list[str], start: int = 0) -> list[bool]:
     markdown-it-py's block parser, which is exact.
     """
     mask = [False] * len(lines)
-    body = "\n".join(lines[start:])
-    if not _MAYBE_BLOCK.search(body):
+    # _MAYBE_BLOCK over the body, line by line (no copy of a 20 MB tree.md).
+    first, maybe = _BLOCK_FIRST, _MAYBE_BLOCK_LINE.match
+    if not any(ln[:1] in first and maybe(ln) for ln in lines[start:] if ln):
         return mask
     simple = _simple_fences(lines, start, mask)
     if simple:
         return mask
     mask = [False] * len(lines)
+    body = "\n".join(lines[start:])
     for begin, end in _code_ranges(body):
         for i in range(start + begin, min(start + end, len(lines))):
             mask[i] = True
@@ -177,6 +181,8 @@ _NOT_TEXT = re.compile(r"^ {0,3}(?:#{1,6}(?:[ \t]|$)|([-*_=])(?:[ \t]*\1){2,}[ \
 _ALWAYS_PARSE = re.compile(r"^[ \t]*(?:```|~~~|<[A-Za-z/!?])|^[ \t]*(?:[-+*]|\d{1,9}[.)])[ \t]+(?:```|~~~|<[A-Za-z/!?])")
 _INDENTED = re.compile(r"^(?: {4}|\t)")
 _COLUMN0_COMMENT = re.compile(r"^<!--.*-->")
+#: First characters of the lines the patterns of _simple_fences can match (and digits).
+_SPECIAL_FIRST = frozenset(" \t`~<-+*#_=")
 
 
 def _simple_fences(lines: list[str], start: int, mask: list[bool]) -> bool:
@@ -192,6 +198,15 @@ def _simple_fences(lines: list[str], start: int, mask: list[bool]) -> bool:
                     and not stripped.rstrip().strip(fence[0])):
                 fence = None
                 prev_text = False
+            continue
+        c = line[:1]
+        if not c:
+            prev_text = False
+            continue
+        if c not in _SPECIAL_FIRST and not c.isspace() and not c.isdigit():
+            # None of the patterns below can match a line opening with another
+            # character: paragraph text (most lines of a big tree.md).
+            prev_text = True
             continue
         m = _COLUMN0_FENCE.match(line)
         if m is not None:

@@ -423,3 +423,78 @@ def test_blob_reader_reads_names_with_spaces_and_skips_missing_ones(git_repo) ->
     commit_all(git_repo)
     got = git.read_blobs(["HEAD:知识 库/kb.toml", "HEAD:知识 库/absent.toml", "HEAD:no such"], git_repo)
     assert got == {"HEAD:知识 库/kb.toml": b"[kb]\n"}
+
+
+# -- a cold index streams tree files (memory: a 100,000-hypothesis tree.md) -----------
+
+def _streamed(path: str, data: bytes, cfg):
+    """What kb.parse.iter_parse_file gives, put back together as one ParseResult."""
+    from kb.parse import iter_parse_file
+
+    it = iter_parse_file(path, data, cfg)
+    objects = []
+    while True:
+        try:
+            objects.append(next(it))
+        except StopIteration as stop:
+            return stop.value.replace(objects=tuple(objects))
+
+
+_TREE_TEXTS = [
+    _random_tree(7, 200),
+    "---\nid: H2\nstatus: 被支持\n---\n# T\n\n## H1: one\nStatus: 待验\n\n## H2: two\nStatus: 待验\n",
+    "---\nstatus: 被支持\n---\n# T\n\n## H1: the only one\nStatus: 待验\n",
+    "---\nstatus: 被支持\n---\n# T\n\n## H1: one\nStatus: 待验\n\n## H2: two\nStatus: 待验\n",
+    "# T\n\n## H1: no status\n\n## X1: looks like one\nStatus: 待验\n\n## H2: ok\n**Status**: 待验\n"
+    "Status：进行中\n\n##H3: no space\n",
+    "# T\n\n## H1: one\nStatus: 待验\n<<<<<<< ours\nEvidence: E1\n=======\nEvidence: E2\n>>>>>>> theirs\n",
+    "# T\n\n## H1: one\nStatus: 待验\n\nnul \x00 here\n",
+    "\ufeff# T\r\n\r\n## H1: one\r\nStatus: 待验\r\n```\r\n## H2: in a fence\r\n```\r\n",
+]
+
+
+@pytest.mark.parametrize("text", _TREE_TEXTS)
+def test_streamed_tree_parse_equals_the_whole_parse(text: str) -> None:
+    cfg = config_for(Path("/kb"))
+    data = text.encode("utf-8")
+    whole = parse_file("tree.md", data, cfg)
+    assert _streamed("tree.md", data, cfg) == whole
+    assert whole.objects or whole.diagnostics
+
+
+def test_streamed_parse_of_bytes_that_are_not_utf8() -> None:
+    cfg = config_for(Path("/kb"))
+    data = b"# T\n\n## H1: \xff\nStatus: x\n"
+    got = _streamed("tree.md", data, cfg)
+    assert got == parse_file("tree.md", data, cfg) and got.diagnostics[0].code == "KB101"
+
+
+def test_index_stores_a_tree_in_parts_as_one_parse(make_kb, monkeypatch) -> None:
+    """A tree.md stored in parts of 7 hypotheses holds the rows, in the order, of
+    its whole parse; re-parsed after losing rows, it replaces them all."""
+    import kb.index as index
+    from kb.index import Index, _result_rows
+    from kb.repo import open_kb
+
+    monkeypatch.setattr(index, "STREAM_PART", 7)
+    text = _random_tree(3, 60) + "\n## H99 no separator\n\n## H98: no status\n\nStatus: 待验\n"
+    root = make_kb({"tree.md": text}, commit=True)
+    k = open_kb(root)
+    data = (root / "tree.md").read_bytes()
+    with Index(k) as idx:
+        idx.refresh(check=True)
+        b = idx.current_blob("tree.md")
+        want = _result_rows("tree.md", b, parse_file("tree.md", data, k.config))
+        assert len(want[1]) > 7 * 5 and want[3]  # several parts, and diagnostics
+
+        def stored():
+            q = "SELECT * FROM {} WHERE path='tree.md' AND blob=? ORDER BY rowid"
+            return tuple(list(idx.db.execute(q.format(t), (b,)))
+                         for t in ("parsed", "objects", "links", "diagnostics"))
+
+        assert stored() == tuple(want)
+        with idx.db:
+            idx.db.execute("DELETE FROM objects WHERE path='tree.md' AND rowid % 5 = 0")
+        assert not idx.has_parse("tree.md", b)
+        assert idx.refresh(check=True).parsed == 1
+        assert stored() == tuple(want)

@@ -9,7 +9,7 @@ content; every problem is a :class:`kb.model.Diagnostic`.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Generator
 
 from kb.config import Config
 
@@ -111,6 +111,71 @@ def parse_file(path: str, data: bytes, config: Config, fmt: str | None = None) -
         return ParseResult(path=path, kind=fmt, diagnostics=(Diagnostic(
             path=path, line=1, code="KB199", severity="error",
             message="file is nested too deeply to parse"),))
+
+
+def iter_parse_file(path: str, data: bytes, config: Config,
+                    fmt: str | None = None) -> Generator[Any, None, ParseResult]:
+    """:func:`parse_file`, the objects yielded one by one; returns (``StopIteration.value``)
+    the ParseResult with every diagnostic and the meta but no objects.
+
+    A ``tree`` file is read as it is parsed (:func:`kb.parse.tree.iter_tree`):
+    the index stores the hypotheses of a tree of 100,000 in parts instead of
+    holding them all, and the file's bytes are dropped once decoded (pass them
+    without keeping a reference to free them). Other formats are parsed whole.
+    """
+    fmt = fmt or classify(path, config) or "other"
+    if fmt != "tree":
+        res = parse_file(path, data, config, fmt)
+        yield from res.objects
+        return res.replace(objects=())
+    from kb.model import ParseResult
+    from kb.parse.tree import iter_tree
+    from kb.text import DecodeError, SourceText, decode
+
+    try:
+        text, bom = decode(data, path)
+    except DecodeError as exc:
+        return ParseResult(path=path, kind=fmt, diagnostics=(exc.diagnostic,))
+    del data
+    src = SourceText.from_text(text, path, bom)
+    from kb.merge.markers import may_have_conflict
+
+    if may_have_conflict(text):
+        conflicted = _conflicts(src, fmt)
+        if conflicted is not None:
+            return conflicted
+    # As _parse reads a tree, in the same order (diagnostics, then meta).
+    diags, meta = _tree_prelude(src)
+    fm = meta.get("frontmatter") or {}
+    d: list = []
+    yield from iter_tree(src, config.recognise_grammar, config.heading_separators, fm,
+                         grammar_label=config.id_grammar, diags=d)
+    diags.extend(d)
+    res = ParseResult(path=path, kind=fmt, diagnostics=tuple(diags), meta=_tree_meta(src, meta))
+    if "\x00" in text:
+        res = _with_nul(res, text)
+    return res
+
+
+def _tree_prelude(src: SourceText) -> tuple[list, dict[str, Any]]:
+    """The frontmatter diagnostics and the frontmatter (``{"frontmatter": fm}`` when any)."""
+    from kb.parse.frontmatter import read_frontmatter
+
+    fm, diags = read_frontmatter(src)
+    return diags, ({"frontmatter": fm} if fm else {})
+
+
+def _tree_meta(src: SourceText, prelude: dict[str, Any]) -> dict[str, object]:
+    """A tree's meta, in _parse's key order: title, frontmatter, bom, newline."""
+    meta: dict[str, object] = {}
+    for ln in src.lines[src.body_start:]:
+        if ln.startswith("# "):
+            meta["title"] = ln[2:].strip()
+            break
+    meta.update(prelude)
+    meta["bom"] = src.bom
+    meta["newline"] = src.newline
+    return meta
 
 
 def _conflicts(src: SourceText, fmt: str) -> ParseResult | None:

@@ -14,7 +14,6 @@ list) or an error (unreadable), and probabilities are never clamped.
 from __future__ import annotations
 
 import re
-from pathlib import PurePosixPath
 from typing import Any, Callable
 
 from kb.model import (
@@ -35,6 +34,8 @@ from kb.parse.common import (
     parse_float,
     parse_list,
     parse_priority,
+    path_parts,
+    path_stem,
 )
 from kb.text import SourceText
 
@@ -48,6 +49,11 @@ _APPLICATION = re.compile(
     r"^###[ \t]+应用[ \t]*(?P<n>\d+)｜(?P<time>[^｜]*)｜问题[ \t]*(?P<q>\S+)(?:[ \t]+方向[ \t]*(?P<d>\S+))?[ \t]*$"
 )
 _SEP = re.compile(r"(?<!\\)｜")
+_new = object.__new__
+
+
+def _set_fields(obj: Any, values: dict[str, Any]) -> None:
+    object.__setattr__(obj, "__dict__", values)
 
 
 def unescape_field(s: str) -> str:
@@ -123,11 +129,14 @@ class _Card:
                 path=path, line=i + 1 if i < n else 1, code="KB140", severity="warning",
                 message=f"card has no H1 '# {KIND_WORDS.get(self.fmt, '问题')}｜<title>'"))
         # Header anchors: up to the first `## ` line outside a fence.
+        if i < n:
+            src.is_masked(i)  # computes src.masked, read directly below
+        masked = src.masked
         while i < n:
             line = lines[i]
-            if line.startswith("## ") and not src.is_masked(i):
+            if line.startswith("## ") and not masked[i]:  # type: ignore[index]
                 break
-            if line.startswith("- ") and not src.is_masked(i):
+            if line.startswith("- ") and not masked[i]:  # type: ignore[index]
                 m = _ANCHOR.match(line)
                 if m:
                     key = m.group("key")
@@ -142,9 +151,8 @@ class _Card:
             i += 1
         # Sections, entry lines, applications: only `## ` / `### ` lines matter,
         # so visit the heading lines alone (found by one regex over the text).
-        heads = [j for j in src.heading_indices() if j >= i and lines[j][:3] in ("## ", "###")
-                 and (lines[j].startswith("## ") or lines[j].startswith("### "))
-                 and not src.is_masked(j)]
+        heads = [j for j in src.heading_indices() if j >= i and lines[j].startswith(("## ", "### "))
+                 and not masked[j]]  # type: ignore[index]
         if not heads:
             return
         ends = heads[1:] + [n]
@@ -192,7 +200,12 @@ class _Card:
             return
         while body and not body[-1].strip():
             body.pop()
-        self.entries.append(Entry.build(text="\n".join(body), **entry))
+        # Entry.build(text=..., **entry) without its per-field checks: _entry gives
+        # every other field, in the model's field order, then the text.
+        e = _new(Entry)
+        entry["text"] = "\n".join(body)
+        _set_fields(e, entry)
+        self.entries.append(e)
 
     def _application(self, i: int, line: str) -> None:
         m = _APPLICATION.match(line)
@@ -260,7 +273,7 @@ def _problem(c: _Card, obj_id: str) -> KBObject:
 
 
 def _proposition(c: _Card, obj_id: str) -> KBObject:
-    parts = PurePosixPath(c.path).parts
+    parts = path_parts(c.path)
     return Proposition.build(
         **c.common(obj_id), category=parts[-2] if len(parts) >= 2 else "",
         probability=c.number("概率"), value=c.number("价值/关键性"), priority=c.priority(),
@@ -298,7 +311,7 @@ def parse_card(src: SourceText, fmt: str) -> tuple[list[KBObject], list[Diagnost
     KB140, KB141.
     """
     card = _Card(src, fmt)
-    obj = _BUILDERS[fmt](card, PurePosixPath(src.path).stem)
+    obj = _BUILDERS[fmt](card, path_stem(src.path))
     return [obj], card.diags
 
 
@@ -308,8 +321,8 @@ _DIRECTION_H1 = re.compile(r"^#[ \t]+研究方向日志｜(?P<q>\S+)[ \t]*/[ \t]
 def parse_direction(src: SourceText) -> tuple[list[KBObject], list[Diagnostic]]:
     """``Progress/<qid>/<dir>.md``: the direction header. Oddities are warnings (KB150)."""
     path = src.path
-    parts = PurePosixPath(path).parts
-    qid, did = (parts[-2], PurePosixPath(path).stem) if len(parts) >= 2 else ("", "")
+    parts = path_parts(path)
+    qid, did = (parts[-2], path_stem(path)) if len(parts) >= 2 else ("", "")
     card = _Card(src, "direction")
     diags = [d.replace(severity="warning") for d in card.diags]
     fields: dict[str, str] = {}

@@ -143,3 +143,30 @@ def parse_list(
             '["q1","p2"]',
         )
     ]
+
+
+def _plain(path: str) -> bool:
+    """Whether ``path`` is relative and normalised (``a/b.md``), as git gives paths."""
+    return bool(path) and path != "." and "//" not in path and "/./" not in path \
+        and not path.startswith(("/", "./")) and not path.endswith(("/", "/."))
+
+
+def path_parts(path: str) -> tuple[str, ...]:
+    """``PurePosixPath(path).parts`` without pathlib's cost (parsers run it per file)
+    for the paths git gives; anything else goes through pathlib."""
+    if not _plain(path):
+        from pathlib import PurePosixPath
+
+        return PurePosixPath(path).parts
+    return tuple(path.split("/"))
+
+
+def path_stem(path: str) -> str:
+    """``PurePosixPath(path).stem``: the file name without its last suffix."""
+    if not _plain(path):
+        from pathlib import PurePosixPath
+
+        return PurePosixPath(path).stem
+    name = path[path.rfind("/") + 1:]
+    i = name.rfind(".")
+    return name[:i] if 0 < i < len(name) - 1 else name

@@ -9,10 +9,9 @@ is free text.
 from __future__ import annotations
 
 import re
-from pathlib import PurePosixPath
 
 from kb.model import Diagnostic, Experiment
-from kb.parse.common import duplicate_key_error, fullwidth_colon_warning
+from kb.parse.common import duplicate_key_error, fullwidth_colon_warning, path_stem
 from kb.text import SourceText
 from kb.vocab import CONCLUSION, EXPERIMENT_STATUS
 
@@ -31,7 +30,7 @@ def parse_experiment(src: SourceText) -> tuple[list[Experiment], list[Diagnostic
     """
     path, lines = src.path, src.lines
     diags: list[Diagnostic] = []
-    stem = PurePosixPath(path).stem
+    stem = path_stem(path)
     exp_id, hyp, action, title_line = stem, None, "", 0
     anchors: dict[str, str] = {}
     anchor_lines: dict[str, int] = {}

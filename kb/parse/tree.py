@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, Iterator
 
 from kb.model import Diagnostic, Fix, Hypothesis
 from kb.parse.common import duplicate_key_error, fullwidth_colon_warning, split_id_list
@@ -25,6 +25,7 @@ KEY_ALIASES = {
     "children": "Children", "子假设": "Children", "子节点": "Children",
     "parent": "Parent", "父假设": "Parent", "父节点": "Parent",
 }
+_CANONICAL_KEYS = frozenset(("Status", "Evidence", "Children", "Parent"))
 _ANCHOR = re.compile(
     r"^(?P<b1>\*\*)?(?P<key>[A-Za-z][A-Za-z ]*?|[\u4e00-\u9fff]+)(?P<b2>\*\*)?[ \t]*"
     r"(?P<colon>[:：])[ \t]*(?P<b3>\*\*)?[ \t]*(?P<value>.*?)[ \t]*$"
@@ -117,13 +118,44 @@ def parse_tree(
     declarations of another grammar, KB117 stray anchor line, KB119 a
     declaration without its separator, KB104 frontmatter conflict).
     """
+    diags: list[Diagnostic] = []
+    hyps = list(iter_tree(src, grammar, separators, frontmatter, grammar_label, diags))
+    return hyps, diags
+
+
+def iter_tree(
+    src: SourceText,
+    grammar: str,
+    separators: tuple[str, ...] = (":", "："),
+    frontmatter: dict[str, Any] | None = None,
+    grammar_label: str | None = None,
+    diags: list[Diagnostic] | None = None,
+) -> Iterator[Hypothesis]:
+    """:func:`parse_tree`, each hypothesis yielded as soon as its block is read
+    (in file order), so that a tree of 100,000 hypotheses need not be held at
+    once. The diagnostics go to ``diags``, complete and in :func:`parse_tree`'s
+    order once the iterator is exhausted.
+
+    One pass over the heading lines first finds where every section ends (a
+    stack of open headings: linear in the number of headings); the main pass
+    then reads each declaration and its anchor block and builds its
+    hypothesis at once. A frontmatter without an ``id`` applies to the only
+    hypothesis of the file, which is known at the end only: such a file is
+    read whole before its hypotheses are yielded.
+    """
+    if diags is None:
+        diags = []
     path = src.path
     lines = src.lines
     decl = _declaration_re(grammar, separators)
-    diags: list[Diagnostic] = []
-    found: list[dict[str, Any]] = []
-    heading_levels: list[tuple[int, int]] = []  # (0-based line, level) of every ATX heading
+    fm = frontmatter or {}
+    late: list[Diagnostic] = []  # KB115 / KB104, reported after the parse diagnostics
+    if lines:
+        src.is_masked(0)  # computes src.masked, read directly below
+    masked: list[bool] = src.masked or []
+    section_end = _section_ends(_heading_levels(src), len(lines))
     lookalikes: list[tuple[int, str]] = []
+    held: list[dict[str, Any]] | None = [] if fm and not isinstance(fm.get("id"), str) else None
     # True while inside the section of a heading already counted in `lookalikes`:
     # its stray anchor lines are explained by that one KB116 report, so they are
     # not reported again line by line (a bounded report for foreign files).
@@ -133,8 +165,8 @@ def parse_tree(
     while i < n:
         line = lines[i]
         if not line or (line[0] != "#" and line[0] != "＃"):
-            if (line and not under_lookalike and _looks_like_anchor(line)
-                    and not src.is_masked(i)):
+            if (line and not under_lookalike and (":" in line or "：" in line)
+                    and _looks_like_anchor(line) and not src.is_masked(i)):
                 prev = lines[i - 1] if i > 0 else ""
                 if not prev.strip() or prev.lstrip().startswith("#"):
                     diags.append(Diagnostic(
@@ -143,7 +175,7 @@ def parse_tree(
                         "its heading directly, with no blank line)"))
             i += 1
             continue
-        if src.is_masked(i):
+        if masked[i]:
             i += 1
             continue
         under_lookalike = False
@@ -159,7 +191,6 @@ def parse_tree(
             i += 1
             continue
         level = len(m.group(1))
-        heading_levels.append((i, level))
         text = m.group(2)
         d = decl.match(text)
         if d is None:
@@ -197,7 +228,10 @@ def parse_tree(
             "line": i + 1, "anchors": {}, "anchor_lines": {},
         }
         i = _read_block(src, i + 1, node, diags)
-        found.append(node)
+        if held is not None:
+            held.append(node)
+        else:
+            yield _hypothesis(src, node, section_end, fm, False, late)
 
     if lookalikes:
         first = ", ".join(f"{tok!r} at line {ln}" for ln, tok in lookalikes[:3])
@@ -207,8 +241,30 @@ def parse_tree(
             f"ID grammar `{grammar_label or grammar}` with separator "
             f"{' or '.join(repr(s) for s in separators)} ({first}); they are not read — "
             "set [kb] id_grammar / heading_separators in kb.toml if they are hypotheses"))
+    if held is not None:
+        only = len(held) == 1
+        for node in held:
+            yield _hypothesis(src, node, section_end, fm, only, late)
+    diags.extend(late)
 
-    return _finish(src, found, heading_levels, frontmatter or {}, diags), diags
+
+def _heading_levels(src: SourceText) -> list[tuple[int, int]]:
+    """(0-based line, level) of every ATX heading of the body outside code and HTML
+    blocks (what :data:`_ATX` matches: ``#``s, then a space or a tab)."""
+    out: list[tuple[int, int]] = []
+    lines, start = src.lines, src.body_start
+    if not lines:
+        return out
+    src.is_masked(0)
+    masked = src.masked or []
+    for i in src.heading_indices():
+        if i < start:
+            continue
+        line = lines[i]
+        level = len(line) - len(line.lstrip("#"))
+        if line[level:level + 1] in (" ", "\t") and not masked[i]:
+            out.append((i, level))
+    return out
 
 
 def _looks_like_anchor(line: str) -> bool:
@@ -232,8 +288,25 @@ def _read_block(src: SourceText, i: int, node: dict[str, Any], diags: list[Diagn
     path, lines, n = src.path, src.lines, len(src.lines)
     seen: dict[str, int] = {}
     hid = node["id"]
+    anchors, anchor_lines = node["anchors"], node["anchor_lines"]
     while i < n:
         line = lines[i]
+        # The usual line, `Status: 待验`: a canonical key, ': ', a value that does
+        # not open with `**`. _ANCHOR reads it as (key, value stripped of spaces
+        # and tabs) with nothing to report but a repeat; read it so, directly.
+        colon = line.find(": ")
+        if colon > 0 and line[:colon] in _CANONICAL_KEYS:
+            value = line[colon + 2:].strip(" \t")
+            if not value.startswith("**"):
+                key = line[:colon]
+                if key in seen:
+                    diags.append(duplicate_key_error(path, key, seen[key], i + 1, hid))
+                else:
+                    seen[key] = i + 1
+                    anchors[key] = value
+                    anchor_lines[key] = i + 1
+                i += 1
+                continue
         if not line.strip():
             break
         if line.lstrip().startswith("#"):
@@ -278,30 +351,35 @@ def _read_block(src: SourceText, i: int, node: dict[str, Any], diags: list[Diagn
     return i
 
 
-def _finish(
+def _hypothesis(
     src: SourceText,
-    found: list[dict[str, Any]],
-    heading_levels: list[tuple[int, int]],
+    node: dict[str, Any],
+    section_end: dict[int, int],
     fm: dict[str, Any],
+    only: bool,
     diags: list[Diagnostic],
-) -> list[Hypothesis]:
+) -> Hypothesis:
+    """The hypothesis of one declaration ``node`` (KB115 / KB104 go to ``diags``).
+    ``only``: it is the file's only declaration (a frontmatter without ``id``
+    then applies to it)."""
     path, lines = src.path, src.lines
-    out: list[Hypothesis] = []
-    section_end = _section_ends(heading_levels, len(lines))
-    fm_target = fm.get("id") if isinstance(fm.get("id"), str) else None
-    for node in found:
-        start0 = node["line"] - 1
-        end0 = section_end[start0]
-        while end0 - 1 > start0 and not lines[end0 - 1].strip():
-            end0 -= 1
-        anchors = node["anchors"]
-        raw_status = anchors.get("Status")
-        if raw_status is None:
-            diags.append(Diagnostic(
-                path=path, line=node["line"], code="KB115", severity="error",
-                message=f"{node['id']} has no 'Status:' line directly under its heading"))
+    start0 = node["line"] - 1
+    end0 = section_end[start0]
+    while end0 - 1 > start0 and not lines[end0 - 1].strip():
+        end0 -= 1
+    anchors = node["anchors"]
+    raw_status = anchors.get("Status")
+    if raw_status is None:
+        diags.append(Diagnostic(
+            path=path, line=node["line"], code="KB115", severity="error",
+            message=f"{node['id']} has no 'Status:' line directly under its heading"))
+    status = _STATUS.get(raw_status) if raw_status is not None else None
+    if status is None:
         status = HYPOTHESIS_STATUS.canonical(raw_status or "") or (raw_status or "")
-        if fm and (fm_target == node["id"] or (fm_target is None and len(found) == 1)):
+    node_fm: dict[str, object] = {}
+    if fm:
+        fm_target = fm.get("id") if isinstance(fm.get("id"), str) else None
+        if fm_target == node["id"] or (fm_target is None and only):
             fm_status = fm.get("status")
             if isinstance(fm_status, str) and raw_status is not None:
                 if (HYPOTHESIS_STATUS.canonical(fm_status) or fm_status) != status:
@@ -310,28 +388,37 @@ def _finish(
                         code="KB104", severity="error",
                         message=f"frontmatter status {fm_status!r} disagrees with the anchor "
                         f"'Status: {raw_status}' of {node['id']}"))
-            node_fm = fm
-        else:
-            node_fm = {}
-        parent = anchors.get("Parent")
-        out.append(Hypothesis.build(
-            id=node["id"],
-            path=path,
-            line=node["line"],
-            title=node["statement"],
-            statement=node["statement"],
-            status=status,
-            level=node["level"],
-            evidence=split_id_list(anchors.get("Evidence", "")),
-            children=split_id_list(anchors.get("Children", "")),
-            parent=parent.strip() if parent and parent.strip() else None,
-            has_children_line="Children" in anchors,
-            anchors=dict(anchors),
-            anchor_lines=dict(node["anchor_lines"]),
-            end_line=end0,
-            frontmatter=_jsonable(node_fm),
-        ))
-    return out
+            node_fm = _jsonable(fm)
+    parent = anchors.get("Parent")
+    evidence = anchors.get("Evidence")
+    children = anchors.get("Children")
+    statement = node["statement"]
+    h = _new_hypothesis(Hypothesis)
+    # Every field, in the model's field order (its JSON's key order), without
+    # Hypothesis.build's per-field checks: the values are typed by construction.
+    _set_dict(h, {
+        "id": node["id"], "kind": "hypothesis", "path": path, "line": node["line"],
+        "title": statement, "status": status, "anchors": anchors,
+        "anchor_lines": node["anchor_lines"], "frontmatter": node_fm,
+        "statement": statement, "level": node["level"],
+        "evidence": split_id_list(evidence) if evidence else (),
+        "children": split_id_list(children) if children else (),
+        "parent": parent.strip() if parent and parent.strip() else None,
+        "has_children_line": children is not None,
+        "end_line": end0,
+    })
+    return h
+
+
+_new_hypothesis = object.__new__
+
+
+def _set_dict(obj: Any, values: dict[str, Any]) -> None:
+    object.__setattr__(obj, "__dict__", values)
+
+
+#: Status words read as they are (the canonical ones), without the vocabulary's lookup.
+_STATUS = {w: w for w in HYPOTHESIS_STATUS.zh_to_en}
 
 
 def _section_ends(heading_levels: list[tuple[int, int]], n: int) -> dict[int, int]:

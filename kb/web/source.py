@@ -87,8 +87,8 @@ class RevView(Index):
         """``(outgoing, incoming)`` links of ``obj_id`` in the commit, as (src, dst, kind)."""
         base = ("SELECT l.src, l.dst, l.kind FROM links l "
                 "JOIN temp.snap f ON f.path=l.path AND f.blob=l.blob")
-        return (list(self.db.execute(base + " WHERE l.src = ?", (obj_id,))),
-                list(self.db.execute(base + " WHERE l.dst = ?", (obj_id,))))
+        return (list(self.db.execute(base + " WHERE l.src = ? ORDER BY l.path, l.rowid", (obj_id,))),
+                list(self.db.execute(base + " WHERE l.dst = ? ORDER BY l.path, l.rowid", (obj_id,))))
 
     def all_links(self, kind: str) -> list[tuple[str, str]]:
         """Every (src, dst) link of ``kind`` in the commit (e.g. ``depends``)."""
