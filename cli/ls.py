@@ -121,7 +121,7 @@ def command(kind: str | None, status: str | None, fmt: str, as_json: bool,
                 words: dict[str, str] = {}
                 for r in group:
                     if r.status not in words:
-                        words[r.status] = _display_status(r, locale)
+                        words[r.status] = display_status(r.kind, r.status, locale)
                 cells = [[r.id, words[r.status], r.title] for r in group]
             else:
                 cells = [_columns(r, locale) for r in group]

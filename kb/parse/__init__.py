@@ -148,9 +148,18 @@ def iter_parse_file(path: str, data: bytes, config: Config,
     diags, meta = _tree_prelude(src)
     fm = meta.get("frontmatter") or {}
     d: list = []
-    yield from iter_tree(src, config.recognise_grammar, config.heading_separators, fm,
-                         grammar_label=config.id_grammar, diags=d)
+    count = 0
+    for obj in iter_tree(src, config.recognise_grammar, config.heading_separators, fm,
+                         grammar_label=config.id_grammar, diags=d):
+        count += 1
+        yield obj
     diags.extend(d)
+    if not count:  # kb read nothing: KB126 says what is there (as parse_file does)
+        from kb.parse.unread import describe_unread
+
+        unread = describe_unread(src, fmt, [], diags, config)
+        if unread is not None:
+            diags.append(unread)
     res = ParseResult(path=path, kind=fmt, diagnostics=tuple(diags), meta=_tree_meta(src, meta))
     if "\x00" in text:
         res = _with_nul(res, text)
