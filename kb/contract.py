@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, Field
 
 from kb.errors import ERROR_KINDS
 from kb.outputs import OpenModel as _Open, WriteResult  # shared with the areas' contracts
