@@ -369,7 +369,7 @@ def check_after(start: Path, revs: list[str]) -> list[str]:
     what the pre-push hook (and CI) will refuse. Never raises for a broken
     commit: a post-hook cannot undo it; returns one line per finding.
     """
-    from kb.checks.verify import verify_rev
+    from kb.checks.verify_range import verify_rev
     from kb.errors import KbError
 
     top = _top(start)

@@ -15,7 +15,14 @@ of ``kb.toml`` or of kb's version, rebuilds the cache from scratch):
 - ``files(path, blob, fmt)`` — the working-tree snapshot last indexed;
 - ``stale(path, blob, since)`` — parses the working tree stopped using at
   ``since`` (Unix seconds), forgotten :data:`STALE_SECONDS` later (a racing
-  reader of another snapshot may still be reading them).
+  reader of another snapshot may still be reading them);
+- ``kb_check_kv(key, value)``, ``kb_check_files(path, blob)``,
+  ``kb_check_diags(path, blob, line, col, code, severity, message, fix)`` —
+  ``kb verify``'s results (:mod:`kb.index_results`).
+
+The SQL over these tables lives in the index layer: this module,
+:mod:`kb.index_facts` (what the rules read of a snapshot) and
+:mod:`kb.index_results` (the verify results).
 
 Only blobs not yet in ``parsed`` are read and parsed, so an unchanged KB
 re-indexes in milliseconds. WAL mode and a busy timeout let hooks and racing
@@ -45,12 +52,13 @@ import kb
 from kb import git
 from kb.repo import KnowledgeBase, Snapshot, worktree_snapshot
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: Seconds a parse the working tree stopped using is kept for racing readers.
 STALE_SECONDS = 600.0
 
-_TABLES = ("meta", "parsed", "objects", "links", "diagnostics", "files", "stale")
+_TABLES = ("meta", "parsed", "objects", "links", "diagnostics", "files", "stale",
+           "kb_check_kv", "kb_check_files", "kb_check_diags")
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -72,6 +80,12 @@ CREATE INDEX diagnostics_pb ON diagnostics (path, blob);
 CREATE TABLE files (path TEXT PRIMARY KEY, blob TEXT NOT NULL, fmt TEXT NOT NULL);
 CREATE TABLE stale (path TEXT NOT NULL, blob TEXT NOT NULL, since REAL NOT NULL,
                     PRIMARY KEY (path, blob));
+CREATE TABLE kb_check_kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE kb_check_files (path TEXT NOT NULL, blob TEXT NOT NULL, PRIMARY KEY (path, blob));
+CREATE TABLE kb_check_diags (path TEXT NOT NULL, blob TEXT NOT NULL, line INTEGER NOT NULL,
+                             col INTEGER NOT NULL, code TEXT NOT NULL, severity TEXT NOT NULL,
+                             message TEXT NOT NULL, fix TEXT);
+CREATE INDEX kb_check_diags_pb ON kb_check_diags (path, blob);
 """
 
 #: A parse that may be used: its check holds (see the module docstring).
@@ -354,16 +368,18 @@ class Index:
         self.db.executemany("INSERT INTO diagnostics VALUES (?,?,?,?,?,?,?,?)", rows_d)
 
     def ensure_versions(self, items: Iterable[tuple[str, str, str]],
-                        store_rules: Any = None) -> int:
+                        file_rules: Any = None) -> int:
         """Parse and store every ``(path, blob, fmt)`` not in the cache yet, read from git.
 
         Many versions of one path may be given (``verify --range``: every
         tree.md of the range, with the tip's files), so that they are parsed in
         one pass -- in parallel when there are many -- instead of one commit
-        at a time. Blobs git lacks are skipped. ``store_rules(db, files, rows)``,
-        when given, receives the per-file rule results the workers computed
-        beside each parse (:mod:`kb.checks.file_results`), in the same
-        transaction. Returns the number parsed.
+        at a time. Blobs git lacks are skipped. ``file_rules(config, path, blob,
+        fmt, object_rows, data)``, when given, computes the per-file rule results
+        of each parse in the workers (``kb_check_diags`` rows,
+        :func:`kb.checks.file_results.rule_rows`); they are stored with the
+        parse, in the same transaction (:func:`kb.index_results.store_file_rows`).
+        Returns the number parsed.
         """
         items = list(dict.fromkeys(items))
         if not items:
@@ -380,10 +396,12 @@ class Index:
             return 0
         parsed = 0
         with _writing(self.db):  # one transaction; each parse replaces its (path, blob) rows
-            for rows, rules in _version_batches(self.kb, missing, store_rules is not None):
+            for rows, rules in _version_batches(self.kb, missing, file_rules):
                 self._store(rows)
-                if store_rules is not None:
-                    store_rules(self.db, [(r[0], r[1]) for r in rows[0]], rules)
+                if file_rules is not None:
+                    from kb.index_results import store_file_rows
+
+                    store_file_rows(self.db, [(r[0], r[1]) for r in rows[0]], rules)
                 parsed += len(rows[0])
         return parsed
 
@@ -860,12 +878,11 @@ def _parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Iter
 
 
 def _rows_and_rules(cfg: Any, items: list[tuple[str, str, str | None, bytes]],
-                    rules: bool) -> tuple[Rows, list[tuple]]:
-    """:func:`_rows`, plus the per-file rule results of each file when ``rules``."""
-    if not rules:
+                    rule_rows: Any) -> tuple[Rows, list[tuple]]:
+    """:func:`_rows`, plus the per-file rule results of each file (``rule_rows``,
+    see :meth:`Index.ensure_versions`) when given."""
+    if rule_rows is None:
         return _rows(cfg, items), []
-    from kb.checks.file_results import rule_rows
-
     out: Rows = ([], [], [], [])
     found: list[tuple] = []
     for item in items:
@@ -878,11 +895,16 @@ def _rows_and_rules(cfg: Any, items: list[tuple[str, str, str | None, bytes]],
 
 
 def _worker_versions(args: tuple[list[tuple[str, str, str | None, bytes]], bool]) -> tuple[Rows, list[tuple]]:
-    return _rows_and_rules(_WORK[0], *args)  # type: ignore[index]
+    batch, rules = args
+    return _rows_and_rules(_WORK[0], batch, _WORK_RULES if rules else None)  # type: ignore[index]
+
+
+#: The per-file rules of the running :func:`_version_batches` (set before the workers fork).
+_WORK_RULES: Any = None
 
 
 def _version_batches(k: KnowledgeBase, items: list[tuple[str, str, str]],
-                     rules: bool = False) -> Iterator[tuple[Rows, list[tuple]]]:
+                     rules: Any = None) -> Iterator[tuple[Rows, list[tuple]]]:
     """Parse ``(path, blob, fmt)`` items read from git in batches (:func:`_parse_batches`
     for many versions of a path): in forked workers when there are many, the
     parent reading the next batch's blobs while they parse. Yields each batch's
@@ -907,19 +929,22 @@ def _version_batches(k: KnowledgeBase, items: list[tuple[str, str, str]],
         return
     import multiprocessing
 
+    global _WORK_RULES
     _WORK = (k.config, {}, {})
+    _WORK_RULES = rules
     ctx = multiprocessing.get_context("fork")
     try:
         with ctx.Pool(workers) as pool:
             window: list[Any] = []
             for batch in batches():
-                window.append(pool.apply_async(_worker_versions, ((batch, rules),)))
+                window.append(pool.apply_async(_worker_versions, ((batch, rules is not None),)))
                 if len(window) >= 2 * workers:
                     yield window.pop(0).get()
             for res in window:
                 yield res.get()
     finally:
         _WORK = None
+        _WORK_RULES = None
 
 
 def _can_fork() -> bool:

@@ -294,11 +294,11 @@ def test_inherited_results_equal_a_full_check(make_kb, monkeypatch):
                        "Problems/q2.md": files["Problems/q2.md"].replace("State q2.", "State q2.\n\n"
                                                                           "## 笔记\nMore prose.")})
     git(root, "add", "-A")
-    import kb.checks.verify as V
+    import kb.checks.results as V
 
     seen = []
-    real = V._neutral
-    monkeypatch.setattr(V, "_neutral", lambda *a: seen.append(real(*a)) or seen[-1])
+    real = V.neutral
+    monkeypatch.setattr(V, "neutral", lambda *a: seen.append(real(*a)) or seen[-1])
     _, inherited = verify_json(root, "--staged")
     assert seen == [True]
     db = sqlite3.connect(root / ".kb" / "index.sqlite")
@@ -314,16 +314,17 @@ def test_heads_results_stay_cached_across_many_staged_checks(make_kb, monkeypatc
     """Every pre-commit check inherits HEAD's stored results; more distinct staged
     states than the cache keeps (8) must not evict them, or every later check redoes
     the whole KB."""
-    import kb.checks.verify as V
+    import kb.checks.results as V
+    from kb.index_results import KEEP_SNAPSHOTS
 
     root = make_repo(make_kb)
     assert verify_json(root, "--rev", "HEAD")[0] == 0
     seen = []
-    real = V._neutral
-    monkeypatch.setattr(V, "_neutral", lambda *a: seen.append(real(*a)) or seen[-1])
+    real = V.neutral
+    monkeypatch.setattr(V, "neutral", lambda *a: seen.append(real(*a)) or seen[-1])
     exp = (root / "experiments/E001.md").read_text(encoding="utf-8")
-    for i in range(V._KEEP_SNAPSHOTS + 4):
+    for i in range(KEEP_SNAPSHOTS + 4):
         write_files(root, {"experiments/E001.md": exp + f"\nrun {i}: same numbers.\n"})
         git(root, "add", "-A")
         assert verify_json(root, "--staged")[0] == 0
-    assert seen == [True] * (V._KEEP_SNAPSHOTS + 4)  # HEAD's results found every time
+    assert seen == [True] * (KEEP_SNAPSHOTS + 4)  # HEAD's results found every time

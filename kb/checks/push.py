@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from kb import git
-from kb.checks.verify import Report, verify_commit_range
+from kb.checks.report import Report
+from kb.checks.verify_range import verify_commit_range
 from kb.errors import EnvironmentError_
 from kb.hooks import pre_push_ranges
 

@@ -13,7 +13,7 @@ import hashlib
 from kb import git
 from kb.checks.facts import Facts
 from kb.checks.registry import snapshot_key_part, snapshot_rule
-from kb.checks.snapshot_rules import _kv, _kv_put, diag
+from kb.checks.diagnostics import diag
 
 _LOG_PREFIX = ".explore-tree/ops/"
 
@@ -96,7 +96,7 @@ def stale_trail(s: Facts) -> list:
             return []
         key = hashlib.sha1(("trail\0" + "\0".join(f"{p}={b}" for p, b in sorted(files.items())))
                            .encode("utf-8", "surrogateescape")).hexdigest()
-        verdict = _kv(s, key)
+        verdict = s.stored(key)
         if verdict is None:
             from kb.trail.replay import replay_blobs
 
@@ -105,7 +105,7 @@ def stale_trail(s: Facts) -> list:
                     if p.startswith(_LOG_PREFIX) and p.endswith(".jsonl") and b in blobs}
             line = is_stale(replay_blobs(logs), blobs.get(files[TRAIL_FILE], b""))
             verdict = "fresh" if line is None else f"stale:{line}"
-            _kv_put(s, [(key, verdict)])
+            s.store([(key, verdict)])
         line = None if verdict == "fresh" else int(verdict.split(":", 1)[1])
     if line is None:
         return []

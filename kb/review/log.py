@@ -116,13 +116,13 @@ def object_log(k: KnowledgeBase, obj_id: str, rev: str = "HEAD") -> dict[str, An
     Raises RefusedError when no object has this ID at ``rev`` nor in the
     working tree, UsageError/GitError for a bad ``rev``.
     """
-    from kb.checks.verify import _index
+    from kb.checks.targets import open_index
     from kb.errors import UsageError
 
     tip = git.rev_parse(rev, k.top)
     if tip is None:
         raise UsageError(f"{rev!r} is not a commit (kb log reads committed history)")
-    with _index(k) as idx:
+    with open_index(k) as idx:
         idx.refresh()
         found = idx.get(obj_id)
         if not found:
