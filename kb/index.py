@@ -1025,3 +1025,31 @@ def _healthy(path: Path) -> bool:
             db.close()
     except sqlite3.Error:
         return False
+
+
+# -- the error boundary ----------------------------------------------------------
+def _mapped(method: Any) -> Any:
+    """``method`` with sqlite3 errors raised as :class:`kb.errors.EnvironmentError_`."""
+    import functools
+
+    @functools.wraps(method)
+    def call(self: Index, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            from kb.errors import EnvironmentError_
+
+            raise EnvironmentError_(
+                f"the index cache {self._shown()} failed ({exc}); delete the .kb/ folder "
+                "(it is rebuilt from git) and run the command again") from None
+    return call
+
+
+#: Index methods other layers call: a sqlite3 error they meet leaves as a kb error.
+#: (``has_parse`` and the private methods raise sqlite3 errors to the index's own
+#: fallbacks, which catch them.)
+for _name in ("ensure", "ensure_versions", "refresh", "worktree", "objects", "get", "links",
+              "counts", "file_count", "file_meta", "diagnostics", "search", "current_blob",
+              "parse_meta", "rows_of", "extract", "diagnostics_of", "put"):
+    setattr(Index, _name, _mapped(getattr(Index, _name)))
+del _name

@@ -88,3 +88,21 @@ def test_the_checks_package_has_no_import_cycle():
     for m in graph:
         visit(m, [])
     assert len(done) == len(mods) > 10
+
+
+def test_a_database_error_leaves_the_index_as_a_kb_error(make_kb):
+    import pytest
+
+    from kb.errors import EnvironmentError_
+    from kb.index import Index
+    from kb.index_facts import SnapshotTable
+    from kb.repo import open_kb
+
+    root = make_kb({"tree.md": "# Tree\n"}, commit=True)
+    idx = Index(open_kb(root))
+    snap = idx.worktree()
+    idx.db.close()  # every statement now fails inside sqlite3
+    with pytest.raises(EnvironmentError_, match="delete the .kb/ folder"):
+        idx.objects("hypothesis")
+    with pytest.raises(EnvironmentError_, match="delete the .kb/ folder"):
+        SnapshotTable(idx, snap.files).objects()

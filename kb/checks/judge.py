@@ -33,6 +33,8 @@ def check_snapshots(k: Any, new_f: Any, base_f: Optional[Any], strict: bool,
 
 
 def history_findings(change: Any, k: Any, commit: Optional[str]) -> list[Finding]:
+    """Findings of the history rules on ``change`` (a :class:`kb.checks.facts.Change`
+    of KB ``k``; ``commit`` the new commit or None); every error blocks."""
     return findings(history_diagnostics(change), k, "history", commit=commit,
                      all_errors_block=True)
 

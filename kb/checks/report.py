@@ -46,6 +46,7 @@ class Finding:
         return f"{self.path}:{self.line}:{self.col}: {self.code} [{self.severity}] {where}{self.message}{tail}"
 
     def as_dict(self) -> dict[str, Any]:
+        """The finding as JSON data (``kb verify --json``'s ``diagnostics`` items)."""
         return {
             "path": self.path, "line": self.line, "col": self.col, "code": self.code,
             "severity": self.severity, "message": self.message, "family": self.family,
@@ -77,15 +78,18 @@ class Report:
 
     @property
     def blocking(self) -> list[Finding]:
+        """The findings that fail the run."""
         return [f for f in self.findings if f.blocking]
 
     @property
     def exit_code(self) -> int:
+        """0 clean, 1 blocking findings, 2 an environment error (``env_error``)."""
         if self.env_error:
             return 2
         return 1 if self.blocking else 0
 
     def merge(self, other: "Report") -> None:
+        """Add ``other``'s findings, KBs, notes and commits to this report."""
         self.findings.extend(other.findings)
         self.kbs.extend(k for k in other.kbs if k not in self.kbs)
         self.notes.extend(other.notes)
@@ -96,6 +100,10 @@ class Report:
 def findings(diags: Iterable[_D], k: Any, family: str, *, commit: Optional[str] = None,
               blocking: Optional[set[int]] = None, pre: Optional[set[int]] = None,
               all_errors_block: bool = False) -> list[Finding]:
+    """Findings of KB ``k`` from rule diagnostics (KB-relative paths) of ``family``
+    (``snapshot`` or ``history``). ``blocking`` / ``pre`` are ``id()`` sets of the
+    diagnostics that block / were already in the base; ``all_errors_block`` makes
+    every error block instead."""
     out = []
     for d in diags:
         out.append(Finding(
@@ -108,6 +116,7 @@ def findings(diags: Iterable[_D], k: Any, family: str, *, commit: Optional[str] 
 
 
 def config_findings(k: Any) -> list[Finding]:
+    """The warnings of KB ``k``'s kb.toml (unknown keys, …) as snapshot findings."""
     return findings([_D.of(w) for w in k.config.warnings], k, "snapshot")
 
 

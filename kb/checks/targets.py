@@ -70,6 +70,9 @@ def config_at(k: Any, rev: Optional[str]) -> Any:
 
 
 def open_index(k: Any) -> Any:
+    """The :class:`kb.index.Index` verify uses for KB ``k``: its ``.kb/`` cache when
+    the KB is checked out here, else one under the git dir (``kb-verify/``: a bare
+    repository, a KB deleted from the work tree). Close it (a context manager)."""
     from kb.index import Index
 
     if k.root.is_dir() and (k.root / "kb.toml").is_file():
@@ -81,6 +84,7 @@ def open_index(k: Any) -> Any:
 
 
 def staged_kbs(top: Path) -> list[str]:
+    """Folder prefixes (``""`` or ``"sub/"``) of every kb.toml in the staged index."""
     proc = git.run(["ls-files", "-z", "--cached", "--", ":(glob)**/kb.toml"], top)
     return sorted({p[: -len("kb.toml")] for p in git.split_z(proc.stdout)
                    if p == "kb.toml" or p.endswith("/kb.toml")})
@@ -113,6 +117,7 @@ def selected_kbs(top: Path, kb_path: Optional[Path], found: list[str]) -> list[s
 
 
 def parents_of(top: Path, commit: str) -> list[str]:
+    """The parent commit ids of ``commit`` (first parent first; [] for a root)."""
     line = git.out(["rev-list", "--parents", "-n", "1", commit], top)
     return line.split()[1:]
 
@@ -131,6 +136,7 @@ def shallow_commits(top: Path) -> set[str]:
 
 
 def shallow_note(commit: str) -> str:
+    """What to tell when ``commit`` is the boundary of a shallow clone."""
     return (f"history checks need full history: commit {commit[:12]} is the boundary of a shallow "
             "clone, so its parent is unknown and nothing it added can be judged; run "
             "`git fetch --unshallow` (GitHub Actions: actions/checkout with fetch-depth: 0)")

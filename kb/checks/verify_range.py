@@ -26,7 +26,12 @@ from kb.errors import EnvironmentError_, GitError, UsageError
 
 
 def verify_rev(start: Path, rev: str, kb_path: Optional[Path] = None) -> Report:
-    """One commit vs its first parent (CI)."""
+    """One commit vs its first parent (CI).
+
+    Returns the :class:`kb.checks.report.Report` (mode ``rev``). Raises
+    :class:`kb.errors.UsageError` when ``rev`` names no commit, and as
+    :func:`verify_commit_range`.
+    """
     top = repo_top(start)
     sha = git.rev_parse(rev, top)
     if sha is None:
@@ -37,7 +42,12 @@ def verify_rev(start: Path, rev: str, kb_path: Optional[Path] = None) -> Report:
 
 
 def verify_range(start: Path, spec: str, kb_path: Optional[Path] = None) -> Report:
-    """Every commit of ``A..B`` (each vs its first parent) plus the final snapshot."""
+    """Every commit of ``A..B`` (each vs its first parent) plus the final snapshot.
+
+    ``spec`` is ``A..B`` (``B`` defaults to HEAD). Returns the report (mode
+    ``range``); raises :class:`kb.errors.UsageError` for another spec, and as
+    :func:`verify_commit_range`.
+    """
     if "..." in spec or ".." not in spec:
         raise UsageError(f"--range takes A..B (two commits), not {spec!r}")
     a, _, b = spec.partition("..")
@@ -51,6 +61,10 @@ def verify_commit_range(start: Path, a: Optional[str], b: str, kb_path: Optional
     ``against`` names the branch the range is meant to merge into: IDs the range
     adds (``b`` against its merge-base with ``against``) that ``against`` already
     holds with other content are KB350 errors (:mod:`kb.merge.collide`).
+    Returns the :class:`kb.checks.report.Report` (mode ``range``, ``commits`` the
+    number checked). Raises :class:`kb.errors.UsageError` when ``a``, ``b`` or
+    ``against`` names no commit (or ``a`` is None without ``allow_root``),
+    :class:`kb.errors.EnvironmentError_` when git or the index fails.
     """
     top = repo_top(start)
     tip = git.rev_parse(b, top)

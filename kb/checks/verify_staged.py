@@ -24,7 +24,16 @@ from kb.checks.targets import config_at, kb_at, open_index, repo_top, selected_k
 
 def verify_staged(start: Path, kb_path: Optional[Path] = None,
                   environ: Optional[Mapping[str, str]] = None) -> Report:
-    """The pre-commit hook: the staged index vs HEAD, every KB of the repository."""
+    """The pre-commit hook: the staged index vs HEAD, every KB of the repository.
+
+    ``start`` is a folder of the repository, ``kb_path`` limits the check to one
+    KB, ``environ`` (default ``os.environ``) gives ``KB_OVERRIDE`` and git's merge
+    variables. Returns the :class:`kb.checks.report.Report` (mode ``staged``).
+
+    Raises :class:`kb.errors.EnvironmentError_` outside a git work tree or when git
+    or the index fails, :class:`kb.errors.NotAKnowledgeBase` when ``kb_path`` holds
+    no KB, :class:`kb.errors.ConfigError` for an unreadable kb.toml.
+    """
     from kb.checks.facts import Change, Facts
     from kb.repo import Snapshot, staged_snapshot
 

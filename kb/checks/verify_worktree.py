@@ -17,7 +17,16 @@ from kb.checks.targets import config_at, open_index
 
 def verify_worktree(start: Path, kb_path: Optional[Path] = None,
                     environ: Optional[Mapping[str, str]] = None) -> Report:
-    """``kb verify``: the working tree of one KB vs HEAD; every error fails."""
+    """``kb verify``: the working tree of one KB vs HEAD; every error fails.
+
+    ``start`` is a folder of the KB (or ``kb_path`` names it); ``environ``
+    (default ``os.environ``) gives ``KB_OVERRIDE``. Returns the
+    :class:`kb.checks.report.Report` (mode ``worktree``).
+
+    Raises :class:`kb.errors.EnvironmentError_` outside a git work tree or when git
+    or the index fails, :class:`kb.errors.NotAKnowledgeBase` when ``kb_path`` holds
+    no KB, :class:`kb.errors.ConfigError` for an unreadable kb.toml.
+    """
     from kb.checks.facts import Change, Facts, RawChange
     from kb.repo import commit_snapshot, empty_snapshot, open_kb
 
