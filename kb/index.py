@@ -368,7 +368,7 @@ class Index:
         self.db.executemany("INSERT INTO diagnostics VALUES (?,?,?,?,?,?,?,?)", rows_d)
 
     def ensure_versions(self, items: Iterable[tuple[str, str, str]],
-                        file_rules: Any = None) -> int:
+                        file_rules: Any = None, read: Any = None) -> int:
         """Parse and store every ``(path, blob, fmt)`` not in the cache yet, read from git.
 
         Many versions of one path may be given (``verify --range``: every
@@ -379,7 +379,9 @@ class Index:
         of each parse in the workers (``kb_check_diags`` rows,
         :func:`kb.checks.file_results.rule_rows`); they are stored with the
         parse, in the same transaction (:func:`kb.index_results.store_file_rows`).
-        Returns the number parsed.
+        ``read(items)``, when given, returns ``{blob: bytes}`` for a batch of
+        ``(path, blob, fmt)`` items in place of git's ``cat-file`` (blobs it
+        lacks are skipped). Returns the number parsed.
         """
         items = list(dict.fromkeys(items))
         if not items:
@@ -396,7 +398,7 @@ class Index:
             return 0
         parsed = 0
         with _writing(self.db):  # one transaction; each parse replaces its (path, blob) rows
-            for rows, rules in _version_batches(self.kb, missing, file_rules):
+            for rows, rules in _version_batches(self.kb, missing, file_rules, read):
                 self._store(rows)
                 if file_rules is not None:
                     from kb.index_results import store_file_rows
@@ -904,7 +906,7 @@ _WORK_RULES: Any = None
 
 
 def _version_batches(k: KnowledgeBase, items: list[tuple[str, str, str]],
-                     rules: Any = None) -> Iterator[tuple[Rows, list[tuple]]]:
+                     rules: Any = None, read: Any = None) -> Iterator[tuple[Rows, list[tuple]]]:
     """Parse ``(path, blob, fmt)`` items read from git in batches (:func:`_parse_batches`
     for many versions of a path): in forked workers when there are many, the
     parent reading the next batch's blobs while they parse. Yields each batch's
@@ -919,7 +921,7 @@ def _version_batches(k: KnowledgeBase, items: list[tuple[str, str, str]],
         rest = [it for it in items if it[2] != "tree"]
         groups = [[it] for it in big] + [rest[i:i + BATCH] for i in range(0, len(rest), BATCH)]
         for group in groups:
-            data = git.read_blobs([b for _, b, _ in group], k.top)
+            data = read(group) if read is not None else git.read_blobs([b for _, b, _ in group], k.top)
             yield [(p, b, f, data[b]) for p, b, f in group if b in data]
 
     workers = min(os.cpu_count() or 1, 4)

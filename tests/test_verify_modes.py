@@ -328,3 +328,29 @@ def test_heads_results_stay_cached_across_many_staged_checks(make_kb, monkeypatc
         git(root, "add", "-A")
         assert verify_json(root, "--staged")[0] == 0
     assert seen == [True] * (KEEP_SNAPSHOTS + 4)  # HEAD's results found every time
+
+
+def test_range_reads_the_tips_files_from_the_checkout_only_when_they_are_the_tips(make_kb, tmp_path):
+    """A fresh CI clone's range check reads the tip's files from the work tree; a file
+    edited there (not the tip's version) is read from git: the same report."""
+    import shutil
+    import subprocess
+
+    from test_verify_support import problem
+
+    root = make_repo(make_kb, {f"Problems/q{i}.md": problem(f"q{i}") for i in range(2, 12)})
+    base = git(root, "rev-parse", "HEAD").strip()
+    for i in range(2, 5):
+        p = root / "Problems" / f"q{i}.md"
+        p.write_text(p.read_text(encoding="utf-8") + f"\nMore on q{i}.\n", encoding="utf-8")
+        commit_all(root, f"edit q{i}")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
+    want = verify_json(clone, "--range", f"{base}..HEAD")
+    assert want[0] == 0
+    shutil.rmtree(clone / ".kb")
+    # the work tree now differs from the tip: a duplicate ID and a broken status there
+    for i in (3, 7):
+        (clone / "Problems" / f"q{i}.md").write_text(problem("q2", status="奇怪"), encoding="utf-8")
+    assert verify_json(clone, "--range", f"{base}..HEAD") == want
+    assert verify_json(clone)[0] == 1  # the work tree itself is wrong

@@ -256,7 +256,8 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]]) -> None:
     items += [(p, b, tip.formats[p]) for p, b in tip.files.items() if (p, b) not in derived]
     # The per-file rules run in the parse workers (the tip's results are needed anyway).
     idx.ensure_versions([it for it in items if (it[0], it[1]) not in derived],
-                        file_rules=file_results.rule_rows if prepare_cache(idx) else None)
+                        file_rules=file_results.rule_rows if prepare_cache(idx) else None,
+                        read=_checkout_reader(k, tip.files))
     if not tree_steps:
         return
     blobs = git.read_blobs([b for _, old, new in tree_steps for b in (old, new)], k.top)
@@ -265,6 +266,37 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]]) -> None:
             if splice_tree_version(k, idx, path, old, blobs[old], new, blobs[new]):
                 continue
         idx.ensure_versions([(path, new, "tree")])
+
+
+def _checkout_reader(k: Any, tip_files: dict[str, str]) -> Any:
+    """A blob reader for :meth:`kb.index.Index.ensure_versions` that takes the tip's file
+    versions from the work tree when the file there hashes to the wanted blob id (a CI
+    checkout of the tip: no object inflated), the rest from git.
+
+    Returns ``read(items) -> {blob: bytes}`` for ``(path, blob, fmt)`` items.
+    """
+    import hashlib
+
+    def read(items: list[tuple[str, str, str]]) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        rest = []
+        for path, blob, _ in items:
+            if tip_files.get(path) == blob:
+                try:
+                    data = (k.root / path).read_bytes()
+                except OSError:
+                    data = None
+                if data is not None:
+                    algo = hashlib.sha256 if len(blob) == 64 else hashlib.sha1
+                    if algo(b"blob %d\0" % len(data) + data).hexdigest() == blob:
+                        out[blob] = data
+                        continue
+            rest.append(blob)
+        if rest:
+            out.update(git.read_blobs(rest, k.top))
+        return out
+
+    return read
 
 
 def _empty_facts(idx: Any, k: Any) -> Any:
