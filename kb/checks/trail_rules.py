@@ -9,17 +9,32 @@ of TRAIL.md and every log file) in the index's key-value table.
 from __future__ import annotations
 
 import hashlib
+import weakref
 
 from kb import git
+from kb.checks.diagnostics import diag
 from kb.checks.facts import Facts
 from kb.checks.registry import snapshot_key_part, snapshot_rule
-from kb.checks.diagnostics import diag
 
 _LOG_PREFIX = ".explore-tree/ops/"
 
 
+#: Facts -> (paths, listing): the key part and the rule read the same listing (one git call).
+_LISTINGS: "weakref.WeakKeyDictionary[Facts, tuple[tuple[str, ...], dict[str, str]]]" = \
+    weakref.WeakKeyDictionary()
+
+
 def _listing(s: Facts, paths: list[str]) -> dict[str, str]:
     """Repository listing (KB-relative path -> blob id) of ``paths`` in the snapshot."""
+    hit = _LISTINGS.get(s)
+    if hit is not None and hit[0] == tuple(paths):
+        return dict(hit[1])
+    found = _list(s, paths)
+    _LISTINGS[s] = (tuple(paths), found)
+    return dict(found)
+
+
+def _list(s: Facts, paths: list[str]) -> dict[str, str]:
     kb = s.kb
     spec = ["--", *(kb.repo_path(p) for p in paths)]
     if s.snap.kind == "staged":

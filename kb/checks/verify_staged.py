@@ -60,7 +60,7 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
             new_f = Facts(idx, new, "the staged index")
             base_f = Facts(idx, base, "HEAD" if head else "the empty history", derive_from=new_f)
             change = Change(base_f, new_f, "staged", changes, overrides,
-                            base_config=config_at(k, head), new_config=config_at(k, ":"))
+                            base_config=config_at(k, head), new_config=_staged_config(k, head, changes))
             report.findings += config_findings(k)
             found = history_findings(change, k, None)
             if found and merging:
@@ -74,6 +74,14 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
             report.findings += check_snapshots(k, new_f, base_f, strict=True,
                                                 earlier=lambda: before_head(idx, k, base_f))
     return report
+
+
+def _staged_config(k: Any, head: Optional[str], changes: list[Any]) -> Any:
+    """The staged kb.toml's configuration (see :func:`kb.checks.targets.config_at`): HEAD's
+    when the staged index leaves kb.toml as it is (no git process of its own)."""
+    if head is not None and not any(c.path == "kb.toml" for c in changes):
+        return config_at(k, head)
+    return config_at(k, ":")
 
 
 #: Above this many changed paths between HEAD and the state before it, a search for
