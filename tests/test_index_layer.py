@@ -106,3 +106,29 @@ def test_a_database_error_leaves_the_index_as_a_kb_error(make_kb):
         idx.objects("hypothesis")
     with pytest.raises(EnvironmentError_, match="delete the .kb/ folder"):
         SnapshotTable(idx, snap.files).objects()
+
+
+def test_an_index_of_the_old_schema_is_rebuilt_with_the_verify_tables(make_kb):
+    """Version 4 kept verify's tables outside the schema version: an index of that
+    version is rebuilt whole, its stored results dropped."""
+    import sqlite3
+
+    from kb.index import SCHEMA_VERSION, Index
+    from kb.repo import open_kb
+
+    root = make_kb({"tree.md": "# Tree\n"}, commit=True)
+    with Index(open_kb(root)) as idx:
+        idx.refresh()
+    db = sqlite3.connect(root / ".kb" / "index.sqlite")
+    db.execute("UPDATE meta SET value='4' WHERE key='schema'")
+    db.execute("INSERT INTO kb_check_kv VALUES ('snap:old', '[]')")
+    db.commit()
+    db.close()
+    with Index(open_kb(root)) as idx:
+        assert idx.rebuilt
+    db = sqlite3.connect(root / ".kb" / "index.sqlite")
+    try:
+        assert db.execute("SELECT value FROM meta WHERE key='schema'").fetchone() == (str(SCHEMA_VERSION),)
+        assert db.execute("SELECT count(*) FROM kb_check_kv").fetchone() == (0,)
+    finally:
+        db.close()
