@@ -120,6 +120,8 @@ class Facts:
         self._ids: Optional[dict[str, set[str]]] = None
         self._by_kind: Optional[dict[str, list[Obj]]] = None
         self._table = SnapshotTable(index, self.files)
+        #: The key its results are stored under (set by :func:`kb.checks.results.snapshot_key`).
+        self.results_key: Optional[str] = None
         self._full: dict[str, list["ObjectRow"]] = {}
         self._models: dict[str, list[Any]] = {}
         self._light: dict[str, list[Light]] = {}

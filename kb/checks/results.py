@@ -86,7 +86,7 @@ def file_rule_results(facts: Any, paths: Optional[list[str]] = None) -> list[_D]
 def snapshot_key(facts: Any) -> str:
     """The key a snapshot's results are stored under: ``snap:`` and a SHA-1 of its
     ``{path: blob}`` map and of what else the rules read (the registry's key parts)."""
-    key = getattr(facts, "_snap_key", None)
+    key = facts.results_key
     if key is None:
         import hashlib
 
@@ -96,7 +96,7 @@ def snapshot_key(facts: Any) -> str:
         body = "\n".join(f"{p}\0{b}" for p, b in sorted(facts.files.items()))
         body += "".join("\n\1" + part(facts) for part in KEY_PARTS)
         key = "snap:" + hashlib.sha1(body.encode("utf-8", "surrogateescape")).hexdigest()
-        facts._snap_key = key
+        facts.results_key = key
     return key
 
 
