@@ -24,6 +24,15 @@ and on the snapshot errors the change introduces; errors already present in
 the base are listed as pre-existing without failing. Verify is read-only:
 it never writes tracked files, the git index or refs, and never takes git's
 index lock (it may update the cache under ``.kb/``).
+
+This module chooses the mode (:func:`resolve_mode`) and runs it (:func:`run`);
+each mode has its module: :mod:`kb.checks.verify_worktree`,
+:mod:`kb.checks.verify_staged`, :mod:`kb.checks.verify_range` (``rev`` and
+``range``). They share :mod:`kb.checks.results` (the rules, results cached in
+the index), :mod:`kb.checks.judge`, :mod:`kb.checks.changes`,
+:mod:`kb.checks.overrides`, :mod:`kb.checks.targets` and
+:mod:`kb.checks.report` (:class:`~kb.checks.report.Finding`,
+:class:`~kb.checks.report.Report`).
 """
 
 from __future__ import annotations
