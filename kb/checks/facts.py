@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Optional
 
 from kb import index_facts, index_results
-from kb.checks.diagnostics import LightDiagnostic, diag
+from kb.checks.diagnostics import diag
 from kb.index_facts import SnapshotTable
 
-__all__ = ["NAMESPACE", "CARD_KINDS", "XREF_LINKS", "LightDiagnostic", "Rec", "Obj", "Light",
-           "Facts", "FileFacts", "RawChange", "Change", "diag", "reset_run_cache"]
+__all__ = ["NAMESPACE", "CARD_KINDS", "XREF_LINKS", "Rec", "Obj", "Light", "Facts", "FileFacts",
+           "RawChange", "Change", "reset_run_cache"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from kb.index import Index, ObjectRow
