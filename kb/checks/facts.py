@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Optional
 
 from kb import index_facts, index_results
-from kb.checks.diagnostics import diag
 from kb.index_facts import SnapshotTable
 
 __all__ = ["NAMESPACE", "CARD_KINDS", "XREF_LINKS", "Rec", "Obj", "Light", "Facts", "FileFacts",
-           "RawChange", "Change", "reset_run_cache"]
+           "reset_run_cache"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from kb.index import Index, ObjectRow
@@ -410,82 +409,3 @@ class FileFacts:
         if 1 <= lineno <= len(self._lines):
             return self._lines[lineno - 1]
         return None
-
-
-@dataclass(frozen=True)
-class RawChange:
-    """One changed path of a KB between two snapshots (KB-relative path).
-
-    ``old`` / ``new`` are blob ids (None: absent on that side). It covers every
-    path of the KB, also files kb does not parse (a file under Verified/ with
-    any name), so rules decided on blob ids see them all.
-    """
-
-    path: str
-    old: Optional[str]
-    new: Optional[str]
-
-
-class Change:
-    """A base snapshot and a new one, for the history rules.
-
-    ``changes`` are the changed paths (blob ids of both sides); ``paths`` the
-    ones kb parses. ``overrides`` maps an ID to the reason of a
-    ``Kb-Override:`` that names it. ``commit`` is the new commit (None for the
-    staged index or the working tree). ``origin`` is the snapshot a range
-    started from (IDs that existed before the range), or None.
-    """
-
-    def __init__(self, base: Facts, new: Facts, mode: str, changes: list[RawChange],
-                 overrides: Optional[dict[str, str]] = None, commit: Optional[str] = None,
-                 origin: Optional[Facts] = None, base_config: Any = None,
-                 new_config: Any = None) -> None:
-        self.base = base
-        self.new = new
-        self.mode = mode
-        self.changes = changes
-        self.overrides = overrides or {}
-        self.commit = commit
-        self.origin = origin
-        self.kb = new.kb
-        # The rules that judge a change come from its base (HEAD, or the parent
-        # commit): a change cannot switch off the rules it is judged by.
-        # ``new_config`` is the change's own kb.toml (KB309 compares the two).
-        self.config = base_config if base_config is not None else new.config
-        self.new_config = new_config if new_config is not None else new.config
-        self.paths = sorted({c.path for c in changes
-                             if c.path in base.files or c.path in new.files})
-        self._lights: dict[tuple[int, tuple[str, ...]], dict[tuple[str, str], Light]] = {}
-        self._by_kind: dict[int, dict[str, dict[tuple[str, str], Light]]] = {}
-
-    def lights(self, side: Facts, kinds: Iterable[str]) -> dict[tuple[str, str], Light]:
-        """(namespace, id) -> object of ``kinds`` in the changed files of one side
-        (the first declaration when an ID is declared twice)."""
-        key = (id(side), tuple(sorted(kinds)))
-        hit = self._lights.get(key)
-        if hit is not None:
-            return hit
-        by_kind = self._by_kind.get(id(side))
-        if by_kind is None:
-            by_kind = {}
-            for p in self.paths:
-                if p in side.files:
-                    for x in side.light(p):
-                        by_kind.setdefault(x.kind, {}).setdefault((x.ns, x.id), x)
-            self._by_kind[id(side)] = by_kind
-        out: dict[tuple[str, str], Light] = {}
-        for k in key[1]:
-            for nk, x in by_kind.get(k, {}).items():
-                out.setdefault(nk, x)
-        self._lights[key] = out
-        return out
-
-    def violation(self, obj_id: str, path: str, line: int, code: str, message: str,
-                  fix: Optional[tuple[int, str, str]] = None) -> Any:
-        """A history diagnostic about ``obj_id``: an error, or an ``info`` note when
-        a ``Kb-Override:`` names the ID (the change is accepted, and said so)."""
-        reason = self.overrides.get(obj_id)
-        if reason is not None:
-            return diag(path, line, code, f"{message} — accepted: Kb-Override: {obj_id} {reason}".rstrip(),
-                        severity="info", fix=fix)
-        return diag(path, line, code, message, fix=fix)

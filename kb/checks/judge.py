@@ -33,7 +33,7 @@ def check_snapshots(k: Any, new_f: Any, base_f: Optional[Any], strict: bool,
 
 
 def history_findings(change: Any, k: Any, commit: Optional[str]) -> list[Finding]:
-    """Findings of the history rules on ``change`` (a :class:`kb.checks.facts.Change`
+    """Findings of the history rules on ``change`` (a :class:`kb.checks.changes.Change`
     of KB ``k``; ``commit`` the new commit or None); every error blocks."""
     return findings(history_diagnostics(change), k, "history", commit=commit,
                      all_errors_block=True)
@@ -57,7 +57,8 @@ def judged_by_all_parents(found: list[Finding], idx: Any, k: Any, commit: Option
     that it also earns against every other parent: what a merge takes over
     from one of its parents is that parent's change, checked on its own path
     (issue: team work — a renumbered branch merged with its target passes)."""
-    from kb.checks.facts import Change, Facts
+    from kb.checks.changes import Change
+    from kb.checks.facts import Facts
     from kb.repo import commit_snapshot
 
     keep = {_finding_key(f) for f in found}

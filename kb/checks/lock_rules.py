@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from kb.checks.diagnostics import diag
-from kb.checks.facts import Change
+from kb.checks.changes import Change
 from kb.checks.registry import history_rule
 
 

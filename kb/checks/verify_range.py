@@ -130,7 +130,8 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
                     trailer_spec: list[str]) -> Report:
     """History rules for each commit (vs its first parent), then snapshot rules on
     ``tip`` with pre-existing errors judged against ``origin`` (None: empty)."""
-    from kb.checks.facts import Change, Facts
+    from kb.checks.changes import Change
+    from kb.checks.facts import Facts
     from kb.repo import Snapshot, commit_snapshot, find_all_kbs
 
     report = Report(mode=mode, commits=len(commits))

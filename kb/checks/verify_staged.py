@@ -34,7 +34,8 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
     or the index fails, :class:`kb.errors.NotAKnowledgeBase` when ``kb_path`` holds
     no KB, :class:`kb.errors.ConfigError` for an unreadable kb.toml.
     """
-    from kb.checks.facts import Change, Facts
+    from kb.checks.changes import Change
+    from kb.checks.facts import Facts
     from kb.repo import Snapshot, staged_snapshot
 
     env = os.environ if environ is None else environ

@@ -27,7 +27,8 @@ def verify_worktree(start: Path, kb_path: Optional[Path] = None,
     or the index fails, :class:`kb.errors.NotAKnowledgeBase` when ``kb_path`` holds
     no KB, :class:`kb.errors.ConfigError` for an unreadable kb.toml.
     """
-    from kb.checks.facts import Change, Facts, RawChange
+    from kb.checks.changes import Change, RawChange
+    from kb.checks.facts import Facts
     from kb.repo import commit_snapshot, empty_snapshot, open_kb
 
     env = os.environ if environ is None else environ
