@@ -15,6 +15,7 @@ from kb import git
 from kb.checks.diagnostics import diag
 from kb.checks.facts import Facts
 from kb.checks.registry import snapshot_key_part, snapshot_rule
+from kb.trail.files import TRAIL_FILE
 
 _LOG_PREFIX = ".explore-tree/ops/"
 
@@ -62,13 +63,12 @@ def _list(s: Facts, paths: list[str]) -> dict[str, str]:
 
 
 def _worktree_key(s: Facts) -> str:
-    from kb.trail import log as oplog
-    from kb.trail.render import TRAIL_FILE
-
     try:
         trail = git.blob_id((s.kb.root / TRAIL_FILE).read_bytes())
     except OSError:
         return "no-trail"
+    from kb.trail import log as oplog
+
     return trail + "".join(f"|{f.rel}:{f.size}:{f.mtime}" for f in oplog.list_files(s.kb.root))
 
 
@@ -76,8 +76,6 @@ def _worktree_key(s: Facts) -> str:
 def trail_key(s: Facts) -> str:
     """What KB241 reads besides the KB's files: TRAIL.md and the log files (by blob id or,
     in the working tree, by size and mtime)."""
-    from kb.trail.render import TRAIL_FILE
-
     if s.snap.kind == "worktree":
         return hashlib.sha1(_worktree_key(s).encode("utf-8", "surrogateescape")).hexdigest()
     if s.snap.kind == "commit" and not s.snap.rev:
@@ -92,14 +90,13 @@ def trail_key(s: Facts) -> str:
 @snapshot_rule("KB241", volatile=True)
 def stale_trail(s: Facts) -> list:
     """KB241: TRAIL.md, when present, is byte for byte what ``kb trail render`` writes."""
-    from kb.trail.render import TRAIL_FILE, is_stale
-
     kb = s.kb
     if s.snap.kind == "worktree":
         try:
             have = (kb.root / TRAIL_FILE).read_bytes()
         except OSError:
             return []
+        from kb.trail.render import is_stale
         from kb.trail.replay import load
 
         line = is_stale(load(kb), have)
@@ -113,6 +110,7 @@ def stale_trail(s: Facts) -> list:
                            .encode("utf-8", "surrogateescape")).hexdigest()
         verdict = s.stored(key)
         if verdict is None:
+            from kb.trail.render import is_stale
             from kb.trail.replay import replay_blobs
 
             blobs = git.read_blobs(list(files.values()), kb.top)

@@ -22,10 +22,11 @@ import re
 from typing import Any
 
 from kb.trail.digest import closed
+from kb.trail.files import TRAIL_FILE
 from kb.trail.model import LEAF_ROOT_KINDS, Node, clip
 from kb.trail.replay import Graph
 
-TRAIL_FILE = "TRAIL.md"
+__all__ = ["TRAIL_FILE", "is_stale"]
 MAX_MERMAID_LEAVES = 8
 MAX_MERMAID_TOPICS = 40
 _SAFE = re.compile(r"[\w ,.:/+=-]", re.UNICODE)
