@@ -198,7 +198,7 @@ def worktree_verified(kb: Any, head: Optional[str]) -> list[Any]:
 
 
 def patch_files(files: dict[str, str], formats: dict[str, str], changes: Iterable[Any], kb: Any,
-           forward: bool) -> tuple[dict[str, str], dict[str, str]]:
+                forward: bool) -> tuple[dict[str, str], dict[str, str]]:
     """Apply ``changes`` to a {path: blob} map (``forward``: old -> new, else new -> old)."""
     from kb.parse import classify
 

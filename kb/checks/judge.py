@@ -17,7 +17,7 @@ from kb.checks.results import history_diagnostics, snapshot_diagnostics, split_i
 
 
 def check_snapshots(k: Any, new_f: Any, base_f: Optional[Any], strict: bool,
-                     earlier: Optional[Any] = None) -> list[Finding]:
+                    earlier: Optional[Any] = None) -> list[Finding]:
     """Snapshot findings of ``new_f``; with ``strict``, only errors absent from
     ``base_f`` block (the others are marked pre-existing)."""
     diags = snapshot_diagnostics(new_f, base_f, earlier)
@@ -29,14 +29,14 @@ def check_snapshots(k: Any, new_f: Any, base_f: Optional[Any], strict: bool,
     base = snapshot_diagnostics(base_f) if base_f is not None else []
     introduced, pre = split_introduced(diags, base)
     return findings(diags, k, "snapshot", blocking={id(d) for d in introduced},
-                     pre={id(d) for d in pre})
+                    pre={id(d) for d in pre})
 
 
 def history_findings(change: Any, k: Any, commit: Optional[str]) -> list[Finding]:
     """Findings of the history rules on ``change`` (a :class:`kb.checks.changes.Change`
     of KB ``k``; ``commit`` the new commit or None); every error blocks."""
     return findings(history_diagnostics(change), k, "history", commit=commit,
-                     all_errors_block=True)
+                    all_errors_block=True)
 
 
 _ID_TOKEN = re.compile(r"[A-Za-z][\w.-]*\d[\w.-]*")
@@ -50,9 +50,9 @@ def _finding_key(f: Finding) -> tuple[str, str, str]:
 
 
 def judged_by_all_parents(found: list[Finding], idx: Any, k: Any, commit: Optional[str],
-                           others: list[str], new: Any, mode: str, overrides: dict[str, str],
-                           origin_f: Any, diff: Any = None,
-                           codes: Optional[set[str]] = None) -> list[Finding]:
+                          others: list[str], new: Any, mode: str, overrides: dict[str, str],
+                          origin_f: Any, diff: Any = None,
+                          codes: Optional[set[str]] = None) -> list[Finding]:
     """Keep the findings of a merge commit (judged against its first parent)
     that it also earns against every other parent: what a merge takes over
     from one of its parents is that parent's change, checked on its own path

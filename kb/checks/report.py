@@ -98,8 +98,8 @@ class Report:
 
 
 def findings(diags: Iterable[_D], k: Any, family: str, *, commit: Optional[str] = None,
-              blocking: Optional[set[int]] = None, pre: Optional[set[int]] = None,
-              all_errors_block: bool = False) -> list[Finding]:
+             blocking: Optional[set[int]] = None, pre: Optional[set[int]] = None,
+             all_errors_block: bool = False) -> list[Finding]:
     """Findings of KB ``k`` from rule diagnostics (KB-relative paths) of ``family``
     (``snapshot`` or ``history``). ``blocking`` / ``pre`` are ``id()`` sets of the
     diagnostics that block / were already in the base; ``all_errors_block`` makes

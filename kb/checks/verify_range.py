@@ -122,7 +122,7 @@ def _against(top: Path, report: Report, tip: str, target: str, label: str,
             base_f = Facts(idx, commit_snapshot(k, base), base[:10]) if base else None
             diags = collision_diagnostics(find_collisions(tip_f, base_f, target_f), label)
             report.findings += findings([_D.of(d) for d in diags], k, "history", commit=tip,
-                                         all_errors_block=True)
+                                        all_errors_block=True)
 
 
 def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
@@ -221,7 +221,7 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
                 found = history_findings(change, k, c)
                 if len(parents) > 1 and found:
                     found = judged_by_all_parents(found, idx, k, c, parents[1:], new, mode,
-                                                   overrides, origin_f)
+                                                  overrides, origin_f)
                 report.findings += found
             report.findings += config_findings(k)
             report.findings += check_snapshots(k, tip_f, origin_f, strict=True) if origin_f is not None \

@@ -69,11 +69,11 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
                 # the merged commits are not checked here (pre-push and CI check them),
                 # so what they bring in is still this merge's to answer for.
                 found = judged_by_all_parents(found, idx, k, None, merging, new, "staged",
-                                               overrides, None, diff=lambda p: diff_staged(k, p),
-                                               codes={"KB307"})
+                                              overrides, None, diff=lambda p: diff_staged(k, p),
+                                              codes={"KB307"})
             report.findings += found
             report.findings += check_snapshots(k, new_f, base_f, strict=True,
-                                                earlier=lambda: before_head(idx, k, base_f))
+                                               earlier=lambda: before_head(idx, k, base_f))
     return report
 
 
