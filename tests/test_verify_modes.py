@@ -354,3 +354,41 @@ def test_range_reads_the_tips_files_from_the_checkout_only_when_they_are_the_tip
         (clone / "Problems" / f"q{i}.md").write_text(problem("q2", status="奇怪"), encoding="utf-8")
     assert verify_json(clone, "--range", f"{base}..HEAD") == want
     assert verify_json(clone)[0] == 1  # the work tree itself is wrong
+
+
+def test_fix_text_of_the_staged_version_even_when_the_checkout_differs(make_kb):
+    """KB216's fix text names the staged line; the rule reads a file from the checkout
+    only when it holds exactly the staged blob."""
+    from test_verify_support import problem
+
+    root = make_repo(make_kb, {"Problems/q2.md": problem("q2"), "Problems/q3.md": problem("q3")})
+    q2 = root / "Problems" / "q2.md"
+    q2.write_text(problem("q2", depended_by='["q3"]'), encoding="utf-8")  # q3 does not depend on q2
+    git(root, "add", "-A")
+
+    def fixes() -> list:
+        data = verify_json(root, "--staged")[1]
+        return [d["fix"] for d in data["diagnostics"] if d["code"] == "KB216"]
+
+    staged = fixes()
+    assert staged and staged[0]["old"] == '- 被依赖: ["q3"]'
+    q2.write_text(problem("q2", depended_by='["q3", "q9"]'), encoding="utf-8")  # not staged
+    assert fixes() == staged
+
+
+def test_checkout_bytes_reads_only_a_regular_file_holding_the_blob(tmp_path):
+    import hashlib
+
+    from kb.checks.facts import checkout_bytes
+
+    data = b"# Tree\n"
+    blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    (tmp_path / "a.md").write_bytes(data)
+    (tmp_path / "b.md").write_bytes(data + b"more\n")
+    (tmp_path / "link.md").symlink_to(tmp_path / "a.md")
+    os.mkfifo(tmp_path / "pipe.md")  # a read would block: never opened
+    assert checkout_bytes(tmp_path, "a.md", blob) == data
+    assert checkout_bytes(tmp_path, "b.md", blob) is None
+    assert checkout_bytes(tmp_path, "link.md", blob) is None
+    assert checkout_bytes(tmp_path, "pipe.md", blob) is None
+    assert checkout_bytes(tmp_path, "missing.md", blob) is None

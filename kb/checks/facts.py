@@ -11,15 +11,19 @@ of the same KB costs what its changed files cost.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import stat
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Optional
 
 from kb import index_facts, index_results
 from kb.index_facts import SnapshotTable
 
 __all__ = ["NAMESPACE", "CARD_KINDS", "XREF_LINKS", "Rec", "Obj", "Light", "Facts", "FileFacts",
-           "reset_run_cache"]
+           "checkout_bytes", "reset_run_cache"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from kb.index import Index, ObjectRow
@@ -86,6 +90,28 @@ class Light(NamedTuple):
 
 #: (index file, path, blob) -> Light rows; cleared at the start of every verify run.
 _LIGHT_CACHE: dict[tuple[str, str, str], list[Light]] = {}
+
+
+def checkout_bytes(root: Path, path: str, blob: str) -> Optional[bytes]:
+    """The bytes of the regular file ``root / path`` when they are blob ``blob`` (git's
+    SHA-1, or SHA-256 for a 64-digit id), else None: a symlink, a special file, a
+    missing or unreadable file, or other content. What git would give, read cheaper."""
+    full = root / path
+    try:
+        if not stat.S_ISREG(os.lstat(full).st_mode):
+            return None
+        fd = os.open(full, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                data = f.read()
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    algo = hashlib.sha256 if len(blob) == 64 else hashlib.sha1
+    return data if algo(b"blob %d\0" % len(data) + data).hexdigest() == blob else None
 
 
 def reset_run_cache() -> None:
@@ -330,12 +356,28 @@ class Facts:
         """The bytes of ``path`` in this snapshot (None when absent)."""
         if path not in self.files:
             return None
-        return self.snap.read([path]).get(path)
+        return self.read_many([path]).get(path)
 
     def read_many(self, paths: Iterable[str]) -> dict[str, bytes]:
         """The bytes of many paths at once (one request to git): path -> bytes, absent
-        paths left out. A rule with fix text for hundreds of files reads them so."""
-        return self.snap.read([p for p in dict.fromkeys(paths) if p in self.files])
+        paths left out. A rule with fix text for hundreds of files reads them so.
+
+        A staged or committed version is taken from the checkout when the file
+        there holds exactly that blob (:func:`checkout_bytes`), else from git."""
+        want = [p for p in dict.fromkeys(paths) if p in self.files]
+        if self.snap.kind == "worktree":
+            return self.snap.read(want)
+        out: dict[str, bytes] = {}
+        rest = []
+        for p in want:
+            data = checkout_bytes(self.kb.root, p, self.files[p])
+            if data is None:
+                rest.append(p)
+            else:
+                out[p] = data
+        if rest:
+            out.update(self.snap.read(rest))
+        return out
 
     def parse_diagnostics(self, paths: Optional[Iterable[str]] = None) -> list[tuple]:
         """Parse diagnostics (raw rows: path, line, col, code, severity, message, fix JSON).

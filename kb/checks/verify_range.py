@@ -271,28 +271,23 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]]) -> None:
 
 def _checkout_reader(k: Any, tip_files: dict[str, str]) -> Any:
     """A blob reader for :meth:`kb.index.Index.ensure_versions` that takes the tip's file
-    versions from the work tree when the file there hashes to the wanted blob id (a CI
-    checkout of the tip: no object inflated), the rest from git.
+    versions from the work tree when the file there holds the wanted blob
+    (:func:`kb.checks.facts.checkout_bytes`: a CI checkout of the tip, no object
+    inflated), the rest from git.
 
     Returns ``read(items) -> {blob: bytes}`` for ``(path, blob, fmt)`` items.
     """
-    import hashlib
+    from kb.checks.facts import checkout_bytes
 
     def read(items: list[tuple[str, str, str]]) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
         rest = []
         for path, blob, _ in items:
-            if tip_files.get(path) == blob:
-                try:
-                    data = (k.root / path).read_bytes()
-                except OSError:
-                    data = None
-                if data is not None:
-                    algo = hashlib.sha256 if len(blob) == 64 else hashlib.sha1
-                    if algo(b"blob %d\0" % len(data) + data).hexdigest() == blob:
-                        out[blob] = data
-                        continue
-            rest.append(blob)
+            data = checkout_bytes(k.root, path, blob) if tip_files.get(path) == blob else None
+            if data is None:
+                rest.append(blob)
+            else:
+                out[blob] = data
         if rest:
             out.update(git.read_blobs(rest, k.top))
         return out
