@@ -87,7 +87,7 @@ def pre_push_cmd(remote: str, url: str, fmt: str) -> int:
     """Run by the pre-push hook: reads git's ref lines on stdin and checks, for each
     pushed ref, the commits it adds (kb verify --range)."""
     from kb.checks.push import check_push
-    from kb.checks.verify import Report, sort_findings
+    from kb.checks.report import Report, sort_findings
     from kb_cli.verify import github_annotation, summary_line
 
     total = Report(mode="range")
@@ -140,11 +140,13 @@ def post_rewrite_cmd(kind: str) -> int:
 def pre_receive_cmd(fmt: str) -> int:
     """Run by the pre-receive hook of a server: reads ``old new ref`` lines on stdin and
     checks the commits each pushed ref adds (kb verify --range); exit 1 refuses the push."""
-    from kb.checks.verify import Report, _top, sort_findings, verify_commit_range
+    from kb.checks.report import Report, sort_findings
+    from kb.checks.targets import repo_top
+    from kb.checks.verify_range import verify_commit_range
     from kb.hooks import pre_receive_ranges
     from kb_cli.verify import github_annotation, summary_line
 
-    top = _top(Path.cwd())
+    top = repo_top(Path.cwd())
     total = Report(mode="range")
     for base, tip, ref in pre_receive_ranges(top, sys.stdin.read().splitlines()):
         rep = verify_commit_range(top, base, tip, allow_root=True)

@@ -375,7 +375,8 @@ def ingest(transcript: str, actor: str, no_commit: bool, as_json: bool, kb_path:
 def render(check: bool, no_commit: bool, as_json: bool, kb_path: str | None) -> int:
     """Write TRAIL.md (deterministic, with a Mermaid view of the trunk) as one commit."""
     from kb.repo import resolve_kb
-    from kb.trail.render import TRAIL_FILE, is_stale, render_kb
+    from kb.trail.render import TRAIL_FILE, is_stale
+    from kb.trail.render_file import render_kb
     from kb.trail.replay import load
 
     if check:

@@ -102,7 +102,8 @@ def command(staged: bool, rev: Optional[str], range_: Optional[str], against: Op
 
     Exit 0 clean, 1 violations, 2 usage or environment error.
     """
-    from kb.checks.verify import resolve_mode, run, sort_findings
+    from kb.checks.report import sort_findings
+    from kb.checks.verify import resolve_mode, run
     from kb.errors import UsageError
 
     if as_json:

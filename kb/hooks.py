@@ -296,41 +296,6 @@ def _summary(actions: dict[str, str]) -> str:
 # pre-push
 
 
-def pre_push_ranges(top: Path, remote: str, lines: Iterable[str]) -> list[tuple[Optional[str], str, str]]:
-    """``(base or None, tip, ref)`` to check for each line git gives a pre-push hook.
-
-    A deleted ref is skipped; an updated ref is checked from the remote's old
-    value; a new branch from its merge base with the remote's default branch
-    (else from the first commit the remote lacks; None = from the root).
-    """
-    out: list[tuple[Optional[str], str, str]] = []
-    for line in lines:
-        parts = line.split()
-        if len(parts) != 4:
-            continue
-        local_ref, local_sha, _remote_ref, remote_sha = parts
-        if local_sha == ZERO:
-            continue
-        if remote_sha != ZERO and git.rev_parse(remote_sha, top):
-            out.append((remote_sha, local_sha, local_ref))
-            continue
-        base: Optional[str] = None
-        default = git.remote_default(top, remote)
-        if default:
-            mb = git.run(["merge-base", local_sha, default], top, check=False)
-            if mb.returncode == 0 and mb.stdout.strip():
-                base = mb.stdout.decode().strip()
-        if base is None:
-            revs = git.out(["rev-list", "--topo-order", "--reverse", local_sha, "--not",
-                            f"--remotes={remote}"], top).split()
-            if not revs:
-                continue
-            first = git.out(["rev-list", "--parents", "-n", "1", revs[0]], top).split()[1:]
-            base = first[0] if first else None
-        out.append((base, local_sha, local_ref))
-    return out
-
-
 # -- after the fact: commits made without the pre-commit hook -------------------------------
 
 
@@ -356,7 +321,7 @@ def check_after(start: Path, revs: list[str]) -> list[str]:
     what the pre-push hook (and CI) will refuse. Never raises for a broken
     commit: a post-hook cannot undo it; returns one line per finding.
     """
-    from kb.checks.verify import verify_rev
+    from kb.checks.verify_range import verify_rev
     from kb.errors import KbError
 
     top = _top(start)

@@ -15,7 +15,14 @@ of ``kb.toml`` or of kb's version, rebuilds the cache from scratch):
 - ``files(path, blob, fmt)`` — the working-tree snapshot last indexed;
 - ``stale(path, blob, since)`` — parses the working tree stopped using at
   ``since`` (Unix seconds), forgotten :data:`STALE_SECONDS` later (a racing
-  reader of another snapshot may still be reading them).
+  reader of another snapshot may still be reading them);
+- ``kb_check_kv(key, value)``, ``kb_check_files(path, blob)``,
+  ``kb_check_diags(path, blob, line, col, code, severity, message, fix)`` —
+  ``kb verify``'s results (:mod:`kb.index_results`).
+
+The SQL over these tables lives in the index layer: this module,
+:mod:`kb.index_facts` (what the rules read of a snapshot) and
+:mod:`kb.index_results` (the verify results).
 
 Only blobs not yet in ``parsed`` are read and parsed, so an unchanged KB
 re-indexes in milliseconds. WAL mode and a busy timeout let hooks and racing
@@ -45,12 +52,13 @@ import kb
 from kb import git
 from kb.repo import KnowledgeBase, Snapshot, worktree_snapshot
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: Seconds a parse the working tree stopped using is kept for racing readers.
 STALE_SECONDS = 600.0
 
-_TABLES = ("meta", "parsed", "objects", "links", "diagnostics", "files", "stale")
+_TABLES = ("meta", "parsed", "objects", "links", "diagnostics", "files", "stale",
+           "kb_check_kv", "kb_check_files", "kb_check_diags")
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -72,6 +80,12 @@ CREATE INDEX diagnostics_pb ON diagnostics (path, blob);
 CREATE TABLE files (path TEXT PRIMARY KEY, blob TEXT NOT NULL, fmt TEXT NOT NULL);
 CREATE TABLE stale (path TEXT NOT NULL, blob TEXT NOT NULL, since REAL NOT NULL,
                     PRIMARY KEY (path, blob));
+CREATE TABLE kb_check_kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE kb_check_files (path TEXT NOT NULL, blob TEXT NOT NULL, PRIMARY KEY (path, blob));
+CREATE TABLE kb_check_diags (path TEXT NOT NULL, blob TEXT NOT NULL, line INTEGER NOT NULL,
+                             col INTEGER NOT NULL, code TEXT NOT NULL, severity TEXT NOT NULL,
+                             message TEXT NOT NULL, fix TEXT);
+CREATE INDEX kb_check_diags_pb ON kb_check_diags (path, blob);
 """
 
 #: A parse that may be used: its check holds (see the module docstring).
@@ -380,16 +394,20 @@ class Index:
         self.db.executemany("INSERT INTO diagnostics VALUES (?,?,?,?,?,?,?,?)", rows_d)
 
     def ensure_versions(self, items: Iterable[tuple[str, str, str]],
-                        store_rules: Any = None) -> int:
+                        file_rules: Any = None, read: Any = None) -> int:
         """Parse and store every ``(path, blob, fmt)`` not in the cache yet, read from git.
 
         Many versions of one path may be given (``verify --range``: every
         tree.md of the range, with the tip's files), so that they are parsed in
         one pass -- in parallel when there are many -- instead of one commit
-        at a time. Blobs git lacks are skipped. ``store_rules(db, files, rows)``,
-        when given, receives the per-file rule results the workers computed
-        beside each parse (:mod:`kb.checks.file_results`), in the same
-        transaction. Returns the number parsed.
+        at a time. Blobs git lacks are skipped. ``file_rules(config, path, blob,
+        fmt, object_rows, data)``, when given, computes the per-file rule results
+        of each parse in the workers (``kb_check_diags`` rows,
+        :func:`kb.checks.file_results.rule_rows`); they are stored with the
+        parse, in the same transaction (:func:`store_file_rows`).
+        ``read(items)``, when given, returns ``{blob: bytes}`` for a batch of
+        ``(path, blob, fmt)`` items in place of git's ``cat-file`` (blobs it
+        lacks are skipped). Returns the number parsed.
         """
         items = list(dict.fromkeys(items))
         if not items:
@@ -406,10 +424,10 @@ class Index:
             return 0
         parsed = 0
         with _writing(self.db):  # one transaction; each parse replaces its (path, blob) rows
-            for rows, rules in _version_batches(self.kb, missing, store_rules is not None):
+            for rows, rules in _version_batches(self.kb, missing, file_rules, read):
                 self._store(rows)
-                if store_rules is not None:
-                    store_rules(self.db, [(r[0], r[1]) for r in rows[0]], rules)
+                if file_rules is not None:
+                    store_file_rows(self.db, [(r[0], r[1]) for r in rows[0]], rules)
                 parsed += len(rows[0])
         return parsed
 
@@ -1061,12 +1079,11 @@ def _parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Iter
 
 
 def _rows_and_rules(cfg: Any, items: list[tuple[str, str, str | None, bytes]],
-                    rules: bool) -> tuple[Rows, list[tuple]]:
-    """:func:`_rows`, plus the per-file rule results of each file when ``rules``."""
-    if not rules:
+                    rule_rows: Any) -> tuple[Rows, list[tuple]]:
+    """:func:`_rows`, plus the per-file rule results of each file (``rule_rows``,
+    see :meth:`Index.ensure_versions`) when given."""
+    if rule_rows is None:
         return _rows(cfg, items), []
-    from kb.checks.file_results import rule_rows
-
     out: Rows = ([], [], [], [])
     found: list[tuple] = []
     for item in items:
@@ -1079,11 +1096,16 @@ def _rows_and_rules(cfg: Any, items: list[tuple[str, str, str | None, bytes]],
 
 
 def _worker_versions(args: tuple[list[tuple[str, str, str | None, bytes]], bool]) -> tuple[Rows, list[tuple]]:
-    return _rows_and_rules(_WORK[0], *args)  # type: ignore[index]
+    batch, rules = args
+    return _rows_and_rules(_WORK[0], batch, _WORK_RULES if rules else None)  # type: ignore[index]
+
+
+#: The per-file rules of the running :func:`_version_batches` (set before the workers fork).
+_WORK_RULES: Any = None
 
 
 def _version_batches(k: KnowledgeBase, items: list[tuple[str, str, str]],
-                     rules: bool = False) -> Iterator[tuple[Rows, list[tuple]]]:
+                     rules: Any = None, read: Any = None) -> Iterator[tuple[Rows, list[tuple]]]:
     """Parse ``(path, blob, fmt)`` items read from git in batches (:func:`_parse_batches`
     for many versions of a path): in forked workers when there are many, the
     parent reading the next batch's blobs while they parse. Yields each batch's
@@ -1098,7 +1120,7 @@ def _version_batches(k: KnowledgeBase, items: list[tuple[str, str, str]],
         rest = [it for it in items if it[2] != "tree"]
         groups = [[it] for it in big] + [rest[i:i + BATCH] for i in range(0, len(rest), BATCH)]
         for group in groups:
-            data = git.read_blobs([b for _, b, _ in group], k.top)
+            data = read(group) if read is not None else git.read_blobs([b for _, b, _ in group], k.top)
             yield [(p, b, f, data[b]) for p, b, f in group if b in data]
 
     workers = min(os.cpu_count() or 1, 4)
@@ -1108,19 +1130,22 @@ def _version_batches(k: KnowledgeBase, items: list[tuple[str, str, str]],
         return
     import multiprocessing
 
+    global _WORK_RULES
     _WORK = (k.config, {}, {})
+    _WORK_RULES = rules
     ctx = multiprocessing.get_context("fork")
     try:
         with ctx.Pool(workers) as pool:
             window: list[Any] = []
             for batch in batches():
-                window.append(pool.apply_async(_worker_versions, ((batch, rules),)))
+                window.append(pool.apply_async(_worker_versions, ((batch, rules is not None),)))
                 if len(window) >= 2 * workers:
                     yield window.pop(0).get()
             for res in window:
                 yield res.get()
     finally:
         _WORK = None
+        _WORK_RULES = None
 
 
 def _can_fork() -> bool:
@@ -1142,9 +1167,9 @@ def links_of(obj: Any) -> list[tuple[str, str, str]]:
     present = _LINK_FIELDS_OF.get(type(obj))
     if present is None:
         present = tuple((f, kind) for f, kind in _LINK_FIELDS.items() if f in fields)
-        from kb.model import _Frozen
+        from kb.model import is_model
 
-        if isinstance(obj, _Frozen):  # a model: every instance has every field
+        if is_model(obj):  # a model: every instance has every field
             _LINK_FIELDS_OF[type(obj)] = present
     for fld, kind in present:
         v = fields.get(fld)
@@ -1213,3 +1238,42 @@ def _healthy(path: Path) -> bool:
             db.close()
     except sqlite3.Error:
         return False
+
+
+# -- the error boundary ----------------------------------------------------------
+def _mapped(method: Any) -> Any:
+    """``method`` with sqlite3 errors raised as :class:`kb.errors.EnvironmentError_`."""
+    import functools
+
+    @functools.wraps(method)
+    def call(self: Index, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            from kb.errors import EnvironmentError_
+
+            raise EnvironmentError_(
+                f"the index cache {self._shown()} failed ({exc}); delete the .kb/ folder "
+                "(it is rebuilt from git) and run the command again") from None
+    return call
+
+
+#: Index methods other layers call: a sqlite3 error they meet leaves as a kb error.
+#: (``has_parse`` and the private methods raise sqlite3 errors to the index's own
+#: fallbacks, which catch them.)
+for _name in ("ensure", "ensure_versions", "refresh", "worktree", "objects", "get", "links",
+              "counts", "file_count", "file_meta", "diagnostics", "search", "current_blob",
+              "parse_meta", "rows_of", "extract", "diagnostics_of", "put"):
+    setattr(Index, _name, _mapped(getattr(Index, _name)))
+del _name
+
+
+def store_file_rows(db: sqlite3.Connection, files: list[tuple[str, str]], rows: list[tuple]) -> None:
+    """Store the per-file rule results of ``files`` ((path, blob) pairs): ``rows`` are
+    ``kb_check_diags`` rows (:mod:`kb.index_results`). Runs in the caller's transaction
+    (:meth:`Index.ensure_versions` stores them with the parses); sqlite3 errors go to
+    that caller."""
+    # a file version whose parse was dropped and is read again may have results already
+    db.executemany("DELETE FROM kb_check_diags WHERE path=? AND blob=?", files)
+    db.executemany("INSERT OR IGNORE INTO kb_check_files VALUES (?, ?)", files)
+    db.executemany("INSERT INTO kb_check_diags VALUES (?,?,?,?,?,?,?,?)", rows)

@@ -115,6 +115,12 @@ class _Frozen:
         return cls.from_dict(json.loads(text))
 
 
+def is_model(obj: object) -> bool:
+    """True for an instance of one of kb's frozen models (every instance of a model
+    class has every field of that class)."""
+    return isinstance(obj, _Frozen)
+
+
 def _field_values(cls: type, values: dict[str, Any]) -> dict[str, Any]:
     """Every field's value in field order: ``values``, else the default."""
     template, factories, required, _ = _layout(cls)

@@ -39,7 +39,7 @@ def verified(obj_id: str, kind: str = "命题") -> str:
 
 
 def findings(root: Path) -> list[tuple[str, int, str]]:
-    from kb.checks.verify import verify_worktree
+    from kb.checks.verify_worktree import verify_worktree
 
     report = verify_worktree(root)
     return sorted((f.path, f.line, f.code) for f in report.findings if f.code in CARD_CODES)

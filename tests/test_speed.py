@@ -271,7 +271,8 @@ def test_range_derives_tree_versions_equal_to_full_parses(make_kb, tmp_path, mon
 def test_first_check_after_a_pull_equals_a_full_check(make_kb, monkeypatch, pulled) -> None:
     import shutil
 
-    import kb.checks.verify as verify
+    import kb.checks.results as results
+    import kb.checks.verify_staged as verify
     from conftest import commit_all, git
     from test_verify_support import make_repo, problem, verify_json
 
@@ -292,27 +293,27 @@ def test_first_check_after_a_pull_equals_a_full_check(make_kb, monkeypatch, pull
     git(root, "add", "Problems/q4.md")
 
     used = []
-    real = verify._before_head
+    real = verify.before_head
 
     def spy(*args):
         used.append(real(*args))
         return used[-1]
 
     neutral = []
-    real_neutral = verify._neutral
+    real_neutral = results.neutral
 
     def spy_neutral(*args):
         neutral.append(real_neutral(*args))
         return neutral[-1]
 
-    monkeypatch.setattr(verify, "_before_head", spy)
-    monkeypatch.setattr(verify, "_neutral", spy_neutral)
+    monkeypatch.setattr(verify, "before_head", spy)
+    monkeypatch.setattr(results, "neutral", spy_neutral)
     got = verify_json(root, "--staged")
     assert used and used[0] is not None and used[0].snap.rev  # HEAD@{1}: the state before
     assert neutral == [pulled == "prose"]  # prose only: its cross-file results are inherited
     # the same report as a check that computes everything
     shutil.rmtree(root / ".kb")
-    monkeypatch.setattr(verify, "_before_head", lambda *a: None)
+    monkeypatch.setattr(verify, "before_head", lambda *a: None)
     assert verify_json(root, "--staged") == got
     codes = [d["code"] for d in got[1]["diagnostics"]]
     assert ("KB216" in codes) == (pulled == "anchor")
@@ -355,8 +356,11 @@ def test_range_per_file_results_from_the_parse_workers_equal_the_checks_own(make
     assert {"KB205", "KB216"} <= codes  # per-file and cross-file warnings both there
     assert "Problems/q3.md KB205" in log.read_text(encoding="utf-8").splitlines()
     shutil.rmtree(clone / ".kb")
-    monkeypatch.setattr(fr, "rule_rows", lambda *a: [])
-    monkeypatch.setattr(fr, "store", lambda *a: None)  # the check computes them itself
+    import kb.checks.verify_range as vr
+
+    real_prepare = vr.prepare_cache
+    # the workers compute no rule results: the check computes them itself
+    monkeypatch.setattr(vr, "prepare_cache", lambda idx: real_prepare(idx) and False)
     assert verify_json(clone, "--range", f"{base}..HEAD") == got
 
 

@@ -84,7 +84,7 @@ def test_apply_fixes_names_every_skipped_fix(tmp_path) -> None:
     """A fix whose line changed since the check, or a second fix of a line already
     fixed, is skipped and named as path:line with the reason (not just counted)."""
     from kb.checks.fix import apply_fixes
-    from kb.checks.verify import Finding
+    from kb.checks.report import Finding
 
     doc = tmp_path / "tree.md"
     doc.write_text("# Tree\n\n##H1: a\nStatus: 待验\n", encoding="utf-8")

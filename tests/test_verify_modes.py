@@ -294,11 +294,11 @@ def test_inherited_results_equal_a_full_check(make_kb, monkeypatch):
                        "Problems/q2.md": files["Problems/q2.md"].replace("State q2.", "State q2.\n\n"
                                                                           "## 笔记\nMore prose.")})
     git(root, "add", "-A")
-    import kb.checks.verify as V
+    import kb.checks.results as V
 
     seen = []
-    real = V._neutral
-    monkeypatch.setattr(V, "_neutral", lambda *a: seen.append(real(*a)) or seen[-1])
+    real = V.neutral
+    monkeypatch.setattr(V, "neutral", lambda *a: seen.append(real(*a)) or seen[-1])
     _, inherited = verify_json(root, "--staged")
     assert seen == [True]
     db = sqlite3.connect(root / ".kb" / "index.sqlite")
@@ -314,16 +314,81 @@ def test_heads_results_stay_cached_across_many_staged_checks(make_kb, monkeypatc
     """Every pre-commit check inherits HEAD's stored results; more distinct staged
     states than the cache keeps (8) must not evict them, or every later check redoes
     the whole KB."""
-    import kb.checks.verify as V
+    import kb.checks.results as V
+    from kb.index_results import KEEP_SNAPSHOTS
 
     root = make_repo(make_kb)
     assert verify_json(root, "--rev", "HEAD")[0] == 0
     seen = []
-    real = V._neutral
-    monkeypatch.setattr(V, "_neutral", lambda *a: seen.append(real(*a)) or seen[-1])
+    real = V.neutral
+    monkeypatch.setattr(V, "neutral", lambda *a: seen.append(real(*a)) or seen[-1])
     exp = (root / "experiments/E001.md").read_text(encoding="utf-8")
-    for i in range(V._KEEP_SNAPSHOTS + 4):
+    for i in range(KEEP_SNAPSHOTS + 4):
         write_files(root, {"experiments/E001.md": exp + f"\nrun {i}: same numbers.\n"})
         git(root, "add", "-A")
         assert verify_json(root, "--staged")[0] == 0
-    assert seen == [True] * (V._KEEP_SNAPSHOTS + 4)  # HEAD's results found every time
+    assert seen == [True] * (KEEP_SNAPSHOTS + 4)  # HEAD's results found every time
+
+
+def test_range_reads_the_tips_files_from_the_checkout_only_when_they_are_the_tips(make_kb, tmp_path):
+    """A fresh CI clone's range check reads the tip's files from the work tree; a file
+    edited there (not the tip's version) is read from git: the same report."""
+    import shutil
+    import subprocess
+
+    from test_verify_support import problem
+
+    root = make_repo(make_kb, {f"Problems/q{i}.md": problem(f"q{i}") for i in range(2, 12)})
+    base = git(root, "rev-parse", "HEAD").strip()
+    for i in range(2, 5):
+        p = root / "Problems" / f"q{i}.md"
+        p.write_text(p.read_text(encoding="utf-8") + f"\nMore on q{i}.\n", encoding="utf-8")
+        commit_all(root, f"edit q{i}")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
+    want = verify_json(clone, "--range", f"{base}..HEAD")
+    assert want[0] == 0
+    shutil.rmtree(clone / ".kb")
+    # the work tree now differs from the tip: a duplicate ID and a broken status there
+    for i in (3, 7):
+        (clone / "Problems" / f"q{i}.md").write_text(problem("q2", status="奇怪"), encoding="utf-8")
+    assert verify_json(clone, "--range", f"{base}..HEAD") == want
+    assert verify_json(clone)[0] == 1  # the work tree itself is wrong
+
+
+def test_fix_text_of_the_staged_version_even_when_the_checkout_differs(make_kb):
+    """KB216's fix text names the staged line; the rule reads a file from the checkout
+    only when it holds exactly the staged blob."""
+    from test_verify_support import problem
+
+    root = make_repo(make_kb, {"Problems/q2.md": problem("q2"), "Problems/q3.md": problem("q3")})
+    q2 = root / "Problems" / "q2.md"
+    q2.write_text(problem("q2", depended_by='["q3"]'), encoding="utf-8")  # q3 does not depend on q2
+    git(root, "add", "-A")
+
+    def fixes() -> list:
+        data = verify_json(root, "--staged")[1]
+        return [d["fix"] for d in data["diagnostics"] if d["code"] == "KB216"]
+
+    staged = fixes()
+    assert staged and staged[0]["old"] == '- 被依赖: ["q3"]'
+    q2.write_text(problem("q2", depended_by='["q3", "q9"]'), encoding="utf-8")  # not staged
+    assert fixes() == staged
+
+
+def test_checkout_bytes_reads_only_a_regular_file_holding_the_blob(tmp_path):
+    import hashlib
+
+    from kb.checks.facts import checkout_bytes
+
+    data = b"# Tree\n"
+    blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    (tmp_path / "a.md").write_bytes(data)
+    (tmp_path / "b.md").write_bytes(data + b"more\n")
+    (tmp_path / "link.md").symlink_to(tmp_path / "a.md")
+    os.mkfifo(tmp_path / "pipe.md")  # a read would block: never opened
+    assert checkout_bytes(tmp_path, "a.md", blob) == data
+    assert checkout_bytes(tmp_path, "b.md", blob) is None
+    assert checkout_bytes(tmp_path, "link.md", blob) is None
+    assert checkout_bytes(tmp_path, "pipe.md", blob) is None
+    assert checkout_bytes(tmp_path, "missing.md", blob) is None

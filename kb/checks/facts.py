@@ -11,9 +11,19 @@ of the same KB costs what its changed files cost.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import stat
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Optional
+
+from kb import index_facts, index_results
+from kb.index_facts import SnapshotTable
+
+__all__ = ["NAMESPACE", "CARD_KINDS", "XREF_LINKS", "Rec", "Obj", "Light", "Facts", "FileFacts",
+           "checkout_bytes", "reset_run_cache"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from kb.index import Index, ObjectRow
@@ -29,43 +39,6 @@ NAMESPACE = {
 CARD_KINDS = ("problem", "proposition", "method")
 #: Link kinds the cross-file rules read.
 XREF_LINKS = ("evidence", "tests", "depends", "depended_by", "claims", "parent_method", "submethod")
-
-
-class LightDiagnostic(NamedTuple):
-    """A diagnostic with the fields of :class:`kb.model.Diagnostic`, as a NamedTuple.
-
-    Rules return ``kb.model.Diagnostic`` values or these (same fields; ``fix``
-    is ``(line, old, new)`` or None). kb's own rules build these: a NamedTuple
-    costs a fifth of a model to build (0.25 µs against 1.25 µs), and
-    ``to_model()`` gives the model when a caller wants one.
-    """
-
-    path: str
-    line: int
-    col: int
-    code: str
-    severity: str
-    message: str
-    fix: Optional[tuple[int, str, str]] = None
-
-    @classmethod
-    def of(cls, d: Any) -> "LightDiagnostic":
-        """From a LightDiagnostic or a kb.model.Diagnostic."""
-        if isinstance(d, cls):
-            return d
-        fx = d.fix
-        return cls(d.path, d.line, d.col, d.code, d.severity, d.message,
-                   (fx.line, fx.old, fx.new) if fx is not None else None)
-
-    def to_model(self) -> Any:
-        from kb.model import Diagnostic, Fix
-
-        return Diagnostic(path=self.path, line=self.line, col=self.col, code=self.code,
-                          severity=self.severity, message=self.message,  # type: ignore[arg-type]
-                          fix=Fix(line=self.fix[0], old=self.fix[1], new=self.fix[2]) if self.fix else None)
-
-    def format(self) -> str:
-        return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}"
 
 
 class Rec(dict):
@@ -121,6 +94,33 @@ class Light(NamedTuple):
 _LIGHT_CACHE: dict[tuple[str, str, str], list[Light]] = {}
 
 
+def checkout_bytes(root: Path, path: str, blob: str) -> Optional[bytes]:
+    """The bytes of the regular file ``root / path`` when they are blob ``blob`` (git's
+    SHA-1, or SHA-256 for a 64-digit id), else None: a symlink, a special file, a
+    missing or unreadable file, or other content. What git would give, read cheaper."""
+    full = root / path
+    try:
+        if not stat.S_ISREG(os.lstat(full).st_mode):
+            return None
+        fd = os.open(full, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                data = f.read()
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    algo = hashlib.sha256 if len(blob) == 64 else hashlib.sha1
+    return data if algo(b"blob %d\0" % len(data) + data).hexdigest() == blob else None
+
+
+def reset_run_cache() -> None:
+    """Forget the history rows shared by the snapshots of a run (a new run starts)."""
+    _LIGHT_CACHE.clear()
+
+
 class Facts:
     """One snapshot of one KB as the rules see it (read through ``index``).
 
@@ -146,7 +146,9 @@ class Facts:
         self._by_ns: Optional[dict[tuple[str, str], list[Obj]]] = None
         self._ids: Optional[dict[str, set[str]]] = None
         self._by_kind: Optional[dict[str, list[Obj]]] = None
-        self._table: Optional[str] = None
+        self._table = SnapshotTable(index, self.files)
+        #: The key its results are stored under (set by :func:`kb.checks.results.snapshot_key`).
+        self.results_key: Optional[str] = None
         self._full: dict[str, list["ObjectRow"]] = {}
         self._models: dict[str, list[Any]] = {}
         self._light: dict[str, list[Light]] = {}
@@ -156,43 +158,20 @@ class Facts:
             other = derive_from.files
             changed = {p: b for p, b in self.files.items() if other.get(p) != b}
             self._ensure(changed)
-        self.db = index.db
         if ensure is None and derive_from is None:
             if len(self.files) > 256:
                 # What the cache lacks, found by SQLite (the index would load every
                 # (path, blob) it holds into Python to find out).
-                missing = [p for (p,) in self.db.execute(
-                    f"SELECT s.path FROM {self.table()} s LEFT JOIN parsed t "
-                    "ON t.path = s.path AND t.blob = s.blob WHERE t.path IS NULL")]
+                missing = self._table.unparsed()
                 self._ensure({p: self.files[p] for p in missing})
             else:
                 index.ensure(snap)
 
     # -- loading ---------------------------------------------------------------
-    _serial = 0
-
-    def table(self) -> str:
-        """A temporary table ``(path, blob)`` of this snapshot, to join the index's
-        tables with: the cost follows the snapshot, not what else the cache holds."""
-        if self._table is None:
-            Facts._serial += 1
-            name = f"kb_snap_{Facts._serial}"
-            self.db.execute(f"CREATE TEMP TABLE {name} (path TEXT PRIMARY KEY, blob TEXT NOT NULL) "
-                            "WITHOUT ROWID")
-            self.db.executemany(f"INSERT INTO {name} VALUES (?, ?)", self.files.items())
-            # The inserts opened an implicit transaction: end it, or the index's next
-            # write (BEGIN IMMEDIATE) fails and kb falls back to an in-memory index.
-            self.db.commit()
-            self._table = name
+    def table(self) -> SnapshotTable:
+        """The snapshot as a temporary table of the index (for whole-snapshot queries:
+        the cost follows the snapshot, not what else the cache holds)."""
         return self._table
-
-    def join(self, table: str, columns: str, where: str = "", args: tuple = ()) -> Any:
-        """``SELECT columns FROM <snapshot> s JOIN <table> t USING (path, blob) [WHERE …]``."""
-        sql = (f"SELECT {columns} FROM {self.table()} s JOIN {table} t "
-               f"ON t.path = s.path AND t.blob = s.blob")
-        if where:
-            sql += f" WHERE {where}"
-        return self.db.execute(sql, args)
 
     def _ensure(self, subset: dict[str, str]) -> None:
         if not subset:
@@ -215,12 +194,9 @@ class Facts:
             if self._parent is not None:
                 rows = [r for r in self._parent.rows() if files.get(r.path) == r.blob]
                 for p in self._differs():
-                    rows.extend(map(make, self.db.execute(
-                        "SELECT id, kind, status, path, line, blob FROM objects WHERE path=? AND blob=?",
-                        (p, files[p]))))
+                    rows.extend(map(make, index_facts.version_objects(self.index, p, files[p])))
             else:
-                rows = list(map(make, self.join(
-                    "objects", "t.id, t.kind, t.status, t.path, t.line, t.blob")))
+                rows = list(map(make, self._table.objects()))
             # Two racing processes may have stored one parse twice: one object per place.
             self._rows = list(dict.fromkeys(rows))
         return self._rows
@@ -229,16 +205,13 @@ class Facts:
         """(path, src, dst, kind) of the cross-file link kinds (:data:`XREF_LINKS`)."""
         if self._links is None:
             files = self.files
-            kinds = ",".join(f"'{k}'" for k in XREF_LINKS)
             if self._parent is not None:
                 links = [x for x in self._parent.links() if files.get(x[0]) == self._parent.files.get(x[0])]
                 for p in self._differs():
-                    links.extend((p, s, d, k) for s, d, k in self.db.execute(
-                        f"SELECT src, dst, kind FROM links WHERE path=? AND blob=? AND kind IN ({kinds})",
-                        (p, files[p])))
+                    links.extend((p, s, d, k) for s, d, k in
+                                 index_facts.version_links(self.index, p, files[p], XREF_LINKS))
             else:
-                links = list(self.join("links", "t.path, t.src, t.dst, t.kind",
-                                       f"t.kind IN ({kinds})"))
+                links = self._table.links(XREF_LINKS)
             self._links = list(dict.fromkeys(links))
         return self._links
 
@@ -316,7 +289,7 @@ class Facts:
         """IDs of one kind (a targeted query when the rows are not loaded)."""
         if self._rows is not None or self._parent is not None:
             return self.ids(kind)
-        return {i for (i,) in self.join("objects", "t.id", "t.kind = ?", (kind,))}
+        return self._table.ids_of_kind(kind)
 
     def find(self, obj_id: str, kinds: Iterable[str]) -> list[Obj]:
         """Declarations of ``obj_id`` among ``kinds`` (a point query; no full load)."""
@@ -324,10 +297,8 @@ class Facts:
         if self._rows is not None:
             return [r for r in self._rows if r.id == obj_id and r.kind in kinds]
         files = self.files
-        marks = ",".join("?" * len(kinds))
-        out = [Obj(i, k, s, p, ln, b) for p, b, i, k, s, ln in self.db.execute(
-            f"SELECT path, blob, id, kind, status, line FROM objects WHERE id=? AND kind IN ({marks})",
-            (obj_id, *kinds)) if files.get(p) == b]
+        out = [Obj(i, k, s, p, ln, b) for p, b, i, k, s, ln in
+               index_facts.declarations(self.index, obj_id, kinds) if files.get(p) == b]
         return list(dict.fromkeys(out))
 
     # -- one file in detail ----------------------------------------------------
@@ -338,12 +309,8 @@ class Facts:
     def full_rows(self, path: str) -> list["ObjectRow"]:
         """The objects of ``path`` with their JSON, in line order."""
         if path not in self._full:
-            from kb.index import ObjectRow
-
             blob = self.files.get(path)
-            rows = [] if blob is None else [ObjectRow(*r) for r in self.db.execute(
-                "SELECT id, kind, status, title, path, line, data FROM objects "
-                "WHERE path=? AND blob=? ORDER BY line", (path, blob))]
+            rows = [] if blob is None else self.index.rows_of(path, blob)
             self._full[path] = list(dict.fromkeys(rows))
         return self._full[path]
 
@@ -370,14 +337,7 @@ class Facts:
                 self._light[path] = _LIGHT_CACHE[key]
                 return self._light[path]
             if blob is not None:
-                for (i, k, s, ln, stmt, ev, evl, stl, hyp) in self.db.execute(
-                    "SELECT id, kind, status, line, "
-                    # an experiment has no statement: its title says what it is
-                    "coalesce(json_extract(data, '$.statement'), json_extract(data, '$.title')), "
-                    "json_extract(data, '$.evidence'), json_extract(data, '$.anchor_lines.Evidence'), "
-                    "coalesce(json_extract(data, '$.anchor_lines.Status'), "
-                    "json_extract(data, '$.anchor_lines.状态')), json_extract(data, '$.hypothesis') "
-                    "FROM objects WHERE path=? AND blob=? ORDER BY line", (path, blob)):
+                for (i, k, s, ln, stmt, ev, evl, stl, hyp) in index_facts.history_rows(self.index, path, blob):
                     out.append(Light(i, k, NAMESPACE.get(k, k), s, path, ln, stmt or "",
                                      ev or "", evl or 0, stl or 0, hyp or ""))
             self._light[path] = list(dict.fromkeys(out))
@@ -392,19 +352,34 @@ class Facts:
         blob = self.files.get(path)
         if blob is None:
             return {}
-        row = self.db.execute("SELECT meta FROM parsed WHERE path=? AND blob=?", (path, blob)).fetchone()
-        return json.loads(row[0]) if row else {}
+        return self.index.parse_meta(path, blob) or {}
 
     def read(self, path: str) -> Optional[bytes]:
         """The bytes of ``path`` in this snapshot (None when absent)."""
         if path not in self.files:
             return None
-        return self.snap.read([path]).get(path)
+        return self.read_many([path]).get(path)
 
     def read_many(self, paths: Iterable[str]) -> dict[str, bytes]:
         """The bytes of many paths at once (one request to git): path -> bytes, absent
-        paths left out. A rule with fix text for hundreds of files reads them so."""
-        return self.snap.read([p for p in dict.fromkeys(paths) if p in self.files])
+        paths left out. A rule with fix text for hundreds of files reads them so.
+
+        A staged or committed version is taken from the checkout when the file
+        there holds exactly that blob (:func:`checkout_bytes`), else from git."""
+        want = [p for p in dict.fromkeys(paths) if p in self.files]
+        if self.snap.kind == "worktree":
+            return self.snap.read(want)
+        out: dict[str, bytes] = {}
+        rest = []
+        for p in want:
+            data = checkout_bytes(self.kb.root, p, self.files[p])
+            if data is None:
+                rest.append(p)
+            else:
+                out[p] = data
+        if rest:
+            out.update(self.snap.read(rest))
+        return out
 
     def parse_diagnostics(self, paths: Optional[Iterable[str]] = None) -> list[tuple]:
         """Parse diagnostics (raw rows: path, line, col, code, severity, message, fix JSON).
@@ -413,16 +388,36 @@ class Facts:
         """
         files = self.files
         if paths is None:
-            rows = list(self.join("diagnostics", "t.path, t.line, t.col, t.code, t.severity, "
-                                                 "t.message, t.fix"))
+            rows = self._table.parse_diagnostics()
         else:
             rows = []
             for p in paths:
                 if p in files:
-                    rows.extend((p, *r) for r in self.db.execute(
-                        "SELECT line, col, code, severity, message, fix FROM diagnostics "
-                        "WHERE path=? AND blob=?", (p, files[p])))
+                    rows.extend((p, *r) for r in index_facts.version_diagnostics(self.index, p, files[p]))
         return list(dict.fromkeys(rows))
+
+    # -- whole-snapshot reads a rule needs ----------------------------------------
+    def field_of_kind(self, kind: str, field: str) -> list[tuple[str, Any]]:
+        """``(path, value of the JSON field)`` of every object of ``kind``."""
+        return self._table.field_of_kind(kind, field)
+
+    def data_of_kind(self, kind: str) -> list[tuple[str, str]]:
+        """``(path, object JSON)`` of every object of ``kind``."""
+        return self._table.data_of_kind(kind)
+
+    def hypotheses_brief(self, path: str) -> list[tuple[str, str, str, Optional[str]]]:
+        """``(id, statement, status, parent)`` of the hypotheses of tree file ``path``."""
+        blob = self.files.get(path)
+        return [] if blob is None else index_facts.hypotheses_brief(self.index, path, blob)
+
+    # -- values rules keep between runs (a cache: lost values are computed again) ---
+    def stored(self, key: str) -> Optional[str]:
+        """The value a rule stored under ``key`` (:func:`kb.index_results.get`), or None."""
+        return index_results.get(self.index, key)
+
+    def store(self, pairs: Iterable[tuple[str, str]]) -> None:
+        """Store ``(key, value)`` pairs for later runs (a failure is skipped)."""
+        index_results.put(self.index, pairs)
 
 
 @dataclass
@@ -458,84 +453,3 @@ class FileFacts:
         if 1 <= lineno <= len(self._lines):
             return self._lines[lineno - 1]
         return None
-
-
-@dataclass(frozen=True)
-class RawChange:
-    """One changed path of a KB between two snapshots (KB-relative path).
-
-    ``old`` / ``new`` are blob ids (None: absent on that side). It covers every
-    path of the KB, also files kb does not parse (a file under Verified/ with
-    any name), so rules decided on blob ids see them all.
-    """
-
-    path: str
-    old: Optional[str]
-    new: Optional[str]
-
-
-class Change:
-    """A base snapshot and a new one, for the history rules.
-
-    ``changes`` are the changed paths (blob ids of both sides); ``paths`` the
-    ones kb parses. ``overrides`` maps an ID to the reason of a
-    ``Kb-Override:`` that names it. ``commit`` is the new commit (None for the
-    staged index or the working tree). ``origin`` is the snapshot a range
-    started from (IDs that existed before the range), or None.
-    """
-
-    def __init__(self, base: Facts, new: Facts, mode: str, changes: list[RawChange],
-                 overrides: Optional[dict[str, str]] = None, commit: Optional[str] = None,
-                 origin: Optional[Facts] = None, base_config: Any = None,
-                 new_config: Any = None) -> None:
-        self.base = base
-        self.new = new
-        self.mode = mode
-        self.changes = changes
-        self.overrides = overrides or {}
-        self.commit = commit
-        self.origin = origin
-        self.kb = new.kb
-        # The rules that judge a change come from its base (HEAD, or the parent
-        # commit): a change cannot switch off the rules it is judged by.
-        # ``new_config`` is the change's own kb.toml (KB309 compares the two).
-        self.config = base_config if base_config is not None else new.config
-        self.new_config = new_config if new_config is not None else new.config
-        self.paths = sorted({c.path for c in changes
-                             if c.path in base.files or c.path in new.files})
-        self._lights: dict[tuple[int, tuple[str, ...]], dict[tuple[str, str], Light]] = {}
-        self._by_kind: dict[int, dict[str, dict[tuple[str, str], Light]]] = {}
-
-    def lights(self, side: Facts, kinds: Iterable[str]) -> dict[tuple[str, str], Light]:
-        """(namespace, id) -> object of ``kinds`` in the changed files of one side
-        (the first declaration when an ID is declared twice)."""
-        key = (id(side), tuple(sorted(kinds)))
-        hit = self._lights.get(key)
-        if hit is not None:
-            return hit
-        by_kind = self._by_kind.get(id(side))
-        if by_kind is None:
-            by_kind = {}
-            for p in self.paths:
-                if p in side.files:
-                    for x in side.light(p):
-                        by_kind.setdefault(x.kind, {}).setdefault((x.ns, x.id), x)
-            self._by_kind[id(side)] = by_kind
-        out: dict[tuple[str, str], Light] = {}
-        for k in key[1]:
-            for nk, x in by_kind.get(k, {}).items():
-                out.setdefault(nk, x)
-        self._lights[key] = out
-        return out
-
-    def violation(self, obj_id: str, path: str, line: int, code: str, message: str,
-                  fix: Optional[tuple[int, str, str]] = None) -> Any:
-        """A history diagnostic about ``obj_id``: an error, or an ``info`` note when
-        a ``Kb-Override:`` names the ID (the change is accepted, and said so)."""
-        from kb.checks.snapshot_rules import diag
-
-        reason = self.overrides.get(obj_id)
-        if reason is not None:
-            return diag(path, line, code, f"{message} — accepted: Kb-Override: {obj_id} {reason}".rstrip(),
-                        severity="info", fix=fix)
-        return diag(path, line, code, message, fix=fix)

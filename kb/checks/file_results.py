@@ -1,18 +1,24 @@
 """Per-file rule results computed right after a parse, from the rows being stored.
 
 ``kb verify`` keeps the results of the per-file rules (KB2xx rules that read
-one file) by blob in its cache tables (``kb_check_files``, ``kb_check_diags``:
-:func:`kb.checks.verify._file_rule_results`). Computed there, a cold check
+one file) by blob in the index (:mod:`kb.index_results`;
+:func:`kb.checks.results.file_rule_results`). Computed there, a cold check
 reads every object's JSON back from the index and runs the rules in one
 process. A check that parses many versions first (``verify --range`` on a
 fresh clone) runs them here instead, in the parse workers, on the rows they
-are about to return: the same rules on the same JSON, so the same results.
+are about to return (:meth:`kb.index.Index.ensure_versions` takes
+:func:`rule_rows` and stores its rows with the parses): the same rules on the
+same JSON, so the same results.
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any, Optional
+
+from kb.checks.diagnostics import LightDiagnostic
+from kb.checks.facts import FileFacts, Rec
+from kb.checks.registry import FILE_RULES, load_rules
 
 #: Formats the per-file rules read (the others have none).
 RULED = ("tree", "experiment", "problem", "proposition", "method", "verified")
@@ -41,9 +47,6 @@ def rule_rows(config: Any, path: str, blob: str, fmt: Optional[str], object_rows
     (``data`` JSON last). Empty for formats without per-file rules."""
     if fmt not in RULED:
         return []
-    from kb.checks.facts import FileFacts, LightDiagnostic, Rec
-    from kb.checks.registry import FILE_RULES, load_rules
-
     load_rules()
     # as Facts.full_rows reads them: one per place, in line order
     objects = [json.loads(r[-1], object_hook=Rec)
@@ -53,17 +56,6 @@ def rule_rows(config: Any, path: str, blob: str, fmt: Optional[str], object_rows
     for rule in FILE_RULES:
         for d in rule.func(ff):
             x = LightDiagnostic.of(d)
-            fix = json.dumps({"line": x.fix[0], "old": x.fix[1], "new": x.fix[2]},
-                             ensure_ascii=False) if x.fix else None
-            out.append((path, blob, x.line, x.col, x.code, x.severity, x.message, fix))
+            out.append((path, blob, x.line, x.col, x.code, x.severity, x.message, x.fix_json()))
     return out
 
-
-def store(db: Any, files: list[tuple[str, str]], rows: list[tuple]) -> None:
-    """Store per-file results of ``files`` (path, blob) in verify's cache tables, in the
-    caller's transaction (the tables are created, and emptied when kb's rules changed,
-    by :func:`kb.checks.verify._prepare_cache`)."""
-    # a file version whose parse was dropped and is read again may have results already
-    db.executemany("DELETE FROM kb_check_diags WHERE path=? AND blob=?", files)
-    db.executemany("INSERT OR IGNORE INTO kb_check_files VALUES (?, ?)", files)
-    db.executemany("INSERT INTO kb_check_diags VALUES (?,?,?,?,?,?,?,?)", rows)

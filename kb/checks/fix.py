@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from kb.checks.verify import Finding
+from kb.checks.report import Finding
 
 
 @dataclass
@@ -139,7 +139,7 @@ MAX_FIX_PASSES = 5
 def fix_until_stable(check: Callable[[], Any]) -> tuple[Any, FixSummary]:
     """Apply fixes and re-check until nothing more applies (``MAX_FIX_PASSES`` at most).
 
-    ``check()`` returns a :class:`kb.checks.verify.Report` of the working tree;
+    ``check()`` returns a :class:`kb.checks.report.Report` of the working tree;
     returns the last report (after the last fix) and what was done.
     """
     report = check()

@@ -16,7 +16,8 @@ import re
 from pathlib import PurePosixPath
 from typing import Any, Optional
 
-from kb.checks.facts import CARD_KINDS, NAMESPACE, Change, Light
+from kb.checks.changes import Change
+from kb.checks.facts import CARD_KINDS, NAMESPACE, Light
 from kb.checks.registry import history_rule
 from kb.vocab import EXPERIMENT_MOVES, HYPOTHESIS_MOVES, HYPOTHESIS_STATUS, is_legal_move
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import os
 
-from kb.checks.facts import Change
+from kb.checks.diagnostics import diag
+from kb.checks.changes import Change
 from kb.checks.registry import history_rule
 
 
 @history_rule("KB380", modes=("staged",))
 def locked_by_another_owner(c: Change) -> list:
     """KB380: the change touches a path whose write lock someone else holds."""
-    from kb.checks.snapshot_rules import diag
     from kb.errors import KbError
     from kb.locks import Settings, clock, default_owner, lock_ref
     from kb.remote_locks import blocking_locks

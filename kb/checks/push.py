@@ -1,7 +1,7 @@
 """The pre-push check: for each ref git is about to push, the commits it adds.
 
 ``git push`` gives its pre-push hook one line per ref (``<local ref> <local
-sha> <remote ref> <remote sha>``); :func:`kb.hooks.pre_push_ranges` turns them
+sha> <remote ref> <remote sha>``); :func:`pre_push_ranges` turns them
 into ranges and each range is checked like ``kb verify --range``.
 """
 
@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from kb import git
-from kb.checks.verify import Report, verify_commit_range
+from kb.checks.changes import ZERO
+from kb.checks.report import Report
+from kb.checks.verify_range import verify_commit_range
 from kb.errors import EnvironmentError_
-from kb.hooks import pre_push_ranges
 
 
 @dataclass
@@ -53,3 +54,38 @@ def check_push_locks(start: Path, pushes: list[PushCheck], owner: Optional[str] 
         return []
     top = top.resolve()
     return pushed_lock_conflicts(top, [(p.base, p.tip) for p in pushes], owner or default_owner(top))
+
+
+def pre_push_ranges(top: Path, remote: str, lines: Iterable[str]) -> list[tuple[Optional[str], str, str]]:
+    """``(base or None, tip, ref)`` to check for each line git gives a pre-push hook.
+
+    A deleted ref is skipped; an updated ref is checked from the remote's old
+    value; a new branch from its merge base with the remote's default branch
+    (else from the first commit the remote lacks; None = from the root).
+    """
+    out: list[tuple[Optional[str], str, str]] = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) != 4:
+            continue
+        local_ref, local_sha, _remote_ref, remote_sha = parts
+        if local_sha == ZERO:
+            continue
+        if remote_sha != ZERO and git.rev_parse(remote_sha, top):
+            out.append((remote_sha, local_sha, local_ref))
+            continue
+        base: Optional[str] = None
+        default = git.remote_default(top, remote)
+        if default:
+            mb = git.run(["merge-base", local_sha, default], top, check=False)
+            if mb.returncode == 0 and mb.stdout.strip():
+                base = mb.stdout.decode().strip()
+        if base is None:
+            revs = git.out(["rev-list", "--topo-order", "--reverse", local_sha, "--not",
+                            f"--remotes={remote}"], top).split()
+            if not revs:
+                continue
+            first = git.out(["rev-list", "--parents", "-n", "1", revs[0]], top).split()[1:]
+            base = first[0] if first else None
+        out.append((base, local_sha, local_ref))
+    return out

@@ -12,9 +12,10 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import PurePosixPath
-from typing import Any, Iterable, Optional
+from typing import Any, Optional
 
-from kb.checks.facts import CARD_KINDS, FileFacts, Facts, LightDiagnostic, Obj
+from kb.checks.diagnostics import diag
+from kb.checks.facts import CARD_KINDS, FileFacts, Facts, Obj
 from kb.checks.registry import file_rule, snapshot_rule
 from kb.research import dependencies
 from kb.vocab import (
@@ -26,22 +27,6 @@ from kb.vocab import (
     PROBLEM_STATUS,
     PROPOSITION_STATUS,
 )
-
-_DEFAULT_SEVERITY: dict[str, str] = {}
-
-
-def diag(path: str, line: int, code: str, message: str, *, severity: Optional[str] = None,
-         col: int = 1, fix: Optional[tuple[int, str, str]] = None) -> LightDiagnostic:
-    """A diagnostic with the catalogue's default severity (``fix``: ``(line, old, new)``).
-
-    A :class:`kb.checks.facts.LightDiagnostic` (the fields of
-    ``kb.model.Diagnostic`` in a NamedTuple).
-    """
-    from kb.checks.catalogue import BY_CODE
-
-    sev = severity or (BY_CODE[code].severity if code in BY_CODE else "error")
-    return LightDiagnostic(path, max(line, 0), col, code, sev, message, fix)
-
 
 def parent_id(hid: str) -> Optional[str]:
     """``H1.2.3`` -> ``H1.2``; a top-level ID -> None."""
@@ -589,19 +574,6 @@ def _experiment_key(s: Facts) -> str:
     return h.hexdigest()
 
 
-def _kv(s: Facts, key: str) -> Optional[str]:
-    row = s.db.execute("SELECT value FROM kb_check_kv WHERE key=?", (key,)).fetchone()
-    return row[0] if row else None
-
-
-def _kv_put(s: Facts, pairs: Iterable[tuple[str, str]]) -> None:
-    try:
-        with s.db:
-            s.db.executemany("INSERT OR REPLACE INTO kb_check_kv VALUES (?, ?)", list(pairs))
-    except Exception:  # a cache: a locked or read-only database only costs speed
-        pass
-
-
 class _Fields(dict):
     """An object's JSON with attribute access that raises on a missing field, so
     that a renderer needing more than the model's fields falls back to models."""
@@ -639,18 +611,15 @@ def render_expected(s: Facts) -> Optional[str]:
     # 1. the fields the renderer reads today, straight from SQLite (strict views:
     #    a field it starts reading later raises and we fall back to the full JSON).
     try:
-        hyps = [] if tree_blob is None else [_Fields(id=i, statement=st, status=su, parent=pa) for i, st, su, pa in s.db.execute(
-            "SELECT id, json_extract(data, '$.statement'), status, json_extract(data, '$.parent') "
-            "FROM objects WHERE path=? AND blob=? AND kind='hypothesis' ORDER BY line", (tree, tree_blob))]
-        exps = [_Fields(date=d) for p, d in sorted(s.join(
-            "objects", "t.path, json_extract(t.data, '$.date')", "t.kind = 'experiment'"))
-            if formats.get(p) == "experiment"]
+        hyps = [] if tree_blob is None else [_Fields(id=i, statement=st, status=su, parent=pa)
+                                             for i, st, su, pa in s.hypotheses_brief(tree)]
+        exps = [_Fields(date=d) for p, d in sorted(s.field_of_kind("experiment", "date"))
+                if formats.get(p) == "experiment"]
         return render_dashboard(hyps, exps, steps, locale, newline)
     except (AttributeError, TypeError):
         pass
     hyp_rows = [r for r in s.full_rows(tree) if r.kind == "hypothesis"] if tree_blob else []
-    exp_rows = [(p, data) for p, data in s.join("objects", "t.path, t.data", "t.kind = 'experiment'")
-                if formats.get(p) == "experiment"]
+    exp_rows = [(p, data) for p, data in s.data_of_kind("experiment") if formats.get(p) == "experiment"]
     # 2. the whole JSON of the models; 3. the models themselves.
     try:
         hyps = [json.loads(r.data, object_hook=_Fields) for r in hyp_rows]
@@ -688,14 +657,13 @@ def stale_dashboard(s: Facts) -> list:
     tree = s.config.paths["tree"]
     base = f"dash\0{kb.__version__}\0{s.config.locale}\0{s.files.get(tree, '')}\0{s.files[dash]}"
     key1 = hashlib.sha1(f"{base}\0{_experiment_key(s)}".encode("utf-8", "surrogateescape")).hexdigest()
-    verdict = _kv(s, key1)
+    verdict = s.stored(key1)
     if verdict is None:
         formats = s.formats
-        dates = [d for p, d in s.join("objects", "t.path, json_extract(t.data, '$.date')",
-                                      "t.kind = 'experiment'")
+        dates = [d for p, d in s.field_of_kind("experiment", "date")
                  if d and formats.get(p) == "experiment"]
         key2 = hashlib.sha1(f"{base}\0{max(dates, default='')}".encode("utf-8", "surrogateescape")).hexdigest()
-        verdict = _kv(s, key2)
+        verdict = s.stored(key2)
         if verdict is None:
             want = render_expected(s)
             have = (s.read(dash) or b"").removeprefix(b"\xef\xbb\xbf")
@@ -703,7 +671,7 @@ def stale_dashboard(s: Facts) -> list:
                 verdict = "fresh"
             else:
                 verdict = f"stale:{_first_difference(have.decode('utf-8', 'replace'), want)}"
-        _kv_put(s, [(key1, verdict), (key2, verdict)])
+        s.store([(key1, verdict), (key2, verdict)])
     if verdict == "fresh":
         return []
     line = int(verdict.split(":", 1)[1]) if ":" in verdict else 1

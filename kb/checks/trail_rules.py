@@ -9,17 +9,33 @@ of TRAIL.md and every log file) in the index's key-value table.
 from __future__ import annotations
 
 import hashlib
+import weakref
 
 from kb import git
+from kb.checks.diagnostics import diag
 from kb.checks.facts import Facts
 from kb.checks.registry import snapshot_key_part, snapshot_rule
-from kb.checks.snapshot_rules import _kv, _kv_put, diag
+from kb.trail.files import TRAIL_FILE
 
 _LOG_PREFIX = ".explore-tree/ops/"
 
 
+#: Facts -> (paths, listing): the key part and the rule read the same listing (one git call).
+_LISTINGS: "weakref.WeakKeyDictionary[Facts, tuple[tuple[str, ...], dict[str, str]]]" = \
+    weakref.WeakKeyDictionary()
+
+
 def _listing(s: Facts, paths: list[str]) -> dict[str, str]:
     """Repository listing (KB-relative path -> blob id) of ``paths`` in the snapshot."""
+    hit = _LISTINGS.get(s)
+    if hit is not None and hit[0] == tuple(paths):
+        return dict(hit[1])
+    found = _list(s, paths)
+    _LISTINGS[s] = (tuple(paths), found)
+    return dict(found)
+
+
+def _list(s: Facts, paths: list[str]) -> dict[str, str]:
     kb = s.kb
     spec = ["--", *(kb.repo_path(p) for p in paths)]
     if s.snap.kind == "staged":
@@ -47,13 +63,12 @@ def _listing(s: Facts, paths: list[str]) -> dict[str, str]:
 
 
 def _worktree_key(s: Facts) -> str:
-    from kb.trail import log as oplog
-    from kb.trail.render import TRAIL_FILE
-
     try:
         trail = git.blob_id((s.kb.root / TRAIL_FILE).read_bytes())
     except OSError:
         return "no-trail"
+    from kb.trail import log as oplog
+
     return trail + "".join(f"|{f.rel}:{f.size}:{f.mtime}" for f in oplog.list_files(s.kb.root))
 
 
@@ -61,8 +76,6 @@ def _worktree_key(s: Facts) -> str:
 def trail_key(s: Facts) -> str:
     """What KB241 reads besides the KB's files: TRAIL.md and the log files (by blob id or,
     in the working tree, by size and mtime)."""
-    from kb.trail.render import TRAIL_FILE
-
     if s.snap.kind == "worktree":
         return hashlib.sha1(_worktree_key(s).encode("utf-8", "surrogateescape")).hexdigest()
     if s.snap.kind == "commit" and not s.snap.rev:
@@ -77,14 +90,13 @@ def trail_key(s: Facts) -> str:
 @snapshot_rule("KB241", volatile=True)
 def stale_trail(s: Facts) -> list:
     """KB241: TRAIL.md, when present, is byte for byte what ``kb trail render`` writes."""
-    from kb.trail.render import TRAIL_FILE, is_stale
-
     kb = s.kb
     if s.snap.kind == "worktree":
         try:
             have = (kb.root / TRAIL_FILE).read_bytes()
         except OSError:
             return []
+        from kb.trail.render import is_stale
         from kb.trail.replay import load
 
         line = is_stale(load(kb), have)
@@ -96,8 +108,9 @@ def stale_trail(s: Facts) -> list:
             return []
         key = hashlib.sha1(("trail\0" + "\0".join(f"{p}={b}" for p, b in sorted(files.items())))
                            .encode("utf-8", "surrogateescape")).hexdigest()
-        verdict = _kv(s, key)
+        verdict = s.stored(key)
         if verdict is None:
+            from kb.trail.render import is_stale
             from kb.trail.replay import replay_blobs
 
             blobs = git.read_blobs(list(files.values()), kb.top)
@@ -105,7 +118,7 @@ def stale_trail(s: Facts) -> list:
                     if p.startswith(_LOG_PREFIX) and p.endswith(".jsonl") and b in blobs}
             line = is_stale(replay_blobs(logs), blobs.get(files[TRAIL_FILE], b""))
             verdict = "fresh" if line is None else f"stale:{line}"
-            _kv_put(s, [(key, verdict)])
+            s.store([(key, verdict)])
         line = None if verdict == "fresh" else int(verdict.split(":", 1)[1])
     if line is None:
         return []

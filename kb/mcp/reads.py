@@ -75,7 +75,8 @@ def report_text(kb: KnowledgeBase, date: Optional[str] = None) -> object:
 
 def verify(kb: KnowledgeBase, staged: bool = False, rev: Optional[str] = None,
            range: Optional[str] = None) -> object:
-    from kb.checks.verify import resolve_mode, run, sort_findings
+    from kb.checks.report import sort_findings
+    from kb.checks.verify import resolve_mode, run
 
     mode = resolve_mode(staged, rev, range)
     report = run(mode, kb.root, None)

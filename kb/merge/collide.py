@@ -83,7 +83,7 @@ def find_collisions(tip: Facts, merge_base: Optional[Facts], target: Facts) -> l
 
 def collision_diagnostics(collisions: list[Collision], target_label: str) -> list[Any]:
     """One KB350 diagnostic per collision, at the branch's declaration."""
-    from kb.checks.snapshot_rules import diag
+    from kb.checks.diagnostics import diag
 
     out = []
     for c in collisions:

@@ -208,14 +208,14 @@ def _attributes(k: Any, on_wait: Any) -> bool:
 
 def _plan(k: Any, head: str, target: str, mb: Optional[str], name: str, res: SyncResult) -> Any:
     from kb.checks.facts import Facts
-    from kb.checks.verify import _index
+    from kb.checks.targets import open_index
     from kb.merge.collide import find_collisions, lights
     from kb.merge.renumber import plan
     from kb.repo import commit_snapshot
 
     if mb == target:
         return None  # the upstream is already in this branch
-    with _index(k) as idx:
+    with open_index(k) as idx:
         tip_f = Facts(idx, commit_snapshot(k, head), head[:10])
         tgt_f = Facts(idx, commit_snapshot(k, target), name)
         base_f = Facts(idx, commit_snapshot(k, mb), mb[:10]) if mb else None
@@ -335,7 +335,7 @@ def _dashboard(k: Any, res: SyncResult, on_wait: Any) -> None:
 
 
 def _verify(k: Any, target: str, res: SyncResult) -> None:
-    from kb.checks.verify import verify_commit_range
+    from kb.checks.verify_range import verify_commit_range
 
     try:
         report = verify_commit_range(k.root, target, "HEAD", k.root)

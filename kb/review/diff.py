@@ -48,9 +48,9 @@ def research_diff(k: KnowledgeBase, source: str = "worktree", a: Optional[str] =
     matching mode) and lists their errors and warnings with file and line.
     Raises UsageError (bad range), EnvironmentError_ (git failures).
     """
-    from kb.checks.verify import _index
+    from kb.checks.targets import open_index
 
-    with _index(k) as idx:
+    with open_index(k) as idx:
         s = open_sides(k, idx, source, a, b, environ)
         out = _build(s)
     if findings:
@@ -469,7 +469,10 @@ def _trail(s: Sides) -> Optional[dict[str, list]]:
 
 
 def _findings(k: KnowledgeBase, s: Sides, environ: Optional[dict[str, str]]) -> tuple[list, dict]:
-    from kb.checks.verify import sort_findings, verify_commit_range, verify_staged, verify_worktree
+    from kb.checks.report import sort_findings
+    from kb.checks.verify_range import verify_commit_range
+    from kb.checks.verify_staged import verify_staged
+    from kb.checks.verify_worktree import verify_worktree
 
     kb_dir = Path(k.root)
     if s.source == "range":

@@ -182,13 +182,13 @@ def object_log(k: KnowledgeBase, obj_id: str, rev: str = "HEAD") -> dict[str, An
     Raises NotFoundError (kind ``not_found``) when no object has this ID at ``rev`` nor in the
     working tree, UsageError/GitError for a bad ``rev``.
     """
-    from kb.checks.verify import _index, _shallow, _shallow_note
+    from kb.checks.targets import open_index, shallow_commits, shallow_note
     from kb.errors import UsageError
 
     tip = git.rev_parse(rev, k.top)
     if tip is None:
         raise UsageError(f"{rev!r} is not a commit (kb log reads committed history)")
-    with _index(k) as idx:
+    with open_index(k) as idx:
         idx.refresh()
         found = idx.get(obj_id)
         if not found:
@@ -206,7 +206,7 @@ def object_log(k: KnowledgeBase, obj_id: str, rev: str = "HEAD") -> dict[str, An
         paths = list(dict.fromkeys(where.values()))
         raw = _raw(k, tip, paths)
         infos = {c.commit: c for c in log(k.top, [tip], [k.repo_path(p) for p in paths])}
-        shallow = _shallow(k.top)
+        shallow = shallow_commits(k.top)
         rank = {c: i for i, c in enumerate(order)}
         todo = sorted((c for c in raw if c in ids and c in infos), key=lambda c: -rank.get(c, -1))
 
@@ -274,7 +274,7 @@ def object_log(k: KnowledgeBase, obj_id: str, rev: str = "HEAD") -> dict[str, An
                 entry["verdict"] = _verdict(k, info)
             entries.append(entry)
     warnings = [{"code": "KB390", "severity": "warning", "commit": c,
-                 "message": f"the history of {obj_id} is cut: " + _shallow_note(c)} for c in cut]
+                 "message": f"the history of {obj_id} is cut: " + shallow_note(c)} for c in cut]
     return {"id": obj_id, "kind": kind, "path": k.repo_path(path), "aliases": aliases,
             "entries": entries, "warnings": warnings}
 

@@ -20,6 +20,7 @@ from typing import Any, Optional
 from kb import git
 from kb.errors import EnvironmentError_, GitError, UsageError
 from kb.repo import KnowledgeBase, Snapshot, commit_snapshot, staged_snapshot
+from kb.index_facts import changed_objects, first_diagnostics, objects_with_ids
 from kb.review.commits import CommitInfo, log
 
 SOURCES = ("range", "staged", "worktree")
@@ -108,13 +109,13 @@ def _objects(idx: Any, k: KnowledgeBase, files: dict[str, str]) -> dict[tuple[st
 
 def _raw_changes(k: KnowledgeBase, args: list[str]) -> dict[str, tuple[Optional[str], Optional[str]]]:
     """``git diff-tree``/``diff-index`` ``--raw -z`` of the KB as path -> (old, new)."""
-    from kb.checks.verify import _raw
+    from kb.checks.changes import raw_changes
 
     spec = ["--", k.prefix] if k.prefix else []
     proc = git.run([*args, "-r", "-z", "--raw", "--no-renames", "--no-abbrev", *spec]
                    if args[0] == "diff-tree" else [*args, "-z", "--raw", "--no-renames", "--no-abbrev", *spec],
                    k.top)
-    return {c.path: (c.old, c.new or None) for c in _raw(proc.stdout, k)}
+    return {c.path: (c.old, c.new or None) for c in raw_changes(proc.stdout, k)}
 
 
 def range_sides(k: KnowledgeBase, a: str, b: str, idx: Any) -> Sides:
@@ -149,7 +150,7 @@ def range_sides(k: KnowledgeBase, a: str, b: str, idx: Any) -> Sides:
 
 def staged_sides(k: KnowledgeBase, idx: Any, environ: dict[str, str]) -> Sides:
     """HEAD (or nothing) -> the staged index; overrides from ``KB_OVERRIDE``."""
-    from kb.checks.verify import parse_overrides
+    from kb.checks.overrides import parse_overrides
 
     head = git.rev_parse("HEAD", k.top)
     s = Sides(kb=k, source="staged", base=head, tip="staged", tip_rev=None, _index=idx)
@@ -162,7 +163,7 @@ def staged_sides(k: KnowledgeBase, idx: Any, environ: dict[str, str]) -> Sides:
 def worktree_sides(k: KnowledgeBase, idx: Any, environ: dict[str, str]) -> Sides:
     """HEAD (or nothing) -> the working tree: the files kb reads, plus changed and
     untracked verification records (``Logs/Verification/*.json``)."""
-    from kb.checks.verify import parse_overrides
+    from kb.checks.overrides import parse_overrides
     from kb.repo import empty_snapshot
 
     head = git.rev_parse("HEAD", k.top)
@@ -217,13 +218,7 @@ def records_dir(k: KnowledgeBase) -> str:
 
 
 #: Fields that move with the lines around an object, not with the object itself.
-_MOVING = "'$.line', '$.end_line', '$.anchor_lines', '$.conclusion_line'"
-_CHANGED_SQL = f"""
-SELECT a.kind, a.id, a.line, a.data FROM objects a
-WHERE a.path = :p AND a.blob = :a AND NOT EXISTS (
-  SELECT 1 FROM objects b WHERE b.id = a.id AND b.path = :p AND b.blob = :b AND b.kind = a.kind
-  AND (b.data = a.data OR json_remove(b.data, {_MOVING}) = json_remove(a.data, {_MOVING})))
-ORDER BY a.line"""
+_MOVING = ("$.line", "$.end_line", "$.anchor_lines", "$.conclusion_line")
 
 
 def _fill(s: Sides, idx: Any) -> None:
@@ -247,7 +242,7 @@ def _fill(s: Sides, idx: Any) -> None:
     s.new_objects = _objects(idx, k, {p: b for p, b in new.items() if p not in both})
     for p in sorted(both):
         for side, a, b in ((s.old_objects, old[p], new[p]), (s.new_objects, new[p], old[p])):
-            for kind, oid, line, data in idx.db.execute(_CHANGED_SQL, {"p": p, "a": a, "b": b}):
+            for kind, oid, line, data in changed_objects(idx, p, a, b, _MOVING):
                 fields = json.loads(data)
                 fields["path"], fields["line"] = k.repo_path(p), line
                 side.setdefault((kind, oid), fields)
@@ -256,15 +251,8 @@ def _fill(s: Sides, idx: Any) -> None:
     # are unknown there, not removed. One query per 400 changed files, not one per file.
     first: dict[str, tuple[int, str, str]] = {}
     items = sorted(new.items())
-    codes = ",".join("?" * len(UNREADABLE))
-    for i in range(0, len(items), 400):
-        chunk = items[i:i + 400]
-        marks = ",".join(["(?,?)"] * len(chunk))
-        for p, line, code, message in idx.db.execute(
-                f"SELECT path, line, code, message FROM diagnostics WHERE code IN ({codes}) "
-                f"AND (path, blob) IN (VALUES {marks}) ORDER BY path, line, code",
-                (*UNREADABLE, *(x for pb in chunk for x in pb))):
-            first.setdefault(p, (line, code, message))
+    for p, line, code, message in first_diagnostics(idx, items, UNREADABLE):
+        first.setdefault(p, (line, code, message))
     for p, _blob in items:
         if p in first:
             line, code, message = first[p]
@@ -282,16 +270,11 @@ def new_objects_by_id(s: Sides, kind: str, ids: list[str]) -> dict[str, dict[str
     out: dict[str, dict[str, Any]] = {}
     want = [i for i in dict.fromkeys(ids)]
     for p, blob in sorted(s.new_files.items()):
-        for i in range(0, len(want), 500):
-            chunk = want[i:i + 500]
-            marks = ",".join("?" * len(chunk))
-            for oid, line, data in idx.db.execute(
-                    f"SELECT id, line, data FROM objects WHERE path=? AND blob=? AND kind=? AND id IN ({marks})",
-                    (p, blob, kind, *chunk)):
-                if oid not in out:
-                    fields = json.loads(data)
-                    fields["path"], fields["line"] = s.kb.repo_path(p), line
-                    out[oid] = fields
+        for oid, line, data in objects_with_ids(idx, p, blob, kind, want):
+            if oid not in out:
+                fields = json.loads(data)
+                fields["path"], fields["line"] = s.kb.repo_path(p), line
+                out[oid] = fields
     return out
 
 

@@ -19,13 +19,13 @@ parts HTML and Markdown punctuation are backslash- or entity-escaped.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from kb.trail.digest import closed
+from kb.trail.files import TRAIL_FILE
 from kb.trail.model import LEAF_ROOT_KINDS, Node, clip
-from kb.trail.replay import Graph
+from kb.trail.replay import Graph, topics_under
 
-TRAIL_FILE = "TRAIL.md"
+__all__ = ["TRAIL_FILE", "is_stale"]
 MAX_MERMAID_LEAVES = 8
 MAX_MERMAID_TOPICS = 40
 _SAFE = re.compile(r"[\w ,.:/+=-]", re.UNICODE)
@@ -58,7 +58,6 @@ def _item(n: Node) -> str:
 
 
 def _trunk(g: Graph) -> list[tuple[Node, list[Node]]]:
-    from kb.trail.views import topics_under
 
     out = []
     for r in g.roots:
@@ -140,36 +139,6 @@ def _iso(epoch: int) -> str:
     from datetime import datetime, timezone
 
     return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def render_kb(kb: Any, *, no_commit: bool = False, on_wait: Any = None) -> Any:
-    """Write TRAIL.md at the KB root (one commit ``trail.render``, or left uncommitted).
-
-    Returns kb's write result (:class:`kb.ops.result.OpResult`, ``op``
-    ``trail.render``, ``id`` None) whose details are ``path`` and ``changed``; an
-    up-to-date file is not rewritten (no commit, ``paths`` empty).
-    """
-    from kb.ops.result import OpResult
-    from kb.ops.transaction import Transaction
-    from kb.repo import resolve_kb
-    from kb.trail.replay import load
-
-    k = resolve_kb(kb)
-    with Transaction(k, "trail.render", "trail render: TRAIL.md", no_commit=no_commit,
-                     on_wait=on_wait) as tx:
-        old = tx.read(TRAIL_FILE)
-        text = render(load(k))
-        if old is not None and old.split(b"\n", 1)[0].endswith(b"\r"):
-            # keep the file's CRLF (core.autocrlf checks it out so): the blob is the same
-            text = text.replace("\n", "\r\n")
-        data = (b"\xef\xbb\xbf" if old and old.startswith(b"\xef\xbb\xbf") else b"") + text.encode("utf-8")
-        changed = old != data
-        if changed:
-            tx.write(TRAIL_FILE, data)
-    path = k.prefix + TRAIL_FILE
-    return OpResult.of(tx, op="trail.render",
-                       changes=[f"wrote {path}"] if changed else [f"{path} is up to date"],
-                       details={"path": path, "changed": changed})
 
 
 def is_stale(g: Graph, have: bytes | None) -> int | None:

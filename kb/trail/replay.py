@@ -646,3 +646,21 @@ def _write_cache(path: Path, g: Graph) -> None:
         os.replace(tmp, path)
     except (OSError, ValueError):
         pass  # a cache: failing to write it costs the next reader a replay, nothing more
+
+
+def topics_under(g: Graph, root: Node) -> list[Node]:
+    """The live topics below ``root`` (not ``root`` itself) in pre-order, looking through
+    goals, topics and steps: the trunk of :func:`trunk` and of TRAIL.md. Raises nothing."""
+    out: list[Node] = []
+    stack = [c for c in reversed(root.children)]
+    guard = len(g.nodes) + 1
+    while stack and guard:
+        guard -= 1
+        k = g.nodes.get(stack.pop())
+        if k is None or not g.live(k):
+            continue
+        if k.kind == "topic":
+            out.append(k)
+        if k.kind in ("topic", "goal", "step"):
+            stack.extend(reversed(k.children))
+    return out

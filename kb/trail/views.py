@@ -23,7 +23,7 @@ from kb import clock
 from kb.errors import UsageError
 from kb.trail.digest import closed
 from kb.trail.model import LEAF_ROOT_KINDS, Node, TrailError, clip
-from kb.trail.replay import Graph
+from kb.trail.replay import Graph, topics_under
 
 VIEWS = ("overview", "trunk", "brief", "frontier", "stats", "find", "node", "path", "tree",
          "subtree")
@@ -135,24 +135,6 @@ def overview(g: Graph, now: int | None = None, limit: int = 8) -> dict[str, Any]
 
 
 # -- trunk and brief --------------------------------------------------------------------
-
-
-def topics_under(g: Graph, root: Node) -> list[Node]:
-    """The live topics below ``root`` (not ``root`` itself) in pre-order, looking through
-    goals, topics and steps: the trunk of :func:`trunk` and of TRAIL.md. Raises nothing."""
-    out: list[Node] = []
-    stack = [c for c in reversed(root.children)]
-    guard = len(g.nodes) + 1
-    while stack and guard:
-        guard -= 1
-        k = g.nodes.get(stack.pop())
-        if k is None or not g.live(k):
-            continue
-        if k.kind == "topic":
-            out.append(k)
-        if k.kind in ("topic", "goal", "step"):
-            stack.extend(reversed(k.children))
-    return out
 
 
 def _topic_entry(g: Graph, t: Node, now: int, archived: bool,

@@ -9,7 +9,7 @@ commit's tree through the index cache, keyed by blob id::
     rows = src.call("HEAD", lambda view: view.objects("hypothesis"))
     details = src.call("HEAD", lambda view: show_object("H1", idx=view)[1])  # as `kb show --json`
 
-:class:`RevView` is a :class:`kb.index.Index` whose "current files" are the
+:class:`RevView` is a :class:`kb.index_facts.SnapshotIndex` whose "current files" are the
 commit's (a connection-local temporary table) instead of the indexed working
 tree, so kb's own readers (:func:`kb.api.show_object`,
 :func:`kb.research.cardview.card_view`, ``Index.extract``) run on it unchanged.
@@ -31,8 +31,8 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from kb import git
 from kb.errors import UsageError
-from kb.index import Index
-from kb.repo import KnowledgeBase, Snapshot, commit_snapshot
+from kb.index_facts import SnapshotIndex
+from kb.repo import KnowledgeBase, commit_snapshot
 
 __all__ = ["Source", "RevView", "safe_rel"]
 
@@ -56,50 +56,22 @@ def safe_rel(path: str) -> str | None:
     return path
 
 
-class RevView(Index):
+class RevView(SnapshotIndex):
     """The index restricted to one commit's files (see the module docstring).
 
     ``commit`` is the full commit id, ``rev`` what was asked for, ``snap``
     the commit's :class:`kb.repo.Snapshot`.
     """
 
-    _CUR = "JOIN temp.snap f ON f.path = o.path AND f.blob = o.blob"
-
     def __init__(self, k: KnowledgeBase, rev: str, commit: str) -> None:
         # Kept between requests (the connection holds the commit's temporary table) and
         # used only on Source's one worker thread (SQLite connections stay in theirs).
-        super().__init__(k)
         self.rev = rev
         self.commit = commit
-        self.snap: Snapshot = commit_snapshot(k, commit)
-        self.ensure(self.snap)
-        self.db.execute("CREATE TEMP TABLE IF NOT EXISTS snap "
-                        "(path TEXT PRIMARY KEY, blob TEXT NOT NULL, fmt TEXT NOT NULL)")
-        with self.db:
-            self.db.execute("DELETE FROM temp.snap")
-            self.db.executemany("INSERT INTO temp.snap VALUES (?,?,?)",
-                                [(p, b, self.snap.formats[p]) for p, b in self.snap.files.items()])
+        super().__init__(k, commit_snapshot(k, commit))
 
     def refresh(self, only: list[str] | None = None) -> Any:  # pragma: no cover - guard
         raise TypeError("a commit's view is immutable; it has nothing to refresh")
-
-    def links(self, obj_id: str) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
-        """``(outgoing, incoming)`` links of ``obj_id`` in the commit, as (src, dst, kind)."""
-        base = ("SELECT l.src, l.dst, l.kind FROM links l "
-                "JOIN temp.snap f ON f.path=l.path AND f.blob=l.blob")
-        return (list(self.db.execute(base + " WHERE l.src = ? ORDER BY l.path, l.rowid", (obj_id,))),
-                list(self.db.execute(base + " WHERE l.dst = ? ORDER BY l.path, l.rowid", (obj_id,))))
-
-    def all_links(self, kind: str) -> list[tuple[str, str]]:
-        """Every (src, dst) link of ``kind`` in the commit (e.g. ``depends``)."""
-        return list(self.db.execute(
-            "SELECT l.src, l.dst FROM links l JOIN temp.snap f ON f.path=l.path AND f.blob=l.blob "
-            "WHERE l.kind = ?", (kind,)))
-
-    def all_ids(self) -> list[str]:
-        """Every object ID declared in the commit."""
-        return [i for (i,) in self.db.execute(
-            "SELECT DISTINCT o.id FROM objects o JOIN temp.snap f ON f.path=o.path AND f.blob=o.blob")]
 
     def diagnostics(self) -> list[Any]:
         """Parse diagnostics of the commit's files, sorted by path and line."""

@@ -1,0 +1,217 @@
+"""What changed between two snapshots of a KB: read from git, and as the history rules see it.
+
+Changes are :class:`RawChange` values (KB-relative path, old and new blob
+ids) read from ``git diff-*``; :func:`patch_files` applies them to a
+``{path: blob}`` map, so a snapshot is derived from a neighbour without
+listing a tree. A :class:`Change` is a base snapshot, a new one and the
+changed paths between them: what the history rules (KB3xx) take.
+Errors: :class:`kb.errors.GitError` when git fails.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional
+
+from kb import git
+from kb.checks.diagnostics import diag
+from kb.checks.facts import Facts, Light
+
+ZERO = "0" * 40
+
+
+@dataclass(frozen=True)
+class RawChange:
+    """One changed path of a KB between two snapshots (KB-relative path).
+
+    ``old`` / ``new`` are blob ids (None: absent on that side). It covers every
+    path of the KB, also files kb does not parse (a file under Verified/ with
+    any name), so rules decided on blob ids see them all.
+    """
+
+    path: str
+    old: Optional[str]
+    new: Optional[str]
+
+
+class Change:
+    """A base snapshot and a new one, for the history rules.
+
+    ``changes`` are the changed paths (blob ids of both sides); ``paths`` the
+    ones kb parses. ``overrides`` maps an ID to the reason of a
+    ``Kb-Override:`` that names it. ``commit`` is the new commit (None for the
+    staged index or the working tree). ``origin`` is the snapshot a range
+    started from (IDs that existed before the range), or None.
+    """
+
+    def __init__(self, base: Facts, new: Facts, mode: str, changes: list[RawChange],
+                 overrides: Optional[dict[str, str]] = None, commit: Optional[str] = None,
+                 origin: Optional[Facts] = None, base_config: Any = None,
+                 new_config: Any = None) -> None:
+        self.base = base
+        self.new = new
+        self.mode = mode
+        self.changes = changes
+        self.overrides = overrides or {}
+        self.commit = commit
+        self.origin = origin
+        self.kb = new.kb
+        # The rules that judge a change come from its base (HEAD, or the parent
+        # commit): a change cannot switch off the rules it is judged by.
+        # ``new_config`` is the change's own kb.toml (KB309 compares the two).
+        self.config = base_config if base_config is not None else new.config
+        self.new_config = new_config if new_config is not None else new.config
+        self.paths = sorted({c.path for c in changes
+                             if c.path in base.files or c.path in new.files})
+        self._lights: dict[tuple[int, tuple[str, ...]], dict[tuple[str, str], Light]] = {}
+        self._by_kind: dict[int, dict[str, dict[tuple[str, str], Light]]] = {}
+
+    def lights(self, side: Facts, kinds: Iterable[str]) -> dict[tuple[str, str], Light]:
+        """(namespace, id) -> object of ``kinds`` in the changed files of one side
+        (the first declaration when an ID is declared twice)."""
+        key = (id(side), tuple(sorted(kinds)))
+        hit = self._lights.get(key)
+        if hit is not None:
+            return hit
+        by_kind = self._by_kind.get(id(side))
+        if by_kind is None:
+            by_kind = {}
+            for p in self.paths:
+                if p in side.files:
+                    for x in side.light(p):
+                        by_kind.setdefault(x.kind, {}).setdefault((x.ns, x.id), x)
+            self._by_kind[id(side)] = by_kind
+        out: dict[tuple[str, str], Light] = {}
+        for k in key[1]:
+            for nk, x in by_kind.get(k, {}).items():
+                out.setdefault(nk, x)
+        self._lights[key] = out
+        return out
+
+    def violation(self, obj_id: str, path: str, line: int, code: str, message: str,
+                  fix: Optional[tuple[int, str, str]] = None) -> Any:
+        """A history diagnostic about ``obj_id``: an error, or an ``info`` note when
+        a ``Kb-Override:`` names the ID (the change is accepted, and said so)."""
+        reason = self.overrides.get(obj_id)
+        if reason is not None:
+            return diag(path, line, code, f"{message} — accepted: Kb-Override: {obj_id} {reason}".rstrip(),
+                        severity="info", fix=fix)
+        return diag(path, line, code, message, fix=fix)
+
+
+def raw_changes(data: bytes, kb: Any) -> list[Any]:
+    """Parse ``git diff-* --raw -z`` output into RawChanges of ``kb`` (KB-relative)."""
+    parts = data.split(b"\0")
+    out = []
+    i = 0
+    while i < len(parts) - 1:
+        meta = parts[i].decode()
+        if not meta.startswith(":"):
+            i += 1
+            continue
+        fields = meta[1:].split()
+        status = fields[4]
+        n = 2 if status[:1] in ("R", "C") else 1
+        paths = [parts[i + 1 + j].decode("utf-8", "surrogateescape") for j in range(n)]
+        i += 1 + n
+        old, new = fields[2], fields[3]
+        rel = kb.rel(paths[-1])
+        if rel is None:
+            continue
+        out.append(RawChange(rel, None if old == ZERO or fields[0] == "000000" else old,
+                             None if status == "D" or fields[1] == "000000" else (new if new != ZERO else "")))
+    return out
+
+
+def diff_commits(kb: Any, old: Optional[str], new: str) -> list[Any]:
+    """Changed paths of ``kb`` between two commits (``old`` None: the empty tree)."""
+    spec = ["--", kb.prefix] if kb.prefix else []
+    proc = git.run(["diff-tree", "-r", "-z", "--raw", "--no-renames", old or git.EMPTY_TREE, new, *spec],
+                   kb.top)
+    return raw_changes(proc.stdout, kb)
+
+
+def diff_many(kb: Any, pairs: list[tuple[str, Optional[str]]]) -> dict[str, list[Any]]:
+    """Changed paths of ``kb`` for many (commit, first parent or None) pairs, in one
+    ``git diff-tree --stdin`` call: commit -> changes (absent: nothing changed)."""
+    if not pairs:
+        return {}
+    spec = ["--", kb.prefix] if kb.prefix else []
+    data = "".join(f"{c} {p}\n" if p else f"{c}\n" for c, p in pairs).encode()
+    proc = git.run(["diff-tree", "-r", "-z", "--raw", "--no-renames", "--root", "--stdin", *spec],
+                   kb.top, input=data)
+    out: dict[str, list[Any]] = {}
+    chunks: dict[str, list[bytes]] = {}
+    cur: Optional[list[bytes]] = None
+    parts = proc.stdout.split(b"\0")
+    i = 0
+    while i < len(parts):
+        tok = parts[i]
+        if tok.startswith(b":"):
+            if cur is not None:
+                status = tok.split()[-1][:1]
+                n = 2 if status in (b"R", b"C") else 1
+                cur.extend(parts[i:i + 1 + n])
+                i += 1 + n
+                continue
+        elif len(tok.strip()) >= 40 and re.fullmatch(rb"[0-9a-f]{40,64}", tok.strip()):
+            cur = chunks.setdefault(tok.strip().decode(), [])
+        i += 1
+    for c, toks in chunks.items():
+        out[c] = raw_changes(b"\0".join(toks) + b"\0", kb)
+    return out
+
+
+def diff_staged(kb: Any, head: Optional[str]) -> list[Any]:
+    """Changed paths of ``kb`` between HEAD (or nothing) and the staged index."""
+    spec = ["--", kb.prefix] if kb.prefix else []
+    proc = git.run(["diff-index", "--cached", "-z", "--raw", "--no-renames",
+                    head or git.EMPTY_TREE, *spec], kb.top)
+    return raw_changes(proc.stdout, kb)
+
+
+def worktree_verified(kb: Any, head: Optional[str]) -> list[Any]:
+    """Changes under Verified/ between HEAD and the working tree, on blob ids.
+
+    ``git diff-index`` says which files may differ; a file whose stat info
+    changed is re-hashed by ``git hash-object`` with git's own filters
+    (``core.autocrlf``), so CRLF bytes in the working tree of an untouched
+    file are not a modification (case WIN-01).
+    """
+    if head is None:
+        return []
+    folder = kb.config.paths["verified"].strip("/")
+    spec = kb.prefix + (folder + "/" if folder not in ("", ".") else "")
+    proc = git.run(["diff-index", "-z", "--raw", "--no-renames", head, "--", spec or "."], kb.top)
+    changes = raw_changes(proc.stdout, kb)
+    dirty = [c for c in changes if c.old and c.new == ""]
+    out = [c for c in changes if c.new != ""]
+    if dirty:
+        paths = "\n".join(kb.prefix + c.path for c in dirty) + "\n"
+        hashed = git.run(["hash-object", "--stdin-paths"], kb.top,
+                         input=paths.encode("utf-8", "surrogateescape")).stdout.decode().split()
+        for c, h in zip(dirty, hashed):
+            if h != c.old:
+                out.append(RawChange(c.path, c.old, h))
+    return out
+
+
+def patch_files(files: dict[str, str], formats: dict[str, str], changes: Iterable[Any], kb: Any,
+                forward: bool) -> tuple[dict[str, str], dict[str, str]]:
+    """Apply ``changes`` to a {path: blob} map (``forward``: old -> new, else new -> old)."""
+    from kb.parse import classify
+
+    files, formats = dict(files), dict(formats)
+    for c in changes:
+        want = c.new if forward else c.old
+        if not want:
+            files.pop(c.path, None)
+            formats.pop(c.path, None)
+            continue
+        fmt = formats.get(c.path) or classify(c.path, kb.config)
+        if fmt is None:
+            continue
+        files[c.path] = want
+        formats[c.path] = fmt
+    return files, formats

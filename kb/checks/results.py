@@ -1,0 +1,258 @@
+"""The rules over one snapshot (and one change), with their results cached.
+
+:func:`snapshot_diagnostics` runs the parse checks, the per-file rules and
+the cross-file rules (KB2xx) of a snapshot; :func:`history_diagnostics` the
+history rules (KB3xx) of a change; :func:`split_introduced` tells the errors
+a change introduces from those its base already had.
+
+Results are kept in the index (:mod:`kb.index_results`): per-file rule
+results by blob, and the results of a whole snapshot under a hash of its
+``{path: blob}`` map. A snapshot that differs from a stored one only in
+files whose index facts (the objects' JSON and the links) are identical on
+both sides -- prose appended to an experiment, a card's free sections --
+inherits the stored cross-file results; only its changed files' parse and
+per-file results are read, and the "volatile" rules (the dashboard, which
+reads file bytes) run again. The common pre-commit check then costs what
+its change costs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from typing import Any, Optional
+
+from kb import index_facts, index_results
+from kb.checks.diagnostics import LightDiagnostic as _D
+from kb.checks.diagnostics import fix_of
+
+#: Formats the per-file rules read (the others have none).
+_RULED = ("tree", "experiment", "problem", "proposition", "method", "verified")
+
+
+def prepare_cache(index: Any) -> bool:
+    """Make the index's results tables usable for kb's current rules (results of other
+    rules are dropped). Takes a :class:`kb.index.Index`; False when they cannot be
+    used (everything is then computed and nothing stored)."""
+    from kb.checks.registry import rules_fingerprint
+
+    return index_results.prepare(index, rules_fingerprint())
+
+
+def file_rule_results(facts: Any, paths: Optional[list[str]] = None) -> list[_D]:
+    """Per-file rule diagnostics of every file of ``facts`` (a :class:`kb.checks.facts.Facts`),
+    or of ``paths``: read from the index, or computed (then stored there).
+
+    Returns diagnostics with the catalogue's severities (config not applied).
+    Raises :class:`kb.errors.EnvironmentError_` when the index cannot be read.
+    """
+    from kb.checks.facts import FileFacts
+    from kb.checks.registry import FILE_RULES
+
+    index = facts.index
+    files, formats = facts.files, facts.formats
+    scope = list(files) if paths is None else [p for p in paths if p in files]
+    big = facts.table() if len(scope) > 64 else None
+    cached = prepare_cache(index)
+    missing = index_results.unchecked(index, files, scope, big) if cached else scope
+    todo = [p for p in missing if formats.get(p) in _RULED]
+    fresh: list[tuple] = []
+    out: list[_D] = []
+    keep = facts.config.paths["tree"]
+    for p in todo:
+        ff = FileFacts(facts, p, formats[p])
+        for rule in FILE_RULES:
+            for d in rule.func(ff):
+                x = _D.of(d)
+                out.append(x)
+                fresh.append((p, files[p], x.line, x.col, x.code, x.severity, x.message, x.fix_json()))
+        if p != keep:  # a cold sweep of a large KB must not hold every file's objects
+            facts.forget(p)
+    if cached and todo:
+        index_results.store_file_results(index, [(p, files[p]) for p in todo], fresh)
+    if cached:
+        todo_set = set(todo)
+        in_scope = set(scope)
+        seen = set()
+        for p, b, ln, col, code, sev, msg, fx in index_results.file_results(index, files, scope, big):
+            if p in todo_set or p not in in_scope or files.get(p) != b or (p, ln, col, code, msg) in seen:
+                continue
+            seen.add((p, ln, col, code, msg))
+            out.append(_D(p, ln, col, code, sev, msg, fix_of(fx)))
+    return out
+
+
+def snapshot_key(facts: Any) -> str:
+    """The key a snapshot's results are stored under: ``snap:`` and a SHA-1 of its
+    ``{path: blob}`` map and of what else the rules read (the registry's key parts)."""
+    key = facts.results_key
+    if key is None:
+        import hashlib
+
+        from kb.checks.registry import KEY_PARTS, load_rules
+
+        load_rules()
+        body = "\n".join(f"{p}\0{b}" for p, b in sorted(facts.files.items()))
+        body += "".join("\n\1" + part(facts) for part in KEY_PARTS)
+        key = "snap:" + hashlib.sha1(body.encode("utf-8", "surrogateescape")).hexdigest()
+        facts.results_key = key
+    return key
+
+
+def _load_results(facts: Any, key: str) -> Optional[list[tuple[str, _D]]]:
+    # Used again: kept among the most recent (HEAD's results are the base of every
+    # pre-commit check; evicted, every check would redo the whole KB).
+    raw = index_results.get(facts.index, key, touch=True)
+    if raw is None:
+        return None
+    out = []
+    for origin, p, ln, col, code, sev, msg, fx in json.loads(raw):
+        out.append((origin, _D(p, ln, col, code, sev, msg, tuple(fx) if fx else None)))
+    return out
+
+
+def _store_results(facts: Any, key: str, results: list[tuple[str, _D]]) -> None:
+    """Store the results of a snapshot (the few most recently stored or used are kept)."""
+    data = json.dumps([[o, *d] for o, d in results], ensure_ascii=False)
+    index_results.put_snapshot(facts.index, key, data)
+
+
+def neutral(facts: Any, base: Any, changed: list[str]) -> bool:
+    """True when every changed path has the same objects (JSON) and links on both sides
+    (``facts`` and ``base``: :class:`kb.checks.facts.Facts` of one index)."""
+    for p in changed:
+        a, b = facts.files.get(p), base.files.get(p)
+        if a is None or b is None or facts.formats.get(p) != base.formats.get(p):
+            return False
+        if not index_facts.same_facts(facts.index, p, a, b):
+            return False
+    return True
+
+
+def _parse_rows(facts: Any, paths: Optional[list[str]] = None) -> list[_D]:
+    return [_D(p, ln, col, code, sev, msg, fix_of(fx))
+            for p, ln, col, code, sev, msg, fx in facts.parse_diagnostics(paths)]
+
+
+def _raw_snapshot(facts: Any, base: Optional[Any],
+                  earlier: Optional[Any] = None) -> list[tuple[str, _D]]:
+    """(origin, diagnostic) of every snapshot rule: origin ``p`` parse, ``f`` per-file
+    rule, ``x`` cross-file rule, ``v`` volatile cross-file rule."""
+    from kb.checks.registry import SNAPSHOT_RULES, enabled, load_rules
+
+    load_rules()
+    cfg = facts.config
+    prepare_cache(facts.index)
+    key = snapshot_key(facts)
+    hit = _load_results(facts, key)
+    if hit is not None:
+        return hit
+    volatile = [r for r in SNAPSHOT_RULES if r.volatile and enabled(r, cfg)]
+    stable = [r for r in SNAPSHOT_RULES if not r.volatile and enabled(r, cfg)]
+    inherited = None
+    src, prev = base, None
+    if base is not None:
+        prev = _load_results(base, snapshot_key(base))
+        if prev is None and earlier is not None:
+            # The base was never checked (a pull, a merge, a --no-verify commit): the
+            # state checked before it may be, and differ from this one only in prose.
+            src = earlier()
+            prev = _load_results(src, snapshot_key(src)) if src is not None else None
+    if src is not None and prev is not None:
+        changed = sorted(p for p in set(facts.files) | set(src.files)
+                         if facts.files.get(p) != src.files.get(p))
+        if neutral(facts, src, changed):
+            cset = set(changed)
+            inherited = [(o, d) for o, d in prev if o == "x" or (o in "pf" and d.path not in cset)]
+            inherited += [("p", d) for d in _parse_rows(facts, changed)]
+            inherited += [("f", d) for d in file_rule_results(facts, changed)]
+    if inherited is not None:
+        out = inherited
+    else:
+        out = [("p", d) for d in _parse_rows(facts)]
+        out += [("f", d) for d in file_rule_results(facts)]
+        for rule in stable:
+            out.extend(("x", _D.of(d)) for d in rule.func(facts))
+    for rule in volatile:
+        out.extend(("v", _D.of(d)) for d in rule.func(facts))
+    _store_results(facts, key, out)
+    return out
+
+
+def snapshot_diagnostics(facts: Any, base: Optional[Any] = None,
+                         earlier: Optional[Any] = None) -> list[_D]:
+    """Every snapshot diagnostic of ``facts`` (parse + KB2xx), config severities applied.
+
+    ``base`` is a snapshot whose stored results may be inherited (see above);
+    ``earlier`` (a callable returning Facts or None) offers another one when
+    the base's results are not stored.
+    """
+    from kb.checks.catalogue import effective_severity
+
+    cfg = facts.config
+    out = []
+    raw = _raw_snapshot(facts, base, earlier)
+    if any(d.code == "KB190" for _, d in raw):
+        # A conflicted file is read as empty: what follows from that (a stale
+        # dashboard) is noise until the conflict is resolved.
+        raw = [(k, d) for k, d in raw if d.code != "KB240"]
+    for _, d in raw:
+        sev = effective_severity(d.code, d.severity, cfg)
+        if sev is not None:
+            out.append(d if sev == d.severity else d._replace(severity=sev))
+    return out
+
+
+def history_diagnostics(change: Any) -> list[_D]:
+    """Every history diagnostic of ``change`` (config severities applied)."""
+    from kb.checks.catalogue import effective_severity
+    from kb.checks.registry import HISTORY_RULES, enabled, load_rules
+
+    load_rules()
+    cfg = change.config
+    out = []
+    # A file with conflict markers is one KB190 (kb.merge.markers), read as
+    # empty: the objects it seems to lose are not reported as removed.
+    conflicted = {p for p in change.paths if p in change.new.files
+                  and change.new.meta(p).get("conflict")}
+    for rule in HISTORY_RULES:
+        if rule.modes is not None and change.mode not in rule.modes:
+            continue
+        if not enabled(rule, cfg):
+            continue
+        for d in rule.func(change):
+            x = _D.of(d)
+            if x.path in conflicted:
+                continue
+            if x.severity == "info":  # accepted by an override: never raised by config
+                out.append(x)
+                continue
+            sev = effective_severity(x.code, x.severity, cfg)
+            if sev is not None:
+                out.append(x if sev == x.severity else x._replace(severity=sev))
+    return out
+
+
+_LOCATIONS = re.compile(r"(?<=\.md):\d+|\blines? \d+(?:(?:, | and )\d+)*")
+
+
+def _key(d: _D) -> tuple[str, str, str]:
+    """Identity of a diagnostic across two snapshots (line numbers left out)."""
+    return (d.code, d.path, _LOCATIONS.sub("", d.message))
+
+
+def split_introduced(new: list[_D], base: list[_D]) -> tuple[list[_D], list[_D]]:
+    """(introduced, pre-existing) errors of ``new`` compared with ``base``."""
+    budget = Counter(_key(d) for d in base if d.severity == "error")
+    introduced, pre = [], []
+    for d in new:
+        if d.severity != "error":
+            continue
+        k = _key(d)
+        if budget[k] > 0:
+            budget[k] -= 1
+            pre.append(d)
+        else:
+            introduced.append(d)
+    return introduced, pre

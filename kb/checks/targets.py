@@ -1,0 +1,143 @@
+"""What a verify run checks: the repository, its KBs, their configuration and index.
+
+Errors: :class:`kb.errors.EnvironmentError_` outside a git work tree,
+:class:`kb.errors.NotAKnowledgeBase` for a ``--kb`` without kb.toml,
+:class:`kb.errors.ConfigError` for an unreadable kb.toml.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+from kb import git
+from kb.errors import EnvironmentError_, KbError
+
+
+def kb_at(top: Path, prefix: str, blob_rev: Optional[str]) -> Any:
+    """The KB at repository folder ``prefix`` (config from disk, else from ``blob_rev``:
+    a commit, or ``""`` for the staged index)."""
+    from kb.config import config_from_dict, load_config
+    from kb.errors import ConfigError
+    from kb.repo import KnowledgeBase
+
+    root = top / prefix if prefix else top
+    if (root / "kb.toml").is_file():
+        cfg = load_config(root)
+    else:
+        import tomllib
+
+        spec = f"{blob_rev}:{prefix}kb.toml" if blob_rev else f":{prefix}kb.toml"
+        data = git.run(["cat-file", "blob", spec], top).stdout
+        try:
+            cfg = config_from_dict(root, tomllib.loads(data.decode("utf-8")))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{prefix}kb.toml is not valid TOML: {exc}") from None
+    return KnowledgeBase(root=root, top=top, prefix=prefix, config=cfg)
+
+
+_CONFIGS: dict[tuple[str, str, str], Any] = {}
+
+
+def config_at(k: Any, rev: Optional[str]) -> Any:
+    """The KB's configuration as of ``rev`` (a commit, or ``":"`` for the staged
+    index), or None when kb.toml is absent there or unreadable (the caller
+    then falls back to the configuration it has)."""
+    if rev is None:
+        return None
+    from kb.config import config_from_dict, tomllib
+
+    spec = f"{rev}{'' if rev == ':' else ':'}{k.prefix}kb.toml"
+    key = (str(k.top), k.prefix, spec)
+    if rev == ":":
+        _CONFIGS.pop(key, None)  # the staged index changes; commits do not
+    if key not in _CONFIGS:
+        if rev == ":" or "\n" in spec:
+            proc = git.run(["cat-file", "blob", spec], k.top, check=False)
+            data = proc.stdout if proc.returncode == 0 else None
+        else:
+            # A commit's kb.toml through the process's one cat-file (a range reads one
+            # per commit: no process per commit).
+            data = git.read_blobs([spec], k.top).get(spec)
+        cfg = None
+        if data is not None:
+            try:
+                text = data.decode("utf-8")
+                cfg = config_from_dict(k.root, tomllib.loads(text), text)
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError, KbError):
+                cfg = None
+        _CONFIGS[key] = cfg
+    return _CONFIGS[key]
+
+
+def open_index(k: Any) -> Any:
+    """The :class:`kb.index.Index` verify uses for KB ``k``: its ``.kb/`` cache when
+    the KB is checked out here, else one under the git dir (``kb-verify/``: a bare
+    repository, a KB deleted from the work tree). Close it (a context manager)."""
+    from kb.index import Index
+
+    if k.root.is_dir() and (k.root / "kb.toml").is_file():
+        return Index(k)
+    import hashlib
+
+    where = git.git_dir(k.top) / "kb-verify" / hashlib.sha1(k.prefix.encode()).hexdigest()[:16]
+    return Index(k, where / "index.sqlite")
+
+
+def staged_kbs(top: Path) -> list[str]:
+    """Folder prefixes (``""`` or ``"sub/"``) of every kb.toml in the staged index."""
+    proc = git.run(["ls-files", "-z", "--cached", "--", ":(glob)**/kb.toml"], top)
+    return sorted({p[: -len("kb.toml")] for p in git.split_z(proc.stdout)
+                   if p == "kb.toml" or p.endswith("/kb.toml")})
+
+
+def repo_top(start: Path) -> Path:
+    """The work tree top; in a bare repository (a server's pre-receive hook) its git dir."""
+    top = git.toplevel(start)
+    if top is None:
+        bare = git.run(["rev-parse", "--is-bare-repository"], start, check=False)
+        if bare.returncode == 0 and bare.stdout.strip() == b"true":
+            return git.git_dir(Path(start)).resolve()
+        raise EnvironmentError_(f"{start.resolve()} is not inside a git work tree")
+    return top.resolve()
+
+
+def selected_kbs(top: Path, kb_path: Optional[Path], found: list[str]) -> list[str]:
+    """The KB prefixes to check: every one found, or the one ``--kb`` names."""
+    if kb_path is None:
+        return found
+    from kb.repo import find_root
+
+    root = find_root(Path(kb_path))
+    if root is None:
+        from kb.errors import NotAKnowledgeBase
+
+        raise NotAKnowledgeBase(f"no kb.toml in {Path(kb_path).resolve()} or any parent folder")
+    rel = root.resolve().relative_to(top).as_posix()
+    return ["" if rel == "." else rel + "/"]
+
+
+def parents_of(top: Path, commit: str) -> list[str]:
+    """The parent commit ids of ``commit`` (first parent first; [] for a root)."""
+    line = git.out(["rev-list", "--parents", "-n", "1", commit], top)
+    return line.split()[1:]
+
+
+def shallow_commits(top: Path) -> set[str]:
+    """Commit ids at the boundary of a shallow clone (empty for a full clone)."""
+    if git.out(["rev-parse", "--is-shallow-repository"], top) != "true":
+        return set()
+    p = Path(git.out(["rev-parse", "--git-path", "shallow"], top))
+    if not p.is_absolute():
+        p = top / p
+    try:
+        return set(p.read_text().split())
+    except OSError:
+        return set()
+
+
+def shallow_note(commit: str) -> str:
+    """What to tell when ``commit`` is the boundary of a shallow clone."""
+    return (f"history checks need full history: commit {commit[:12]} is the boundary of a shallow "
+            "clone, so its parent is unknown and nothing it added can be judged; run "
+            "`git fetch --unshallow` (GitHub Actions: actions/checkout with fetch-depth: 0)")

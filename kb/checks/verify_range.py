@@ -1,0 +1,302 @@
+"""``kb verify --rev`` and ``--range``: commits, each vs its first parent (CI, pre-push).
+
+Every commit of ``A..B`` is checked against its first parent (history
+rules), then the final snapshot (snapshot rules; errors already present
+where the range started are pre-existing). This catches ``--no-verify``
+commits and IDs allocated twice on parallel branches at their merge.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any, Optional
+
+from kb import git
+from kb.checks.changes import diff_commits, diff_many, patch_files
+from kb.checks.diagnostics import LightDiagnostic as _D
+from kb.checks import file_results
+from kb.checks.judge import check_snapshots, history_findings, judged_by_all_parents
+from kb.checks.overrides import trailers
+from kb.checks.report import Finding, Report, config_findings, findings
+from kb.checks.results import prepare_cache
+from kb.checks.targets import (config_at, kb_at, open_index, parents_of, repo_top, selected_kbs,
+                               shallow_commits, shallow_note)
+from kb.errors import EnvironmentError_, GitError, UsageError
+
+
+def verify_rev(start: Path, rev: str, kb_path: Optional[Path] = None) -> Report:
+    """One commit vs its first parent (CI).
+
+    Returns the :class:`kb.checks.report.Report` (mode ``rev``). Raises
+    :class:`kb.errors.UsageError` when ``rev`` names no commit, and as
+    :func:`verify_commit_range`.
+    """
+    top = repo_top(start)
+    sha = git.rev_parse(rev, top)
+    if sha is None:
+        raise UsageError(f"{rev!r} is not a commit")
+    parents = parents_of(top, sha)
+    return _verify_commits(top, [(sha, parents)], sha, parents[0] if parents else None, kb_path,
+                           mode="rev", trailer_spec=["-1", sha])
+
+
+def verify_range(start: Path, spec: str, kb_path: Optional[Path] = None) -> Report:
+    """Every commit of ``A..B`` (each vs its first parent) plus the final snapshot.
+
+    ``spec`` is ``A..B`` (``B`` defaults to HEAD). Returns the report (mode
+    ``range``); raises :class:`kb.errors.UsageError` for another spec, and as
+    :func:`verify_commit_range`.
+    """
+    if "..." in spec or ".." not in spec:
+        raise UsageError(f"--range takes A..B (two commits), not {spec!r}")
+    a, _, b = spec.partition("..")
+    return verify_commit_range(start, a or None, b or "HEAD", kb_path, allow_root=False)
+
+
+def verify_commit_range(start: Path, a: Optional[str], b: str, kb_path: Optional[Path] = None,
+                        allow_root: bool = True, against: Optional[str] = None) -> Report:
+    """``a..b`` (``a`` None: every commit reachable from ``b``, from the root).
+
+    ``against`` names the branch the range is meant to merge into: IDs the range
+    adds (``b`` against its merge-base with ``against``) that ``against`` already
+    holds with other content are KB350 errors (:mod:`kb.merge.collide`).
+    Returns the :class:`kb.checks.report.Report` (mode ``range``, ``commits`` the
+    number checked). Raises :class:`kb.errors.UsageError` when ``a``, ``b`` or
+    ``against`` names no commit (or ``a`` is None without ``allow_root``),
+    :class:`kb.errors.EnvironmentError_` when git or the index fails.
+    """
+    top = repo_top(start)
+    tip = git.rev_parse(b, top)
+    if tip is None:
+        raise UsageError(f"{b!r} is not a commit")
+    target = None
+    if against is not None:
+        target = git.rev_parse(against, top)
+        if target is None:
+            raise UsageError(f"--against {against!r} is not a commit here (fetch it first, e.g. "
+                             "`git fetch origin`)")
+    base = None
+    if a is not None:
+        base = git.rev_parse(a, top)
+        if base is None:
+            hint = (" (this is a shallow clone: fetch full history with `git fetch --unshallow`, "
+                    "or fetch-depth: 0 in actions/checkout)" if shallow_commits(top) else
+                    " (fetch it first, e.g. `git fetch origin`)")
+            raise UsageError(f"{a!r} is not a commit here{hint}")
+    elif not allow_root:
+        raise UsageError("--range needs A..B")
+    spec = [f"{base}..{tip}"] if base else [tip]
+    try:
+        lines = git.out(["rev-list", "--reverse", "--topo-order", "--parents", *spec], top)
+    except GitError as exc:
+        raise EnvironmentError_(f"cannot list the commits of the range: {exc.stderr}") from None
+    commits = [(ln.split()[0], ln.split()[1:]) for ln in lines.splitlines() if ln.strip()]
+    origin = None
+    if base is not None:
+        mb = git.run(["merge-base", base, tip], top, check=False)
+        origin = mb.stdout.decode().strip() or base if mb.returncode == 0 else base
+    report = _verify_commits(top, commits, tip, origin, kb_path, mode="range", trailer_spec=spec)
+    if target is not None:
+        _against(top, report, tip, target, against or target, kb_path)
+    return report
+
+
+def _against(top: Path, report: Report, tip: str, target: str, label: str,
+             kb_path: Optional[Path]) -> None:
+    """Add the KB350 collisions of ``tip`` with ``target`` to ``report``."""
+    from kb.checks.facts import Facts
+    from kb.merge.collide import collision_diagnostics, find_collisions
+    from kb.repo import commit_snapshot, find_all_kbs
+
+    mb = git.run(["merge-base", tip, target], top, check=False)
+    base = mb.stdout.decode().strip() if mb.returncode == 0 else ""
+    for prefix in selected_kbs(top, kb_path, sorted(set(find_all_kbs(top, tip)))):
+        try:
+            k = kb_at(top, prefix, tip)
+        except GitError:
+            continue
+        with open_index(k) as idx:
+            tip_f = Facts(idx, commit_snapshot(k, tip), tip[:10])
+            target_f = Facts(idx, commit_snapshot(k, target), label)
+            base_f = Facts(idx, commit_snapshot(k, base), base[:10]) if base else None
+            diags = collision_diagnostics(find_collisions(tip_f, base_f, target_f), label)
+            report.findings += findings([_D.of(d) for d in diags], k, "history", commit=tip,
+                                        all_errors_block=True)
+
+
+def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
+                    origin: Optional[str], kb_path: Optional[Path], mode: str,
+                    trailer_spec: list[str]) -> Report:
+    """History rules for each commit (vs its first parent), then snapshot rules on
+    ``tip`` with pre-existing errors judged against ``origin`` (None: empty)."""
+    from kb.checks.changes import Change
+    from kb.checks.facts import Facts
+    from kb.repo import Snapshot, commit_snapshot, find_all_kbs
+
+    report = Report(mode=mode, commits=len(commits))
+    shallow = shallow_commits(top)
+    found = set(find_all_kbs(top, tip))
+    if origin:
+        found |= set(find_all_kbs(top, origin))
+    prefixes = selected_kbs(top, kb_path, sorted(found))
+    shas = [c for c, _ in commits]
+    ovs: dict[str, dict[str, str]] = trailers(top, trailer_spec) if shas else {}
+    merge_ovs: dict[str, dict[str, str]] = {}
+    for c, parents in commits:
+        if len(parents) > 1:
+            acc: dict[str, str] = {}
+            for ov in trailers(top, [f"{parents[0]}..{c}"]).values():
+                acc.update(ov)
+            merge_ovs[c] = acc
+    bad = [c for c, parents in commits if c in shallow]
+    for c in bad:
+        report.notes.append(shallow_note(c))
+    if bad:
+        report.env_error = shallow_note(bad[0])
+    children = Counter(p[0] for _, p in commits if p)
+    # The "existed before the range" check (KB307) applies to commits made on
+    # top of the origin; a branch commit made in parallel (merged with its
+    # target later, e.g. by kb sync) never saw the origin's IDs.
+    after_origin: Optional[set[str]] = None
+    if origin and shas:
+        anc = git.run(["rev-list", "--ancestry-path", f"{origin}..{tip}"], top, check=False)
+        after_origin = set(anc.stdout.decode().split()) if anc.returncode == 0 else None
+    for prefix in prefixes:
+        try:
+            k = kb_at(top, prefix, tip)
+        except GitError:
+            continue  # the KB does not exist at the tip (deleted): nothing to read its config from
+        report.kbs.append(prefix.rstrip("/") or ".")
+        with open_index(k) as idx:
+            tip_snap = commit_snapshot(k, tip)
+            diffs = diff_many(k, [(c, parents[0] if parents else None) for c, parents in commits
+                                  if c not in shallow])
+            _prefetch(idx, k, tip_snap, [diffs.get(c, []) for c, _ in commits])
+            tip_f = Facts(idx, tip_snap, tip[:10])
+            origin_f = None
+            if origin:
+                ch = diff_commits(k, origin, tip)
+                ofiles, ofmts = patch_files(tip_snap.files, tip_snap.formats, ch, k, forward=False)
+                origin_f = Facts(idx, Snapshot(kb=k, kind="commit", files=ofiles, formats=ofmts,
+                                               rev=origin), origin[:10], derive_from=tip_f)
+            maps: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
+            left = dict(children)
+            for c, parents in commits:
+                parent = parents[0] if parents else None
+                if c in shallow:
+                    report.findings.append(Finding(
+                        path=k.prefix + "kb.toml", line=0, col=1, code="KB390", severity="error",
+                        message=shallow_note(c), family="history", kb=k.prefix.rstrip("/") or ".",
+                        commit=c, blocking=True))
+                    continue
+                changes = diffs.get(c, [])
+                if parent in maps:
+                    pfiles, pfmts = maps[parent]
+                    nfiles, nfmts = patch_files(pfiles, pfmts, changes, k, forward=True)
+                elif c == tip:
+                    nfiles, nfmts = tip_snap.files, tip_snap.formats
+                else:
+                    snap = commit_snapshot(k, c)
+                    nfiles, nfmts = snap.files, snap.formats
+                if left.get(c):
+                    maps[c] = (nfiles, nfmts)
+                if parent in maps:
+                    left[parent] -= 1
+                    pfiles, pfmts = maps[parent] if left[parent] > 0 else maps.pop(parent)
+                else:
+                    pfiles, pfmts = patch_files(nfiles, nfmts, changes, k, forward=False)
+                if not changes:
+                    continue
+                touched = [ch.path for ch in changes]
+                new = Snapshot(kb=k, kind="commit", files=nfiles, formats=nfmts, rev=c)
+                old = Snapshot(kb=k, kind="commit", files=pfiles, formats=pfmts, rev=parent)
+                new_f = tip_f if c == tip else Facts(idx, new, c[:10], ensure=touched)
+                old_f = Facts(idx, old, parent[:10] if parent else "the empty history", ensure=touched)
+                overrides = dict(ovs.get(c, {}))
+                overrides.update(merge_ovs.get(c, {}))
+                seen_origin = origin_f if after_origin is None or c in after_origin else None
+                change = Change(old_f, new_f, mode, changes, overrides, commit=c, origin=seen_origin,
+                                base_config=config_at(k, parent), new_config=config_at(k, c))
+                found = history_findings(change, k, c)
+                if len(parents) > 1 and found:
+                    found = judged_by_all_parents(found, idx, k, c, parents[1:], new, mode,
+                                                  overrides, origin_f)
+                report.findings += found
+            report.findings += config_findings(k)
+            report.findings += check_snapshots(k, tip_f, origin_f, strict=True) if origin_f is not None \
+                else check_snapshots(k, tip_f, _empty_facts(idx, k), strict=True)
+    return report
+
+
+def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]]) -> None:
+    """Parse every file version a range check reads before the commits are walked: the
+    tip's files and both sides of every change (``diffs``: the commits' changes, oldest
+    first). A CI clone starts with no cache; one commit at a time, the parent parsed
+    them serially, tree.md from scratch each time. Here the versions are parsed in one
+    pass (in parallel), except the tree versions that follow an earlier one: those are
+    derived from it (:mod:`kb.checks.tree_versions`), one after the other."""
+    from kb.checks.tree_versions import splice_tree_version
+    from kb.parse import classify
+
+    tree_steps: list[tuple[str, str, str]] = []
+    derived: set[tuple[str, str]] = set()
+    items = []
+    for changes in diffs:
+        for ch in changes:
+            fmt = tip.formats.get(ch.path) or classify(ch.path, k.config)
+            if fmt is None:
+                continue
+            if fmt == "tree" and ch.old and ch.new:
+                tree_steps.append((ch.path, ch.old, ch.new))
+                if (ch.path, ch.old) not in derived:
+                    items.append((ch.path, ch.old, fmt))
+                derived.add((ch.path, ch.new))
+                continue
+            items += [(ch.path, b, fmt) for b in (ch.old, ch.new) if b]
+    items += [(p, b, tip.formats[p]) for p, b in tip.files.items() if (p, b) not in derived]
+    # The per-file rules run in the parse workers (the tip's results are needed anyway).
+    idx.ensure_versions([it for it in items if (it[0], it[1]) not in derived],
+                        file_rules=file_results.rule_rows if prepare_cache(idx) else None,
+                        read=_checkout_reader(k, tip.files))
+    if not tree_steps:
+        return
+    blobs = git.read_blobs([b for _, old, new in tree_steps for b in (old, new)], k.top)
+    for path, old, new in tree_steps:
+        if old in blobs and new in blobs and idx.has_parse(path, old):
+            if splice_tree_version(k, idx, path, old, blobs[old], new, blobs[new]):
+                continue
+        idx.ensure_versions([(path, new, "tree")])
+
+
+def _checkout_reader(k: Any, tip_files: dict[str, str]) -> Any:
+    """A blob reader for :meth:`kb.index.Index.ensure_versions` that takes the tip's file
+    versions from the work tree when the file there holds the wanted blob
+    (:func:`kb.checks.facts.checkout_bytes`: a CI checkout of the tip, no object
+    inflated), the rest from git.
+
+    Returns ``read(items) -> {blob: bytes}`` for ``(path, blob, fmt)`` items.
+    """
+    from kb.checks.facts import checkout_bytes
+
+    def read(items: list[tuple[str, str, str]]) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        rest = []
+        for path, blob, _ in items:
+            data = checkout_bytes(k.root, path, blob) if tip_files.get(path) == blob else None
+            if data is None:
+                rest.append(blob)
+            else:
+                out[blob] = data
+        if rest:
+            out.update(git.read_blobs(rest, k.top))
+        return out
+
+    return read
+
+
+def _empty_facts(idx: Any, k: Any) -> Any:
+    from kb.checks.facts import Facts
+    from kb.repo import empty_snapshot
+
+    return Facts(idx, empty_snapshot(k), "the empty history", ensure=())

@@ -1,0 +1,114 @@
+"""``kb verify --staged``: the pre-commit hook, the staged index vs HEAD.
+
+The staged index (``GIT_INDEX_FILE`` is honoured, so ``git commit -a`` and
+``git commit <paths>`` are checked as committed) vs HEAD (empty history when
+HEAD is unborn), every KB of the repository. ``git commit --amend``: git
+does not tell the hook, so the staged index is compared with HEAD (the
+commit being replaced). A merge being committed accepts the
+``Kb-Override:`` trailers of the merged commits.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from kb import git
+from kb.checks.changes import diff_commits, diff_staged, patch_files
+from kb.checks.judge import check_snapshots, history_findings, judged_by_all_parents
+from kb.checks.overrides import merge_heads, merge_overrides, parse_overrides
+from kb.checks.report import Report, config_findings
+from kb.checks.targets import config_at, kb_at, open_index, repo_top, selected_kbs, staged_kbs
+
+
+def verify_staged(start: Path, kb_path: Optional[Path] = None,
+                  environ: Optional[Mapping[str, str]] = None) -> Report:
+    """The pre-commit hook: the staged index vs HEAD, every KB of the repository.
+
+    ``start`` is a folder of the repository, ``kb_path`` limits the check to one
+    KB, ``environ`` (default ``os.environ``) gives ``KB_OVERRIDE`` and git's merge
+    variables. Returns the :class:`kb.checks.report.Report` (mode ``staged``).
+
+    Raises :class:`kb.errors.EnvironmentError_` outside a git work tree or when git
+    or the index fails, :class:`kb.errors.NotAKnowledgeBase` when ``kb_path`` holds
+    no KB, :class:`kb.errors.ConfigError` for an unreadable kb.toml.
+    """
+    from kb.checks.changes import Change
+    from kb.checks.facts import Facts
+    from kb.repo import Snapshot, staged_snapshot
+
+    env = os.environ if environ is None else environ
+    top = repo_top(start)
+    prefixes = selected_kbs(top, kb_path, staged_kbs(top))
+    head = git.rev_parse("HEAD", top)
+    report = Report(mode="staged")
+    if head is None:
+        report.notes.append("HEAD has no commit yet: history is empty (first commit)")
+    overrides = parse_overrides(env.get("KB_OVERRIDE", ""))
+    merging: list[str] = []
+    if head is not None:
+        overrides.update(merge_overrides(top, env))
+        merging = [h for h in merge_heads(top, env) if h != head]
+    for prefix in prefixes:
+        k = kb_at(top, prefix, "")
+        report.kbs.append(prefix.rstrip("/") or ".")
+        with open_index(k) as idx:
+            new = staged_snapshot(k)
+            changes = diff_staged(k, head)
+            bfiles, bfmts = patch_files(new.files, new.formats, changes, k, forward=False)
+            base = Snapshot(kb=k, kind="commit", files=bfiles, formats=bfmts, rev=head)
+            new_f = Facts(idx, new, "the staged index")
+            base_f = Facts(idx, base, "HEAD" if head else "the empty history", derive_from=new_f)
+            change = Change(base_f, new_f, "staged", changes, overrides,
+                            base_config=config_at(k, head), new_config=_staged_config(k, head, changes))
+            report.findings += config_findings(k)
+            found = history_findings(change, k, None)
+            if found and merging:
+                # Only the allocation order (KB307) is judged against every merged head:
+                # the merged commits are not checked here (pre-push and CI check them),
+                # so what they bring in is still this merge's to answer for.
+                found = judged_by_all_parents(found, idx, k, None, merging, new, "staged",
+                                              overrides, None, diff=lambda p: diff_staged(k, p),
+                                              codes={"KB307"})
+            report.findings += found
+            report.findings += check_snapshots(k, new_f, base_f, strict=True,
+                                               earlier=lambda: before_head(idx, k, base_f))
+    return report
+
+
+def _staged_config(k: Any, head: Optional[str], changes: list[Any]) -> Any:
+    """The staged kb.toml's configuration (see :func:`kb.checks.targets.config_at`): HEAD's
+    when the staged index leaves kb.toml as it is (no git process of its own)."""
+    if head is not None and not any(c.path == "kb.toml" for c in changes):
+        return config_at(k, head)
+    return config_at(k, ":")
+
+
+#: Above this many changed paths between HEAD and the state before it, a search for
+#: reusable results costs about what the full check costs.
+_EARLIER_MAX_CHANGES = 400
+
+
+def before_head(idx: Any, k: Any, head_f: Any) -> Optional[Any]:
+    """Facts of the commit HEAD pointed at before it last moved (``HEAD@{1}``: the state
+    before a pull, a merge or a reset), built from HEAD's without parsing; None when
+    there is none, it is far away, or a version it holds is not in the index."""
+    from kb.checks.facts import Facts
+    from kb.repo import Snapshot
+
+    head = head_f.snap.rev
+    if not head:
+        return None
+    proc = git.run(["rev-parse", "--verify", "--quiet", "HEAD@{1}^{commit}"], k.top, check=False)
+    before = proc.stdout.decode().strip()
+    if proc.returncode != 0 or not before or before == head:
+        return None
+    changes = diff_commits(k, before, head)
+    if len(changes) > _EARLIER_MAX_CHANGES:
+        return None
+    files, fmts = patch_files(head_f.files, head_f.formats, changes, k, forward=False)
+    if any(c.old and c.path in files and not idx.has_parse(c.path, c.old) for c in changes):
+        return None
+    return Facts(idx, Snapshot(kb=k, kind="commit", files=files, formats=fmts, rev=before),
+                 before[:10], ensure=())

@@ -1,0 +1,76 @@
+"""``kb verify`` (no option): the working tree of one KB vs HEAD; every error fails."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from kb import git
+from kb.checks.changes import worktree_verified
+from kb.checks.diagnostics import LightDiagnostic as _D
+from kb.checks.judge import check_snapshots, history_findings
+from kb.checks.overrides import parse_overrides
+from kb.checks.report import Finding, Report, config_findings, findings
+from kb.checks.targets import config_at, open_index
+
+
+def verify_worktree(start: Path, kb_path: Optional[Path] = None,
+                    environ: Optional[Mapping[str, str]] = None) -> Report:
+    """``kb verify``: the working tree of one KB vs HEAD; every error fails.
+
+    ``start`` is a folder of the KB (or ``kb_path`` names it); ``environ``
+    (default ``os.environ``) gives ``KB_OVERRIDE``. Returns the
+    :class:`kb.checks.report.Report` (mode ``worktree``).
+
+    Raises :class:`kb.errors.EnvironmentError_` outside a git work tree or when git
+    or the index fails, :class:`kb.errors.NotAKnowledgeBase` when ``kb_path`` holds
+    no KB, :class:`kb.errors.ConfigError` for an unreadable kb.toml.
+    """
+    from kb.checks.changes import Change, RawChange
+    from kb.checks.facts import Facts
+    from kb.repo import commit_snapshot, empty_snapshot, open_kb
+
+    env = os.environ if environ is None else environ
+    k = open_kb(kb_path or start)
+    report = Report(mode="worktree", kbs=[k.prefix.rstrip("/") or "."])
+    with open_index(k) as idx:
+        idx.refresh(check=True)  # verify reads everything: check every cached parse too
+        new = idx.worktree()
+        new_f = Facts(idx, new, "the working tree", ensure=())
+        head = git.rev_parse("HEAD", k.top)
+        base = commit_snapshot(k, head) if head else empty_snapshot(k)
+        base_f = Facts(idx, base, "HEAD", derive_from=new_f)
+        folder = k.config.paths["verified"].strip("/")
+        vprefix = "" if folder in ("", ".") else folder + "/"
+        changes = [RawChange(p, base.files.get(p), new.files.get(p))
+                   for p in sorted(set(new.files) | set(base.files))
+                   if base.files.get(p) != new.files.get(p) and not p.startswith(vprefix)]
+        changes += worktree_verified(k, head)
+        overrides = parse_overrides(env.get("KB_OVERRIDE", ""))
+        change = Change(base_f, new_f, "worktree", changes, overrides,
+                        base_config=config_at(k, head), new_config=k.config)
+        report.findings += config_findings(k)
+        report.findings += check_snapshots(k, new_f, base_f, strict=False)
+        report.findings += history_findings(change, k, None)
+    report.findings += _driver_findings(k)
+    if head is None:
+        report.notes.append("HEAD has no commit yet: history is empty")
+    return report
+
+
+def _driver_findings(k: Any) -> list[Finding]:
+    """KB245: ``.gitattributes`` names a kb merge driver this clone has not
+    registered (git would merge that file line by line; issue: team work)."""
+    from kb.checks.catalogue import effective_severity
+    from kb.merge.drivers import missing_drivers
+
+    sev = effective_severity("KB245", "warning", k.config)
+    if sev is None:
+        return []
+    diags = [_D(m.path, m.line, 1, "KB245", sev,
+                f"{m.path} names the merge driver {m.driver}, which this clone has not registered: "
+                "git merges the file line by line instead (conflicts kb would avoid); run "
+                "`kb hooks install` (or `kb sync`) to register kb's drivers", None)
+             for m in missing_drivers(k.top, k.root)]
+    return findings(diags, k, "snapshot")

@@ -1,0 +1,268 @@
+"""Queries over the index for one snapshot or one file version (index layer).
+
+What the rules (:mod:`kb.checks.facts`), the review sides (:mod:`kb.review`)
+and the web view (:mod:`kb.web`) read of the index's ``parsed``, ``objects``,
+``links`` and ``diagnostics`` tables (:mod:`kb.index`), as plain tuples: the
+callers never write SQL. A :class:`SnapshotTable` is a snapshot's
+``{path: blob}`` as a temporary table, so that whole-snapshot questions cost
+what the snapshot holds, not what else the cache holds.
+
+Errors: a database that cannot be read raises
+:class:`kb.errors.EnvironmentError_` (delete ``.kb/`` and run again).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional
+
+from kb.errors import EnvironmentError_
+from kb.index import Index
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kb.repo import KnowledgeBase, Snapshot
+
+
+@contextmanager
+def _reading() -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise EnvironmentError_(f"kb's index cache cannot be read ({exc}); delete the .kb/ folder "
+                                "and run the command again") from None
+
+
+class SnapshotTable:
+    """A snapshot's ``{path: blob}`` as a temporary table of the index's connection,
+    created on first use (:attr:`name`)."""
+
+    _serial = 0
+
+    def __init__(self, index: Index, files: dict[str, str]) -> None:
+        self.index = index
+        self.files = files
+        self._name: Optional[str] = None
+
+    @property
+    def name(self) -> str:
+        """The table's name (``kb_snap_<n>``, columns ``path``, ``blob``)."""
+        if self._name is None:
+            SnapshotTable._serial += 1
+            name = f"kb_snap_{SnapshotTable._serial}"
+            db = self.index.db
+            with _reading():
+                db.execute(f"CREATE TEMP TABLE {name} (path TEXT PRIMARY KEY, blob TEXT NOT NULL) "
+                           "WITHOUT ROWID")
+                db.executemany(f"INSERT INTO {name} VALUES (?, ?)", self.files.items())
+                # The inserts opened an implicit transaction: end it, or the index's next
+                # write (BEGIN IMMEDIATE) fails and kb falls back to an in-memory index.
+                db.commit()
+            self._name = name
+        return self._name
+
+    def _join(self, table: str, columns: str, where: str = "", args: tuple = ()) -> list[tuple]:
+        sql = (f"SELECT {columns} FROM {self.name} s JOIN {table} t "
+               f"ON t.path = s.path AND t.blob = s.blob")
+        if where:
+            sql += f" WHERE {where}"
+        with _reading():
+            return list(self.index.db.execute(sql, args))
+
+    def unparsed(self) -> list[str]:
+        """Paths of the snapshot whose version has no stored parse."""
+        with _reading():
+            return [p for (p,) in self.index.db.execute(
+                f"SELECT s.path FROM {self.name} s LEFT JOIN parsed t "
+                "ON t.path = s.path AND t.blob = s.blob WHERE t.path IS NULL")]
+
+    def objects(self) -> list[tuple[str, str, str, str, int, str]]:
+        """``(id, kind, status, path, line, blob)`` of every object of the snapshot."""
+        return self._join("objects", "t.id, t.kind, t.status, t.path, t.line, t.blob")
+
+    def links(self, kinds: Iterable[str]) -> list[tuple[str, str, str, str]]:
+        """``(path, src, dst, kind)`` of every link of ``kinds`` in the snapshot."""
+        kinds = tuple(kinds)
+        marks = ",".join("?" * len(kinds))
+        return self._join("links", "t.path, t.src, t.dst, t.kind", f"t.kind IN ({marks})", kinds)
+
+    def ids_of_kind(self, kind: str) -> set[str]:
+        """IDs of the snapshot's objects of ``kind``."""
+        return {i for (i,) in self._join("objects", "t.id", "t.kind = ?", (kind,))}
+
+    def parse_diagnostics(self) -> list[tuple]:
+        """``(path, line, col, code, severity, message, fix JSON)`` of every parse
+        diagnostic of the snapshot."""
+        return self._join("diagnostics", "t.path, t.line, t.col, t.code, t.severity, t.message, t.fix")
+
+    def field_of_kind(self, kind: str, field: str) -> list[tuple[str, Any]]:
+        """``(path, value of the JSON field)`` of every object of ``kind``."""
+        return self._join("objects", f"t.path, json_extract(t.data, '$.{field}')", "t.kind = ?", (kind,))
+
+    def data_of_kind(self, kind: str) -> list[tuple[str, str]]:
+        """``(path, object JSON)`` of every object of ``kind``."""
+        return self._join("objects", "t.path, t.data", "t.kind = ?", (kind,))
+
+
+def version_objects(index: Index, path: str, blob: str) -> list[tuple[str, str, str, str, int, str]]:
+    """``(id, kind, status, path, line, blob)`` of the objects of one file version."""
+    with _reading():
+        return list(index.db.execute(
+            "SELECT id, kind, status, path, line, blob FROM objects WHERE path=? AND blob=?",
+            (path, blob)))
+
+
+def version_links(index: Index, path: str, blob: str, kinds: Iterable[str]) -> list[tuple[str, str, str]]:
+    """``(src, dst, kind)`` of the links of ``kinds`` one file version declares."""
+    kinds = tuple(kinds)
+    marks = ",".join("?" * len(kinds))
+    with _reading():
+        return list(index.db.execute(
+            f"SELECT src, dst, kind FROM links WHERE path=? AND blob=? AND kind IN ({marks})",
+            (path, blob, *kinds)))
+
+
+def declarations(index: Index, obj_id: str, kinds: Iterable[str]) -> list[tuple[str, str, str, str, str, int]]:
+    """``(path, blob, id, kind, status, line)`` of every stored declaration of ``obj_id``
+    among ``kinds`` (of any file version: the caller keeps its snapshot's)."""
+    kinds = tuple(kinds)
+    marks = ",".join("?" * len(kinds))
+    with _reading():
+        return list(index.db.execute(
+            f"SELECT path, blob, id, kind, status, line FROM objects WHERE id=? AND kind IN ({marks})",
+            (obj_id, *kinds)))
+
+
+def history_rows(index: Index, path: str, blob: str) -> list[tuple]:
+    """What the history rules compare of the objects of one file version, in line
+    order: ``(id, kind, status, line, statement (an experiment's title), evidence JSON, evidence line,
+    status line, hypothesis)`` (JSON fields read by SQLite, None when absent)."""
+    with _reading():
+        return list(index.db.execute(
+            "SELECT id, kind, status, line, "
+            # an experiment has no statement: its title says what it is (KB350, kb sync)
+            "coalesce(json_extract(data, '$.statement'), json_extract(data, '$.title')), "
+            "json_extract(data, '$.evidence'), json_extract(data, '$.anchor_lines.Evidence'), "
+            "coalesce(json_extract(data, '$.anchor_lines.Status'), "
+            "json_extract(data, '$.anchor_lines.状态')), json_extract(data, '$.hypothesis') "
+            "FROM objects WHERE path=? AND blob=? ORDER BY line", (path, blob)))
+
+
+def version_diagnostics(index: Index, path: str, blob: str) -> list[tuple]:
+    """``(line, col, code, severity, message, fix JSON)`` of one file version's parse."""
+    with _reading():
+        return list(index.db.execute(
+            "SELECT line, col, code, severity, message, fix FROM diagnostics "
+            "WHERE path=? AND blob=?", (path, blob)))
+
+
+def hypotheses_brief(index: Index, path: str, blob: str) -> list[tuple[str, str, str, Optional[str]]]:
+    """``(id, statement, status, parent)`` of the hypotheses of one tree.md version, in
+    line order (what the dashboard renders)."""
+    with _reading():
+        return list(index.db.execute(
+            "SELECT id, json_extract(data, '$.statement'), status, json_extract(data, '$.parent') "
+            "FROM objects WHERE path=? AND blob=? AND kind='hypothesis' ORDER BY line", (path, blob)))
+
+
+def same_facts(index: Index, path: str, a: str, b: str) -> bool:
+    """Whether two versions of ``path`` hold the same objects (JSON) and links."""
+    q_obj = "SELECT id, kind, status, title, line, data FROM objects WHERE path=? AND blob=?"
+    q_lnk = "SELECT src, dst, kind FROM links WHERE path=? AND blob=?"
+    db = index.db
+    with _reading():
+        if sorted(set(db.execute(q_obj, (path, a)))) != sorted(set(db.execute(q_obj, (path, b)))):
+            return False
+        return sorted(set(db.execute(q_lnk, (path, a)))) == sorted(set(db.execute(q_lnk, (path, b))))
+
+
+def changed_objects(index: Index, path: str, a: str, b: str,
+                    moving: Iterable[str] = ()) -> list[tuple[str, str, int, str]]:
+    """``(kind, id, line, JSON)`` of the objects of ``path`` at blob ``a`` that blob ``b``
+    lacks or holds with other fields (compared inside SQLite; the JSON paths
+    ``moving``, e.g. ``$.line``, are left out of the comparison), in line order."""
+    moving = tuple(moving)
+    drop = ", ".join("?" * len(moving))
+    same = f"json_remove(b.data, {drop}) = json_remove(a.data, {drop})" if moving else "0"
+    sql = ("SELECT a.kind, a.id, a.line, a.data FROM objects a "
+           "WHERE a.path = ? AND a.blob = ? AND NOT EXISTS ("
+           "SELECT 1 FROM objects b WHERE b.id = a.id AND b.path = ? AND b.blob = ? "
+           f"AND b.kind = a.kind AND (b.data = a.data OR {same})) ORDER BY a.line")
+    with _reading():
+        return list(index.db.execute(sql, (path, a, path, b, *moving, *moving)))
+
+
+def objects_with_ids(index: Index, path: str, blob: str, kind: str,
+                     ids: list[str]) -> list[tuple[str, int, str]]:
+    """``(id, line, JSON)`` of the objects of ``kind`` with these IDs in one file version."""
+    out: list[tuple[str, int, str]] = []
+    with _reading():
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            out.extend(index.db.execute(
+                f"SELECT id, line, data FROM objects WHERE path=? AND blob=? AND kind=? AND id IN ({marks})",
+                (path, blob, kind, *chunk)))
+    return out
+
+
+def first_diagnostics(index: Index, versions: list[tuple[str, str]],
+                      codes: Iterable[str]) -> list[tuple[str, int, str, str]]:
+    """``(path, line, code, message)`` of the diagnostics with ``codes`` of these file
+    versions (``(path, blob)`` pairs), by path and line: one query per 400 versions."""
+    codes = tuple(codes)
+    out: list[tuple[str, int, str, str]] = []
+    with _reading():
+        for i in range(0, len(versions), 400):
+            chunk = versions[i:i + 400]
+            marks = ",".join(["(?,?)"] * len(chunk))
+            out.extend(index.db.execute(
+                f"SELECT path, line, code, message FROM diagnostics WHERE code IN "
+                f"({','.join('?' * len(codes))}) AND (path, blob) IN (VALUES {marks}) "
+                "ORDER BY path, line, code", (*codes, *(x for pb in chunk for x in pb))))
+    return out
+
+
+class SnapshotIndex(Index):
+    """The index restricted to one snapshot's files: its "current files" are the
+    snapshot's (a connection-local temporary table ``snap``) instead of the indexed
+    working tree, so the index's working-tree readers (``objects``, ``get``,
+    ``extract``, ``links``) answer for that snapshot. Parses what the cache lacks
+    on opening; use on one thread (SQLite connections stay in theirs)."""
+
+    _CUR = "JOIN temp.snap f ON f.path = o.path AND f.blob = o.blob"
+
+    def __init__(self, k: "KnowledgeBase", snap: "Snapshot") -> None:
+        super().__init__(k)
+        self.snap = snap
+        self.ensure(snap)
+        with _reading():
+            self.db.execute("CREATE TEMP TABLE IF NOT EXISTS snap "
+                            "(path TEXT PRIMARY KEY, blob TEXT NOT NULL, fmt TEXT NOT NULL)")
+            with self.db:
+                self.db.execute("DELETE FROM temp.snap")
+                self.db.executemany("INSERT INTO temp.snap VALUES (?,?,?)",
+                                    [(p, b, snap.formats[p]) for p, b in snap.files.items()])
+
+    def links(self, obj_id: str) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
+        """``(outgoing, incoming)`` links of ``obj_id`` in the snapshot, as (src, dst, kind)."""
+        base = ("SELECT l.src, l.dst, l.kind FROM links l "
+                "JOIN temp.snap f ON f.path=l.path AND f.blob=l.blob")
+        with _reading():
+            # declaration order, whatever order the files were stored in
+            return (list(self.db.execute(base + " WHERE l.src = ? ORDER BY l.path, l.rowid", (obj_id,))),
+                    list(self.db.execute(base + " WHERE l.dst = ? ORDER BY l.path, l.rowid", (obj_id,))))
+
+    def all_links(self, kind: str) -> list[tuple[str, str]]:
+        """Every (src, dst) link of ``kind`` in the snapshot (e.g. ``depends``)."""
+        with _reading():
+            return list(self.db.execute(
+                "SELECT l.src, l.dst FROM links l JOIN temp.snap f ON f.path=l.path AND f.blob=l.blob "
+                "WHERE l.kind = ?", (kind,)))
+
+    def all_ids(self) -> list[str]:
+        """Every object ID declared in the snapshot."""
+        with _reading():
+            return [i for (i,) in self.db.execute(
+                "SELECT DISTINCT o.id FROM objects o JOIN temp.snap f ON f.path=o.path AND f.blob=o.blob")]
+

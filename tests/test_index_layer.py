@@ -1,0 +1,134 @@
+"""The index owns its SQL; the checks package has no import cycle (issue 10).
+
+Static checks over the source: they read the modules' syntax trees, so an
+import hidden inside a function counts as much as one at the top.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: The index layer: the only modules that speak SQL.
+INDEX_LAYER = {"kb/index.py", "kb/index_facts.py", "kb/index_results.py"}
+
+
+def _sources() -> list[Path]:
+    out = sorted((ROOT / "kb").rglob("*.py")) + sorted((ROOT / "cli").rglob("*.py"))
+    assert len(out) > 50  # the walk found the packages
+    return out
+
+
+def _imports(path: Path) -> list[str]:
+    """Every module ``path`` imports, at the top or inside a function."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    here = path.relative_to(ROOT).with_suffix("").parts
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = ".".join(here[:-node.level] + ((node.module,) if node.module else ()))
+            else:
+                base = node.module or ""
+            out.append(base)
+            out += [f"{base}.{a.name}" for a in node.names]
+    return out
+
+
+def test_only_the_index_layer_imports_sqlite3():
+    offenders = [p.relative_to(ROOT).as_posix() for p in _sources()
+                 if p.relative_to(ROOT).as_posix() not in INDEX_LAYER
+                 and any(m == "sqlite3" or m.startswith("sqlite3.") for m in _imports(p))]
+    assert offenders == []
+
+
+def test_checks_and_review_and_web_write_no_sql():
+    """The verify cache, the rules' reads, the review sides and the web view go
+    through index-layer functions: no ``execute`` on a connection there."""
+    folders = ("kb/checks", "kb/review", "kb/web", "kb/mcp", "cli")
+    offenders = []
+    for p in _sources():
+        rel = p.relative_to(ROOT).as_posix()
+        if not rel.startswith(folders):
+            continue
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in ("execute", "executemany",
+                                                                   "executescript"):
+                offenders.append(f"{rel}:{node.lineno}")
+    assert offenders == []
+
+
+def test_the_verify_cache_tables_are_in_the_index_schema():
+    import kb.index as index
+
+    for table in ("kb_check_kv", "kb_check_files", "kb_check_diags"):
+        assert f"CREATE TABLE {table} " in index._SCHEMA
+        assert table in index._TABLES  # dropped and made again with the rest
+
+
+def test_the_checks_package_has_no_import_cycle():
+    mods = {".".join(p.relative_to(ROOT).with_suffix("").parts): p
+            for p in sorted((ROOT / "kb" / "checks").glob("*.py")) if p.name != "__init__.py"}
+    graph = {m: sorted({i for i in _imports(p) if i in mods and i != m}) for m, p in mods.items()}
+    assert "kb.checks.snapshot_rules" not in graph["kb.checks.facts"]
+    done: set[str] = set()
+
+    def visit(m: str, stack: list[str]) -> None:
+        assert m not in stack, " -> ".join(stack[stack.index(m):] + [m])
+        if m in done:
+            return
+        for n in graph[m]:
+            visit(n, stack + [m])
+        done.add(m)
+
+    for m in graph:
+        visit(m, [])
+    assert len(done) == len(mods) > 10
+
+
+def test_a_database_error_leaves_the_index_as_a_kb_error(make_kb):
+    import pytest
+
+    from kb.errors import EnvironmentError_
+    from kb.index import Index
+    from kb.index_facts import SnapshotTable
+    from kb.repo import open_kb
+
+    root = make_kb({"tree.md": "# Tree\n"}, commit=True)
+    idx = Index(open_kb(root))
+    snap = idx.worktree()
+    idx.db.close()  # every statement now fails inside sqlite3
+    with pytest.raises(EnvironmentError_, match="delete the .kb/ folder"):
+        idx.objects("hypothesis")
+    with pytest.raises(EnvironmentError_, match="delete the .kb/ folder"):
+        SnapshotTable(idx, snap.files).objects()
+
+
+def test_an_index_of_the_old_schema_is_rebuilt_with_the_verify_tables(make_kb):
+    """Version 4 kept verify's tables outside the schema version: an index of that
+    version is rebuilt whole, its stored results dropped."""
+    import sqlite3
+
+    from kb.index import SCHEMA_VERSION, Index
+    from kb.repo import open_kb
+
+    root = make_kb({"tree.md": "# Tree\n"}, commit=True)
+    with Index(open_kb(root)) as idx:
+        idx.refresh()
+    db = sqlite3.connect(root / ".kb" / "index.sqlite")
+    db.execute("UPDATE meta SET value='4' WHERE key='schema'")
+    db.execute("INSERT INTO kb_check_kv VALUES ('snap:old', '[]')")
+    db.commit()
+    db.close()
+    with Index(open_kb(root)) as idx:
+        assert idx.rebuilt
+    db = sqlite3.connect(root / ".kb" / "index.sqlite")
+    try:
+        assert db.execute("SELECT value FROM meta WHERE key='schema'").fetchone() == (str(SCHEMA_VERSION),)
+        assert db.execute("SELECT count(*) FROM kb_check_kv").fetchone() == (0,)
+    finally:
+        db.close()
