@@ -162,7 +162,7 @@ def attack_kills(lab: Lab, n: int, rng: random.Random) -> dict:
                              f"{r.stderr.decode()[-300:]}")
             else:
                 read_recovered += b"interrupted kb write" in r.stderr
-                listed = {h["id"] for h in json.loads(r.stdout or b"[]")}
+                listed = {h["id"] for h in json.loads(r.stdout or b'{"objects": []}')["objects"]}
                 if listed != _ids_in_head(lab, root):
                     fails.append(f"run {i} ({kind}): kb ls after the kill listed "
                                  f"{sorted(listed ^ _ids_in_head(lab, root))} not as in HEAD")

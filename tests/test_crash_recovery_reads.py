@@ -15,7 +15,7 @@ from test_crash_recovery import git_dir, killed
 def hyp_ids(root: Path) -> list[str]:
     r = invoke("ls", "hypotheses", "--json", cwd=root)
     assert r.code == 0, r.stderr
-    return [h["id"] for h in r.json()]
+    return [h["id"] for h in r.json()["objects"]]
 
 
 def test_kb_ls_rolls_back_a_write_killed_before_its_commit(tree_kb: Path) -> None:
@@ -27,7 +27,7 @@ def test_kb_ls_rolls_back_a_write_killed_before_its_commit(tree_kb: Path) -> Non
     assert journal.exists() and ": B" in (root / "tree.md").read_text(encoding="utf-8")
     r = invoke("ls", "hypotheses", "--json", cwd=root)
     assert r.code == 0, r.stderr
-    assert [h["id"] for h in r.json()] == ["H1"]  # B was never committed: not listed
+    assert [h["id"] for h in r.json()["objects"]] == ["H1"]  # B was never committed: not listed
     assert r.stderr.count("rolled back an interrupted kb write") == 1 and "tree.md" in r.stderr
     assert not journal.exists()
     assert git(root, "status", "--porcelain") == "" and git(root, "rev-parse", "HEAD") == head
@@ -54,7 +54,7 @@ def test_kb_ls_repairs_the_index_of_a_commit_that_landed(tree_kb: Path) -> None:
     killed(root, "before:update-index", "hyp", "add", "B")
     assert git(root, "status", "--porcelain").startswith("MM")
     r = invoke("ls", "hypotheses", "--json", cwd=root)
-    assert r.code == 0 and [h["id"] for h in r.json()] == ["H1"]
+    assert r.code == 0 and [h["id"] for h in r.json()["objects"]] == ["H1"]
     assert "commit had landed" in r.stderr
     assert git(root, "status", "--porcelain") == ""
 
@@ -68,7 +68,7 @@ def test_recovery_blocked_by_index_lock_is_said_once_and_the_read_answers(tree_k
     try:
         r = invoke("ls", "hypotheses", "--json", cwd=root)
         assert r.code == 0
-        assert [h["id"] for h in r.json()] == ["H1"]  # the working tree as it is
+        assert [h["id"] for h in r.json()["objects"]] == ["H1"]  # the working tree as it is
         assert r.stderr.count("an interrupted kb write") == 1 and "index.lock" in r.stderr
         assert journal.exists()  # kept for a later recovery
     finally:
