@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kb.errors import UsageError
+from kb.errors import UsageError, os_failure
 from kb.gen import rules
 from kb.gen.errors import GenConflict, GenError
 from kb.gen.store import (CACHE_DIR, EVAL_SCALES, GITIGNORE, LEDGER_FILE, LEDGER_HEADER,
@@ -78,10 +78,13 @@ def init_run(sandbox: str | Path | None, question: str, *, gen_n: int = 6, keep_
            "patience": patience, "report": REPORT_FILE,
            "literature_tiers": {},
            "run_id": "gen-" + now.strftime("%Y%m%dT%H%M%SZ"), "created": now.isoformat()}
-    (root / CACHE_DIR).mkdir(parents=True, exist_ok=True)
+    try:
+        (root / CACHE_DIR).mkdir(parents=True, exist_ok=True)
+        (root / ".lock").touch()  # the run's lock file (Sandbox.lock), there from the start
+    except OSError as exc:  # a read-only project folder, …
+        raise os_failure(exc, f"create the sandbox {root}", "no run was started") from None
     run["literature_tiers"] = key_presence(project_root(root))  # presence only, never values
     write_atomic(root / ".gitignore", GITIGNORE)
-    (root / ".lock").touch()  # the run's lock file (Sandbox.lock), there from the start
     write_atomic(root / LEDGER_FILE, "\t".join(LEDGER_HEADER) + "\n")
     state = {"run_id": run["run_id"], "round": 1, "step": "candidates", "stopped": None, "dry": 0,
              "pool": [], "gaps": [{"claim": q, "cites": [], "hid": None, "round": 0}],

@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from kb.errors import UsageError
+from kb.errors import UsageError, os_failure
 from kb.gen.errors import GenError
 
 RUN_FILE = "loop.run.yaml"
@@ -43,14 +43,26 @@ STEPS = ("candidates", "litscout", "verdict")
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` through a temporary file and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file and a rename.
+
+    Raises a kb error (:func:`kb.errors.os_failure`: environment 2 for a read-only
+    sandbox or a full disk) when the file system refuses; ``path`` is then unchanged.
+    """
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise os_failure(exc, f"write {path}") from None
 
 
 def write_json(path: Path, data: Any) -> None:
+    """Write ``data`` as indented UTF-8 JSON to ``path`` (atomically, as :func:`write_atomic`)."""
     write_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
@@ -159,9 +171,12 @@ class Sandbox:
         known = set(path.read_text(encoding="ascii").split()) if path.exists() else set()
         if key in known:
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="ascii") as fh:
-            fh.write(key + "\n")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "a", encoding="ascii") as fh:
+                fh.write(key + "\n")
+        except OSError as exc:
+            raise os_failure(exc, f"write {path}") from None
 
     def cache_keys(self, n: int | None = None) -> list[str]:
         """The cache keys round ``n`` (default: the current one) requested or was served."""

@@ -33,6 +33,7 @@ uncommitted), when git's ``index.lock`` exists (never deleted by kb), or when
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -42,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from kb import git
-from kb.errors import LockedError, RefusedError, StaleError
+from kb.errors import LockedError, RefusedError, StaleError, os_failure
 from kb.ops import commit as commit_mod
 from kb.ops.git_state import finish_interrupted_release, git_ref_locks
 from kb.ops.result import TxResult
@@ -101,6 +102,10 @@ def acquire_write_lock(common: Path, op: str, on_wait: Callable[[str], None] | N
         except Timeout:
             raise LockedError(f"timed out after {timeout:.0f}s waiting for the kb write lock "
                                f"{lk.path}") from None
+        except OSError as exc:
+            raise os_failure(exc, f"take kb's write lock {lk.path}", "nothing was written") from None
+    except OSError as exc:  # a read-only .git, a lock path that is a folder, …
+        raise os_failure(exc, f"take kb's write lock {lk.path}", "nothing was written") from None
     lk.lock = fl
     try:
         lk.info.write_text(f"pid {os.getpid()} ({op})\n", encoding="utf-8")
@@ -470,8 +475,9 @@ class Transaction:
     def read(self, rel: str) -> bytes | None:
         """Current bytes of KB-relative ``rel`` (pending writes first); None if absent.
 
-        Raises RefusedError for a symlink whose target leaves the work tree, or a
-        path that is a directory or cannot be read (nothing is written)."""
+        Raises RefusedError for a symlink whose target leaves the work tree or a
+        path that is a directory, EnvironmentError_ for one that cannot be read
+        (no permission); nothing is written."""
         if rel in self._writes:
             return self._writes[rel]
         self._inside(rel)
@@ -482,8 +488,8 @@ class Transaction:
         except IsADirectoryError:
             raise RefusedError(f"{rel} is a directory, not a file: kb cannot read or write it "
                                f"(move the directory, or set another path in kb.toml [paths])") from None
-        except OSError as exc:
-            raise RefusedError(f"{rel}: cannot read it ({exc.strerror or exc}); nothing was written") from None
+        except OSError as exc:  # no permission, …: environment (2); see os_failure
+            raise os_failure(exc, f"read {self.kb.prefix}{rel}", "nothing was written") from None
 
     def write(self, rel: str, data: bytes) -> None:
         """Stage new bytes for ``rel``; nothing touches the disk before commit."""
@@ -569,11 +575,19 @@ class Transaction:
         }
         jp = _journal_path(kb)
         if not self.no_commit:
-            jp.write_text(json.dumps(journal), encoding="utf-8")
+            try:
+                jp.write_text(json.dumps(journal), encoding="utf-8")
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    jp.unlink(missing_ok=True)
+                raise os_failure(exc, f"write kb's journal {jp}", "nothing was written") from None
         written: list[str] = []
         try:
             for rel in changed:
-                _atomic_write(self.path(rel), self._writes[rel])
+                try:
+                    _atomic_write(self.path(rel), self._writes[rel])
+                except OSError as exc:  # a read-only folder or file, a full disk, …
+                    raise os_failure(exc, f"write {kb.prefix}{rel}", "nothing was written") from None
                 written.append(rel)
             blobs = {kb.repo_path(r): new_ids[r] for r in changed}
             if self.no_commit or head is None:
@@ -616,6 +630,8 @@ class Transaction:
             return self.path(rel).read_bytes()
         except FileNotFoundError:
             return None
+        except OSError as exc:
+            raise os_failure(exc, f"read {self.kb.prefix}{rel}", "nothing was written") from None
 
     def _message(self) -> str:
         subject = self.summary or f"kb {self.op}"
@@ -625,12 +641,16 @@ class Transaction:
         return f"{subject}\n\n" + "\n".join(trailers) + "\n"
 
     def _rollback(self, written: list[str], olds: dict[str, bytes | None]) -> None:
+        """Put back the old bytes of ``written`` (best effort: one failure stops no other)."""
         for rel in written:
             old = olds[rel]
-            if old is None:
-                self.path(rel).unlink(missing_ok=True)
-            else:
-                _atomic_write(self.path(rel), old)
+            try:
+                if old is None:
+                    self.path(rel).unlink(missing_ok=True)
+                else:
+                    _atomic_write(self.path(rel), old)
+            except OSError:
+                continue
 
 
 def wait_message_printer(echo: Callable[[str], None]) -> Callable[[str], None]:

@@ -1,0 +1,181 @@
+"""One error boundary (issue 10): no third-party exception leaves kb's public API.
+
+A file system that refuses a read or a write (no permission, a read-only work
+tree or ``.git``, a folder where kb's lock file goes) ends in a kb error with a
+message that says what to do, exit 1 or 2 — never 3 (a bug) nor a traceback —
+and a refused write leaves every file as it was.
+
+The permission cases run kb as the unprivileged user ``nobody`` (permissions
+do not apply to root, and CI runs the suite as root), as
+``tests/test_index_unusable.py`` does.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import commit_all, git_init, run_script, tree_snapshot
+from test_index_unusable import _as_nobody, nobody_env  # noqa: F401 - a fixture
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+# -- the mapping itself ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("exc, kind, code, says", [
+    (PermissionError(errno.EACCES, "Permission denied", "/k/tree.md"), "environment", 2,
+     "permission"),
+    (OSError(errno.EROFS, "Read-only file system", "/k/tree.md"), "environment", 2, "permission"),
+    (OSError(errno.ENOSPC, "No space left on device", "/k/tree.md"), "environment", 2,
+     "free some disk space"),
+    (IsADirectoryError(errno.EISDIR, "Is a directory", "/k/tree.md"), "refused", 1,
+     "move it out of the way"),
+    (NotADirectoryError(errno.ENOTDIR, "Not a directory", "/k/x/tree.md"), "refused", 1,
+     "move it out of the way"),
+    (FileNotFoundError(errno.ENOENT, "No such file or directory", "/k/tree.md"), "not_found", 1,
+     "No such file"),
+])
+def test_os_failure_maps_each_os_error_to_a_kind(exc: OSError, kind: str, code: int,
+                                                 says: str) -> None:
+    from kb.errors import KbError, os_failure
+
+    err = os_failure(exc, "write tree.md", "nothing was written")
+    assert isinstance(err, KbError)
+    assert (err.kind, err.exit_code) == (kind, code)
+    assert says in str(err) and str(err).startswith("cannot write tree.md: ")
+    assert str(err).endswith("— nothing was written")
+
+
+def test_os_failure_names_the_folder_of_a_temporary_file() -> None:
+    from kb.errors import os_failure
+
+    err = os_failure(PermissionError(errno.EACCES, "Permission denied", "/k/Problems/.kb-tmp-x1.md"),
+                     "write Problems/q1.md")
+    assert "(in the folder /k/Problems)" in str(err) and ".kb-tmp" not in str(err)
+
+
+# -- as root: a folder where kb's write lock file goes ----------------------------------------
+
+
+@pytest.fixture
+def kb_copy(tmp_path: Path) -> Path:
+    dest = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, dest, ignore=shutil.ignore_patterns(".kb", "__pycache__"))
+    git_init(dest)
+    commit_all(dest, "example KB")
+    return dest
+
+
+def _assert_kb_error(r, code: int, kind: str) -> dict:
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr
+    assert r.code == code, (r.code, r.stderr)
+    err = r.json()["error"]
+    assert err["kind"] == kind and err["exit_code"] == code, err
+    return err
+
+
+def test_write_lock_path_that_is_a_folder_is_refused(kb_copy: Path) -> None:
+    lock = kb_copy / ".git" / "kb-write.lock"
+    lock.mkdir()
+    before = tree_snapshot(kb_copy, skip_git=True)
+    r = run_script("hyp", "add", "A new hypothesis", "--json", cwd=kb_copy)
+    err = _assert_kb_error(r, 1, "refused")
+    assert "write lock" in err["message"] and "nothing was written" in err["message"]
+    assert tree_snapshot(kb_copy, skip_git=True) == before
+
+
+# -- as an unprivileged user ------------------------------------------------------------------
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    """The work tree's files, without .git/ and the derived .kb/ cache."""
+    return {k: v for k, v in tree_snapshot(root, skip_git=True).items()
+            if not (k == ".kb/" or k.startswith(".kb/"))}
+
+
+def _kb_for_nobody(work: Path, name: str) -> Path:
+    root = work / name
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(EXAMPLES, root, ignore=shutil.ignore_patterns(".kb", "__pycache__"))
+    git_init(root)
+    commit_all(root, "example KB")
+    subprocess.run(["chown", "-R", "nobody:", str(root)], check=True)
+    return root
+
+
+def _readonly(root: Path, *, git_too: bool) -> None:
+    """Take the write bits off every file and folder of the work tree (and of .git)."""
+    for p in [root, *root.rglob("*")]:
+        rel = p.relative_to(root).as_posix()
+        if not git_too and (rel == ".git" or rel.startswith(".git/")):
+            continue
+        if not p.is_symlink():
+            p.chmod(p.stat().st_mode & ~0o222)
+
+
+def _nobody_error(prefix, env, root: Path, *args: str, code: int = 2,
+                  kind: str = "environment") -> dict:
+    got = _as_nobody(prefix, env, root, *args, "--json")
+    assert "Traceback" not in got.stderr and "internal error" not in got.stderr, got.stderr
+    assert got.returncode == code, (got.returncode, got.stderr)
+    err = json.loads(got.stdout)["error"]
+    assert err["kind"] == kind and err["exit_code"] == code, err
+    return err
+
+
+WRITES = [
+    ("hyp", "add", "A new hypothesis"),
+    ("exp", "new", "--hyp", "H1.1", "an action"),
+    ("exp", "log", "E001", "a line"),
+    ("problem", "plan", "q1", "the next step"),
+]
+
+
+@pytest.mark.parametrize("git_too", [False, True], ids=["readonly-worktree", "readonly-all"])
+def test_write_in_a_readonly_kb_is_an_environment_error(nobody_env, git_too: bool) -> None:
+    prefix, env, work = nobody_env
+    root = _kb_for_nobody(work, f"kb-ro-{git_too}")
+    _readonly(root, git_too=git_too)
+    before = _files(root)
+    for args in WRITES:
+        err = _nobody_error(prefix, env, root, *args)
+        assert "nothing was written" in err["message"], (args, err)
+        assert "permission" in err["message"], (args, err)
+        assert _files(root) == before, args
+
+
+def test_write_refused_half_way_leaves_every_file_as_it_was(nobody_env) -> None:
+    """exp new writes the new experiment, tree.md (H1.1 moves on) and DASHBOARD.md: with
+    only experiments/ read-only, whatever it wrote before is put back."""
+    prefix, env, work = nobody_env
+    root = _kb_for_nobody(work, "kb-half")
+    (root / "experiments").chmod(0o555)
+    before = _files(root)
+    head = subprocess.run(["git", "-c", "safe.directory=*", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                          text=True, check=True).stdout
+    _nobody_error(prefix, env, root, "exp", "new", "--hyp", "H1.1", "an action")
+    assert _files(root) == before
+    assert subprocess.run(["git", "-c", "safe.directory=*", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                          text=True, check=True).stdout == head
+
+
+@pytest.mark.parametrize("args", [
+    ("hooks", "install"),
+    ("ci", "init", "--install", "kb==0.1"),
+    ("gen", "init", "--question", "Why?"),
+], ids=["hooks-install", "ci-init", "gen-init"])
+def test_setup_commands_in_a_readonly_tree_are_environment_errors(nobody_env, args) -> None:
+    prefix, env, work = nobody_env
+    root = _kb_for_nobody(work, "kb-setup-" + args[0])
+    _readonly(root, git_too=True)
+    before = _files(root)
+    err = _nobody_error(prefix, env, root, *args)
+    assert "permission" in err["message"] and "run the command again" in err["message"]
+    assert _files(root) == before
