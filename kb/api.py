@@ -234,12 +234,12 @@ def settle_interrupted_write(start: str | Path | None = None) -> str | None:
     holds its index), or when the recovery cannot run, nothing is touched and
     the note says so; the answer then shows the working tree as it is.
     """
-    import json
     import os
 
     from kb import git
     from kb.errors import KbError, LockedError
-    from kb.ops.transaction import JOURNAL_NAME, acquire_write_lock, recover, release_write_lock
+    from kb.ops.transaction import (JOURNAL_NAME, acquire_write_lock, read_journal, recover,
+                                    release_write_lock)
 
     here = Path(start) if start else Path.cwd()
     if not os.environ.get("GIT_DIR"):
@@ -263,17 +263,15 @@ def settle_interrupted_write(start: str | Path | None = None) -> str | None:
         lock = acquire_write_lock(git.common_dir(k.top), "recovery before a read", timeout=0)
     except LockedError:
         return None  # a live writer (perhaps the kb write whose hook runs this): its journal
-    except OSError as exc:
-        return f"{unsettled} (cannot take the write lock: {exc.strerror or exc})"
+    except KbError as exc:  # no permission on .git, a folder in the lock's place, …
+        return f"{unsettled} ({exc})"
     try:
         if not journal.exists():
             return None  # the writer finished between the check and the lock
         if os.environ.get("GIT_INDEX_FILE"):
             return unsettled  # a hook of a plain `git commit`: git holds the index
-        try:
-            was = json.loads(journal.read_text(encoding="utf-8")).get("head")
-        except (OSError, ValueError, AttributeError):
-            was = None
+        read = read_journal(journal)
+        was = read.get("head") if read is not None else None
         landed = was is not None and git.rev_parse("HEAD", k.top) != was
         restored = recover(k)
     except KbError as exc:

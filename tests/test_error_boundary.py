@@ -84,11 +84,11 @@ def _assert_kb_error(r, code: int, kind: str) -> dict:
 def test_write_lock_path_that_is_a_folder_is_refused(kb_copy: Path) -> None:
     lock = kb_copy / ".git" / "kb-write.lock"
     lock.mkdir()
-    before = tree_snapshot(kb_copy, skip_git=True)
+    before = _files(kb_copy)
     r = run_script("hyp", "add", "A new hypothesis", "--json", cwd=kb_copy)
     err = _assert_kb_error(r, 1, "refused")
     assert "write lock" in err["message"] and "nothing was written" in err["message"]
-    assert tree_snapshot(kb_copy, skip_git=True) == before
+    assert _files(kb_copy) == before
 
 
 # -- as an unprivileged user ------------------------------------------------------------------
@@ -179,3 +179,61 @@ def test_setup_commands_in_a_readonly_tree_are_environment_errors(nobody_env, ar
     err = _nobody_error(prefix, env, root, *args)
     assert "permission" in err["message"] and "run the command again" in err["message"]
     assert _files(root) == before
+
+
+# -- kb's own state files in .git, damaged ------------------------------------------------------
+
+
+@pytest.mark.parametrize("content", [b"[1, 2]", b'{"op": 5, "head": 7, "files": [1]}',
+                                     b'{"head": null, "files": {"tree.md": {"new": 3}}}',
+                                     b"\xff\xfe"],
+                         ids=["list", "wrong-types", "wrong-record", "not-utf8"])
+def test_damaged_transaction_journal_is_dropped(kb_copy: Path, content: bytes) -> None:
+    """The journal is written before any file: one that is not a journal means no file was
+    written, so reads and writes drop it (and say nothing about a landed commit)."""
+    journal = kb_copy / ".git" / "kb-transaction.json"
+    journal.write_bytes(content)
+    ls = run_script("ls", "--json", cwd=kb_copy)
+    assert ls.code == 0 and "internal error" not in ls.stderr, ls.stderr
+    assert "interrupted" not in ls.stderr, ls.stderr
+    assert not journal.exists()
+    journal.write_bytes(content)
+    r = run_script("hyp", "add", "A new hypothesis", "--json", cwd=kb_copy)
+    assert r.code == 0, r.stderr
+    assert not journal.exists()
+
+
+def test_transaction_journal_that_is_a_folder_is_refused(kb_copy: Path) -> None:
+    journal = kb_copy / ".git" / "kb-transaction.json"
+    journal.mkdir()
+    before = _files(kb_copy)
+    ls = run_script("ls", "--json", cwd=kb_copy)
+    assert ls.code == 0 and "internal error" not in ls.stderr, ls.stderr
+    assert "move it out of the way" in ls.stderr
+    r = run_script("hyp", "add", "A new hypothesis", "--json", cwd=kb_copy)
+    err = _assert_kb_error(r, 1, "refused")
+    assert "kb-transaction.json" in err["message"] and "move it out of the way" in err["message"]
+    assert _files(kb_copy) == before
+
+
+@pytest.mark.parametrize("content", [b"[1, 2]", b'{"branch": 5, "commit": [], "paths": 3}',
+                                     b"\xff"], ids=["list", "wrong-types", "not-utf8"])
+def test_damaged_release_journal_is_dropped(kb_copy: Path, content: bytes) -> None:
+    journal = kb_copy / ".git" / "kb-lock-release.json"
+    journal.write_bytes(content)
+    r = run_script("hyp", "add", "A new hypothesis", "--json", cwd=kb_copy)
+    assert r.code == 0 and "internal error" not in r.stderr, r.stderr
+    assert not journal.exists()
+    journal.write_bytes(content)
+    st = run_script("lock", "status", "--json", cwd=kb_copy)
+    assert st.code == 0 and "internal error" not in st.stderr, st.stderr
+
+
+def test_marker_cache_that_is_not_text_is_ignored(kb_copy: Path) -> None:
+    from kb.merge.markers import cache_path
+
+    cache = cache_path(kb_copy, "")
+    cache.write_bytes(b"\xff\xfe\n")
+    r = run_script("hyp", "add", "A new hypothesis", "--json", cwd=kb_copy)
+    assert r.code == 0 and "internal error" not in r.stderr, r.stderr
+    assert len(r.json()["ids"]) == 1, r.json()

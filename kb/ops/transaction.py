@@ -40,7 +40,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kb import git
 from kb.errors import LockedError, RefusedError, StaleError, os_failure
@@ -94,7 +94,7 @@ def acquire_write_lock(common: Path, op: str, on_wait: Callable[[str], None] | N
         if on_wait is not None:
             try:
                 holder = lk.info.read_text(encoding="utf-8").strip()
-            except OSError:
+            except (OSError, ValueError):
                 holder = "another kb write"
             on_wait(f"waiting for {holder} (lock {lk.path})")
         try:
@@ -135,6 +135,26 @@ def _journal_path(kb: KnowledgeBase) -> Path:
     return git.git_dir(kb.top) / JOURNAL_NAME
 
 
+def read_journal(jp: Path) -> dict[str, Any] | None:
+    """The journal at ``jp`` when it has the shape :meth:`Transaction._commit` writes
+    (``{"head": str|None, "files": {repo path: {"old": str|None, "new": str, ...}}}``),
+    else None (torn, not UTF-8 or JSON, edited by hand, unreadable)."""
+    try:
+        journal = json.loads(jp.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(journal, dict) or not isinstance(journal.get("files", {}), dict):
+        return None
+    journal.setdefault("files", {})
+    if not isinstance(journal.get("head"), (str, type(None))):
+        return None
+    for path, rec in journal["files"].items():
+        if not (isinstance(path, str) and isinstance(rec, dict) and isinstance(rec.get("new"), str)
+                and isinstance(rec.get("old"), (str, type(None)))):
+            return None
+    return journal
+
+
 def recover(kb: KnowledgeBase) -> list[str]:
     """Roll back a transaction that was killed between writing and committing.
 
@@ -158,13 +178,16 @@ def recover(kb: KnowledgeBase) -> list[str]:
     if not jp.exists():
         _remove_tmp_litter(kb, [])
         return []
-    try:
-        journal = json.loads(jp.read_text(encoding="utf-8"))
-        _remove_tmp_litter(kb, [kb.top / p for p in journal.get("files", {})])
-    except (OSError, ValueError):
-        # The journal is written before any file: a torn journal means no file was.
-        jp.unlink(missing_ok=True)
+    journal = read_journal(jp)
+    if journal is None:
+        # The journal is written before any file: a torn (or foreign) journal means no file was.
+        try:
+            jp.unlink(missing_ok=True)
+        except OSError as exc:  # a folder in its place, …
+            raise os_failure(exc, f"remove the damaged kb journal {jp}", "nothing was written") from None
+        _remove_tmp_litter(kb, [])
         return []
+    _remove_tmp_litter(kb, [kb.top / p for p in journal["files"]])
     _index_lock(kb)  # before touching anything: the journal stays until this works
     files = journal.get("files", {})
     head = git.rev_parse("HEAD", kb.top)
@@ -665,5 +688,5 @@ def wait_message_printer(echo: Callable[[str], None]) -> Callable[[str], None]:
     return cb
 
 
-__all__ = ["Transaction", "FormatGuardError", "recover", "format_guard", "acquire_write_lock",
+__all__ = ["Transaction", "FormatGuardError", "recover", "read_journal", "format_guard", "acquire_write_lock",
            "release_write_lock", "remove_index_litter", "wait_message_printer"]
