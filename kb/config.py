@@ -173,6 +173,10 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
                 raise ConfigError(
                     f"kb.toml: {section}.{key} must be {_tname(want)}, not {type(value).__name__}"
                 )
+            elif want is list and any(not isinstance(v, str) for v in value):
+                bad = next(v for v in value if not isinstance(v, str))
+                raise ConfigError(f"kb.toml: {section}.{key} must be a list of strings, and "
+                                  f"{bad!r} is {type(bad).__name__}")
     kb = data.get("kb", {})
     locale = kb.get("locale", "zh")
     if locale not in ("zh", "en"):
@@ -197,9 +201,15 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
     if "dashboard_stale" in rules:
         severity.setdefault("KB240", rules["dashboard_stale"])
     regs = []
+    if not isinstance(data.get("registry", []), list):
+        raise ConfigError("kb.toml: registry must be an array of tables ([[registry]] sections)")
     for i, reg in enumerate(data.get("registry", []) or []):
         if not isinstance(reg, dict) or "path" not in reg:
             raise ConfigError(f"kb.toml: [[registry]] #{i + 1} needs a path")
+        for key in ("path", "kind", "heading"):
+            if key in reg and not isinstance(reg[key], str):
+                raise ConfigError(f"kb.toml: [[registry]] #{i + 1} {key} must be a string, not "
+                                  f"{type(reg[key]).__name__}")
         try:
             re.compile(reg.get("heading", Registry.heading))
         except re.error as exc:

@@ -237,3 +237,25 @@ def test_marker_cache_that_is_not_text_is_ignored(kb_copy: Path) -> None:
     r = run_script("hyp", "add", "A new hypothesis", "--json", cwd=kb_copy)
     assert r.code == 0 and "internal error" not in r.stderr, r.stderr
     assert len(r.json()["ids"]) == 1, r.json()
+
+
+# -- kb.toml of the wrong types ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("toml, says", [
+    ('[kb]\nlocale = "zh"\nheading_separators = [1, 2]\n', "kb.heading_separators"),
+    ('[kb]\nlocale = "zh"\n[rules]\ndisable = [[1]]\n', "rules.disable"),
+    ('[kb]\nlocale = "zh"\n[locks]\nleads = [3]\n', "locks.leads"),
+    ('[kb]\nlocale = "zh"\n[[registry]]\npath = "log.md"\nheading = 5\n', "heading"),
+    ('[kb]\nlocale = "zh"\n[[registry]]\npath = 5\n', "path"),
+    ('registry = "abc"\n[kb]\nlocale = "zh"\n', "registry"),
+], ids=["separators", "disable", "leads", "registry-heading", "registry-path", "registry-string"])
+def test_kb_toml_of_the_wrong_types_is_an_environment_error(kb_copy: Path, toml: str,
+                                                            says: str) -> None:
+    (kb_copy / "kb.toml").write_text(toml, encoding="utf-8")
+    before = _files(kb_copy)
+    for args in (("ls", "--json"), ("hyp", "add", "A new hypothesis", "--json")):
+        r = run_script(*args, cwd=kb_copy)
+        err = _assert_kb_error(r, 2, "environment")
+        assert err["message"].startswith("kb.toml: ") and says in err["message"], err
+    assert _files(kb_copy) == before
