@@ -259,3 +259,30 @@ def test_kb_toml_of_the_wrong_types_is_an_environment_error(kb_copy: Path, toml:
         err = _assert_kb_error(r, 2, "environment")
         assert err["message"].startswith("kb.toml: ") and says in err["message"], err
     assert _files(kb_copy) == before
+
+
+# -- the generation loop's sandbox files, damaged -------------------------------------------------
+
+
+@pytest.mark.parametrize("name, content", [
+    ("state.json", b"[1]"), ("state.json", b'{"round": "x"}'),
+    ("loop.run.yaml", b"- 1\n"), ("loop.run.yaml", b"round: x\n"),
+    ("elo.json", b"\xff"), ("elo.json", b"[1]"),
+], ids=["state-list", "state-fields", "run-list", "run-fields", "elo-not-utf8", "elo-list"])
+def test_damaged_generation_run_files_are_refused(kb_copy: Path, name: str, content: bytes) -> None:
+    assert run_script("gen", "init", "--question", "Why?", cwd=kb_copy).code == 0
+    (kb_copy / "sandbox" / name).write_bytes(content)
+    reads = [("gen", "rank", "--json")] + ([] if name == "elo.json" else [("gen", "status", "--json")])
+    for args in reads:
+        r = run_script(*args, cwd=kb_copy)
+        err = _assert_kb_error(r, 1, "refused")
+        assert name in err["message"] and ("delete it" in err["message"]
+                                           or "put them back" in err["message"]), err
+
+
+def test_matches_file_that_is_not_utf8_is_refused(kb_copy: Path) -> None:
+    assert run_script("gen", "init", "--question", "Why?", cwd=kb_copy).code == 0
+    (kb_copy / "matches.json").write_bytes(b"\xff\xfe")
+    r = run_script("gen", "rank", "matches.json", "--json", cwd=kb_copy)
+    err = _assert_kb_error(r, 1, "refused")
+    assert "matches.json" in err["message"] and "UTF-8" in err["message"]

@@ -88,6 +88,27 @@ def find_sandbox(explicit: str | Path | None = None, *, required: bool = True) -
     return None
 
 
+#: key -> type(s) of the fields a run file and a state file must have (what the loop reads).
+_RUN_SHAPE: dict[str, Any] = {"question": str, "gen_n": int, "keep_threshold": (int, float),
+                              "budget": int, "patience": int}
+_STATE_SHAPE: dict[str, Any] = {"run_id": str, "round": int, "step": str, "dry": int,
+                                "stopped": (str, type(None)), "pool": list, "gaps": list,
+                                "trajectory": list, "adopted": dict}
+
+
+def _shape_problems(data: Any, shape: dict[str, Any], name: str) -> list[str]:
+    """What is missing or of the wrong type in ``data`` (a loaded run or state file)."""
+    if not isinstance(data, dict):
+        return [f"{name} is a {type(data).__name__}, not a mapping"]
+    out = []
+    for key, want in shape.items():
+        if key not in data:
+            out.append(f"{name} lacks {key}")
+        elif not isinstance(data[key], want) or isinstance(data[key], bool):
+            out.append(f"{name}: {key} is {type(data[key]).__name__}")
+    return out
+
+
 class Sandbox:
     """One run's folder; ``run`` the bindings, ``state`` the mutable loop state.
 
@@ -109,6 +130,13 @@ class Sandbox:
             raise UsageError(f"{root}: not a complete generation run ({exc.filename} missing)") from None
         except (ValueError, yaml.YAMLError) as exc:
             raise GenError(f"{root}: the run files cannot be read: {exc}") from None
+        except OSError as exc:  # no permission, a folder in a file's place, …
+            raise os_failure(exc, f"read the generation run in {root}") from None
+        bad = _shape_problems(self.run, _RUN_SHAPE, RUN_FILE) + \
+            _shape_problems(self.state, _STATE_SHAPE, STATE_FILE)
+        if bad:
+            raise GenError(f"{root}: the run files were changed by hand or damaged ({'; '.join(bad)}); "
+                           "put them back (git, a backup) or start a new run with another --sandbox")
 
     @classmethod
     def open(cls, explicit: str | Path | None = None) -> "Sandbox":
