@@ -148,7 +148,7 @@ def os_failure(exc: OSError, doing: str, then: str = "") -> KbError:
 
     reason = exc.strerror or str(exc)
     name = str(exc.filename) if exc.filename else ""
-    if ".tmp" in os.path.basename(name) or os.path.basename(name).startswith(".kb-tmp"):
+    if any(mark in os.path.basename(name) for mark in (".tmp", "kb-tmp")):
         name = f"in the folder {os.path.dirname(name) or '.'}"  # a temporary file: its folder refused
     where = f" ({name})" if name and name not in doing else ""
     tail = f" — {then}" if then else ""

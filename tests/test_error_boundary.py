@@ -286,3 +286,30 @@ def test_matches_file_that_is_not_utf8_is_refused(kb_copy: Path) -> None:
     r = run_script("gen", "rank", "matches.json", "--json", cwd=kb_copy)
     err = _assert_kb_error(r, 1, "refused")
     assert "matches.json" in err["message"] and "UTF-8" in err["message"]
+
+
+def test_merge_driver_given_unreadable_files_says_so(kb_copy: Path) -> None:
+    r = run_script("merge-driver", "tree", str(kb_copy / "no-base"), str(kb_copy / "no-ours"),
+                   str(kb_copy / "no-theirs"), "tree.md", cwd=kb_copy)
+    assert r.code == 2 and "internal error" not in r.stderr, (r.code, r.stderr)
+    assert "cannot merge tree.md" in r.stderr and "no-base" in r.stderr
+
+
+def test_fix_and_release_in_a_readonly_tree_are_environment_errors(nobody_env) -> None:
+    """`kb verify --fix` and `kb lock release` rewrite DASHBOARD.md: refused, with what to do."""
+    prefix, env, work = nobody_env
+    root = _kb_for_nobody(work, "kb-fix")
+    with (root / "tree.md").open("a", encoding="utf-8") as f:
+        f.write("\n## H9: One more\nStatus: 待验\n")
+    subprocess.run(["git", "-c", "safe.directory=*", "commit", "-qam", "H9"], cwd=root, check=True)
+    claim = _as_nobody(prefix, env, root, "lock", "claim", "tree.md", "--owner", "me")
+    assert claim.returncode == 0, claim.stderr
+    _readonly(root, git_too=False)
+    before = _files(root)
+    err = _nobody_error(prefix, env, root, "verify", "--fix")
+    assert "kb-tmp" not in err["message"], err
+    assert "permission" in err["message"] and "unchanged" in err["message"], err
+    assert _files(root) == before
+    err = _nobody_error(prefix, env, root, "lock", "release", "tree.md", "--owner", "me")
+    assert "nothing was released" in err["message"] and "kb-tmp" not in err["message"], err
+    assert _files(root) == before

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kb import git
-from kb.errors import ConflictError, GitError, RefusedError
+from kb.errors import ConflictError, GitError, RefusedError, os_failure
 from kb.locks import (
     LockHeld, LockLost, NotLocked, Settings, blocking_locks, check_remote, clock, fetch_locks,
     push, read_locks, ref_transaction, resolve_owner,
@@ -378,14 +378,21 @@ def _refresh_dashboard(kb: KnowledgeBase) -> tuple[Path, bytes | None]:
         old = path.read_bytes()
     except OSError:
         old = None
-    regenerate_dashboard(kb.root)
+    try:
+        regenerate_dashboard(kb.root)
+    except OSError as exc:  # a read-only work tree, an unreadable DASHBOARD.md, …
+        raise os_failure(exc, f"refresh {kb.prefix}{kb.config.paths['dashboard']}",
+                         "nothing was released") from None
     return path, old
 
 
 def _restore(kb: KnowledgeBase, saved: tuple[Path, bytes | None]) -> None:
     path, old = saved
-    if old is not None and path.read_bytes() != old:
-        path.write_bytes(old)
+    try:
+        if old is not None and path.read_bytes() != old:
+            path.write_bytes(old)
+    except OSError:
+        pass  # best effort, as every rollback: the release's own error is the one to report
 
 
 #: Words of a push rejection that say "someone else updated that ref first" (a

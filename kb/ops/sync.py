@@ -192,7 +192,12 @@ def _attributes(k: Any, on_wait: Any) -> bool:
     from kb.ops.transaction import Transaction
 
     path = k.root / ".gitattributes"
-    old = path.read_bytes() if path.exists() else b""
+    try:
+        old = path.read_bytes() if path.exists() else b""
+    except OSError as exc:
+        from kb.errors import os_failure
+
+        raise os_failure(exc, f"read {k.prefix}.gitattributes", "nothing was merged") from None
     have = {ln.strip() for ln in old.decode("utf-8", "replace").splitlines()}
     lines = attribute_lines(k.config.paths["tree"], k.config.paths["dashboard"])
     missing = [ln for ln in lines if ln not in have]
