@@ -165,7 +165,10 @@ def show_object(obj_id: str, path: str | Path | None = None,
 
 def find_objects(text: str, path: str | Path | None = None,
                  idx: Index | None = None) -> tuple[KnowledgeBase, list[ObjectRow]]:
-    """Objects whose ID, title or statement contains ``text`` (case-insensitive)."""
+    """Objects whose ID, title or statement contains ``text`` (case-insensitive).
+
+    Raises UsageError for an empty ``text``; EnvironmentError_ (NotAKnowledgeBase) outside a KB.
+    """
     if not text.strip():
         raise UsageError("kb find needs a non-empty TEXT")
     k, opened = _open(path, idx)

@@ -155,6 +155,9 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
     """Build a :class:`Config` from parsed TOML (see :func:`load_config`).
 
     ``text`` is the file's text, used only to give warnings their line numbers.
+
+    Raises ConfigError (environment, exit 2) for a table or value of the wrong type, an unknown
+    locale or severity, a regex that does not compile, or a path that leaves the KB folder.
     """
     warnings: list[Diagnostic] = []
     for section, body in data.items():

@@ -201,6 +201,10 @@ def install(start: Path, hooks: Iterable[str] = HOOKS, python: Optional[str] = N
     """Install kb's hooks (chaining existing ones) and the DASHBOARD.md merge driver.
 
     ``shared``: allow a hooks folder outside the repository (:func:`check_own_hooks`).
+
+    Raises UsageError for an unknown hook, RefusedError for a bare repository (use
+    ``--server``), a hook that cannot be chained or a shared hooks folder, EnvironmentError_
+    when the hooks folder or ``.gitattributes`` cannot be written (running it again is safe).
     """
     top = _top(start)
     d = hooks_dir(top)

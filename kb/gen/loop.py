@@ -46,6 +46,10 @@ def init_run(sandbox: str | Path | None, question: str, *, gen_n: int = 6, keep_
 
     Refuses (GenError) when the folder already holds a run; UsageError for a
     bad binding. The literature tiers record key presence only.
+
+    Raises UsageError for an out-of-range number or an empty question, GenConflict when the
+    sandbox holds a run, GenError when it is a file, EnvironmentError_
+    (:func:`kb.errors.os_failure`) when it cannot be written.
     """
     import yaml
 
@@ -121,6 +125,9 @@ def submit(sandbox: str | Path | Sandbox | None, kind: str, path: str | Path | N
 
     ``reason`` explains fewer candidates than gen_n. Returns what kb decided
     (see the ``_candidates`` / ``_litscout`` / ``_verdict`` results).
+
+    Raises UsageError for an unknown kind, GenError listing every problem of the file,
+    GenConflict when another step is due or the run stopped.
     """
     from kb.gen.models import KINDS
 

@@ -26,7 +26,10 @@ ELO_FILE = "elo.json"
 
 
 def load_elo(sb: Sandbox) -> dict[str, Any]:
-    """``{"ratings": {hid: float}, "matches": [...]}`` (empty when no tournament ran)."""
+    """``{"ratings": {hid: float}, "matches": [...]}`` (empty when no tournament ran).
+
+    Raises GenError when ``elo.json`` is unreadable, not JSON or not a tournament file.
+    """
     path = sb.root / ELO_FILE
     try:
         elo = json.loads(path.read_text(encoding="utf-8"))
@@ -52,6 +55,9 @@ def submit_matches(sb: Sandbox, path: str | Path | None = None, *, data: Any = N
     update the ratings; nothing changes on refusal.
 
     Returns ``{"applied": n, "ratings": [{hid, elo, total, matches}] best first}``.
+
+    Raises GenNoFile (usage) for a missing file, GenError for an unreadable file, bad JSON or
+    any invalid match (every problem listed).
     """
     p = Path(path) if path is not None else Path("<matches data>")
     if data is not None:

@@ -140,6 +140,10 @@ class Sandbox:
 
     @classmethod
     def open(cls, explicit: str | Path | None = None) -> "Sandbox":
+        """The run in ``explicit`` (or found from the current folder).
+
+        Raises UsageError when there is no run, GenError when its files are damaged.
+        """
         found = find_sandbox(explicit)
         assert found is not None
         return cls(found)
@@ -148,17 +152,21 @@ class Sandbox:
 
     @property
     def round(self) -> int:
+        """The current round number (1-based)."""
         return int(self.state["round"])
 
     def round_dir(self, n: int | None = None) -> Path:
+        """The folder of round ``n`` (default: the current round); it may not exist yet."""
         return self.root / f"round{self.round if n is None else n}"
 
     @property
     def cache_dir(self) -> Path:
+        """The run's literature cache folder."""
         return self.root / CACHE_DIR
 
     @property
     def report_path(self) -> Path:
+        """Where the ranked report is written (``hypotheses.md`` unless the run names another)."""
         return self.root / str(self.run.get("report") or REPORT_FILE)
 
     # -- state ----------------------------------------------------------------------
@@ -189,6 +197,9 @@ class Sandbox:
         return held()
 
     def save(self) -> None:
+        """Write the state file (atomically). Raises EnvironmentError_ when the sandbox is not
+        writable.
+        """
         write_json(self.root / STATE_FILE, self.state)
 
     def record_cache_key(self, key: str) -> None:

@@ -60,6 +60,11 @@ class Throttle:
         self.intervals = dict(INTERVALS, **(intervals or {}))
 
     def wait(self, bucket: str) -> None:
+        """Sleep until ``bucket``'s interval (seconds) since its last request has passed, then
+        record now.
+
+        Shared between processes through a stamp file and a file lock in the folder.
+        """
         from filelock import FileLock
 
         interval = self.intervals.get(bucket, self.intervals["default"])
@@ -84,15 +89,20 @@ class Cache:
         self.folder = folder
 
     def path(self, key: str) -> Path:
+        """The file of cache entry ``key``."""
         return self.folder / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """The cached record of ``key`` (``{key, method, url, status, body}``), or None when
+        absent or unreadable.
+        """
         try:
             return json.loads(self.path(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
 
     def put(self, key: str, record: dict[str, Any]) -> None:
+        """Store ``record`` under ``key`` (atomically: a temporary file and a rename)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         tmp = self.path(key).with_suffix(f".tmp{os.getpid()}")
         tmp.write_text(json.dumps(record, ensure_ascii=False, sort_keys=True), encoding="utf-8")
@@ -123,9 +133,18 @@ class Fetcher:
         self.requests = 0  # network requests made (cache hits excluded)
 
     def get_json(self, url: str, bucket: str, headers: Mapping[str, str] | None = None) -> Any:
+        """GET ``url`` (throttled by ``bucket``, cached) and return its parsed JSON body.
+
+        Raises LitUnavailable (every attempt failed) or LitResponseError (another 4xx, bad
+        JSON).
+        """
         return self._get(url, bucket, headers, as_json=True)
 
     def get_text(self, url: str, bucket: str, headers: Mapping[str, str] | None = None) -> str:
+        """GET ``url`` (throttled by ``bucket``, cached) and return its body text.
+
+        Raises LitUnavailable (every attempt failed) or LitResponseError (another 4xx).
+        """
         return self._get(url, bucket, headers, as_json=False)
 
     def _get(self, url: str, bucket: str, headers: Mapping[str, str] | None, as_json: bool) -> Any:

@@ -87,7 +87,11 @@ def read_interrupted(top: Path, git_dir: Path | None = None) -> dict[str, Any] |
 
 
 def finish_interrupted(top: Path, jp: Path) -> None:
-    """Bring the index entries of an interrupted release up to date (if still stale)."""
+    """Bring the index entries of an interrupted release up to date (if still stale).
+
+    Raises RefusedError (from :func:`kb.errors.os_failure`) when the damaged journal cannot be
+    removed (a folder in its place).
+    """
     if not jp.exists():
         return
     j = read_interrupted(top, jp.parent)

@@ -195,7 +195,11 @@ def project_lock(kb: KnowledgeBase, owner: str | None = None, ttl: str | int | N
 
 def project_unlock(kb: KnowledgeBase, owner: str | None = None,
                    remote: str | None = None) -> ReleaseResult:
-    """Give the project lease back (holder only)."""
+    """Give the project lease back (holder only).
+
+    Raises NotLocked (not_found) when the project is not locked, LockHeld (locked) when another
+    owner holds it, ConflictError when the lock kept changing.
+    """
     owner = resolve_owner(kb.top, owner)
     if remote:
         check_remote(kb.top, remote)

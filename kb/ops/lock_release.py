@@ -240,6 +240,10 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
     a path is not locked, or locked by someone else; :class:`LockLost` when a
     lock changed while the commit was being built. ``verify=False`` skips the
     pre-commit hook.
+
+    Raises NotLocked (not_found), LockHeld (locked), RefusedError (detached HEAD, the remote
+    refused, verification failed), ConflictError (the branch kept moving or lacks the remote's
+    commits), EnvironmentError_ (git, a read-only work tree); the locks are kept then.
     """
     top = kb.top
     owner = resolve_owner(top, owner)

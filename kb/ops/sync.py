@@ -97,6 +97,9 @@ def resolve_upstream(top: Path, upstream: Optional[str], fetch: bool = True) -> 
     ``upstream``: a remote (its default branch), ``remote/branch``, or a local
     ref; None: the current branch's upstream (but the remote's default branch
     when that upstream is the branch's own pushed copy), else origin's default branch.
+
+    Raises UsageError when the name is no branch or commit, or no upstream can be told;
+    EnvironmentError_ when the fetch fails.
     """
     remotes = _remotes(top)
     name = upstream

@@ -405,6 +405,9 @@ def format_guard(kb: KnowledgeBase, rel: str, old: bytes | None, new: bytes,
     text it built), so that a large file is not parsed again. ``old_id`` and
     ``new_id`` are the blob ids of ``old`` and ``new`` when the caller has
     them (a tree can be megabytes: hash it once).
+
+    Raises FormatGuardError (refused) when the file already has format errors or the edit would
+    add some.
     """
     from kb.parse import parse_file
 

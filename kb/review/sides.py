@@ -344,6 +344,10 @@ def parse_spec(args: tuple[str, ...]) -> tuple[Optional[str], Optional[str]]:
 
 
 def top_of(start: Path) -> Path:
+    """The top of the git work tree holding ``start``.
+
+    Raises EnvironmentError_ when ``start`` is not inside one.
+    """
     top = git.toplevel(start)
     if top is None:
         raise EnvironmentError_(f"{start} is not inside a git work tree")

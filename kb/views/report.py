@@ -122,7 +122,10 @@ def report_text(kb: Union[KnowledgeBase, str, Path, None] = None, date: str | No
 
 
 def report_date(date: str | None) -> str | None:
-    """The date shown in the report: ``date`` as given (checked), else ``KB_NOW``, else none."""
+    """The date shown in the report: ``date`` as given (checked), else ``KB_NOW``, else none.
+
+    Raises UsageError for a malformed date.
+    """
     if date:
         if clock.parse_time(date) is None:
             raise UsageError(f"date {date!r} is not a date; write e.g. 2026-11-02 or "

@@ -81,6 +81,7 @@ class RevView(Index):
                                 [(p, b, self.snap.formats[p]) for p, b in self.snap.files.items()])
 
     def refresh(self, only: list[str] | None = None) -> Any:  # pragma: no cover - guard
+        """Refused: a commit's view never changes (raises TypeError, a bug if reached)."""
         raise TypeError("a commit's view is immutable; it has nothing to refresh")
 
     def links(self, obj_id: str) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
@@ -220,6 +221,7 @@ class Source:
         return view
 
     def close(self) -> None:
+        """Close every view and its database connection (on the worker thread)."""
         def shut() -> None:
             for v in self.views.values():
                 v.close()
