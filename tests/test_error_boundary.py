@@ -313,3 +313,12 @@ def test_fix_and_release_in_a_readonly_tree_are_environment_errors(nobody_env) -
     err = _nobody_error(prefix, env, root, "lock", "release", "tree.md", "--owner", "me")
     assert "nothing was released" in err["message"] and "kb-tmp" not in err["message"], err
     assert _files(root) == before
+
+
+def test_literature_keys_file_not_utf8_stops_gen_init_before_it_writes(kb_copy: Path) -> None:
+    (kb_copy / "keys.env").write_bytes(b"S2_API_KEY=\xff\n")
+    before = _files(kb_copy)
+    r = run_script("gen", "init", "--question", "Why?", "--json", cwd=kb_copy)
+    err = _assert_kb_error(r, 2, "environment")
+    assert "keys.env" in err["message"] and "UTF-8" in err["message"]
+    assert _files(kb_copy) == before

@@ -82,12 +82,16 @@ def init_run(sandbox: str | Path | None, question: str, *, gen_n: int = 6, keep_
            "patience": patience, "report": REPORT_FILE,
            "literature_tiers": {},
            "run_id": "gen-" + now.strftime("%Y%m%dT%H%M%SZ"), "created": now.isoformat()}
+    # Presence only, never values; read before anything is written (from the nearest folder
+    # that exists: the sandbox may not yet).
+    near = next((p for p in (root, *root.resolve().parents) if p.is_dir()), Path.cwd())
+    tiers = key_presence(project_root(near))
     try:
         (root / CACHE_DIR).mkdir(parents=True, exist_ok=True)
         (root / ".lock").touch()  # the run's lock file (Sandbox.lock), there from the start
     except OSError as exc:  # a read-only project folder, …
         raise os_failure(exc, f"create the sandbox {root}", "no run was started") from None
-    run["literature_tiers"] = key_presence(project_root(root))  # presence only, never values
+    run["literature_tiers"] = tiers
     write_atomic(root / ".gitignore", GITIGNORE)
     write_atomic(root / LEDGER_FILE, "\t".join(LEDGER_HEADER) + "\n")
     state = {"run_id": run["run_id"], "round": 1, "step": "candidates", "stopped": None, "dry": 0,
