@@ -322,3 +322,24 @@ def test_literature_keys_file_not_utf8_stops_gen_init_before_it_writes(kb_copy: 
     err = _assert_kb_error(r, 2, "environment")
     assert "keys.env" in err["message"] and "UTF-8" in err["message"]
     assert _files(kb_copy) == before
+
+
+def test_init_below_a_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x\n")
+    r = run_script("init", "afile/kb", "--json", cwd=tmp_path)
+    err = _assert_kb_error(r, 1, "refused")
+    assert "afile/kb" in err["message"] and "move it out of the way" in err["message"]
+
+
+def test_init_in_a_readonly_folder_leaves_nothing(nobody_env) -> None:
+    prefix, env, work = nobody_env
+    folder = work / "ro-init"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    subprocess.run(["chown", "-R", "nobody:", str(folder)], check=True)
+    folder.chmod(0o555)
+    before = _files(folder)
+    err = _nobody_error(prefix, env, folder, "init", ".")
+    assert "permission" in err["message"], err
+    assert _files(folder) == before
