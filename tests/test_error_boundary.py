@@ -343,3 +343,12 @@ def test_init_in_a_readonly_folder_leaves_nothing(nobody_env) -> None:
     err = _nobody_error(prefix, env, folder, "init", ".")
     assert "permission" in err["message"], err
     assert _files(folder) == before
+
+
+def test_trail_children_file_not_utf8_is_a_usage_error(kb_copy: Path) -> None:
+    (kb_copy / "children.json").write_bytes(b"[\xff]")
+    r = run_script("trail", "add", "--kind", "topic", "--title", "A topic", "--children-json",
+                   "children.json", "--json",
+                   cwd=kb_copy)
+    err = _assert_kb_error(r, 2, "usage")
+    assert "children.json" in err["message"] and "UTF-8" in err["message"]
