@@ -352,3 +352,19 @@ def test_trail_children_file_not_utf8_is_a_usage_error(kb_copy: Path) -> None:
                    cwd=kb_copy)
     err = _assert_kb_error(r, 2, "usage")
     assert "children.json" in err["message"] and "UTF-8" in err["message"]
+
+
+@pytest.mark.parametrize("content", [b"\xff", b"{", b'{"candidates": 5}'],
+                         ids=["not-utf8", "not-json", "invalid"])
+def test_damaged_round_file_is_refused_not_a_bug(tmp_path: Path, content: bytes) -> None:
+    from kb.errors import RefusedError
+    from kb.gen.models import Candidates
+    from kb.gen.store import read_round_file
+
+    path = tmp_path / "candidates.json"
+    path.write_bytes(content)
+    with pytest.raises(RefusedError) as info:
+        read_round_file(path, Candidates)
+    assert "candidates.json" in str(info.value) and "another --sandbox" in str(info.value)
+    with pytest.raises(RefusedError):
+        read_round_file(tmp_path / "missing.json")

@@ -26,7 +26,8 @@ from kb.errors import UsageError, os_failure
 from kb.gen import rules
 from kb.gen.errors import GenConflict, GenError
 from kb.gen.store import (CACHE_DIR, EVAL_SCALES, GITIGNORE, LEDGER_FILE, LEDGER_HEADER,
-                          REPORT_FILE, RUN_FILE, STATE_FILE, Sandbox, write_atomic, write_json)
+                          REPORT_FILE, RUN_FILE, STATE_FILE, Sandbox, read_round_file, write_atomic,
+                          write_json)
 
 __all__ = ["init_run", "status", "submit", "open_run"]
 
@@ -198,7 +199,7 @@ def _candidates(sb: Sandbox, path: Path, raw: Any, m: Any, reason: str | None) -
 def _litscout(sb: Sandbox, path: Path, raw: Any, m: Any, reason: str | None) -> dict[str, Any]:
     from kb.gen.models import Candidates
 
-    cands = Candidates.model_validate_json((sb.round_dir() / "candidates.json").read_text("utf-8"))
+    cands = read_round_file(sb.round_dir() / "candidates.json", Candidates)
     hids = [c.hid for c in cands.candidates]
     problems = []
     keys: dict[str, int] = {}

@@ -61,6 +61,24 @@ def write_atomic(path: Path, text: str) -> None:
         raise os_failure(exc, f"write {path}") from None
 
 
+def read_round_file(path: Path, model: Any = None) -> Any:
+    """A file the loop itself wrote into a round (``candidates.json``, …): parsed JSON, or
+    ``model.model_validate_json`` of it when ``model`` (a pydantic model) is given.
+
+    Raises GenError (refused) when it is missing, unreadable, not JSON or no longer valid:
+    it was changed by hand or damaged, and the message says how to recover.
+    """
+    from pydantic import ValidationError
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        return model.model_validate_json(text) if model is not None else json.loads(text)
+    except (OSError, ValueError, ValidationError) as exc:  # ValidationError is a ValueError too
+        why = exc.strerror if isinstance(exc, OSError) else str(exc).splitlines()[0]
+        raise GenError(f"{path}: the run's own file is missing or damaged ({why}); put it back "
+                       "(git, a backup) or start a new run with another --sandbox") from None
+
+
 def write_json(path: Path, data: Any) -> None:
     """Write ``data`` as indented UTF-8 JSON to ``path`` (atomically, as :func:`write_atomic`)."""
     write_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
