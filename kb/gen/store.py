@@ -205,9 +205,20 @@ class Sandbox:
                 fl.acquire(timeout=timeout)
             except Timeout:
                 raise GenError(f"{self.root}: another kb gen command holds the run's lock") from None
+            except OSError as exc:  # a read-only sandbox, …
+                raise os_failure(exc, f"take the run's lock in {self.root}") from None
             try:
                 # Re-read under the lock: another process may have advanced the run.
-                self.state = json.loads((self.root / STATE_FILE).read_text(encoding="utf-8"))
+                try:
+                    state = json.loads((self.root / STATE_FILE).read_text(encoding="utf-8"))
+                except (OSError, ValueError) as exc:
+                    raise GenError(f"{self.root}: the run files cannot be read: {exc}") from None
+                bad = _shape_problems(state, _STATE_SHAPE, STATE_FILE)
+                if bad:
+                    raise GenError(f"{self.root}: the run files were changed by hand or damaged "
+                                   f"({'; '.join(bad)}); put them back (git, a backup) or start "
+                                   "a new run with another --sandbox")
+                self.state = state
                 yield self
             finally:
                 fl.release()
@@ -225,7 +236,7 @@ class Sandbox:
         if self.state.get("stopped"):
             return
         path = self.round_dir() / KEYS_FILE
-        known = set(path.read_text(encoding="ascii").split()) if path.exists() else set()
+        known = set(path.read_text(encoding="ascii", errors="replace").split()) if path.exists() else set()
         if key in known:
             return
         try:
@@ -238,7 +249,10 @@ class Sandbox:
     def cache_keys(self, n: int | None = None) -> list[str]:
         """The cache keys round ``n`` (default: the current one) requested or was served."""
         path = self.round_dir(n) / KEYS_FILE
-        return path.read_text(encoding="ascii").split() if path.exists() else []
+        try:
+            return path.read_text(encoding="ascii", errors="replace").split() if path.exists() else []
+        except OSError as exc:
+            raise os_failure(exc, f"read {path}") from None
 
     def cached_bodies(self, n: int | None = None) -> list[Any]:
         """The response bodies of the round's cache keys (missing files skipped)."""
@@ -248,7 +262,8 @@ class Sandbox:
                 rec = json.loads((self.cache_dir / f"{key}.json").read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 continue
-            out.append(rec.get("body"))
+            if isinstance(rec, dict):
+                out.append(rec.get("body"))
         return out
 
     def write_ledger(self) -> None:
