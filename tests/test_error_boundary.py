@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import commit_all, git_init, run_script, tree_snapshot
-from test_index_unusable import _as_nobody, nobody_env  # noqa: F401 - a fixture
+from nobody import as_nobody, nobody_env  # noqa: F401 - a fixture
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -122,7 +122,7 @@ def _readonly(root: Path, *, git_too: bool) -> None:
 
 def _nobody_error(prefix, env, root: Path, *args: str, code: int = 2,
                   kind: str = "environment") -> dict:
-    got = _as_nobody(prefix, env, root, *args, "--json")
+    got = as_nobody(prefix, env, root, *args, "--json")
     assert "Traceback" not in got.stderr and "internal error" not in got.stderr, got.stderr
     assert got.returncode == code, (got.returncode, got.stderr)
     err = json.loads(got.stdout)["error"]
@@ -302,7 +302,7 @@ def test_fix_and_release_in_a_readonly_tree_are_environment_errors(nobody_env) -
     with (root / "tree.md").open("a", encoding="utf-8") as f:
         f.write("\n## H9: One more\nStatus: 待验\n")
     subprocess.run(["git", "-c", "safe.directory=*", "commit", "-qam", "H9"], cwd=root, check=True)
-    claim = _as_nobody(prefix, env, root, "lock", "claim", "tree.md", "--owner", "me")
+    claim = as_nobody(prefix, env, root, "lock", "claim", "tree.md", "--owner", "me")
     assert claim.returncode == 0, claim.stderr
     _readonly(root, git_too=False)
     before = _files(root)
