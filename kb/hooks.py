@@ -267,6 +267,9 @@ def uninstall(start: Path, hooks: Iterable[str] = HOOKS, merge_driver: bool = Tr
     """Remove kb's hooks, put chained hooks back, unregister kb's merge driver.
 
     ``shared``: allow a hooks folder outside the repository (:func:`check_own_hooks`).
+
+    Returns hook name -> what was done. Raises RefusedError for a shared hooks folder without
+    ``shared``, EnvironmentError_ when a hook cannot be removed.
     """
     top = _top(start)
     d = hooks_dir(top)
@@ -293,7 +296,11 @@ def uninstall(start: Path, hooks: Iterable[str] = HOOKS, merge_driver: bool = Tr
 
 
 def status(start: Path) -> HookResult:
-    """Which of kb's hooks are installed (and chained), and the merge driver."""
+    """Which of kb's hooks are installed (and chained), and the merge driver.
+
+    Returns hook name -> state and the merge driver's state. Raises EnvironmentError_ outside a
+    git repository.
+    """
     top = _top(start)
     d = hooks_dir(top)
     res = HookResult(hooks_dir=d)

@@ -150,7 +150,14 @@ def new_experiment(kb: Any, hid: str, action: str, goal: str | None = None, *,
 
 def log(kb: Any, eid: str, text: str, *, no_commit: bool = False, owner: str | None = None,
         expect: Any = None, on_wait: OnWait | None = None) -> OpResult:
-    """Append ``text`` to ``## 执行记录`` (over its ``[待补充…]`` placeholder the first time)."""
+    """Append ``text`` to ``## 执行记录`` (over its ``[待补充…]`` placeholder the first time).
+
+    Returns the write's ``OpResult``. Raises UsageError for empty text, NotFoundError for an
+    unknown experiment, RefusedError for a heading line in the text; every write also raises
+    LockedError (another owner's lock), StaleError (``expect`` no longer matches), ConflictError
+    (the file is dirty or HEAD moved) and EnvironmentError_ (git failed, the work tree is not
+    writable); nothing is written then.
+    """
     lines = text_lines(text, "the log text")
     with Session(kb, "exp.log", no_commit=no_commit, owner=owner, on_wait=on_wait) as s:
         e = ExpEdit(s, eid)
@@ -185,7 +192,14 @@ def canonical_field(name: str) -> str:
 def update_section(kb: Any, eid: str, section: str, text: str, *, no_commit: bool = False,
                    owner: str | None = None, expect: Any = None,
                    on_wait: OnWait | None = None) -> OpResult:
-    """Fill design field ``section`` (目标 / 方法 / 预期, or goal / method / expected)."""
+    """Fill design field ``section`` (目标 / 方法 / 预期, or goal / method / expected).
+
+    Returns the write's ``OpResult``. Raises UsageError for an unknown field or empty text,
+    NotFoundError for an unknown experiment; every write also raises LockedError (another
+    owner's lock), StaleError (``expect`` no longer matches), ConflictError (the file is dirty
+    or HEAD moved) and EnvironmentError_ (git failed, the work tree is not writable); nothing is
+    written then.
+    """
     name = canonical_field(section)
     value = one_line(text, f"the {name} text")
     with Session(kb, "exp.update", no_commit=no_commit, owner=owner, on_wait=on_wait) as s:

@@ -210,7 +210,13 @@ def edit_statement(kb: Any, hid: str, statement: str, reason: str, *, no_commit:
 
 def add_evidence(kb: Any, hid: str, eid: str, *, no_commit: bool = False, owner: str | None = None,
                  expect: Any = None, on_wait: OnWait | None = None) -> OpResult:
-    """Append experiment ``eid`` (which must exist) to the Evidence of ``hid`` (append only)."""
+    """Append experiment ``eid`` (which must exist) to the Evidence of ``hid`` (append only).
+
+    Returns the write's ``OpResult``. Raises NotFoundError for an unknown hypothesis or
+    experiment; every write also raises LockedError (another owner's lock), StaleError
+    (``expect`` no longer matches), ConflictError (the file is dirty or HEAD moved) and
+    EnvironmentError_ (git failed, the work tree is not writable); nothing is written then.
+    """
     with Session(kb, "hyp.evidence", no_commit=no_commit, owner=owner, on_wait=on_wait) as s:
         tree = s.tree()
         s.tx.expect = expect_map(s.kb, expect, tree.rel)

@@ -135,7 +135,14 @@ def set_plan(kb: Union[KnowledgeBase, str, Path, None], qid: str, plan: str, *,
              no_commit: bool = False, owner: str | None = None,
              expect: Union[str, Mapping[str, str], None] = None,
              on_wait: Callable[[str], None] | None = None) -> OpResult:
-    """``计划`` of a problem (one line: the next step)."""
+    """``计划`` of a problem (one line: the next step).
+
+    Returns the write's ``OpResult``. Raises UsageError for an empty or multi-line plan,
+    NotFoundError for an unknown problem; every write also raises LockedError (another owner's
+    lock), StaleError (``expect`` no longer matches), ConflictError (the file is dirty or HEAD
+    moved) and EnvironmentError_ (git failed, the work tree is not writable); nothing is written
+    then.
+    """
     plan = check_line(plan, "plan")
 
     def build(ws: Workspace) -> tuple[list[str], dict[str, Any]]:
