@@ -368,3 +368,27 @@ def test_damaged_round_file_is_refused_not_a_bug(tmp_path: Path, content: bytes)
     assert "candidates.json" in str(info.value) and "another --sandbox" in str(info.value)
     with pytest.raises(RefusedError):
         read_round_file(tmp_path / "missing.json")
+
+
+def test_literature_cache_entry_that_is_no_record_is_a_miss(tmp_path: Path) -> None:
+    from kb.lit.http import Cache
+
+    cache = Cache(tmp_path)
+    for content in (b"[1]", b'{"status": 200}', b"\xff"):
+        cache.path("k").write_bytes(content)
+        assert cache.get("k") is None
+    cache.put("k", {"key": "k", "status": 200, "body": {"x": 1}})
+    assert cache.get("k") == {"key": "k", "status": 200, "body": {"x": 1}}
+
+
+def test_literature_cache_in_a_file_place_is_a_kb_error(tmp_path: Path) -> None:
+    from kb.errors import KbError
+    from kb.lit.http import Cache, Throttle
+
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache folder goes\n")
+    with pytest.raises(KbError) as info:
+        Cache(blocker).put("k", {"body": 1})
+    assert info.value.exit_code in (1, 2) and "literature cache" in str(info.value)
+    with pytest.raises(KbError):
+        Throttle(blocker, {"default": 0.0}).wait("default")

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import urlencode
 
+from kb.errors import os_failure
 from kb.lit.errors import LitNotFound, LitOffline, LitResponseError, LitUnavailable
 
 INTERVALS: dict[str, float] = {"s2": 1.1, "search": 1.0, "default": 0.2}
@@ -63,12 +64,19 @@ class Throttle:
         """Sleep until ``bucket``'s interval (seconds) since its last request has passed, then
         record now.
 
-        Shared between processes through a stamp file and a file lock in the folder.
+        Shared between processes through a stamp file and a file lock in the folder. Raises
+        EnvironmentError_ (:func:`kb.errors.os_failure`) when the folder is not writable.
         """
+        interval = self.intervals.get(bucket, self.intervals["default"])
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._wait(bucket, interval)
+        except OSError as exc:  # a read-only cache folder, …
+            raise os_failure(exc, f"write the literature cache {self.folder}") from None
+
+    def _wait(self, bucket: str, interval: float) -> None:
         from filelock import FileLock
 
-        interval = self.intervals.get(bucket, self.intervals["default"])
-        self.folder.mkdir(parents=True, exist_ok=True)
         stamp = self.folder / f"throttle-{bucket}.ts"
         with FileLock(str(self.folder / f"throttle-{bucket}.lock")):
             try:
@@ -97,16 +105,23 @@ class Cache:
         absent or unreadable.
         """
         try:
-            return json.loads(self.path(key).read_text(encoding="utf-8"))
+            rec = json.loads(self.path(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
+        return rec if isinstance(rec, dict) and "body" in rec else None  # else: not a record
 
     def put(self, key: str, record: dict[str, Any]) -> None:
-        """Store ``record`` under ``key`` (atomically: a temporary file and a rename)."""
-        self.folder.mkdir(parents=True, exist_ok=True)
+        """Store ``record`` under ``key`` (atomically: a temporary file and a rename).
+
+        Raises EnvironmentError_ (:func:`kb.errors.os_failure`) when the folder is not writable.
+        """
         tmp = self.path(key).with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(record, ensure_ascii=False, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, self.path(key))
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(record, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+            os.replace(tmp, self.path(key))
+        except OSError as exc:
+            raise os_failure(exc, f"write the literature cache {self.folder}") from None
 
 
 class Fetcher:
