@@ -61,7 +61,11 @@ def _open(path: str | Path | None, idx: Index | None = None) -> tuple[KnowledgeB
 
 
 def index_kb(path: str | Path | None = None) -> IndexReport:
-    """Index the KB incrementally; return counts and every parse diagnostic."""
+    """Index the KB incrementally; return counts and every parse diagnostic.
+
+    Raises NotAKnowledgeBase or ConfigError (environment, exit 2) when there is no readable KB,
+    GitError when git fails.
+    """
     k = open_kb(Path(path) if path else None)
     with Index(k) as idx:
         stats = idx.refresh(check=True)  # `kb index`: every cached parse's check too
@@ -138,6 +142,9 @@ def show_object(obj_id: str, path: str | Path | None = None,
     an empty list when the ID is unknown. Links: ``parent``, ``children``,
     ``evidence``, ``dependencies``, ``dependants`` and every other link kind
     in ``links_out`` / ``links_in``.
+
+    Raises NotAKnowledgeBase or ConfigError (environment, exit 2) when there is no readable KB,
+    GitError when git fails. An unknown ID is an empty list, not an error.
     """
     k, opened = _open(path, idx)
     with opened as ix:
@@ -236,6 +243,8 @@ def settle_interrupted_write(start: str | Path | None = None) -> str | None:
     commit). Inside a git hook of another commit (``GIT_INDEX_FILE`` is set: git
     holds its index), or when the recovery cannot run, nothing is touched and
     the note says so; the answer then shows the working tree as it is.
+
+    Never raises: a recovery that cannot run is said in the note.
     """
     import os
 

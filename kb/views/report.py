@@ -23,7 +23,11 @@ def _rel_link(from_rel: str, to_rel: str) -> str:
 
 def report_text(kb: Union[KnowledgeBase, str, Path, None] = None, date: str | None = None,
                 recent: int = 10) -> tuple[str, str]:
-    """``(path, text)`` of ``Logs/报告.md`` — deterministic given the KB and ``date``."""
+    """``(path, text)`` of ``Logs/报告.md`` — deterministic given the KB and ``date``.
+
+    Raises NotAKnowledgeBase or ConfigError (environment, exit 2) when there is no readable KB,
+    GitError when git fails.
+    """
     k, view = load_view(kb)
     out_rel = f"{k.config.paths['logs'].strip('/')}/报告.md"
     data = brief_data(k)

@@ -21,7 +21,11 @@ def records_dir(k: KnowledgeBase) -> str:
 
 
 def load_records(kb: Union[KnowledgeBase, str, Path, None] = None) -> list[VerificationRecord]:
-    """Every readable verification record of the KB, oldest first (:func:`record_order`)."""
+    """Every readable verification record of the KB, oldest first (:func:`record_order`).
+
+    Raises NotAKnowledgeBase or ConfigError (environment, exit 2) when there is no readable KB,
+    GitError when git fails. Unreadable records are skipped.
+    """
     k = resolve_kb(kb)
     base = k.root / records_dir(k)
     out = []
@@ -39,7 +43,11 @@ def load_records(kb: Union[KnowledgeBase, str, Path, None] = None) -> list[Verif
 
 
 def accuracy_table(kb: Union[KnowledgeBase, str, Path, None] = None) -> list[Accuracy]:
-    """``kb verifiers``: every verifier with its accuracy, best first."""
+    """``kb verifiers``: every verifier with its accuracy, best first.
+
+    Raises NotAKnowledgeBase or ConfigError (environment, exit 2) when there is no readable KB,
+    GitError when git fails.
+    """
     acc = verifier_accuracy(load_records(kb))
     return sorted(acc.values(), key=lambda a: (-a.rate, -a.counted, a.verifier))
 
