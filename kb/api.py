@@ -218,12 +218,12 @@ def _sweep_litter(k: KnowledgeBase) -> None:
     """Remove dead git processes' ``next-index-*.lock`` under the write lock (never
     while a kb writer runs: its git may be alive); silently, it is kb's own litter."""
     from kb import git
-    from kb.errors import LockedError
+    from kb.errors import KbError
     from kb.ops.transaction import acquire_write_lock, release_write_lock, remove_index_litter
 
     try:
         lock = acquire_write_lock(git.common_dir(k.top), "litter before a read", timeout=0)
-    except (LockedError, OSError):
+    except KbError:  # busy (a writer is alive), or .git not writable: leave it
         return
     try:
         remove_index_litter(k.top)

@@ -392,3 +392,19 @@ def test_literature_cache_in_a_file_place_is_a_kb_error(tmp_path: Path) -> None:
     assert info.value.exit_code in (1, 2) and "literature cache" in str(info.value)
     with pytest.raises(KbError):
         Throttle(blocker, {"default": 0.0}).wait("default")
+
+
+@pytest.mark.parametrize("left", ["next-index-123.lock", "kb-transaction.json"])
+def test_reads_in_a_readonly_git_dir_with_leftovers_still_answer(nobody_env, left: str) -> None:
+    """A killed git's index lock or a killed kb write's journal is cleaned up before a read
+    under the write lock; when .git is read-only the read answers anyway (with a note)."""
+    prefix, env, work = nobody_env
+    root = _kb_for_nobody(work, "kb-leftover-" + left)
+    (root / ".git" / left).write_text('{"head": null, "files": {}}' if left.endswith(".json")
+                                      else "", encoding="utf-8")
+    subprocess.run(["chown", "-R", "nobody:", str(root / ".git")], check=True)
+    _readonly(root, git_too=True)
+    got = as_nobody(prefix, env, root, "ls", "--json")
+    assert got.returncode == 0, got.stderr
+    assert "internal error" not in got.stderr
+    assert json.loads(got.stdout)
