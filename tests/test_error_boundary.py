@@ -408,3 +408,14 @@ def test_reads_in_a_readonly_git_dir_with_leftovers_still_answer(nobody_env, lef
     assert got.returncode == 0, got.stderr
     assert "internal error" not in got.stderr
     assert json.loads(got.stdout)
+
+
+def test_unreadable_gitattributes_does_not_break_verify(nobody_env) -> None:
+    prefix, env, work = nobody_env
+    root = _kb_for_nobody(work, "kb-attrs")
+    (root / ".gitattributes").write_text("DASHBOARD.md merge=kb-dashboard\n", encoding="utf-8")
+    subprocess.run(["chown", "nobody:", str(root / ".gitattributes")], check=True)
+    (root / ".gitattributes").chmod(0)
+    got = as_nobody(prefix, env, root, "verify", "--json")
+    assert got.returncode in (0, 1) and "internal error" not in got.stderr, got.stderr
+    assert "diagnostics" in json.loads(got.stdout)
