@@ -419,3 +419,12 @@ def test_unreadable_gitattributes_does_not_break_verify(nobody_env) -> None:
     got = as_nobody(prefix, env, root, "verify", "--json")
     assert got.returncode in (0, 1) and "internal error" not in got.stderr, got.stderr
     assert "diagnostics" in json.loads(got.stdout)
+
+
+def test_unreadable_records_folder_is_an_environment_error(nobody_env) -> None:
+    prefix, env, work = nobody_env
+    root = _kb_for_nobody(work, "kb-logs")
+    (root / "Logs").chmod(0)
+    for args in (("verifiers",), ("report",), ("diff",)):
+        err = _nobody_error(prefix, env, root, *args)
+        assert "Verification" in err["message"] and "permission" in err["message"], (args, err)

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Union
 
+from kb.errors import os_failure
 from kb.repo import KnowledgeBase, resolve_kb
 from kb.research.verdict import Accuracy, VerificationRecord, parse_record, record_order, verifier_accuracy
 
@@ -29,8 +30,12 @@ def load_records(kb: Union[KnowledgeBase, str, Path, None] = None) -> list[Verif
     k = resolve_kb(kb)
     base = k.root / records_dir(k)
     out = []
-    if base.is_dir():
-        for p in sorted(base.glob("*.json")):
+    try:
+        names = sorted(base.glob("*.json")) if base.is_dir() else []
+    except OSError as exc:  # a folder the user may not read
+        raise os_failure(exc, f"list the verification records in {records_dir(k)}") from None
+    if names:
+        for p in names:
             try:
                 data = json.loads(p.read_text(encoding="utf-8"))
             except (OSError, ValueError):
