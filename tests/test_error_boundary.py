@@ -428,3 +428,13 @@ def test_unreadable_records_folder_is_an_environment_error(nobody_env) -> None:
     for args in (("verifiers",), ("report",), ("diff",)):
         err = _nobody_error(prefix, env, root, *args)
         assert "Verification" in err["message"] and "permission" in err["message"], (args, err)
+
+
+def test_sandbox_the_user_cannot_enter_is_an_environment_error(nobody_env) -> None:
+    prefix, env, work = nobody_env
+    root = _kb_for_nobody(work, "kb-sandbox")
+    assert as_nobody(prefix, env, root, "gen", "init", "--question", "Why?").returncode == 0
+    (root / "sandbox").chmod(0)
+    for args in (("gen", "status"), ("gen", "init", "--question", "Again?")):
+        err = _nobody_error(prefix, env, root, *args)
+        assert "sandbox" in err["message"] and "permission" in err["message"], (args, err)

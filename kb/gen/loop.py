@@ -72,7 +72,11 @@ def init_run(sandbox: str | Path | None, question: str, *, gen_n: int = 6, keep_
         problems.append("--budget and --patience must be at least 1")
     if problems:
         raise UsageError("; ".join(problems))
-    if (root / RUN_FILE).exists():
+    try:
+        exists = (root / RUN_FILE).exists()
+    except OSError as exc:  # a sandbox folder the user may not enter
+        raise os_failure(exc, f"look into the sandbox {root}", "no run was started") from None
+    if exists:
         raise GenConflict(f"{root / RUN_FILE} exists: this sandbox already holds a run "
                        "(kb gen status shows it; use another --sandbox for a new run)")
     if root.exists() and not root.is_dir():

@@ -89,7 +89,7 @@ def find_sandbox(explicit: str | Path | None = None, *, required: bool = True) -
     folder or ``./sandbox`` when it holds ``loop.run.yaml``.
 
     Raises UsageError (exit 2) when ``required`` and none is found, or when
-    ``explicit`` holds no run.
+    ``explicit`` holds no run; EnvironmentError_ when a candidate folder cannot be entered.
     """
     cands = [Path(explicit)] if explicit else []
     if not explicit and os.environ.get("KB_GEN_SANDBOX", "").strip():
@@ -97,8 +97,11 @@ def find_sandbox(explicit: str | Path | None = None, *, required: bool = True) -
     if not cands:
         cands = [Path.cwd(), Path.cwd() / "sandbox"]
     for c in cands:
-        if (c / RUN_FILE).is_file():
-            return c.resolve()
+        try:
+            if (c / RUN_FILE).is_file():
+                return c.resolve()
+        except OSError as exc:  # a sandbox folder the user may not enter
+            raise os_failure(exc, f"look for a generation run in {c}") from None
     if required:
         where = " or ".join(str(c) for c in cands)
         raise UsageError(f"no generation run in {where} (no {RUN_FILE}); "
