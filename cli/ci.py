@@ -89,8 +89,13 @@ def init_cmd(base: Optional[str], install_spec: Optional[str], gitlab: bool, for
     text = (template("gitlab-ci.yml" if gitlab else "github-workflow.yml")
             .replace("@BASE@", branch).replace("@INSTALL@", _yaml_str(install_spec))
             .replace("@KB_DIR@", _yaml_str(kb_dir)))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8", newline="\n")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8", newline="\n")
+    except OSError as exc:  # a read-only work tree, .github a file, …
+        from kb.errors import os_failure
+
+        raise os_failure(exc, f"write {rel}") from None
     if as_json:
         emit_json({"path": rel, "base": branch, "install": install_spec, "install_from": how,
                    "kb_dir": kb_dir})

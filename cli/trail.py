@@ -47,6 +47,8 @@ def _children(path: str | None) -> list[dict[str, Any]]:
         raw = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not UTF-8; re-save it as UTF-8 JSON") from None
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -382,7 +384,12 @@ def render(check: bool, no_commit: bool, as_json: bool, kb_path: str | None) -> 
     if check:
         k = resolve_kb(kb_path)
         path = k.root / TRAIL_FILE
-        have = path.read_bytes() if path.is_file() else None
+        try:
+            have = path.read_bytes() if path.is_file() else None
+        except OSError as exc:
+            from kb.errors import os_failure
+
+            raise os_failure(exc, f"read {k.prefix}{TRAIL_FILE}") from None
         line = is_stale(load(k), have) if have is not None else 1
         data = {"path": k.prefix + TRAIL_FILE, "exists": have is not None,
                 "stale": line is not None, "line": line}

@@ -133,7 +133,13 @@ def command(staged: bool, rev: Optional[str], range_: Optional[str], against: Op
     if fix:
         from kb.checks.fix import fix_until_stable
 
-        report, done = fix_until_stable(lambda: run(mode, Path.cwd(), kb_dir))
+        try:
+            report, done = fix_until_stable(lambda: run(mode, Path.cwd(), kb_dir))
+        except OSError as exc:  # a read-only work tree, …: each file is written whole or not at all
+            from kb.errors import os_failure
+
+            raise os_failure(exc, "apply the fixes",
+                             "files fixed before it stay fixed; the others are unchanged") from None
         msg = f"kb verify --fix: applied {done.applied} fix(es) in {len(done.files)} file(s)"
         if done.regenerated:
             msg += f", regenerated {done.regenerated} DASHBOARD.md"

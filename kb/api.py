@@ -61,7 +61,11 @@ def _open(path: str | Path | None, idx: Index | None = None) -> tuple[KnowledgeB
 
 
 def index_kb(path: str | Path | None = None) -> IndexReport:
-    """Index the KB incrementally; return counts and every parse diagnostic."""
+    """Index the KB incrementally; return counts and every parse diagnostic.
+
+    Raises NotAKnowledgeBase or ConfigError (environment, exit 2) when there is no readable KB,
+    GitError when git fails.
+    """
     k = open_kb(Path(path) if path else None)
     with Index(k) as idx:
         stats = idx.refresh(check=True)  # `kb index`: every cached parse's check too
@@ -138,6 +142,9 @@ def show_object(obj_id: str, path: str | Path | None = None,
     an empty list when the ID is unknown. Links: ``parent``, ``children``,
     ``evidence``, ``dependencies``, ``dependants`` and every other link kind
     in ``links_out`` / ``links_in``.
+
+    Raises NotAKnowledgeBase or ConfigError (environment, exit 2) when there is no readable KB,
+    GitError when git fails. An unknown ID is an empty list, not an error.
     """
     k, opened = _open(path, idx)
     with opened as ix:
@@ -165,7 +172,10 @@ def show_object(obj_id: str, path: str | Path | None = None,
 
 def find_objects(text: str, path: str | Path | None = None,
                  idx: Index | None = None) -> tuple[KnowledgeBase, list[ObjectRow]]:
-    """Objects whose ID, title or statement contains ``text`` (case-insensitive)."""
+    """Objects whose ID, title or statement contains ``text`` (case-insensitive).
+
+    Raises UsageError for an empty ``text``; EnvironmentError_ (NotAKnowledgeBase) outside a KB.
+    """
     if not text.strip():
         raise UsageError("kb find needs a non-empty TEXT")
     k, opened = _open(path, idx)
@@ -208,12 +218,12 @@ def _sweep_litter(k: KnowledgeBase) -> None:
     """Remove dead git processes' ``next-index-*.lock`` under the write lock (never
     while a kb writer runs: its git may be alive); silently, it is kb's own litter."""
     from kb import git
-    from kb.errors import LockedError
+    from kb.errors import KbError
     from kb.ops.transaction import acquire_write_lock, release_write_lock, remove_index_litter
 
     try:
         lock = acquire_write_lock(git.common_dir(k.top), "litter before a read", timeout=0)
-    except (LockedError, OSError):
+    except KbError:  # busy (a writer is alive), or .git not writable: leave it
         return
     try:
         remove_index_litter(k.top)
@@ -233,13 +243,15 @@ def settle_interrupted_write(start: str | Path | None = None) -> str | None:
     commit). Inside a git hook of another commit (``GIT_INDEX_FILE`` is set: git
     holds its index), or when the recovery cannot run, nothing is touched and
     the note says so; the answer then shows the working tree as it is.
+
+    Never raises: a recovery that cannot run is said in the note.
     """
-    import json
     import os
 
     from kb import git
     from kb.errors import KbError, LockedError
-    from kb.ops.transaction import JOURNAL_NAME, acquire_write_lock, recover, release_write_lock
+    from kb.ops.transaction import (JOURNAL_NAME, acquire_write_lock, read_journal, recover,
+                                    release_write_lock)
 
     here = Path(start) if start else Path.cwd()
     if not os.environ.get("GIT_DIR"):
@@ -263,17 +275,15 @@ def settle_interrupted_write(start: str | Path | None = None) -> str | None:
         lock = acquire_write_lock(git.common_dir(k.top), "recovery before a read", timeout=0)
     except LockedError:
         return None  # a live writer (perhaps the kb write whose hook runs this): its journal
-    except OSError as exc:
-        return f"{unsettled} (cannot take the write lock: {exc.strerror or exc})"
+    except KbError as exc:  # no permission on .git, a folder in the lock's place, …
+        return f"{unsettled} ({exc})"
     try:
         if not journal.exists():
             return None  # the writer finished between the check and the lock
         if os.environ.get("GIT_INDEX_FILE"):
             return unsettled  # a hook of a plain `git commit`: git holds the index
-        try:
-            was = json.loads(journal.read_text(encoding="utf-8")).get("head")
-        except (OSError, ValueError, AttributeError):
-            was = None
+        read = read_journal(journal)
+        was = read.get("head") if read is not None else None
         landed = was is not None and git.rev_parse("HEAD", k.top) != was
         restored = recover(k)
     except KbError as exc:

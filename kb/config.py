@@ -155,6 +155,9 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
     """Build a :class:`Config` from parsed TOML (see :func:`load_config`).
 
     ``text`` is the file's text, used only to give warnings their line numbers.
+
+    Raises ConfigError (environment, exit 2) for a table or value of the wrong type, an unknown
+    locale or severity, a regex that does not compile, or a path that leaves the KB folder.
     """
     warnings: list[Diagnostic] = []
     for section, body in data.items():
@@ -173,6 +176,10 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
                 raise ConfigError(
                     f"kb.toml: {section}.{key} must be {_tname(want)}, not {type(value).__name__}"
                 )
+            elif want is list and any(not isinstance(v, str) for v in value):
+                bad = next(v for v in value if not isinstance(v, str))
+                raise ConfigError(f"kb.toml: {section}.{key} must be a list of strings, and "
+                                  f"{bad!r} is {type(bad).__name__}")
     kb = data.get("kb", {})
     locale = kb.get("locale", "zh")
     if locale not in ("zh", "en"):
@@ -197,9 +204,15 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
     if "dashboard_stale" in rules:
         severity.setdefault("KB240", rules["dashboard_stale"])
     regs = []
+    if not isinstance(data.get("registry", []), list):
+        raise ConfigError("kb.toml: registry must be an array of tables ([[registry]] sections)")
     for i, reg in enumerate(data.get("registry", []) or []):
         if not isinstance(reg, dict) or "path" not in reg:
             raise ConfigError(f"kb.toml: [[registry]] #{i + 1} needs a path")
+        for key in ("path", "kind", "heading"):
+            if key in reg and not isinstance(reg[key], str):
+                raise ConfigError(f"kb.toml: [[registry]] #{i + 1} {key} must be a string, not "
+                                  f"{type(reg[key]).__name__}")
         try:
             re.compile(reg.get("heading", Registry.heading))
         except re.error as exc:

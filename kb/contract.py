@@ -67,6 +67,10 @@ class LsOutput(BaseModel):
 
 
 class FoundObject(BaseModel):
+    """One object as ``kb ls`` / ``kb find`` print it: ``id``, ``kind``, ``status`` (the KB's
+    locale), ``path`` and 1-based ``line``.
+    """
+
     id: str
     kind: str
     status: Optional[str]
@@ -85,6 +89,8 @@ class FindOutput(BaseModel):
 
 
 class Declaration(BaseModel):
+    """Where an object is declared: ``kind``, KB-relative ``path``, 1-based ``line``."""
+
     kind: str
     path: str
     line: int
@@ -102,6 +108,10 @@ class ShowOutput(ObjectOut):
 
 
 class DiagnosticOut(_Open):
+    """One finding of a rule: ``path``, 1-based ``line`` and ``col``, ``code`` (KBnnn),
+    ``severity``, ``message``.
+    """
+
     path: str
     line: int
     col: int
@@ -125,6 +135,10 @@ class IndexOutput(BaseModel):
 
 
 class InitOutput(BaseModel):
+    """What ``kb init`` did: the KB ``root``, the files ``written`` and ``appended``
+    (KB-relative), whether it ran ``git init``.
+    """
+
     root: str
     written: list[str]
     appended: list[str]
@@ -140,6 +154,10 @@ class DashboardCheck(BaseModel):
 
 
 class VerifierRow(BaseModel):
+    """One verifier's record: ``accuracy`` in [0, 1], verdicts ``agreed`` with out of
+    ``counted``.
+    """
+
     verifier: str
     accuracy: float
     agreed: int
@@ -197,6 +215,10 @@ class RulesOutput(BaseModel):
 
 
 class AcquiredLock(_Open):
+    """A lock taken: its git ``ref``, ``scope`` (file or project), ``path`` (None for the
+    project lock), the lock ``commit``.
+    """
+
     ref: str
     scope: str
     path: Optional[str]
@@ -221,6 +243,10 @@ class LockAcquired(BaseModel):
 
 
 class LockStateOut(_Open):
+    """A lock as ``kb lock status`` lists it: ``ref``, ``scope``, ``path``, ``owner``, expiry
+    (ISO 8601 and epoch seconds).
+    """
+
     ref: str
     scope: str
     path: Optional[str]
@@ -274,6 +300,10 @@ class LockPruned(BaseModel):
 
 
 class HooksOutput(BaseModel):
+    """What ``kb hooks install|uninstall|status`` did: ``hooks_dir``, hook name -> action, the
+    merge driver's state.
+    """
+
     hooks_dir: str
     hooks: dict[str, str]
     merge_driver: Optional[str]

@@ -133,6 +133,38 @@ def error_object(exc: BaseException) -> dict[str, dict[str, object]]:
     return {"error": {"message": msg, "exit_code": code, "kind": kind}}
 
 
+def os_failure(exc: OSError, doing: str, then: str = "") -> KbError:
+    """A kb error for the :class:`OSError` ``exc`` raised while ``doing`` (e.g. ``"write
+    tree.md"``), to raise in place of it (``raise os_failure(exc, ...) from None``).
+
+    The message names the file, git's-style reason and what to do; ``then`` is added
+    at the end (e.g. ``"nothing was written"``). A missing file is ``not_found`` (1);
+    a directory where a file belongs, or a file where a folder belongs, is ``refused``
+    (1); everything else (permissions, a full disk, a read-only file system) is
+    ``environment`` (2), since the request itself is sound.
+    """
+    import errno
+    import os
+
+    reason = exc.strerror or str(exc)
+    name = str(exc.filename) if exc.filename else ""
+    if any(mark in os.path.basename(name) for mark in (".tmp", "kb-tmp")):
+        name = f"in the folder {os.path.dirname(name) or '.'}"  # a temporary file: its folder refused
+    where = f" ({name})" if name and name not in doing else ""
+    tail = f" — {then}" if then else ""
+    if isinstance(exc, FileNotFoundError):
+        return NotFoundError(f"cannot {doing}: {reason}{where}{tail}")
+    if isinstance(exc, (IsADirectoryError, NotADirectoryError)):
+        return RefusedError(f"cannot {doing}: {reason}{where}; move it out of the way{tail}")
+    if isinstance(exc, PermissionError) or exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        fix = "give your user read and write permission on it (or run kb as its owner)"
+    elif exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        fix = "free some disk space"
+    else:
+        fix = "check the file system"
+    return EnvironmentError_(f"cannot {doing}: {reason}{where}; {fix}, then run the command again{tail}")
+
+
 __all__ = ["ERROR_KINDS", "KbError", "UsageError", "EnvironmentError_", "NotAKnowledgeBase",
            "GitError", "ConfigError", "InternalError", "RefusedError", "NotFoundError",
-           "ConflictError", "LockedError", "StaleError", "error_kind", "error_object"]
+           "ConflictError", "LockedError", "StaleError", "error_kind", "error_object", "os_failure"]

@@ -21,14 +21,17 @@ stale until ``kb dashboard`` runs.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Any, Callable, Iterable, Optional, TypeVar
 
 from kb import git
-from kb.errors import EnvironmentError_, KbError, RefusedError, UsageError
+from kb.errors import EnvironmentError_, KbError, RefusedError, UsageError, os_failure
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 HOOKS = ("pre-commit", "pre-merge-commit", "pre-push", "post-commit", "post-rewrite")
 MARK = "# kb-managed-hook:"
@@ -67,6 +70,22 @@ def _bare(start: Path) -> bool:
     return proc.returncode == 0 and proc.stdout.strip() == b"true"
 
 
+
+def _file_errors(doing: str) -> Callable[[F], F]:
+    """Turn an :class:`OSError` of the wrapped function into a kb error (what to do, and
+    that running the command again is safe: every step of it is idempotent)."""
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        def inner(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except OSError as exc:
+                raise os_failure(exc, doing) from None
+        return inner  # type: ignore[return-value]
+    return wrap
+
+
+@_file_errors("install the server hook")
 def install_server(start: Path, python: Optional[str] = None, shared: bool = False) -> HookResult:
     """``kb hooks install --server``: the pre-receive hook of a bare repository.
 
@@ -176,11 +195,16 @@ def check_own_hooks(top: Path, d: Path, shared: bool) -> None:
         "--shared to change them anyway, or set core.hooksPath for this repository only")
 
 
+@_file_errors("install kb's hooks")
 def install(start: Path, hooks: Iterable[str] = HOOKS, python: Optional[str] = None,
             merge_driver: bool = True, shared: bool = False) -> HookResult:
     """Install kb's hooks (chaining existing ones) and the DASHBOARD.md merge driver.
 
     ``shared``: allow a hooks folder outside the repository (:func:`check_own_hooks`).
+
+    Raises UsageError for an unknown hook, RefusedError for a bare repository (use
+    ``--server``), a hook that cannot be chained or a shared hooks folder, EnvironmentError_
+    when the hooks folder or ``.gitattributes`` cannot be written (running it again is safe).
     """
     top = _top(start)
     d = hooks_dir(top)
@@ -237,11 +261,15 @@ def install(start: Path, hooks: Iterable[str] = HOOKS, python: Optional[str] = N
     return res
 
 
+@_file_errors("remove kb's hooks")
 def uninstall(start: Path, hooks: Iterable[str] = HOOKS, merge_driver: bool = True,
               shared: bool = False) -> HookResult:
     """Remove kb's hooks, put chained hooks back, unregister kb's merge driver.
 
     ``shared``: allow a hooks folder outside the repository (:func:`check_own_hooks`).
+
+    Returns hook name -> what was done. Raises RefusedError for a shared hooks folder without
+    ``shared``, EnvironmentError_ when a hook cannot be removed.
     """
     top = _top(start)
     d = hooks_dir(top)
@@ -268,7 +296,11 @@ def uninstall(start: Path, hooks: Iterable[str] = HOOKS, merge_driver: bool = Tr
 
 
 def status(start: Path) -> HookResult:
-    """Which of kb's hooks are installed (and chained), and the merge driver."""
+    """Which of kb's hooks are installed (and chained), and the merge driver.
+
+    Returns hook name -> state and the merge driver's state. Raises EnvironmentError_ outside a
+    git repository.
+    """
     top = _top(start)
     d = hooks_dir(top)
     res = HookResult(hooks_dir=d)

@@ -104,11 +104,15 @@ def clock() -> int:
 
 
 def iso(epoch: int) -> str:
+    """Epoch seconds ``epoch`` as ISO 8601 UTC (``2026-01-02T03:04:05Z``)."""
     return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_duration(text: str, *, what: str = "TTL", allow_zero: bool = False) -> int:
-    """``30m``, ``90s``, ``2h``, ``1h30m``, ``1d`` -> seconds. UsageError when it does not parse."""
+    """``30m``, ``90s``, ``2h``, ``1h30m``, ``1d`` -> seconds. UsageError when it does not parse.
+
+    Raises UsageError when it does not parse, is 0 (unless ``allow_zero``) or exceeds a year.
+    """
     s = (text or "").strip().lower()
     m = _DURATION.fullmatch(s)
     if not s or m is None or not any(m.groups()):
@@ -145,6 +149,11 @@ class Settings:
 
     @classmethod
     def from_config(cls, locks: dict[str, Any] | None) -> "Settings":
+        """The settings of kb.toml's ``[locks]`` table (``ttl``, ``grace`` durations;
+        ``leads``).
+
+        Raises UsageError naming the key when a duration does not parse.
+        """
         locks = locks or {}
         ttl = parse_duration(locks["ttl"], what="kb.toml locks.ttl") if "ttl" in locks else DEFAULT_TTL
         grace = (parse_duration(locks["grace"], what="kb.toml locks.grace", allow_zero=True)
@@ -154,7 +163,10 @@ class Settings:
 
 
 def validate_owner(owner: str) -> str:
-    """An owner is a non-empty single line without control characters."""
+    """An owner is a non-empty single line without control characters.
+
+    Raises UsageError when empty, longer than 200 characters or holding a control character.
+    """
     if owner is None or not owner.strip():
         raise UsageError("the owner is empty: pass --owner NAME "
                          "(or set `git config kb.owner NAME`)")
@@ -167,6 +179,9 @@ def validate_owner(owner: str) -> str:
 
 
 def validate_text(text: str, what: str) -> str:
+    """``text`` stripped; UsageError (naming ``what``) when empty or holding a newline or
+    control character.
+    """
     if text is None or not text.strip():
         raise UsageError(f"{what} is empty")
     if _CONTROL.search(text):
@@ -193,7 +208,10 @@ def default_owner(top: Path) -> str | None:
 
 
 def resolve_owner(top: Path, owner: str | None) -> str:
-    """The explicit owner (validated), else :func:`default_owner`; UsageError when none."""
+    """The explicit owner (validated), else :func:`default_owner`; UsageError when none.
+
+    Raises UsageError when no owner is given or configured, or it is invalid.
+    """
     if owner is not None:
         return validate_owner(owner)
     found = default_owner(top)
@@ -216,6 +234,9 @@ def repo_paths(kb: Any, paths: Iterable[str], cwd: Path | None = None) -> list[s
 
     Refused (UsageError, exit 2): an empty path, control characters, a ``..``
     component, a path outside the KB, a folder, anything inside ``.git``.
+
+    Raises UsageError for an empty path, ``..``, the KB folder itself, a folder, ``.git`` or a
+    path outside the KB.
     """
     base = Path(cwd) if cwd else Path.cwd()
     out: list[str] = []
@@ -278,6 +299,7 @@ class Lock:
 
     @property
     def label(self) -> str:
+        """The locked path, or ``the project lock``."""
         return self.path if self.scope == "file" and self.path else "the project lock"
 
     def describe(self, now: int, grace: int) -> str:
@@ -291,6 +313,10 @@ class Lock:
         return f"{self.owner}, expired {format_duration(left)} ago"
 
     def as_dict(self, now: int | None = None, grace: int | None = None) -> dict[str, Any]:
+        """The lock as JSON-ready data: times as ISO 8601 with an ``_epoch`` twin; with ``now``
+        and
+        ``grace`` (epoch seconds, seconds) also ``remaining``, ``expired`` and ``in_grace``.
+        """
         d = asdict(self)
         # One naming for agents: times are ISO 8601 with an ``_epoch`` twin.
         d["expires"] = iso(self.expires)
@@ -357,6 +383,9 @@ def read_locks(top: Path, refs: Iterable[str] | None = None) -> dict[str, Lock]:
 def lock_message(*, scope: str, path: str | None, owner: str, now: int, expires: int,
                  blob: str | None, previous: str | None = None, how: str | None = None,
                  reason: str | None = None) -> str:
+    """The commit message of a lock commit: a subject and the ``Kb-Lock-*`` trailers (times ISO
+    8601).
+    """
     subject = f"kb lock: {path}" if scope == "file" else "kb project lock"
     lines = [f"Kb-Lock-Scope: {scope}"]
     if path is not None:
@@ -406,6 +435,9 @@ def ref_transaction(top: Path, ops: list[tuple], message: str = "kb lock") -> tu
     ``ops`` items: ``("create", ref, new)``, ``("update", ref, new, old)`` (``old``
     None: no check), ``("delete", ref, old)``. Returns (True, "") or (False,
     git's message) when an expected old value did not hold (nothing changed).
+
+    Raises GitError when git refuses the update (a ref moved), ValueError for an unknown op (a
+    bug).
     """
     lines = ["start"]
     for op in ops:
@@ -429,7 +461,10 @@ def ref_transaction(top: Path, ops: list[tuple], message: str = "kb lock") -> tu
 
 
 def check_remote(top: Path, remote: str) -> None:
-    """UsageError unless ``remote`` is a configured remote name."""
+    """UsageError unless ``remote`` is a configured remote name.
+
+    Raises UsageError for a malformed or unknown remote name.
+    """
     if not remote or _CONTROL.search(remote) or remote.startswith("-"):
         raise UsageError(f"bad remote name {remote!r}")
     proc = git.run(["remote", "get-url", remote], top, check=False)
@@ -441,11 +476,16 @@ def check_remote(top: Path, remote: str) -> None:
 
 @dataclass
 class PushResult:
+    """The outcome of ``git push --porcelain``: ``ok``, remote ref -> (flag, summary), git's
+    message.
+    """
+
     ok: bool
     refs: dict[str, tuple[str, str]]   # remote ref -> (flag, summary)
     message: str
 
     def rejected(self, ref: str) -> str | None:
+        """git's reason when ``ref`` was rejected (flag ``!``), else None."""
         flag, summary = self.refs.get(ref, ("?", ""))
         return summary if flag == "!" else None
 

@@ -47,7 +47,10 @@ TASKS = {
 
 
 def brief(sb: Sandbox, role: str) -> dict[str, Any]:
-    """The brief of ``role`` for the current round (see the module docstring)."""
+    """The brief of ``role`` for the current round (see the module docstring).
+
+    Raises UsageError for an unknown role.
+    """
     from kb.gen.models import schemas
 
     r = ROLES.get(role.strip().lower().replace("-", "").replace("_", ""))

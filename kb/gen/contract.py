@@ -30,6 +30,10 @@ class GenRun(OpenModel):
 
 
 class PoolItem(OpenModel):
+    """A kept hypothesis of the pool: ``hid``, ``statement``, ``total`` (the judge's score,
+    0–100).
+    """
+
     hid: str
     statement: str
     total: float
@@ -84,6 +88,10 @@ class GenReport(BaseModel):
 
 
 class Rating(BaseModel):
+    """A hypothesis in the tournament: ``elo`` (starts at 1200), judge ``total`` (0–100),
+    ``matches`` played.
+    """
+
     hid: str
     elo: float
     total: float

@@ -23,7 +23,7 @@ from typing import Any
 
 from kb.gen import rules
 from kb.gen.errors import GenError
-from kb.gen.store import Sandbox, write_json
+from kb.gen.store import Sandbox, read_round_file, write_json
 
 
 def apply(sb: Sandbox, path: Path, raw: Any, m: Any, reason: str | None = None) -> dict[str, Any]:
@@ -35,10 +35,13 @@ def apply(sb: Sandbox, path: Path, raw: Any, m: Any, reason: str | None = None) 
     from kb.gen.models import Candidates, LitScout
 
     rd = sb.round_dir()
-    cands = {c.hid: c for c in Candidates.model_validate_json(
-        (rd / "candidates.json").read_text("utf-8")).candidates}
-    scout = LitScout.model_validate_json((rd / "litscout.json").read_text("utf-8"))
-    check = json.loads((rd / "evidence-check.json").read_text("utf-8"))["evidence"]
+    cands = {c.hid: c for c in read_round_file(rd / "candidates.json", Candidates).candidates}
+    scout = read_round_file(rd / "litscout.json", LitScout)
+    checked = read_round_file(rd / "evidence-check.json")
+    if not isinstance(checked, dict) or not isinstance(checked.get("evidence"), dict):
+        raise GenError(f"{rd / 'evidence-check.json'}: the run's own file is damaged (no evidence "
+                       "map); put it back (git, a backup) or start a new run with another --sandbox")
+    check = checked["evidence"]
     evals = {e.hid: e for e in scout.evaluations}
     pool = sb.state["pool"]
     pool_hids = {p["hid"] for p in pool}

@@ -22,11 +22,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kb.errors import UsageError
+from kb.errors import UsageError, os_failure
 from kb.gen import rules
 from kb.gen.errors import GenConflict, GenError
 from kb.gen.store import (CACHE_DIR, EVAL_SCALES, GITIGNORE, LEDGER_FILE, LEDGER_HEADER,
-                          REPORT_FILE, RUN_FILE, STATE_FILE, Sandbox, write_atomic, write_json)
+                          REPORT_FILE, RUN_FILE, STATE_FILE, Sandbox, read_round_file, write_atomic,
+                          write_json)
 
 __all__ = ["init_run", "status", "submit", "open_run"]
 
@@ -46,6 +47,10 @@ def init_run(sandbox: str | Path | None, question: str, *, gen_n: int = 6, keep_
 
     Refuses (GenError) when the folder already holds a run; UsageError for a
     bad binding. The literature tiers record key presence only.
+
+    Raises UsageError for an out-of-range number or an empty question, GenConflict when the
+    sandbox holds a run, GenError when it is a file, EnvironmentError_
+    (:func:`kb.errors.os_failure`) when it cannot be written.
     """
     import yaml
 
@@ -67,7 +72,11 @@ def init_run(sandbox: str | Path | None, question: str, *, gen_n: int = 6, keep_
         problems.append("--budget and --patience must be at least 1")
     if problems:
         raise UsageError("; ".join(problems))
-    if (root / RUN_FILE).exists():
+    try:
+        exists = (root / RUN_FILE).exists()
+    except OSError as exc:  # a sandbox folder the user may not enter
+        raise os_failure(exc, f"look into the sandbox {root}", "no run was started") from None
+    if exists:
         raise GenConflict(f"{root / RUN_FILE} exists: this sandbox already holds a run "
                        "(kb gen status shows it; use another --sandbox for a new run)")
     if root.exists() and not root.is_dir():
@@ -78,10 +87,17 @@ def init_run(sandbox: str | Path | None, question: str, *, gen_n: int = 6, keep_
            "patience": patience, "report": REPORT_FILE,
            "literature_tiers": {},
            "run_id": "gen-" + now.strftime("%Y%m%dT%H%M%SZ"), "created": now.isoformat()}
-    (root / CACHE_DIR).mkdir(parents=True, exist_ok=True)
-    run["literature_tiers"] = key_presence(project_root(root))  # presence only, never values
+    # Presence only, never values; read before anything is written (from the nearest folder
+    # that exists: the sandbox may not yet).
+    near = next((p for p in (root, *root.resolve().parents) if p.is_dir()), Path.cwd())
+    tiers = key_presence(project_root(near))
+    try:
+        (root / CACHE_DIR).mkdir(parents=True, exist_ok=True)
+        (root / ".lock").touch()  # the run's lock file (Sandbox.lock), there from the start
+    except OSError as exc:  # a read-only project folder, …
+        raise os_failure(exc, f"create the sandbox {root}", "no run was started") from None
+    run["literature_tiers"] = tiers
     write_atomic(root / ".gitignore", GITIGNORE)
-    (root / ".lock").touch()  # the run's lock file (Sandbox.lock), there from the start
     write_atomic(root / LEDGER_FILE, "\t".join(LEDGER_HEADER) + "\n")
     state = {"run_id": run["run_id"], "round": 1, "step": "candidates", "stopped": None, "dry": 0,
              "pool": [], "gaps": [{"claim": q, "cites": [], "hid": None, "round": 0}],
@@ -118,6 +134,9 @@ def submit(sandbox: str | Path | Sandbox | None, kind: str, path: str | Path | N
 
     ``reason`` explains fewer candidates than gen_n. Returns what kb decided
     (see the ``_candidates`` / ``_litscout`` / ``_verdict`` results).
+
+    Raises UsageError for an unknown kind, GenError listing every problem of the file,
+    GenConflict when another step is due or the run stopped.
     """
     from kb.gen.models import KINDS
 
@@ -184,7 +203,7 @@ def _candidates(sb: Sandbox, path: Path, raw: Any, m: Any, reason: str | None) -
 def _litscout(sb: Sandbox, path: Path, raw: Any, m: Any, reason: str | None) -> dict[str, Any]:
     from kb.gen.models import Candidates
 
-    cands = Candidates.model_validate_json((sb.round_dir() / "candidates.json").read_text("utf-8"))
+    cands = read_round_file(sb.round_dir() / "candidates.json", Candidates)
     hids = [c.hid for c in cands.candidates]
     problems = []
     keys: dict[str, int] = {}

@@ -26,11 +26,23 @@ ELO_FILE = "elo.json"
 
 
 def load_elo(sb: Sandbox) -> dict[str, Any]:
-    """``{"ratings": {hid: float}, "matches": [...]}`` (empty when no tournament ran)."""
+    """``{"ratings": {hid: float}, "matches": [...]}`` (empty when no tournament ran).
+
+    Raises GenError when ``elo.json`` is unreadable, not JSON or not a tournament file.
+    """
+    path = sb.root / ELO_FILE
     try:
-        return json.loads((sb.root / ELO_FILE).read_text(encoding="utf-8"))
+        elo = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {"ratings": {}, "matches": []}
+    except (OSError, ValueError) as exc:  # unreadable, not UTF-8, not JSON
+        raise GenError(f"{path}: cannot read it ({exc}); delete it to start the tournament "
+                       "again (`kb gen rank` with a matches file)") from None
+    if not (isinstance(elo, dict) and isinstance(elo.get("ratings"), dict)
+            and isinstance(elo.get("matches"), list)):
+        raise GenError(f"{path}: not a tournament file ({{\"ratings\": {{}}, \"matches\": []}}); "
+                       "delete it to start the tournament again")
+    return elo
 
 
 def expected(ra: float, rb: float) -> float:
@@ -43,6 +55,9 @@ def submit_matches(sb: Sandbox, path: str | Path | None = None, *, data: Any = N
     update the ratings; nothing changes on refusal.
 
     Returns ``{"applied": n, "ratings": [{hid, elo, total, matches}] best first}``.
+
+    Raises GenNoFile (usage) for a missing file, GenError for an unreadable file, bad JSON or
+    any invalid match (every problem listed).
     """
     p = Path(path) if path is not None else Path("<matches data>")
     if data is not None:
@@ -54,6 +69,8 @@ def submit_matches(sb: Sandbox, path: str | Path | None = None, *, data: Any = N
             raise GenNoFile(f"{p}: no such file") from None
         except json.JSONDecodeError as exc:
             raise GenError(f"{p}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise GenError(f"{p}: cannot read it ({exc}); give a readable UTF-8 JSON file") from None
     pool = {h["hid"]: h for h in sb.state["pool"]}
     problems = []
     matches = raw.get("matches") if isinstance(raw, dict) else None

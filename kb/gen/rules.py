@@ -97,4 +97,5 @@ def occurs(snippet: str, corpus: Iterable[str]) -> bool:
 
 
 def is_url(text: str | None) -> bool:
+    """True when ``text`` is one http(s) URL without spaces."""
     return bool(text) and re.match(r"https?://\S+$", text or "") is not None

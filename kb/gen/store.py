@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from kb.errors import UsageError
+from kb.errors import UsageError, os_failure
 from kb.gen.errors import GenError
 
 RUN_FILE = "loop.run.yaml"
@@ -43,14 +43,44 @@ STEPS = ("candidates", "litscout", "verdict")
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` through a temporary file and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file and a rename.
+
+    Raises a kb error (:func:`kb.errors.os_failure`: environment 2 for a read-only
+    sandbox or a full disk) when the file system refuses; ``path`` is then unchanged.
+    """
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise os_failure(exc, f"write {path}") from None
+
+
+def read_round_file(path: Path, model: Any = None) -> Any:
+    """A file the loop itself wrote into a round (``candidates.json``, …): parsed JSON, or
+    ``model.model_validate_json`` of it when ``model`` (a pydantic model) is given.
+
+    Raises GenError (refused) when it is missing, unreadable, not JSON or no longer valid:
+    it was changed by hand or damaged, and the message says how to recover.
+    """
+    from pydantic import ValidationError
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        return model.model_validate_json(text) if model is not None else json.loads(text)
+    except (OSError, ValueError, ValidationError) as exc:  # ValidationError is a ValueError too
+        why = exc.strerror if isinstance(exc, OSError) else str(exc).splitlines()[0]
+        raise GenError(f"{path}: the run's own file is missing or damaged ({why}); put it back "
+                       "(git, a backup) or start a new run with another --sandbox") from None
 
 
 def write_json(path: Path, data: Any) -> None:
+    """Write ``data`` as indented UTF-8 JSON to ``path`` (atomically, as :func:`write_atomic`)."""
     write_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
@@ -59,7 +89,7 @@ def find_sandbox(explicit: str | Path | None = None, *, required: bool = True) -
     folder or ``./sandbox`` when it holds ``loop.run.yaml``.
 
     Raises UsageError (exit 2) when ``required`` and none is found, or when
-    ``explicit`` holds no run.
+    ``explicit`` holds no run; EnvironmentError_ when a candidate folder cannot be entered.
     """
     cands = [Path(explicit)] if explicit else []
     if not explicit and os.environ.get("KB_GEN_SANDBOX", "").strip():
@@ -67,13 +97,37 @@ def find_sandbox(explicit: str | Path | None = None, *, required: bool = True) -
     if not cands:
         cands = [Path.cwd(), Path.cwd() / "sandbox"]
     for c in cands:
-        if (c / RUN_FILE).is_file():
-            return c.resolve()
+        try:
+            if (c / RUN_FILE).is_file():
+                return c.resolve()
+        except OSError as exc:  # a sandbox folder the user may not enter
+            raise os_failure(exc, f"look for a generation run in {c}") from None
     if required:
         where = " or ".join(str(c) for c in cands)
         raise UsageError(f"no generation run in {where} (no {RUN_FILE}); "
                          "start one with `kb gen init --question Q`")
     return None
+
+
+#: key -> type(s) of the fields a run file and a state file must have (what the loop reads).
+_RUN_SHAPE: dict[str, Any] = {"question": str, "gen_n": int, "keep_threshold": (int, float),
+                              "budget": int, "patience": int}
+_STATE_SHAPE: dict[str, Any] = {"run_id": str, "round": int, "step": str, "dry": int,
+                                "stopped": (str, type(None)), "pool": list, "gaps": list,
+                                "trajectory": list, "adopted": dict}
+
+
+def _shape_problems(data: Any, shape: dict[str, Any], name: str) -> list[str]:
+    """What is missing or of the wrong type in ``data`` (a loaded run or state file)."""
+    if not isinstance(data, dict):
+        return [f"{name} is a {type(data).__name__}, not a mapping"]
+    out = []
+    for key, want in shape.items():
+        if key not in data:
+            out.append(f"{name} lacks {key}")
+        elif not isinstance(data[key], want) or isinstance(data[key], bool):
+            out.append(f"{name}: {key} is {type(data[key]).__name__}")
+    return out
 
 
 class Sandbox:
@@ -97,9 +151,20 @@ class Sandbox:
             raise UsageError(f"{root}: not a complete generation run ({exc.filename} missing)") from None
         except (ValueError, yaml.YAMLError) as exc:
             raise GenError(f"{root}: the run files cannot be read: {exc}") from None
+        except OSError as exc:  # no permission, a folder in a file's place, …
+            raise os_failure(exc, f"read the generation run in {root}") from None
+        bad = _shape_problems(self.run, _RUN_SHAPE, RUN_FILE) + \
+            _shape_problems(self.state, _STATE_SHAPE, STATE_FILE)
+        if bad:
+            raise GenError(f"{root}: the run files were changed by hand or damaged ({'; '.join(bad)}); "
+                           "put them back (git, a backup) or start a new run with another --sandbox")
 
     @classmethod
     def open(cls, explicit: str | Path | None = None) -> "Sandbox":
+        """The run in ``explicit`` (or found from the current folder).
+
+        Raises UsageError when there is no run, GenError when its files are damaged.
+        """
         found = find_sandbox(explicit)
         assert found is not None
         return cls(found)
@@ -108,17 +173,21 @@ class Sandbox:
 
     @property
     def round(self) -> int:
+        """The current round number (1-based)."""
         return int(self.state["round"])
 
     def round_dir(self, n: int | None = None) -> Path:
+        """The folder of round ``n`` (default: the current round); it may not exist yet."""
         return self.root / f"round{self.round if n is None else n}"
 
     @property
     def cache_dir(self) -> Path:
+        """The run's literature cache folder."""
         return self.root / CACHE_DIR
 
     @property
     def report_path(self) -> Path:
+        """Where the ranked report is written (``hypotheses.md`` unless the run names another)."""
         return self.root / str(self.run.get("report") or REPORT_FILE)
 
     # -- state ----------------------------------------------------------------------
@@ -139,9 +208,20 @@ class Sandbox:
                 fl.acquire(timeout=timeout)
             except Timeout:
                 raise GenError(f"{self.root}: another kb gen command holds the run's lock") from None
+            except OSError as exc:  # a read-only sandbox, …
+                raise os_failure(exc, f"take the run's lock in {self.root}") from None
             try:
                 # Re-read under the lock: another process may have advanced the run.
-                self.state = json.loads((self.root / STATE_FILE).read_text(encoding="utf-8"))
+                try:
+                    state = json.loads((self.root / STATE_FILE).read_text(encoding="utf-8"))
+                except (OSError, ValueError) as exc:
+                    raise GenError(f"{self.root}: the run files cannot be read: {exc}") from None
+                bad = _shape_problems(state, _STATE_SHAPE, STATE_FILE)
+                if bad:
+                    raise GenError(f"{self.root}: the run files were changed by hand or damaged "
+                                   f"({'; '.join(bad)}); put them back (git, a backup) or start "
+                                   "a new run with another --sandbox")
+                self.state = state
                 yield self
             finally:
                 fl.release()
@@ -149,6 +229,9 @@ class Sandbox:
         return held()
 
     def save(self) -> None:
+        """Write the state file (atomically). Raises EnvironmentError_ when the sandbox is not
+        writable.
+        """
         write_json(self.root / STATE_FILE, self.state)
 
     def record_cache_key(self, key: str) -> None:
@@ -156,17 +239,23 @@ class Sandbox:
         if self.state.get("stopped"):
             return
         path = self.round_dir() / KEYS_FILE
-        known = set(path.read_text(encoding="ascii").split()) if path.exists() else set()
+        known = set(path.read_text(encoding="ascii", errors="replace").split()) if path.exists() else set()
         if key in known:
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="ascii") as fh:
-            fh.write(key + "\n")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "a", encoding="ascii") as fh:
+                fh.write(key + "\n")
+        except OSError as exc:
+            raise os_failure(exc, f"write {path}") from None
 
     def cache_keys(self, n: int | None = None) -> list[str]:
         """The cache keys round ``n`` (default: the current one) requested or was served."""
         path = self.round_dir(n) / KEYS_FILE
-        return path.read_text(encoding="ascii").split() if path.exists() else []
+        try:
+            return path.read_text(encoding="ascii", errors="replace").split() if path.exists() else []
+        except OSError as exc:
+            raise os_failure(exc, f"read {path}") from None
 
     def cached_bodies(self, n: int | None = None) -> list[Any]:
         """The response bodies of the round's cache keys (missing files skipped)."""
@@ -176,7 +265,8 @@ class Sandbox:
                 rec = json.loads((self.cache_dir / f"{key}.json").read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 continue
-            out.append(rec.get("body"))
+            if isinstance(rec, dict):
+                out.append(rec.get("body"))
         return out
 
     def write_ledger(self) -> None:

@@ -54,6 +54,7 @@ class LitClient:
 
     @property
     def requests(self) -> int:
+        """Network requests made so far (cache hits excluded)."""
         return self.fetcher.requests
 
     # -- Semantic Scholar -------------------------------------------------------

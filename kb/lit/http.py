@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import urlencode
 
+from kb.errors import os_failure
 from kb.lit.errors import LitNotFound, LitOffline, LitResponseError, LitUnavailable
 
 INTERVALS: dict[str, float] = {"s2": 1.1, "search": 1.0, "default": 0.2}
@@ -60,10 +61,22 @@ class Throttle:
         self.intervals = dict(INTERVALS, **(intervals or {}))
 
     def wait(self, bucket: str) -> None:
+        """Sleep until ``bucket``'s interval (seconds) since its last request has passed, then
+        record now.
+
+        Shared between processes through a stamp file and a file lock in the folder. Raises
+        EnvironmentError_ (:func:`kb.errors.os_failure`) when the folder is not writable.
+        """
+        interval = self.intervals.get(bucket, self.intervals["default"])
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._wait(bucket, interval)
+        except OSError as exc:  # a read-only cache folder, …
+            raise os_failure(exc, f"write the literature cache {self.folder}") from None
+
+    def _wait(self, bucket: str, interval: float) -> None:
         from filelock import FileLock
 
-        interval = self.intervals.get(bucket, self.intervals["default"])
-        self.folder.mkdir(parents=True, exist_ok=True)
         stamp = self.folder / f"throttle-{bucket}.ts"
         with FileLock(str(self.folder / f"throttle-{bucket}.lock")):
             try:
@@ -84,19 +97,31 @@ class Cache:
         self.folder = folder
 
     def path(self, key: str) -> Path:
+        """The file of cache entry ``key``."""
         return self.folder / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """The cached record of ``key`` (``{key, method, url, status, body}``), or None when
+        absent or unreadable.
+        """
         try:
-            return json.loads(self.path(key).read_text(encoding="utf-8"))
+            rec = json.loads(self.path(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
+        return rec if isinstance(rec, dict) and "body" in rec else None  # else: not a record
 
     def put(self, key: str, record: dict[str, Any]) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
+        """Store ``record`` under ``key`` (atomically: a temporary file and a rename).
+
+        Raises EnvironmentError_ (:func:`kb.errors.os_failure`) when the folder is not writable.
+        """
         tmp = self.path(key).with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(record, ensure_ascii=False, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, self.path(key))
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(record, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+            os.replace(tmp, self.path(key))
+        except OSError as exc:
+            raise os_failure(exc, f"write the literature cache {self.folder}") from None
 
 
 class Fetcher:
@@ -123,9 +148,18 @@ class Fetcher:
         self.requests = 0  # network requests made (cache hits excluded)
 
     def get_json(self, url: str, bucket: str, headers: Mapping[str, str] | None = None) -> Any:
+        """GET ``url`` (throttled by ``bucket``, cached) and return its parsed JSON body.
+
+        Raises LitUnavailable (every attempt failed) or LitResponseError (another 4xx, bad
+        JSON).
+        """
         return self._get(url, bucket, headers, as_json=True)
 
     def get_text(self, url: str, bucket: str, headers: Mapping[str, str] | None = None) -> str:
+        """GET ``url`` (throttled by ``bucket``, cached) and return its body text.
+
+        Raises LitUnavailable (every attempt failed) or LitResponseError (another 4xx).
+        """
         return self._get(url, bucket, headers, as_json=False)
 
     def _get(self, url: str, bucket: str, headers: Mapping[str, str] | None, as_json: bool) -> Any:

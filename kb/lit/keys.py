@@ -12,6 +12,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from kb.errors import EnvironmentError_, os_failure
+
 KEYS_FILE = "keys.env"
 
 #: The slots ``keys --init`` writes, each with the comment that explains it.
@@ -48,11 +50,18 @@ def keys_path(root: Path | None = None) -> Path:
 
 
 def read_keys_file(path: Path) -> dict[str, str]:
-    """``KEY=VALUE`` pairs of ``path`` (missing file: empty); quotes around values stripped."""
+    """``KEY=VALUE`` pairs of ``path`` (missing file: empty); quotes around values stripped.
+
+    Raises EnvironmentError_ when the file cannot be read (no permission) or is not UTF-8.
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except (FileNotFoundError, IsADirectoryError):
         return {}
+    except OSError as exc:
+        raise os_failure(exc, f"read the literature keys {path}") from None
+    except UnicodeDecodeError:
+        raise EnvironmentError_(f"{path} is not UTF-8: re-save it as UTF-8 (KEY=VALUE lines)") from None
     out: dict[str, str] = {}
     for raw in text.splitlines():
         line = raw.strip()
@@ -93,6 +102,13 @@ def init_keys(root: Path | None = None) -> dict[str, object]:
     """
     top = root or project_root()
     path = keys_path(top)
+    try:
+        return _init_keys(top, path)
+    except OSError as exc:  # a read-only project folder, …
+        raise os_failure(exc, f"write {path}") from None
+
+
+def _init_keys(top: Path, path: Path) -> dict[str, object]:
     existing = read_keys_file(path)
     added = [name for name in SLOTS if name not in existing]
     old = path.read_text(encoding="utf-8") if path.exists() else ""
@@ -111,11 +127,11 @@ def init_keys(root: Path | None = None) -> dict[str, object]:
 def ensure_ignored(top: Path, name: str) -> bool:
     """Append ``name`` to ``top/.gitignore`` unless a line already names it; True if added."""
     gi = top / ".gitignore"
-    text = gi.read_text(encoding="utf-8") if gi.exists() else ""
+    text = gi.read_text(encoding="utf-8", errors="surrogateescape") if gi.exists() else ""
     if any(ln.strip() in (name, "/" + name) for ln in text.splitlines()):
         return False
     sep = "" if not text or text.endswith("\n") else "\n"
-    gi.write_text(text + sep + name + "\n", encoding="utf-8")
+    gi.write_text(text + sep + name + "\n", encoding="utf-8", errors="surrogateescape")
     return True
 
 

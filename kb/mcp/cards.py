@@ -15,6 +15,14 @@ def problem_add(kb: KnowledgeBase, id: str, statement: str, title: Optional[str]
                 priority: str = "1", depends: Optional[list[str]] = None, source: str = "原始",
                 motivation: Optional[str] = None, plan: str = "待调度", no_commit: bool = False,
                 owner: Optional[str] = None) -> object:
+    """Tool ``problem_add``: create problem card ``id`` with ``statement``; ``depends`` is a
+    list of IDs (:func:`kb.ops.problems.add_problem`).
+
+    Returns the write's ``OpResult`` (``op``, ``ids``, ``paths``, ``blobs``, ``commit``,
+    ``changes``, ``recovered``).
+    Raises UsageError, NotFoundError, ConflictError, LockedError, StaleError or RefusedError as
+    the operation does; nothing is written then.
+    """
     from kb.ops.problems import add_problem
 
     return add_problem(kb, id, statement, title=title, priority=priority, depends=depends or [],
@@ -24,6 +32,14 @@ def problem_add(kb: KnowledgeBase, id: str, statement: str, title: Optional[str]
 
 def problem_status(kb: KnowledgeBase, id: str, status: str, no_commit: bool = False,
                    owner: Optional[str] = None, expect: Optional[str] = None) -> object:
+    """Tool ``problem_status``: set the 状态 of problem ``id``
+    (:func:`kb.ops.problems.set_problem_status`).
+
+    Returns the write's ``OpResult`` (``op``, ``ids``, ``paths``, ``blobs``, ``commit``,
+    ``changes``, ``recovered``).
+    Raises UsageError, NotFoundError, ConflictError, LockedError, StaleError or RefusedError as
+    the operation does; nothing is written then.
+    """
     from kb.ops.problems import set_problem_status
 
     return set_problem_status(kb, id, status, no_commit=no_commit, owner=owner, expect=expect)
@@ -31,6 +47,14 @@ def problem_status(kb: KnowledgeBase, id: str, status: str, no_commit: bool = Fa
 
 def problem_plan(kb: KnowledgeBase, id: str, next_step: str, no_commit: bool = False,
                  owner: Optional[str] = None, expect: Optional[str] = None) -> object:
+    """Tool ``problem_plan``: set the 计划 (one line) of problem ``id``
+    (:func:`kb.ops.problems.set_plan`).
+
+    Returns the write's ``OpResult`` (``op``, ``ids``, ``paths``, ``blobs``, ``commit``,
+    ``changes``, ``recovered``).
+    Raises UsageError, NotFoundError, ConflictError, LockedError, StaleError or RefusedError as
+    the operation does; nothing is written then.
+    """
     from kb.ops.problems import set_plan
 
     return set_plan(kb, id, next_step, no_commit=no_commit, owner=owner, expect=expect)
@@ -38,6 +62,14 @@ def problem_plan(kb: KnowledgeBase, id: str, next_step: str, no_commit: bool = F
 
 def problem_priority(kb: KnowledgeBase, id: str, priority: str, no_commit: bool = False,
                      owner: Optional[str] = None, expect: Optional[str] = None) -> object:
+    """Tool ``problem_priority``: set the 优先级 (an integer, as text) of ``id``
+    (:func:`kb.ops.problems.set_priority`).
+
+    Returns the write's ``OpResult`` (``op``, ``ids``, ``paths``, ``blobs``, ``commit``,
+    ``changes``, ``recovered``).
+    Raises UsageError, NotFoundError, ConflictError, LockedError, StaleError or RefusedError as
+    the operation does; nothing is written then.
+    """
     from kb.ops.problems import set_priority
 
     return set_priority(kb, id, priority, no_commit=no_commit, owner=owner, expect=expect)
@@ -49,6 +81,14 @@ def propo_add(kb: KnowledgeBase, category: str, id: str, statement: str,
               source_problem: Optional[str] = None, source_direction: Optional[str] = None,
               new_category: bool = False, no_commit: bool = False,
               owner: Optional[str] = None) -> object:
+    """Tool ``propo_add``: create proposition ``id`` in ``category``; ``prob`` and ``value`` are
+    numbers in [0, 1] as text (:func:`kb.ops.propositions.add_proposition`).
+
+    Returns the write's ``OpResult`` (``op``, ``ids``, ``paths``, ``blobs``, ``commit``,
+    ``changes``, ``recovered``).
+    Raises UsageError, NotFoundError, ConflictError, LockedError, StaleError or RefusedError as
+    the operation does; nothing is written then.
+    """
     from kb.ops.propositions import add_proposition
 
     return add_proposition(kb, category, id, statement, title=title, probability=prob, value=value,
@@ -60,6 +100,14 @@ def propo_add(kb: KnowledgeBase, category: str, id: str, statement: str,
 def entry_add(kb: KnowledgeBase, id: str, kind: str, title: str, text: str, prob: str = "0.5",
               no_commit: bool = False, owner: Optional[str] = None,
               expect: Optional[str] = None) -> object:
+    """Tool ``entry_add``: append an entry of ``kind`` to problem or proposition ``id``
+    (:func:`kb.ops.entries.add_entry`).
+
+    Returns the write's ``OpResult`` (``op``, ``ids``, ``paths``, ``blobs``, ``commit``,
+    ``changes``, ``recovered``).
+    Raises UsageError, NotFoundError, ConflictError, LockedError, StaleError or RefusedError as
+    the operation does; nothing is written then.
+    """
     from kb.ops.entries import add_entry
 
     return add_entry(kb, id, kind, title, prob, text=text, no_commit=no_commit, owner=owner,
@@ -70,6 +118,14 @@ def method_add(kb: KnowledgeBase, id: str, name: str, type: str = "方法",
                parent: Optional[str] = None, scenario: str = "", content: str = "",
                related: Optional[list[str]] = None, no_commit: bool = False,
                owner: Optional[str] = None) -> object:
+    """Tool ``method_add``: create method card ``id`` called ``name``
+    (:func:`kb.ops.methods.add_method`).
+
+    Returns the write's ``OpResult`` (``op``, ``ids``, ``paths``, ``blobs``, ``commit``,
+    ``changes``, ``recovered``).
+    Raises UsageError, NotFoundError, ConflictError, LockedError, StaleError or RefusedError as
+    the operation does; nothing is written then.
+    """
     from kb.ops.methods import add_method
 
     return add_method(kb, id, name, type=type, parent=parent, scenario=scenario, content=content,
@@ -79,6 +135,14 @@ def method_add(kb: KnowledgeBase, id: str, name: str, type: str = "方法",
 def method_apply(kb: KnowledgeBase, id: str, effect: str, problem: str,
                  direction: Optional[str] = None, no_commit: bool = False,
                  owner: Optional[str] = None, expect: Optional[str] = None) -> object:
+    """Tool ``method_apply``: record an application of method ``id`` to ``problem``
+    (:func:`kb.ops.methods.apply_method`).
+
+    Returns the write's ``OpResult`` (``op``, ``ids``, ``paths``, ``blobs``, ``commit``,
+    ``changes``, ``recovered``).
+    Raises UsageError, NotFoundError, ConflictError, LockedError, StaleError or RefusedError as
+    the operation does; nothing is written then.
+    """
     from kb.ops.methods import apply_method
 
     return apply_method(kb, id, problem, effect, direction=direction, no_commit=no_commit,
@@ -87,6 +151,14 @@ def method_apply(kb: KnowledgeBase, id: str, effect: str, problem: str,
 
 def method_improve(kb: KnowledgeBase, id: str, reason: str, text: str, no_commit: bool = False,
                    owner: Optional[str] = None, expect: Optional[str] = None) -> object:
+    """Tool ``method_improve``: record an improvement of method ``id``
+    (:func:`kb.ops.methods.improve_method`).
+
+    Returns the write's ``OpResult`` (``op``, ``ids``, ``paths``, ``blobs``, ``commit``,
+    ``changes``, ``recovered``).
+    Raises UsageError, NotFoundError, ConflictError, LockedError, StaleError or RefusedError as
+    the operation does; nothing is written then.
+    """
     from kb.ops.methods import improve_method
 
     return improve_method(kb, id, reason, text=text, no_commit=no_commit, owner=owner,
@@ -97,6 +169,14 @@ def verdict(kb: KnowledgeBase, target: str, vote: dict[str, float],
             reason: Optional[dict[str, str]] = None, mode: Optional[str] = None,
             transcript: Optional[str] = None, no_commit: bool = False,
             owner: Optional[str] = None) -> object:
+    """Tool ``verdict``: record the verifiers' ``vote`` (name -> probability in [0, 1]) on
+    ``target`` (:func:`kb.ops.verdict.record_verdict`).
+
+    Returns the write's ``OpResult`` (``op``, ``ids``, ``paths``, ``blobs``, ``commit``,
+    ``changes``, ``recovered``).
+    Raises UsageError, NotFoundError, ConflictError, LockedError, StaleError or RefusedError as
+    the operation does; nothing is written then.
+    """
     from kb.ops.verdict import record_verdict
 
     return record_verdict(kb, target, vote, reason or {}, mode, transcript=transcript,
@@ -105,6 +185,14 @@ def verdict(kb: KnowledgeBase, target: str, vote: dict[str, float],
 
 def promote(kb: KnowledgeBase, threshold: str = "0.7", no_commit: bool = False,
             owner: Optional[str] = None) -> object:
+    """Tool ``promote``: promote the propositions whose probability reaches ``threshold`` (a
+    number as text) (:func:`kb.ops.promote.promote`).
+
+    Returns the write's ``OpResult`` (``op``, ``ids``, ``paths``, ``blobs``, ``commit``,
+    ``changes``, ``recovered``).
+    Raises UsageError, NotFoundError, ConflictError, LockedError, StaleError or RefusedError as
+    the operation does; nothing is written then.
+    """
     from kb.ops.promote import promote as run
 
     return run(kb, threshold, no_commit=no_commit, owner=owner)
@@ -112,6 +200,14 @@ def promote(kb: KnowledgeBase, threshold: str = "0.7", no_commit: bool = False,
 
 def priority_adjust(kb: KnowledgeBase, mode: str, dry_run: bool = False, no_commit: bool = False,
                     owner: Optional[str] = None) -> object:
+    """Tool ``priority_adjust``: recompute priorities by ``mode`` (``dry_run`` writes nothing)
+    (:func:`kb.ops.priority.priority_adjust`).
+
+    Returns the write's ``OpResult`` (``op``, ``ids``, ``paths``, ``blobs``, ``commit``,
+    ``changes``, ``recovered``).
+    Raises UsageError, NotFoundError, ConflictError, LockedError, StaleError or RefusedError as
+    the operation does; nothing is written then.
+    """
     from kb.ops.priority import priority_adjust as run
 
     return run(kb, mode, dry_run=dry_run, no_commit=no_commit, owner=owner)
@@ -119,6 +215,14 @@ def priority_adjust(kb: KnowledgeBase, mode: str, dry_run: bool = False, no_comm
 
 def refresh(kb: KnowledgeBase, check: bool = False, no_commit: bool = False,
             owner: Optional[str] = None) -> object:
+    """Tool ``refresh``: recompute the derived fields (被依赖, 等待依赖); ``check`` only reports
+    (:func:`kb.ops.refresh.refresh`).
+
+    Returns the write's ``OpResult`` (``op``, ``ids``, ``paths``, ``blobs``, ``commit``,
+    ``changes``, ``recovered``).
+    Raises UsageError, NotFoundError, ConflictError, LockedError, StaleError or RefusedError as
+    the operation does; nothing is written then.
+    """
     from kb.ops.refresh import refresh as run
 
     return run(kb, check=check, no_commit=no_commit, owner=owner)
@@ -126,12 +230,21 @@ def refresh(kb: KnowledgeBase, check: bool = False, no_commit: bool = False,
 
 def report(kb: KnowledgeBase, date: Optional[str] = None, no_commit: bool = False,
            owner: Optional[str] = None) -> object:
+    """Tool ``report``: write the day's report (``date`` YYYY-MM-DD, default today)
+    (:func:`kb.ops.report.report`).
+
+    Returns the write's ``OpResult`` (``op``, ``ids``, ``paths``, ``blobs``, ``commit``,
+    ``changes``, ``recovered``).
+    Raises UsageError, NotFoundError, ConflictError, LockedError, StaleError or RefusedError as
+    the operation does; nothing is written then.
+    """
     from kb.ops.report import report as run
 
     return run(kb, date, no_commit=no_commit, owner=owner)
 
 
 def register(reg: Registry) -> None:
+    """Register this module's tools on ``reg`` (names, descriptions, read/write annotations)."""
     reg.write("problem_add", problem_add, "kb problem add: create problem card `id` with "
               "`statement` (状态 求解中, or 等待依赖 while a dependency is unsettled).")
     reg.write("problem_status", problem_status, "kb problem status: set problem `id` to "

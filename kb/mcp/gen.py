@@ -30,6 +30,11 @@ def _lit_where(kb: KnowledgeBase, sandbox: Optional[str]) -> dict[str, Optional[
 def gen_init(kb: KnowledgeBase, question: str, sandbox: Optional[str] = None, gen_n: int = 6,
              keep_threshold: float = 65, eval_scale: str = "medium", budget: int = 6,
              patience: int = 2) -> Any:
+    """Tool ``gen_init``: start a generation run in ``sandbox`` (:func:`kb.gen.api.gen_init`).
+
+    Returns the run (``question``, ``gen_n``, ``keep_threshold`` 0–100, …, ``sandbox``). Raises
+    UsageError (a bad number), GenConflict (a run exists) or EnvironmentError_ (cannot write).
+    """
     from kb.gen import api
 
     return api.gen_init(question, _sandbox(kb, sandbox), gen_n, keep_threshold, eval_scale, budget,
@@ -37,12 +42,20 @@ def gen_init(kb: KnowledgeBase, question: str, sandbox: Optional[str] = None, ge
 
 
 def gen_status(kb: KnowledgeBase, sandbox: Optional[str] = None) -> Any:
+    """Tool ``gen_status``: round, step, pool, gaps and the dry counter of the run.
+
+    Raises UsageError (no run there) or GenError (damaged run files).
+    """
     from kb.gen import api
 
     return api.gen_status(_sandbox(kb, sandbox))
 
 
 def gen_brief(kb: KnowledgeBase, role: str, sandbox: Optional[str] = None) -> Any:
+    """Tool ``gen_brief``: what ``role`` (generator, litscout, judge, ranker) needs now.
+
+    Raises UsageError for an unknown role, GenConflict when another step is due.
+    """
     from kb.gen import api
 
     return api.gen_brief(role, _sandbox(kb, sandbox))
@@ -50,18 +63,31 @@ def gen_brief(kb: KnowledgeBase, role: str, sandbox: Optional[str] = None) -> An
 
 def gen_submit(kb: KnowledgeBase, kind: str, data: dict[str, Any], reason: Optional[str] = None,
                sandbox: Optional[str] = None) -> Any:
+    """Tool ``gen_submit``: validate ``data`` as the round's ``kind`` and advance the loop.
+
+    Returns what the step did. Raises GenError listing every problem, GenConflict (another
+    step is due, or the run stopped).
+    """
     from kb.gen import api
 
     return api.gen_submit(kind, data=data, reason=reason, sandbox=_sandbox(kb, sandbox))
 
 
 def gen_report(kb: KnowledgeBase, sandbox: Optional[str] = None) -> Any:
+    """Tool ``gen_report``: write the ranked report in the sandbox; returns its path and data.
+
+    Raises GenError / EnvironmentError_ when the run cannot be read or written.
+    """
     from kb.gen import api
 
     return api.gen_report(_sandbox(kb, sandbox))
 
 
 def gen_schema(kb: KnowledgeBase, kind: Optional[str] = None) -> Any:
+    """Tool ``gen_schema``: the JSON Schema of ``kind`` (every kind when None).
+
+    Raises UsageError for an unknown kind.
+    """
     from kb.gen import api
 
     return api.gen_schema(kind)
@@ -69,6 +95,11 @@ def gen_schema(kb: KnowledgeBase, kind: Optional[str] = None) -> Any:
 
 def gen_rank(kb: KnowledgeBase, matches: Optional[list[dict[str, Any]]] = None,
              sandbox: Optional[str] = None) -> Any:
+    """Tool ``gen_rank``: apply pairwise ``matches`` (Elo 1200, K 32); without them, the
+    standings.
+
+    Raises GenError listing every problem of the matches.
+    """
     from kb.gen import api
 
     return api.gen_rank(matches, _sandbox(kb, sandbox))
@@ -77,6 +108,13 @@ def gen_rank(kb: KnowledgeBase, matches: Optional[list[dict[str, Any]]] = None,
 def gen_adopt(kb: KnowledgeBase, hid: str, parent: Optional[str] = None,
               sandbox: Optional[str] = None, no_commit: bool = False, owner: Optional[str] = None,
               expect: Optional[str] = None) -> Any:
+    """Tool ``gen_adopt``: add kept hypothesis ``hid`` to tree.md under ``parent`` (one commit).
+
+    Returns the write's ``OpResult`` (``op``, ``ids``, ``paths``, ``blobs``, ``commit``,
+    ``changes``, ``recovered``).
+    Raises UsageError, NotFoundError, ConflictError, LockedError, StaleError or RefusedError as
+    the operation does; nothing is written then.
+    """
     from kb.gen.adopt import adopt
     from kb.gen.loop import open_run
 
@@ -98,6 +136,10 @@ def _with_fallback(call: Any) -> Any:
 def lit_search(kb: KnowledgeBase, query: str, limit: int = 12, year: Optional[str] = None,
                min_citations: int = 0, open_access: bool = False, source: str = "both",
                sort: str = "relevance", sandbox: Optional[str] = None) -> Any:
+    """Tool ``lit_search``: search papers (``limit`` results, ``year`` a range like ``2020-``).
+
+    Raises LitError (its fallback advice in the message) when every source fails.
+    """
     from kb.gen import api
 
     return _with_fallback(lambda: api.lit_search(query, limit, year, min_citations, open_access,
@@ -105,6 +147,10 @@ def lit_search(kb: KnowledgeBase, query: str, limit: int = 12, year: Optional[st
 
 
 def lit_snippet(kb: KnowledgeBase, query: str, limit: int = 10, sandbox: Optional[str] = None) -> Any:
+    """Tool ``lit_snippet``: text snippets of papers matching ``query`` (``limit`` of them).
+
+    Raises LitError when the source fails.
+    """
     from kb.gen import api
 
     return _with_fallback(lambda: api.lit_snippet(query, limit, **_lit_where(kb, sandbox)))
@@ -112,6 +158,11 @@ def lit_snippet(kb: KnowledgeBase, query: str, limit: int = 10, sandbox: Optiona
 
 def lit_cite(kb: KnowledgeBase, paper_id: str, direction: str = "references", limit: int = 15,
              influential: bool = False, sandbox: Optional[str] = None) -> Any:
+    """Tool ``lit_cite``: the ``references`` or ``citations`` of ``paper_id`` (``limit`` of
+    them).
+
+    Raises LitError when the source fails.
+    """
     from kb.gen import api
 
     return _with_fallback(lambda: api.lit_cite(paper_id, direction, limit, influential,
@@ -119,18 +170,26 @@ def lit_cite(kb: KnowledgeBase, paper_id: str, direction: str = "references", li
 
 
 def lit_paper(kb: KnowledgeBase, arxiv_id: str, sandbox: Optional[str] = None) -> Any:
+    """Tool ``lit_paper``: the metadata of arXiv paper ``arxiv_id``.
+
+    Raises LitError when the source fails.
+    """
     from kb.gen import api
 
     return _with_fallback(lambda: api.lit_paper(arxiv_id, **_lit_where(kb, sandbox)))
 
 
 def lit_keys(kb: KnowledgeBase) -> Any:
+    """Tool ``lit_keys``: ``{keys: {name: present}}``, which literature API keys are set (never
+    their values).
+    """
     from kb.lit.keys import key_presence
 
     return {"keys": key_presence(kb.top)}
 
 
 def register(reg: Registry) -> None:
+    """Register this module's tools on ``reg`` (names, descriptions, read/write annotations)."""
     reg.write("gen_init", gen_init, "Start a hypothesis-generation run (kb gen init): the sandbox "
               "with loop.run.yaml, ledger.tsv and the literature cache; refused if a run exists.")
     reg.read("gen_status", gen_status, "The run's round, next step, pool, gaps and dry counter "

@@ -11,6 +11,12 @@ from kb.repo import KnowledgeBase
 
 def lock_claim(kb: KnowledgeBase, paths: list[str], owner: Optional[str] = None,
                ttl: Optional[str] = None, remote: Optional[str] = None) -> object:
+    """Tool ``lock_claim``: lock ``paths`` (KB-relative) for ``owner``, all or none; ``ttl``
+    like ``30m``.
+
+    Returns the claim's result (the locks taken). Raises UsageError (a bad path or ttl),
+    LockedError (held by another owner) or EnvironmentError_ (git, the lock remote).
+    """
     from kb.ops.lock_claim import claim
 
     return claim(kb, paths, owner=owner, ttl=ttl, remote=remote, cwd=kb.root)
@@ -18,6 +24,10 @@ def lock_claim(kb: KnowledgeBase, paths: list[str], owner: Optional[str] = None,
 
 def lock_renew(kb: KnowledgeBase, paths: list[str], owner: Optional[str] = None,
                ttl: Optional[str] = None, remote: Optional[str] = None) -> object:
+    """Tool ``lock_renew``: extend ``owner``'s own leases on ``paths`` by ``ttl``.
+
+    Returns the renewed locks. Raises UsageError, NotFoundError (no such lock) or LockedError.
+    """
     from kb.ops.lock_claim import renew
 
     return renew(kb, paths, owner=owner, ttl=ttl, remote=remote, cwd=kb.root)
@@ -25,6 +35,11 @@ def lock_renew(kb: KnowledgeBase, paths: list[str], owner: Optional[str] = None,
 
 def lock_steal(kb: KnowledgeBase, paths: list[str], reason: str, owner: Optional[str] = None,
                ttl: Optional[str] = None, remote: Optional[str] = None) -> object:
+    """Tool ``lock_steal``: take ``paths`` over from their holder, recording ``reason``.
+
+    Returns the locks taken. Raises UsageError, RefusedError (the lease has not expired and
+    the owner is no lead) or EnvironmentError_.
+    """
     from kb.ops.lock_claim import steal
 
     return steal(kb, paths, reason, owner=owner, ttl=ttl, remote=remote, cwd=kb.root)
@@ -33,6 +48,13 @@ def lock_steal(kb: KnowledgeBase, paths: list[str], reason: str, owner: Optional
 def lock_release(kb: KnowledgeBase, paths: Optional[list[str]] = None, owner: Optional[str] = None,
                  message: Optional[str] = None, all: bool = False, no_verify: bool = False,
                  remote: Optional[str] = None) -> object:
+    """Tool ``lock_release``: commit the changes of ``paths`` (or ``all`` held) and drop the
+    locks.
+
+    Returns the release's ``OpResult``. Raises UsageError (neither or both of ``paths`` and
+    ``all``), NotFoundError, LockedError, RefusedError (verification failed) or
+    EnvironmentError_.
+    """
     from kb.errors import UsageError
     from kb.ops.lock_release import release
 
@@ -46,12 +68,20 @@ def lock_release(kb: KnowledgeBase, paths: Optional[list[str]] = None, owner: Op
 
 
 def lock_prune(kb: KnowledgeBase, remote: Optional[str] = None) -> object:
+    """Tool ``lock_prune``: delete every expired lock; ``{pruned: [lock dicts], remote}``.
+
+    Raises EnvironmentError_ when git or the lock remote fails.
+    """
     from kb.ops.lock_status import prune
 
     return {"pruned": [lk.as_dict() for lk in prune(kb, remote=remote)], "remote": remote}
 
 
 def lock_status(kb: KnowledgeBase, remote: Optional[str] = None) -> object:
+    """Tool ``lock_status``: every lock with owner, expiry and whether it expired.
+
+    Raises EnvironmentError_ when git or the lock remote fails.
+    """
     from kb.ops.lock_status import status
 
     return status(kb, remote=remote)
@@ -59,6 +89,11 @@ def lock_status(kb: KnowledgeBase, remote: Optional[str] = None) -> object:
 
 def project_lock(kb: KnowledgeBase, owner: Optional[str] = None, ttl: Optional[str] = None,
                  steal: Optional[str] = None, remote: Optional[str] = None) -> object:
+    """Tool ``project_lock``: take the whole-KB lock for ``owner`` (``steal`` gives a reason to
+    take it over).
+
+    Returns the lock taken. Raises LockedError, UsageError or EnvironmentError_.
+    """
     from kb.ops.lock_claim import project_lock as take
 
     return take(kb, owner=owner, ttl=ttl, remote=remote, steal_reason=steal)
@@ -66,12 +101,17 @@ def project_lock(kb: KnowledgeBase, owner: Optional[str] = None, ttl: Optional[s
 
 def project_unlock(kb: KnowledgeBase, owner: Optional[str] = None,
                    remote: Optional[str] = None) -> object:
+    """Tool ``project_unlock``: give back the whole-KB lock; returns an ``OpResult``.
+
+    Raises NotFoundError (not held), LockedError (held by another) or EnvironmentError_.
+    """
     from kb.ops.lock_claim import project_unlock as give
 
     return give(kb, owner=owner, remote=remote).op_result(kb.top)
 
 
 def register(reg: Registry) -> None:
+    """Register this module's tools on ``reg`` (names, descriptions, read/write annotations)."""
     reg.write("lock_claim", lock_claim, "kb lock claim: lock `paths` for `owner` (all or none); "
               "refused with kind locked while someone else holds one.")
     reg.write("lock_renew", lock_renew, "kb lock renew: extend your own leases on `paths`.",

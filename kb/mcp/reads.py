@@ -11,6 +11,12 @@ from kb.repo import KnowledgeBase
 
 
 def index(kb: KnowledgeBase) -> object:
+    """Tool ``index``: refresh the index; ``{kb, files, parsed, counts, seconds, rebuilt,
+    errors,
+    failed_files, diagnostics}`` (``seconds`` wall time, 4 decimals).
+
+    Raises EnvironmentError_ when the KB cannot be read.
+    """
     from kb.api import index_kb
     from kb.vocab import KIND_PLURALS
 
@@ -25,6 +31,10 @@ def index(kb: KnowledgeBase) -> object:
 
 
 def ls(warm: WarmKB, kind: Optional[str] = None, status: Optional[str] = None) -> object:
+    """Tool ``ls``: the objects of ``kind`` (and ``status``), as ``kb ls --json`` prints them.
+
+    Raises UsageError for an unknown kind or status word.
+    """
     from kb.api import list_objects
     from kb.contract import ls_data
 
@@ -34,6 +44,10 @@ def ls(warm: WarmKB, kind: Optional[str] = None, status: Optional[str] = None) -
 
 
 def show(warm: WarmKB, id: str) -> object:
+    """Tool ``show``: object ``id`` with its declarations (``[{kind, path, line}]``).
+
+    Raises NotFoundError when no object has that ID.
+    """
     from kb.api import show_object
     from kb.contract import display_status
 
@@ -50,6 +64,7 @@ def show(warm: WarmKB, id: str) -> object:
 
 
 def find(warm: WarmKB, text: str) -> object:
+    """Tool ``find``: the objects whose ID, title or text holds ``text``, as ``kb find --json``."""
     from kb.api import find_objects
     from kb.contract import find_data
 
@@ -58,6 +73,10 @@ def find(warm: WarmKB, text: str) -> object:
 
 
 def brief(kb: KnowledgeBase, max_chars: Optional[int] = None) -> object:
+    """Tool ``brief``: the research brief, cut to ``max_chars`` characters when given.
+
+    Raises UsageError when ``max_chars`` is below 1.
+    """
     from kb.views.brief import brief_data, fit_brief
 
     if max_chars is not None and max_chars < 1:
@@ -67,6 +86,11 @@ def brief(kb: KnowledgeBase, max_chars: Optional[int] = None) -> object:
 
 
 def report_text(kb: KnowledgeBase, date: Optional[str] = None) -> object:
+    """Tool ``report_text``: ``{path, text}`` of the day's report (``date`` YYYY-MM-DD) without
+    writing it.
+
+    Raises UsageError for a malformed date.
+    """
     from kb.views.report import report_date, report_text as text_of
 
     path, text = text_of(kb, report_date(date))
@@ -75,6 +99,11 @@ def report_text(kb: KnowledgeBase, date: Optional[str] = None) -> object:
 
 def verify(kb: KnowledgeBase, staged: bool = False, rev: Optional[str] = None,
            range: Optional[str] = None) -> object:
+    """Tool ``verify``: the rules over the working tree, ``staged`` index, ``rev`` or ``range``;
+    ``{mode, ok, exit_code, kbs, commits, blocking, counts, notes, error, diagnostics}``.
+
+    Raises UsageError for more than one mode or a malformed range.
+    """
     from kb.checks.report import sort_findings
     from kb.checks.verify import resolve_mode, run
 
@@ -94,6 +123,9 @@ def verify(kb: KnowledgeBase, staged: bool = False, rev: Optional[str] = None,
 
 def rules(kb: KnowledgeBase, codes: Optional[list[str]] = None,
           family: Optional[str] = None) -> object:
+    """Tool ``rules``: the rule catalogue (``codes`` and ``family`` filter it) with each rule's
+    effective severity; ``{rules, unknown}`` (codes asked for that do not exist).
+    """
     from kb.checks.catalogue import CATALOGUE, effective_severity
 
     wanted = {c.upper() for c in codes or []}
@@ -108,6 +140,9 @@ def rules(kb: KnowledgeBase, codes: Optional[list[str]] = None,
 
 
 def verifiers(kb: KnowledgeBase) -> object:
+    """Tool ``verifiers``: each verifier's accuracy over the recorded verdicts, as ``kb
+    verifiers --json``.
+    """
     from kb.contract import verifiers_data
     from kb.views.verification import accuracy_table
 
@@ -115,6 +150,11 @@ def verifiers(kb: KnowledgeBase) -> object:
 
 
 def prime(kb: KnowledgeBase, since: Optional[str] = None) -> object:
+    """Tool ``prime``: ``{text, head}``, the session-start context (changes ``since`` a commit)
+    and HEAD.
+
+    Raises GitError when ``since`` is not a commit.
+    """
     from kb import git
     from kb.prime import prime_text
 
@@ -122,6 +162,10 @@ def prime(kb: KnowledgeBase, since: Optional[str] = None) -> object:
 
 
 def schema(kb: KnowledgeBase, command: str) -> object:
+    """Tool ``schema``: the JSON Schema of ``command``'s ``--json`` output.
+
+    Raises UsageError for a command without a JSON output.
+    """
     from kb.contract import OUTPUTS, schema_of
 
     if command not in OUTPUTS:
@@ -131,6 +175,7 @@ def schema(kb: KnowledgeBase, command: str) -> object:
 
 
 def register(reg: Registry) -> None:
+    """Register this module's tools on ``reg`` (names, descriptions, read/write annotations)."""
     reg.read("index", index, "kb index: index the KB incrementally; counts by plural kind and "
              "parse diagnostics.")
     reg.read("ls", ls, "kb ls: objects of one `kind` (hypotheses, experiments, problems, "

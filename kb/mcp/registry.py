@@ -86,6 +86,13 @@ class KbServer(MCPServer):
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Any = None) -> Any:
+        """Run tool ``name`` with ``arguments``; always a result, never an exception.
+
+        An unknown tool or argument, or arguments the SDK rejects, give kb's error object with
+        kind
+        ``usage``; a kb error raised by the tool gives its own object; anything else kind
+        ``internal``.
+        """
         known = self.registry.params.get(name) if self.registry is not None else None
         if known is None:
             return _result(error_object(UsageError(

@@ -10,7 +10,11 @@ from kb.repo import KnowledgeBase
 def diff(kb: KnowledgeBase, range: Optional[str] = None, staged: bool = False,
          findings: bool = True, markdown: bool = False) -> object:
     """The research diff of ``range`` (``A..B``), of the staged index (``staged``), or of
-    the working tree (neither); ``markdown`` adds the rendered Markdown as ``markdown``."""
+    the working tree (neither); ``markdown`` adds the rendered Markdown as ``markdown``.
+
+    Raises UsageError when both ``range`` and ``staged`` are given, GitError for a range git
+    does not know.
+    """
     from kb.errors import UsageError
     from kb.review.diff import research_diff
     from kb.review.sides import parse_spec
@@ -35,6 +39,7 @@ def log(kb: KnowledgeBase, id: str, rev: str = "HEAD") -> object:
 
 
 def register(reg: Registry) -> None:
+    """Register this module's tools on ``reg`` (names, descriptions, read/write annotations)."""
     reg.read("diff", diff, "kb diff: what the research changed in `range` (A..B: B against the "
              "merge base), the staged index (`staged`) or the working tree: hypotheses, "
              "experiments, cards, entries, verdicts, Verified cards, overrides, renumberings, rule "

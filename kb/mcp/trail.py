@@ -20,11 +20,22 @@ from kb.trail.tools import (EXPLORE_TREE_DESCRIPTION, EXPLORE_TREE_RECORD_DESCRI
 def explore_tree(kb: KnowledgeBase, action: str = "overview", id: Optional[str] = None,
                  depth: Optional[int] = None, query: Optional[str] = None,
                  limit: Optional[int] = None, archived: bool = False) -> object:
+    """Tool ``explore_tree``: a read ``action`` of the exploration graph (overview, node, path,
+    …).
+
+    Returns ``{ok, action, text, data}``. Raises UsageError / NotFoundError as
+    :func:`kb.trail.tools.view_action`.
+    """
     return view_action(action, id=id, depth=depth, query=query, limit=limit, archived=archived,
                        kb=kb)
 
 
 def explore_tree_record(kb: KnowledgeBase, **params: Any) -> object:
+    """Tool ``explore_tree_record``: one write ``action`` of the exploration graph (one commit).
+
+    Returns ``{ok, action, text, data}``. Raises UsageError, NotFoundError, LockedError or
+    StaleError (``STALE_REVISION``) as :func:`kb.trail.tools.record_action`.
+    """
     # ``from`` is a Python keyword: the parameter is ``from_`` with the alias ``from``.
     if "from_" in params:
         params["from"] = params.pop("from_")
@@ -55,5 +66,6 @@ explore_tree_record.__annotations__ = {"kb": KnowledgeBase, "return": object,
 
 
 def register(reg: Registry) -> None:
+    """Register this module's tools on ``reg`` (names, descriptions, read/write annotations)."""
     reg.read("explore_tree", explore_tree, EXPLORE_TREE_DESCRIPTION)
     reg.write("explore_tree_record", explore_tree_record, EXPLORE_TREE_RECORD_DESCRIPTION)

@@ -133,8 +133,12 @@ def missing_drivers(top: Path, kb_root: Path) -> list[MissingDriver]:
     top = top.resolve()
     while True:
         f = d / ".gitattributes"
-        if f.is_file():
-            for n, ln in enumerate(f.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        try:
+            text = f.read_text(encoding="utf-8", errors="replace") if f.is_file() else ""
+        except OSError:  # unreadable: git cannot read it either, so it names no driver
+            text = ""
+        if text:
+            for n, ln in enumerate(text.splitlines(), 1):
                 m = _ATTR.match(ln)
                 if m and not have.get(m.group(2), False):
                     rel = Path(os.path.relpath(f, kb_root.resolve())).as_posix()

@@ -11,6 +11,7 @@ called by the write transaction and by ``kb verify --fix``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from pathlib import Path
@@ -119,7 +120,7 @@ def _committed_candidates(top: Path, prefix: str, head: str, cache: Optional[Pat
     if cache is not None:
         try:
             clean = cache.read_text(encoding="utf-8").strip() or None
-        except OSError:
+        except (OSError, ValueError):  # unreadable or not text: grep everything, as without it
             clean = None
     if clean == head:
         return []
@@ -141,7 +142,8 @@ def _committed_candidates(top: Path, prefix: str, head: str, cache: Optional[Pat
             tmp.write_text(head + "\n", encoding="utf-8")
             os.replace(tmp, cache)
         except OSError:
-            tmp.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
     return found
 
 
@@ -153,7 +155,7 @@ def note_own_commit(cache: Path, parent: str, commit: str, written: list[bytes])
     try:
         if cache.read_text(encoding="utf-8").strip() != parent:
             return
-    except OSError:
+    except (OSError, ValueError):
         return
     if any(b"<<<<<<<" in data for data in written):
         return
@@ -162,7 +164,8 @@ def note_own_commit(cache: Path, parent: str, commit: str, written: list[bytes])
         tmp.write_text(commit + "\n", encoding="utf-8")
         os.replace(tmp, cache)
     except OSError:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
 
 
 def marked_files(top: Path, prefix: str = "", head: Optional[str] = None,

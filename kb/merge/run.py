@@ -47,7 +47,22 @@ def line_merge(ours: Path, base: Path, theirs: Path) -> int:
 
 def run_driver(kind: str, base: Path, ours: Path, theirs: Path, repo_path: str,
                cwd: Path) -> tuple[int, list[str]]:
-    """Merge ``repo_path`` as driver ``kind`` (``tree`` | ``dashboard``)."""
+    """Merge ``repo_path`` as driver ``kind`` (``tree`` | ``dashboard``).
+
+    Returns ``(0, [])`` when merged, ``(1, messages)`` for a conflict left in ``ours``,
+    ``(2, [why])`` for an unknown kind or a file git gave that cannot be read or
+    written (no permission, a full disk): git then leaves the path conflicted.
+    """
+    try:
+        return _run_driver(kind, base, ours, theirs, repo_path, cwd)
+    except OSError as exc:
+        from kb.errors import os_failure
+
+        return 2, [str(os_failure(exc, f"merge {repo_path}", "git leaves it conflicted"))]
+
+
+def _run_driver(kind: str, base: Path, ours: Path, theirs: Path, repo_path: str,
+                cwd: Path) -> tuple[int, list[str]]:
     top = git.toplevel(cwd) or cwd
     root, config = _kb_for(top, repo_path)
     if kind == "tree":
@@ -93,7 +108,10 @@ def _theirs_and_base(top: Path) -> Optional[tuple[str, str]]:
     for name in THEIRS_HEADS:
         f = gd / name
         if f.is_file():
-            theirs = f.read_text(encoding="utf-8").split()[0]
+            try:
+                theirs = f.read_text(encoding="utf-8").split()[0]
+            except (OSError, ValueError, IndexError):  # unreadable, not text, empty
+                continue
             if name == "MERGE_HEAD":
                 mb = git.run(["merge-base", "HEAD", theirs], top, check=False)
                 base = mb.stdout.decode().strip()

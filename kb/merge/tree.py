@@ -47,6 +47,7 @@ class Block:
     rest: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
+        """The block's lines in file order: heading, anchor lines, then the rest."""
         return [self.heading, *(raw for raw, _ in self.anchors.values()), *self.rest]
 
 

@@ -22,6 +22,8 @@ def check_new_id(value: str, what: str = "ID") -> str:
 
     Besides :func:`unsafe_id_reason`: none of ``\\ / : * ? " < > | # ｜ , [ ] { }``
     nor white space, no leading or trailing ``.`` or ``-``, at most 80 characters.
+
+    Raises UsageError for an ID kb would not create.
     """
     v = value if isinstance(value, str) else ""
     why = unsafe_id_reason(v)
@@ -40,7 +42,10 @@ def check_new_id(value: str, what: str = "ID") -> str:
 
 
 def check_line(value: str | None, what: str, *, required: bool = True) -> str:
-    """A one-line field (title, plan, name): no newline, not empty when required."""
+    """A one-line field (title, plan, name): no newline, not empty when required.
+
+    Raises UsageError when empty (and required), spanning lines or holding a control character.
+    """
     v = (value or "").strip()
     if required and not v:
         raise UsageError(f"{what} is empty; give a non-empty one-line text")
@@ -54,7 +59,11 @@ def check_line(value: str | None, what: str, *, required: bool = True) -> str:
 
 def read_text_arg(text: str | None, text_file: str | Path | None, what: str = "text",
                   required: bool = True) -> str:
-    """The text of ``--text`` or ``--text-file`` (UTF-8; ``-`` is not special)."""
+    """The text of ``--text`` or ``--text-file`` (UTF-8; ``-`` is not special).
+
+    Raises UsageError for both or neither given (when required), a missing, unreadable or
+    non-UTF-8 file.
+    """
     if text is not None and text_file is not None:
         raise UsageError(f"give either the {what} or a file holding it, not both")
     if text_file is not None:

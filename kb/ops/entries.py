@@ -27,7 +27,14 @@ def add_entry(kb: Union[KnowledgeBase, str, Path, None], obj_id: str, kind: str,
               text_file: str | Path | None = None, *, no_commit: bool = False,
               owner: str | None = None, expect: Union[str, Mapping[str, str], None] = None,
               on_wait: Callable[[str], None] | None = None) -> OpResult:
-    """Append a 解法 entry to a problem or a 证明 / 证伪 entry to a proposition (状态 未定论)."""
+    """Append a 解法 entry to a problem or a 证明 / 证伪 entry to a proposition (状态 未定论).
+
+    Raises UsageError for an invalid kind or probability, NotFoundError for an unknown ID,
+    CardError (refused) for a settled or mismatched card; every write also raises LockedError
+    (another owner's lock), StaleError (``expect`` no longer matches), ConflictError (the file
+    is dirty or HEAD moved) and EnvironmentError_ (git failed, the work tree is not writable);
+    nothing is written then.
+    """
     if kind not in ENTRY_KINDS:
         raise UsageError(f"entry kind {kind!r} is not valid; use 解法 (problems), 证明 or 证伪 "
                         "(propositions)")

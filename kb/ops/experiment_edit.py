@@ -21,7 +21,11 @@ _HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
 
 
 def find_experiment(s: Session, eid: str) -> Any:
-    """The index row of experiment ``eid`` (``E5`` finds ``E005``); refuse unknown/duplicate."""
+    """The index row of experiment ``eid`` (``E5`` finds ``E005``); refuse unknown/duplicate.
+
+    Raises UsageError for an empty ID, NotFoundError for an unknown one, RefusedError when it is
+    declared more than once.
+    """
     eid = (eid or "").strip()
     if not eid:
         raise UsageError("no experiment ID given (e.g. E001)")
@@ -174,7 +178,10 @@ class ExpEdit:
 
 def text_lines(text: Any, what: str) -> list[str]:
     """Free text for a section: one or more lines, none of them a heading (UsageError
-    when empty, RefusedError for a heading line)."""
+    when empty, RefusedError for a heading line).
+
+    Raises UsageError for empty text, RefusedError for a line that is a Markdown heading.
+    """
     if not isinstance(text, str) or not text.strip():
         raise UsageError(f"{what} is empty; give the text to write")
     lines = [ln.rstrip("\r").rstrip() for ln in text.strip("\n").split("\n")]

@@ -47,7 +47,10 @@ _BOLD_KEY = re.compile(r"^\*\*(?P<key>[^*]+?)\*\*[ \t]*[:：]")
 
 
 def today(date: str | None = None) -> str:
-    """``date`` or ``$KB_TODAY`` or today's date, checked as YYYY-MM-DD."""
+    """``date`` or ``$KB_TODAY`` or today's date, checked as YYYY-MM-DD.
+
+    Raises UsageError for a malformed date.
+    """
     d = (date or os.environ.get("KB_TODAY") or _dt.date.today().isoformat()).strip()
     try:
         if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", d):
@@ -83,7 +86,14 @@ def _exp_rel(k: Any, eid: str) -> str:
 def new_experiment(kb: Any, hid: str, action: str, goal: str | None = None, *,
                    date: str | None = None, no_commit: bool = False, owner: str | None = None,
                    expect: Any = None, on_wait: OnWait | None = None) -> OpResult:
-    """Create ``experiments/E<next>.md`` for hypothesis ``hid``; 待验 → 进行中."""
+    """Create ``experiments/E<next>.md`` for hypothesis ``hid``; 待验 → 进行中.
+
+    Raises NotFoundError for an unknown hypothesis, ConflictError when the file exists,
+    RefusedError when the new file would not read back; every write also raises LockedError
+    (another owner's lock), StaleError (``expect`` no longer matches), ConflictError (the file
+    is dirty or HEAD moved) and EnvironmentError_ (git failed, the work tree is not writable);
+    nothing is written then.
+    """
     action = one_line(action, "the action")
     goal = one_line(goal, "the goal") if goal is not None else None
     day = today(date)
@@ -140,7 +150,14 @@ def new_experiment(kb: Any, hid: str, action: str, goal: str | None = None, *,
 
 def log(kb: Any, eid: str, text: str, *, no_commit: bool = False, owner: str | None = None,
         expect: Any = None, on_wait: OnWait | None = None) -> OpResult:
-    """Append ``text`` to ``## 执行记录`` (over its ``[待补充…]`` placeholder the first time)."""
+    """Append ``text`` to ``## 执行记录`` (over its ``[待补充…]`` placeholder the first time).
+
+    Returns the write's ``OpResult``. Raises UsageError for empty text, NotFoundError for an
+    unknown experiment, RefusedError for a heading line in the text; every write also raises
+    LockedError (another owner's lock), StaleError (``expect`` no longer matches), ConflictError
+    (the file is dirty or HEAD moved) and EnvironmentError_ (git failed, the work tree is not
+    writable); nothing is written then.
+    """
     lines = text_lines(text, "the log text")
     with Session(kb, "exp.log", no_commit=no_commit, owner=owner, on_wait=on_wait) as s:
         e = ExpEdit(s, eid)
@@ -158,7 +175,10 @@ def log(kb: Any, eid: str, text: str, *, no_commit: bool = False, owner: str | N
 
 
 def canonical_field(name: str) -> str:
-    """The canonical (zh) design field for a name of either language; UsageError otherwise."""
+    """The canonical (zh) design field for a name of either language; UsageError otherwise.
+
+    Raises UsageError for an unknown field name.
+    """
     n = (name or "").strip()
     if n in DESIGN_FIELDS:
         return n
@@ -172,7 +192,14 @@ def canonical_field(name: str) -> str:
 def update_section(kb: Any, eid: str, section: str, text: str, *, no_commit: bool = False,
                    owner: str | None = None, expect: Any = None,
                    on_wait: OnWait | None = None) -> OpResult:
-    """Fill design field ``section`` (目标 / 方法 / 预期, or goal / method / expected)."""
+    """Fill design field ``section`` (目标 / 方法 / 预期, or goal / method / expected).
+
+    Returns the write's ``OpResult``. Raises UsageError for an unknown field or empty text,
+    NotFoundError for an unknown experiment; every write also raises LockedError (another
+    owner's lock), StaleError (``expect`` no longer matches), ConflictError (the file is dirty
+    or HEAD moved) and EnvironmentError_ (git failed, the work tree is not writable); nothing is
+    written then.
+    """
     name = canonical_field(section)
     value = one_line(text, f"the {name} text")
     with Session(kb, "exp.update", no_commit=no_commit, owner=owner, on_wait=on_wait) as s:
@@ -224,7 +251,10 @@ def update_section(kb: Any, eid: str, section: str, text: str, *, no_commit: boo
 
 
 def canonical_conclusion(word: str) -> str:
-    """The canonical conclusion (支持 / 推翻 / …) for a word of either language; UsageError otherwise."""
+    """The canonical conclusion (支持 / 推翻 / …) for a word of either language; UsageError otherwise.
+
+    Raises UsageError for an unknown conclusion word.
+    """
     canon = CONCLUSION.canonical(word or "")
     if canon is None:
         raise UsageError(f"unknown conclusion {word!r}; accepted: {CONCLUSION.accepted()}")
@@ -235,7 +265,14 @@ def record_result(kb: Any, eid: str, data: str, conclusion: str, reason: str, *,
                   no_commit: bool = False, owner: str | None = None, expect: Any = None,
                   on_wait: OnWait | None = None) -> OpResult:
     """Fill ``## 结果`` of ``eid``, set it 已完成, add it to its hypothesis's Evidence and
-    set the hypothesis status by the seed's rule over all its evidence."""
+    set the hypothesis status by the seed's rule over all its evidence.
+
+    Raises UsageError for an unknown conclusion, NotFoundError for an unknown experiment,
+    RefusedError when it already has a result or names no hypothesis; every write also raises
+    LockedError (another owner's lock), StaleError (``expect`` no longer matches), ConflictError
+    (the file is dirty or HEAD moved) and EnvironmentError_ (git failed, the work tree is not
+    writable); nothing is written then.
+    """
     canon = canonical_conclusion(conclusion)
     data = one_line(data, "the data (--data)")
     reason = one_line(reason, "the reason (--reason)")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kb import git
-from kb.errors import RefusedError
+from kb.errors import RefusedError, os_failure
 
 RELEASE_JOURNAL = "kb-lock-release.json"
 
@@ -73,18 +73,33 @@ def read_interrupted(top: Path, git_dir: Path | None = None) -> dict[str, Any] |
     """The journal of a release killed between its commit and the index update."""
     try:
         jp = (git_dir or git.git_dir(top)) / RELEASE_JOURNAL
-        return json.loads(jp.read_text(encoding="utf-8"))
+        j = json.loads(jp.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    # The shape lock release writes; anything else (torn, edited by hand) is no journal.
+    if not (isinstance(j, dict) and isinstance(j.get("branch", ""), str)
+            and isinstance(j.get("commit"), (str, type(None)))
+            and isinstance(j.get("parent"), (str, type(None)))
+            and isinstance(j.get("paths", []), list)
+            and all(isinstance(p, str) for p in j.get("paths", []))):
+        return None
+    return j
 
 
 def finish_interrupted(top: Path, jp: Path) -> None:
-    """Bring the index entries of an interrupted release up to date (if still stale)."""
+    """Bring the index entries of an interrupted release up to date (if still stale).
+
+    Raises RefusedError (from :func:`kb.errors.os_failure`) when the damaged journal cannot be
+    removed (a folder in its place).
+    """
     if not jp.exists():
         return
     j = read_interrupted(top, jp.parent)
     if j is None:
-        jp.unlink(missing_ok=True)
+        try:
+            jp.unlink(missing_ok=True)
+        except OSError as exc:  # a folder in its place, …
+            raise os_failure(exc, f"remove the damaged kb journal {jp}", "nothing was written") from None
         return
     branch_tip = git.rev_parse(j.get("branch", ""), top)
     commit = j.get("commit")

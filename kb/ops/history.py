@@ -147,7 +147,10 @@ def ids_in_headings(lines: Iterable[str]) -> set[str]:
 
 def next_hypothesis_id(k: KnowledgeBase, existing: Iterable[str], parent: str | None,
                        history: Iterable[str] = ()) -> str:
-    """``H<max+1>`` (top level) or ``<parent>.<max+1>`` over ``existing`` and ``history``."""
+    """``H<max+1>`` (top level) or ``<parent>.<max+1>`` over ``existing`` and ``history``.
+
+    Raises RefusedError when the KB sets its own ID grammar (kb numbers only H<n>(.<n>)*).
+    """
     if k.config.custom_grammar:
         raise RefusedError("kb numbers new hypotheses as H<n>(.<n>)* only, and this KB sets its "
                            "own [kb] id_grammar in kb.toml; add the hypothesis to tree.md by hand")

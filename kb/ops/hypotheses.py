@@ -31,7 +31,10 @@ from kb.vocab import HYPOTHESIS_MOVES, HYPOTHESIS_STATUS, is_legal_move
 
 
 def canonical_status(word: str) -> str:
-    """Canonical (zh) hypothesis status for a word of either language, else refuse."""
+    """Canonical (zh) hypothesis status for a word of either language, else refuse.
+
+    Raises UsageError for an unknown status word.
+    """
     canon = HYPOTHESIS_STATUS.canonical(word or "")
     if canon is None:
         raise UsageError(f"unknown hypothesis status {word!r}; accepted: "
@@ -58,6 +61,12 @@ def add_hypothesis(kb: Any, statement: str, parent: str | None = None, *, no_com
     ``prose``: paragraph lines written after a blank line below the anchors
     (``kb gen adopt`` records a generated hypothesis's provenance there);
     ``trailers``: extra ``(key, value)`` commit trailers.
+
+    Raises NotFoundError for an unknown parent, RefusedError when the heading would be too deep
+    or the statement cannot be a heading; every write also raises LockedError (another owner's
+    lock), StaleError (``expect`` no longer matches), ConflictError (the file is dirty or HEAD
+    moved) and EnvironmentError_ (git failed, the work tree is not writable); nothing is written
+    then.
     """
     statement = one_line(statement, "the statement")
     prose = [one_line(p, "a prose line") for p in prose]
@@ -115,6 +124,12 @@ def set_status(kb: Any, hid: str, status: str, force: bool = False, reason: str 
     Moves outside :data:`kb.vocab.HYPOTHESIS_MOVES` need ``force`` and a
     ``reason`` (recorded as ``Kb-Override: <hid> <reason>``). 被支持 / 被推翻
     need evidence. Moving to the status it has is a no-op.
+
+    Raises UsageError for an unknown status or ``force`` without ``reason``, NotFoundError for
+    an unknown ID, RefusedError for a move the rules forbid; every write also raises LockedError
+    (another owner's lock), StaleError (``expect`` no longer matches), ConflictError (the file
+    is dirty or HEAD moved) and EnvironmentError_ (git failed, the work tree is not writable);
+    nothing is written then.
     """
     canon = canonical_status(status)
     if force:
@@ -158,7 +173,13 @@ def set_status(kb: Any, hid: str, status: str, force: bool = False, reason: str 
 def edit_statement(kb: Any, hid: str, statement: str, reason: str, *, no_commit: bool = False,
                    owner: str | None = None, expect: Any = None,
                    on_wait: OnWait | None = None) -> OpResult:
-    """Correct the statement of ``hid``; the ``reason`` goes into ``Kb-Override``."""
+    """Correct the statement of ``hid``; the ``reason`` goes into ``Kb-Override``.
+
+    Raises UsageError without ``reason``, NotFoundError for an unknown ID, RefusedError when the
+    statement cannot be a heading; every write also raises LockedError (another owner's lock),
+    StaleError (``expect`` no longer matches), ConflictError (the file is dirty or HEAD moved)
+    and EnvironmentError_ (git failed, the work tree is not writable); nothing is written then.
+    """
     statement = one_line(statement, "the statement")
     if reason is None or not str(reason).strip():
         raise UsageError("editing a statement needs --reason (it is recorded in the Kb-Override trailer)")
@@ -189,7 +210,13 @@ def edit_statement(kb: Any, hid: str, statement: str, reason: str, *, no_commit:
 
 def add_evidence(kb: Any, hid: str, eid: str, *, no_commit: bool = False, owner: str | None = None,
                  expect: Any = None, on_wait: OnWait | None = None) -> OpResult:
-    """Append experiment ``eid`` (which must exist) to the Evidence of ``hid`` (append only)."""
+    """Append experiment ``eid`` (which must exist) to the Evidence of ``hid`` (append only).
+
+    Returns the write's ``OpResult``. Raises NotFoundError for an unknown hypothesis or
+    experiment; every write also raises LockedError (another owner's lock), StaleError
+    (``expect`` no longer matches), ConflictError (the file is dirty or HEAD moved) and
+    EnvironmentError_ (git failed, the work tree is not writable); nothing is written then.
+    """
     with Session(kb, "hyp.evidence", no_commit=no_commit, owner=owner, on_wait=on_wait) as s:
         tree = s.tree()
         s.tx.expect = expect_map(s.kb, expect, tree.rel)

@@ -9,6 +9,7 @@ folder is not inside a work tree. Refuses, changing nothing, when a KB exists.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
@@ -16,7 +17,7 @@ from typing import Literal
 
 from kb import git
 from kb.config import DEFAULT_PATHS, RESEARCH_PATHS
-from kb.errors import RefusedError, UsageError
+from kb.errors import RefusedError, UsageError, os_failure
 from kb.render.dashboard import render_dashboard
 from kb.resources import template
 
@@ -38,7 +39,9 @@ def init_kb(directory: Path, layout: Layout = "default", locale: str = "zh") -> 
     """Create a KB in ``directory`` (created if missing).
 
     Raises RefusedError when ``kb.toml`` already exists there (nothing is
-    changed) and UsageError for an unknown layout or locale.
+    changed), UsageError for an unknown layout or locale, and the kb error of
+    :func:`kb.errors.os_failure` (environment for a read-only folder) when the
+    folder cannot be created or written (the files it had created are removed).
     """
     if layout not in ("default", "research"):
         raise UsageError(f"unknown layout {layout!r}; use default or research")
@@ -55,8 +58,19 @@ def init_kb(directory: Path, layout: Layout = "default", locale: str = "zh") -> 
     for p in (tree_path, dash_path):
         if p.exists():
             raise RefusedError(f"{p} exists; move it away or add a kb.toml by hand (nothing changed)")
-    root.mkdir(parents=True, exist_ok=True)
     result = InitResult(root=root)
+    try:
+        return _create(root, paths, layout, locale, result)
+    except OSError as exc:  # a read-only folder, a file in a folder's place, …
+        for rel in result.written:  # what this call created: a second `kb init` starts clean
+            with contextlib.suppress(OSError):
+                (root / rel).unlink()
+        raise os_failure(exc, f"create the KB in {root}", "the files it had created were removed") from None
+
+
+def _create(root: Path, paths: dict[str, str], layout: str, locale: str,
+            result: InitResult) -> InitResult:
+    root.mkdir(parents=True, exist_ok=True)
     if git.toplevel(root) is None:
         git.run(["init", "-q"], root, write=True)
         result.git_initialised = True

@@ -147,7 +147,12 @@ def claim(kb: KnowledgeBase, paths: list[str], owner: str | None = None,
           cwd: Path | None = None) -> AcquireResult:
     """Lock ``paths`` for ``owner`` (all or none). Refused with the holder's name and
     remaining lease when someone else holds one; an expired lease is taken over by
-    compare-and-swap; the caller's own lease is extended."""
+    compare-and-swap; the caller's own lease is extended.
+
+    Returns the locks taken. Raises UsageError (a bad path, owner or TTL), LockHeld (locked)
+    when another owner holds a live lease, EnvironmentError_ (git, or the lock remote
+    unreachable within its timeout).
+    """
     owner = resolve_owner(kb.top, owner)
     ttl_s = lease_seconds(kb, ttl)
     if remote:
@@ -158,7 +163,12 @@ def claim(kb: KnowledgeBase, paths: list[str], owner: str | None = None,
 def renew(kb: KnowledgeBase, paths: list[str], owner: str | None = None,
           ttl: str | int | None = None, remote: str | None = None,
           cwd: Path | None = None) -> AcquireResult:
-    """Extend the caller's own leases on ``paths`` (holder only, compare-and-swap)."""
+    """Extend the caller's own leases on ``paths`` (holder only, compare-and-swap).
+
+    Returns the locks renewed. Raises UsageError, NotLocked (not_found) for a path not locked by
+    the caller, LockHeld (locked), EnvironmentError_ (git, or the lock remote unreachable within
+    its timeout).
+    """
     owner = resolve_owner(kb.top, owner)
     ttl_s = lease_seconds(kb, ttl)
     if remote:
@@ -170,7 +180,12 @@ def steal(kb: KnowledgeBase, paths: list[str], reason: str, owner: str | None = 
           ttl: str | int | None = None, remote: str | None = None,
           cwd: Path | None = None) -> AcquireResult:
     """Take ``paths`` over: allowed once the lease is over (grace included), at any
-    time for an owner listed in ``[locks] leads``. The reason is recorded."""
+    time for an owner listed in ``[locks] leads``. The reason is recorded.
+
+    Returns the locks taken. Raises UsageError (no reason, a bad path), LockHeld (locked) while
+    the lease runs and the caller is no lead, EnvironmentError_ (git, or the lock remote
+    unreachable within its timeout).
+    """
     owner = resolve_owner(kb.top, owner)
     reason = validate_text(reason, "the reason")
     ttl_s = lease_seconds(kb, ttl)
@@ -182,7 +197,11 @@ def steal(kb: KnowledgeBase, paths: list[str], reason: str, owner: str | None = 
 def project_lock(kb: KnowledgeBase, owner: str | None = None, ttl: str | int | None = None,
                  remote: str | None = None, steal_reason: str | None = None) -> AcquireResult:
     """Take (or, for the holder, renew) the project-wide lease ``refs/kb/project-lock``.
-    ``steal_reason`` overrides another session's lease under the steal rules."""
+    ``steal_reason`` overrides another session's lease under the steal rules.
+
+    Returns the lock taken. Raises UsageError, LockHeld (locked) while another session's lease
+    runs, EnvironmentError_ (git, or the lock remote unreachable within its timeout).
+    """
     owner = resolve_owner(kb.top, owner)
     ttl_s = lease_seconds(kb, ttl)
     if remote:
@@ -195,7 +214,11 @@ def project_lock(kb: KnowledgeBase, owner: str | None = None, ttl: str | int | N
 
 def project_unlock(kb: KnowledgeBase, owner: str | None = None,
                    remote: str | None = None) -> ReleaseResult:
-    """Give the project lease back (holder only)."""
+    """Give the project lease back (holder only).
+
+    Raises NotLocked (not_found) when the project is not locked, LockHeld (locked) when another
+    owner holds it, ConflictError when the lock kept changing.
+    """
     owner = resolve_owner(kb.top, owner)
     if remote:
         check_remote(kb.top, remote)

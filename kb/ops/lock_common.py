@@ -185,7 +185,10 @@ def committed_leads(kb: KnowledgeBase) -> tuple[str, ...]:
 
 def lease_seconds(kb: KnowledgeBase, ttl: str | int | None) -> int:
     """The lease in seconds: ``ttl`` (seconds, or ``30m``/``2h``), else ``[locks] ttl``.
-    UsageError for a zero or malformed TTL."""
+    UsageError for a zero or malformed TTL.
+
+    Raises UsageError for a TTL that does not parse or is 0.
+    """
     if ttl is None:
         return lock_settings(kb).ttl
     if isinstance(ttl, int):

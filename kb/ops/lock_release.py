@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kb import git
-from kb.errors import ConflictError, GitError, RefusedError
+from kb.errors import ConflictError, GitError, RefusedError, os_failure
 from kb.locks import (
     LockHeld, LockLost, NotLocked, Settings, check_remote, clock, fetch_locks,
     push, read_locks, ref_transaction, resolve_owner,
@@ -241,6 +241,10 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
     a path is not locked, or locked by someone else; :class:`LockLost` when a
     lock changed while the commit was being built. ``verify=False`` skips the
     pre-commit hook.
+
+    Raises NotLocked (not_found), LockHeld (locked), RefusedError (detached HEAD, the remote
+    refused, verification failed), ConflictError (the branch kept moving or lacks the remote's
+    commits), EnvironmentError_ (git, a read-only work tree); the locks are kept then.
     """
     top = kb.top
     owner = resolve_owner(top, owner)
@@ -379,14 +383,21 @@ def _refresh_dashboard(kb: KnowledgeBase) -> tuple[Path, bytes | None]:
         old = path.read_bytes()
     except OSError:
         old = None
-    regenerate_dashboard(kb.root)
+    try:
+        regenerate_dashboard(kb.root)
+    except OSError as exc:  # a read-only work tree, an unreadable DASHBOARD.md, …
+        raise os_failure(exc, f"refresh {kb.prefix}{kb.config.paths['dashboard']}",
+                         "nothing was released") from None
     return path, old
 
 
 def _restore(kb: KnowledgeBase, saved: tuple[Path, bytes | None]) -> None:
     path, old = saved
-    if old is not None and path.read_bytes() != old:
-        path.write_bytes(old)
+    try:
+        if old is not None and path.read_bytes() != old:
+            path.write_bytes(old)
+    except OSError:
+        pass  # best effort, as every rollback: the release's own error is the one to report
 
 
 #: Words of a push rejection that say "someone else updated that ref first" (a

@@ -32,7 +32,14 @@ def add_method(kb: Union[KnowledgeBase, str, Path, None], mid: str, name: str,
                content: str = "", related: Sequence[str] = (), *, no_commit: bool = False,
                owner: str | None = None, expect: Union[str, Mapping[str, str], None] = None,
                on_wait: Callable[[str], None] | None = None) -> OpResult:
-    """Create ``Methods/<mid>.md`` (状态 经验); with ``parent`` both sides of the hierarchy."""
+    """Create ``Methods/<mid>.md`` (状态 经验); with ``parent`` both sides of the hierarchy.
+
+    Raises UsageError for an invalid type or ID, NotFoundError for an unknown parent or related
+    ID, CardError (refused) when the content would change the card's structure; every write also
+    raises LockedError (another owner's lock), StaleError (``expect`` no longer matches),
+    ConflictError (the file is dirty or HEAD moved) and EnvironmentError_ (git failed, the work
+    tree is not writable); nothing is written then.
+    """
     check_new_id(mid, "method ID")
     name = check_line(name, "method name")
     if type not in METHOD_TYPE:
@@ -75,7 +82,14 @@ def apply_method(kb: Union[KnowledgeBase, str, Path, None], mid: str, problem: s
                  effect: str, direction: str | None = None, *, no_commit: bool = False,
                  owner: str | None = None, expect: Union[str, Mapping[str, str], None] = None,
                  on_wait: Callable[[str], None] | None = None) -> OpResult:
-    """Append ``### 应用 N｜<time>｜问题 <qid> 方向 <dir>`` and the effect to ``## 应用记录``."""
+    """Append ``### 应用 N｜<time>｜问题 <qid> 方向 <dir>`` and the effect to ``## 应用记录``.
+
+    Raises NotFoundError for an unknown method or problem, CardError (refused) when the effect
+    would change the card's structure; every write also raises LockedError (another owner's
+    lock), StaleError (``expect`` no longer matches), ConflictError (the file is dirty or HEAD
+    moved) and EnvironmentError_ (git failed, the work tree is not writable); nothing is written
+    then.
+    """
     effect = read_text_arg(effect, None, "effect")
     if direction is not None:
         check_new_id(direction, "direction")
@@ -116,7 +130,13 @@ def improve_method(kb: Union[KnowledgeBase, str, Path, None], mid: str, reason: 
                    no_commit: bool = False, owner: str | None = None,
                    expect: Union[str, Mapping[str, str], None] = None,
                    on_wait: Callable[[str], None] | None = None) -> OpResult:
-    """Append ``### v<N>（<reason>）`` and the text to ``## 改进历史``."""
+    """Append ``### v<N>（<reason>）`` and the text to ``## 改进历史``.
+
+    Raises NotFoundError for an unknown method, CardError (refused) when the text would change
+    the card's structure; every write also raises LockedError (another owner's lock), StaleError
+    (``expect`` no longer matches), ConflictError (the file is dirty or HEAD moved) and
+    EnvironmentError_ (git failed, the work tree is not writable); nothing is written then.
+    """
     reason = check_line(reason, "reason")
     body = read_text_arg(text, text_file, "improvement text")
 

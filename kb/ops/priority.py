@@ -22,7 +22,13 @@ from kb.views.brief import load_view
 def priority_adjust(kb: Union[KnowledgeBase, str, Path, None] = None, mode: str = "",
                     *, dry_run: bool = False, no_commit: bool = False, owner: str | None = None,
                     on_wait: Callable[[str], None] | None = None) -> OpResult:
-    """Recompute priorities with one of :data:`PRIORITY_MODES` (one commit)."""
+    """Recompute priorities with one of :data:`PRIORITY_MODES` (one commit).
+
+    Raises UsageError for an unknown mode; every write also raises LockedError (another owner's
+    lock), StaleError (``expect`` no longer matches), ConflictError (the file is dirty or HEAD
+    moved) and EnvironmentError_ (git failed, the work tree is not writable); nothing is written
+    then.
+    """
     if mode not in PRIORITY_MODES:
         raise UsageError(f"mode {mode!r} is not valid; use one of: {', '.join(PRIORITY_MODES)}")
     if dry_run:

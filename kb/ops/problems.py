@@ -34,7 +34,14 @@ def add_problem(kb: Union[KnowledgeBase, str, Path, None], qid: str, statement: 
                 *, plan: str = "待调度", formal: str | None = None, no_commit: bool = False,
                 owner: str | None = None, expect: Union[str, Mapping[str, str], None] = None,
                 on_wait: Callable[[str], None] | None = None) -> OpResult:
-    """Create ``Problems/<qid>.md`` (status 求解中, or 等待依赖 while a dependency is unsettled)."""
+    """Create ``Problems/<qid>.md`` (status 求解中, or 等待依赖 while a dependency is unsettled).
+
+    Raises UsageError for an invalid ID, source or priority, ConflictError when the card exists,
+    CardError (refused) when the statement would change the card's structure; every write also
+    raises LockedError (another owner's lock), StaleError (``expect`` no longer matches),
+    ConflictError (the file is dirty or HEAD moved) and EnvironmentError_ (git failed, the work
+    tree is not writable); nothing is written then.
+    """
     check_new_id(qid, "problem ID")
     statement = read_text_arg(statement, None, "statement")
     title = check_line(title, "title") if title is not None else title_from(statement)
@@ -81,6 +88,12 @@ def set_problem_status(kb: Union[KnowledgeBase, str, Path, None], qid: str, stat
     已解决 is accepted only for a problem that already holds a solution at 概率1
     (e.g. a card Vibe Math wrote without closing it): it is closed as a verdict
     would (优先级 never, Verified card); otherwise a verdict settles it.
+
+    Raises UsageError for an unknown status, NotFoundError for an unknown ID, CardError
+    (refused) for a move the dependency rules forbid or a settled problem; every write also
+    raises LockedError (another owner's lock), StaleError (``expect`` no longer matches),
+    ConflictError (the file is dirty or HEAD moved) and EnvironmentError_ (git failed, the work
+    tree is not writable); nothing is written then.
     """
     if status not in PROBLEM_STATUS:
         raise UsageError(f"status {status!r} is not valid; use one of: {', '.join(PROBLEM_STATUS)}")
@@ -122,7 +135,14 @@ def set_plan(kb: Union[KnowledgeBase, str, Path, None], qid: str, plan: str, *,
              no_commit: bool = False, owner: str | None = None,
              expect: Union[str, Mapping[str, str], None] = None,
              on_wait: Callable[[str], None] | None = None) -> OpResult:
-    """``计划`` of a problem (one line: the next step)."""
+    """``计划`` of a problem (one line: the next step).
+
+    Returns the write's ``OpResult``. Raises UsageError for an empty or multi-line plan,
+    NotFoundError for an unknown problem; every write also raises LockedError (another owner's
+    lock), StaleError (``expect`` no longer matches), ConflictError (the file is dirty or HEAD
+    moved) and EnvironmentError_ (git failed, the work tree is not writable); nothing is written
+    then.
+    """
     plan = check_line(plan, "plan")
 
     def build(ws: Workspace) -> tuple[list[str], dict[str, Any]]:
@@ -139,7 +159,13 @@ def set_priority(kb: Union[KnowledgeBase, str, Path, None], obj_id: str, priorit
                  *, no_commit: bool = False, owner: str | None = None,
                  expect: Union[str, Mapping[str, str], None] = None,
                  on_wait: Callable[[str], None] | None = None) -> OpResult:
-    """``优先级`` of a problem or proposition (an integer, smaller first, or never)."""
+    """``优先级`` of a problem or proposition (an integer, smaller first, or never).
+
+    Raises UsageError for an invalid priority, NotFoundError for an unknown ID, CardError
+    (refused) for a settled card; every write also raises LockedError (another owner's lock),
+    StaleError (``expect`` no longer matches), ConflictError (the file is dirty or HEAD moved)
+    and EnvironmentError_ (git failed, the work tree is not writable); nothing is written then.
+    """
     prio = parse_priority_arg(priority)
 
     def build(ws: Workspace) -> tuple[list[str], dict[str, Any]]:

@@ -27,7 +27,13 @@ from kb.research.values import parse_probability
 def promote(kb: Union[KnowledgeBase, str, Path, None] = None, threshold: Union[float, str] = 0.7,
             *, no_commit: bool = False, owner: str | None = None,
             on_wait: Callable[[str], None] | None = None) -> OpResult:
-    """Turn undecided propositions with 价值/关键性 ≥ ``threshold`` into judge problems."""
+    """Turn undecided propositions with 价值/关键性 ≥ ``threshold`` into judge problems.
+
+    Raises UsageError for a threshold outside [0, 1], CardError (refused) when a promoted card
+    would be malformed; every write also raises LockedError (another owner's lock), StaleError
+    (``expect`` no longer matches), ConflictError (the file is dirty or HEAD moved) and
+    EnvironmentError_ (git failed, the work tree is not writable); nothing is written then.
+    """
     th = parse_probability(threshold, "threshold", open_interval=False)
 
     def build(ws: Workspace) -> tuple[list[str], dict[str, Any]]:

@@ -33,7 +33,10 @@ def categories(kb: Union[KnowledgeBase, str, Path, None] = None) -> list[str]:
 
 def check_category(ws: Workspace, category: str | None, new_category: bool) -> str:
     """The category folder name to use; UsageError when it is missing, unsafe as a folder
-    name, or unknown without ``new_category``."""
+    name, or unknown without ``new_category``.
+
+    Raises UsageError for a missing, unsafe or unknown category (unless ``new``).
+    """
     cats = ws.categories()
     if not category or not category.strip():
         raise UsageError("a proposition needs a CATEGORY (its folder under Propos/); known: "
@@ -61,6 +64,12 @@ def add_proposition(kb: Union[KnowledgeBase, str, Path, None], category: str, pi
     """Create ``Propos/<category>/<pid>.md`` (状态 未定论).
 
     ``category`` must be an existing folder unless ``new_category``.
+
+    Raises UsageError for an invalid ID, category or number, ConflictError when the card exists,
+    CardError (refused) when the statement would change the card's structure; every write also
+    raises LockedError (another owner's lock), StaleError (``expect`` no longer matches),
+    ConflictError (the file is dirty or HEAD moved) and EnvironmentError_ (git failed, the work
+    tree is not writable); nothing is written then.
     """
     check_new_id(pid, "proposition ID")
     statement = read_text_arg(statement, None, "statement")

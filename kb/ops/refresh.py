@@ -40,7 +40,13 @@ def derived_changes(view: CardView) -> list[tuple[str, str, str, str]]:
 def refresh(kb: Union[KnowledgeBase, str, Path, None] = None, *, check: bool = False,
             no_commit: bool = False, owner: str | None = None,
             on_wait: Callable[[str], None] | None = None) -> OpResult:
-    """Recompute every problem's 被依赖 and 等待依赖; with ``check`` only report."""
+    """Recompute every problem's 被依赖 and 等待依赖; with ``check`` only report.
+
+    Returns the write's ``OpResult`` (with ``check``: the changes it would make, nothing
+    written); every write also raises LockedError (another owner's lock), StaleError (``expect``
+    no longer matches), ConflictError (the file is dirty or HEAD moved) and EnvironmentError_
+    (git failed, the work tree is not writable); nothing is written then.
+    """
     if check:
         _k, view = load_view(kb)
         changes = derived_changes(view)

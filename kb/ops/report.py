@@ -14,7 +14,13 @@ from kb.views.report import report_date, report_text
 def report(kb: Union[KnowledgeBase, str, Path, None] = None, date: str | None = None, *,
            no_commit: bool = False, owner: str | None = None,
            on_wait: Callable[[str], None] | None = None) -> OpResult:
-    """Write ``Logs/报告.md`` (one commit; nothing when it is already up to date)."""
+    """Write ``Logs/报告.md`` (one commit; nothing when it is already up to date).
+
+    Returns the write's ``OpResult``. Raises UsageError for a malformed date; every write also
+    raises LockedError (another owner's lock), StaleError (``expect`` no longer matches),
+    ConflictError (the file is dirty or HEAD moved) and EnvironmentError_ (git failed, the work
+    tree is not writable); nothing is written then.
+    """
     shown = report_date(date)
 
     def build(ws: Workspace) -> tuple[list[str], dict[str, Any]]:

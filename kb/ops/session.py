@@ -31,7 +31,10 @@ OnWait = Callable[[str], None]
 
 def one_line(text: Any, what: str) -> str:
     """``text`` stripped; refuse it (UsageError) when empty, spanning lines or holding a
-    control or invisible character (:data:`kb.text.CONTROL_CHARS`)."""
+    control or invisible character (:data:`kb.text.CONTROL_CHARS`).
+
+    Raises UsageError when not text, empty, spanning lines or holding a control character.
+    """
     if not isinstance(text, str):
         raise UsageError(f"{what} must be text, not {type(text).__name__}")
     t = text.strip()
@@ -46,7 +49,10 @@ def one_line(text: Any, what: str) -> str:
 
 
 def expect_map(k: KnowledgeBase, expect: Any, primary: str) -> dict[str, str]:
-    """``--expect``: a blob id for ``primary``, ``PATH=BLOB``, or a mapping path -> blob."""
+    """``--expect``: a blob id for ``primary``, ``PATH=BLOB``, or a mapping path -> blob.
+
+    Raises UsageError for a value that is not a 40-hex-digit blob id or a ``PATH=BLOB`` pair.
+    """
     if not expect:
         return {}
     items: Iterable[tuple[str, str]]

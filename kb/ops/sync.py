@@ -97,6 +97,9 @@ def resolve_upstream(top: Path, upstream: Optional[str], fetch: bool = True) -> 
     ``upstream``: a remote (its default branch), ``remote/branch``, or a local
     ref; None: the current branch's upstream (but the remote's default branch
     when that upstream is the branch's own pushed copy), else origin's default branch.
+
+    Raises UsageError when the name is no branch or commit, or no upstream can be told;
+    EnvironmentError_ when the fetch fails.
     """
     remotes = _remotes(top)
     name = upstream
@@ -192,7 +195,12 @@ def _attributes(k: Any, on_wait: Any) -> bool:
     from kb.ops.transaction import Transaction
 
     path = k.root / ".gitattributes"
-    old = path.read_bytes() if path.exists() else b""
+    try:
+        old = path.read_bytes() if path.exists() else b""
+    except OSError as exc:
+        from kb.errors import os_failure
+
+        raise os_failure(exc, f"read {k.prefix}.gitattributes", "nothing was merged") from None
     have = {ln.strip() for ln in old.decode("utf-8", "replace").splitlines()}
     lines = attribute_lines(k.config.paths["tree"], k.config.paths["dashboard"])
     missing = [ln for ln in lines if ln not in have]

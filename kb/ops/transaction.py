@@ -33,16 +33,17 @@ uncommitted), when git's ``index.lock`` exists (never deleted by kb), or when
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kb import git
-from kb.errors import LockedError, RefusedError, StaleError
+from kb.errors import LockedError, RefusedError, StaleError, os_failure
 from kb.ops import commit as commit_mod
 from kb.ops.git_state import finish_interrupted_release, git_ref_locks
 from kb.ops.result import TxResult
@@ -93,7 +94,7 @@ def acquire_write_lock(common: Path, op: str, on_wait: Callable[[str], None] | N
         if on_wait is not None:
             try:
                 holder = lk.info.read_text(encoding="utf-8").strip()
-            except OSError:
+            except (OSError, ValueError):
                 holder = "another kb write"
             on_wait(f"waiting for {holder} (lock {lk.path})")
         try:
@@ -101,6 +102,10 @@ def acquire_write_lock(common: Path, op: str, on_wait: Callable[[str], None] | N
         except Timeout:
             raise LockedError(f"timed out after {timeout:.0f}s waiting for the kb write lock "
                                f"{lk.path}") from None
+        except OSError as exc:
+            raise os_failure(exc, f"take kb's write lock {lk.path}", "nothing was written") from None
+    except OSError as exc:  # a read-only .git, a lock path that is a folder, …
+        raise os_failure(exc, f"take kb's write lock {lk.path}", "nothing was written") from None
     lk.lock = fl
     try:
         lk.info.write_text(f"pid {os.getpid()} ({op})\n", encoding="utf-8")
@@ -130,6 +135,26 @@ def _journal_path(kb: KnowledgeBase) -> Path:
     return git.git_dir(kb.top) / JOURNAL_NAME
 
 
+def read_journal(jp: Path) -> dict[str, Any] | None:
+    """The journal at ``jp`` when it has the shape :meth:`Transaction._commit` writes
+    (``{"head": str|None, "files": {repo path: {"old": str|None, "new": str, ...}}}``),
+    else None (torn, not UTF-8 or JSON, edited by hand, unreadable)."""
+    try:
+        journal = json.loads(jp.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(journal, dict) or not isinstance(journal.get("files", {}), dict):
+        return None
+    journal.setdefault("files", {})
+    if not isinstance(journal.get("head"), (str, type(None))):
+        return None
+    for path, rec in journal["files"].items():
+        if not (isinstance(path, str) and isinstance(rec, dict) and isinstance(rec.get("new"), str)
+                and isinstance(rec.get("old"), (str, type(None)))):
+            return None
+    return journal
+
+
 def recover(kb: KnowledgeBase) -> list[str]:
     """Roll back a transaction that was killed between writing and committing.
 
@@ -153,13 +178,16 @@ def recover(kb: KnowledgeBase) -> list[str]:
     if not jp.exists():
         _remove_tmp_litter(kb, [])
         return []
-    try:
-        journal = json.loads(jp.read_text(encoding="utf-8"))
-        _remove_tmp_litter(kb, [kb.top / p for p in journal.get("files", {})])
-    except (OSError, ValueError):
-        # The journal is written before any file: a torn journal means no file was.
-        jp.unlink(missing_ok=True)
+    journal = read_journal(jp)
+    if journal is None:
+        # The journal is written before any file: a torn (or foreign) journal means no file was.
+        try:
+            jp.unlink(missing_ok=True)
+        except OSError as exc:  # a folder in its place, …
+            raise os_failure(exc, f"remove the damaged kb journal {jp}", "nothing was written") from None
+        _remove_tmp_litter(kb, [])
         return []
+    _remove_tmp_litter(kb, [kb.top / p for p in journal["files"]])
     _index_lock(kb)  # before touching anything: the journal stays until this works
     files = journal.get("files", {})
     head = git.rev_parse("HEAD", kb.top)
@@ -377,6 +405,9 @@ def format_guard(kb: KnowledgeBase, rel: str, old: bytes | None, new: bytes,
     text it built), so that a large file is not parsed again. ``old_id`` and
     ``new_id`` are the blob ids of ``old`` and ``new`` when the caller has
     them (a tree can be megabytes: hash it once).
+
+    Raises FormatGuardError (refused) when the file already has format errors or the edit would
+    add some.
     """
     from kb.parse import parse_file
 
@@ -470,8 +501,9 @@ class Transaction:
     def read(self, rel: str) -> bytes | None:
         """Current bytes of KB-relative ``rel`` (pending writes first); None if absent.
 
-        Raises RefusedError for a symlink whose target leaves the work tree, or a
-        path that is a directory or cannot be read (nothing is written)."""
+        Raises RefusedError for a symlink whose target leaves the work tree or a
+        path that is a directory, EnvironmentError_ for one that cannot be read
+        (no permission); nothing is written."""
         if rel in self._writes:
             return self._writes[rel]
         self._inside(rel)
@@ -482,8 +514,8 @@ class Transaction:
         except IsADirectoryError:
             raise RefusedError(f"{rel} is a directory, not a file: kb cannot read or write it "
                                f"(move the directory, or set another path in kb.toml [paths])") from None
-        except OSError as exc:
-            raise RefusedError(f"{rel}: cannot read it ({exc.strerror or exc}); nothing was written") from None
+        except OSError as exc:  # no permission, …: environment (2); see os_failure
+            raise os_failure(exc, f"read {self.kb.prefix}{rel}", "nothing was written") from None
 
     def write(self, rel: str, data: bytes) -> None:
         """Stage new bytes for ``rel``; nothing touches the disk before commit."""
@@ -569,11 +601,19 @@ class Transaction:
         }
         jp = _journal_path(kb)
         if not self.no_commit:
-            jp.write_text(json.dumps(journal), encoding="utf-8")
+            try:
+                jp.write_text(json.dumps(journal), encoding="utf-8")
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    jp.unlink(missing_ok=True)
+                raise os_failure(exc, f"write kb's journal {jp}", "nothing was written") from None
         written: list[str] = []
         try:
             for rel in changed:
-                _atomic_write(self.path(rel), self._writes[rel])
+                try:
+                    _atomic_write(self.path(rel), self._writes[rel])
+                except OSError as exc:  # a read-only folder or file, a full disk, …
+                    raise os_failure(exc, f"write {kb.prefix}{rel}", "nothing was written") from None
                 written.append(rel)
             blobs = {kb.repo_path(r): new_ids[r] for r in changed}
             if self.no_commit or head is None:
@@ -616,6 +656,8 @@ class Transaction:
             return self.path(rel).read_bytes()
         except FileNotFoundError:
             return None
+        except OSError as exc:
+            raise os_failure(exc, f"read {self.kb.prefix}{rel}", "nothing was written") from None
 
     def _message(self) -> str:
         subject = self.summary or f"kb {self.op}"
@@ -625,12 +667,16 @@ class Transaction:
         return f"{subject}\n\n" + "\n".join(trailers) + "\n"
 
     def _rollback(self, written: list[str], olds: dict[str, bytes | None]) -> None:
+        """Put back the old bytes of ``written`` (best effort: one failure stops no other)."""
         for rel in written:
             old = olds[rel]
-            if old is None:
-                self.path(rel).unlink(missing_ok=True)
-            else:
-                _atomic_write(self.path(rel), old)
+            try:
+                if old is None:
+                    self.path(rel).unlink(missing_ok=True)
+                else:
+                    _atomic_write(self.path(rel), old)
+            except OSError:
+                continue
 
 
 def wait_message_printer(echo: Callable[[str], None]) -> Callable[[str], None]:
@@ -645,5 +691,5 @@ def wait_message_printer(echo: Callable[[str], None]) -> Callable[[str], None]:
     return cb
 
 
-__all__ = ["Transaction", "FormatGuardError", "recover", "format_guard", "acquire_write_lock",
+__all__ = ["Transaction", "FormatGuardError", "recover", "read_journal", "format_guard", "acquire_write_lock",
            "release_write_lock", "remove_index_litter", "wait_message_printer"]

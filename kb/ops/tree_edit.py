@@ -41,6 +41,9 @@ def read_clean(s: Any, rel: str, fmt: str, hint: str = "") -> tuple[bytes, str]:
 
     The parse is stored once (the next command and the hook reuse it); a file
     that already has format errors is refused with the first one.
+
+    Raises NotFoundError when the file does not exist, FormatGuardError (refused) when it has
+    format errors.
     """
     data = s.tx.read(rel)
     if data is None:
@@ -55,7 +58,10 @@ def read_clean(s: Any, rel: str, fmt: str, hint: str = "") -> tuple[bytes, str]:
 
 
 def refuse_corrupt(rel: str, prefix: str, errors: list[Diagnostic]) -> None:
-    """Refuse to edit a file that already has format errors, naming the first."""
+    """Refuse to edit a file that already has format errors, naming the first.
+
+    Raises FormatGuardError (refused) when ``errors`` holds an error diagnostic.
+    """
     if errors:
         raise FormatGuardError(
             f"{prefix}{rel} already has {len(errors)} format error(s) (first: "

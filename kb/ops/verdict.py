@@ -255,6 +255,12 @@ def record_verdict(kb: Union[KnowledgeBase, str, Path, None], target: Union[str,
     and the derived 被依赖 / 等待依赖 changes. ``reasons`` maps verifiers to
     their reasons; ``mode`` defaults to ``[verdict] mode`` of kb.toml, else
     ``forced``.
+
+    Raises UsageError for an unknown mode, a malformed target or vote, or a reason for someone
+    who did not vote; NotFoundError for an unknown target; CardError (refused) when the target
+    is settled or of the wrong kind; every write also raises LockedError (another owner's lock),
+    StaleError (``expect`` no longer matches), ConflictError (the file is dirty or HEAD moved)
+    and EnvironmentError_ (git failed, the work tree is not writable); nothing is written then.
     """
     k = resolve_kb(kb)
     t = target if isinstance(target, Target) else parse_target(target)

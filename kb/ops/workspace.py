@@ -251,6 +251,11 @@ def run_op(kb: Union[KnowledgeBase, str, Path, None], op: str, summary: str,
     it (``sync``), every changed card is staged and the transaction commits.
     ``expect`` is the blob id the caller read of ``target_id``'s card
     (compare-and-swap), or a mapping KB path -> blob id.
+
+    Raises UsageError for ``expect`` on a create, NotFoundError for an unknown ``target_id``,
+    and whatever ``build`` raises; every write also raises LockedError (another owner's lock),
+    StaleError (``expect`` no longer matches), ConflictError (the file is dirty or HEAD moved)
+    and EnvironmentError_ (git failed, the work tree is not writable); nothing is written then.
     """
     k = resolve_kb(kb)
     exp: dict[str, str] = dict(expect) if isinstance(expect, Mapping) else {}

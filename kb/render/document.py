@@ -35,6 +35,7 @@ class Document:
 
     @classmethod
     def from_text(cls, text: str, path: str, bom: bool = False) -> "Document":
+        """Split decoded ``text`` into lines with their endings (``bom``: the file had one)."""
         lines: list[str] = text.split("\n")
         endings: list[str] = ["\n"] * len(lines)
         endings[-1] = ""
@@ -96,6 +97,7 @@ class Document:
 
     # -- output ---------------------------------------------------------------
     def text(self) -> str:
+        """The whole text, each line with its own ending (the BOM not included)."""
         nl, endings = self.newline, self.endings
         if endings and endings.count(nl) - (endings[-1] == nl) == len(endings) - 1:
             # Every line but the last ends in the file's newline (the usual case):

@@ -44,7 +44,10 @@ def promoted_id(pid: str) -> str:
 
 
 def priority_targets(view: CardView, mode: str) -> list[tuple[str, str, Any, int]]:
-    """``(id, kind, old, new)`` of the priorities ``mode`` changes."""
+    """``(id, kind, old, new)`` of the priorities ``mode`` changes.
+
+    Raises UsageError for an unknown mode.
+    """
     if mode not in PRIORITY_MODES:
         raise UsageError(f"mode {mode!r} is not valid; use one of: {', '.join(PRIORITY_MODES)}")
     out = []

@@ -20,6 +20,9 @@ def parse_probability(raw: Union[str, float, int, None], what: str = "probabilit
 
     0 and 1 mean *settled* (true / false); only a verdict writes them
     (VIBEMATH-V3.md: agents never report 0 or 1 themselves).
+
+    Raises UsageError when missing, not a number, outside [0, 1] or below 0.0001, or 0 / 1 with
+    ``open_interval``.
     """
     if raw is None:
         raise UsageError(f"{what} is missing; give a number between 0 and 1")
@@ -42,7 +45,10 @@ def parse_probability(raw: Union[str, float, int, None], what: str = "probabilit
 
 
 def parse_priority_arg(raw: Union[str, int, None]) -> Union[int, str]:
-    """``"3"`` -> 3, ``"never"`` -> ``"never"``; anything else is refused."""
+    """``"3"`` -> 3, ``"never"`` -> ``"never"``; anything else is refused.
+
+    Raises UsageError for anything but an integer ≥ 0 or ``never``.
+    """
     if raw is None:
         return 1
     if isinstance(raw, int) and not isinstance(raw, bool):

@@ -251,7 +251,10 @@ _SHORT = {"s": "解法", "pf": "证明", "rf": "证伪"}
 
 
 def parse_target(text: str) -> Target:
-    """``q1#解法1``, ``p1#证明2``, ``p1#证伪1``, ``p1`` (bare), ``q1#s1`` or a rid ``r-q1-s1``."""
+    """``q1#解法1``, ``p1#证明2``, ``p1#证伪1``, ``p1`` (bare), ``q1#s1`` or a rid ``r-q1-s1``.
+
+    Raises UsageError for a malformed target or an entry number below 1.
+    """
     t = (text or "").strip()
     m = _TARGET.match(t)
     if t.startswith("r-") and (m is None or m.group("kind") is None):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kb import git
-from kb.errors import EnvironmentError_, GitError, UsageError
+from kb.errors import EnvironmentError_, GitError, UsageError, os_failure
 from kb.repo import KnowledgeBase, Snapshot, commit_snapshot, staged_snapshot
 from kb.index_facts import changed_objects, first_diagnostics, objects_with_ids
 from kb.review.commits import CommitInfo, log
@@ -204,7 +204,11 @@ def _worktree_records(k: KnowledgeBase, head: Optional[str]) -> dict[str, tuple[
     for p in paths:
         full = k.top / p
         new = None
-        if full.is_file():
+        try:
+            is_file = full.is_file()
+        except OSError as exc:  # a folder on the way that the user may not enter
+            raise os_failure(exc, f"read the verification record {p}") from None
+        if is_file:
             new = git.out(["hash-object", "-w", "--", p], k.top, write=True)
         rel = k.rel(p)
         if rel is not None and old.get(p) != new:
@@ -327,6 +331,10 @@ def parse_spec(args: tuple[str, ...]) -> tuple[Optional[str], Optional[str]]:
 
 
 def top_of(start: Path) -> Path:
+    """The top of the git work tree holding ``start``.
+
+    Raises EnvironmentError_ when ``start`` is not inside one.
+    """
     top = git.toplevel(start)
     if top is None:
         raise EnvironmentError_(f"{start} is not inside a git work tree")

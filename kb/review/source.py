@@ -62,6 +62,8 @@ def source_from(version: str, raw: Optional[str]) -> InstallSource:
     try:
         info = json.loads(raw)
     except ValueError:
+        info = None
+    if not isinstance(info, dict):
         return InstallSource(None, "unknown", "the installed metadata (direct_url.json) is unreadable")
     url = str(info.get("url", ""))
     sub = (info.get("subdirectory") or "")

@@ -19,7 +19,11 @@ from kb.research.dependencies import natural_key
 
 
 def load_view(kb: Union[KnowledgeBase, str, Path, None]) -> tuple[KnowledgeBase, CardView]:
-    """``(kb, view)``: the KB and the :class:`CardView` of its working tree (index refreshed)."""
+    """``(kb, view)``: the KB and the :class:`CardView` of its working tree (index refreshed).
+
+    Raises NotAKnowledgeBase or ConfigError (environment, exit 2) when there is no readable KB,
+    GitError when git fails.
+    """
     k = resolve_kb(kb)
     with Index(k) as idx:
         idx.refresh()
@@ -84,7 +88,11 @@ def verify_candidates(view: CardView) -> list[dict[str, Any]]:
 
 
 def brief_data(kb: Union[KnowledgeBase, str, Path, None] = None) -> dict[str, Any]:
-    """The state brief a planning agent reads (Vibe Math's ``buildBrief``, deterministic)."""
+    """The state brief a planning agent reads (Vibe Math's ``buildBrief``, deterministic).
+
+    Raises NotAKnowledgeBase or ConfigError (environment, exit 2) when there is no readable KB,
+    GitError when git fails.
+    """
     k, view = load_view(kb)
     return brief_of(k, view)
 

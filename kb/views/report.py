@@ -23,7 +23,11 @@ def _rel_link(from_rel: str, to_rel: str) -> str:
 
 def report_text(kb: Union[KnowledgeBase, str, Path, None] = None, date: str | None = None,
                 recent: int = 10) -> tuple[str, str]:
-    """``(path, text)`` of ``Logs/报告.md`` — deterministic given the KB and ``date``."""
+    """``(path, text)`` of ``Logs/报告.md`` — deterministic given the KB and ``date``.
+
+    Raises NotAKnowledgeBase or ConfigError (environment, exit 2) when there is no readable KB,
+    GitError when git fails.
+    """
     k, view = load_view(kb)
     out_rel = f"{k.config.paths['logs'].strip('/')}/报告.md"
     data = brief_data(k)
@@ -122,7 +126,10 @@ def report_text(kb: Union[KnowledgeBase, str, Path, None] = None, date: str | No
 
 
 def report_date(date: str | None) -> str | None:
-    """The date shown in the report: ``date`` as given (checked), else ``KB_NOW``, else none."""
+    """The date shown in the report: ``date`` as given (checked), else ``KB_NOW``, else none.
+
+    Raises UsageError for a malformed date.
+    """
     if date:
         if clock.parse_time(date) is None:
             raise UsageError(f"date {date!r} is not a date; write e.g. 2026-11-02 or "

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Union
 
+from kb.errors import os_failure
 from kb.repo import KnowledgeBase, resolve_kb
 from kb.research.verdict import Accuracy, VerificationRecord, parse_record, record_order, verifier_accuracy
 
@@ -21,12 +22,20 @@ def records_dir(k: KnowledgeBase) -> str:
 
 
 def load_records(kb: Union[KnowledgeBase, str, Path, None] = None) -> list[VerificationRecord]:
-    """Every readable verification record of the KB, oldest first (:func:`record_order`)."""
+    """Every readable verification record of the KB, oldest first (:func:`record_order`).
+
+    Raises NotAKnowledgeBase or ConfigError (environment, exit 2) when there is no readable KB,
+    GitError when git fails. Unreadable records are skipped.
+    """
     k = resolve_kb(kb)
     base = k.root / records_dir(k)
     out = []
-    if base.is_dir():
-        for p in sorted(base.glob("*.json")):
+    try:
+        names = sorted(base.glob("*.json")) if base.is_dir() else []
+    except OSError as exc:  # a folder the user may not read
+        raise os_failure(exc, f"list the verification records in {records_dir(k)}") from None
+    if names:
+        for p in names:
             try:
                 data = json.loads(p.read_text(encoding="utf-8"))
             except (OSError, ValueError):
@@ -39,7 +48,11 @@ def load_records(kb: Union[KnowledgeBase, str, Path, None] = None) -> list[Verif
 
 
 def accuracy_table(kb: Union[KnowledgeBase, str, Path, None] = None) -> list[Accuracy]:
-    """``kb verifiers``: every verifier with its accuracy, best first."""
+    """``kb verifiers``: every verifier with its accuracy, best first.
+
+    Raises NotAKnowledgeBase or ConfigError (environment, exit 2) when there is no readable KB,
+    GitError when git fails.
+    """
     acc = verifier_accuracy(load_records(kb))
     return sorted(acc.values(), key=lambda a: (-a.rate, -a.counted, a.verifier))
 

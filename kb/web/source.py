@@ -71,6 +71,7 @@ class RevView(SnapshotIndex):
         super().__init__(k, commit_snapshot(k, commit))
 
     def refresh(self, only: list[str] | None = None) -> Any:  # pragma: no cover - guard
+        """Refused: a commit's view never changes (raises TypeError, a bug if reached)."""
         raise TypeError("a commit's view is immutable; it has nothing to refresh")
 
     def diagnostics(self) -> list[Any]:
@@ -192,6 +193,7 @@ class Source:
         return view
 
     def close(self) -> None:
+        """Close every view and its database connection (on the worker thread)."""
         def shut() -> None:
             for v in self.views.values():
                 v.close()

@@ -1,0 +1,440 @@
+"""One error boundary (issue 10): no third-party exception leaves kb's public API.
+
+A file system that refuses a read or a write (no permission, a read-only work
+tree or ``.git``, a folder where kb's lock file goes) ends in a kb error with a
+message that says what to do, exit 1 or 2 — never 3 (a bug) nor a traceback —
+and a refused write leaves every file as it was.
+
+The permission cases run kb as the unprivileged user ``nobody`` (permissions
+do not apply to root, and CI runs the suite as root), as
+``tests/test_index_unusable.py`` does.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import commit_all, git_init, run_script, tree_snapshot
+from nobody import as_nobody, nobody_env  # noqa: F401 - a fixture
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+# -- the mapping itself ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("exc, kind, code, says", [
+    (PermissionError(errno.EACCES, "Permission denied", "/k/tree.md"), "environment", 2,
+     "permission"),
+    (OSError(errno.EROFS, "Read-only file system", "/k/tree.md"), "environment", 2, "permission"),
+    (OSError(errno.ENOSPC, "No space left on device", "/k/tree.md"), "environment", 2,
+     "free some disk space"),
+    (IsADirectoryError(errno.EISDIR, "Is a directory", "/k/tree.md"), "refused", 1,
+     "move it out of the way"),
+    (NotADirectoryError(errno.ENOTDIR, "Not a directory", "/k/x/tree.md"), "refused", 1,
+     "move it out of the way"),
+    (FileNotFoundError(errno.ENOENT, "No such file or directory", "/k/tree.md"), "not_found", 1,
+     "No such file"),
+])
+def test_os_failure_maps_each_os_error_to_a_kind(exc: OSError, kind: str, code: int,
+                                                 says: str) -> None:
+    from kb.errors import KbError, os_failure
+
+    err = os_failure(exc, "write tree.md", "nothing was written")
+    assert isinstance(err, KbError)
+    assert (err.kind, err.exit_code) == (kind, code)
+    assert says in str(err) and str(err).startswith("cannot write tree.md: ")
+    assert str(err).endswith("— nothing was written")
+
+
+def test_os_failure_names_the_folder_of_a_temporary_file() -> None:
+    from kb.errors import os_failure
+
+    err = os_failure(PermissionError(errno.EACCES, "Permission denied", "/k/Problems/.kb-tmp-x1.md"),
+                     "write Problems/q1.md")
+    assert "(in the folder /k/Problems)" in str(err) and ".kb-tmp" not in str(err)
+
+
+# -- as root: a folder where kb's write lock file goes ----------------------------------------
+
+
+@pytest.fixture
+def kb_copy(tmp_path: Path) -> Path:
+    dest = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, dest, ignore=shutil.ignore_patterns(".kb", "__pycache__"))
+    git_init(dest)
+    commit_all(dest, "example KB")
+    return dest
+
+
+def _assert_kb_error(r, code: int, kind: str) -> dict:
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr
+    assert r.code == code, (r.code, r.stderr)
+    err = r.json()["error"]
+    assert err["kind"] == kind and err["exit_code"] == code, err
+    return err
+
+
+def test_write_lock_path_that_is_a_folder_is_refused(kb_copy: Path) -> None:
+    lock = kb_copy / ".git" / "kb-write.lock"
+    lock.mkdir()
+    before = _files(kb_copy)
+    r = run_script("hyp", "add", "A new hypothesis", "--json", cwd=kb_copy)
+    err = _assert_kb_error(r, 1, "refused")
+    assert "write lock" in err["message"] and "nothing was written" in err["message"]
+    assert _files(kb_copy) == before
+
+
+# -- as an unprivileged user ------------------------------------------------------------------
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    """The work tree's files, without .git/ and the derived .kb/ cache."""
+    return {k: v for k, v in tree_snapshot(root, skip_git=True).items()
+            if not (k == ".kb/" or k.startswith(".kb/"))}
+
+
+def _kb_for_nobody(work: Path, name: str) -> Path:
+    root = work / name
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(EXAMPLES, root, ignore=shutil.ignore_patterns(".kb", "__pycache__"))
+    git_init(root)
+    commit_all(root, "example KB")
+    subprocess.run(["chown", "-R", "nobody:", str(root)], check=True)
+    return root
+
+
+def _readonly(root: Path, *, git_too: bool) -> None:
+    """Take the write bits off every file and folder of the work tree (and of .git)."""
+    for p in [root, *root.rglob("*")]:
+        rel = p.relative_to(root).as_posix()
+        if not git_too and (rel == ".git" or rel.startswith(".git/")):
+            continue
+        if not p.is_symlink():
+            p.chmod(p.stat().st_mode & ~0o222)
+
+
+def _nobody_error(prefix, env, root: Path, *args: str, code: int = 2,
+                  kind: str = "environment") -> dict:
+    got = as_nobody(prefix, env, root, *args, "--json")
+    assert "Traceback" not in got.stderr and "internal error" not in got.stderr, got.stderr
+    assert got.returncode == code, (got.returncode, got.stderr)
+    err = json.loads(got.stdout)["error"]
+    assert err["kind"] == kind and err["exit_code"] == code, err
+    return err
+
+
+WRITES = [
+    ("hyp", "add", "A new hypothesis"),
+    ("exp", "new", "--hyp", "H1.1", "an action"),
+    ("exp", "log", "E001", "a line"),
+    ("problem", "plan", "q1", "the next step"),
+]
+
+
+@pytest.mark.parametrize("git_too", [False, True], ids=["readonly-worktree", "readonly-all"])
+def test_write_in_a_readonly_kb_is_an_environment_error(nobody_env, git_too: bool) -> None:
+    prefix, env, work = nobody_env
+    root = _kb_for_nobody(work, f"kb-ro-{git_too}")
+    _readonly(root, git_too=git_too)
+    before = _files(root)
+    for args in WRITES:
+        err = _nobody_error(prefix, env, root, *args)
+        assert "nothing was written" in err["message"], (args, err)
+        assert "permission" in err["message"], (args, err)
+        assert _files(root) == before, args
+
+
+def test_write_refused_half_way_leaves_every_file_as_it_was(nobody_env) -> None:
+    """exp new writes the new experiment, tree.md (H1.1 moves on) and DASHBOARD.md: with
+    only experiments/ read-only, whatever it wrote before is put back."""
+    prefix, env, work = nobody_env
+    root = _kb_for_nobody(work, "kb-half")
+    (root / "experiments").chmod(0o555)
+    before = _files(root)
+    head = subprocess.run(["git", "-c", "safe.directory=*", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                          text=True, check=True).stdout
+    _nobody_error(prefix, env, root, "exp", "new", "--hyp", "H1.1", "an action")
+    assert _files(root) == before
+    assert subprocess.run(["git", "-c", "safe.directory=*", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                          text=True, check=True).stdout == head
+
+
+@pytest.mark.parametrize("args", [
+    ("hooks", "install"),
+    ("ci", "init", "--install", "kb==0.1"),
+    ("gen", "init", "--question", "Why?"),
+], ids=["hooks-install", "ci-init", "gen-init"])
+def test_setup_commands_in_a_readonly_tree_are_environment_errors(nobody_env, args) -> None:
+    prefix, env, work = nobody_env
+    root = _kb_for_nobody(work, "kb-setup-" + args[0])
+    _readonly(root, git_too=True)
+    before = _files(root)
+    err = _nobody_error(prefix, env, root, *args)
+    assert "permission" in err["message"] and "run the command again" in err["message"]
+    assert _files(root) == before
+
+
+# -- kb's own state files in .git, damaged ------------------------------------------------------
+
+
+@pytest.mark.parametrize("content", [b"[1, 2]", b'{"op": 5, "head": 7, "files": [1]}',
+                                     b'{"head": null, "files": {"tree.md": {"new": 3}}}',
+                                     b"\xff\xfe"],
+                         ids=["list", "wrong-types", "wrong-record", "not-utf8"])
+def test_damaged_transaction_journal_is_dropped(kb_copy: Path, content: bytes) -> None:
+    """The journal is written before any file: one that is not a journal means no file was
+    written, so reads and writes drop it (and say nothing about a landed commit)."""
+    journal = kb_copy / ".git" / "kb-transaction.json"
+    journal.write_bytes(content)
+    ls = run_script("ls", "--json", cwd=kb_copy)
+    assert ls.code == 0 and "internal error" not in ls.stderr, ls.stderr
+    assert "interrupted" not in ls.stderr, ls.stderr
+    assert not journal.exists()
+    journal.write_bytes(content)
+    r = run_script("hyp", "add", "A new hypothesis", "--json", cwd=kb_copy)
+    assert r.code == 0, r.stderr
+    assert not journal.exists()
+
+
+def test_transaction_journal_that_is_a_folder_is_refused(kb_copy: Path) -> None:
+    journal = kb_copy / ".git" / "kb-transaction.json"
+    journal.mkdir()
+    before = _files(kb_copy)
+    ls = run_script("ls", "--json", cwd=kb_copy)
+    assert ls.code == 0 and "internal error" not in ls.stderr, ls.stderr
+    assert "move it out of the way" in ls.stderr
+    r = run_script("hyp", "add", "A new hypothesis", "--json", cwd=kb_copy)
+    err = _assert_kb_error(r, 1, "refused")
+    assert "kb-transaction.json" in err["message"] and "move it out of the way" in err["message"]
+    assert _files(kb_copy) == before
+
+
+@pytest.mark.parametrize("content", [b"[1, 2]", b'{"branch": 5, "commit": [], "paths": 3}',
+                                     b"\xff"], ids=["list", "wrong-types", "not-utf8"])
+def test_damaged_release_journal_is_dropped(kb_copy: Path, content: bytes) -> None:
+    journal = kb_copy / ".git" / "kb-lock-release.json"
+    journal.write_bytes(content)
+    r = run_script("hyp", "add", "A new hypothesis", "--json", cwd=kb_copy)
+    assert r.code == 0 and "internal error" not in r.stderr, r.stderr
+    assert not journal.exists()
+    journal.write_bytes(content)
+    st = run_script("lock", "status", "--json", cwd=kb_copy)
+    assert st.code == 0 and "internal error" not in st.stderr, st.stderr
+
+
+def test_marker_cache_that_is_not_text_is_ignored(kb_copy: Path) -> None:
+    from kb.merge.markers import cache_path
+
+    cache = cache_path(kb_copy, "")
+    cache.write_bytes(b"\xff\xfe\n")
+    r = run_script("hyp", "add", "A new hypothesis", "--json", cwd=kb_copy)
+    assert r.code == 0 and "internal error" not in r.stderr, r.stderr
+    assert len(r.json()["ids"]) == 1, r.json()
+
+
+# -- kb.toml of the wrong types ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("toml, says", [
+    ('[kb]\nlocale = "zh"\nheading_separators = [1, 2]\n', "kb.heading_separators"),
+    ('[kb]\nlocale = "zh"\n[rules]\ndisable = [[1]]\n', "rules.disable"),
+    ('[kb]\nlocale = "zh"\n[locks]\nleads = [3]\n', "locks.leads"),
+    ('[kb]\nlocale = "zh"\n[[registry]]\npath = "log.md"\nheading = 5\n', "heading"),
+    ('[kb]\nlocale = "zh"\n[[registry]]\npath = 5\n', "path"),
+    ('registry = "abc"\n[kb]\nlocale = "zh"\n', "registry"),
+], ids=["separators", "disable", "leads", "registry-heading", "registry-path", "registry-string"])
+def test_kb_toml_of_the_wrong_types_is_an_environment_error(kb_copy: Path, toml: str,
+                                                            says: str) -> None:
+    (kb_copy / "kb.toml").write_text(toml, encoding="utf-8")
+    before = _files(kb_copy)
+    for args in (("ls", "--json"), ("hyp", "add", "A new hypothesis", "--json")):
+        r = run_script(*args, cwd=kb_copy)
+        err = _assert_kb_error(r, 2, "environment")
+        assert err["message"].startswith("kb.toml: ") and says in err["message"], err
+    assert _files(kb_copy) == before
+
+
+# -- the generation loop's sandbox files, damaged -------------------------------------------------
+
+
+@pytest.mark.parametrize("name, content", [
+    ("state.json", b"[1]"), ("state.json", b'{"round": "x"}'),
+    ("loop.run.yaml", b"- 1\n"), ("loop.run.yaml", b"round: x\n"),
+    ("elo.json", b"\xff"), ("elo.json", b"[1]"),
+], ids=["state-list", "state-fields", "run-list", "run-fields", "elo-not-utf8", "elo-list"])
+def test_damaged_generation_run_files_are_refused(kb_copy: Path, name: str, content: bytes) -> None:
+    assert run_script("gen", "init", "--question", "Why?", cwd=kb_copy).code == 0
+    (kb_copy / "sandbox" / name).write_bytes(content)
+    reads = [("gen", "rank", "--json")] + ([] if name == "elo.json" else [("gen", "status", "--json")])
+    for args in reads:
+        r = run_script(*args, cwd=kb_copy)
+        err = _assert_kb_error(r, 1, "refused")
+        assert name in err["message"] and ("delete it" in err["message"]
+                                           or "put them back" in err["message"]), err
+
+
+def test_matches_file_that_is_not_utf8_is_refused(kb_copy: Path) -> None:
+    assert run_script("gen", "init", "--question", "Why?", cwd=kb_copy).code == 0
+    (kb_copy / "matches.json").write_bytes(b"\xff\xfe")
+    r = run_script("gen", "rank", "matches.json", "--json", cwd=kb_copy)
+    err = _assert_kb_error(r, 1, "refused")
+    assert "matches.json" in err["message"] and "UTF-8" in err["message"]
+
+
+def test_merge_driver_given_unreadable_files_says_so(kb_copy: Path) -> None:
+    r = run_script("merge-driver", "tree", str(kb_copy / "no-base"), str(kb_copy / "no-ours"),
+                   str(kb_copy / "no-theirs"), "tree.md", cwd=kb_copy)
+    assert r.code == 2 and "internal error" not in r.stderr, (r.code, r.stderr)
+    assert "cannot merge tree.md" in r.stderr and "no-base" in r.stderr
+
+
+def test_fix_and_release_in_a_readonly_tree_are_environment_errors(nobody_env) -> None:
+    """`kb verify --fix` and `kb lock release` rewrite DASHBOARD.md: refused, with what to do."""
+    prefix, env, work = nobody_env
+    root = _kb_for_nobody(work, "kb-fix")
+    with (root / "tree.md").open("a", encoding="utf-8") as f:
+        f.write("\n## H9: One more\nStatus: 待验\n")
+    subprocess.run(["git", "-c", "safe.directory=*", "commit", "-qam", "H9"], cwd=root, check=True)
+    claim = as_nobody(prefix, env, root, "lock", "claim", "tree.md", "--owner", "me")
+    assert claim.returncode == 0, claim.stderr
+    _readonly(root, git_too=False)
+    before = _files(root)
+    err = _nobody_error(prefix, env, root, "verify", "--fix")
+    assert "kb-tmp" not in err["message"], err
+    assert "permission" in err["message"] and "unchanged" in err["message"], err
+    assert _files(root) == before
+    err = _nobody_error(prefix, env, root, "lock", "release", "tree.md", "--owner", "me")
+    assert "nothing was released" in err["message"] and "kb-tmp" not in err["message"], err
+    assert _files(root) == before
+
+
+def test_literature_keys_file_not_utf8_stops_gen_init_before_it_writes(kb_copy: Path) -> None:
+    (kb_copy / "keys.env").write_bytes(b"S2_API_KEY=\xff\n")
+    before = _files(kb_copy)
+    r = run_script("gen", "init", "--question", "Why?", "--json", cwd=kb_copy)
+    err = _assert_kb_error(r, 2, "environment")
+    assert "keys.env" in err["message"] and "UTF-8" in err["message"]
+    assert _files(kb_copy) == before
+
+
+def test_init_below_a_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x\n")
+    r = run_script("init", "afile/kb", "--json", cwd=tmp_path)
+    err = _assert_kb_error(r, 1, "refused")
+    assert "afile/kb" in err["message"] and "move it out of the way" in err["message"]
+
+
+def test_init_in_a_readonly_folder_leaves_nothing(nobody_env) -> None:
+    prefix, env, work = nobody_env
+    folder = work / "ro-init"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    subprocess.run(["chown", "-R", "nobody:", str(folder)], check=True)
+    folder.chmod(0o555)
+    before = _files(folder)
+    err = _nobody_error(prefix, env, folder, "init", ".")
+    assert "permission" in err["message"], err
+    assert _files(folder) == before
+
+
+def test_trail_children_file_not_utf8_is_a_usage_error(kb_copy: Path) -> None:
+    (kb_copy / "children.json").write_bytes(b"[\xff]")
+    r = run_script("trail", "add", "--kind", "topic", "--title", "A topic", "--children-json",
+                   "children.json", "--json",
+                   cwd=kb_copy)
+    err = _assert_kb_error(r, 2, "usage")
+    assert "children.json" in err["message"] and "UTF-8" in err["message"]
+
+
+@pytest.mark.parametrize("content", [b"\xff", b"{", b'{"candidates": 5}'],
+                         ids=["not-utf8", "not-json", "invalid"])
+def test_damaged_round_file_is_refused_not_a_bug(tmp_path: Path, content: bytes) -> None:
+    from kb.errors import RefusedError
+    from kb.gen.models import Candidates
+    from kb.gen.store import read_round_file
+
+    path = tmp_path / "candidates.json"
+    path.write_bytes(content)
+    with pytest.raises(RefusedError) as info:
+        read_round_file(path, Candidates)
+    assert "candidates.json" in str(info.value) and "another --sandbox" in str(info.value)
+    with pytest.raises(RefusedError):
+        read_round_file(tmp_path / "missing.json")
+
+
+def test_literature_cache_entry_that_is_no_record_is_a_miss(tmp_path: Path) -> None:
+    from kb.lit.http import Cache
+
+    cache = Cache(tmp_path)
+    for content in (b"[1]", b'{"status": 200}', b"\xff"):
+        cache.path("k").write_bytes(content)
+        assert cache.get("k") is None
+    cache.put("k", {"key": "k", "status": 200, "body": {"x": 1}})
+    assert cache.get("k") == {"key": "k", "status": 200, "body": {"x": 1}}
+
+
+def test_literature_cache_in_a_file_place_is_a_kb_error(tmp_path: Path) -> None:
+    from kb.errors import KbError
+    from kb.lit.http import Cache, Throttle
+
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache folder goes\n")
+    with pytest.raises(KbError) as info:
+        Cache(blocker).put("k", {"body": 1})
+    assert info.value.exit_code in (1, 2) and "literature cache" in str(info.value)
+    with pytest.raises(KbError):
+        Throttle(blocker, {"default": 0.0}).wait("default")
+
+
+@pytest.mark.parametrize("left", ["next-index-123.lock", "kb-transaction.json"])
+def test_reads_in_a_readonly_git_dir_with_leftovers_still_answer(nobody_env, left: str) -> None:
+    """A killed git's index lock or a killed kb write's journal is cleaned up before a read
+    under the write lock; when .git is read-only the read answers anyway (with a note)."""
+    prefix, env, work = nobody_env
+    root = _kb_for_nobody(work, "kb-leftover-" + left)
+    (root / ".git" / left).write_text('{"head": null, "files": {}}' if left.endswith(".json")
+                                      else "", encoding="utf-8")
+    subprocess.run(["chown", "-R", "nobody:", str(root / ".git")], check=True)
+    _readonly(root, git_too=True)
+    got = as_nobody(prefix, env, root, "ls", "--json")
+    assert got.returncode == 0, got.stderr
+    assert "internal error" not in got.stderr
+    assert json.loads(got.stdout)
+
+
+def test_unreadable_gitattributes_does_not_break_verify(nobody_env) -> None:
+    prefix, env, work = nobody_env
+    root = _kb_for_nobody(work, "kb-attrs")
+    (root / ".gitattributes").write_text("DASHBOARD.md merge=kb-dashboard\n", encoding="utf-8")
+    subprocess.run(["chown", "nobody:", str(root / ".gitattributes")], check=True)
+    (root / ".gitattributes").chmod(0)
+    got = as_nobody(prefix, env, root, "verify", "--json")
+    assert got.returncode in (0, 1) and "internal error" not in got.stderr, got.stderr
+    assert "diagnostics" in json.loads(got.stdout)
+
+
+def test_unreadable_records_folder_is_an_environment_error(nobody_env) -> None:
+    prefix, env, work = nobody_env
+    root = _kb_for_nobody(work, "kb-logs")
+    (root / "Logs").chmod(0)
+    for args in (("verifiers",), ("report",), ("diff",)):
+        err = _nobody_error(prefix, env, root, *args)
+        assert "Verification" in err["message"] and "permission" in err["message"], (args, err)
+
+
+def test_sandbox_the_user_cannot_enter_is_an_environment_error(nobody_env) -> None:
+    prefix, env, work = nobody_env
+    root = _kb_for_nobody(work, "kb-sandbox")
+    assert as_nobody(prefix, env, root, "gen", "init", "--question", "Why?").returncode == 0
+    (root / "sandbox").chmod(0)
+    for args in (("gen", "status"), ("gen", "init", "--question", "Again?")):
+        err = _nobody_error(prefix, env, root, *args)
+        assert "sandbox" in err["message"] and "permission" in err["message"], (args, err)
