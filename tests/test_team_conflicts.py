@@ -118,3 +118,16 @@ def test_markers_on_disk_or_staged_refuse_card_writes(tree_kb: Path) -> None:
     card.write_text(clean, encoding="utf-8")
     commit_all(tree_kb, "resolved")
     assert invoke("problem", "plan", "q2", "bisect", cwd=tree_kb).code == 0
+
+
+def test_a_conflicted_tree_gives_no_follow_on_reference_errors(tree_kb: Path) -> None:
+    """Experiments testing hypotheses of a conflicted tree.md: the tree is read as
+    empty until the conflict is resolved, so "E001 tests H1, which is not a hypothesis"
+    would only repeat KB190 — it is not reported."""
+    root = tree_kb
+    assert invoke("hyp", "add", "Base idea", cwd=root).code == 0
+    assert invoke("exp", "new", "--hyp", "H1", "Measure it", cwd=root).code == 0
+    _two_branches_same_id(root)
+    data = json.loads(invoke("verify", "--json", cwd=root).stdout)
+    codes = sorted({f["code"] for f in data["diagnostics"] if f["severity"] == "error"})
+    assert codes == ["KB190"], data["diagnostics"]

@@ -193,15 +193,24 @@ def snapshot_diagnostics(facts: Any, base: Optional[Any] = None,
     cfg = facts.config
     out = []
     raw = _raw_snapshot(facts, base, earlier)
-    if any(d.code == "KB190" for _, d in raw):
+    conflicted = {facts.formats.get(d.path) for _, d in raw if d.code == "KB190"}
+    if conflicted:
         # A conflicted file is read as empty: what follows from that (a stale
-        # dashboard) is noise until the conflict is resolved.
-        raw = [(k, d) for k, d in raw if d.code != "KB240"]
+        # dashboard, references to the objects it would declare) is noise until
+        # the conflict is resolved.
+        noise = {"KB240"} | {code for fmt in conflicted for code in _FOLLOW_ONS.get(fmt, ())}
+        raw = [(k, d) for k, d in raw if d.code not in noise]
     for _, d in raw:
         sev = effective_severity(d.code, d.severity, cfg)
         if sev is not None:
             out.append(d if sev == d.severity else d._replace(severity=sev))
     return out
+
+
+#: Format of a conflicted file -> the missing-reference codes that only say "its objects
+#: are not read" (KB211 a tested hypothesis, KB210 evidence, KB212/KB214 cards).
+_FOLLOW_ONS = {"tree": ("KB211",), "experiment": ("KB210",),
+               **{f: ("KB212", "KB214") for f in ("problem", "proposition", "method", "verified")}}
 
 
 def history_diagnostics(change: Any) -> list[_D]:
