@@ -392,3 +392,26 @@ def test_checkout_bytes_reads_only_a_regular_file_holding_the_blob(tmp_path):
     assert checkout_bytes(tmp_path, "link.md", blob) is None
     assert checkout_bytes(tmp_path, "pipe.md", blob) is None
     assert checkout_bytes(tmp_path, "missing.md", blob) is None
+
+
+def test_a_committed_kb_toml_change_is_not_answered_from_the_old_results(make_kb) -> None:
+    """The verify results live in the index, which a kb.toml change rebuilds: the
+    working-tree check after the change is the check from scratch (it was not)."""
+    import shutil
+
+    root = make_kb({"tree.md": "# T\n\n## K1: kay\nStatus: 待验\n\n## K2. second\nStatus: 待验\n"},
+                   commit=True)
+
+    def kb116() -> list[str]:
+        r = invoke("verify", "--json", cwd=root)
+        return [d["message"] for d in r.json()["diagnostics"] if d["code"] == "KB116"]
+
+    before = kb116()
+    assert before and "[KH]" not in before[0]
+    (root / "kb.toml").write_text('[kb]\nid_grammar = "[KH][1-9][0-9]*"\nheading_separators = ["."]\n',
+                                  encoding="utf-8")
+    git(root, "commit", "-q", "-am", "another ID grammar")
+    after = kb116()
+    assert after and "`[KH][1-9][0-9]*` with separator '.'" in after[0], after
+    shutil.rmtree(root / ".kb")
+    assert kb116() == after  # the same answer as from scratch
