@@ -589,3 +589,35 @@ def test_lock_commits_signed_with_ssh_verify(kbr, tmp_path):
     proc = subprocess.run(["git", "verify-commit", commit], cwd=kbr, capture_output=True,
                           timeout=60)
     assert proc.returncode == 0, proc.stderr.decode()
+
+
+def test_kb_owner_is_who_kb_writes_as_through_its_own_hook(tree_kb, monkeypatch):
+    """KB_OWNER=alice holds tree.md; `kb hyp add` with no --owner passes the lock check
+    and its pre-commit hook judges the commit as alice too (the hook was told "")."""
+    root = tree_kb
+    assert kb_(root, "hooks", "install").code == 0
+    monkeypatch.setenv("KB_OWNER", "alice")
+    assert kb_(root, "lock", "claim", "tree.md").code == 0
+    r = kb_(root, "hyp", "add", "Alice's idea", "--json")
+    assert r.code == 0, r.stdout + r.stderr
+    assert "Alice's idea" in git(root, "show", "HEAD:tree.md")
+    monkeypatch.setenv("KB_OWNER", "bob")
+    r = kb_(root, "hyp", "add", "Bob's idea", "--json")
+    assert r.code == 1 and r.json()["error"]["kind"] == "locked", r.stdout
+
+
+def test_release_of_the_tree_and_the_dashboard_renders_the_dashboard(tree_kb):
+    """Both claimed explicitly: the hand-edited tree is released with the dashboard
+    kb renders for it, not the stale one on disk."""
+    root = tree_kb
+    assert kb_(root, "hyp", "add", "First idea").code == 0
+    assert kb_(root, "lock", "claim", "tree.md", "DASHBOARD.md", "--owner", "alice").code == 0
+    text = (root / "tree.md").read_text(encoding="utf-8")
+    (root / "tree.md").write_text(text + "\n## H2: By hand\nStatus: 待验\nEvidence: (empty)\n",
+                                  encoding="utf-8")
+    r = kb_(root, "lock", "release", "tree.md", "DASHBOARD.md", "--owner", "alice", "--json")
+    assert r.code == 0, r.stdout + r.stderr
+    data = r.json()
+    assert sorted(data["released"]) == ["DASHBOARD.md", "tree.md"]
+    assert sorted(data["committed"]) == ["DASHBOARD.md", "tree.md"]
+    assert kb_(root, "dashboard", "--check").code == 0

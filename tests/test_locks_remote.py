@@ -92,6 +92,22 @@ def test_remote_claim_release_and_pull(cluster):
     assert git(bare, "show", "main:Notes/a.md") == "a\nalice\nbob" and remote_refs(bare) == ""
 
 
+def test_release_pushes_the_holders_own_commit_of_the_locked_file(cluster):
+    """The holder committed the change with plain git: the release still publishes
+    it with the lock's deletion (one atomic push), so the next holder edits the new
+    version (it used to delete the lock and leave the change unpushed)."""
+    bare, clones = cluster
+    (a,) = clones(1)
+    assert invoke("lock", "claim", "Notes/a.md", "--owner", "alice", "--remote", "origin", cwd=a).code == 0
+    (a / "Notes/a.md").write_text("a\nalice by hand\n")
+    git(a, "commit", "-q", "--no-verify", "-am", "by hand")
+    head = git(a, "rev-parse", "HEAD")
+    r = invoke("lock", "release", "Notes/a.md", "--owner", "alice", "--remote", "origin", "--json", cwd=a)
+    assert r.code == 0, r.stdout + r.stderr
+    assert git(bare, "rev-parse", "main") == head and remote_refs(bare) == ""
+    assert git(a, "rev-parse", "refs/remotes/origin/main") == head
+
+
 def test_lock_stolen_on_the_remote_during_release_pushes_nothing(cluster):
     """The lease on the lock's value makes the atomic push refuse the branch too."""
     bare, clones = cluster

@@ -38,8 +38,8 @@ def locked_by_another_owner(c: Change) -> list:
     try:  # with a lock remote, the remote's locks (fetched now) decide
         held = blocking_locks(top, paths, owner, settings, now, config=c.config)
     except KbError as exc:  # lock remote unreachable and [locks] offline = "refuse"
-        return [diag(next(iter(by_ref.values())), 0, "KB380", str(exc))]
-    return [diag(by_ref[lk.ref], 0, "KB380",
+        return [diag(next(iter(by_ref.values())), 1, "KB380", str(exc))]
+    return [diag(by_ref[lk.ref], 1, "KB380",
                  f"{lk.path or by_ref[lk.ref]} is locked by {lk.describe(now, settings.grace)}; "
                  f"this commit (as {owner or 'no owner'}) changes it — wait for the holder's "
                  "release, or claim it once the lease is over (kb lock status)")

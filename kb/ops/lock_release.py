@@ -124,15 +124,16 @@ def _run_pre_commit(top: Path, hook: Path, env: dict[str, str]) -> None:
 def _derived_paths(kb: KnowledgeBase, paths: list[str], owner: str, s: Any, now: int) -> list[str]:
     """Generated files that must travel with ``paths``: the KB's DASHBOARD.md when a
     released path is its tree or an experiment (kb's write commands refresh the
-    dashboard with them) and it is not locked by someone else. Without it a
-    release would commit a tree whose committed dashboard is stale."""
+    dashboard with them) and it is released too or not locked by someone else; it
+    is rendered afresh. Without it a release would commit a tree whose committed
+    dashboard is stale."""
     cfg = kb.config.paths
     tree = kb.repo_path(cfg["tree"])
     exps = kb.repo_path(cfg["experiments"].strip("/")) + "/"
     dash = kb.repo_path(cfg["dashboard"])
-    if dash in paths or not any(p == tree or p.startswith(exps) for p in paths):
+    if not any(p == tree or p.startswith(exps) for p in paths):
         return []
-    if blocking_locks(kb.top, [dash], owner, s, now):
+    if dash not in paths and blocking_locks(kb.top, [dash], owner, s, now):
         return []
     return [dash]  # unchanged content simply drops out of the commit
 
@@ -307,7 +308,7 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
             derived = _derived_paths(kb, rps, owner, s, now)
             if derived and dash_before is None:
                 dash_before = _refresh_dashboard(kb)
-            rps += derived
+            rps += [p for p in derived if p not in rps]  # the dashboard may be locked too
             lock_commits = [locks[t.ref].commit for t in tg]
             head = git.rev_parse("HEAD", top)
             commit, changed, entries = _build_commit(kb, rps, head, owner, message, lock_commits,
@@ -324,9 +325,13 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
                     {"branch": branch, "commit": commit, "parent": head, "paths": changed,
                      "pid": os.getpid()}), encoding="utf-8")
             if remote:
-                specs = ([f"{commit}:{branch}"] if commit else []) + [f":{t.ref}" for t in tg]
+                # changes to the locked paths committed by hand and not pushed yet go
+                # with the release: the next holder must find them on the remote
+                unpushed = None if commit else _unpushed(top, remote, branch, head, rps)
+                tip = commit or unpushed
+                specs = ([f"{tip}:{branch}"] if tip else []) + [f":{t.ref}" for t in tg]
                 res = push(top, remote, specs, {t.ref: locks[t.ref].commit for t in tg},
-                           atomic=True, verify=commit is not None, owner=owner)
+                           atomic=True, verify=tip is not None, owner=owner)
                 if not res.ok:
                     journal.unlink(missing_ok=True)
                     if any("stale info" in (res.rejected(t.ref) or "") for t in tg):
@@ -340,10 +345,12 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
                                            f"your locks are kept): {summary}\n{res.message}".strip())
                     continue  # the branch or a lock moved on the remote: sync and look again
                 ops: list[tuple] = [("delete", t.ref, None) for t in tg]
+                name = branch[len("refs/heads/"):]
                 if commit:
-                    name = branch[len("refs/heads/"):]
                     ops += [("update", branch, commit, head or "0" * 40),
                             ("update", f"refs/remotes/{remote}/{name}", commit, None)]
+                elif unpushed:
+                    ops += [("update", f"refs/remotes/{remote}/{name}", unpushed, None)]
                 ok, why = ref_transaction(top, ops, f"kb lock release (pushed to {remote})")
                 if not ok:
                     warnings.append(f"pushed {commit} to {remote}, but the local branch moved "
@@ -398,6 +405,20 @@ def _restore(kb: KnowledgeBase, saved: tuple[Path, bytes | None]) -> None:
             path.write_bytes(old)
     except OSError:
         pass  # best effort, as every rollback: the release's own error is the one to report
+
+
+def _unpushed(top: Path, remote: str, branch: str, head: str | None,
+              paths: list[str]) -> str | None:
+    """``head`` when it holds commits touching ``paths`` that ``remote``'s copy of
+    ``branch`` (as last fetched) lacks; else None."""
+    if not head or not paths:
+        return None
+    known = git.rev_parse(f"refs/remotes/{remote}/{branch[len('refs/heads/'):]}", top)
+    if known == head:
+        return None
+    span = [head, "--not", known] if known else [head]
+    touched = git.out(["rev-list", "-n", "1", *span, "--", *paths], top)
+    return head if touched else None
 
 
 #: Words of a push rejection that say "someone else updated that ref first" (a

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from kb import git
 from kb.errors import LockedError, RefusedError, StaleError, os_failure
+from kb.locks import default_owner
 from kb.ops import commit as commit_mod
 from kb.ops.git_state import finish_interrupted_release, git_ref_locks
 from kb.ops.result import TxResult
@@ -618,7 +619,9 @@ class Transaction:
             blobs = {kb.repo_path(r): new_ids[r] for r in changed}
             if self.no_commit or head is None:
                 return TxResult(self.op, list(self.ids), list(blobs), None, message, blobs)
-            hook_env = {"KB_OWNER": self.owner or "", "KB_OP": self.op}
+            # the owner the lock check acted for (--owner, else KB_OWNER, kb.owner,
+            # user.email): the hook must judge the commit as that same owner
+            hook_env = {"KB_OWNER": self.owner or default_owner(kb.top) or "", "KB_OP": self.op}
             if self.overrides:
                 hook_env["KB_OVERRIDE"] = "\n".join(f"{i} {r}" for i, r in self.overrides)
             commit = commit_mod.commit_paths(kb.top, paths, message, head, hook_env)
