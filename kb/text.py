@@ -119,6 +119,11 @@ class SourceText:
 
     @classmethod
     def from_text(cls, text: str, path: str, bom: bool = False) -> "SourceText":
+        """Split decoded ``text`` into lines (LF or CRLF, taken from the first line ending).
+
+        ``path`` is KB-relative, ``bom`` whether the bytes began with a UTF-8 BOM (already
+        removed from ``text``). ``body_start`` and ``masked`` are left for the parser.
+        """
         first = text.find("\n")
         newline = "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
         lines = text.split("\n")

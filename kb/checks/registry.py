@@ -40,6 +40,7 @@ class Registered:
 
     @property
     def name(self) -> str:
+        """``module.function`` of the rule (what ``kb rules`` lists; part of the per-file cache key)."""
         return f"{self.func.__module__}.{self.func.__name__}"
 
 

@@ -39,6 +39,7 @@ def depth(hid: str) -> int:
 
 
 def natural(s: str) -> list[Any]:
+    """A natural-order sort key: ``s`` split into text and int runs (``H2`` < ``H10``)."""
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
 
 
