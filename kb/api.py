@@ -188,7 +188,7 @@ def find_objects(text: str, path: str | Path | None = None,
 def _journal_nearby(start: Path) -> Path | None:
     """Where a killed kb write's journal would be, found without running git (a read
     pays one ``stat`` when there is none); None when the git folder is not found."""
-    from kb.ops.transaction import JOURNAL_NAME
+    from kb.ops.recovery import JOURNAL_NAME
 
     for d in (start, *start.parents):
         dot = d / ".git"
@@ -219,7 +219,8 @@ def _sweep_litter(k: KnowledgeBase) -> None:
     while a kb writer runs: its git may be alive); silently, it is kb's own litter."""
     from kb import git
     from kb.errors import KbError
-    from kb.ops.transaction import acquire_write_lock, release_write_lock, remove_index_litter
+    from kb.ops.recovery import remove_index_litter
+    from kb.ops.transaction import acquire_write_lock, release_write_lock
 
     try:
         lock = acquire_write_lock(git.common_dir(k.top), "litter before a read", timeout=0)
@@ -235,7 +236,7 @@ def settle_interrupted_write(start: str | Path | None = None) -> str | None:
     """Before a read: finish what a killed kb write left behind; a note for the user, or None.
 
     A write killed between its file writes and its commit leaves a journal in
-    ``.git/`` (:mod:`kb.ops.transaction`); the next *write* rolls it back. A read
+    ``.git/`` (:mod:`kb.ops.recovery`); the next *write* rolls it back. A read
     that answered from the working tree meanwhile would list what was never
     committed, so a read does the same recovery first, under the write lock
     taken without waiting: a busy lock means a writer is alive and the journal
@@ -250,8 +251,8 @@ def settle_interrupted_write(start: str | Path | None = None) -> str | None:
 
     from kb import git
     from kb.errors import KbError, LockedError
-    from kb.ops.transaction import (JOURNAL_NAME, acquire_write_lock, read_journal, recover,
-                                    release_write_lock)
+    from kb.ops.recovery import JOURNAL_NAME, read_journal, recover
+    from kb.ops.transaction import acquire_write_lock, release_write_lock
 
     here = Path(start) if start else Path.cwd()
     if not os.environ.get("GIT_DIR"):

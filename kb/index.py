@@ -145,9 +145,11 @@ class ObjectRow:
         return out
 
     def fields(self) -> dict[str, Any]:
+        """The object's fields: its ``data`` JSON (the model's ``to_json`` form) parsed."""
         return json.loads(self.data)
 
     def model(self) -> Any:
+        """The object as its :mod:`kb.model` class (:data:`kb.model.MODEL_BY_KIND` by ``kind``)."""
         from kb.model import MODEL_BY_KIND
 
         return MODEL_BY_KIND[self.kind].from_json(self.data)
@@ -203,6 +205,7 @@ class Index:
         self.close()
 
     def close(self) -> None:
+        """Close the SQLite connection; the index is unusable afterwards."""
         self.db.close()
 
     # -- opening -------------------------------------------------------------
@@ -554,9 +557,12 @@ class Index:
             f"SELECT o.kind, count(*) FROM objects o {self._CUR} GROUP BY o.kind"))
 
     def file_count(self) -> int:
+        """Number of files of the working tree the index knows (as last refreshed)."""
         return self.db.execute("SELECT count(*) FROM files").fetchone()[0]
 
     def file_meta(self, path: str) -> dict[str, Any] | None:
+        """The parse metadata of ``path``'s working-tree version (the parser's ``meta``
+        dict: BOM, newline, frontmatter, title), or None when that version has no stored parse."""
         row = self.db.execute(
             "SELECT p.meta FROM parsed p JOIN files f ON f.path=p.path AND f.blob=p.blob "
             "WHERE p.path=?", (path,)).fetchone()
@@ -615,6 +621,7 @@ class Index:
                                (path, blob)).fetchone() is not None
 
     def parse_meta(self, path: str, blob: str) -> dict[str, Any] | None:
+        """The parse metadata stored for ``path`` at blob ``blob`` (trusted or not), or None."""
         row = self.db.execute("SELECT meta FROM parsed WHERE path=? AND blob=?",
                               (path, blob)).fetchone()
         return json.loads(row[0]) if row else None

@@ -38,7 +38,7 @@ _ID_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 def unsafe_id_reason(value: str) -> str | None:
     """Why ``value`` is not a safe ID or folder name anywhere (empty, a path
     component, a path separator, ``..``, a control character), or None when safe.
-    Used by the card writers (kb.ops.card_input) and rule KB2xx (kb.checks.cards)."""
+    Used by the card writers (kb.ops.card_input) and rule KB260 (kb.checks.cards)."""
     if value in ("", ".", ".."):
         return "is empty or a path component" if value else "is empty"
     if "/" in value or "\\" in value:
@@ -119,6 +119,11 @@ class SourceText:
 
     @classmethod
     def from_text(cls, text: str, path: str, bom: bool = False) -> "SourceText":
+        """Split decoded ``text`` into lines (LF or CRLF, taken from the first line ending).
+
+        ``path`` is KB-relative, ``bom`` whether the bytes began with a UTF-8 BOM (already
+        removed from ``text``). ``body_start`` and ``masked`` are left for the parser.
+        """
         first = text.find("\n")
         newline = "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
         lines = text.split("\n")

@@ -20,6 +20,7 @@ from conftest import commit_all, git, git_init, tree_snapshot, write_files
 from kb import git as kbgit
 from kb.errors import RefusedError
 from kb.ops import commit as commit_mod
+from kb.ops import recovery
 from kb.ops import transaction as txm
 from kb.ops.transaction import Transaction
 from kb.repo import open_kb
@@ -91,7 +92,7 @@ def state(repo: Path) -> dict[str, object]:
             "status": git(repo, "status", "--porcelain=v1", "--untracked-files=all",
                           env={"GIT_OPTIONAL_LOCKS": "0"}),
             "journal": (Path(git(repo, "rev-parse", "--absolute-git-dir"))
-                        / txm.JOURNAL_NAME).exists()}
+                        / recovery.JOURNAL_NAME).exists()}
 
 
 def spy_git(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -327,7 +328,7 @@ def test_file_where_head_has_a_file_as_folder_is_refused(tmp_path: Path) -> None
         tx_write(kb_root, {"data/x.md": b"x\n"})
     assert git(repo, "rev-parse", "HEAD") == head and git(repo, "ls-files", "-s") == index
     assert not (kb_root / "data/x.md").exists()
-    assert not (Path(git(repo, "rev-parse", "--absolute-git-dir")) / txm.JOURNAL_NAME).exists()
+    assert not (Path(git(repo, "rev-parse", "--absolute-git-dir")) / recovery.JOURNAL_NAME).exists()
 
 
 def test_journal_records_each_blob_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -345,14 +346,14 @@ def test_journal_records_each_blob_once(tmp_path: Path, monkeypatch: pytest.Monk
 
     monkeypatch.setattr(kbgit, "blob_id", counting)
     seen: dict[str, object] = {}
-    atomic_write = txm._atomic_write
-    journal = Path(git(repo, "rev-parse", "--absolute-git-dir")) / txm.JOURNAL_NAME
+    atomic_write = txm.atomic_write
+    journal = Path(git(repo, "rev-parse", "--absolute-git-dir")) / recovery.JOURNAL_NAME
 
     def peek(path: Path, data: bytes) -> None:  # the journal exists while files are written
         seen.update(json.loads(journal.read_text()))
         atomic_write(path, data)
 
-    monkeypatch.setattr(txm, "_atomic_write", peek)
+    monkeypatch.setattr(txm, "atomic_write", peek)
     head = git(repo, "rev-parse", "HEAD")
     tx_write(kb_root, {"notes/big.md": new}, known_errors={"0" * 40: []})  # format_guard looks up
     assert sorted(calls) == [len(big), len(new)]

@@ -1,26 +1,32 @@
-"""Card rules of the research-cards issue that the snapshot rules do not already cover.
+"""Card rules (DESIGN.md §4 and the research-cards issue): problem, proposition,
+method and Verified cards.
 
-The card rules of DESIGN.md §4 live in :mod:`kb.checks.snapshot_rules`
-(KB209 ID anchor, KB212/KB213 dependencies, KB214 可信断言, KB215 method
-hierarchy, KB216 被依赖, KB217 Verified cards, KB218 probabilities). This
-module adds:
+Per card file (:class:`kb.checks.facts.FileFacts`): KB209 the ``- ID:`` anchor
+equals the file name, KB218 probabilities in [0, 1], KB260 (error) an unsafe ID
+anywhere in a card — the object's own ID (its file name), the ``- ID:`` anchor,
+the IDs of the list anchors (依赖, 被依赖, 可信断言, 上级体系, 子方法, 相关) and
+of 来源问题 / 来源方向 / 判断命题 / 来源命题 (and a Verified card's 来源).
+Unsafe: a path separator (``/`` or ``\\``), ``..``, or a control character
+(VIBEMATH-V3.md "Safe IDs"; kb refuses such IDs instead of rewriting them).
 
-- KB260 (error): an unsafe ID anywhere in a card — the object's own ID (its
-  file name), the ``- ID:`` anchor, the IDs of the list anchors (依赖, 被依赖,
-  可信断言, 上级体系, 子方法, 相关) and of 来源问题 / 来源方向 / 判断命题 /
-  来源命题 (and a Verified card's 来源). Unsafe: a path separator (``/`` or
-  ``\\``), ``..``, or a control character (VIBEMATH-V3.md "Safe IDs"; kb refuses
-  such IDs instead of rewriting them).
+Across cards (:class:`kb.checks.facts.Facts`): KB215 method hierarchy (上级体系
+⇄ 子方法), KB216 被依赖 is the reverse of 依赖, KB217 Verified cards. Card
+references to missing IDs (KB212, KB214) and dependency cycles (KB213) are in
+:mod:`kb.checks.id_rules`.
 
-Rules are plain functions over :class:`kb.checks.facts.FileFacts` returning
-:class:`kb.model.Diagnostic` values.
+Rules are plain functions returning :class:`kb.model.Diagnostic` values.
 """
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Any
 
-from kb.checks.registry import file_rule
+from kb.checks.diagnostics import diag
+from kb.checks.facts import FileFacts, Facts, Obj
+from kb.checks.id_rules import anchor_line
+from kb.checks.registry import file_rule, snapshot_rule
+from kb.research import dependencies
 
 _CARDS = ("problem", "proposition", "method", "verified")
 #: list anchor -> field of the object.
@@ -77,4 +83,144 @@ def unsafe_ids(f: Any) -> list:
                     out.append(_diag(path, lines.get(key, line0),
                                      f"{key} of {o.id} names {_show(item)}, which {why}; write a "
                                      "safe ID"))
+    return out
+
+
+@file_rule("KB209", "KB218")
+def card_rules(f: FileFacts) -> list:
+    """KB209: a card's ``- ID:`` equals its file name; KB218: probabilities in [0,1]."""
+    out = []
+    for o in f.objects:
+        if o.kind not in ("problem", "proposition", "method", "verified"):
+            continue
+        lines = o.anchor_lines or {}
+        anchor_id = (o.anchors or {}).get("ID")
+        if anchor_id is not None and anchor_id.strip() and anchor_id.strip() != o.id:
+            out.append(diag(o.path, lines.get("ID", o.line), "KB209",
+                            f"'- ID: {anchor_id.strip()}' disagrees with the file name: the ID of "
+                            f"{PurePosixPath(o.path).name} is {o.id}"))
+        for key, attr in (("概率", "probability"), ("价值/关键性", "value")):
+            x = o.get(attr)
+            if isinstance(x, (int, float)) and not 0 <= x <= 1:
+                out.append(diag(o.path, lines.get(key, o.line), "KB218",
+                                f"{key} of {o.id} is {x}, outside [0,1] (kb never clamps it)"))
+        for e in o.entries or []:
+            x = e.probability
+            if isinstance(x, (int, float)) and not 0 <= x <= 1:
+                out.append(diag(o.path, e.line, "KB218",
+                                f"entry probability {x} is outside [0,1] (kb never clamps it; "
+                                "Vibe Math would read it as settled)"))
+    return out
+
+
+@snapshot_rule("KB215")
+def method_hierarchy(s: Facts) -> list:
+    """KB215: 上级体系 and 子方法 name each other."""
+    parents: set[tuple[str, str]] = set()   # (child, parent) from the child's 上级体系
+    subs: set[tuple[str, str]] = set()      # (child, parent) from the parent's 子方法
+    where: dict[str, str] = {}
+    for path, src, dst, kind in s.links():
+        if kind == "parent_method":
+            parents.add((src, dst))
+            where.setdefault(src, path)
+        elif kind == "submethod":
+            subs.add((dst, src))
+            where.setdefault(src, path)
+    if not parents and not subs:
+        return []
+    methods = s.ids("method")
+    out = []
+    for child, parent in sorted(parents - subs):
+        path = where[child]
+        if parent not in methods:
+            msg = f"上级体系 of {child} names {parent}, which is not a method"
+        else:
+            msg = (f"{child} names {parent} in 上级体系, but 子方法 of {parent} does not name "
+                   f"{child}; add it there")
+        out.append(diag(path, anchor_line(s, path, child, "上级体系"), "KB215", msg))
+    for child, parent in sorted(subs - parents):
+        path = where[parent]
+        if child not in methods:
+            msg = f"子方法 of {parent} names {child}, which is not a method"
+        else:
+            msg = (f"{parent} names {child} in 子方法, but 上级体系 of {child} does not name "
+                   f"{parent}; add it there")
+        out.append(diag(path, anchor_line(s, path, parent, "子方法"), "KB215", msg))
+    return out
+
+
+@snapshot_rule("KB216")
+def depended_by(s: Facts) -> list:
+    """KB216: a problem's 被依赖 is the reverse of the problems' 依赖 lists."""
+    problems = {r.id: r for r in s.of_kind("problem")}
+    if not problems:
+        return []
+    depends: dict[str, list[str]] = {pid: [] for pid in problems}
+    declared: dict[str, set[str]] = {}
+    for path, src, dst, kind in s.links():
+        if kind == "depends" and src in problems and problems[src].path == path:
+            depends[src].append(dst)
+        elif kind == "depended_by" and src in problems:
+            declared.setdefault(src, set()).add(dst)
+    derived = dependencies.reverse_dependencies(depends)
+    out = []
+    differ = [pid for pid in problems if set(derived[pid]) != declared.get(pid, set())]
+    from kb.parse.common import dump_list
+
+    differ.sort(key=dependencies.natural_key)
+    lines_of = {pid: anchor_line(s, problems[pid].path, pid, "被依赖") for pid in differ}
+    # The fix texts' files in one read (hand-kept KBs carry hundreds of these warnings).
+    texts = s.read_many(problems[pid].path for pid in differ
+                        if lines_of[pid] and lines_of[pid] != problems[pid].line)
+    for pid in differ:
+        row = problems[pid]
+        want = derived[pid]
+        ln = lines_of[pid]
+        fix = None
+        if ln and ln != row.line:
+            data = texts.get(row.path)
+            if data is not None:
+                lines = data.decode("utf-8", "replace").lstrip("\ufeff").split("\n")
+                if ln <= len(lines):
+                    old = lines[ln - 1].rstrip("\r")
+                    prefix = old.split(":", 1)[0] if ":" in old else old.split("：", 1)[0]
+                    fix = (ln, old, f"{prefix}: {dump_list(want)}")
+            out.append(diag(row.path, ln, "KB216",
+                            f"被依赖 of {pid} should be {dump_list(want)} (the problems whose 依赖 "
+                            "names it); kb verify --fix writes it", fix=fix))
+        else:
+            out.append(diag(row.path, row.line, "KB216",
+                            f"{pid} has no 被依赖 line; the problems depending on it are "
+                            f"{dump_list(want)}"))
+    return out
+
+
+@snapshot_rule("KB217")
+def verified_cards(s: Facts) -> list:
+    """KB217: every Verified card has its settled object, and every settled object its card."""
+    vpath = s.config.paths["verified"].strip("/")
+    cards: dict[tuple[str, str], Obj] = {}
+    for r in s.of_kind("verified"):
+        folder = r.path[len(vpath) + 1:].split("/", 1)[0] if r.path.startswith(vpath + "/") else ""
+        cards[(folder, r.id)] = r
+    settled = {("命题", r.id): r for r in s.of_kind("proposition") if r.status in ("已验证·真", "已验证·假")}
+    settled.update({("问题", r.id): r for r in s.of_kind("problem") if r.status == "已解决"})
+    if not cards and not settled:
+        return []
+    objects = {(("命题" if r.kind == "proposition" else "问题"), r.id): r
+               for r in s.of_kind("proposition", "problem")}
+    out = []
+    for key, card in sorted(cards.items()):
+        if key in settled:
+            continue
+        obj = objects.get(key)
+        why = "does not exist" if obj is None else f"is not settled (状态 {obj.status})"
+        out.append(diag(card.path, card.line, "KB217",
+                        f"Verified card {card.id}: its {'proposition' if key[0] == '命题' else 'problem'} "
+                        f"{why}"))
+    for key, obj in sorted(settled.items()):
+        if key not in cards:
+            out.append(diag(obj.path, obj.line, "KB217",
+                            f"{obj.id} is {obj.status} but has no Verified card "
+                            f"({vpath}/{key[0]}/{obj.id}.md)"))
     return out

@@ -40,6 +40,7 @@ class RuleInfo:
     autofix: bool = False
 
     def as_dict(self) -> dict[str, Any]:
+        """The fields as a plain dict (``kb rules --json``'s entry for one code)."""
         return asdict(self)
 
 

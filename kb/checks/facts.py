@@ -62,6 +62,7 @@ class Obj(NamedTuple):
 
     @property
     def where(self) -> str:
+        """``path:line`` of the object's declaration (1-based line), as diagnostics name it."""
         return f"{self.path}:{self.line}"
 
 
@@ -87,6 +88,7 @@ class Light(NamedTuple):
 
     @property
     def evidence(self) -> tuple[str, ...]:
+        """The evidence IDs (``evidence_json`` parsed), in file order; () when none."""
         return tuple(json.loads(self.evidence_json)) if self.evidence_json else ()
 
 
@@ -280,6 +282,7 @@ class Facts:
         return set().union(*(self._ids.get(k, set()) for k in kinds))
 
     def of_kind(self, *kinds: str) -> list[Obj]:
+        """The objects of ``kinds`` (kb.model kind names), in index order; [] for an unknown kind."""
         groups = self._kinds()
         if len(kinds) == 1:
             return list(groups.get(kinds[0], ()))
@@ -430,10 +433,12 @@ class FileFacts:
 
     @property
     def config(self) -> Any:
+        """The snapshot's :class:`kb.config.Config` (from its kb.toml)."""
         return self.facts.config
 
     @property
     def objects(self) -> list[Rec]:
+        """The objects parsed from this file, in line order (:meth:`Facts.records`)."""
         return self.facts.records(self.path)
 
     _lines: Optional[list[str]] = None

@@ -92,7 +92,7 @@ def regenerate_dashboard(kb_root: Path) -> bool:
     """Rewrite DASHBOARD.md of the KB at ``kb_root`` as ``kb dashboard`` renders it
     from the working tree (its Next Steps and line endings kept). True if written."""
     from kb.checks.facts import Facts
-    from kb.checks.snapshot_rules import render_expected
+    from kb.checks.dashboard_rule import render_expected
     from kb.index import Index
     from kb.repo import open_kb
 

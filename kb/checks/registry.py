@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 #: Modules whose import registers rules (in this order).
-RULE_MODULES: list[str] = ["kb.checks.snapshot_rules", "kb.checks.history_rules", "kb.checks.cards",
+RULE_MODULES: list[str] = ["kb.checks.tree_rules", "kb.checks.experiment_rules", "kb.checks.id_rules",
+                           "kb.checks.cards", "kb.checks.dashboard_rule", "kb.checks.history_rules",
                            "kb.checks.lock_rules", "kb.checks.trail_rules"]
 
 
@@ -40,6 +41,7 @@ class Registered:
 
     @property
     def name(self) -> str:
+        """``module.function`` of the rule (what ``kb rules`` lists; part of the per-file cache key)."""
         return f"{self.func.__module__}.{self.func.__name__}"
 
 

@@ -38,10 +38,8 @@ from kb.ops.git_state import (
     RELEASE_JOURNAL, current_branch, finish_interrupted, git_ref_locks, head_entries, set_index,
 )
 from kb.ops.lock_common import ATTEMPTS, LockTarget, ReleaseResult, file_targets, lock_settings
-from kb.ops.transaction import (
-    JOURNAL_NAME, FormatGuardError, acquire_write_lock, recover, release_write_lock,
-    remove_index_litter,
-)
+from kb.ops.recovery import JOURNAL_NAME, recover, remove_index_litter
+from kb.ops.transaction import FormatGuardError, acquire_write_lock, release_write_lock
 from kb.parse import classify, parse_file
 from kb.repo import KnowledgeBase, outside_links
 

@@ -314,6 +314,13 @@ def _plural(n: int, one: str, many: str) -> str:
 
 def describe_tree(src: "SourceText", config: "Config",
                   diags: list[Diagnostic] = ()) -> Diagnostic | None:  # type: ignore[assignment]
+    """One KB126 warning for a tree.md kb reads no hypothesis from, or None.
+
+    ``src`` is the decoded file, ``diags`` the parse diagnostics already found (stray
+    anchor lines reported as KB117 do not count). Prose alone gets the plain warning;
+    text shaped like hypotheses gets a summary of the shapes found and, when
+    :func:`tree_rewrite` can, a fix that rewrites them in the seed's tree.md format.
+    """
     found = scan_tree(src)
     stray = {d.line for d in diags if d.code == "KB117"}
     if not found.items and all(ln in stray for ln, _ in found.fields):

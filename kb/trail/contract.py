@@ -58,6 +58,7 @@ class ShortNode(_Open):
 
 
 class LogProblemOut(BaseModel):
+    """A torn or corrupt log entry (or a skipped transcript line); it was skipped."""
     path: str = Field(description="KB-relative log file")
     line: int = Field(description="1-based; 0: the whole file")
     message: str
@@ -110,6 +111,10 @@ class TrailRender(TrailWriteResult):
 
 
 class TrailRenderCheck(BaseModel):
+    """``kb trail render --check``: whether TRAIL.md is missing or stale (nothing written).
+
+    ``line`` is the first line that differs (1 when the file is missing), null when up to date.
+    """
     path: str
     exists: bool
     stale: bool
@@ -122,6 +127,8 @@ class _View(_Open):
 
 
 class Overview(_View):
+    """``kb trail overview``: goal, focus, recent nodes, open questions (process noise
+    folded into ``open_folded`` counts), dead ends, artifacts, conclusions."""
     goal: Optional[ShortNode]
     focus: Optional[ShortNode]
     recent: list[ShortNode]
@@ -134,6 +141,8 @@ class Overview(_View):
 
 
 class TrunkTopic(_Open):
+    """A topic of ``kb trail trunk``: digest, progress counts by status, owner,
+    whether a contradiction sits under it, its leaf roots."""
     id: str
     title: str
     digest: str
@@ -145,21 +154,26 @@ class TrunkTopic(_Open):
 
 
 class TrunkGoal(BaseModel):
+    """A goal of ``kb trail trunk`` and its topics."""
     goal: Optional[ShortNode]
     topics: list[TrunkTopic]
 
 
 class Trunk(_View):
+    """``kb trail trunk``: goal → topic → leaf roots, and the open topics without a
+    live lease (``claimable``, expired ones first)."""
     goals: list[TrunkGoal]
     claimable: list[dict[str, Any]]
 
 
 class Brief(_View):
+    """``kb trail brief``: a research brief (goal, trunk digests, open leaf roots, next)."""
     text: str = Field(description="at most 400 characters")
     chars: int
 
 
 class Suggestion(BaseModel):
+    """One next step of ``kb trail frontier``."""
     action: str = Field(description="verify, resolve, claim, converge or switch")
     id: str
     title: str
@@ -168,11 +182,13 @@ class Suggestion(BaseModel):
 
 
 class Frontier(_View):
+    """``kb trail frontier``: next-step suggestions and the live dead ends to avoid."""
     suggestions: list[Suggestion]
     avoid: list[dict[str, Any]]
 
 
 class Stats(_View):
+    """``kb trail stats``: counts of the live graph, by kind, status, edge kind and actor."""
     nodes: int = Field(description="live nodes")
     by_kind: dict[str, int]
     by_status: dict[str, int]
@@ -182,12 +198,14 @@ class Stats(_View):
 
 
 class Find(_View):
+    """``kb trail find``: nodes matching every word of ``query``, best first."""
     query: str
     total: int
     results: list[ShortNode]
 
 
 class NodeView(TrailNode):
+    """``kb trail node``: one node in full, its children, side edges and path from the root."""
     view: str
     children: list[ShortNode]  # type: ignore[assignment]
     edges: dict[str, list[dict[str, Any]]]
@@ -195,21 +213,26 @@ class NodeView(TrailNode):
 
 
 class PathView(_View):
+    """``kb trail path``: the nodes from the root down to ``id``."""
     id: str
     path: list[ShortNode]
 
 
 class TreeView(_View):
+    """``kb trail tree``: the live forest (or one subtree) to ``depth`` levels."""
     depth: int
     roots: list[dict[str, Any]]
 
 
 class SubtreeView(_View):
+    """``kb trail subtree``: a node's details and its subtree."""
     node: NodeView
     tree: dict[str, Any]
 
 
 class Snapshot(_View):
+    """``kb trail snapshot``: the live graph for a panel (the seed's
+    ``/explore-tree/snapshot``), at most ``limit`` nodes plus their ancestors."""
     nodes: list[dict[str, Any]]
     edges: list[dict[str, Any]]
     roots: list[str]
@@ -218,12 +241,14 @@ class Snapshot(_View):
 
 
 class Check(BaseModel):
+    """``kb trail check``: operations replayed, nodes in the graph, and the log problems found."""
     operations: int
     nodes: int
     problems: list[LogProblemOut]
 
 
 class Diff(_Open):
+    """``kb trail diff``: nodes added and closed between revisions ``base`` and ``head``."""
     base: str
     head: str
     added: list[ShortNode]

@@ -93,6 +93,9 @@ class Transcript:
 
 
 def first_sentence(text: str) -> str:
+    """The first sentence of ``text`` (whitespace collapsed; ends at 。！？!? or a period
+    before a space), clipped to ``MAX_TITLE`` (120) characters: a node title.
+    """
     t = " ".join(text.split())
     m = _FIRST_SENTENCE.match(t)
     return clip(m.group(1) if m else t, MAX_TITLE)

@@ -131,11 +131,15 @@ class Edge:
     at: str = ""
 
     def to_json(self) -> dict[str, Any]:
+        """The edge as in the log and JSON output: ``{id, from, to, kind, note, by, at}``."""
         return {"id": self.id, "from": self.src, "to": self.dst, "kind": self.kind,
                 "note": self.note, "by": self.by, "at": self.at}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Edge":
+        """The edge from :meth:`to_json`'s dict (``note``, ``by``, ``at`` optional); KeyError
+        when ``id``, ``from``, ``to`` or ``kind`` is missing.
+        """
         return cls(id=d["id"], src=d["from"], dst=d["to"], kind=d["kind"], note=d.get("note", ""),
                    by=d.get("by", ""), at=d.get("at", ""))
 
@@ -153,9 +157,11 @@ class LogProblem:
     message: str
 
     def to_json(self) -> dict[str, Any]:
+        """``{path, line, message}`` (the ``log_problems`` entries of the views)."""
         return {"path": self.path, "line": self.line, "message": self.message}
 
     def format(self) -> str:
+        """``path:line: message``, for people."""
         return f"{self.path}:{self.line}: {self.message}"
 
 

@@ -63,10 +63,12 @@ class RecordResult(OpResult):
 
     @property
     def nodes(self) -> list[dict[str, Any]]:
+        """The nodes after the write (``Node.to_json`` dicts); [] when none."""
         return self.details.get("nodes", [])
 
     @property
     def batch(self) -> str | None:
+        """The recording's batch id (its log file's name), or None."""
         return self.details.get("batch")
 
 
@@ -107,6 +109,7 @@ class Ctx:
 
     @property
     def privileged(self) -> bool:
+        """Whether the actor's role (``lead``, ``curator``) may write outside its leases."""
         return self.role in PRIVILEGED_ROLES
 
     def cas(self, n: Node, expect_version: int | None) -> None:
@@ -137,6 +140,9 @@ class Ctx:
                          "OUT_OF_SCOPE", id=n.id, actor=self.actor)
 
     def emit(self, op: dict[str, Any], nid: str | None = None, change: str | None = None) -> None:
+        """Queue log operation ``op``; record ``nid`` among the written ids (once) and
+        ``change`` among the human change lines.
+        """
         self.ops.append(op)
         if nid and nid not in self.ids:
             self.ids.append(nid)

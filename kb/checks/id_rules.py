@@ -1,0 +1,188 @@
+"""Rules on IDs and paths across files (whole snapshot; DESIGN.md §4).
+
+KB202 duplicate IDs, KB210/KB211/KB212/KB214 references to IDs that do not
+exist, KB213 dependency cycles among cards, KB219 paths that cannot be checked
+out on every system. Each takes a :class:`kb.checks.facts.Facts` and works from
+light rows and links; :func:`anchor_line` finds the line of a card's anchor
+(the card rules use it too).
+"""
+
+from __future__ import annotations
+
+from kb.checks.diagnostics import diag
+from kb.checks.facts import CARD_KINDS, Facts
+from kb.checks.registry import snapshot_rule
+from kb.research import dependencies
+
+
+@snapshot_rule("KB202")
+def duplicate_ids(s: Facts) -> list:
+    """KB202: one declaration per ID (per namespace), both locations named."""
+    out = []
+    for (ns, oid), decls in sorted(s.duplicates().items()):
+        if ns == "direction":
+            continue
+        places = [d.where for d in decls]
+        for d in decls[1:]:
+            others = ", ".join(p for p in places if p != d.where)
+            out.append(diag(d.path, d.line, "KB202",
+                            f"{oid} is declared more than once: at {d.where} and at {others}; "
+                            "give this one the next free ID"))
+    return out
+
+
+def anchor_line(s: Facts, path: str, obj_id: str, key: str) -> int:
+    """The 1-based line of anchor ``key`` (``依赖``, ``被依赖``, …) of object ``obj_id``
+    in ``path``; its declaration line without that anchor; 0 when the object is not there."""
+    for r in s.full_rows(path):
+        if r.id == obj_id:
+            import json
+
+            data = json.loads(r.data)
+            return (data.get("anchor_lines") or {}).get(key, r.line)
+    return 0
+
+
+@snapshot_rule("KB210", "KB211", "KB212", "KB214")
+def missing_references(s: Facts) -> list:
+    """KB210 evidence, KB211 tested hypothesis, KB212 dependencies, KB214 可信断言."""
+    links = s.links()
+    if not links:
+        return []
+    exps = s.ids("experiment")
+    hyps = s.ids("hypothesis")
+    cards = s.ids(*CARD_KINDS, "verified")
+    verified = s.ids("verified")
+    out = []
+    ev_lines: dict[str, dict[str, int]] = {}
+    for path, src, dst, kind in sorted(links):
+        if kind == "evidence" and dst not in exps:
+            if path not in ev_lines:
+                ev_lines[path] = {x.id: x.evidence_line or x.line for x in s.light(path)}
+            out.append(diag(path, ev_lines[path].get(src, 0), "KB210",
+                            f"Evidence of {src} names {dst}, which is not an experiment of this KB; "
+                            "create it or correct the ID"))
+        elif kind == "tests" and dst not in hyps:
+            line = next((r.line for r in s.full_rows(path) if r.id == src), 0)
+            out.append(diag(path, line, "KB211",
+                            f"experiment {src} tests {dst}, which is not a hypothesis of tree.md"))
+        elif kind == "depends" and dst not in cards:
+            out.append(diag(path, anchor_line(s, path, src, "依赖"), "KB212",
+                            f"{src} depends on {dst}, which does not exist; create it or correct "
+                            "the ID in 依赖"))
+        elif kind == "claims" and dst not in verified:
+            out.append(diag(path, anchor_line(s, path, src, "可信断言"), "KB214",
+                            f"可信断言 of {src} names {dst}, which has no Verified card; only "
+                            "verified claims are trusted"))
+    return out
+
+
+@snapshot_rule("KB213")
+def dependency_cycles(s: Facts) -> list:
+    """KB213: the 依赖 graph has no cycle (each cycle reported once)."""
+    graph: dict[str, list[str]] = {}
+    where: dict[str, str] = {}
+    for path, src, dst, kind in s.links():
+        if kind == "depends":
+            graph.setdefault(src, []).append(dst)
+            where.setdefault(src, path)
+    if not graph:
+        return []
+    out = []
+    for comp in _sccs(graph):
+        if len(comp) == 1:
+            node = comp[0]
+            if node not in graph.get(node, []):
+                continue
+        first = min(comp, key=dependencies.natural_key)
+        cycle = _cycle_path(graph, first, set(comp))
+        path = where.get(first, "")
+        out.append(diag(path, anchor_line(s, path, first, "依赖"), "KB213",
+                        f"dependency cycle: {' -> '.join(cycle)}; remove one dependency"))
+    return out
+
+
+def _sccs(graph: dict[str, list[str]]) -> list[list[str]]:
+    """Strongly connected components (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(graph.get(root, [])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            node, it = work[-1]
+            advanced = False
+            for nxt in it:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on.add(nxt)
+                    work.append((nxt, iter(graph.get(nxt, []))))
+                    advanced = True
+                    break
+                if nxt in on:
+                    low[node] = min(low[node], index[nxt])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    x = stack.pop()
+                    on.discard(x)
+                    comp.append(x)
+                    if x == node:
+                        break
+                out.append(comp)
+    return out
+
+
+def _cycle_path(graph: dict[str, list[str]], start: str, comp: set[str]) -> list[str]:
+    """A shortest cycle through ``start`` inside ``comp`` (BFS), as a node list."""
+    prev: dict[str, str] = {}
+    queue = [start]
+    seen = {start}
+    while queue:
+        nxt_q = []
+        for n in queue:
+            for m in graph.get(n, []):
+                if m == start:
+                    path = [n]
+                    while path[-1] != start:
+                        path.append(prev[path[-1]])
+                    return [start, *reversed(path[:-1]), start] if n != start else [start, start]
+                if m in comp and m not in seen:
+                    seen.add(m)
+                    prev[m] = n
+                    nxt_q.append(m)
+        queue = nxt_q
+    return [start, start]
+
+
+@snapshot_rule("KB219")
+def unportable_paths(s: Facts) -> list:
+    """KB219: a file name Windows reserves (``CON.md``, ``aux``), or two paths that
+    differ only in case or Unicode normalisation (one file on macOS/Windows)."""
+    from kb.repo import colliding, unportable
+
+    out = []
+    for p in sorted(s.files):
+        why = unportable(p)
+        if why:
+            out.append(diag(p, 1, "KB219", f"{p} cannot be checked out everywhere: {why}"))
+    for a, b in colliding(list(s.files)):
+        out.append(diag(b, 1, "KB219", f"{b} and {a} differ only in case or Unicode "
+                                       "normalisation: macOS and Windows take them for one file"))
+    return out

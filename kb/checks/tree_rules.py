@@ -1,0 +1,232 @@
+"""Rules on tree.md (KB201, KB203–KB206), one file at a time (DESIGN.md §4).
+
+KB201 ID grammar, KB203 heading level = ID depth, KB204 parent before child
+and children in order, KB205 status words of every kind, KB206 a settled
+hypothesis cites evidence. Each takes a :class:`kb.checks.facts.FileFacts`
+whose ``objects`` are the file's objects as attribute-access records (the
+index's JSON; no model is built on this path). Every diagnostic names the
+file and line, and what fixes it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+from kb.checks.diagnostics import diag
+from kb.checks.facts import FileFacts
+from kb.checks.registry import file_rule
+from kb.vocab import (
+    CONCLUSION,
+    ENTRY_STATUS,
+    EXPERIMENT_STATUS,
+    HYPOTHESIS_STATUS,
+    METHOD_STATUS,
+    PROBLEM_STATUS,
+    PROPOSITION_STATUS,
+)
+
+
+def parent_id(hid: str) -> Optional[str]:
+    """``H1.2.3`` -> ``H1.2``; a top-level ID -> None."""
+    return hid.rsplit(".", 1)[0] if "." in hid else None
+
+
+def depth(hid: str) -> int:
+    """Number of components of a hypothesis ID (``H1`` 1, ``H1.2`` 2)."""
+    return hid.count(".") + 1
+
+
+@file_rule("KB201")
+def id_grammar(f: FileFacts) -> list:
+    """KB201: every hypothesis ID matches ``[kb] id_grammar``."""
+    if f.fmt != "tree":
+        return []
+    grammar = f.config.id_grammar
+    pat = re.compile(grammar)
+    out = []
+    for h in f.objects:
+        if pat.fullmatch(h.id):
+            continue
+        hint = ""
+        if not f.config.custom_grammar and re.fullmatch(r"H[0-9]+(?:\.[0-9]+)*", h.id):
+            parts = h.id[1:].split(".")
+            if all(int(p) > 0 for p in parts):
+                hint = f" (leading zeros: the ID would be {'H' + '.'.join(str(int(p)) for p in parts)})"
+            else:
+                hint = " (numbers start at 1)"
+        out.append(diag(h.path, h.line, "KB201",
+                        f"{h.id} does not match the ID grammar `{grammar}`{hint}; IDs are "
+                        "H<n>(.<n>)* with n >= 1 and no leading zeros, or set [kb] id_grammar "
+                        "in kb.toml"))
+    return out
+
+
+@file_rule("KB203")
+def heading_level(f: FileFacts) -> list:
+    """KB203: ``H1`` is ``##``, ``H1.1`` is ``###`` … (a custom grammar: relative to
+    the level of the file's first top-level declaration)."""
+    if f.fmt != "tree":
+        return []
+    hyps = f.objects
+    base = 2
+    if f.config.custom_grammar:
+        tops = [h for h in hyps if depth(h.id) == 1]
+        if not tops:
+            return []
+        base = tops[0].level
+    out = []
+    for h in hyps:
+        want = base + depth(h.id) - 1
+        if h.level == want:
+            continue
+        fix = None
+        old = f.line_text(h.line)
+        if old is not None and old.startswith("#" * h.level) and want <= 64:
+            fix = (h.line, old, "#" * want + old[h.level:])
+        out.append(diag(h.path, h.line, "KB203",
+                        f"{h.id} is declared with a level-{h.level} heading ({'#' * h.level}); "
+                        f"an ID of depth {depth(h.id)} takes {'#' * want} (kb verify --fix)",
+                        fix=fix))
+    return out
+
+
+def _block_end(h: Any) -> int:
+    lines = list((h.anchor_lines or {}).values())
+    return max(lines) if lines else h.line
+
+
+@file_rule("KB204")
+def parent_children(f: FileFacts) -> list:
+    """KB204: ``Parent:`` / ``Children:`` agree with the IDs (they are derived)."""
+    if f.fmt != "tree":
+        return []
+    hyps = f.objects
+    declared = {h.id for h in hyps}
+    kids: dict[str, list[str]] = {}
+    for h in hyps:
+        p = parent_id(h.id)
+        if p is not None:
+            kids.setdefault(p, [])
+            if h.id not in kids[p]:
+                kids[p].append(h.id)
+    out = []
+    seen: set[str] = set()
+    for h in hyps:
+        if h.id in seen:
+            continue  # a duplicate declaration (KB202 says so)
+        seen.add(h.id)
+        lines = h.anchor_lines or {}
+        want_parent = parent_id(h.id)
+        have_parent = (h.anchors or {}).get("Parent")
+        if want_parent is None:
+            if have_parent is not None and have_parent.strip():
+                out.append(diag(h.path, lines.get("Parent", h.line), "KB204",
+                                f"{h.id} is a top-level hypothesis but has 'Parent: {have_parent.strip()}'; "
+                                "remove the Parent: line"))
+        else:
+            if want_parent not in declared:
+                out.append(diag(h.path, h.line, "KB204",
+                                f"the parent {want_parent} of {h.id} is not declared in the tree; "
+                                f"declare {want_parent} or renumber {h.id}"))
+            if have_parent is None:
+                end = _block_end(h)
+                old = f.line_text(end)
+                fix = (end, old, f"{old}\nParent: {want_parent}") if old is not None else None
+                out.append(diag(h.path, h.line, "KB204",
+                                f"{h.id} has no 'Parent: {want_parent}' line (kb verify --fix)",
+                                fix=fix))
+            elif have_parent.strip() != want_parent:
+                ln = lines.get("Parent", h.line)
+                old = f.line_text(ln)
+                fix = (ln, old, f"Parent: {want_parent}") if old is not None else None
+                out.append(diag(h.path, ln, "KB204",
+                                f"{h.id} has 'Parent: {have_parent.strip()}'; its parent is "
+                                f"{want_parent} (kb verify --fix)", fix=fix))
+        want_kids = kids.get(h.id, [])
+        have_kids = list(h.children or [])
+        if want_kids:
+            if not h.has_children_line:
+                end = _block_end(h)
+                old = f.line_text(end)
+                new_line = "Children: " + ", ".join(want_kids)
+                fix = (end, old, f"{old}\n{new_line}") if old is not None else None
+                out.append(diag(h.path, h.line, "KB204",
+                                f"{h.id} has children but no '{new_line}' line (kb verify --fix)",
+                                fix=fix))
+            elif have_kids != want_kids:
+                ln = lines.get("Children", h.line)
+                old = f.line_text(ln)
+                new_line = "Children: " + ", ".join(want_kids)
+                fix = (ln, old, new_line) if old is not None else None
+                missing = [k for k in want_kids if k not in have_kids]
+                extra = [k for k in have_kids if k not in want_kids]
+                what = []
+                if missing:
+                    what.append(f"misses {', '.join(missing)}")
+                if extra:
+                    what.append(f"names {', '.join(extra)}, not a declared child")
+                if not what:
+                    what.append("is not in tree order")
+                out.append(diag(h.path, ln, "KB204",
+                                f"'Children:' of {h.id} {' and '.join(what)}; write '{new_line}' "
+                                "(kb verify --fix)", fix=fix))
+        elif have_kids:
+            out.append(diag(h.path, lines.get("Children", h.line), "KB204",
+                            f"'Children:' of {h.id} names {', '.join(have_kids)}, but no child of "
+                            f"{h.id} is declared; remove them from the line"))
+    return out
+
+
+@file_rule("KB205")
+def status_words(f: FileFacts) -> list:
+    """KB205: status (and conclusion) words come from their vocabulary."""
+    out = []
+    for o in f.objects:
+        lines = o.anchor_lines or {}
+        if o.kind == "hypothesis":
+            if o.status and o.status not in HYPOTHESIS_STATUS.zh_to_en:
+                out.append(diag(o.path, lines.get("Status", o.line), "KB205",
+                                f"unknown status {o.status!r} of {o.id}; use one of "
+                                f"{HYPOTHESIS_STATUS.accepted()}"))
+        elif o.kind == "experiment":
+            if o.status and o.status not in EXPERIMENT_STATUS.zh_to_en:
+                out.append(diag(o.path, lines.get("Status", o.line), "KB205",
+                                f"unknown status {o.status!r} of {o.id}; use one of "
+                                f"{EXPERIMENT_STATUS.accepted()}"))
+            if o.conclusion and o.conclusion not in CONCLUSION.zh_to_en:
+                out.append(diag(o.path, o.conclusion_line or o.line, "KB205",
+                                f"unknown conclusion {o.conclusion!r} of {o.id}; the **结论** line "
+                                f"starts with one of {CONCLUSION.accepted()}"))
+        elif o.kind in ("problem", "proposition", "method"):
+            vocab = {"problem": PROBLEM_STATUS, "proposition": PROPOSITION_STATUS,
+                     "method": METHOD_STATUS}[o.kind]
+            if o.status and o.status not in vocab:
+                out.append(diag(o.path, lines.get("状态", o.line), "KB205",
+                                f"unknown 状态 {o.status!r} of {o.kind} {o.id}; use one of "
+                                f"{', '.join(vocab)}"))
+            for e in o.entries or []:
+                if e.status and e.status not in ENTRY_STATUS:
+                    out.append(diag(o.path, e.line, "KB205",
+                                    f"unknown entry status {e.status!r}; use one of "
+                                    f"{', '.join(ENTRY_STATUS)}"))
+        elif o.kind == "verified":
+            if o.conclusion and o.conclusion not in ("真", "假"):
+                out.append(diag(o.path, lines.get("结论", o.line), "KB205",
+                                f"unknown 结论 {o.conclusion!r} of verified card {o.id}; use 真 or 假"))
+    return out
+
+
+@file_rule("KB206")
+def settled_without_evidence(f: FileFacts) -> list:
+    """KB206: 被支持 / 被推翻 needs at least one experiment in Evidence."""
+    if f.fmt != "tree":
+        return []
+    out = []
+    for h in f.objects:
+        if h.status in ("被支持", "被推翻") and not h.evidence:
+            word = HYPOTHESIS_STATUS.word(h.status, f.config.locale)
+            out.append(diag(h.path, (h.anchor_lines or {}).get("Evidence", (h.anchor_lines or {}).get("Status", h.line)),
+                            "KB206", f"{h.id} is {word} but its Evidence is empty; name the "
+                            "experiments that decided it"))
+    return out
