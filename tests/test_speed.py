@@ -534,6 +534,9 @@ def test_range_checks_only_changed_files_per_file_and_reports_what_a_full_check_
     subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
 
     code, got = verify_json(clone, "--range", f"{base}..HEAD")
+    # the untouched files were not marked checked: a whole check in this clone still sees q6
+    _, whole = verify_json(clone)
+    assert ("KB205", "Problems/q6.md") in {(d["code"], d["path"]) for d in whole["diagnostics"]}
     shutil.rmtree(clone / ".kb")
     monkeypatch.setattr(vr, "_rule_scope", lambda ch: None)  # every file, as before
     full_code, full = verify_json(clone, "--range", f"{base}..HEAD")

@@ -279,11 +279,7 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
     todo = [it for it in items if (it[0], it[1]) not in derived]
     rules = file_results.rule_rows if prepare_cache(idx) else None
     read = _checkout_reader(k, tip.files)
-    if scope is None or rules is None:
-        idx.ensure_versions(todo, file_rules=rules, read=read)
-    else:
-        idx.ensure_versions([it for it in todo if it[0] in scope], file_rules=rules, read=read)
-        idx.ensure_versions([it for it in todo if it[0] not in scope], read=read)
+    idx.ensure_versions(todo, file_rules=rules, read=read, rule_paths=scope)
     if not tree_steps:
         return
     blobs = git.read_blobs([b for _, old, new in tree_steps for b in (old, new)], k.top)
