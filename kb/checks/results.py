@@ -140,19 +140,30 @@ def _raw_snapshot(facts: Any, base: Optional[Any],
                   file_scope: Optional[set[str]] = None) -> list[tuple[str, _D]]:
     """(origin, diagnostic) of every snapshot rule: origin ``p`` parse, ``f`` per-file
     rule, ``x`` cross-file rule, ``v`` volatile cross-file rule. ``file_scope``: the
-    per-file rules run on those paths only; such partial results are neither read
-    from nor stored in the snapshot results cache."""
+    per-file rules run on those paths only (the whole snapshot's stored results are
+    used when there, filtered; partial results are stored under their own key)."""
     from kb.checks.registry import SNAPSHOT_RULES, enabled, load_rules
 
     load_rules()
     cfg = facts.config
     prepare_cache(facts.index)
     if file_scope is not None:
+        full = _load_results(facts, snapshot_key(facts))
+        if full is not None:  # the whole snapshot was checked: its results, in scope
+            return [(o, d) for o, d in full if o != "f" or d.path in file_scope]
+        import hashlib
+
+        body = "\n".join(sorted(file_scope)).encode("utf-8", "surrogateescape")
+        scoped_key = snapshot_key(facts) + ":files:" + hashlib.sha1(body).hexdigest()
+        hit = _load_results(facts, scoped_key)
+        if hit is not None:
+            return hit
         out = [("p", d) for d in _parse_rows(facts)]
         out += [("f", d) for d in file_rule_results(facts, sorted(file_scope))]
         for rule in SNAPSHOT_RULES:
             if enabled(rule, cfg):
                 out.extend(("v" if rule.volatile else "x", _D.of(d)) for d in rule.func(facts))
+        _store_results(facts, scoped_key, out)
         return out
     key = snapshot_key(facts)
     hit = _load_results(facts, key)
