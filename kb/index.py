@@ -40,6 +40,7 @@ way one note is queued for the CLI (:func:`take_notes`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sqlite3
@@ -397,7 +398,8 @@ class Index:
         self.db.executemany("INSERT INTO diagnostics VALUES (?,?,?,?,?,?,?,?)", rows_d)
 
     def ensure_versions(self, items: Iterable[tuple[str, str, str]],
-                        file_rules: Any = None, read: Any = None) -> int:
+                        file_rules: Any = None, read: Any = None,
+                        rule_paths: set[str] | None = None) -> int:
         """Parse and store every ``(path, blob, fmt)`` not in the cache yet, read from git.
 
         Many versions of one path may be given (``verify --range``: every
@@ -410,7 +412,9 @@ class Index:
         parse, in the same transaction (:func:`store_file_rows`).
         ``read(items)``, when given, returns ``{blob: bytes}`` for a batch of
         ``(path, blob, fmt)`` items in place of git's ``cat-file`` (blobs it
-        lacks are skipped). Returns the number parsed.
+        lacks are skipped). ``rule_paths``, when given, limits ``file_rules`` to
+        those paths (the others are parsed only, and not marked checked).
+        Returns the number parsed.
         """
         items = list(dict.fromkeys(items))
         if not items:
@@ -426,11 +430,14 @@ class Index:
         if not missing:
             return 0
         parsed = 0
+        if file_rules is not None and rule_paths is not None:
+            file_rules = functools.partial(_rules_within, file_rules, frozenset(rule_paths))
         with _writing(self.db):  # one transaction; each parse replaces its (path, blob) rows
             for rows, rules in _version_batches(self.kb, missing, file_rules, read):
                 self._store(rows)
                 if file_rules is not None:
-                    store_file_rows(self.db, [(r[0], r[1]) for r in rows[0]], rules)
+                    store_file_rows(self.db, [(r[0], r[1]) for r in rows[0]
+                                              if rule_paths is None or r[0] in rule_paths], rules)
                 parsed += len(rows[0])
         return parsed
 
@@ -1100,6 +1107,11 @@ def _rows_and_rules(cfg: Any, items: list[tuple[str, str, str | None, bytes]],
         p, blob, fmt, data = item
         found.extend(rule_rows(cfg, p, blob, one[0][0][2] if one[0] else fmt, one[1], data))
     return out, found
+
+
+def _rules_within(rules: Any, paths: frozenset, cfg: Any, path: str, *args: Any) -> list[tuple]:
+    """``rules`` (a ``file_rules`` function of :meth:`Index.ensure_versions`) on ``paths`` only."""
+    return rules(cfg, path, *args) if path in paths else []
 
 
 def _worker_versions(args: tuple[list[tuple[str, str, str | None, bytes]], bool]) -> tuple[Rows, list[tuple]]:

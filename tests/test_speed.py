@@ -502,3 +502,61 @@ def test_index_stores_a_tree_in_parts_as_one_parse(make_kb, monkeypatch) -> None
         assert not idx.has_parse("tree.md", b)
         assert idx.refresh(check=True).parsed == 1
         assert stored() == tuple(want)
+
+
+def test_range_checks_only_changed_files_per_file_and_reports_what_a_full_check_reports(
+        make_kb, tmp_path, monkeypatch) -> None:
+    """A fresh-clone range runs the per-file rules on the files it changed only; every
+    history finding and every error it introduces (in a changed file, or a cross-file
+    error in an untouched one) is the full check's."""
+    import shutil
+    import subprocess
+
+    import kb.checks.verify_range as vr
+    from conftest import commit_all, git
+    from test_verify_support import experiment, make_repo, problem, proposition, verify_json
+
+    files = {f"Problems/q{i}.md": problem(f"q{i}") for i in (2, 3)}
+    files["Problems/q4.md"] = problem("q4", depended_by='["q5"]')
+    files["Problems/q5.md"] = problem("q5", depends='["q4"]')
+    files["Problems/q6.md"] = problem("q6", status="奇怪")  # an error the range does not touch
+    files["experiments/E002.md"] = experiment("E002", status="已完成")  # another (KB207)
+    root = make_repo(make_kb, files)
+    base = git(root, "rev-parse", "HEAD").strip()
+    (root / "Propos" / "数论" / "q2.md").write_text(proposition("q2"), encoding="utf-8")
+    commit_all(root, "a second q2")  # KB202 across files (cards share one namespace)
+    q3 = root / "Problems" / "q3.md"
+    q3.write_text(problem("q3", depends='["q99"]', status="怪"), encoding="utf-8")
+    commit_all(root, "q3: a dangling dependency and an unknown status")  # KB212, KB205
+    (root / "Problems" / "q4.md").unlink()
+    commit_all(root, "q4 removed")  # a history violation; q5 (untouched) now dangles
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
+
+    code, got = verify_json(clone, "--range", f"{base}..HEAD")
+    # the untouched files were not marked checked: a whole check in this clone still sees q6
+    _, whole = verify_json(clone)
+    assert ("KB205", "Problems/q6.md") in {(d["code"], d["path"]) for d in whole["diagnostics"]}
+    shutil.rmtree(clone / ".kb")
+    monkeypatch.setattr(vr, "_rule_scope", lambda ch: None)  # every file, as before
+    full_code, full = verify_json(clone, "--range", f"{base}..HEAD")
+
+    def keys(data, pred=lambda d: True):
+        return sorted((d["code"], d["path"], d["message"], d["blocking"], d["commit"] or "")
+                      for d in data["diagnostics"] if pred(d))
+
+    assert code == full_code == 1
+    blocking = keys(got, lambda d: d["blocking"])
+    assert blocking == keys(full, lambda d: d["blocking"])
+    assert keys(got, lambda d: d["family"] == "history") == keys(full, lambda d: d["family"] == "history")
+    assert {"KB202", "KB205", "KB212"} <= {c for c, *_ in blocking}
+    assert ("KB212", "Problems/q5.md") in {(c, p) for c, p, *_ in blocking}  # untouched, introduced
+    assert any(d["family"] == "history" and d["severity"] == "error" for d in got["diagnostics"])
+    # what the scoped check leaves out: the untouched files' own (pre-existing) findings
+    left_out = set(keys(full)) - set(keys(got))
+    assert {(c, p) for c, p, *_ in left_out} == {("KB205", "Problems/q6.md"),
+                                                ("KB207", "experiments/E002.md")}
+    assert not any(b for *_, b, _ in left_out)
+    assert set(keys(got)) <= set(keys(full))
+    assert any("untouched by the range" in n for n in got["notes"])
+    assert not any("untouched by the range" in n for n in full["notes"])

@@ -99,23 +99,36 @@ _LIGHT_CACHE: dict[tuple[str, str, str], list[Light]] = {}
 def checkout_bytes(root: Path, path: str, blob: str) -> Optional[bytes]:
     """The bytes of the regular file ``root / path`` when they are blob ``blob`` (git's
     SHA-1, or SHA-256 for a 64-digit id), else None: a symlink, a special file, a
-    missing or unreadable file, or other content. What git would give, read cheaper."""
-    full = root / path
+    missing or unreadable file, or other content. What git would give, read cheaper
+    (string paths and raw descriptors: a fresh-clone range check reads every file)."""
+    full = os.path.join(root, path)
     try:
-        if not stat.S_ISREG(os.lstat(full).st_mode):
+        if not _NOFOLLOW and not stat.S_ISREG(os.lstat(full).st_mode):
             return None
-        fd = os.open(full, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None
-            with os.fdopen(fd, "rb", closefd=False) as f:
-                data = f.read()
-        finally:
-            os.close(fd)
+        fd = os.open(full, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
     except OSError:
         return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        parts = []
+        while True:  # until end of file: a file that grew since fstat is read whole
+            chunk = os.read(fd, max(st.st_size + 1, 1 << 16))
+            if not chunk:
+                break
+            parts.append(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    data = parts[0] if len(parts) == 1 else b"".join(parts)
     algo = hashlib.sha256 if len(blob) == 64 else hashlib.sha1
     return data if algo(b"blob %d\0" % len(data) + data).hexdigest() == blob else None
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 def reset_run_cache() -> None:

@@ -17,16 +17,18 @@ from kb.checks.results import history_diagnostics, snapshot_diagnostics, split_i
 
 
 def check_snapshots(k: Any, new_f: Any, base_f: Optional[Any], strict: bool,
-                    earlier: Optional[Any] = None) -> list[Finding]:
+                    earlier: Optional[Any] = None,
+                    file_scope: Optional[set[str]] = None) -> list[Finding]:
     """Snapshot findings of ``new_f``; with ``strict``, only errors absent from
-    ``base_f`` block (the others are marked pre-existing)."""
-    diags = snapshot_diagnostics(new_f, base_f, earlier)
+    ``base_f`` block (the others are marked pre-existing). ``file_scope`` limits
+    the per-file rules (both sides) to those paths (see :func:`snapshot_diagnostics`)."""
+    diags = snapshot_diagnostics(new_f, base_f, earlier, file_scope=file_scope)
     if not strict:
         return findings(diags, k, "snapshot", all_errors_block=True)
     errors = [d for d in diags if d.severity == "error"]
     if not errors:
         return findings(diags, k, "snapshot")
-    base = snapshot_diagnostics(base_f) if base_f is not None else []
+    base = snapshot_diagnostics(base_f, file_scope=file_scope) if base_f is not None else []
     introduced, pre = split_introduced(diags, base)
     return findings(diags, k, "snapshot", blocking={id(d) for d in introduced},
                     pre={id(d) for d in pre})

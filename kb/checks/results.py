@@ -136,14 +136,35 @@ def _parse_rows(facts: Any, paths: Optional[list[str]] = None) -> list[_D]:
 
 
 def _raw_snapshot(facts: Any, base: Optional[Any],
-                  earlier: Optional[Any] = None) -> list[tuple[str, _D]]:
+                  earlier: Optional[Any] = None,
+                  file_scope: Optional[set[str]] = None) -> list[tuple[str, _D]]:
     """(origin, diagnostic) of every snapshot rule: origin ``p`` parse, ``f`` per-file
-    rule, ``x`` cross-file rule, ``v`` volatile cross-file rule."""
+    rule, ``x`` cross-file rule, ``v`` volatile cross-file rule. ``file_scope``: the
+    per-file rules run on those paths only (the whole snapshot's stored results are
+    used when there, filtered; partial results are stored under their own key)."""
     from kb.checks.registry import SNAPSHOT_RULES, enabled, load_rules
 
     load_rules()
     cfg = facts.config
     prepare_cache(facts.index)
+    if file_scope is not None:
+        full = _load_results(facts, snapshot_key(facts))
+        if full is not None:  # the whole snapshot was checked: its results, in scope
+            return [(o, d) for o, d in full if o != "f" or d.path in file_scope]
+        import hashlib
+
+        body = "\n".join(sorted(file_scope)).encode("utf-8", "surrogateescape")
+        scoped_key = snapshot_key(facts) + ":files:" + hashlib.sha1(body).hexdigest()
+        hit = _load_results(facts, scoped_key)
+        if hit is not None:
+            return hit
+        out = [("p", d) for d in _parse_rows(facts)]
+        out += [("f", d) for d in file_rule_results(facts, sorted(file_scope))]
+        for rule in SNAPSHOT_RULES:
+            if enabled(rule, cfg):
+                out.extend(("v" if rule.volatile else "x", _D.of(d)) for d in rule.func(facts))
+        _store_results(facts, scoped_key, out)
+        return out
     key = snapshot_key(facts)
     hit = _load_results(facts, key)
     if hit is not None:
@@ -181,18 +202,20 @@ def _raw_snapshot(facts: Any, base: Optional[Any],
 
 
 def snapshot_diagnostics(facts: Any, base: Optional[Any] = None,
-                         earlier: Optional[Any] = None) -> list[_D]:
+                         earlier: Optional[Any] = None,
+                         file_scope: Optional[set[str]] = None) -> list[_D]:
     """Every snapshot diagnostic of ``facts`` (parse + KB2xx), config severities applied.
 
     ``base`` is a snapshot whose stored results may be inherited (see above);
     ``earlier`` (a callable returning Facts or None) offers another one when
-    the base's results are not stored.
+    the base's results are not stored. ``file_scope`` limits the per-file rules
+    to those paths (a range check: the others are unchanged since its origin).
     """
     from kb.checks.catalogue import effective_severity
 
     cfg = facts.config
     out = []
-    raw = _raw_snapshot(facts, base, earlier)
+    raw = _raw_snapshot(facts, base, earlier, file_scope)
     conflicted = {facts.formats.get(d.path) for _, d in raw if d.code == "KB190"}
     if conflicted:
         # A conflicted file is read as empty: what follows from that (a stale

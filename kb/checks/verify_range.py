@@ -172,11 +172,12 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
             tip_snap = commit_snapshot(k, tip)
             diffs = diff_many(k, [(c, parents[0] if parents else None) for c, parents in commits
                                   if c not in shallow])
-            _prefetch(idx, k, tip_snap, [diffs.get(c, []) for c, _ in commits])
+            ch = diff_commits(k, origin, tip) if origin else None
+            scope = _rule_scope(ch)
+            _prefetch(idx, k, tip_snap, [diffs.get(c, []) for c, _ in commits], scope)
             tip_f = Facts(idx, tip_snap, tip[:10])
             origin_f = None
             if origin:
-                ch = diff_commits(k, origin, tip)
                 ofiles, ofmts = patch_files(tip_snap.files, tip_snap.formats, ch, k, forward=False)
                 origin_f = Facts(idx, Snapshot(kb=k, kind="commit", files=ofiles, formats=ofmts,
                                                rev=origin), origin[:10], derive_from=tip_f)
@@ -224,12 +225,30 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
                                                   overrides, origin_f)
                 report.findings += found
             report.findings += config_findings(k)
-            report.findings += check_snapshots(k, tip_f, origin_f, strict=True) if origin_f is not None \
-                else check_snapshots(k, tip_f, _empty_facts(idx, k), strict=True)
+            report.findings += check_snapshots(k, tip_f, origin_f, strict=True, file_scope=scope) \
+                if origin_f is not None else check_snapshots(k, tip_f, _empty_facts(idx, k), strict=True)
+            if scope is not None:
+                skipped = sum(1 for p in tip_snap.files if p not in scope)
+                if skipped:
+                    report.notes.append(
+                        f"{k.prefix.rstrip('/') or '.'}: {skipped} file(s) untouched by the range not "
+                        "re-checked by the per-file rules (their findings predate the range)")
     return report
 
 
-def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]]) -> None:
+def _rule_scope(ch: Optional[list[Any]]) -> Optional[set[str]]:
+    """The paths whose per-file rules a range check runs: those that differ between
+    the range's origin and its tip (``ch``). None (every file) without an origin or when
+    the range changes ``kb.toml``. Per-file results depend only on the config and the
+    file's path and blob, so an untouched file's are the origin's: pre-existing."""
+    if ch is None:
+        return None
+    paths = {c.path for c in ch}
+    return None if "kb.toml" in paths else paths
+
+
+def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
+              scope: Optional[set[str]] = None) -> None:
     """Parse every file version a range check reads before the commits are walked: the
     tip's files and both sides of every change (``diffs``: the commits' changes, oldest
     first). A CI clone starts with no cache; one commit at a time, the parent parsed
@@ -255,10 +274,12 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]]) -> None:
                 continue
             items += [(ch.path, b, fmt) for b in (ch.old, ch.new) if b]
     items += [(p, b, tip.formats[p]) for p, b in tip.files.items() if (p, b) not in derived]
-    # The per-file rules run in the parse workers (the tip's results are needed anyway).
-    idx.ensure_versions([it for it in items if (it[0], it[1]) not in derived],
-                        file_rules=file_results.rule_rows if prepare_cache(idx) else None,
-                        read=_checkout_reader(k, tip.files))
+    # The per-file rules run in the parse workers, for the files the range changed
+    # (``scope``; None: every file): an untouched file's results are its origin's.
+    todo = [it for it in items if (it[0], it[1]) not in derived]
+    rules = file_results.rule_rows if prepare_cache(idx) else None
+    read = _checkout_reader(k, tip.files)
+    idx.ensure_versions(todo, file_rules=rules, read=read, rule_paths=scope)
     if not tree_steps:
         return
     blobs = git.read_blobs([b for _, old, new in tree_steps for b in (old, new)], k.top)
