@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import kb
-from kb import git
+from kb.index_rows import Part, Rows, parse_batches, result_rows, rules_within, version_batches
 from kb.repo import KnowledgeBase, Snapshot, worktree_snapshot
 
 SCHEMA_VERSION = 5
@@ -91,15 +91,6 @@ CREATE INDEX kb_check_diags_pb ON kb_check_diags (path, blob);
 
 #: A parse that may be used: its check holds (see the module docstring).
 _TRUSTED = "p.source = p.blob AND p.nobj = (SELECT count(*) FROM objects o WHERE o.path = p.path AND o.blob = p.blob)"
-
-#: Link kinds: object field -> link kind.
-_LINK_FIELDS = {
-    "parent": "parent", "children": "child", "evidence": "evidence",
-    "hypothesis": "tests", "depends": "depends", "depended_by": "depended_by",
-    "claims": "claims", "parents": "parent_method", "submethods": "submethod",
-    "related": "related", "source_problem": "source", "problem": "direction_of",
-}
-
 
 @dataclass
 class RefreshStats:
@@ -359,7 +350,7 @@ class Index:
         cold = bool(missing) and self._empty()
         indexes = self._drop_indexes() if cold else []
         parsed = 0
-        for rows in _parse_batches(self.kb, snap, missing):
+        for rows in parse_batches(self.kb, snap, missing):
             for path, blob, *_ in rows[0]:
                 if snap.files.get(path) != blob:
                     snap.files[path] = blob  # edited since the snapshot: what was parsed
@@ -389,7 +380,7 @@ class Index:
         ``replace`` False: the caller knows there is none)."""
         rows_p, rows_o, rows_l, rows_d = rows
         # A part of a streamed parse replaces nothing but what its first part names.
-        keys = rows.clear if isinstance(rows, _Part) else [(p, b) for p, b, *_ in rows_p]
+        keys = rows.clear if isinstance(rows, Part) else [(p, b) for p, b, *_ in rows_p]
         for table in ("objects", "links", "diagnostics") if replace else ():
             self.db.executemany(f"DELETE FROM {table} WHERE path=? AND blob=?", keys)
         self.db.executemany("INSERT OR REPLACE INTO parsed VALUES (?,?,?,?,?,?)", rows_p)
@@ -431,9 +422,9 @@ class Index:
             return 0
         parsed = 0
         if file_rules is not None and rule_paths is not None:
-            file_rules = functools.partial(_rules_within, file_rules, frozenset(rule_paths))
+            file_rules = functools.partial(rules_within, file_rules, frozenset(rule_paths))
         with _writing(self.db):  # one transaction; each parse replaces its (path, blob) rows
-            for rows, rules in _version_batches(self.kb, missing, file_rules, read):
+            for rows, rules in version_batches(self.kb, missing, file_rules, read):
                 self._store(rows)
                 if file_rules is not None:
                     store_file_rows(self.db, [(r[0], r[1]) for r in rows[0]
@@ -692,13 +683,13 @@ class Index:
             return
         try:
             with _writing(self.db):
-                self._store(_result_rows(path, blob, result))
+                self._store(result_rows(path, blob, result))
         except sqlite3.Error as exc:
             if self.memory:
                 raise
             self._fallback(exc)
             with _writing(self.db):
-                self._store(_result_rows(path, blob, result))
+                self._store(result_rows(path, blob, result))
 
     def put_spliced(self, path: str, old_blob: str, new_blob: str, first: int, old_stop: int,
                     new_stop: int, region: Any, meta: dict[str, Any]) -> bool:
@@ -744,7 +735,7 @@ class Index:
             "json_set(data, '$.line', line + :d, '$.end_line', json_extract(data, '$.end_line') + :d, "
             "'$.anchor_lines', json((SELECT json_group_object(key, value + :d) "
             "FROM json_each(data, '$.anchor_lines'))))")
-        _, rows_o, rows_l, rows_d = _result_rows(path, new_blob, region)
+        _, rows_o, rows_l, rows_d = result_rows(path, new_blob, region)
         meta_json = json.dumps(meta, ensure_ascii=False, default=str)
         cols = "path, :nb, id, kind, status, title"
         # Inside the caller's transaction; replace, never append.
@@ -791,414 +782,6 @@ class Index:
             "WHERE o.kind='problem' AND (json_extract(o.data, '$.anchors.\"判断命题\"') = ?)",
             (pid,)).fetchall()
         return [r[0] for r in rows]
-
-
-_ENCODER: Any = None
-
-
-def _encode(value: Any) -> str:
-    """Compact JSON, non-ASCII kept, models as their fields (``to_json``'s text);
-    one encoder for every row instead of one per ``json.dumps`` call."""
-    global _ENCODER
-    if _ENCODER is None:
-        from json import encoder
-
-        from kb.model import json_default
-
-        make, basestring = encoder.c_make_encoder, encoder.c_encode_basestring
-        try:
-            # The C encoder JSONEncoder.encode builds on every call, built once
-            # (no circular-reference markers: rows are trees): 1.3 µs a row less.
-            one = make(None, json_default, basestring, None, ":", ",", False, False, True)
-            _ENCODER = lambda v: "".join(one(v, 0))  # noqa: E731
-        except TypeError:  # no C encoder, or another signature: the documented way
-            _ENCODER = json.JSONEncoder(default=json_default, ensure_ascii=False,
-                                        separators=(",", ":")).encode
-    return _ENCODER(value)
-
-
-def _object_json(obj: Any) -> str:
-    """An object's JSON for the ``objects`` table: every field but entry bodies
-    (commands that need an entry's text read the card)."""
-    fields = obj.__dict__
-    if not fields.get("entries"):
-        return _encode(fields)  # == obj.to_json()
-    fields = dict(fields)
-    fields["entries"] = [{k: v for k, v in e.__dict__.items() if k != "text"} for e in obj.entries]
-    return _encode(fields)
-
-
-#: The ``meta`` JSON of the usual parse (no frontmatter, no title): computed once.
-_PLAIN_META: dict[tuple[Any, Any], str] = {}
-
-
-def _meta_json(meta: dict[str, Any]) -> str:
-    if len(meta) == 2 and type(meta.get("bom")) is bool and list(meta) == ["bom", "newline"]:
-        key = (meta["bom"], meta["newline"])
-        hit = _PLAIN_META.get(key)
-        if hit is None and key[1] in ("\n", "\r\n"):
-            hit = _PLAIN_META[key] = json.dumps(meta, ensure_ascii=False, default=str)
-        if hit is not None:
-            return hit
-    return json.dumps(meta, ensure_ascii=False, default=str)
-
-
-def _result_rows(path: str, blob: str, res: Any, source: str | None = None) -> "Rows":
-    """Table rows of one ParseResult (what :meth:`Index.ensure` stores for a parse).
-
-    ``source`` is the blob id of the bytes parsed (default ``blob``: kb's own
-    writes store the parse of the text they hashed).
-    """
-    rows_p = [(path, blob, res.kind, _meta_json(res.meta), source or blob, len(res.objects))]
-    rows_o: list[tuple] = []
-    rows_l: list[tuple] = []
-    _object_rows(path, blob, res.objects, rows_o, rows_l)
-    return rows_p, rows_o, rows_l, _diagnostic_rows(path, blob, res.diagnostics)
-
-
-def _object_rows(path: str, blob: str, objects: Iterable[Any], rows_o: list[tuple],
-                 rows_l: list[tuple]) -> None:
-    """Append the ``objects`` and ``links`` rows of ``objects`` to ``rows_o``, ``rows_l``."""
-    add_o, add_l = rows_o.append, rows_l.append
-    for obj in objects:
-        add_o((path, blob, obj.id, obj.kind, obj.status, obj.title, obj.line, _object_json(obj)))
-        for src, dst, kind in links_of(obj):
-            add_l((path, blob, src, dst, kind))
-
-
-def _diagnostic_rows(path: str, blob: str, diagnostics: Iterable[Any]) -> list[tuple]:
-    return [(path, blob, d.line, d.col, d.code, d.severity, d.message,
-             d.fix.to_json() if d.fix else None) for d in diagnostics]
-
-
-class _Part(tuple):
-    """Rows of a part of one file's parse (a streamed tree, :func:`_stream_rows`):
-    :meth:`Index._store` first deletes the rows of the (path, blob) pairs in
-    ``clear`` (the first part names its file; later parts nothing), never those
-    of its own ``parsed`` row (the last part's, which counts every part's objects)."""
-
-    clear: list[tuple[str, str]]
-
-    def __new__(cls, rows: "Rows", clear: list[tuple[str, str]]) -> "_Part":
-        part = super().__new__(cls, rows)
-        part.clear = clear
-        return part
-
-
-#: Objects per part of a streamed parse.
-STREAM_PART = 2000
-
-
-def _stream_rows(cfg: Any, path: str, blob: str, fmt: str | None, data: bytes) -> Iterator["_Part"]:
-    """The rows of one file in parts of :data:`STREAM_PART` objects, parsed as they
-    are stored (:func:`kb.parse.iter_parse_file`): the parse of a tree of
-    100,000 hypotheses is never held whole. Stored under the id of the bytes
-    read, like :func:`_rows`. Pass ``data`` without keeping it: it is dropped
-    once decoded."""
-    from kb.git import object_id
-    from kb.parse import iter_parse_file
-
-    real = object_id("blob", data, like=blob)
-    objects = iter_parse_file(path, data, cfg, fmt)
-    del data
-    clear = [(path, real)]
-    count = 0
-    rows_o: list[tuple] = []
-    rows_l: list[tuple] = []
-    part: list[Any] = []
-    while True:
-        try:
-            part.append(next(objects))
-        except StopIteration as stop:
-            res = stop.value
-            break
-        if len(part) >= STREAM_PART:
-            _object_rows(path, real, part, rows_o, rows_l)
-            count += len(part)
-            part = []
-            yield _Part(([], rows_o, rows_l, []), clear)
-            clear, rows_o, rows_l = [], [], []
-    _object_rows(path, real, part, rows_o, rows_l)
-    count += len(part)
-    rows_p = [(path, real, res.kind, _meta_json(res.meta), real, count)]
-    yield _Part((rows_p, rows_o, rows_l, _diagnostic_rows(path, real, res.diagnostics)), clear)
-
-
-#: Below this many files one process parses them; above, a worker per core.
-PARALLEL_MIN = 400
-BATCH = 250
-
-Rows = tuple[list[tuple], list[tuple], list[tuple], list[tuple]]
-_WORK: tuple[Any, dict[str, str], dict[str, str]] | None = None  # (config, blobs, formats) in workers
-_WORK_KB: Any = None  # the KnowledgeBase, in workers
-
-
-def _with_outside(k: KnowledgeBase, snap: Snapshot, batch: list[str], rows: Rows) -> Rows:
-    """Add, to ``rows``, a KB106 parse for each path of ``batch`` that is a
-    symlink leaving the work tree (worktree snapshots; never read)."""
-    if snap.kind != "worktree":
-        return rows
-    from kb.repo import outside_links
-
-    return _outside_rows(outside_links(k, batch), snap.files, snap.formats, rows)
-
-
-def _outside_rows(outside: dict[str, str], blobs: dict[str, str], fmts: dict[str, str],
-                  rows: Rows) -> Rows:
-    """Add, to ``rows``, a KB106 parse for each path -> target of ``outside``."""
-    from kb.model import Diagnostic, ParseResult
-
-    for p, target in outside.items():
-        d = Diagnostic(path=p, line=1, col=1, code="KB106", severity="error",
-                       message=f"{p} is a symlink to {target}, outside the work tree: kb does not "
-                               "read it (nor write through it); replace it by a regular file")
-        res = ParseResult(path=p, kind=fmts.get(p) or "other", diagnostics=(d,))
-        for table, new in zip(rows, _result_rows(p, blobs[p], res)):
-            table.extend(new)
-    return rows
-
-
-def _rows(cfg: Any, items: list[tuple[str, str, str | None, bytes]]) -> Rows:
-    """Parse (path, blob, fmt, bytes) items into table rows (in a worker or not)."""
-    from kb.parse import parse_file
-
-    from kb.git import object_id
-
-    out: Rows = ([], [], [], [])
-    for p, blob, fmt, data in items:
-        # Stored under the id of the bytes read: a file edited after its
-        # snapshot was taken never gets another version's parse.
-        real = object_id("blob", data, like=blob)
-        for table, rows in zip(out, _result_rows(p, real, parse_file(p, data, cfg, fmt))):
-            table.extend(rows)
-    return out
-
-
-def _worker_disk(args: tuple[str, list[str]]) -> Rows:
-    """Worker: read working-tree files under ``root`` and parse them (a KB106 parse
-    for each symlink leaving the work tree, never read)."""
-    import os
-
-    root, paths = args
-    cfg, blobs, fmts = _WORK  # type: ignore[misc]
-    items = []
-    from kb.repo import outside_links
-
-    k = _WORK_KB
-    outside = outside_links(k, paths) if k is not None else {}
-    join = os.path.join
-    for p in paths:
-        if p in outside:
-            continue
-        try:
-            with open(join(root, p), "rb") as f:
-                items.append((p, blobs[p], fmts.get(p), f.read()))
-        except OSError:
-            continue
-    rows = _rows(cfg, items)
-    if outside:
-        _outside_rows(outside, blobs, fmts, rows)
-    return rows
-
-
-def _worker_bytes(items: list[tuple[str, str, str | None, bytes]]) -> Rows:
-    cfg = _WORK[0]  # type: ignore[index]
-    return _rows(cfg, items)
-
-
-def _parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Iterator[Rows]:
-    """Parse ``missing`` paths of ``snap`` in batches; in parallel when there are many.
-
-    Workers are forked (Linux) so they inherit the imported parser; each batch
-    comes back as table rows, inserted by the caller, which keeps memory flat.
-    """
-    import os
-
-    global _WORK
-    # Tree files are parsed by this process as their rows are stored (_stream_rows),
-    # the rest in batches, by workers when there are many.
-    streamed = [p for p in missing if snap.formats.get(p) == "tree"]
-    rest = [p for p in missing if snap.formats.get(p) != "tree"] if streamed else missing
-    batches = [rest[i:i + BATCH] for i in range(0, len(rest), BATCH)]
-    workers = min(os.cpu_count() or 1, 4)
-    parallel = len(rest) >= PARALLEL_MIN and workers > 1 and _can_fork()
-
-    def stream(p: str) -> Iterator[Rows]:
-        contents = snap.read([p])
-        if p not in contents:  # gone, or a symlink leaving the work tree (KB106)
-            yield _with_outside(k, snap, [p], ([], [], [], []))
-            return
-        yield from _stream_rows(k.config, p, snap.files[p], snap.formats.get(p), contents.pop(p))
-
-    if not parallel:
-        for p in streamed:
-            yield from stream(p)
-        for batch in batches:
-            contents = snap.read(batch)
-            rows = _rows(k.config, [(p, snap.files[p], snap.formats.get(p), contents[p])
-                                    for p in batch if p in contents])
-            yield _with_outside(k, snap, batch, rows)
-        return
-    import multiprocessing
-    from collections import deque
-
-    # The parsers imported once, here, not once in each forked worker.
-    import kb.parse.card  # noqa: F401
-    import kb.parse.experiment  # noqa: F401
-    import kb.parse.frontmatter  # noqa: F401
-
-    global _WORK_KB
-    _WORK = (k.config, snap.files, snap.formats)
-    _WORK_KB = k
-    ctx = multiprocessing.get_context("fork")
-
-    def tasks() -> Iterator[tuple[Any, Any]]:
-        for batch in batches:
-            if snap.kind == "worktree":
-                yield _worker_disk, (str(k.root), batch)
-            else:
-                contents = snap.read(batch)
-                yield _worker_bytes, [(p, snap.files[p], snap.formats.get(p), contents[p])
-                                      for p in batch if p in contents]
-
-    try:
-        with ctx.Pool(workers) as pool:
-            # A bounded window of batches in flight: results wait for the
-            # parent's inserts, so an unbounded queue would hold the whole KB.
-            window: deque[Any] = deque()
-            todo = tasks()
-
-            def top_up() -> None:
-                while len(window) < 2 * workers:
-                    task = next(todo, None)
-                    if task is None:
-                        return
-                    window.append(pool.apply_async(task[0], (task[1],)))
-
-            top_up()
-            for p in streamed:
-                # The workers parse batches meanwhile; their results are stored
-                # between the parts of the tree.
-                for part in stream(p):
-                    yield part
-                    while window and window[0].ready():
-                        yield window.popleft().get()
-                        top_up()
-            while window:
-                yield window.popleft().get()
-                top_up()
-    finally:
-        _WORK = None
-        _WORK_KB = None
-
-
-def _rows_and_rules(cfg: Any, items: list[tuple[str, str, str | None, bytes]],
-                    rule_rows: Any) -> tuple[Rows, list[tuple]]:
-    """:func:`_rows`, plus the per-file rule results of each file (``rule_rows``,
-    see :meth:`Index.ensure_versions`) when given."""
-    if rule_rows is None:
-        return _rows(cfg, items), []
-    out: Rows = ([], [], [], [])
-    found: list[tuple] = []
-    for item in items:
-        one = _rows(cfg, [item])
-        for table, rows in zip(out, one):
-            table.extend(rows)
-        p, blob, fmt, data = item
-        found.extend(rule_rows(cfg, p, blob, one[0][0][2] if one[0] else fmt, one[1], data))
-    return out, found
-
-
-def _rules_within(rules: Any, paths: frozenset, cfg: Any, path: str, *args: Any) -> list[tuple]:
-    """``rules`` (a ``file_rules`` function of :meth:`Index.ensure_versions`) on ``paths`` only."""
-    return rules(cfg, path, *args) if path in paths else []
-
-
-def _worker_versions(args: tuple[list[tuple[str, str, str | None, bytes]], bool]) -> tuple[Rows, list[tuple]]:
-    batch, rules = args
-    return _rows_and_rules(_WORK[0], batch, _WORK_RULES if rules else None)  # type: ignore[index]
-
-
-#: The per-file rules of the running :func:`_version_batches` (set before the workers fork).
-_WORK_RULES: Any = None
-
-
-def _version_batches(k: KnowledgeBase, items: list[tuple[str, str, str]],
-                     rules: Any = None, read: Any = None) -> Iterator[tuple[Rows, list[tuple]]]:
-    """Parse ``(path, blob, fmt)`` items read from git in batches (:func:`_parse_batches`
-    for many versions of a path): in forked workers when there are many, the
-    parent reading the next batch's blobs while they parse. Yields each batch's
-    rows and (``rules``) its per-file rule results."""
-    import os
-
-    global _WORK
-
-    def batches() -> Iterator[list[tuple[str, str, str | None, bytes]]]:
-        # Large files (tree.md) alone in their batch, so that workers share them out.
-        big = [it for it in items if it[2] == "tree"]
-        rest = [it for it in items if it[2] != "tree"]
-        groups = [[it] for it in big] + [rest[i:i + BATCH] for i in range(0, len(rest), BATCH)]
-        for group in groups:
-            data = read(group) if read is not None else git.read_blobs([b for _, b, _ in group], k.top)
-            yield [(p, b, f, data[b]) for p, b, f in group if b in data]
-
-    workers = min(os.cpu_count() or 1, 4)
-    if not (len(items) >= 8 and workers > 1 and _can_fork()):
-        for batch in batches():
-            yield _rows_and_rules(k.config, batch, rules)
-        return
-    import multiprocessing
-
-    global _WORK_RULES
-    _WORK = (k.config, {}, {})
-    _WORK_RULES = rules
-    ctx = multiprocessing.get_context("fork")
-    try:
-        with ctx.Pool(workers) as pool:
-            window: list[Any] = []
-            for batch in batches():
-                window.append(pool.apply_async(_worker_versions, ((batch, rules is not None),)))
-                if len(window) >= 2 * workers:
-                    yield window.pop(0).get()
-            for res in window:
-                yield res.get()
-    finally:
-        _WORK = None
-        _WORK_RULES = None
-
-
-def _can_fork() -> bool:
-    import multiprocessing
-    import os
-
-    return "fork" in multiprocessing.get_all_start_methods() and not os.environ.get("KB_NO_PARALLEL")
-
-
-#: Model class -> the (field, link kind) pairs of :data:`_LINK_FIELDS` it has
-#: (every instance of a model has all its fields).
-_LINK_FIELDS_OF: dict[type, tuple[tuple[str, str], ...]] = {}
-
-
-def links_of(obj: Any) -> list[tuple[str, str, str]]:
-    """The links an object declares: (its id, other id, kind)."""
-    out = []
-    fields = obj.__dict__  # a model's fields; getattr on a missing one is slow
-    present = _LINK_FIELDS_OF.get(type(obj))
-    if present is None:
-        present = tuple((f, kind) for f, kind in _LINK_FIELDS.items() if f in fields)
-        from kb.model import is_model
-
-        if is_model(obj):  # a model: every instance has every field
-            _LINK_FIELDS_OF[type(obj)] = present
-    for fld, kind in present:
-        v = fields.get(fld)
-        if not v:
-            continue
-        if isinstance(v, str):
-            out.append((obj.id, v, kind))
-        else:
-            out.extend((obj.id, x, kind) for x in v)
-    return out
 
 
 def _meta(db: sqlite3.Connection) -> dict[str, str]:

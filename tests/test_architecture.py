@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("kb.repo", "kb.locks", "kb.remote_locks", "kb.merge"),
     # derived caches: the index (SQLite, its queries, verify's results) and the
     # exploration graph's log, replay and TRAIL.md text (the rules read both)
-    ("kb.index", "kb.index_facts", "kb.index_results", "kb.trail.model", "kb.trail.log",
+    ("kb.index", "kb.index_rows", "kb.index_facts", "kb.index_results", "kb.trail.model", "kb.trail.log",
      "kb.trail.digest", "kb.trail.replay", "kb.trail.files", "kb.trail.render"),
     # the rules (and the ID-collision finder that kb sync and kb verify share)
     ("kb.checks", "kb.merge.collide", "kb.merge.renumber"),

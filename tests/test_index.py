@@ -11,7 +11,8 @@ import pytest
 import kb
 from conftest import git
 from kb import index as kbindex
-from kb.index import Index, links_of
+from kb.index import Index
+from kb.index_rows import links_of
 from kb.repo import open_kb
 
 TREE = """# Hypothesis Tree
@@ -253,7 +254,7 @@ def test_parallel_cold_index_equals_serial(make_kb, monkeypatch):
     same objects, links and diagnostics as a one-process parse."""
     import sqlite3
 
-    from kb.index import PARALLEL_MIN
+    from kb.index_rows import PARALLEL_MIN
 
     n = PARALLEL_MIN + 50
     files = {f"Problems/q{i}.md": (

@@ -46,7 +46,8 @@ def assert_verifies(root: Path, rev: str = "HEAD") -> None:
 def assert_index_is_exact(root: Path) -> None:
     """The parse kb stored for the tree it wrote equals a full parse of that file."""
     from kb import git as kgit
-    from kb.index import Index, links_of
+    from kb.index import Index
+    from kb.index_rows import links_of
     from kb.parse import parse_file
     from kb.repo import open_kb
 

@@ -215,7 +215,8 @@ def test_range_derives_tree_versions_equal_to_full_parses(make_kb, tmp_path, mon
 
     import kb.checks.tree_versions as tv
     from conftest import commit_all, git
-    from kb.index import Index, _result_rows
+    from kb.index import Index
+    from kb.index_rows import result_rows as _result_rows
     from kb.repo import open_kb
 
     root = make_kb({"tree.md": _tree(12)}, commit=True)
@@ -476,8 +477,9 @@ def test_streamed_parse_of_bytes_that_are_not_utf8() -> None:
 def test_index_stores_a_tree_in_parts_as_one_parse(make_kb, monkeypatch) -> None:
     """A tree.md stored in parts of 7 hypotheses holds the rows, in the order, of
     its whole parse; re-parsed after losing rows, it replaces them all."""
-    import kb.index as index
-    from kb.index import Index, _result_rows
+    import kb.index_rows as index
+    from kb.index import Index
+    from kb.index_rows import result_rows as _result_rows
     from kb.repo import open_kb
 
     monkeypatch.setattr(index, "STREAM_PART", 7)
