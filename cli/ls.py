@@ -6,7 +6,7 @@ import re
 
 import click
 
-from kb.contract import display_status
+from kb.vocab import display_status
 from kb_cli.output import emit_json, json_option, kb_option
 
 KINDS = ["hypotheses", "experiments", "problems", "propositions", "methods", "verified",

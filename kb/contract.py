@@ -22,6 +22,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, Field
 
 from kb.errors import ERROR_KINDS
+from kb.vocab import display_status
 from kb.outputs import OpenModel as _Open, WriteResult  # shared with the areas' contracts
 
 ErrorKind = Literal["usage", "environment", "internal", "refused", "not_found", "conflict",
@@ -397,14 +398,6 @@ def validate_output(words: str, data: Any) -> BaseModel:
     return model.model_validate(data)
 
 
-def display_status(kind: str, status: str, locale: str) -> str:
-    """A status as the KB's locale writes it (hypotheses and experiments have two words)."""
-    from kb.vocab import EXPERIMENT_STATUS, HYPOTHESIS_STATUS
-
-    vocab = {"hypothesis": HYPOTHESIS_STATUS, "experiment": EXPERIMENT_STATUS}.get(kind)
-    return vocab.word(status, locale) if vocab and status else status
-
-
 def ls_data(kind: Optional[str], status: Optional[str], rows: Any, locale: str) -> dict[str, Any]:
     """:class:`LsOutput` of ``kb ls [KIND] [--status]``'s rows (index ``ObjectRow`` values)."""
     objects = []
@@ -432,7 +425,7 @@ def verifiers_data(rows: Any) -> dict[str, Any]:
 
 
 __all__ = ["OUTPUTS", "ErrorOutput", "WriteResult", "schema_of", "validate_output",
-           "display_status", "ls_data", "find_data", "verifiers_data"]
+           "ls_data", "find_data", "verifiers_data"]
 
 
 def _area_outputs() -> None:

@@ -113,3 +113,10 @@ KIND_PLURALS: dict[str, str] = {
     "directions": "direction",
     "records": "record",
 }
+
+
+def display_status(kind: str, status: str, locale: str) -> str:
+    """A status as the KB's locale writes it (hypotheses and experiments have two
+    words, :data:`HYPOTHESIS_STATUS` / :data:`EXPERIMENT_STATUS`); other kinds' as is."""
+    vocab = {"hypothesis": HYPOTHESIS_STATUS, "experiment": EXPERIMENT_STATUS}.get(kind)
+    return vocab.word(status, locale) if vocab and status else status

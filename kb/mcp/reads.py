@@ -49,7 +49,7 @@ def show(warm: WarmKB, id: str) -> object:
     Raises NotFoundError when no object has that ID.
     """
     from kb.api import show_object
-    from kb.contract import display_status
+    from kb.vocab import display_status
 
     idx = warm.index()
     kb = warm.get()
