@@ -379,3 +379,21 @@ def tree_kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     init_kb(root)
     commit_all(root, "kb init")
     return root
+
+
+@pytest.fixture
+def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """A bare remote and two clones of one KB: `a` (kb init) and `b` (a plain git clone)."""
+    from kb.ops.init import init_kb
+
+    monkeypatch.setenv("KB_TODAY", "2026-11-29")
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    a = tmp_path / "a"
+    git(tmp_path, "clone", "-q", str(remote), str(a))
+    init_kb(a)
+    commit_all(a, "kb init")
+    git(a, "push", "-q", "origin", "main")
+    b = tmp_path / "b"
+    git(tmp_path, "clone", "-q", str(remote), str(b))
+    return {"remote": remote, "a": a, "b": b}

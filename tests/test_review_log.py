@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from conftest import commit_all, git, invoke
+from conftest import git, invoke
 
 
 def _kb(root: Path, *args: str) -> None:
@@ -106,24 +104,6 @@ def test_diff_and_log_are_mcp_tools(example_kb: Path, monkeypatch) -> None:
 
 
 # -- two branches add the same ID; `kb sync` renumbers one of them ---------------------
-
-
-@pytest.fixture
-def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    """A bare remote and two clones of one KB: `a` (kb init) and `b` (a plain git clone)."""
-    from kb.ops.init import init_kb
-
-    monkeypatch.setenv("KB_TODAY", "2026-11-29")
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
-    a = tmp_path / "a"
-    git(tmp_path, "clone", "-q", str(remote), str(a))
-    init_kb(a)
-    commit_all(a, "kb init")
-    git(a, "push", "-q", "origin", "main")
-    b = tmp_path / "b"
-    git(tmp_path, "clone", "-q", str(remote), str(b))
-    return {"remote": remote, "a": a, "b": b}
 
 
 def _sha(root: Path, rev: str = "HEAD") -> str:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from conftest import commit_all, git, invoke, tree_snapshot
 
 
@@ -15,24 +13,6 @@ def files(root: Path) -> dict[str, bytes]:
     learn things on any run."""
     return {k: v for k, v in tree_snapshot(root).items()
             if not k.startswith((".kb", ".git/kb-markers-clean"))}
-
-
-@pytest.fixture
-def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    """A bare remote and two clones of one KB: `a` (kb init) and `b` (a plain git clone)."""
-    from kb.ops.init import init_kb
-
-    monkeypatch.setenv("KB_TODAY", "2026-11-29")
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
-    a = tmp_path / "a"
-    git(tmp_path, "clone", "-q", str(remote), str(a))
-    init_kb(a)
-    commit_all(a, "kb init")
-    git(a, "push", "-q", "origin", "main")
-    b = tmp_path / "b"
-    git(tmp_path, "clone", "-q", str(remote), str(b))
-    return {"remote": remote, "a": a, "b": b}
 
 
 def _ok(*args: str, cwd: Path) -> None:
