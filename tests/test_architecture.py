@@ -108,48 +108,12 @@ def _layer(mod: str) -> int:
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    out: list[list[str]] = []
-    counter = 0
-    for root in sorted(edges):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(edges.get(root, ()))))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on.add(root)
-        while work:
-            v, it = work[-1]
-            nxt = next((w for w in it if w in edges), None)
-            if nxt is not None:
-                if nxt not in index:
-                    index[nxt] = low[nxt] = counter
-                    counter += 1
-                    stack.append(nxt)
-                    on.add(nxt)
-                    work.append((nxt, iter(sorted(edges.get(nxt, ())))))
-                elif nxt in on:
-                    low[v] = min(low[v], index[nxt])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[v])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                if len(comp) > 1:
-                    out.append(sorted(comp))
-    return out
+    """Strongly connected components with more than one module (the library's own
+    Tarjan, over the edges between known modules), each sorted."""
+    from kb.research.dependencies import strongly_connected
+
+    graph = {m: sorted(t for t in ts if t in edges) for m, ts in sorted(edges.items())}
+    return [sorted(c) for c in strongly_connected(graph) if len(c) > 1]
 
 
 def test_every_module_has_a_layer():

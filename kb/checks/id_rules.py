@@ -89,7 +89,7 @@ def dependency_cycles(s: Facts) -> list:
     if not graph:
         return []
     out = []
-    for comp in _sccs(graph):
+    for comp in dependencies.strongly_connected(graph):
         if len(comp) == 1:
             node = comp[0]
             if node not in graph.get(node, []):
@@ -99,53 +99,6 @@ def dependency_cycles(s: Facts) -> list:
         path = where.get(first, "")
         out.append(diag(path, anchor_line(s, path, first, "依赖"), "KB213",
                         f"dependency cycle: {' -> '.join(cycle)}; remove one dependency"))
-    return out
-
-
-def _sccs(graph: dict[str, list[str]]) -> list[list[str]]:
-    """Strongly connected components (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    out: list[list[str]] = []
-    counter = 0
-    for root in graph:
-        if root in index:
-            continue
-        work = [(root, iter(graph.get(root, [])))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on.add(root)
-        while work:
-            node, it = work[-1]
-            advanced = False
-            for nxt in it:
-                if nxt not in index:
-                    index[nxt] = low[nxt] = counter
-                    counter += 1
-                    stack.append(nxt)
-                    on.add(nxt)
-                    work.append((nxt, iter(graph.get(nxt, []))))
-                    advanced = True
-                    break
-                if nxt in on:
-                    low[node] = min(low[node], index[nxt])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                comp = []
-                while True:
-                    x = stack.pop()
-                    on.discard(x)
-                    comp.append(x)
-                    if x == node:
-                        break
-                out.append(comp)
     return out
 
 

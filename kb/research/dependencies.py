@@ -93,3 +93,53 @@ def object_final(obj: Any) -> bool:
     已解决, a proposition at 0 or 1), so its record is final."""
     return is_final(getattr(obj, "kind", None), getattr(obj, "status", None),
                     getattr(obj, "probability", None))
+
+
+def strongly_connected(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """Strongly connected components of ``graph`` (node -> the nodes it points at), by
+    Tarjan's algorithm without recursion (a KB may hold thousands of dependencies): a
+    list of components, each a list of nodes; a node on no cycle is a component alone.
+    Used for dependency cycles (KB213) and by the architecture test for import cycles."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(graph.get(root, ())))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            node, it = work[-1]
+            advanced = False
+            for nxt in it:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on.add(nxt)
+                    work.append((nxt, iter(graph.get(nxt, ()))))
+                    advanced = True
+                    break
+                if nxt in on:
+                    low[node] = min(low[node], index[nxt])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    x = stack.pop()
+                    on.discard(x)
+                    comp.append(x)
+                    if x == node:
+                        break
+                out.append(comp)
+    return out
