@@ -88,6 +88,8 @@ def test_a_tree_path_that_is_a_directory_is_an_error_not_a_crash(make_kb) -> Non
     assert r.code == 1 and len(kb002) == 1 and kb002[0]["path"] == "kb.toml" and kb002[0]["line"] == 4
     r = invoke("ls", "hypotheses", cwd=root)
     assert r.code == 0 and "kb.toml:4 KB002" in r.stderr, r.stderr
+    r = invoke("verify", "--json", cwd=root)  # an error that blocks, not "pre-existing"
+    assert r.code == 1 and [d["blocking"] for d in r.json()["diagnostics"] if d["code"] == "KB002"] == [True]
 
 
 def test_hooks_outside_the_repository_are_left_alone(git_repo: Path, tmp_path: Path) -> None:

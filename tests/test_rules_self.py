@@ -230,3 +230,20 @@ def test_clean_cherry_pick_of_a_card_edit_is_warned(repo) -> None:
     assert rc == 0, out
     assert "KB304" in out, out
     assert out.count("cherry-pick, a rebase or an amend") == 1  # one commit, one warning
+
+
+def test_changing_how_the_record_is_read_needs_an_override(repo) -> None:
+    """Another ID grammar can stop kb reading every hypothesis: that kb.toml change is
+    KB309 (a range judged on any checkout), accepted only with an override naming it."""
+    toml = (repo / "kb.toml").read_text(encoding="utf-8")
+    assert toml.startswith("[kb]\n") and "id_grammar" not in toml
+    (repo / "kb.toml").write_text(toml.replace("[kb]\n", '[kb]\nid_grammar = "X[0-9]+"\n', 1),
+                                  encoding="utf-8")
+    git(repo, "commit", "-q", "--no-verify", "-am", "another grammar")
+    rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")
+    hits = [d for d in find(data, "KB309") if "id_grammar" in d["message"]]
+    assert rc == 1 and len(hits) == 1 and hits[0]["line"] == 2, data
+    git(repo, "commit", "-q", "--amend", "--no-verify", "-m",
+        "another grammar\n\nKb-Override: kb.id_grammar the lab renamed its hypotheses")
+    rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")
+    assert find(data, "KB309") and all(d["severity"] == "info" for d in find(data, "KB309")), data

@@ -131,3 +131,21 @@ def test_a_conflicted_tree_gives_no_follow_on_reference_errors(tree_kb: Path) ->
     data = json.loads(invoke("verify", "--json", cwd=root).stdout)
     codes = sorted({f["code"] for f in data["diagnostics"] if f["severity"] == "error"})
     assert codes == ["KB190"], data["diagnostics"]
+
+
+def test_an_undecodable_tree_gives_its_kb101_alone(tree_kb: Path) -> None:
+    """tree.md that is not UTF-8 is read as empty, like a conflicted one: no "E001 tests
+    H1, which is not a hypothesis", and in the working tree against HEAD no "H1 was
+    removed" — the KB101 says what is wrong."""
+    root = tree_kb
+    assert invoke("hyp", "add", "Base idea", cwd=root).code == 0
+    assert invoke("exp", "new", "--hyp", "H1", "Measure it", cwd=root).code == 0
+    tree = root / "tree.md"
+    tree.write_bytes(tree.read_bytes() + b"\n\xff\xfe broken\n")
+    data = json.loads(invoke("verify", "--json", cwd=root).stdout)
+    codes = sorted({f["code"] for f in data["diagnostics"] if f["severity"] == "error"})
+    assert codes == ["KB101"], data["diagnostics"]
+    git(root, "add", "tree.md")
+    data = json.loads(invoke("verify", "--staged", "--json", cwd=root).stdout)
+    codes = sorted({f["code"] for f in data["diagnostics"] if f["severity"] == "error"})
+    assert codes == ["KB101"], data["diagnostics"]

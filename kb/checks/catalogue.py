@@ -201,8 +201,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "branch with other content (--against)",
        "run `kb sync` to renumber the branch's IDs and every reference in one commit"),
     _r("KB309", "error", "history", "verify",
-       "kb.toml weakens a rule or moves a path of the record",
-       "undo the kb.toml change, or accept it with Kb-Override: <code or paths.key> <reason>"),
+       "kb.toml weakens a rule, moves a path of the record or changes how it is read "
+       "(id_grammar, heading_separators)",
+       "undo the kb.toml change, or accept it with Kb-Override: <code, paths.key or kb.key> <reason>"),
     _r("KB380", "error", "history", "verify", "a staged change to a path whose write lock another "
        "owner holds (pre-commit only; the owner is KB_OWNER, else kb.owner, else user.email)",
        "wait for the holder's `kb lock release`, or claim the path once its lease is over "

@@ -311,8 +311,9 @@ def _severity_line(cfg: Any, code: str) -> int:
 
 @history_rule("KB309")
 def rules_weakened(c: Change) -> list:
-    """KB309: the change weakens a rule (``[rules] disable``, a lower severity)
-    or moves a path of the record (``[paths]``) in kb.toml. The change is
+    """KB309: the change weakens a rule (``[rules] disable``, a lower severity),
+    moves a path of the record (``[paths]``) or changes how the record is read
+    (``[kb] id_grammar``, ``heading_separators``) in kb.toml. The change is
     judged by its base's configuration anyway; the weakening itself needs a
     ``Kb-Override:`` naming the rule code (``KB304``) or the path key
     (``paths.verified``) to pass."""
@@ -343,4 +344,14 @@ def rules_weakened(c: Change) -> list:
                                    f"kb.toml moves paths.{key} from {old.paths.get(key)!r} to "
                                    f"{new.paths.get(key)!r}; moving a path of the record needs "
                                    f"Kb-Override: paths.{key} <reason>"))
+    # how the record is read: another ID grammar or separator can unread every hypothesis
+    for key, was, now in (("id_grammar", old.id_grammar if old.custom_grammar else None,
+                           new.id_grammar if new.custom_grammar else None),
+                          ("heading_separators", tuple(old.heading_separators),
+                           tuple(new.heading_separators))):
+        if was != now:
+            out.append(c.violation(f"kb.{key}", "kb.toml", new.line_of("kb", key), "KB309",
+                                   f"kb.toml changes [kb] {key} from {was!r} to {now!r}: how "
+                                   "kb reads the record changes with it (declarations may no "
+                                   f"longer be read); it needs Kb-Override: kb.{key} <reason>"))
     return out

@@ -116,8 +116,10 @@ def findings(diags: Iterable[_D], k: Any, family: str, *, commit: Optional[str] 
 
 
 def config_findings(k: Any) -> list[Finding]:
-    """The warnings of KB ``k``'s kb.toml (unknown keys, …) as snapshot findings."""
-    return findings([_D.of(w) for w in k.config.warnings], k, "snapshot")
+    """The diagnostics of KB ``k``'s kb.toml as snapshot findings: warnings (KB001, an
+    unknown key) and errors, which block in every mode (KB002: a file path that is a
+    directory, so nothing of it is read)."""
+    return findings([_D.of(w) for w in k.config.warnings], k, "snapshot", all_errors_block=True)
 
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:

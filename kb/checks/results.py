@@ -216,7 +216,8 @@ def snapshot_diagnostics(facts: Any, base: Optional[Any] = None,
     cfg = facts.config
     out = []
     raw = _raw_snapshot(facts, base, earlier, file_scope)
-    conflicted = {facts.formats.get(d.path) for _, d in raw if d.code == "KB190"}
+    # a conflicted (KB190) or undecodable (KB101) file is read as empty
+    conflicted = {facts.formats.get(d.path) for _, d in raw if d.code in ("KB190", "KB101")}
     if conflicted:
         # A conflicted file is read as empty: what follows from that (a stale
         # dashboard, references to the objects it would declare) is noise until
@@ -244,10 +245,11 @@ def history_diagnostics(change: Any) -> list[_D]:
     load_rules()
     cfg = change.config
     out = []
-    # A file with conflict markers is one KB190 (kb.merge.markers), read as
-    # empty: the objects it seems to lose are not reported as removed.
+    # A file with conflict markers is one KB190 (kb.merge.markers), an undecodable
+    # one one KB101, each read as empty: the objects it seems to lose are not
+    # reported as removed.
     conflicted = {p for p in change.paths if p in change.new.files
-                  and change.new.meta(p).get("conflict")}
+                  and (change.new.meta(p).get("conflict") or change.new.meta(p).get("unreadable"))}
     for rule in HISTORY_RULES:
         if rule.modes is not None and change.mode not in rule.modes:
             continue

@@ -93,8 +93,9 @@ def parse_file(path: str, data: bytes, config: Config, fmt: str | None = None) -
     fmt = fmt or classify(path, config) or "other"
     try:
         text, bom = decode(data, path)
-    except DecodeError as exc:
-        return ParseResult(path=path, kind=fmt, diagnostics=(exc.diagnostic,))
+    except DecodeError as exc:  # read as empty; "unreadable" tells the rules why
+        return ParseResult(path=path, kind=fmt, diagnostics=(exc.diagnostic,),
+                           meta={"unreadable": True})
     src = SourceText.from_text(text, path, bom)
     from kb.merge.markers import may_have_conflict
 
@@ -134,8 +135,9 @@ def iter_parse_file(path: str, data: bytes, config: Config,
 
     try:
         text, bom = decode(data, path)
-    except DecodeError as exc:
-        return ParseResult(path=path, kind=fmt, diagnostics=(exc.diagnostic,))
+    except DecodeError as exc:  # read as empty; "unreadable" tells the rules why
+        return ParseResult(path=path, kind=fmt, diagnostics=(exc.diagnostic,),
+                           meta={"unreadable": True})
     del data
     src = SourceText.from_text(text, path, bom)
     from kb.merge.markers import may_have_conflict
