@@ -13,6 +13,8 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kb.outputs import WriteResult
+
 
 class _Open(BaseModel):
     model_config = ConfigDict(extra="allow")
@@ -64,21 +66,9 @@ class LogProblemOut(BaseModel):
     message: str
 
 
-class TrailWriteResult(_Open):
-    """kb's one write result (``kb.ops.result.OpResult.to_json``; the fields of
-    ``kb.contract.WriteResult``, repeated here because ``kb.contract`` imports this
-    module), operation fields after these."""
-
-    op: str = Field(description="the Kb-Op value, e.g. trail.add")
-    id: Optional[str] = Field(description="the main node written, when there is one")
-    ids: list[str] = Field(description="the Kb-Id values of the commit")
-    paths: list[str] = Field(description="repository paths written (empty: nothing changed)")
-    blobs: dict[str, str] = Field(description="path -> new git blob id")
-    commit: Optional[str] = Field(description="the new commit; null with --no-commit or when "
-                                              "nothing was recorded")
-    changes: list[str] = Field(description="one human line per change")
-    recovered: list[str] = Field(description="paths of an interrupted earlier write rolled "
-                                             "back first")
+class TrailWriteResult(WriteResult):
+    """kb's one write result (``kb.ops.result.OpResult.to_json``, the model
+    :class:`kb.outputs.WriteResult`), operation fields after these."""
 
 
 class TrailWrite(TrailWriteResult):
