@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from typing import TYPE_CHECKING
+from typing import Any, TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kb.model import Diagnostic
@@ -30,6 +30,30 @@ def control_char(text: str) -> str | None:
     """The first forbidden character of ``text`` as ``U+XXXX``, or None."""
     m = CONTROL_CHARS.search(text)
     return None if m is None else f"U+{ord(m.group()):04X}"
+
+
+def one_line(text: Any, what: str, *, required: bool = True) -> str:
+    """``text`` stripped, as one line of research text (a statement, title, plan, name).
+
+    ``None`` is the empty text. Raises :class:`kb.errors.UsageError` when ``text`` is
+    not text, is empty (and ``required``), spans lines or holds a control or invisible
+    character (:data:`CONTROL_CHARS`); ``what`` names the field in the message.
+    """
+    from kb.errors import UsageError
+
+    if text is None:
+        text = ""
+    if not isinstance(text, str):
+        raise UsageError(f"{what} must be text, not {type(text).__name__}")
+    t = text.strip()
+    if required and not t:
+        raise UsageError(f"{what} is empty; give one line of text")
+    if "\n" in t or "\r" in t:
+        raise UsageError(f"{what} spans several lines; give it on one line")
+    bad = control_char(t)
+    if bad:
+        raise UsageError(f"{what} holds the control or invisible character {bad}; remove it")
+    return t
 
 
 _ID_CONTROL = re.compile(r"[\x00-\x1f\x7f]")

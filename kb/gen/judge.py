@@ -17,7 +17,6 @@ kb, not the Judge, decides what the rubric's arithmetic and gates decide:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from kb.errors import UsageError
-from kb.text import control_char, unsafe_id_reason
+from kb.text import unsafe_id_reason
 
 #: Characters a new ID or category folder may not hold (VIBEMATH-V3.md safe IDs).
 UNSAFE_NEW = re.compile(r'[\\/:*?"<>|#｜,\[\]{}\s\x00-\x1f\x7f]')
@@ -38,22 +38,6 @@ def check_new_id(value: str, what: str = "ID") -> str:
     if why:
         raise UsageError(f"{what} {value!r} {why}; use letters, digits, CJK, '_' and inner '-' or "
                         "'.' (e.g. q1, p-3f2a9c01)")
-    return v
-
-
-def check_line(value: str | None, what: str, *, required: bool = True) -> str:
-    """A one-line field (title, plan, name): no newline, not empty when required.
-
-    Raises UsageError when empty (and required), spanning lines or holding a control character.
-    """
-    v = (value or "").strip()
-    if required and not v:
-        raise UsageError(f"{what} is empty; give a non-empty one-line text")
-    if "\n" in v or "\r" in v:
-        raise UsageError(f"{what} holds a line break; give a single line")
-    bad = control_char(v)
-    if bad:
-        raise UsageError(f"{what} holds the control or invisible character {bad}; remove it")
     return v
 
 
@@ -92,4 +76,4 @@ def title_from(statement: str) -> str:
     return first if len(first) <= 60 else first[:59] + "…"
 
 
-__all__ = ["UNSAFE_NEW", "check_new_id", "check_line", "read_text_arg", "title_from"]
+__all__ = ["UNSAFE_NEW", "check_new_id", "read_text_arg", "title_from"]

@@ -14,12 +14,13 @@ from typing import Any, Callable, Mapping, Union
 
 from kb.errors import NotFoundError, UsageError
 from kb.ops.card_edit import ENTRY_KINDS, CardError
-from kb.ops.card_input import check_line, read_text_arg
+from kb.ops.card_input import read_text_arg
 from kb.ops.result import OpResult
 from kb.ops.workspace import Workspace, run_op
 from kb.repo import KnowledgeBase
 from kb.research.dependencies import object_final
 from kb.research.values import parse_probability
+from kb.text import one_line
 
 
 def add_entry(kb: Union[KnowledgeBase, str, Path, None], obj_id: str, kind: str, title: str,
@@ -38,7 +39,7 @@ def add_entry(kb: Union[KnowledgeBase, str, Path, None], obj_id: str, kind: str,
     if kind not in ENTRY_KINDS:
         raise UsageError(f"entry kind {kind!r} is not valid; use 解法 (problems), 证明 or 证伪 "
                         "(propositions)")
-    title = check_line(title, "entry title")
+    title = one_line(title, "entry title")
     prob = parse_probability(probability, "probability")
     body = read_text_arg(text, text_file, "entry text")
 

@@ -31,8 +31,9 @@ from kb.errors import ConflictError, RefusedError, UsageError
 from kb.ops.dashboard import stage_dashboard
 from kb.ops.experiment_edit import ExpEdit, text_lines
 from kb.ops.result import OpResult
-from kb.ops.session import OnWait, Session, expect_map, one_line, short
+from kb.ops.session import OnWait, Session, expect_map, short
 from kb.research.evidence import evidence_status
+from kb.text import one_line
 from kb.vocab import (CONCLUSION, EXPERIMENT_STATUS, HYPOTHESIS_MOVES, HYPOTHESIS_STATUS,
                       is_legal_move)
 

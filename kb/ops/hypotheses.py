@@ -25,8 +25,9 @@ from kb.ops.dashboard import stage_dashboard
 from kb.ops.experiment_edit import find_experiment
 from kb.ops.history import ids_in_headings, next_hypothesis_id
 from kb.ops.result import OpResult
-from kb.ops.session import OnWait, Session, expect_map, one_line, short
+from kb.ops.session import OnWait, Session, expect_map, short
 from kb.render.tree import hypothesis_block, set_statement
+from kb.text import one_line
 from kb.vocab import HYPOTHESIS_MOVES, HYPOTHESIS_STATUS, is_legal_move
 
 

@@ -18,12 +18,13 @@ from kb import clock
 from kb.errors import NotFoundError, UsageError
 from kb.model import Method
 from kb.ops.card_edit import PLACEHOLDERS, CardError, same_sections
-from kb.ops.card_input import check_line, check_new_id, read_text_arg
+from kb.ops.card_input import check_new_id, read_text_arg
 from kb.ops.result import OpResult
 from kb.ops.workspace import Workspace, check_free_id, run_op
 from kb.parse.common import dump_list
 from kb.render.card import render_card
 from kb.repo import KnowledgeBase
+from kb.text import one_line
 from kb.vocab import METHOD_TYPE
 
 
@@ -41,10 +42,10 @@ def add_method(kb: Union[KnowledgeBase, str, Path, None], mid: str, name: str,
     tree is not writable); nothing is written then.
     """
     check_new_id(mid, "method ID")
-    name = check_line(name, "method name")
+    name = one_line(name, "method name")
     if type not in METHOD_TYPE:
         raise UsageError(f"method type {type!r} is not valid; use one of: {', '.join(METHOD_TYPE)}")
-    scenario = check_line(scenario, "scenario", required=False)
+    scenario = one_line(scenario, "scenario", required=False)
     body = read_text_arg(content, None, "content", required=False)
 
     def build(ws: Workspace) -> tuple[list[str], dict[str, Any]]:
@@ -137,7 +138,7 @@ def improve_method(kb: Union[KnowledgeBase, str, Path, None], mid: str, reason: 
     (``expect`` no longer matches), ConflictError (the file is dirty or HEAD moved) and
     EnvironmentError_ (git failed, the work tree is not writable); nothing is written then.
     """
-    reason = check_line(reason, "reason")
+    reason = one_line(reason, "reason")
     body = read_text_arg(text, text_file, "improvement text")
 
     def build(ws: Workspace) -> tuple[list[str], dict[str, Any]]:

@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Sequence, Union
 from kb.errors import UsageError
 from kb.model import Problem
 from kb.ops.card_edit import CardError
-from kb.ops.card_input import check_line, check_new_id, read_text_arg, title_from
+from kb.ops.card_input import check_new_id, read_text_arg, title_from
 from kb.ops.result import OpResult
 from kb.ops.verified import write_verified_card
 from kb.ops.workspace import Workspace, check_depends, check_free_id, run_op
@@ -25,6 +25,7 @@ from kb.render.card import render_card
 from kb.repo import KnowledgeBase
 from kb.research.dependencies import natural_key, object_final
 from kb.research.values import parse_priority_arg
+from kb.text import one_line
 from kb.vocab import PROBLEM_SOURCE, PROBLEM_STATUS
 
 
@@ -44,12 +45,12 @@ def add_problem(kb: Union[KnowledgeBase, str, Path, None], qid: str, statement: 
     """
     check_new_id(qid, "problem ID")
     statement = read_text_arg(statement, None, "statement")
-    title = check_line(title, "title") if title is not None else title_from(statement)
+    title = one_line(title, "title") if title is not None else title_from(statement)
     prio = parse_priority_arg(priority)
     if source not in PROBLEM_SOURCE:
         raise UsageError(f"source {source!r} is not valid; use one of: {', '.join(PROBLEM_SOURCE)}")
-    plan = check_line(plan, "plan", required=False)
-    formal_v = check_line(formal, "formal statement", required=False) if formal else None
+    plan = one_line(plan, "plan", required=False)
+    formal_v = one_line(formal, "formal statement", required=False) if formal else None
     motivation_v = read_text_arg(motivation, None, "motivation", required=False) if motivation else ""
 
     def build(ws: Workspace) -> tuple[list[str], dict[str, Any]]:
@@ -143,7 +144,7 @@ def set_plan(kb: Union[KnowledgeBase, str, Path, None], qid: str, plan: str, *,
     moved) and EnvironmentError_ (git failed, the work tree is not writable); nothing is written
     then.
     """
-    plan = check_line(plan, "plan")
+    plan = one_line(plan, "plan")
 
     def build(ws: Workspace) -> tuple[list[str], dict[str, Any]]:
         ws.require(qid, ("problem",), "problem")

@@ -14,13 +14,13 @@ from kb.errors import UsageError
 from kb.index import Index
 from kb.model import Proposition
 from kb.ops.card_edit import CardError
-from kb.ops.card_input import UNSAFE_NEW, check_line, check_new_id, read_text_arg, title_from
+from kb.ops.card_input import UNSAFE_NEW, check_new_id, read_text_arg, title_from
 from kb.ops.result import OpResult
 from kb.ops.workspace import Workspace, check_depends, check_free_id, proposition_categories, run_op
 from kb.render.card import render_card
 from kb.repo import KnowledgeBase, resolve_kb
 from kb.research.values import parse_priority_arg, parse_probability
-from kb.text import unsafe_id_reason
+from kb.text import one_line, unsafe_id_reason
 
 
 def categories(kb: Union[KnowledgeBase, str, Path, None] = None) -> list[str]:
@@ -73,11 +73,11 @@ def add_proposition(kb: Union[KnowledgeBase, str, Path, None], category: str, pi
     """
     check_new_id(pid, "proposition ID")
     statement = read_text_arg(statement, None, "statement")
-    title = check_line(title, "title") if title is not None else title_from(statement)
+    title = one_line(title, "title") if title is not None else title_from(statement)
     prob = parse_probability(probability, "probability")
     val = parse_probability(value, "value (价值/关键性)", open_interval=False)
     prio = parse_priority_arg(priority)
-    formal_v = check_line(formal, "formal statement", required=False) if formal else None
+    formal_v = one_line(formal, "formal statement", required=False) if formal else None
     if source_direction is not None:
         check_new_id(source_direction, "source direction")
 

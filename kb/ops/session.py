@@ -8,7 +8,7 @@ its own paths as one commit with ``Kb-Op`` / ``Kb-Id`` (and ``Kb-Override``)
 trailers, returning one :class:`kb.ops.result.OpResult`. The card use cases
 use :func:`kb.ops.workspace.run_op` over the same transaction.
 
-Also here: the argument checks every tree write shares (:func:`one_line`,
+Also here: the argument checks every tree write shares (:func:`kb.text.one_line`,
 :func:`expect_map`, :func:`short`).
 """
 
@@ -24,28 +24,8 @@ from kb.ops.result import OpResult
 from kb.ops.transaction import Transaction
 from kb.ops.tree_edit import TreeEdit
 from kb.repo import KnowledgeBase, resolve_kb
-from kb.text import control_char
 
 OnWait = Callable[[str], None]
-
-
-def one_line(text: Any, what: str) -> str:
-    """``text`` stripped; refuse it (UsageError) when empty, spanning lines or holding a
-    control or invisible character (:data:`kb.text.CONTROL_CHARS`).
-
-    Raises UsageError when not text, empty, spanning lines or holding a control character.
-    """
-    if not isinstance(text, str):
-        raise UsageError(f"{what} must be text, not {type(text).__name__}")
-    t = text.strip()
-    if not t:
-        raise UsageError(f"{what} is empty; give one line of text")
-    if "\n" in t or "\r" in t:
-        raise UsageError(f"{what} spans several lines; give it on one line")
-    bad = control_char(t)
-    if bad:
-        raise UsageError(f"{what} holds the control or invisible character {bad}; remove it")
-    return t
 
 
 def expect_map(k: KnowledgeBase, expect: Any, primary: str) -> dict[str, str]:
@@ -146,4 +126,4 @@ class Session:
         return OpResult.of(self.tx, op, main_id, changes, details)
 
 
-__all__ = ["Session", "OnWait", "one_line", "expect_map", "short"]
+__all__ = ["Session", "OnWait", "expect_map", "short"]
