@@ -410,19 +410,10 @@ def describe_experiment(src: "SourceText", untitled: bool = True) -> Diagnostic 
     if not fields:
         return _prose_only(src, set(), "kb reads nothing from this experiment", _EXP_FORMAT) \
             if untitled else None
-    keys = sorted({k for _, k, _ in fields})
-    msg = (f"kb reads no field of this experiment, but it holds "
-           f"{_plural(len(fields), 'field line', 'field lines')} "
-           f"({', '.join(repr(k + ':') for k in keys[:4])}; first at line {fields[0][0]}). kb "
-           "reads the title '# E001: H1 - <action>' and bold fields such as '**Status**: 进行中' "
-           "('**结论**: 支持 …' under '## 结果')")
-    new, why = experiment_rewrite(src)
-    if new:
-        ln = min(new)
-        msg += f". Fix: write line {ln} as {_short(new[ln])!r}, and likewise each field line"
-    else:
-        msg += f". No rewrite is offered: {why}"
-    return Diagnostic(path=src.path, line=fields[0][0], code=CODE, severity="warning", message=msg)
+    return _unread_fields(src, fields, "kb reads no field of this experiment",
+                          "the title '# E001: H1 - <action>' and bold fields such as "
+                          "'**Status**: 进行中' ('**结论**: 支持 …' under '## 结果')",
+                          experiment_rewrite(src))
 
 
 _CARD_KEYS = {"标题": "标题", "id": "ID", "状态": "状态", "优先级": "优先级", "依赖": "依赖",
@@ -454,12 +445,20 @@ def describe_card(src: "SourceText", fmt: str, untitled: bool = True) -> Diagnos
     if not fields:
         return _prose_only(src, set(), "kb reads nothing from this card", _CARD_FORMAT) \
             if untitled else None
+    return _unread_fields(src, fields, "kb reads nothing from this card",
+                          "card fields as '- key: value' list lines under the H1, e.g. "
+                          "'- 状态: 求解中'", card_rewrite(src, fmt))
+
+
+def _unread_fields(src: "SourceText", fields: list[tuple[int, str, str]], opening: str,
+                   reads: str, rewrite: tuple[dict[int, str] | None, str]) -> Diagnostic:
+    """The one KB126 of an experiment or card whose field lines kb does not read: what it
+    holds, what kb ``reads``, and the checked ``rewrite`` (or why none is offered)."""
     keys = sorted({k for _, k, _ in fields})
-    msg = (f"kb reads nothing from this card, but it holds "
-           f"{_plural(len(fields), 'field line', 'field lines')} "
+    msg = (f"{opening}, but it holds {_plural(len(fields), 'field line', 'field lines')} "
            f"({', '.join(repr(k + ':') for k in keys[:4])}; first at line {fields[0][0]}). kb "
-           "reads card fields as '- key: value' list lines under the H1, e.g. '- 状态: 求解中'")
-    new, why = card_rewrite(src, fmt)
+           f"reads {reads}")
+    new, why = rewrite
     if new:
         ln = min(new)
         msg += f". Fix: write line {ln} as {_short(new[ln])!r}, and likewise each field line"
