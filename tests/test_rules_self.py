@@ -172,9 +172,9 @@ def test_rebase_edit_stop_then_continue_is_warned(repo) -> None:
     assert not (repo / ".git" / "rebase-merge").exists()
 
 
-def test_rebase_conflict_resolved_then_continue_is_warned(repo) -> None:
-    """The rebased commit conflicts; the user resolves it, `git add`s and continues: git
-    commits the resolution with no pre-commit hook. kb warns from post-commit/post-rewrite."""
+def _forged_card_behind_a_conflict(repo) -> None:
+    """Branch ``side`` forges a Verified card and edits notes.md, which main edits too
+    (so rebasing side onto main conflicts); hooks installed, side checked out."""
     git(repo, "checkout", "-q", "-b", "side")
     write_files(repo, {CARD: "# 已验证｜forged\n- ID: p1\n", "notes.md": "side version\n"})
     git(repo, "add", "-A")
@@ -185,6 +185,12 @@ def test_rebase_conflict_resolved_then_continue_is_warned(repo) -> None:
     git(repo, "commit", "-q", "-m", "notes on main")
     _hooks(repo)
     git(repo, "checkout", "-q", "side")
+
+
+def test_rebase_conflict_resolved_then_continue_is_warned(repo) -> None:
+    """The rebased commit conflicts; the user resolves it, `git add`s and continues: git
+    commits the resolution with no pre-commit hook. kb warns from post-commit/post-rewrite."""
+    _forged_card_behind_a_conflict(repo)
     rc, out = _git_env_err(repo, EDIT_TODO, "rebase", "main")
     assert rc != 0 and "CONFLICT" in out, out
     write_files(repo, {"notes.md": "resolved\n"})
@@ -197,16 +203,7 @@ def test_rebase_conflict_resolved_then_continue_is_warned(repo) -> None:
 
 def test_interactive_rebase_conflict_with_edit_todo_is_warned(repo) -> None:
     """Same conflict under `rebase -i` with every pick turned into `edit`."""
-    git(repo, "checkout", "-q", "-b", "side")
-    write_files(repo, {CARD: "# 已验证｜forged\n- ID: p1\n", "notes.md": "side version\n"})
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "--no-verify", "-m", "forge the card")
-    git(repo, "checkout", "-q", "main")
-    write_files(repo, {"notes.md": "main version\n"})
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "notes on main")
-    _hooks(repo)
-    git(repo, "checkout", "-q", "side")
+    _forged_card_behind_a_conflict(repo)
     rc, out = _git_env_err(repo, EDIT_TODO, "rebase", "-i", "main")
     assert rc != 0 and "CONFLICT" in out, out
     write_files(repo, {"notes.md": "resolved\n"})
