@@ -56,7 +56,7 @@ import re
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from kb import git
 from kb.errors import ConflictError, GitError, LockedError, NotFoundError, UsageError
@@ -357,27 +357,28 @@ def parse_lock(ref: str, commit: str, message: str) -> Lock:
                 readable=ok)
 
 
-LOCK_REF_FORMAT = ("%(refname)%00%(objectname)%00%(objecttype)%00"
-        "%(if:equals=commit)%(objecttype)%(then)%(contents)%(end)%00")
+_REF_FORMAT = ("%(refname)%00%(objectname)%00%(objecttype)%00"
+               "%(if:equals=commit)%(objecttype)%(then)%(contents)%(end)%00")
+
+
+def lock_refs(top: Path, patterns: list[str]) -> Iterator[tuple[str, str, str]]:
+    """``(ref, commit, message)`` of every ref matching ``patterns`` (one ``git
+    for-each-ref``; the message is empty when the ref is not a commit)."""
+    if not patterns:
+        return
+    proc = git.run(["for-each-ref", f"--format={_REF_FORMAT}", *patterns], top)
+    parts = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+    for i in range(0, len(parts) - 3, 4):
+        ref = parts[i].lstrip("\n")
+        if ref:
+            yield ref, parts[i + 1], parts[i + 3] if parts[i + 2] == "commit" else ""
 
 
 def read_locks(top: Path, refs: Iterable[str] | None = None) -> dict[str, Lock]:
     """Every lock ref (or only ``refs``) -> :class:`Lock`, in one ``git for-each-ref``."""
     patterns = list(refs) if refs is not None else [LOCKS_NS.rstrip("/"), PROJECT_REF]
-    if not patterns:
-        return {}
-    proc = git.run(["for-each-ref", f"--format={LOCK_REF_FORMAT}", *patterns], top)
-    parts = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
-    out: dict[str, Lock] = {}
-    for i in range(0, len(parts) - 3, 4):
-        ref = parts[i].lstrip("\n")
-        if not ref:
-            continue
-        commit, typ, msg = parts[i + 1], parts[i + 2], parts[i + 3]
-        if ref != PROJECT_REF and not ref.startswith(LOCKS_NS):
-            continue
-        out[ref] = parse_lock(ref, commit, msg if typ == "commit" else "")
-    return out
+    return {ref: parse_lock(ref, commit, msg) for ref, commit, msg in lock_refs(top, patterns)
+            if ref == PROJECT_REF or ref.startswith(LOCKS_NS)}
 
 
 def lock_message(*, scope: str, path: str | None, owner: str, now: int, expires: int,
@@ -530,9 +531,9 @@ def fetch_locks(top: Path, remote: str, extra: Iterable[str] = ()) -> None:
 
 
 __all__ = [
-    "LOCKS_NS", "LOCK_REF_FORMAT", "PROJECT_REF", "Lock", "LockHeld", "LockLost", "NotLocked", "Settings",
+    "LOCKS_NS", "PROJECT_REF", "Lock", "LockHeld", "LockLost", "NotLocked", "Settings",
     "check_remote", "clock",
-    "default_owner", "fetch_locks", "format_duration", "iso", "lock_message", "lock_ref",
+    "default_owner", "fetch_locks", "format_duration", "iso", "lock_message", "lock_ref", "lock_refs",
     "make_lock_commit", "parse_duration", "parse_lock", "push", "read_locks",
     "ref_transaction", "repo_paths", "resolve_owner", "validate_owner", "validate_text",
     "worktree_blob",

@@ -30,8 +30,8 @@ from typing import Any, Callable, Iterable, Optional
 from kb import git
 from kb.errors import RefusedError
 from kb.locks import (
-    LOCK_REF_FORMAT, PROJECT_REF, Lock, LockHeld, Settings, clock, default_owner, lock_ref,
-    parse_lock, read_locks,
+    PROJECT_REF, Lock, LockHeld, Settings, clock, default_owner, lock_ref,
+    lock_refs, parse_lock, read_locks,
 )
 
 NS = "refs/kb/remote-locks/"
@@ -123,21 +123,13 @@ def _fetch_failure(stderr: str, remote: str) -> str:
 
 def read(top: Path, remote: str, refs: Optional[Iterable[str]] = None) -> dict[str, Any]:
     """The fetched remote locks as ``{canonical ref: Lock}`` (``refs/kb/locks/<h>``)."""
-
     ns = namespace(remote)
     want = None if refs is None else set(refs)
-    proc = git.run(["for-each-ref", f"--format={LOCK_REF_FORMAT}", f"{ns}locks", f"{ns}project-lock"], top)
-    parts = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
     out: dict[str, Any] = {}
-    for i in range(0, len(parts) - 3, 4):
-        ref = parts[i].lstrip("\n")
-        if not ref:
-            continue
+    for ref, commit, msg in lock_refs(top, [f"{ns}locks", f"{ns}project-lock"]):
         canon = PROJECT_REF if ref == f"{ns}project-lock" else "refs/kb/" + ref[len(ns):]
-        if want is not None and canon not in want:
-            continue
-        commit, typ, msg = parts[i + 1], parts[i + 2], parts[i + 3]
-        out[canon] = parse_lock(canon, commit, msg if typ == "commit" else "")
+        if want is None or canon in want:
+            out[canon] = parse_lock(canon, commit, msg)
     return out
 
 
