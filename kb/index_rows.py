@@ -168,14 +168,14 @@ _WORK: tuple[Any, dict[str, str], dict[str, str]] | None = None  # (config, blob
 _WORK_KB: Any = None  # the KnowledgeBase, in workers
 
 
-def _with_outside(k: KnowledgeBase, snap: Snapshot, batch: list[str], rows: Rows) -> Rows:
-    """Add, to ``rows``, a KB106 parse for each path of ``batch`` that is a
-    symlink leaving the work tree (worktree snapshots; never read)."""
+def _read(k: KnowledgeBase, snap: Snapshot, paths: list[str]) -> tuple[dict[str, bytes], dict[str, str]]:
+    """The bytes of ``paths`` in ``snap``, and (working tree) the symlinks among them
+    leaving the work tree, never read (:func:`kb.repo.read_worktree`)."""
     if snap.kind != "worktree":
-        return rows
-    from kb.repo import outside_links
+        return snap.read(paths), {}
+    from kb.repo import read_worktree
 
-    return _outside_rows(outside_links(k, batch), snap.files, snap.formats, rows)
+    return read_worktree(k, paths)
 
 
 def _outside_rows(outside: dict[str, str], blobs: dict[str, str], fmts: dict[str, str],
@@ -212,25 +212,12 @@ def _rows(cfg: Any, items: list[tuple[str, str, str | None, bytes]]) -> Rows:
 def _worker_disk(args: tuple[str, list[str]]) -> Rows:
     """Worker: read working-tree files under ``root`` and parse them (a KB106 parse
     for each symlink leaving the work tree, never read)."""
-    import os
+    from kb.repo import read_worktree
 
     root, paths = args
     cfg, blobs, fmts = _WORK  # type: ignore[misc]
-    items = []
-    from kb.repo import outside_links
-
-    k = _WORK_KB
-    outside = outside_links(k, paths) if k is not None else {}
-    join = os.path.join
-    for p in paths:
-        if p in outside:
-            continue
-        try:
-            with open(join(root, p), "rb") as f:
-                items.append((p, blobs[p], fmts.get(p), f.read()))
-        except OSError:
-            continue
-    rows = _rows(cfg, items)
+    contents, outside = read_worktree(_WORK_KB, paths)
+    rows = _rows(cfg, [(p, blobs[p], fmts.get(p), contents[p]) for p in paths if p in contents])
     if outside:
         _outside_rows(outside, blobs, fmts, rows)
     return rows
@@ -259,9 +246,9 @@ def parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Itera
     parallel = len(rest) >= PARALLEL_MIN and workers > 1 and _can_fork()
 
     def stream(p: str) -> Iterator[Rows]:
-        contents = snap.read([p])
+        contents, outside = _read(k, snap, [p])
         if p not in contents:  # gone, or a symlink leaving the work tree (KB106)
-            yield _with_outside(k, snap, [p], ([], [], [], []))
+            yield _outside_rows(outside, snap.files, snap.formats, ([], [], [], []))
             return
         yield from stream_rows(k.config, p, snap.files[p], snap.formats.get(p), contents.pop(p))
 
@@ -269,10 +256,10 @@ def parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Itera
         for p in streamed:
             yield from stream(p)
         for batch in batches:
-            contents = snap.read(batch)
+            contents, outside = _read(k, snap, batch)
             rows = _rows(k.config, [(p, snap.files[p], snap.formats.get(p), contents[p])
                                     for p in batch if p in contents])
-            yield _with_outside(k, snap, batch, rows)
+            yield _outside_rows(outside, snap.files, snap.formats, rows) if outside else rows
         return
     import multiprocessing
     from collections import deque
