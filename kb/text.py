@@ -169,8 +169,8 @@ class SourceText:
         if self.masked is None:
             # Every line _MAYBE_BLOCK matches starts with one of _BLOCK_FIRST: a
             # scan of first characters rules most files out before the regex.
-            first = _BLOCK_FIRST
-            if not any(ln[:1] in first for ln in self.lines if ln) \
+            # (a set of first characters is built quicker than any() walks the lines)
+            if _BLOCK_FIRST.isdisjoint({ln[:1] for ln in self.lines}) \
                     or _MAYBE_BLOCK.search(self.text) is None:
                 self.masked = [False] * len(self.lines)
             else:
