@@ -295,6 +295,21 @@ _OPEN_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os
 _IS_LINK = {errno.ELOOP, errno.EMLINK}
 
 
+def _read_fd(fd: int) -> bytes:
+    """Every byte of the open file ``fd``: its size from ``fstat``, then one ``read``
+    (more while it grows), not the four more system calls of ``open(fd).read()``."""
+    size = os.fstat(fd).st_size
+    data = os.read(fd, size + 1)
+    if len(data) == size:
+        return data  # the usual case: the whole file, and its end
+    chunks = [data]  # it grew or shrank meanwhile (or a short read): read to the end
+    while True:
+        more = os.read(fd, 1 << 20)
+        if not more:
+            return b"".join(chunks)
+        chunks.append(more)
+
+
 def read_worktree(kb: KnowledgeBase, paths: list[str]) -> tuple[dict[str, bytes], dict[str, str]]:
     """The working-tree bytes of KB-relative ``paths`` (missing and unreadable files
     skipped), and the paths that are symlinks leaving the work tree, mapped to where
@@ -329,10 +344,11 @@ def read_worktree(kb: KnowledgeBase, paths: list[str]) -> tuple[dict[str, bytes]
                     continue  # gone, a folder, no permission: skipped, as by open()
             else:
                 try:
-                    with open(fd, "rb") as f:
-                        out[rel] = f.read()
+                    out[rel] = _read_fd(fd)
                 except OSError:
                     pass
+                finally:
+                    os.close(fd)
                 continue
         elif ok and not os.path.islink(full):
             try:
