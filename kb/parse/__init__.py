@@ -105,7 +105,7 @@ def parse_file(path: str, data: bytes, config: Config, fmt: str | None = None) -
             return conflicted
     try:
         res = _parse(src, fmt, config)
-        if "\x00" in text:
+        if b"\x00" in data:  # (UTF-8 writes U+0000, and only it, as a zero byte: a quicker search)
             res = _with_nul(res, text)
         return res
     except RecursionError:
