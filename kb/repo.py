@@ -20,7 +20,7 @@ from typing import Literal
 from kb import git
 from kb.config import Config, load_config
 from kb.errors import EnvironmentError_, NotAKnowledgeBase
-from kb.parse import classify
+from kb.parse import classifier, classify
 
 SnapshotKind = Literal["worktree", "staged", "commit"]
 
@@ -160,21 +160,27 @@ def staged_snapshot(kb: KnowledgeBase, _stdout: bytes | None = None) -> Snapshot
     files: dict[str, str] = {}
     fmts: dict[str, str] = {}
     memo = _classified(kb)
+    kind = classifier(kb.config)
+    prefix = kb.prefix
+    cut = len(prefix)
     # One decode of the whole listing (git's -z records hold no NUL), then per record
-    # "<mode> <blob> <stage>\t<path>"; a path seen before skips classify.
+    # "<mode> <blob> <stage>\t<path>" (the mode six octal digits, the stage one); a
+    # path seen before skips classify; paths kb does not read are dropped first.
     for rec in _stdout.decode("utf-8", "surrogateescape").split("\0"):
         if not rec:
             continue
         meta, _, path = rec.partition("\t")
-        mode, blob, stage = meta.split(" ")
-        if stage != "0" or mode == "160000":
-            continue  # conflicted entries and submodules are not KB files
         hit = memo.get(path, False)
-        if hit is False:
-            _keep(kb, path, files, fmts, blob)
-        elif hit is not None:
-            files[hit[0]] = blob
-            fmts[hit[0]] = hit[1]
+        if hit is False:  # what _keep decides (kb.rel, then classify), inline
+            rel = path[cut:] if path.startswith(prefix) else None
+            fmt = kind(rel) if rel is not None else None
+            hit = memo[path] = (rel, fmt) if rel is not None and fmt is not None else None
+        if hit is None:
+            continue
+        if meta[-1] != "0" or meta.startswith("160000 "):
+            continue  # conflicted entries and submodules are not KB files
+        files[hit[0]] = meta[7:-2]
+        fmts[hit[0]] = hit[1]
     return Snapshot(kb=kb, kind="staged", files=files, formats=fmts)
 
 
