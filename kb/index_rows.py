@@ -148,18 +148,31 @@ def stream_rows(cfg: Any, path: str, blob: str, fmt: str | None, data: bytes,
     rows_l: list[tuple] = []
     part: list[Any] = []
     size = size or STREAM_PART
-    while True:
+    import gc
+
+    enabled = gc.isenabled()
+    res = None
+    while res is None:
+        # The collector paused while a part is parsed, as in _rows (never across a yield).
+        gc.disable()
         try:
-            part.append(next(objects))
-        except StopIteration as stop:
-            res = stop.value
+            while len(part) < size:
+                try:
+                    part.append(next(objects))
+                except StopIteration as stop:
+                    res = stop.value
+                    break
+            if res is None:
+                _object_rows(path, real, part, rows_o, rows_l)
+        finally:
+            if enabled:
+                gc.enable()
+        if res is not None:
             break
-        if len(part) >= size:
-            _object_rows(path, real, part, rows_o, rows_l)
-            count += len(part)
-            part = []
-            yield Part(([], rows_o, rows_l, []), clear)
-            clear, rows_o, rows_l = [], [], []
+        count += len(part)
+        part = []
+        yield Part(([], rows_o, rows_l, []), clear)
+        clear, rows_o, rows_l = [], [], []
     _object_rows(path, real, part, rows_o, rows_l)
     count += len(part)
     rows_p = [(path, real, res.kind, _meta_json(res.meta), real, count)]
