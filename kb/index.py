@@ -55,6 +55,9 @@ from kb.repo import KnowledgeBase, Snapshot, worktree_snapshot
 
 SCHEMA_VERSION = 5
 
+#: SQLite page size of a new cache (bytes).
+PAGE_SIZE = 16384
+
 #: Seconds a parse the working tree stopped using is kept for racing readers.
 STALE_SECONDS = 600.0
 
@@ -257,6 +260,10 @@ class Index:
                 pass  # a read-only .kb/ is reported by the database itself
         db = sqlite3.connect(self.path, timeout=30)
         try:
+            # A new cache gets pages of 16 KiB (a no-op on an existing one): rows
+            # of whole objects' JSON fill a 4 KiB page quickly, and a cold index
+            # writes, checkpoints and indexes a third fewer bytes in fewer calls.
+            db.execute(f"PRAGMA page_size={PAGE_SIZE}")
             mode = db.execute("PRAGMA journal_mode=WAL").fetchone()
             if not mode or str(mode[0]).lower() != "wal":
                 # Without WAL's shared-memory locking racing readers could see a

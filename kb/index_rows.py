@@ -123,14 +123,19 @@ class Part(tuple):
 
 #: Objects per part of a streamed parse.
 STREAM_PART = 2000
+#: Objects per part of a tree streamed while workers parse the other files: the
+#: parent takes their results between parts, so that they never wait for it
+#: with a full window (a part of 2,000 hypotheses left them idle for 0.1 s).
+PARALLEL_PART = 200
 
 
-def stream_rows(cfg: Any, path: str, blob: str, fmt: str | None, data: bytes) -> Iterator["Part"]:
-    """The rows of one file in parts of :data:`STREAM_PART` objects, parsed as they
-    are stored (:func:`kb.parse.iter_parse_file`): the parse of a tree of
-    100,000 hypotheses is never held whole. Stored under the id of the bytes
-    read, like :func:`_rows`. Pass ``data`` without keeping it: it is dropped
-    once decoded."""
+def stream_rows(cfg: Any, path: str, blob: str, fmt: str | None, data: bytes,
+                size: int | None = None) -> Iterator["Part"]:
+    """The rows of one file in parts of ``size`` (default :data:`STREAM_PART`) objects,
+    parsed as they are stored (:func:`kb.parse.iter_parse_file`): the parse of a
+    tree of 100,000 hypotheses is never held whole. Stored under the id of the
+    bytes read, like :func:`_rows`. Pass ``data`` without keeping it: it is
+    dropped once decoded."""
     from kb.git import object_id
     from kb.parse import iter_parse_file
 
@@ -142,40 +147,56 @@ def stream_rows(cfg: Any, path: str, blob: str, fmt: str | None, data: bytes) ->
     rows_o: list[tuple] = []
     rows_l: list[tuple] = []
     part: list[Any] = []
-    while True:
+    size = size or STREAM_PART
+    import gc
+
+    enabled = gc.isenabled()
+    res = None
+    while res is None:
+        # The collector paused while a part is parsed, as in _rows (never across a yield).
+        gc.disable()
         try:
-            part.append(next(objects))
-        except StopIteration as stop:
-            res = stop.value
+            while len(part) < size:
+                try:
+                    part.append(next(objects))
+                except StopIteration as stop:
+                    res = stop.value
+                    break
+            if res is None:
+                _object_rows(path, real, part, rows_o, rows_l)
+        finally:
+            if enabled:
+                gc.enable()
+        if res is not None:
             break
-        if len(part) >= STREAM_PART:
-            _object_rows(path, real, part, rows_o, rows_l)
-            count += len(part)
-            part = []
-            yield Part(([], rows_o, rows_l, []), clear)
-            clear, rows_o, rows_l = [], [], []
+        count += len(part)
+        part = []
+        yield Part(([], rows_o, rows_l, []), clear)
+        clear, rows_o, rows_l = [], [], []
     _object_rows(path, real, part, rows_o, rows_l)
     count += len(part)
     rows_p = [(path, real, res.kind, _meta_json(res.meta), real, count)]
     yield Part((rows_p, rows_o, rows_l, _diagnostic_rows(path, real, res.diagnostics)), clear)
 
 
-#: Below this many files one process parses them; above, a worker per core.
-PARALLEL_MIN = 400
+#: Below this many files one process parses them; above, a worker per core. (At
+#: 1,000 files one process was as quick or quicker: importing multiprocessing,
+#: forking and the pool's pipes cost what two workers save.)
+PARALLEL_MIN = 1500
 BATCH = 250
 
 _WORK: tuple[Any, dict[str, str], dict[str, str]] | None = None  # (config, blobs, formats) in workers
 _WORK_KB: Any = None  # the KnowledgeBase, in workers
 
 
-def _with_outside(k: KnowledgeBase, snap: Snapshot, batch: list[str], rows: Rows) -> Rows:
-    """Add, to ``rows``, a KB106 parse for each path of ``batch`` that is a
-    symlink leaving the work tree (worktree snapshots; never read)."""
+def _read(k: KnowledgeBase, snap: Snapshot, paths: list[str]) -> tuple[dict[str, bytes], dict[str, str]]:
+    """The bytes of ``paths`` in ``snap``, and (working tree) the symlinks among them
+    leaving the work tree, never read (:func:`kb.repo.read_worktree`)."""
     if snap.kind != "worktree":
-        return rows
-    from kb.repo import outside_links
+        return snap.read(paths), {}
+    from kb.repo import read_worktree
 
-    return _outside_rows(outside_links(k, batch), snap.files, snap.formats, rows)
+    return read_worktree(k, paths)
 
 
 def _outside_rows(outside: dict[str, str], blobs: dict[str, str], fmts: dict[str, str],
@@ -194,43 +215,42 @@ def _outside_rows(outside: dict[str, str], blobs: dict[str, str], fmts: dict[str
 
 
 def _rows(cfg: Any, items: list[tuple[str, str, str | None, bytes]]) -> Rows:
-    """Parse (path, blob, fmt, bytes) items into table rows (in a worker or not)."""
-    from kb.parse import parse_file
+    """Parse (path, blob, fmt, bytes) items into table rows (in a worker or not).
+
+    Python's cyclic garbage collector is paused for the batch: a parse builds
+    thousands of short-lived containers and no cycle (whatever one left would
+    be collected after), and the collections it triggered cost 5-8% of a cold
+    index."""
+    import gc
 
     from kb.git import object_id
+    from kb.parse import parse_file
 
     out: Rows = ([], [], [], [])
-    for p, blob, fmt, data in items:
-        # Stored under the id of the bytes read: a file edited after its
-        # snapshot was taken never gets another version's parse.
-        real = object_id("blob", data, like=blob)
-        for table, rows in zip(out, result_rows(p, real, parse_file(p, data, cfg, fmt))):
-            table.extend(rows)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for p, blob, fmt, data in items:
+            # Stored under the id of the bytes read: a file edited after its
+            # snapshot was taken never gets another version's parse.
+            real = object_id("blob", data, like=blob)
+            for table, rows in zip(out, result_rows(p, real, parse_file(p, data, cfg, fmt))):
+                table.extend(rows)
+    finally:
+        if enabled:
+            gc.enable()
     return out
 
 
 def _worker_disk(args: tuple[str, list[str]]) -> Rows:
     """Worker: read working-tree files under ``root`` and parse them (a KB106 parse
     for each symlink leaving the work tree, never read)."""
-    import os
+    from kb.repo import read_worktree
 
     root, paths = args
     cfg, blobs, fmts = _WORK  # type: ignore[misc]
-    items = []
-    from kb.repo import outside_links
-
-    k = _WORK_KB
-    outside = outside_links(k, paths) if k is not None else {}
-    join = os.path.join
-    for p in paths:
-        if p in outside:
-            continue
-        try:
-            with open(join(root, p), "rb") as f:
-                items.append((p, blobs[p], fmts.get(p), f.read()))
-        except OSError:
-            continue
-    rows = _rows(cfg, items)
+    contents, outside = read_worktree(_WORK_KB, paths)
+    rows = _rows(cfg, [(p, blobs[p], fmts.get(p), contents[p]) for p in paths if p in contents])
     if outside:
         _outside_rows(outside, blobs, fmts, rows)
     return rows
@@ -258,21 +278,21 @@ def parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Itera
     workers = min(os.cpu_count() or 1, 4)
     parallel = len(rest) >= PARALLEL_MIN and workers > 1 and _can_fork()
 
-    def stream(p: str) -> Iterator[Rows]:
-        contents = snap.read([p])
+    def stream(p: str, size: int | None = None) -> Iterator[Rows]:
+        contents, outside = _read(k, snap, [p])
         if p not in contents:  # gone, or a symlink leaving the work tree (KB106)
-            yield _with_outside(k, snap, [p], ([], [], [], []))
+            yield _outside_rows(outside, snap.files, snap.formats, ([], [], [], []))
             return
-        yield from stream_rows(k.config, p, snap.files[p], snap.formats.get(p), contents.pop(p))
+        yield from stream_rows(k.config, p, snap.files[p], snap.formats.get(p), contents.pop(p), size)
 
     if not parallel:
         for p in streamed:
             yield from stream(p)
         for batch in batches:
-            contents = snap.read(batch)
+            contents, outside = _read(k, snap, batch)
             rows = _rows(k.config, [(p, snap.files[p], snap.formats.get(p), contents[p])
                                     for p in batch if p in contents])
-            yield _with_outside(k, snap, batch, rows)
+            yield _outside_rows(outside, snap.files, snap.formats, rows) if outside else rows
         return
     import multiprocessing
     from collections import deque
@@ -314,7 +334,7 @@ def parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Itera
             for p in streamed:
                 # The workers parse batches meanwhile; their results are stored
                 # between the parts of the tree.
-                for part in stream(p):
+                for part in stream(p, PARALLEL_PART):
                     yield part
                     while window and window[0].ready():
                         yield window.popleft().get()

@@ -9,6 +9,7 @@ blob id, for one of three sources: the working tree, the staged index
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 import time
@@ -19,7 +20,7 @@ from typing import Literal
 from kb import git
 from kb.config import Config, load_config
 from kb.errors import EnvironmentError_, NotAKnowledgeBase
-from kb.parse import classify
+from kb.parse import classifier, classify
 
 SnapshotKind = Literal["worktree", "staged", "commit"]
 
@@ -112,18 +113,7 @@ class Snapshot:
         """Contents of ``paths`` (KB-relative) in this snapshot; missing files are
         skipped, and so are symlinks whose target leaves the work tree (never read)."""
         if self.kind == "worktree":
-            out = {}
-            outside = outside_links(self.kb, paths)
-            root, join = str(self.kb.root), os.path.join
-            for p in paths:
-                if p in outside:
-                    continue
-                try:
-                    with open(join(root, p), "rb") as f:
-                        out[p] = f.read()
-                except OSError:
-                    continue
-            return out
+            return read_worktree(self.kb, paths)[0]
         blobs = git.read_blobs([self.files[p] for p in paths], self.kb.top)
         return {p: blobs[self.files[p]] for p in paths if self.files[p] in blobs}
 
@@ -170,21 +160,27 @@ def staged_snapshot(kb: KnowledgeBase, _stdout: bytes | None = None) -> Snapshot
     files: dict[str, str] = {}
     fmts: dict[str, str] = {}
     memo = _classified(kb)
+    kind = classifier(kb.config)
+    prefix = kb.prefix
+    cut = len(prefix)
     # One decode of the whole listing (git's -z records hold no NUL), then per record
-    # "<mode> <blob> <stage>\t<path>"; a path seen before skips classify.
+    # "<mode> <blob> <stage>\t<path>" (the mode six octal digits, the stage one); a
+    # path seen before skips classify; paths kb does not read are dropped first.
     for rec in _stdout.decode("utf-8", "surrogateescape").split("\0"):
         if not rec:
             continue
         meta, _, path = rec.partition("\t")
-        mode, blob, stage = meta.split(" ")
-        if stage != "0" or mode == "160000":
-            continue  # conflicted entries and submodules are not KB files
         hit = memo.get(path, False)
-        if hit is False:
-            _keep(kb, path, files, fmts, blob)
-        elif hit is not None:
-            files[hit[0]] = blob
-            fmts[hit[0]] = hit[1]
+        if hit is False:  # what _keep decides (kb.rel, then classify), inline
+            rel = path[cut:] if path.startswith(prefix) else None
+            fmt = kind(rel) if rel is not None else None
+            hit = memo[path] = (rel, fmt) if rel is not None and fmt is not None else None
+        if hit is None:
+            continue
+        if meta[-1] != "0" or meta.startswith("160000 "):
+            continue  # conflicted entries and submodules are not KB files
+        files[hit[0]] = meta[7:-2]
+        fmts[hit[0]] = hit[1]
     return Snapshot(kb=kb, kind="staged", files=files, formats=fmts)
 
 
@@ -294,6 +290,90 @@ def outside_links(kb: KnowledgeBase, paths: list[str]) -> dict[str, str]:
         if not (real == top or real.startswith(inside)):
             out[rel] = real
     return out
+
+
+#: How :func:`read_worktree` opens a file: never through a symlink (the final
+#: component); the few that are links are looked at by :func:`outside_links`.
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_OPEN_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+#: What ``open`` fails with, given O_NOFOLLOW, when the file is a symlink (ELOOP;
+#: EMLINK on FreeBSD).
+_IS_LINK = {errno.ELOOP, errno.EMLINK}
+
+
+def _read_fd(fd: int) -> bytes:
+    """Every byte of the open file ``fd``: its size from ``fstat``, then one ``read``
+    (more while it grows), not the four more system calls of ``open(fd).read()``."""
+    size = os.fstat(fd).st_size
+    data = os.read(fd, size + 1)
+    if len(data) == size:
+        return data  # the usual case: the whole file, and its end
+    chunks = [data]  # it grew or shrank meanwhile (or a short read): read to the end
+    while True:
+        more = os.read(fd, 1 << 20)
+        if not more:
+            return b"".join(chunks)
+        chunks.append(more)
+
+
+def read_worktree(kb: KnowledgeBase, paths: list[str]) -> tuple[dict[str, bytes], dict[str, str]]:
+    """The working-tree bytes of KB-relative ``paths`` (missing and unreadable files
+    skipped), and the paths that are symlinks leaving the work tree, mapped to where
+    they lead (:func:`outside_links`: never read).
+
+    What :func:`outside_links` then reading would give, without an ``lstat`` per
+    file: each folder is resolved once, and a file in a folder inside the work
+    tree is opened with ``O_NOFOLLOW``, which fails on a symlink (only then is
+    the link resolved). A file that is a symlink on disk (whatever git's index
+    says) is never read through unless it leads inside the work tree.
+    """
+    top = os.path.realpath(kb.top)
+    inside = top.rstrip(os.sep) + os.sep
+    root = str(kb.root)
+    join, dirname = os.path.join, os.path.dirname
+    dirs: dict[str, bool] = {}
+    out: dict[str, bytes] = {}
+    outside: dict[str, str] = {}
+    flags = _OPEN_FLAGS
+    for rel in paths:
+        full = join(root, rel)
+        folder = dirname(full)
+        ok = dirs.get(folder)
+        if ok is None:
+            real = os.path.realpath(folder)
+            ok = dirs[folder] = real == top or real.startswith(inside)
+        if ok and _NOFOLLOW:
+            try:
+                fd = os.open(full, flags)
+            except OSError as exc:
+                if exc.errno not in _IS_LINK:
+                    continue  # gone, a folder, no permission: skipped, as by open()
+            else:
+                try:
+                    out[rel] = _read_fd(fd)
+                except OSError:
+                    pass
+                finally:
+                    os.close(fd)
+                continue
+        elif ok and not os.path.islink(full):
+            try:
+                with open(full, "rb") as f:
+                    out[rel] = f.read()
+            except OSError:
+                pass
+            continue
+        # A symlink, or a folder on the way leaves the work tree: where does it lead?
+        real = os.path.realpath(full)
+        if not (real == top or real.startswith(inside)):
+            outside[rel] = real
+            continue
+        try:
+            with open(full, "rb") as f:
+                out[rel] = f.read()
+        except OSError:
+            continue
+    return out, outside
 
 
 #: Names Windows reserves in every folder, with any extension (``CON.md``).

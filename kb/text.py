@@ -82,6 +82,8 @@ _MAYBE_BLOCK = re.compile(r"^(?: {0,3}(?:```|~~~|<)| {4}|\t)", re.MULTILINE)
 _MAYBE_BLOCK_LINE = re.compile(r"(?: {0,3}(?:```|~~~|<)| {4}|\t)")
 #: The first character of every line _MAYBE_BLOCK matches.
 _BLOCK_FIRST = frozenset(" \t<`~")
+#: _BLOCK_FIRST and the heading mark.
+_MARK_FIRST = _BLOCK_FIRST | {"#"}
 
 
 class DecodeError(Exception):
@@ -140,6 +142,8 @@ class SourceText:
     body_start: int = 0
     masked: list[bool] | None = None
     _heads: list[int] | None = None
+    #: Whether some line opens with a character of _BLOCK_FIRST (set with _heads).
+    _blocky: bool = True
 
     @classmethod
     def from_text(cls, text: str, path: str, bom: bool = False) -> "SourceText":
@@ -161,17 +165,27 @@ class SourceText:
         """0-based indices of every line that starts with ``#`` (one pass over the lines:
         a multiline regex over the text costs five times as much)."""
         if self._heads is None:
-            self._heads = [i for i, ln in enumerate(self.lines) if ln[:1] == "#"]
-        return self._heads
+            self._first_characters()
+        return self._heads  # type: ignore[return-value]
+
+    def _first_characters(self) -> None:
+        """One pass over the lines for what both :meth:`heading_indices` and
+        :meth:`is_masked` look at first: the lines opening with ``#``, and
+        whether any opens with a character of :data:`_BLOCK_FIRST`."""
+        lines = self.lines
+        marked = [i for i, ln in enumerate(lines) if ln[:1] in _MARK_FIRST]
+        heads = [i for i in marked if lines[i][0] == "#"]
+        self._heads = heads
+        self._blocky = len(heads) != len(marked)
 
     def is_masked(self, i: int) -> bool:
         """True when 0-based line ``i`` is inside fenced/indented code or HTML."""
         if self.masked is None:
             # Every line _MAYBE_BLOCK matches starts with one of _BLOCK_FIRST: a
             # scan of first characters rules most files out before the regex.
-            first = _BLOCK_FIRST
-            if not any(ln[:1] in first for ln in self.lines if ln) \
-                    or _MAYBE_BLOCK.search(self.text) is None:
+            if self._heads is None:
+                self._first_characters()
+            if not self._blocky or _MAYBE_BLOCK.search(self.text) is None:
                 self.masked = [False] * len(self.lines)
             else:
                 self.masked = compute_mask(self.lines, self.body_start)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import kb
-from conftest import git
+from conftest import commit_all, git
 from kb import index as kbindex
 from kb.index import Index
 from kb.index_rows import links_of
@@ -277,6 +277,44 @@ def test_parallel_cold_index_equals_serial(make_kb, monkeypatch):
 
     parallel = dump()
     assert len(parallel[0]) == n + 1 and any(r[4] == "KB125" for r in parallel[2])
+    import shutil
+
+    shutil.rmtree(root / ".kb")
+    monkeypatch.setenv("KB_NO_PARALLEL", "1")
+    assert dump() == parallel
+
+
+def test_parallel_cold_index_reports_links_leaving_the_work_tree(make_kb, monkeypatch, tmp_path):
+    """Over PARALLEL_MIN files, a card and a tree.md that are symlinks leaving the work
+    tree get one KB106 each and are never read, in the workers as in one process."""
+    import sqlite3
+
+    from kb.index_rows import PARALLEL_MIN
+
+    n = PARALLEL_MIN + 10
+    files = {f"Problems/q{i}.md": f"# 问题｜P{i}\n- 状态: 求解中\n\n## 陈述\nS{i}\n" for i in range(n)}
+    root = make_kb(files, commit=False)
+    secret = tmp_path / "secret.md"
+    secret.write_text("# 问题｜secret\n- 状态: 求解中\n\n## H1: leaked\n", encoding="utf-8")
+    (root / "Problems" / "q0.md").unlink()
+    (root / "Problems" / "q0.md").symlink_to(secret)
+    (root / "tree.md").symlink_to(secret)
+    commit_all(root, "links")
+
+    def dump() -> list:
+        from kb.index import Index
+        from kb.repo import open_kb
+
+        with Index(open_kb(root)) as idx:
+            idx.refresh()
+        db = sqlite3.connect(root / ".kb" / "index.sqlite")
+        out = [sorted(db.execute(f"SELECT * FROM {t}")) for t in ("objects", "diagnostics")]
+        db.close()
+        return out
+
+    parallel = dump()
+    assert sorted(r[0] for r in parallel[1] if r[4] == "KB106") == ["Problems/q0.md", "tree.md"]
+    assert len(parallel[0]) == n - 1 and not any("secret" in r[7] or "leaked" in r[7] for r in parallel[0])
     import shutil
 
     shutil.rmtree(root / ".kb")

@@ -190,8 +190,13 @@ def test_frontmatter_agreeing_in_english_is_fine():
     ("tree.txt", None), ("Logs/Verification/r.json", None), ("sub/tree.md", None),
 ])
 def test_classify_default_layout(path, fmt):
-    """DESIGN.md §1 layout: which files kb reads, as which format."""
-    assert classify(path, config_for(Path("/kb"))) == fmt
+    """DESIGN.md §1 layout: which files kb reads, as which format; ``classifier``
+    (what a snapshot uses for every path) says the same."""
+    from kb.parse import classifier
+
+    cfg = config_for(Path("/kb"))
+    assert classify(path, cfg) == fmt
+    assert classifier(cfg)(path) == fmt
 
 
 VIBE = "VibeMath/Projects/demo"

@@ -294,3 +294,29 @@ def test_staged_snapshot_relative_git_index_file(make_kb, monkeypatch, tmp_path)
     monkeypatch.setenv("GIT_INDEX_FILE", ".git/kb-test-index")
     monkeypatch.chdir(root / "experiments")
     assert staged_snapshot(open_kb()).files["tree.md"] == new_blob
+
+
+def test_read_worktree_never_reads_through_a_link_leaving_the_work_tree(make_kb, tmp_path):
+    """``read_worktree`` reads regular files, and symlinks leading inside the work tree;
+    a symlinked file or folder leaving it is reported with its target, never read;
+    missing files and folders are skipped."""
+    from kb.repo import outside_links, read_worktree
+
+    root = make_kb({"experiments/E001.md": EXP, "Problems/q1.md": "# 问题｜一\n"})
+    secret = tmp_path / "secret.md"
+    secret.write_text("# secret\n", encoding="utf-8")
+    away = tmp_path / "away"
+    away.mkdir()
+    (away / "q9.md").write_text("# far\n", encoding="utf-8")
+    (root / "Problems" / "q2.md").symlink_to(secret)
+    (root / "Problems" / "q3.md").symlink_to(root / "Problems" / "q1.md")
+    (root / "Methods").symlink_to(away)
+    (root / "Problems" / "dir.md").mkdir()
+    paths = ["experiments/E001.md", "Problems/q1.md", "Problems/q2.md", "Problems/q3.md",
+             "Methods/q9.md", "Problems/gone.md", "Problems/dir.md"]
+    contents, outside = read_worktree(open_kb(root), paths)
+    assert contents == {"experiments/E001.md": EXP.encode(), "Problems/q1.md": "# 问题｜一\n".encode(),
+                        "Problems/q3.md": "# 问题｜一\n".encode()}
+    assert outside == {"Problems/q2.md": os.path.realpath(secret),
+                       "Methods/q9.md": os.path.realpath(away / "q9.md")}
+    assert outside == outside_links(open_kb(root), paths)

@@ -132,22 +132,25 @@ class _Card:
         if i < n:
             src.is_masked(i)  # computes src.masked, read directly below
         masked = src.masked
+        anchors, anchor_lines, match = self.anchors, self.anchor_lines, _ANCHOR.match
         while i < n:
             line = lines[i]
-            if line.startswith("## ") and not masked[i]:  # type: ignore[index]
+            two = line[:2]
+            if two == "- ":
+                if not masked[i]:  # type: ignore[index]
+                    m = match(line)
+                    if m:
+                        key, colon, value = m.groups()
+                        if colon == "：":
+                            self.diags.append(fullwidth_colon_warning(path, i + 1, line, f"anchor {key!r}"))
+                        if key in anchors:
+                            self.diags.append(
+                                duplicate_key_error(path, key, anchor_lines[key], i + 1, self.path))
+                        else:
+                            anchors[key] = value.rstrip()
+                            anchor_lines[key] = i + 1
+            elif two == "##" and line[2:3] == " " and not masked[i]:  # type: ignore[index]
                 break
-            if line.startswith("- ") and not masked[i]:  # type: ignore[index]
-                m = _ANCHOR.match(line)
-                if m:
-                    key = m.group("key")
-                    if m.group("colon") == "：":
-                        self.diags.append(fullwidth_colon_warning(path, i + 1, line, f"anchor {key!r}"))
-                    if key in self.anchors:
-                        self.diags.append(
-                            duplicate_key_error(path, key, self.anchor_lines[key], i + 1, self.path))
-                    else:
-                        self.anchors[key] = m.group("value").rstrip()
-                        self.anchor_lines[key] = i + 1
             i += 1
         # Sections, entry lines, applications: only `## ` / `### ` lines matter,
         # so visit the heading lines alone (found by one regex over the text).
@@ -157,12 +160,13 @@ class _Card:
             return
         ends = heads[1:] + [n]
         section = ""
+        sections, section_text = self.sections, self.section_text
         for j, end in zip(heads, ends):
             line = lines[j]
-            if line.startswith("## "):
+            if line[2] == " ":  # `## `
                 section = line[3:].strip()
-                self.sections[section] = j + 1
-                self.section_text[section] = lines[j + 1:end]
+                sections[section] = j + 1
+                section_text[section] = lines[j + 1:end]
                 continue
             entry = self._entry(j, line)
             if entry is None:
@@ -176,8 +180,7 @@ class _Card:
         m = _ENTRY_HEAD.match(line)
         if m is None:
             return None
-        kind = m.group("kind")
-        rest = m.group("rest")
+        kind, rest = m.groups()
         fields = split_fields(rest)
         ok = len(fields) == 4 and fields[0].strip().isdigit() and fields[2].startswith("概率") \
             and fields[3].startswith("状态")

@@ -82,6 +82,8 @@ def parse_priority(raw: str) -> Union[int, str, None]:
     v = raw.strip()
     if v == "never":
         return "never"
+    if v.isascii() and v.isdigit():
+        return int(v)
     if re.fullmatch(r"-?\d+", v):
         return int(v)
     return None
@@ -101,6 +103,8 @@ def parse_list(
     is an error (KB121) and reads as ``()`` — never silently.
     """
     v = raw.strip()
+    if v == "[]":
+        return (), []
     if v.startswith("[[") and _WIKI.match(v):
         # Wiki links (Obsidian style): read as links, whatever their labels hold.
         return split_id_list(v), []

@@ -17,8 +17,10 @@ from kb.vocab import CONCLUSION, EXPERIMENT_STATUS
 
 EXPERIMENT_ID = re.compile(r"E\d{3,}")
 _TITLE = re.compile(r"^#[ \t]+(?P<id>E\d{3,})[ \t]*(?P<colon>[:：])[ \t]*(?P<rest>.*?)[ \t]*$")
-_BOLD = re.compile(r"^\*\*(?P<key>[^*]+?)\*\*[ \t]*(?P<colon>[:：])[ \t]*(?P<value>.*?)[ \t]*$")
-_SECTION = re.compile(r"^##[ \t]+(?P<name>.*?)[ \t]*$")
+# The values are taken whole and stripped of trailing blanks in Python (what
+# `(?P<value>.*?)[ \t]*$` gives: a lazy group tries the end at every character).
+_BOLD = re.compile(r"^\*\*(?P<key>[^*]+?)\*\*[ \t]*(?P<colon>[:：])[ \t]*(?P<value>.*)$")
+_SECTION = re.compile(r"^##[ \t]+(?P<name>.*)$")
 _SINGLE = {"Hypothesis", "Date", "Status"}
 
 
@@ -39,13 +41,21 @@ def parse_experiment(src: SourceText) -> tuple[list[Experiment], list[Diagnostic
     result_line = 0
     conclusion = None
     conclusion_line = 0
+    masked: list[bool] | None = None
     for i in range(src.body_start, len(lines)):
         line = lines[i]
-        if not line or line[0] not in "#*":
+        c = line[:1]
+        if c != "#" and c != "*":
             continue
-        if src.is_masked(i):
+        if masked is None:
+            src.is_masked(i)  # computes src.masked, read directly below
+            masked = src.masked
+        if masked[i]:  # type: ignore[index]
             continue
-        if not title_line and line.startswith("# "):
+        if c == "*":
+            if line[1:2] != "*":
+                continue  # neither a section nor a bold anchor
+        elif not title_line and line.startswith("# "):
             m = _TITLE.match(line)
             title_line = i + 1
             if m is None:
@@ -63,25 +73,28 @@ def parse_experiment(src: SourceText) -> tuple[list[Experiment], list[Diagnostic
             else:
                 hyp, action = (rest.split(None, 1) + [""])[:2] if rest else (None, "")
             continue
-        m = _SECTION.match(line)
-        if m is not None:
-            section = m.group("name")
-            sections.append(section)
-            if section == "结果":
-                result_line = i + 1
-            continue
+        else:
+            m = _SECTION.match(line)
+            if m is not None:
+                section = m.group("name").rstrip(" \t")
+                sections.append(section)
+                if section == "结果":
+                    result_line = i + 1
+            continue  # a `#` line is never a bold anchor
         m = _BOLD.match(line)
         if m is None:
             continue
-        key = m.group("key").strip()
-        if m.group("colon") == "：":
+        key, colon, value = m.groups()
+        key = key.strip()
+        value = value.rstrip(" \t")
+        if colon == "：":
             diags.append(fullwidth_colon_warning(path, i + 1, line, f"anchor {key!r}"))
         if key == "结论" and section == "结果":
             if conclusion_line:
                 diags.append(duplicate_key_error(path, "结论", conclusion_line, i + 1, exp_id))
                 continue
             conclusion_line = i + 1
-            word = re.split(r"[\s—\-–,，。:：(（+]", m.group("value").strip(), maxsplit=1)[0]
+            word = re.split(r"[\s—\-–,，。:：(（+]", value.strip(), maxsplit=1)[0]
             conclusion = CONCLUSION.canonical(word) if word else None
             if conclusion is None and word and not word.startswith("["):
                 conclusion = word  # kept as read; kb verify reports the unknown word
@@ -90,7 +103,7 @@ def parse_experiment(src: SourceText) -> tuple[list[Experiment], list[Diagnostic
             if key in anchors:
                 diags.append(duplicate_key_error(path, key, anchor_lines[key], i + 1, exp_id))
                 continue
-            anchors[key] = m.group("value")
+            anchors[key] = value
             anchor_lines[key] = i + 1
     if not title_line:
         first = next((k for k in range(src.body_start, len(lines)) if lines[k].strip()),
