@@ -23,7 +23,7 @@ from kb import index_facts, index_results
 from kb.index_facts import SnapshotTable
 
 __all__ = ["NAMESPACE", "CARD_KINDS", "XREF_LINKS", "Rec", "Obj", "Light", "Facts", "FileFacts",
-           "checkout_bytes", "reset_run_cache"]
+           "checkout_bytes", "light_versions", "reset_run_cache"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from kb.index import Index, ObjectRow
@@ -127,8 +127,40 @@ def checkout_bytes(root: Path, path: str, blob: str) -> Optional[bytes]:
     return data if algo(b"blob %d\0" % len(data) + data).hexdigest() == blob else None
 
 
+def _path_of(row: "Obj") -> str:
+    return row.path
+
+
+def _first(row: tuple) -> Any:
+    return row[0]
+
+
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+#: Light rows of file versions not parsed in full, per index (``id(index)``):
+#: ``{(path, blob): (objects, links, anchor lines)}`` (:mod:`kb.parse.light`). A range
+#: check registers its untouched cards here (:func:`light_versions`); every
+#: :class:`Facts` of that index answers from them as from the index's rows, and
+#: parses such a file in full when a rule asks for more (its JSON, its metadata).
+_LIGHT_ROWS: dict[int, dict[tuple[str, str], Any]] = {}
+
+
+class light_versions:
+    """Context manager: ``rows`` (``{(path, blob): light result}``) stand for those file
+    versions' parses in every :class:`Facts` of ``index`` until the block ends."""
+
+    def __init__(self, index: "Index", rows: dict[tuple[str, str], Any]) -> None:
+        self.index = index
+        self.rows = rows
+
+    def __enter__(self) -> dict[tuple[str, str], Any]:
+        _LIGHT_ROWS[id(self.index)] = self.rows
+        return self.rows
+
+    def __exit__(self, *exc: Any) -> None:
+        _LIGHT_ROWS.pop(id(self.index), None)
 
 
 def reset_run_cache() -> None:
@@ -174,7 +206,11 @@ class Facts:
             changed = {p: b for p, b in self.files.items() if other.get(p) != b}
             self._ensure(changed)
         if ensure is None and derive_from is None:
-            if len(self.files) > 256:
+            lt = self._lt()
+            if lt:
+                missing = self._table.unparsed() if len(self.files) > 256 else list(self.files)
+                self._ensure({p: self.files[p] for p in missing if (p, self.files[p]) not in lt})
+            elif len(self.files) > 256:
                 # What the cache lacks, found by SQLite (the index would load every
                 # (path, blob) it holds into Python to find out).
                 missing = self._table.unparsed()
@@ -187,6 +223,29 @@ class Facts:
         """The snapshot as a temporary table of the index (for whole-snapshot queries:
         the cost follows the snapshot, not what else the cache holds)."""
         return self._table
+
+    def _lt(self) -> Optional[dict[tuple[str, str], Any]]:
+        """The light rows registered for this index (:class:`light_versions`), or None."""
+        return _LIGHT_ROWS.get(id(self.index)) if _LIGHT_ROWS else None
+
+    def _light_files(self) -> list[tuple[str, str]]:
+        """(path, blob) of this snapshot's files that have light rows only."""
+        lt = self._lt()
+        if not lt:
+            return []
+        return [(p, b) for p, b in self.files.items() if (p, b) in lt]
+
+    def _full_parse(self, paths: Iterable[str]) -> None:
+        """Parse in full those of ``paths`` that have light rows only (a rule asks for
+        their JSON or metadata); they are then read from the index like any other."""
+        lt = self._lt()
+        if not lt:
+            return
+        todo = [(p, self.files[p]) for p in paths if (p, self.files.get(p)) in lt]
+        if todo:
+            self.index.ensure_versions([(p, b, self.formats[p]) for p, b in todo])
+            for key in todo:
+                lt.pop(key, None)
 
     def _ensure(self, subset: dict[str, str]) -> None:
         if not subset:
@@ -206,12 +265,20 @@ class Facts:
         if self._rows is None:
             files = self.files
             make = Obj._make
+            lt = self._lt() or {}
             if self._parent is not None:
                 rows = [r for r in self._parent.rows() if files.get(r.path) == r.blob]
                 for p in self._differs():
-                    rows.extend(map(make, index_facts.version_objects(self.index, p, files[p])))
+                    have = lt.get((p, files[p]))
+                    rows.extend(map(make, have[0] if have else
+                                    index_facts.version_objects(self.index, p, files[p])))
             else:
                 rows = list(map(make, self._table.objects()))
+                light = self._light_files()
+                if light:
+                    for key in light:
+                        rows.extend(map(make, lt[key][0]))
+                    rows.sort(key=_path_of)  # as the index's join gives them: by path
             # Two racing processes may have stored one parse twice: one object per place.
             self._rows = list(dict.fromkeys(rows))
         return self._rows
@@ -220,13 +287,23 @@ class Facts:
         """(path, src, dst, kind) of the cross-file link kinds (:data:`XREF_LINKS`)."""
         if self._links is None:
             files = self.files
+            lt = self._lt() or {}
             if self._parent is not None:
                 links = [x for x in self._parent.links() if files.get(x[0]) == self._parent.files.get(x[0])]
                 for p in self._differs():
+                    have = lt.get((p, files[p]))
+                    if have:
+                        links.extend(x for x in have[1] if x[3] in XREF_LINKS)
+                        continue
                     links.extend((p, s, d, k) for s, d, k in
                                  index_facts.version_links(self.index, p, files[p], XREF_LINKS))
             else:
                 links = self._table.links(XREF_LINKS)
+                light = self._light_files()
+                if light:
+                    for key in light:
+                        links.extend(x for x in lt[key][1] if x[3] in XREF_LINKS)
+                    links.sort(key=_first)  # as the index's join gives them: by path
             self._links = list(dict.fromkeys(links))
         return self._links
 
@@ -303,7 +380,7 @@ class Facts:
 
     def kind_ids(self, kind: str) -> set[str]:
         """IDs of one kind (a targeted query when the rows are not loaded)."""
-        if self._rows is not None or self._parent is not None:
+        if self._rows is not None or self._parent is not None or self._light_files():
             return self.ids(kind)
         return self._table.ids_of_kind(kind)
 
@@ -315,7 +392,32 @@ class Facts:
         files = self.files
         out = [Obj(i, k, s, p, ln, b) for p, b, i, k, s, ln in
                index_facts.declarations(self.index, obj_id, kinds) if files.get(p) == b]
+        for key in self._light_files():
+            out.extend(Obj._make(r) for r in self._lt()[key][0]  # type: ignore[index]
+                       if r[0] == obj_id and r[1] in kinds)
         return list(dict.fromkeys(out))
+
+    def anchor_line(self, path: str, obj_id: str, key: str) -> int:
+        """The 1-based line of anchor ``key`` of object ``obj_id`` in ``path``; its
+        declaration line when it has no such anchor; 0 when it is not declared there."""
+        have = (self._lt() or {}).get((path, self.files.get(path)))  # type: ignore[arg-type]
+        if have is not None:
+            for r in have[0]:
+                if r[0] == obj_id:
+                    return have[2].get(key, r[4])
+            return 0
+        for r in self.full_rows(path):
+            if r.id == obj_id:
+                data = json.loads(r.data)
+                return (data.get("anchor_lines") or {}).get(key, r.line)
+        return 0
+
+    def declared_line(self, path: str, obj_id: str) -> int:
+        """The line of the first declaration of ``obj_id`` in ``path`` (0: none)."""
+        have = (self._lt() or {}).get((path, self.files.get(path)))  # type: ignore[arg-type]
+        if have is not None:
+            return next((r[4] for r in have[0] if r[0] == obj_id), 0)
+        return next((r.line for r in self.full_rows(path) if r.id == obj_id), 0)
 
     # -- one file in detail ----------------------------------------------------
     def paths(self, fmt: str) -> list[str]:
@@ -325,6 +427,7 @@ class Facts:
     def full_rows(self, path: str) -> list["ObjectRow"]:
         """The objects of ``path`` with their JSON, in line order."""
         if path not in self._full:
+            self._full_parse([path])
             blob = self.files.get(path)
             rows = [] if blob is None else self.index.rows_of(path, blob)
             self._full[path] = list(dict.fromkeys(rows))
@@ -346,6 +449,7 @@ class Facts:
         """History view of the objects of ``path`` (no models built; the last few
         file versions are shared by every snapshot of the run)."""
         if path not in self._light:
+            self._full_parse([path])
             blob = self.files.get(path)
             out: list[Light] = []
             key = (str(self.index.path), path, blob)
@@ -368,6 +472,7 @@ class Facts:
         blob = self.files.get(path)
         if blob is None:
             return {}
+        self._full_parse([path])
         return self.index.parse_meta(path, blob) or {}
 
     def read(self, path: str) -> Optional[bytes]:
@@ -415,11 +520,20 @@ class Facts:
     # -- whole-snapshot reads a rule needs ----------------------------------------
     def field_of_kind(self, kind: str, field: str) -> list[tuple[str, Any]]:
         """``(path, value of the JSON field)`` of every object of ``kind``."""
+        self._full_kind(kind)
         return self._table.field_of_kind(kind, field)
 
     def data_of_kind(self, kind: str) -> list[tuple[str, str]]:
         """``(path, object JSON)`` of every object of ``kind``."""
+        self._full_kind(kind)
         return self._table.data_of_kind(kind)
+
+    def _full_kind(self, kind: str) -> None:
+        """Parse in full the files with light rows only that declare objects of ``kind``."""
+        light = self._light_files()
+        if light:
+            lt = self._lt() or {}
+            self._full_parse([p for p, b in light if any(r[1] == kind for r in lt[(p, b)][0])])
 
     def hypotheses_brief(self, path: str) -> list[tuple[str, str, str, Optional[str]]]:
         """``(id, statement, status, parent)`` of the hypotheses of tree file ``path``."""

@@ -15,6 +15,7 @@ from typing import Any, Optional
 from kb import git
 from kb.checks.changes import diff_commits, diff_many, patch_files
 from kb.checks.diagnostics import LightDiagnostic as _D
+from kb.checks.facts import light_versions
 from kb.checks import file_results
 from kb.checks.judge import check_snapshots, history_findings, judged_by_all_parents
 from kb.checks.overrides import trailers
@@ -130,9 +131,7 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
                     trailer_spec: list[str]) -> Report:
     """History rules for each commit (vs its first parent), then snapshot rules on
     ``tip`` with pre-existing errors judged against ``origin`` (None: empty)."""
-    from kb.checks.changes import Change
-    from kb.checks.facts import Facts
-    from kb.repo import Snapshot, commit_snapshot, find_all_kbs
+    from kb.repo import commit_snapshot, find_all_kbs
 
     report = Report(mode=mode, commits=len(commits))
     shallow = shallow_commits(top)
@@ -174,66 +173,82 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
                                   if c not in shallow])
             ch = diff_commits(k, origin, tip) if origin else None
             scope = _rule_scope(ch)
-            _prefetch(idx, k, tip_snap, [diffs.get(c, []) for c, _ in commits], scope)
-            tip_f = Facts(idx, tip_snap, tip[:10])
-            origin_f = None
-            if origin:
-                ofiles, ofmts = patch_files(tip_snap.files, tip_snap.formats, ch, k, forward=False)
-                origin_f = Facts(idx, Snapshot(kb=k, kind="commit", files=ofiles, formats=ofmts,
-                                               rev=origin), origin[:10], derive_from=tip_f)
-            maps: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
-            left = dict(children)
-            for c, parents in commits:
-                parent = parents[0] if parents else None
-                if c in shallow:
-                    report.findings.append(Finding(
-                        path=k.prefix + "kb.toml", line=0, col=1, code="KB390", severity="error",
-                        message=shallow_note(c), family="history", kb=k.prefix.rstrip("/") or ".",
-                        commit=c, blocking=True))
-                    continue
-                changes = diffs.get(c, [])
-                if parent in maps:
-                    pfiles, pfmts = maps[parent]
-                    nfiles, nfmts = patch_files(pfiles, pfmts, changes, k, forward=True)
-                elif c == tip:
-                    nfiles, nfmts = tip_snap.files, tip_snap.formats
-                else:
-                    snap = commit_snapshot(k, c)
-                    nfiles, nfmts = snap.files, snap.formats
-                if left.get(c):
-                    maps[c] = (nfiles, nfmts)
-                if parent in maps:
-                    left[parent] -= 1
-                    pfiles, pfmts = maps[parent] if left[parent] > 0 else maps.pop(parent)
-                else:
-                    pfiles, pfmts = patch_files(nfiles, nfmts, changes, k, forward=False)
-                if not changes:
-                    continue
-                touched = [ch.path for ch in changes]
-                new = Snapshot(kb=k, kind="commit", files=nfiles, formats=nfmts, rev=c)
-                old = Snapshot(kb=k, kind="commit", files=pfiles, formats=pfmts, rev=parent)
-                new_f = tip_f if c == tip else Facts(idx, new, c[:10], ensure=touched)
-                old_f = Facts(idx, old, parent[:10] if parent else "the empty history", ensure=touched)
-                overrides = dict(ovs.get(c, {}))
-                overrides.update(merge_ovs.get(c, {}))
-                seen_origin = origin_f if after_origin is None or c in after_origin else None
-                change = Change(old_f, new_f, mode, changes, overrides, commit=c, origin=seen_origin,
-                                base_config=config_at(k, parent), new_config=config_at(k, c))
-                found = history_findings(change, k, c)
-                if len(parents) > 1 and found:
-                    found = judged_by_all_parents(found, idx, k, c, parents[1:], new, mode,
-                                                  overrides, origin_f)
-                report.findings += found
-            report.findings += config_findings(k)
-            report.findings += check_snapshots(k, tip_f, origin_f, strict=True, file_scope=scope) \
-                if origin_f is not None else check_snapshots(k, tip_f, _empty_facts(idx, k), strict=True)
-            if scope is not None:
-                skipped = sum(1 for p in tip_snap.files if p not in scope)
-                if skipped:
-                    report.notes.append(
-                        f"{k.prefix.rstrip('/') or '.'}: {skipped} file(s) untouched by the range not "
-                        "re-checked by the per-file rules (their findings predate the range)")
+            light = _prefetch(idx, k, tip_snap, [diffs.get(c, []) for c, _ in commits], scope)
+            with light_versions(idx, light):
+                _check_kb(report, idx, k, commits, diffs, tip, tip_snap, origin, ch, scope, shallow,
+                          children, ovs, merge_ovs, mode, after_origin)
     return report
+
+
+def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[str]]],
+              diffs: dict[str, Any], tip: str, tip_snap: Any, origin: Optional[str], ch: Any,
+              scope: Optional[set[str]], shallow: set[str], children: Counter,
+              ovs: dict[str, dict[str, str]], merge_ovs: dict[str, dict[str, str]], mode: str,
+              after_origin: Optional[set[str]]) -> None:
+    """The history findings of every commit and the snapshot findings of the tip, for
+    KB ``k`` (its file versions parsed or light: :func:`_prefetch`), into ``report``."""
+    from kb.checks.changes import Change
+    from kb.checks.facts import Facts
+    from kb.repo import Snapshot, commit_snapshot
+
+    tip_f = Facts(idx, tip_snap, tip[:10])
+    origin_f = None
+    if origin:
+        ofiles, ofmts = patch_files(tip_snap.files, tip_snap.formats, ch, k, forward=False)
+        origin_f = Facts(idx, Snapshot(kb=k, kind="commit", files=ofiles, formats=ofmts,
+                                       rev=origin), origin[:10], derive_from=tip_f)
+    maps: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
+    left = dict(children)
+    for c, parents in commits:
+        parent = parents[0] if parents else None
+        if c in shallow:
+            report.findings.append(Finding(
+                path=k.prefix + "kb.toml", line=0, col=1, code="KB390", severity="error",
+                message=shallow_note(c), family="history", kb=k.prefix.rstrip("/") or ".",
+                commit=c, blocking=True))
+            continue
+        changes = diffs.get(c, [])
+        if parent in maps:
+            pfiles, pfmts = maps[parent]
+            nfiles, nfmts = patch_files(pfiles, pfmts, changes, k, forward=True)
+        elif c == tip:
+            nfiles, nfmts = tip_snap.files, tip_snap.formats
+        else:
+            snap = commit_snapshot(k, c)
+            nfiles, nfmts = snap.files, snap.formats
+        if left.get(c):
+            maps[c] = (nfiles, nfmts)
+        if parent in maps:
+            left[parent] -= 1
+            pfiles, pfmts = maps[parent] if left[parent] > 0 else maps.pop(parent)
+        else:
+            pfiles, pfmts = patch_files(nfiles, nfmts, changes, k, forward=False)
+        if not changes:
+            continue
+        touched = [ch.path for ch in changes]
+        new = Snapshot(kb=k, kind="commit", files=nfiles, formats=nfmts, rev=c)
+        old = Snapshot(kb=k, kind="commit", files=pfiles, formats=pfmts, rev=parent)
+        new_f = tip_f if c == tip else Facts(idx, new, c[:10], ensure=touched)
+        old_f = Facts(idx, old, parent[:10] if parent else "the empty history", ensure=touched)
+        overrides = dict(ovs.get(c, {}))
+        overrides.update(merge_ovs.get(c, {}))
+        seen_origin = origin_f if after_origin is None or c in after_origin else None
+        change = Change(old_f, new_f, mode, changes, overrides, commit=c, origin=seen_origin,
+                        base_config=config_at(k, parent), new_config=config_at(k, c))
+        found = history_findings(change, k, c)
+        if len(parents) > 1 and found:
+            found = judged_by_all_parents(found, idx, k, c, parents[1:], new, mode,
+                                          overrides, origin_f)
+        report.findings += found
+    report.findings += config_findings(k)
+    report.findings += check_snapshots(k, tip_f, origin_f, strict=True, file_scope=scope) \
+        if origin_f is not None else check_snapshots(k, tip_f, _empty_facts(idx, k), strict=True)
+    if scope is not None:
+        skipped = sum(1 for p in tip_snap.files if p not in scope)
+        if skipped:
+            report.notes.append(
+                f"{k.prefix.rstrip('/') or '.'}: {skipped} file(s) untouched by the range not "
+                "re-checked by the per-file rules (their findings predate the range)")
 
 
 def _rule_scope(ch: Optional[list[Any]]) -> Optional[set[str]]:
@@ -248,13 +263,19 @@ def _rule_scope(ch: Optional[list[Any]]) -> Optional[set[str]]:
 
 
 def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
-              scope: Optional[set[str]] = None) -> None:
+              scope: Optional[set[str]] = None) -> dict[tuple[str, str], Any]:
     """Parse every file version a range check reads before the commits are walked: the
     tip's files and both sides of every change (``diffs``: the commits' changes, oldest
     first). A CI clone starts with no cache; one commit at a time, the parent parsed
     them serially, tree.md from scratch each time. Here the versions are parsed in one
     pass (in parallel), except the tree versions that follow an earlier one: those are
-    derived from it (:mod:`kb.checks.tree_versions`), one after the other."""
+    derived from it (:mod:`kb.checks.tree_versions`), one after the other.
+
+    The tip's cards that the range leaves untouched (outside ``scope``) and that the
+    index has not parsed are read light (:func:`kb.parse.light.light_card`: IDs,
+    statuses, lines, links), when their full parse provably says no more than that
+    to the cross-file rules; returns those light rows, ``{(path, blob): rows}``, for
+    :class:`kb.checks.facts.light_versions`."""
     from kb.checks.tree_versions import splice_tree_version
     from kb.parse import classify
 
@@ -273,32 +294,68 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
                 derived.add((ch.path, ch.new))
                 continue
             items += [(ch.path, b, fmt) for b in (ch.old, ch.new) if b]
-    items += [(p, b, tip.formats[p]) for p, b in tip.files.items() if (p, b) not in derived]
+    # The tip's own tree.md is parsed in full, by a worker (which also runs its per-file
+    # rules there); the versions between are derived one from the other.
+    derived -= {(p, b) for p, b in tip.files.items() if tip.formats.get(p) == "tree"}
+    light: dict[tuple[str, str], Any] = {}
+    cands = _light_candidates(tip, scope, {(p, b) for p, b, _ in items} | derived)
+    read = _checkout_reader(k, tip.files, cands, light)
+    rest = [(p, b, tip.formats[p]) for p, b in tip.files.items() if (p, b) not in derived]
+    # Batches of cards to read light alternate with batches to parse: the workers parse
+    # while this process reads the cards (see _checkout_reader).
+    full = [it for it in rest if (it[0], it[1]) not in cands]
+    card = [it for it in rest if (it[0], it[1]) in cands]
+    step = 250
+    for i in range(0, max(len(full), len(card)), step):
+        items += full[i:i + step] + card[i:i + step]
     # The per-file rules run in the parse workers, for the files the range changed
     # (``scope``; None: every file): an untouched file's results are its origin's.
     todo = [it for it in items if (it[0], it[1]) not in derived]
     rules = file_results.rule_rows if prepare_cache(idx) else None
-    read = _checkout_reader(k, tip.files)
     idx.ensure_versions(todo, file_rules=rules, read=read, rule_paths=scope)
+    tree_steps = [st for st in tree_steps if (st[0], st[2]) in derived]  # not the tip's
     if not tree_steps:
-        return
+        return light
     blobs = git.read_blobs([b for _, old, new in tree_steps for b in (old, new)], k.top)
     for path, old, new in tree_steps:
         if old in blobs and new in blobs and idx.has_parse(path, old):
             if splice_tree_version(k, idx, path, old, blobs[old], new, blobs[new]):
                 continue
         idx.ensure_versions([(path, new, "tree")])
+    return light
 
 
-def _checkout_reader(k: Any, tip_files: dict[str, str]) -> Any:
+def _light_candidates(tip: Any, scope: Optional[set[str]],
+                      other: set[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """``{(path, blob): fmt}`` of the tip's cards outside ``scope`` (none when ``scope`` is
+    None: every file is checked in full) that no commit of the range changes (``other``:
+    the versions parsed for the history rules): read light when the index lacks them."""
+    from kb.parse.light import LIGHT_FORMATS
+
+    if scope is None:
+        return {}
+    fmts = tip.formats
+    return {(p, b): fmts[p] for p, b in tip.files.items()
+            if p not in scope and fmts.get(p) in LIGHT_FORMATS and (p, b) not in other}
+
+
+def _checkout_reader(k: Any, tip_files: dict[str, str],
+                     cands: Optional[dict[tuple[str, str], str]] = None,
+                     light: Optional[dict[tuple[str, str], Any]] = None) -> Any:
     """A blob reader for :meth:`kb.index.Index.ensure_versions` that takes the tip's file
     versions from the work tree when the file there holds the wanted blob
     (:func:`kb.checks.facts.checkout_bytes`: a CI checkout of the tip, no object
     inflated), the rest from git.
 
+    The versions of ``cands`` (``{(path, blob): fmt}``) it reads are read light
+    (:func:`kb.parse.light.light_card`) into ``light``; those that read so are left
+    out of its answer, so the index neither parses nor stores them (it skips blobs
+    the reader lacks), unless another item of the batch wants the same blob.
+
     Returns ``read(items) -> {blob: bytes}`` for ``(path, blob, fmt)`` items.
     """
     from kb.checks.facts import checkout_bytes
+    from kb.parse.light import light_card
 
     def read(items: list[tuple[str, str, str]]) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
@@ -311,6 +368,22 @@ def _checkout_reader(k: Any, tip_files: dict[str, str]) -> Any:
                 out[blob] = data
         if rest:
             out.update(git.read_blobs(rest, k.top))
+        if cands and light is not None:
+            done: set[str] = set()
+            keep: set[str] = set()
+            for path, blob, _ in items:
+                fmt = cands.get((path, blob))
+                res = light_card(path, blob, out[blob], fmt) if fmt and blob in out else None
+                if res is None:
+                    keep.add(blob)
+                else:
+                    light[(path, blob)] = res
+                    done.add(blob)
+            for blob in done - keep:
+                del out[blob]
+            for path, blob, _ in items:  # parsed in full after all: no light rows beside
+                if blob in keep:
+                    light.pop((path, blob), None)
         return out
 
     return read
