@@ -145,6 +145,8 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 #: :class:`Facts` of that index answers from them as from the index's rows, and
 #: parses such a file in full when a rule asks for more (its JSON, its metadata).
 _LIGHT_ROWS: dict[int, dict[tuple[str, str], Any]] = {}
+#: The same rows by object ID, per index: ``{id: [row, …]}`` (for point queries).
+_LIGHT_BY_ID: dict[int, dict[str, list[tuple]]] = {}
 
 
 class light_versions:
@@ -156,11 +158,17 @@ class light_versions:
         self.rows = rows
 
     def __enter__(self) -> dict[tuple[str, str], Any]:
+        by_id: dict[str, list[tuple]] = {}
+        for objects, _, _ in self.rows.values():
+            for r in objects:
+                by_id.setdefault(r[0], []).append(r)
         _LIGHT_ROWS[id(self.index)] = self.rows
+        _LIGHT_BY_ID[id(self.index)] = by_id
         return self.rows
 
     def __exit__(self, *exc: Any) -> None:
         _LIGHT_ROWS.pop(id(self.index), None)
+        _LIGHT_BY_ID.pop(id(self.index), None)
 
 
 def reset_run_cache() -> None:
@@ -199,6 +207,7 @@ class Facts:
         self._full: dict[str, list["ObjectRow"]] = {}
         self._models: dict[str, list[Any]] = {}
         self._light: dict[str, list[Light]] = {}
+        self._lightkeys: Optional[list[tuple[str, str]]] = None
         if ensure is not None:
             self._ensure({p: self.files[p] for p in ensure if p in self.files})
         elif derive_from is not None:
@@ -229,11 +238,12 @@ class Facts:
         return _LIGHT_ROWS.get(id(self.index)) if _LIGHT_ROWS else None
 
     def _light_files(self) -> list[tuple[str, str]]:
-        """(path, blob) of this snapshot's files that have light rows only."""
-        lt = self._lt()
-        if not lt:
-            return []
-        return [(p, b) for p, b in self.files.items() if (p, b) in lt]
+        """(path, blob) of this snapshot's files that had light rows only when first
+        asked (one may have been parsed in full since: check it is still in :meth:`_lt`)."""
+        if self._lightkeys is None:
+            lt = self._lt()
+            self._lightkeys = [(p, b) for p, b in self.files.items() if (p, b) in lt] if lt else []
+        return self._lightkeys
 
     def _full_parse(self, paths: Iterable[str]) -> None:
         """Parse in full those of ``paths`` that have light rows only (a rule asks for
@@ -274,10 +284,10 @@ class Facts:
                                     index_facts.version_objects(self.index, p, files[p])))
             else:
                 rows = list(map(make, self._table.objects()))
-                light = self._light_files()
+                light = [lt[key] for key in self._light_files() if key in lt]
                 if light:
-                    for key in light:
-                        rows.extend(map(make, lt[key][0]))
+                    for have in light:
+                        rows.extend(map(make, have[0]))
                     rows.sort(key=_path_of)  # as the index's join gives them: by path
             # Two racing processes may have stored one parse twice: one object per place.
             self._rows = list(dict.fromkeys(rows))
@@ -299,10 +309,10 @@ class Facts:
                                  index_facts.version_links(self.index, p, files[p], XREF_LINKS))
             else:
                 links = self._table.links(XREF_LINKS)
-                light = self._light_files()
+                light = [lt[key] for key in self._light_files() if key in lt]
                 if light:
-                    for key in light:
-                        links.extend(x for x in lt[key][1] if x[3] in XREF_LINKS)
+                    for have in light:
+                        links.extend(x for x in have[1] if x[3] in XREF_LINKS)
                     links.sort(key=_first)  # as the index's join gives them: by path
             self._links = list(dict.fromkeys(links))
         return self._links
@@ -392,9 +402,9 @@ class Facts:
         files = self.files
         out = [Obj(i, k, s, p, ln, b) for p, b, i, k, s, ln in
                index_facts.declarations(self.index, obj_id, kinds) if files.get(p) == b]
-        for key in self._light_files():
-            out.extend(Obj._make(r) for r in self._lt()[key][0]  # type: ignore[index]
-                       if r[0] == obj_id and r[1] in kinds)
+        if self._lt():
+            out.extend(Obj._make(r) for r in _LIGHT_BY_ID.get(id(self.index), {}).get(obj_id, ())
+                       if r[1] in kinds and files.get(r[3]) == r[5])
         return list(dict.fromkeys(out))
 
     def anchor_line(self, path: str, obj_id: str, key: str) -> int:
@@ -533,7 +543,8 @@ class Facts:
         light = self._light_files()
         if light:
             lt = self._lt() or {}
-            self._full_parse([p for p, b in light if any(r[1] == kind for r in lt[(p, b)][0])])
+            self._full_parse([p for p, b in light if (p, b) in lt
+                              and any(r[1] == kind for r in lt[(p, b)][0])])
 
     def hypotheses_brief(self, path: str) -> list[tuple[str, str, str, Optional[str]]]:
         """``(id, statement, status, parent)`` of the hypotheses of tree file ``path``."""

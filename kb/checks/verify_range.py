@@ -297,17 +297,11 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
     # The tip's own tree.md is parsed in full, by a worker (which also runs its per-file
     # rules there); the versions between are derived one from the other.
     derived -= {(p, b) for p, b in tip.files.items() if tip.formats.get(p) == "tree"}
-    light: dict[tuple[str, str], Any] = {}
-    cands = _light_candidates(tip, scope, {(p, b) for p, b, _ in items} | derived)
-    read = _checkout_reader(k, tip.files, cands, light)
-    rest = [(p, b, tip.formats[p]) for p, b in tip.files.items() if (p, b) not in derived]
-    # Batches of cards to read light alternate with batches to parse: the workers parse
-    # while this process reads the cards (see _checkout_reader).
-    full = [it for it in rest if (it[0], it[1]) not in cands]
-    card = [it for it in rest if (it[0], it[1]) in cands]
-    step = 250
-    for i in range(0, max(len(full), len(card)), step):
-        items += full[i:i + step] + card[i:i + step]
+    cands = _light_candidates(idx, tip, scope, {(p, b) for p, b, _ in items} | derived)
+    light = _read_light(k, cands)
+    read = _checkout_reader(k, tip.files)
+    items += [(p, b, tip.formats[p]) for p, b in tip.files.items()
+              if (p, b) not in derived and (p, b) not in light]
     # The per-file rules run in the parse workers, for the files the range changed
     # (``scope``; None: every file): an untouched file's results are its origin's.
     todo = [it for it in items if (it[0], it[1]) not in derived]
@@ -325,37 +319,100 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
     return light
 
 
-def _light_candidates(tip: Any, scope: Optional[set[str]],
-                      other: set[tuple[str, str]]) -> dict[tuple[str, str], str]:
-    """``{(path, blob): fmt}`` of the tip's cards outside ``scope`` (none when ``scope`` is
+def _light_candidates(idx: Any, tip: Any, scope: Optional[set[str]],
+                      other: set[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    """``(path, blob, fmt)`` of the tip's cards outside ``scope`` (none when ``scope`` is
     None: every file is checked in full) that no commit of the range changes (``other``:
-    the versions parsed for the history rules): read light when the index lacks them."""
+    the versions parsed for the history rules) and that the index has not parsed."""
+    from kb.index_facts import SnapshotTable
     from kb.parse.light import LIGHT_FORMATS
 
     if scope is None:
-        return {}
+        return []
     fmts = tip.formats
-    return {(p, b): fmts[p] for p, b in tip.files.items()
+    want = {p: b for p, b in tip.files.items()
             if p not in scope and fmts.get(p) in LIGHT_FORMATS and (p, b) not in other}
+    if not want:
+        return []
+    unparsed = SnapshotTable(idx, want).unparsed()
+    return [(p, want[p], fmts[p]) for p in sorted(unparsed)]
 
 
-def _checkout_reader(k: Any, tip_files: dict[str, str],
-                     cands: Optional[dict[tuple[str, str], str]] = None,
-                     light: Optional[dict[tuple[str, str], Any]] = None) -> Any:
+#: Cards read light per task of :func:`_read_light`'s workers.
+LIGHT_CHUNK = 500
+
+
+def _read_light(k: Any, cands: list[tuple[str, str, str]]) -> dict[tuple[str, str], Any]:
+    """Light rows (:func:`kb.parse.light.light_card`) of the ``(path, blob, fmt)`` cards
+    ``cands`` that read light, ``{(path, blob): rows}``; the others are left out (the
+    caller parses them in full). The bytes come from the checkout when the file there
+    is the wanted blob, else from git. Forked workers share the reading out when there
+    are many (the index's parse workers start afterwards, for the rest)."""
+    import os
+
+    chunks = [cands[i:i + LIGHT_CHUNK] for i in range(0, len(cands), LIGHT_CHUNK)]
+    out: dict[tuple[str, str], Any] = {}
+    unread: list[tuple[str, str, str]] = []
+    workers = min(os.cpu_count() or 1, 4)
+    if len(chunks) > 1 and workers > 1 and _can_fork():
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            for got, missing in pool.imap_unordered(_light_chunk, [(str(k.root), c) for c in chunks]):
+                out.update(got)
+                unread += missing
+    else:
+        for c in chunks:
+            got, missing = _light_chunk((str(k.root), c))
+            out.update(got)
+            unread += missing
+    if unread:  # not in the checkout: from git
+        from kb.parse.light import light_card
+
+        data = git.read_blobs([b for _, b, _ in unread], k.top)
+        for p, b, fmt in unread:
+            res = light_card(p, b, data[b], fmt) if b in data else None
+            if res is not None:
+                out[(p, b)] = res
+    return out
+
+
+def _light_chunk(args: tuple[str, list[tuple[str, str, str]]]) -> tuple[dict, list]:
+    """Worker: the light rows of the cards the checkout under ``root`` holds, and the
+    cards it does not hold (another blob there, or none)."""
+    from kb.checks.facts import checkout_bytes
+    from kb.parse.light import light_card
+
+    root, items = args
+    got: dict[tuple[str, str], Any] = {}
+    missing = []
+    for p, b, fmt in items:
+        data = checkout_bytes(Path(root), p, b)
+        if data is None:
+            missing.append((p, b, fmt))
+            continue
+        res = light_card(p, b, data, fmt)
+        if res is not None:
+            got[(p, b)] = res
+    return got, missing
+
+
+def _can_fork() -> bool:
+    import multiprocessing
+    import os
+
+    return "fork" in multiprocessing.get_all_start_methods() and not os.environ.get("KB_NO_PARALLEL")
+
+
+def _checkout_reader(k: Any, tip_files: dict[str, str]) -> Any:
     """A blob reader for :meth:`kb.index.Index.ensure_versions` that takes the tip's file
     versions from the work tree when the file there holds the wanted blob
     (:func:`kb.checks.facts.checkout_bytes`: a CI checkout of the tip, no object
     inflated), the rest from git.
 
-    The versions of ``cands`` (``{(path, blob): fmt}``) it reads are read light
-    (:func:`kb.parse.light.light_card`) into ``light``; those that read so are left
-    out of its answer, so the index neither parses nor stores them (it skips blobs
-    the reader lacks), unless another item of the batch wants the same blob.
-
     Returns ``read(items) -> {blob: bytes}`` for ``(path, blob, fmt)`` items.
     """
     from kb.checks.facts import checkout_bytes
-    from kb.parse.light import light_card
 
     def read(items: list[tuple[str, str, str]]) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
@@ -368,22 +425,6 @@ def _checkout_reader(k: Any, tip_files: dict[str, str],
                 out[blob] = data
         if rest:
             out.update(git.read_blobs(rest, k.top))
-        if cands and light is not None:
-            done: set[str] = set()
-            keep: set[str] = set()
-            for path, blob, _ in items:
-                fmt = cands.get((path, blob))
-                res = light_card(path, blob, out[blob], fmt) if fmt and blob in out else None
-                if res is None:
-                    keep.add(blob)
-                else:
-                    light[(path, blob)] = res
-                    done.add(blob)
-            for blob in done - keep:
-                del out[blob]
-            for path, blob, _ in items:  # parsed in full after all: no light rows beside
-                if blob in keep:
-                    light.pop((path, blob), None)
         return out
 
     return read
