@@ -279,8 +279,7 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
     from kb.checks.tree_versions import splice_tree_version
     from kb.parse import classify
 
-    tree_steps: list[tuple[str, str, str]] = []
-    derived: set[tuple[str, str]] = set()
+    steps: dict[str, list[tuple[str, str]]] = {}  # tree path -> (old, new) of its changes
     items = []
     for changes in diffs:
         for ch in changes:
@@ -288,15 +287,31 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
             if fmt is None:
                 continue
             if fmt == "tree" and ch.old and ch.new:
-                tree_steps.append((ch.path, ch.old, ch.new))
-                if (ch.path, ch.old) not in derived:
-                    items.append((ch.path, ch.old, fmt))
-                derived.add((ch.path, ch.new))
+                steps.setdefault(ch.path, []).append((ch.old, ch.new))
                 continue
             items += [(ch.path, b, fmt) for b in (ch.old, ch.new) if b]
-    # The tip's own tree.md is parsed in full, by a worker (which also runs its per-file
-    # rules there); the versions between are derived one from the other.
-    derived -= {(p, b) for p, b in tip.files.items() if tip.formats.get(p) == "tree"}
+    # Of each tree.md's versions one is parsed in full (the tip's when the range holds
+    # it: by a worker, which also runs its per-file rules there), the others derived
+    # from a neighbour (a version one change away) that is parsed or derived already.
+    roots: dict[str, str] = {}
+    derived: set[tuple[str, str]] = set()
+    for path, pairs in steps.items():
+        versions = list(dict.fromkeys(b for pair in pairs for b in pair))
+        root = tip.files.get(path) if tip.files.get(path) in versions else versions[0]
+        roots[path] = root
+        if root != tip.files.get(path):
+            items.append((path, root, "tree"))
+        derived |= {(path, b) for b in versions if b != root}
+    # What the forked workers run, imported once here rather than in each of them (the
+    # check needs it all afterwards anyway).
+    import kb.parse.card  # noqa: F401
+    import kb.parse.experiment  # noqa: F401
+    import kb.parse.frontmatter  # noqa: F401
+    import kb.parse.light  # noqa: F401
+    import kb.parse.tree  # noqa: F401
+    from kb.checks.registry import load_rules
+
+    load_rules()
     cands = _light_candidates(idx, tip, scope, {(p, b) for p, b, _ in items} | derived)
     light = _read_light(k, cands)
     read = _checkout_reader(k, tip.files)
@@ -307,15 +322,30 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
     todo = [it for it in items if (it[0], it[1]) not in derived]
     rules = file_results.rule_rows if prepare_cache(idx) else None
     idx.ensure_versions(todo, file_rules=rules, read=read, rule_paths=scope)
-    tree_steps = [st for st in tree_steps if (st[0], st[2]) in derived]  # not the tip's
-    if not tree_steps:
+    if not derived:
         return light
-    blobs = git.read_blobs([b for _, old, new in tree_steps for b in (old, new)], k.top)
-    for path, old, new in tree_steps:
-        if old in blobs and new in blobs and idx.has_parse(path, old):
-            if splice_tree_version(k, idx, path, old, blobs[old], new, blobs[new]):
-                continue
-        idx.ensure_versions([(path, new, "tree")])
+    blobs = git.read_blobs(list(dict.fromkeys(b for pairs in steps.values() for pair in pairs
+                                              for b in pair)), k.top)
+    for path, pairs in steps.items():
+        near: dict[str, list[str]] = {}
+        for old, new in pairs:
+            near.setdefault(old, []).append(new)
+            near.setdefault(new, []).append(old)
+        done = {roots[path]}
+        queue = [roots[path]]
+        while queue:  # breadth first from the version parsed in full
+            cur = queue.pop(0)
+            for nxt in near[cur]:
+                if nxt in done:
+                    continue
+                done.add(nxt)
+                queue.append(nxt)
+                if idx.has_parse(path, nxt):
+                    continue
+                if cur in blobs and nxt in blobs and idx.has_parse(path, cur) and \
+                        splice_tree_version(k, idx, path, cur, blobs[cur], nxt, blobs[nxt]):
+                    continue
+                idx.ensure_versions([(path, nxt, "tree")])
     return light
 
 
