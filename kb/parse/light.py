@@ -41,10 +41,11 @@ _H1 = re.compile(r"^#[ \t]+(?P<word>[^｜|]+?)[ \t]*[｜|][ \t]*(?P<title>.*?)[ 
 _ANCHOR = re.compile(r"^- (?P<key>[A-Za-z\u4e00-\u9fff/·]+)[ \t]*(?P<colon>[:：])[ \t]?(?P<value>.*)$")
 _ENTRY_HEAD = re.compile(r"^###[ \t]+(?P<kind>解法|证明|证伪)[ \t]*(?P<rest>.*)$")
 _MAYBE_BLOCK = re.compile(r"^(?: {0,3}(?:```|~~~|<)| {4}|\t)", re.MULTILINE)
-#: The first characters of the lines _MAYBE_BLOCK matches (light_card searches for each
-#: after a newline, as bytes, before it runs the pattern).
+#: The first characters of the lines _MAYBE_BLOCK matches: light_card looks for a line
+#: starting with one (in the bytes, ten times faster) before it runs the pattern.
 _BLOCK_FIRST = frozenset(" \t<`~")
 _BLOCK_FIRST_BYTES = tuple(c.encode() for c in sorted(_BLOCK_FIRST))
+_BLOCK_LINE = re.compile(b"\n[" + re.escape("".join(sorted(_BLOCK_FIRST)).encode()) + b"]")
 
 #: Per format: the list anchors it reads, as (anchor key, link kind), in the order
 #: the index stores their links (:data:`kb.index_rows._LINK_FIELDS` order).
@@ -79,8 +80,8 @@ def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightRes
         return None
     # A code or HTML block may mask lines: only lines starting with one of " \t<`~"
     # can open one (kb.text's own shortcut), found by a byte search first.
-    if (data[:1] in _BLOCK_FIRST_BYTES or b"\n " in data or b"\n\t" in data or b"\n<" in data
-            or b"\n`" in data or b"\n~" in data) and _MAYBE_BLOCK.search(text) is not None:
+    if (data[:1] in _BLOCK_FIRST_BYTES or _BLOCK_LINE.search(data) is not None) \
+            and _MAYBE_BLOCK.search(text) is not None:
         return None
     # The header: up to the first `## ` line (all of the file without one).
     cut = text.find("\n## ")
@@ -100,15 +101,16 @@ def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightRes
     i += 1
     anchors: dict[str, str] = {}
     where: dict[str, int] = {}
+    match = _ANCHOR.match
     while i < n:
         line = head[i]
-        if line.startswith("- "):
-            a = _ANCHOR.match(line)
+        if line[:2] == "- ":
+            a = match(line)
             if a is not None:
-                key = a.group("key")
-                if a.group("colon") != ":" or key in anchors:
+                key, colon, value = a.groups()
+                if colon != ":" or key in anchors:
                     return None  # KB110, KB112
-                anchors[key] = a.group("value").rstrip()
+                anchors[key] = value.rstrip()
                 where[key] = i + 1
         i += 1
     if not anchors:
@@ -136,8 +138,11 @@ def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightRes
     for key, kind in _LISTS[fmt]:
         if key not in anchors:
             continue
+        raw = anchors[key]
+        if raw.strip() == "[]":
+            continue  # what parse_list reads it as: no item, no diagnostic
         ln = where[key]
-        items, diags = parse_list(anchors[key], path, ln, head[ln - 1], key)
+        items, diags = parse_list(raw, path, ln, head[ln - 1], key)
         if diags:
             return None  # KB120, KB121
         links.extend((path, obj_id, x, kind) for x in items)
