@@ -635,3 +635,62 @@ def test_range_reads_untouched_cards_light_and_reports_exactly_what_their_full_p
     # and a whole check afterwards (the light rows were never stored) finds every file
     _, whole = verify_json(clone)
     assert ("KB205", "Problems/q14.md") in {(d["code"], d["path"]) for d in whole["diagnostics"]}
+
+
+def test_facts_answer_from_light_rows_as_from_the_full_parses(make_kb, tmp_path) -> None:
+    """kb.checks.facts with light rows registered (light_versions) answers every
+    whole-snapshot and point query as a Facts over the full parses does, and parses a
+    light file in full when a rule asks for its fields."""
+    import shutil
+
+    from kb.checks.facts import Facts, light_versions
+    from kb.index import Index
+    from kb.parse.light import light_card
+    from kb.repo import commit_snapshot, open_kb
+    from test_verify_support import make_repo, method, problem, proposition, verified
+
+    files = {"Problems/q2.md": problem("q2", depends='["q1","q9"]', depended_by='["q3"]'),
+             "Problems/q3.md": problem("q3", depends='["q2"]', status="已解决"),
+             "Propos/数论/q2.md": proposition("q2"),                  # a duplicate ID
+             "Methods/m1.md": method("m1", parents='["m0"]', claims='["p1"]'),
+             "Verified/命题/p1.md": verified("p1")}
+    root = make_repo(make_kb, files)
+    k = open_kb(root)
+    snap = commit_snapshot(k, "HEAD")
+    shutil.rmtree(root / ".kb", ignore_errors=True)
+    full_idx = Index(k, tmp_path / "full.sqlite")
+    light_idx = Index(k, tmp_path / "light.sqlite")
+    light = {}
+    for p, b in snap.files.items():
+        res = light_card(p, b, (root / p).read_bytes(), snap.formats[p])
+        if res is not None:
+            light[(p, b)] = res
+    assert len(light) >= 5
+    full = Facts(full_idx, snap, "HEAD")
+    with light_versions(light_idx, light):
+        lite = Facts(light_idx, snap, "HEAD")
+        stored = {p for (p,) in light_idx.db.execute("SELECT path FROM parsed")}
+        assert not {p for p, _ in light} & stored  # not parsed, not stored
+        assert sorted(lite.rows()) == sorted(full.rows())
+        assert lite.links() == full.links()
+        assert lite.duplicates() == full.duplicates()
+        for kind in ("problem", "proposition", "method", "verified", "hypothesis", "experiment"):
+            assert Facts(light_idx, snap, "x", ensure=()).kind_ids(kind) == full.kind_ids(kind)
+        for oid in ("q2", "q3", "m1", "p1", "q9"):
+            kinds = ("problem", "proposition", "method", "verified")
+            assert sorted(Facts(light_idx, snap, "x", ensure=()).find(oid, kinds)) == \
+                sorted(full.find(oid, kinds))
+        for path, oid, key in (("Problems/q2.md", "q2", "被依赖"), ("Methods/m1.md", "m1", "上级体系"),
+                               ("Problems/q3.md", "q3", "计划"), ("Problems/q3.md", "q3", "无此键"),
+                               ("Problems/q3.md", "q2", "依赖")):
+            assert lite.anchor_line(path, oid, key) == full.anchor_line(path, oid, key)
+            assert lite.declared_line(path, oid) == full.declared_line(path, oid)
+        assert sorted(lite.field_of_kind("problem", "priority")) == \
+            sorted(full.field_of_kind("problem", "priority"))
+        # the problems were parsed in full to answer that, and only they
+        now = {p for (p,) in light_idx.db.execute("SELECT path FROM parsed")}
+        assert {"Problems/q2.md", "Problems/q3.md"} <= now
+        assert "Methods/m1.md" not in now
+        assert sorted(lite.data_of_kind("method")) == sorted(full.data_of_kind("method"))
+    full_idx.close()
+    light_idx.close()

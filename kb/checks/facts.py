@@ -271,7 +271,8 @@ class Facts:
         return [p for p, b in self.files.items() if other.get(p) != b]
 
     def rows(self) -> list[Obj]:
-        """Every object of the snapshot (light rows), in no particular order."""
+        """Every object of the snapshot (light rows): by path, each file's in line order (a
+        snapshot derived from another: its rows, then those of the files that differ)."""
         if self._rows is None:
             files = self.files
             make = Obj._make
@@ -284,11 +285,13 @@ class Facts:
                                     index_facts.version_objects(self.index, p, files[p])))
             else:
                 rows = list(map(make, self._table.objects()))
-                light = [lt[key] for key in self._light_files() if key in lt]
-                if light:
-                    for have in light:
+                for key in self._light_files():
+                    have = lt.get(key)
+                    if have is not None:
                         rows.extend(map(make, have[0]))
-                    rows.sort(key=_path_of)  # as the index's join gives them: by path
+                # By path, each file's in its own order: the same whatever order the
+                # index stored the files in (a cold or warm index, light rows or not).
+                rows.sort(key=_path_of)
             # Two racing processes may have stored one parse twice: one object per place.
             self._rows = list(dict.fromkeys(rows))
         return self._rows
@@ -309,11 +312,11 @@ class Facts:
                                  index_facts.version_links(self.index, p, files[p], XREF_LINKS))
             else:
                 links = self._table.links(XREF_LINKS)
-                light = [lt[key] for key in self._light_files() if key in lt]
-                if light:
-                    for have in light:
+                for key in self._light_files():
+                    have = lt.get(key)
+                    if have is not None:
                         links.extend(x for x in have[1] if x[3] in XREF_LINKS)
-                    links.sort(key=_first)  # as the index's join gives them: by path
+                links.sort(key=_first)  # by path, as rows()
             self._links = list(dict.fromkeys(links))
         return self._links
 
@@ -382,7 +385,7 @@ class Facts:
         return set().union(*(self._ids.get(k, set()) for k in kinds))
 
     def of_kind(self, *kinds: str) -> list[Obj]:
-        """The objects of ``kinds`` (kb.model kind names), in index order; [] for an unknown kind."""
+        """The objects of ``kinds`` (kb.model kind names), in :meth:`rows` order; [] for an unknown kind."""
         groups = self._kinds()
         if len(kinds) == 1:
             return list(groups.get(kinds[0], ()))
@@ -390,9 +393,15 @@ class Facts:
 
     def kind_ids(self, kind: str) -> set[str]:
         """IDs of one kind (a targeted query when the rows are not loaded)."""
-        if self._rows is not None or self._parent is not None or self._light_files():
+        if self._rows is not None or self._parent is not None:
             return self.ids(kind)
-        return self._table.ids_of_kind(kind)
+        out = self._table.ids_of_kind(kind)
+        lt = self._lt()
+        for key in self._light_files():
+            have = lt.get(key) if lt else None
+            if have is not None:
+                out.update(r[0] for r in have[0] if r[1] == kind)
+        return out
 
     def find(self, obj_id: str, kinds: Iterable[str]) -> list[Obj]:
         """Declarations of ``obj_id`` among ``kinds`` (a point query; no full load)."""
