@@ -162,3 +162,134 @@ def test_light_reading_uses_the_card_parsers_own_patterns() -> None:
     assert light._MAYBE_BLOCK.pattern == text._MAYBE_BLOCK.pattern
     assert light._MAYBE_BLOCK.flags == text._MAYBE_BLOCK.flags
     assert light._BLOCK_FIRST == text._BLOCK_FIRST
+
+
+# -- experiments (kb.parse.light.light_experiment) ------------------------------------
+
+EXP = """# E0007: H1.2 - Measure the decode cost
+
+**Hypothesis**: H1.2 prefetching hides the decode cost
+**Date**: 2024-01-02
+**Status**: 已完成
+
+## 实验设计
+
+**目标**: text
+
+## 结果
+
+**数据**: 5613 samples/s
+**结论**: 支持 — it does.
+"""
+
+
+def _exp_same_or_none(path: str, data: bytes) -> bool:
+    """Assert the light reading of one experiment version; True when it was light."""
+    import json
+
+    from kb.config import Config
+    from kb.git import object_id
+    from kb.index_rows import result_rows
+    from kb.parse import parse_file
+    from kb.parse.light import light_experiment, light_read
+
+    blob = object_id("blob", data, like="0" * 40)
+    got = light_experiment(path, blob, data)
+    assert got == light_read(path, blob, data, "experiment")
+    if got is None:
+        return False
+    rows, links, anchors, diags = _full(path, blob, data, "experiment")
+    assert diags == [], (path, diags)
+    assert got[0] == rows, path
+    assert got[1] == links, path
+    assert [got[2]] == anchors, path
+    _, objs, _, _ = result_rows(path, blob, parse_file(path, data, Config(root=Path(".")), "experiment"))
+    assert [got[3]] == [{"date": json.loads(r[-1]).get("date")} for r in objs], path
+    return True
+
+
+def _exp_variants() -> list[str]:
+    out = [EXP]
+    swap = [
+        ("# E0007: H1.2", "# E0007：H1.2"),                 # KB110 in the title
+        ("# E0007: H1.2 - Measure", "# Measure"),             # KB130
+        ("# E0007: H1.2 - Measure the decode cost\n", ""),   # no title
+        ("**Date**: 2024-01-02", "**Date**: 2 Jan 2024"),    # KB131
+        ("**Date**: 2024-01-02", "**Date**：2024-01-02"),     # KB110
+        ("**Status**: 已完成", "**Status**: 已完成\n**Status**: 进行中"),  # KB112
+        ("**结论**: 支持 — it does.", ""),                     # KB132
+        ("**结论**: 支持 — it does.", "**结论**: 支持\n**结论**: 推翻"),  # KB112
+        ("**结论**: 支持 — it does.", "**结论**: maybe"),       # an unknown word, kept
+        ("**Hypothesis**: H1.2 prefetching hides the decode cost\n", ""),  # the title's
+        ("# E0007: H1.2 - Measure the decode cost", "# E0007: H1.2"),
+        ("# E0007: H1.2 - Measure the decode cost", "# E0007:"),
+        ("**Hypothesis**: H1.2 prefetching", "**Hypothesis**: \u3000"),
+        ("**Status**: 已完成", "**Status**: done"),
+        ("**目标**: text", "```\n# E9: H9 - inside\n```"),  # a fence
+        ("**目标**: text", "    **Status**: 进行中"),         # indented code
+        ("**目标**: text", "<div>\n**结论**: 推翻\n</div>"),   # HTML
+    ]
+    for a, b in swap:
+        assert a in EXP
+        out.append(EXP.replace(a, b, 1))
+    out.append("---\nid: E0007\n---\n" + EXP)
+    out.append("\ufeff" + EXP)
+    out.append(EXP.replace("\n", "\r\n"))
+    out.append(EXP + "<<<<<<< ours\na\n=======\nb\n>>>>>>> theirs\n")
+    out.append(EXP + "\x00")
+    out.append("\n\n" + EXP)
+    out.append(EXP.rstrip("\n"))
+    out.append("# E0007: H1.2 - only a title\n")                        # KB126
+    out.append("# E0007: H1.2 - t\n\n## 结果\n\n**结论**: 推翻\n")          # a conclusion only
+    return out
+
+
+def test_light_experiments_equal_their_full_parse_or_are_refused() -> None:
+    light = refused = 0
+    for text in _exp_variants():
+        if _exp_same_or_none("experiments/E0007.md", text.encode("utf-8")):
+            light += 1
+        else:
+            refused += 1
+    assert light >= 6 and refused >= 15
+
+
+def test_light_reading_of_the_shared_cases_as_experiments() -> None:
+    files = sorted(p for p in CASES.rglob("*") if p.is_file() and p.suffix in (".md", ".txt"))
+    assert files
+    for p in files:
+        _exp_same_or_none("experiments/" + (p.name if p.name.startswith("E") else "E0001.md"),
+                          p.read_bytes())
+
+
+@pytest.mark.parametrize("profile", ["default", "cards"])
+def test_light_reading_of_every_experiment_of_the_generated_corpora(tmp_path, profile) -> None:
+    out = tmp_path / "corpus"
+    subprocess.run([sys.executable, str(HERE.parent / "benchmarks" / "gen_corpus.py"), str(out),
+                    "--scale", "0.1", "--profile", profile, "--no-git"], check=True,
+                   capture_output=True, env=source_env())
+    from kb.config import Config
+    from kb.parse import classify
+
+    cfg = Config(root=Path("."))
+    light = total = 0
+    for p in sorted(out.rglob("*.md")):
+        rel = p.relative_to(out).as_posix()
+        if classify(rel, cfg) != "experiment":
+            continue
+        total += 1
+        light += _exp_same_or_none(rel, p.read_bytes())
+    assert total > 100 and light > total // 2
+
+
+def test_light_experiments_use_the_experiment_parsers_patterns() -> None:
+    import inspect
+
+    from kb.parse import experiment, light
+
+    src = inspect.getsource(experiment.parse_experiment)
+    assert light._HYP_ACTION.pattern in src and light._CONCLUSION_WORD.pattern in src
+    assert light._DATE.pattern in src
+    for name in ("_TITLE", "_BOLD", "_SECTION", "_SINGLE"):
+        mine, theirs = getattr(light, name), getattr(experiment, name)
+        assert (mine == theirs) if isinstance(mine, set) else (mine.pattern == theirs.pattern), name

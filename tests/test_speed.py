@@ -579,7 +579,8 @@ def test_range_reads_untouched_cards_light_and_reports_exactly_what_their_full_p
     import kb.checks.facts as facts_mod
     import kb.checks.verify_range as vr
     from conftest import commit_all, git
-    from test_verify_support import make_repo, method, problem, proposition, verified, verify_json
+    from test_verify_support import (experiment, make_repo, method, problem, proposition, verified,
+                                     verify_json)
 
     files = {f"Problems/q{i}.md": problem(f"q{i}") for i in (2, 3, 11)}
     files["Problems/q4.md"] = problem("q4", depended_by='["q5"]')
@@ -594,8 +595,16 @@ def test_range_reads_untouched_cards_light_and_reports_exactly_what_their_full_p
     files["Methods/m1.md"] = method("m1", parents='["m0"]', claims='["p9"]')  # KB215, KB214
     files["Propos/数论/p3.md"] = proposition("p3", status="已验证·真", prob="1")  # KB217
     files["Verified/命题/p4.md"] = verified("p4")                          # KB217: no p4
+    files["experiments/E0005.md"] = experiment("E0005", hyp="H9")        # KB211, untouched
+    files["experiments/E0006.md"] = experiment("E0006", date="2026-03-04")
+    files["experiments/E0008.md"] = experiment("E0008") + "\n```\n**Status**: x\n```\n"  # a fence
+    files["experiments/E0011.md"] = experiment("E0011", date="2 Jan 2026")  # KB131: read in full
     root = make_repo(make_kb, files)
     base = git(root, "rev-parse", "HEAD").strip()
+    (root / "experiments" / "E0009.md").write_text(experiment("E0009", date="2026-05-05"),
+                                                  encoding="utf-8")
+    (root / "experiments" / "E0010.md").write_text(experiment("E0005"), encoding="utf-8")
+    commit_all(root, "two experiments")                  # KB240; KB202 against untouched E0005
     (root / "Propos" / "数论" / "q2.md").write_text(proposition("q2"), encoding="utf-8")
     commit_all(root, "a second q2")                       # KB202 against untouched Problems/q2.md
     (root / "Problems" / "q8.md").write_text(problem("q8", depends='["q7","q11"]'), encoding="utf-8")
@@ -610,13 +619,18 @@ def test_range_reads_untouched_cards_light_and_reports_exactly_what_their_full_p
     seen: list[int] = []
     real = facts_mod.light_versions.__init__
 
+    light_paths: set[str] = set()
+
     def spy(self, index, rows):
         seen.append(len(rows))
+        light_paths.update(p for p, _ in rows)
         real(self, index, rows)
 
     monkeypatch.setattr(facts_mod.light_versions, "__init__", spy)
     code, got = verify_json(clone, "--range", f"{base}..HEAD")
     assert seen and seen[0] >= 10  # the untouched cards were read light
+    assert {"experiments/E0005.md", "experiments/E0006.md"} <= light_paths  # and experiments
+    assert not {"experiments/E0008.md", "experiments/E0011.md"} & light_paths
     shutil.rmtree(clone / ".kb")
     seen.clear()
     monkeypatch.setattr(vr, "_light_candidates", lambda *a: {})  # every card parsed in full
@@ -628,7 +642,8 @@ def test_range_reads_untouched_cards_light_and_reports_exactly_what_their_full_p
     assert {("KB212", "Problems/q5.md"), ("KB216", "Problems/q7.md"),
             ("KB216", "Problems/q11.md"), ("KB215", "Methods/m1.md"), ("KB214", "Methods/m1.md"),
             ("KB217", "Propos/数论/p3.md"), ("KB217", "Verified/命题/p4.md"),
-            ("KB120", "Problems/q12.md")} <= found
+            ("KB120", "Problems/q12.md"), ("KB211", "experiments/E0005.md")} <= found
+    assert any(d["code"] == "KB202" and "E0005" in d["message"] for d in got["diagnostics"])
     assert any(c == "KB213" for c, _ in found)
     blocking = {(d["code"], d["path"]) for d in got["diagnostics"] if d["blocking"]}
     assert ("KB212", "Problems/q5.md") in blocking and ("KB216", "Problems/q7.md") not in blocking
@@ -645,15 +660,16 @@ def test_facts_answer_from_light_rows_as_from_the_full_parses(make_kb, tmp_path)
 
     from kb.checks.facts import Facts, light_versions
     from kb.index import Index
-    from kb.parse.light import light_card
+    from kb.parse.light import light_read
     from kb.repo import commit_snapshot, open_kb
-    from test_verify_support import make_repo, method, problem, proposition, verified
+    from test_verify_support import experiment, make_repo, method, problem, proposition, verified
 
     files = {"Problems/q2.md": problem("q2", depends='["q1","q9"]', depended_by='["q3"]'),
              "Problems/q3.md": problem("q3", depends='["q2"]', status="已解决"),
              "Propos/数论/q2.md": proposition("q2"),                  # a duplicate ID
              "Methods/m1.md": method("m1", parents='["m0"]', claims='["p1"]'),
-             "Verified/命题/p1.md": verified("p1")}
+             "Verified/命题/p1.md": verified("p1"),
+             "experiments/E0005.md": experiment("E0005", hyp="H9", date="2026-03-04")}
     root = make_repo(make_kb, files)
     k = open_kb(root)
     snap = commit_snapshot(k, "HEAD")
@@ -662,7 +678,7 @@ def test_facts_answer_from_light_rows_as_from_the_full_parses(make_kb, tmp_path)
     light_idx = Index(k, tmp_path / "light.sqlite")
     light = {}
     for p, b in snap.files.items():
-        res = light_card(p, b, (root / p).read_bytes(), snap.formats[p])
+        res = light_read(p, b, (root / p).read_bytes(), snap.formats[p])
         if res is not None:
             light[(p, b)] = res
     assert len(light) >= 5
@@ -692,5 +708,11 @@ def test_facts_answer_from_light_rows_as_from_the_full_parses(make_kb, tmp_path)
         assert {"Problems/q2.md", "Problems/q3.md"} <= now
         assert "Methods/m1.md" not in now
         assert sorted(lite.data_of_kind("method")) == sorted(full.data_of_kind("method"))
+        # an experiment's date comes with its light reading: not parsed for it
+        assert ("experiments/E0005.md", snap.files["experiments/E0005.md"]) in light
+        assert lite.field_of_kind("experiment", "date") == full.field_of_kind("experiment", "date")
+        now = {p for (p,) in light_idx.db.execute("SELECT path FROM parsed")}
+        assert "experiments/E0005.md" not in now
+        assert sorted(lite.data_of_kind("experiment")) == sorted(full.data_of_kind("experiment"))
     full_idx.close()
     light_idx.close()

@@ -159,8 +159,8 @@ class light_versions:
 
     def __enter__(self) -> dict[tuple[str, str], Any]:
         by_id: dict[str, list[tuple]] = {}
-        for objects, _, _ in self.rows.values():
-            for r in objects:
+        for res in self.rows.values():
+            for r in res[0]:
                 by_id.setdefault(r[0], []).append(r)
         _LIGHT_ROWS[id(self.index)] = self.rows
         _LIGHT_BY_ID[id(self.index)] = by_id
@@ -538,22 +538,38 @@ class Facts:
 
     # -- whole-snapshot reads a rule needs ----------------------------------------
     def field_of_kind(self, kind: str, field: str) -> list[tuple[str, Any]]:
-        """``(path, value of the JSON field)`` of every object of ``kind``."""
-        self._full_kind(kind)
-        return self._table.field_of_kind(kind, field)
+        """``(path, value of the JSON field)`` of every object of ``kind`` (a file with
+        light rows that carry ``field``, an experiment's ``date``, is not parsed for it)."""
+        extra = self._full_kind(kind, field)
+        rows = self._table.field_of_kind(kind, field)
+        if extra:
+            rows = sorted(rows + extra, key=_first)
+        return rows
 
     def data_of_kind(self, kind: str) -> list[tuple[str, str]]:
         """``(path, object JSON)`` of every object of ``kind``."""
         self._full_kind(kind)
         return self._table.data_of_kind(kind)
 
-    def _full_kind(self, kind: str) -> None:
-        """Parse in full the files with light rows only that declare objects of ``kind``."""
+    def _full_kind(self, kind: str, field: Optional[str] = None) -> list[tuple[str, Any]]:
+        """Parse in full the files with light rows only that declare objects of ``kind``,
+        but for those whose light reading carries ``field`` (its fourth item, a dict):
+        returns ``(path, value)`` of those objects instead."""
         light = self._light_files()
+        extra: list[tuple[str, Any]] = []
         if light:
             lt = self._lt() or {}
-            self._full_parse([p for p, b in light if (p, b) in lt
-                              and any(r[1] == kind for r in lt[(p, b)][0])])
+            todo = []
+            for p, b in light:
+                have = lt.get((p, b))
+                if have is None or not any(r[1] == kind for r in have[0]):
+                    continue
+                if field is not None and len(have) > 3 and field in have[3]:
+                    extra.extend((p, have[3][field]) for r in have[0] if r[1] == kind)
+                else:
+                    todo.append(p)
+            self._full_parse(todo)
+        return extra
 
     def hypotheses_brief(self, path: str) -> list[tuple[str, str, str, Optional[str]]]:
         """``(id, statement, status, parent)`` of the hypotheses of tree file ``path``."""

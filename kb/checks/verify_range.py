@@ -355,13 +355,13 @@ def _light_candidates(idx: Any, tip: Any, scope: Optional[set[str]],
     None: every file is checked in full) that no commit of the range changes (``other``:
     the versions parsed for the history rules) and that the index has not parsed."""
     from kb.index_facts import SnapshotTable
-    from kb.parse.light import LIGHT_FORMATS
+    from kb.parse.light import LIGHT_READ_FORMATS
 
     if scope is None:
         return []
     fmts = tip.formats
     want = {p: b for p, b in tip.files.items()
-            if p not in scope and fmts.get(p) in LIGHT_FORMATS and (p, b) not in other}
+            if p not in scope and fmts.get(p) in LIGHT_READ_FORMATS and (p, b) not in other}
     if not want:
         return []
     unparsed = SnapshotTable(idx, want).unparsed()
@@ -397,11 +397,11 @@ def _read_light(k: Any, cands: list[tuple[str, str, str]]) -> dict[tuple[str, st
             out.update(got)
             unread += missing
     if unread:  # not in the checkout: from git
-        from kb.parse.light import light_card
+        from kb.parse.light import light_read
 
         data = git.read_blobs([b for _, b, _ in unread], k.top)
         for p, b, fmt in unread:
-            res = light_card(p, b, data[b], fmt) if b in data else None
+            res = light_read(p, b, data[b], fmt) if b in data else None
             if res is not None:
                 out[(p, b)] = res
     return out
@@ -411,7 +411,7 @@ def _light_chunk(args: tuple[str, list[tuple[str, str, str]]]) -> tuple[dict, li
     """Worker: the light rows of the cards the checkout under ``root`` holds, and the
     cards it does not hold (another blob there, or none)."""
     from kb.checks.facts import checkout_bytes
-    from kb.parse.light import light_card
+    from kb.parse.light import light_read
 
     root, items = args
     got: dict[tuple[str, str], Any] = {}
@@ -421,7 +421,7 @@ def _light_chunk(args: tuple[str, list[tuple[str, str, str]]]) -> tuple[dict, li
         if data is None:
             missing.append((p, b, fmt))
             continue
-        res = light_card(p, b, data, fmt)
+        res = light_read(p, b, data, fmt)
         if res is not None:
             got[(p, b)] = res
     return got, missing

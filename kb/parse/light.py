@@ -23,7 +23,7 @@ from typing import Optional
 from kb.parse.card import KIND_WORDS, split_fields
 from kb.parse.common import parse_float, parse_list, parse_priority, path_stem
 
-__all__ = ["LIGHT_FORMATS", "LightResult", "light_card"]
+__all__ = ["LIGHT_FORMATS", "LIGHT_READ_FORMATS", "LightResult", "light_card", "light_experiment", "light_read"]
 
 #: The formats :func:`light_card` reads.
 LIGHT_FORMATS = ("problem", "proposition", "method", "verified")
@@ -152,3 +152,121 @@ def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightRes
             links.append((path, obj_id, src, "source"))
     status = anchors.get("结论" if fmt == "verified" else "状态", "").strip()
     return [(obj_id, fmt, status, path, h1, blob)], links, where
+
+
+#: The formats :func:`light_read` reads: the cards and experiments.
+LIGHT_READ_FORMATS = (*LIGHT_FORMATS, "experiment")
+
+
+def light_read(path: str, blob: str, data: bytes, fmt: str) -> Optional[tuple]:
+    """:func:`light_card` for a card, :func:`light_experiment` for an experiment
+    (None for another format)."""
+    if fmt == "experiment":
+        return light_experiment(path, blob, data)
+    return light_card(path, blob, data, fmt)
+
+
+# The experiment parser's own patterns (kb.parse.experiment); tests/test_parse_light.py
+# checks they are the same.
+_TITLE = re.compile(r"^#[ \t]+(?P<id>E\d{3,})[ \t]*(?P<colon>[:：])[ \t]*(?P<rest>.*?)[ \t]*$")
+_BOLD = re.compile(r"^\*\*(?P<key>[^*]+?)\*\*[ \t]*(?P<colon>[:：])[ \t]*(?P<value>.*?)[ \t]*$")
+_SECTION = re.compile(r"^##[ \t]+(?P<name>.*?)[ \t]*$")
+_SINGLE = {"Hypothesis", "Date", "Status"}
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_HYP_ACTION = re.compile(r"(?P<h>\S+)\s+-\s+(?P<a>.*)$")
+_CONCLUSION_WORD = re.compile(r"[\s—\-–,，。:：(（+]")
+
+
+def light_experiment(path: str, blob: str, data: bytes) -> Optional[tuple]:
+    """The light rows of one experiment version, or None when only a full parse can tell.
+
+    As :func:`light_card` (the same refusals of a file that is not plain), plus a
+    fourth item: ``{"date": …}``, the JSON field the dashboard rule reads of every
+    experiment. The experiment parser's own loop (:func:`kb.parse.experiment.parse_experiment`,
+    its patterns) over the lines starting with ``#`` or ``*``; any line that would
+    give a diagnostic (KB110, KB112, KB130, KB131, KB132, KB126) returns None.
+    """
+    from kb.vocab import CONCLUSION, EXPERIMENT_STATUS
+
+    if b"\r" in data or b"\x00" in data or b"<<<<<<<" in data \
+            or data.startswith((b"\xef\xbb\xbf", b"-")):
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if (data[:1] in _BLOCK_FIRST_BYTES or _BLOCK_LINE.search(data) is not None) \
+            and _MAYBE_BLOCK.search(text) is not None:
+        return None
+    try:
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        exp_id, hyp = path_stem(path), None
+        title_line = 0
+        anchors: dict[str, str] = {}
+        anchor_lines: dict[str, int] = {}
+        section = ""
+        result_line = conclusion_line = 0
+        conclusion = None
+        for i, line in enumerate(lines):
+            if not line or line[0] not in "#*":
+                continue
+            if not title_line and line.startswith("# "):
+                m = _TITLE.match(line)
+                title_line = i + 1
+                if m is None or m.group("colon") != ":":
+                    return None  # KB130, KB110
+                exp_id = m.group("id")
+                rest = m.group("rest")
+                hm = _HYP_ACTION.match(rest)
+                if hm:
+                    hyp = hm.group("h")
+                else:
+                    hyp, _ = (rest.split(None, 1) + [""])[:2] if rest else (None, "")
+                continue
+            m = _SECTION.match(line)
+            if m is not None:
+                section = m.group("name")
+                if section == "结果":
+                    result_line = i + 1
+                continue
+            m = _BOLD.match(line)
+            if m is None:
+                continue
+            key = m.group("key").strip()
+            if m.group("colon") != ":":
+                return None  # KB110
+            if key == "结论" and section == "结果":
+                if conclusion_line:
+                    return None  # KB112
+                conclusion_line = i + 1
+                word = _CONCLUSION_WORD.split(m.group("value").strip(), maxsplit=1)[0]
+                conclusion = CONCLUSION.canonical(word) if word else None
+                if conclusion is None and word and not word.startswith("["):
+                    conclusion = word
+                continue
+            if key in _SINGLE and not section:
+                if key in anchors:
+                    return None  # KB112
+                anchors[key] = m.group("value")
+                anchor_lines[key] = i + 1
+        if not title_line:
+            return None  # KB130
+        date = anchors.get("Date")
+        if date is not None and not _DATE.fullmatch(date):
+            return None  # KB131
+        raw_status = anchors.get("Status", "")
+        status = EXPERIMENT_STATUS.canonical(raw_status) or raw_status
+        if result_line and conclusion_line == 0 and status == "已完成":
+            return None  # KB132
+        if not anchors and conclusion is None:
+            return None  # the full parse may add KB126
+        hyp_text = anchors.get("Hypothesis", "")
+        hyp_id = hyp_text.split(None, 1)[0] if hyp_text else hyp
+        hypothesis = hyp_id or hyp
+    except Exception:  # whatever the full parse makes of it, it makes it there
+        return None
+    links = [(path, exp_id, hypothesis, "tests")] if hypothesis else []
+    return ([(exp_id, "experiment", status, path, title_line, blob)], links, anchor_lines,
+            {"date": date})
