@@ -269,14 +269,14 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
     first). A CI clone starts with no cache; one commit at a time, the parent parsed
     them serially, tree.md from scratch each time. Here the versions are parsed in one
     pass (in parallel), except the tree versions that follow an earlier one: those are
-    derived from it (:mod:`kb.checks.tree_versions`), one after the other.
+    derived from it (:mod:`kb.checks.tree_versions`), one after the other, in this
+    process while forked workers read the untouched cards and experiments light.
 
     The tip's cards that the range leaves untouched (outside ``scope``) and that the
-    index has not parsed are read light (:func:`kb.parse.light.light_card`: IDs,
+    index has not parsed are read light (:func:`kb.parse.light.light_read`: IDs,
     statuses, lines, links), when their full parse provably says no more than that
     to the cross-file rules; returns those light rows, ``{(path, blob): rows}``, for
     :class:`kb.checks.facts.light_versions`."""
-    from kb.checks.tree_versions import splice_tree_version
     from kb.parse import classify
 
     steps: dict[str, list[tuple[str, str]]] = {}  # tree path -> (old, new) of its changes
@@ -291,7 +291,7 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
                 continue
             items += [(ch.path, b, fmt) for b in (ch.old, ch.new) if b]
     # Of each tree.md's versions one is parsed in full (the tip's when the range holds
-    # it: by a worker, which also runs its per-file rules there), the others derived
+    # it, with its per-file rules), the others derived
     # from a neighbour (a version one change away) that is parsed or derived already.
     roots: dict[str, str] = {}
     derived: set[tuple[str, str]] = set()
@@ -299,8 +299,6 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
         versions = list(dict.fromkeys(b for pair in pairs for b in pair))
         root = tip.files.get(path) if tip.files.get(path) in versions else versions[0]
         roots[path] = root
-        if root != tip.files.get(path):
-            items.append((path, root, "tree"))
         derived |= {(path, b) for b in versions if b != root}
     # What the forked workers run, imported once here rather than in each of them (the
     # check needs it all afterwards anyway).
@@ -313,19 +311,39 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
 
     load_rules()
     cands = _light_candidates(idx, tip, scope, {(p, b) for p, b, _ in items} | derived)
-    light = _read_light(k, cands)
     read = _checkout_reader(k, tip.files)
-    items += [(p, b, tip.formats[p]) for p, b in tip.files.items()
-              if (p, b) not in derived and (p, b) not in light]
     # The per-file rules run in the parse workers, for the files the range changed
     # (``scope``; None: every file): an untouched file's results are its origin's.
-    todo = [it for it in items if (it[0], it[1]) not in derived]
     rules = file_results.rule_rows if prepare_cache(idx) else None
+
+    def tree_chain() -> None:
+        """Each tree file's root version parsed in full (with its per-file rules), then
+        the others derived from it: in this process while the workers read light."""
+        roots_todo = [(path, root, "tree") for path, root in roots.items()]
+        if roots_todo:
+            idx.ensure_versions(roots_todo, file_rules=rules, read=read, rule_paths=scope)
+        if derived:
+            _derive_tree_versions(idx, k, steps, roots)
+
+    light = _read_light(k, cands, during=tree_chain)
+    items += [(p, b, tip.formats[p]) for p, b in tip.files.items()
+              if (p, b) not in derived and (p, b) not in light]
+    todo = [it for it in items if (it[0], it[1]) not in derived]
     idx.ensure_versions(todo, file_rules=rules, read=read, rule_paths=scope)
-    if not derived:
-        return light
+    return light
+
+
+def _derive_tree_versions(idx: Any, k: Any, steps: dict[str, list[tuple[str, str]]],
+                          roots: dict[str, str]) -> None:
+    """Store the parse of every version of each tree file in ``steps`` (its changes,
+    ``(old, new)`` blob pairs) but its root (``roots``, parsed already): each derived
+    from a neighbour already stored (:func:`kb.checks.tree_versions.splice_tree_version`),
+    breadth first from the root; a version that cannot be derived is parsed in full."""
+    from kb.checks.tree_versions import splice_tree_version
+
     blobs = git.read_blobs(list(dict.fromkeys(b for pairs in steps.values() for pair in pairs
                                               for b in pair)), k.top)
+    lines: dict[str, Any] = {}  # each version's lines, split once along the chain
     for path, pairs in steps.items():
         near: dict[str, list[str]] = {}
         for old, new in pairs:
@@ -342,11 +360,13 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
                 queue.append(nxt)
                 if idx.has_parse(path, nxt):
                     continue
-                if cur in blobs and nxt in blobs and idx.has_parse(path, cur) and \
-                        splice_tree_version(k, idx, path, cur, blobs[cur], nxt, blobs[nxt]):
+                ok = cur in blobs and nxt in blobs and idx.has_parse(path, cur) and \
+                    splice_tree_version(k, idx, path, cur, blobs[cur], nxt, blobs[nxt], lines)
+                for b in [b for b in lines if b not in (cur, nxt)]:
+                    del lines[b]  # two versions held at a time, as before
+                if ok:
                     continue
                 idx.ensure_versions([(path, nxt, "tree")])
-    return light
 
 
 def _light_candidates(idx: Any, tip: Any, scope: Optional[set[str]],
@@ -372,10 +392,12 @@ def _light_candidates(idx: Any, tip: Any, scope: Optional[set[str]],
 LIGHT_CHUNK = 500
 
 
-def _read_light(k: Any, cands: list[tuple[str, str, str]]) -> dict[tuple[str, str], Any]:
-    """Light rows (:func:`kb.parse.light.light_card`) of the ``(path, blob, fmt)`` cards
-    ``cands`` that read light, ``{(path, blob): rows}``; the others are left out (the
-    caller parses them in full). The bytes come from the checkout when the file there
+def _read_light(k: Any, cands: list[tuple[str, str, str]],
+                during: Any = None) -> dict[tuple[str, str], Any]:
+    """Light rows (:func:`kb.parse.light.light_read`) of the ``(path, blob, fmt)`` cards
+    and experiments ``cands`` that read light, ``{(path, blob): rows}``; the others are
+    left out (the caller parses them in full). ``during()``, when given, runs in this
+    process while the workers read (before the reading when there are no workers). The bytes come from the checkout when the file there
     is the wanted blob, else from git. Forked workers share the reading out when there
     are many (the index's parse workers start afterwards, for the rest)."""
     import os
@@ -388,10 +410,15 @@ def _read_light(k: Any, cands: list[tuple[str, str, str]]) -> dict[tuple[str, st
         import multiprocessing
 
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            for got, missing in pool.imap_unordered(_light_chunk, [(str(k.root), c) for c in chunks]):
+            pending = pool.map_async(_light_chunk, [(str(k.root), c) for c in chunks])
+            if during is not None:
+                during()
+            for got, missing in pending.get():
                 out.update(got)
                 unread += missing
     else:
+        if during is not None:
+            during()
         for c in chunks:
             got, missing = _light_chunk((str(k.root), c))
             out.update(got)
