@@ -228,6 +228,10 @@ def _exp_variants() -> list[str]:
         ("**目标**: text", "```\n# E9: H9 - inside\n```"),  # a fence
         ("**目标**: text", "    **Status**: 进行中"),         # indented code
         ("**目标**: text", "<div>\n**结论**: 推翻\n</div>"),   # HTML
+        ("**目标**: text", "```\n**Status**: 进行中\n```"),    # masked: no KB112
+        ("**目标**: text", "  ```\n**Status**: 进行中\n  ```"),  # an indented fence
+        ("**目标**: text", "```\n**Status**: 进行中"),           # never closed
+        ("**目标**: text", "- item\n\n    ```\n    **Status**: x\n    ```"),  # in a list
     ]
     for a, b in swap:
         assert a in EXP
@@ -251,7 +255,7 @@ def test_light_experiments_equal_their_full_parse_or_are_refused() -> None:
             light += 1
         else:
             refused += 1
-    assert light >= 6 and refused >= 15
+    assert light >= 12 and refused >= 12
 
 
 def test_light_reading_of_the_shared_cases_as_experiments() -> None:

@@ -22,6 +22,7 @@ from typing import Optional
 
 from kb.parse.card import KIND_WORDS, split_fields
 from kb.parse.common import parse_float, parse_list, parse_priority, path_stem
+from kb.text import compute_mask
 
 __all__ = ["LIGHT_FORMATS", "LIGHT_READ_FORMATS", "LightResult", "light_card", "light_experiment", "light_read"]
 
@@ -180,7 +181,8 @@ _CONCLUSION_WORD = re.compile(r"[\s—\-–,，。:：(（+]")
 def light_experiment(path: str, blob: str, data: bytes) -> Optional[tuple]:
     """The light rows of one experiment version, or None when only a full parse can tell.
 
-    As :func:`light_card` (the same refusals of a file that is not plain), plus a
+    As :func:`light_card` (the same refusals of a file that is not plain, but code
+    and HTML blocks are masked as the parser masks them), plus a
     fourth item: ``{"date": …}``, the JSON field the dashboard rule reads of every
     experiment. The experiment parser's own loop (:func:`kb.parse.experiment.parse_experiment`,
     its patterns) over the lines starting with ``#`` or ``*``; any line that would
@@ -195,13 +197,15 @@ def light_experiment(path: str, blob: str, data: bytes) -> Optional[tuple]:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    if (data[:1] in _BLOCK_FIRST_BYTES or _BLOCK_LINE.search(data) is not None) \
-            and _MAYBE_BLOCK.search(text) is not None:
-        return None
+    # Lines inside a code or HTML block are skipped, masked as the parser masks them
+    # (kb.text.SourceText.is_masked: the same test, then kb.text.compute_mask).
+    block = (data[:1] in _BLOCK_FIRST_BYTES or _BLOCK_LINE.search(data) is not None) \
+        and _MAYBE_BLOCK.search(text) is not None
     try:
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
+        masked = compute_mask(lines, 0) if block else None
         exp_id, hyp = path_stem(path), None
         title_line = 0
         anchors: dict[str, str] = {}
@@ -211,6 +215,8 @@ def light_experiment(path: str, blob: str, data: bytes) -> Optional[tuple]:
         conclusion = None
         for i, line in enumerate(lines):
             if not line or line[0] not in "#*":
+                continue
+            if masked is not None and masked[i]:
                 continue
             if not title_line and line.startswith("# "):
                 m = _TITLE.match(line)
