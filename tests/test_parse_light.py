@@ -86,6 +86,12 @@ def _variants() -> list[tuple[str, str]]:
         ("Text.", "```\n## not a heading\n```"),          # a fence
         ("Text.", "    indented code"),                   # indented code
         ("Text.", "<div>\n- 状态: 假\n</div>"),          # HTML
+        ("Text.", "```\n# a comment\nx = 1\n```"),       # code read by neither
+        ("Text.", "```\n### 解法 9｜x｜概率y｜状态z\n```"),  # a masked entry line
+        ("Text.", "```\n- 状态: 假\n```"),                # a masked anchor line
+        ("Text.", "    - 依赖: [q9]"),                   # indented code, read by neither
+        ("## 陈述", "```\n## 陈述\n```\n## 陈述"),        # a masked `## ` line
+        ("### 解法 1｜first｜概率0.2｜状态未定论", "  ```\n### 解法 1｜first｜概率0.2｜状态未定论\n  ```"),
         ("## 陈述", "### 陈述"),                          # no `## `: header to the end
         ("- 标题: A problem\n", ""),
         ("\n## 陈述\n\nText.\n", "\n"),

@@ -8,8 +8,8 @@ each object's ID, kind, status and declaration line and its links. For a card
 anchor lines, so :func:`light_card` reads just those -- and only when the file
 is plain enough that the full parse (:func:`kb.parse.parse_file`) provably
 gives the same values and no diagnostic at all. Anything else (a BOM, CRLF, a
-NUL, a conflict marker, frontmatter, a line that may open a code or HTML
-block, a missing or odd H1, a full-width colon, a repeated key, a list or a
+NUL, a conflict marker, frontmatter, a heading or anchor line that a code or
+HTML block masks, a missing or odd H1, a full-width colon, a repeated key, a list or a
 number that does not read cleanly, a malformed entry line, no anchor) returns
 None and the caller parses the file in full. Tests compare the two on every
 card of the shared cases and of the generated corpora.
@@ -48,6 +48,9 @@ _BLOCK_FIRST = frozenset(" \t<`~")
 _BLOCK_FIRST_BYTES = tuple(c.encode() for c in sorted(_BLOCK_FIRST))
 _BLOCK_LINE = re.compile(b"\n[" + re.escape("".join(sorted(_BLOCK_FIRST)).encode()) + b"]")
 
+#: The lines light_card reads after the H1 (the card parser skips them when masked).
+_READ_LINES = ("## ", "### ", "- ")
+
 #: Per format: the list anchors it reads, as (anchor key, link kind), in the order
 #: the index stores their links (:data:`kb.index_rows._LINK_FIELDS` order).
 _LISTS = {
@@ -80,10 +83,20 @@ def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightRes
     except UnicodeDecodeError:
         return None
     # A code or HTML block may mask lines: only lines starting with one of " \t<`~"
-    # can open one (kb.text's own shortcut), found by a byte search first.
+    # can open one (kb.text's own shortcut), found by a byte search first. The card
+    # parser skips masked lines only among those read below (`## ` and `### `
+    # headings, `- ` anchor lines): with a block, the mask is computed as the
+    # parser computes it (kb.text.compute_mask) and a masked line of those kinds
+    # sends the file to the full parse; other masked lines (code, its comments)
+    # are read by neither.
     if (data[:1] in _BLOCK_FIRST_BYTES or _BLOCK_LINE.search(data) is not None) \
             and _MAYBE_BLOCK.search(text) is not None:
-        return None
+        every = text.split("\n")
+        if every and every[-1] == "":
+            every.pop()
+        mask = compute_mask(every, 0)
+        if any(m and every[i].startswith(_READ_LINES) for i, m in enumerate(mask)):
+            return None
     # The header: up to the first `## ` line (all of the file without one).
     cut = text.find("\n## ")
     head = text.split("\n") if cut < 0 else text[:cut].split("\n")
