@@ -562,3 +562,158 @@ def test_range_checks_only_changed_files_per_file_and_reports_what_a_full_check_
     assert set(keys(got)) <= set(keys(full))
     assert any("untouched by the range" in n for n in got["notes"])
     assert not any("untouched by the range" in n for n in full["notes"])
+
+
+def test_range_reads_untouched_cards_light_and_reports_exactly_what_their_full_parse_gives(
+        make_kb, tmp_path, monkeypatch) -> None:
+    """A fresh-clone range reads the cards it leaves untouched light (IDs, statuses,
+    links: kb.parse.light); its report -- every finding, blocking or not, in order, and
+    its notes -- is the one the same range gives with every card parsed in full, with
+    cross-file faults in untouched files: a dangling reference, a duplicate ID the
+    range introduces against an untouched card, dependency lists and a cycle the range
+    changes, method hierarchies, Verified cards, and untouched cards with parse
+    diagnostics or code blocks (read in full)."""
+    import shutil
+    import subprocess
+
+    import kb.checks.facts as facts_mod
+    import kb.checks.verify_range as vr
+    from conftest import commit_all, git
+    from test_verify_support import (experiment, make_repo, method, problem, proposition, verified,
+                                     verify_json)
+
+    files = {f"Problems/q{i}.md": problem(f"q{i}") for i in (2, 3, 11)}
+    files["Problems/q4.md"] = problem("q4", depended_by='["q5"]')
+    files["Problems/q5.md"] = problem("q5", depends='["q4"]')
+    files["Problems/q7.md"] = problem("q7", depended_by='["q1"]')        # KB216, untouched
+    files["Problems/q8.md"] = problem("q8")
+    files["Problems/q10.md"] = problem("q10", depends='["q9"]')          # a cycle once q9 is
+    files["Problems/q12.md"] = problem("q12", depends="q2, q3")          # KB120: read in full
+    files["Problems/q13.md"] = problem("q13", extra="\n```\n- 状态: x\n```\n")  # a fence
+    files["Problems/q14.md"] = problem("q14", status="奇怪")              # per-file, pre-existing
+    files["Methods/m0.md"] = method("m0")
+    files["Methods/m1.md"] = method("m1", parents='["m0"]', claims='["p9"]')  # KB215, KB214
+    files["Propos/数论/p3.md"] = proposition("p3", status="已验证·真", prob="1")  # KB217
+    files["Verified/命题/p4.md"] = verified("p4")                          # KB217: no p4
+    files["experiments/E0005.md"] = experiment("E0005", hyp="H9")        # KB211, untouched
+    files["experiments/E0006.md"] = experiment("E0006", date="2026-03-04")
+    files["experiments/E0008.md"] = experiment("E0008") + "\n```\n**Status**: x\n# E9: H9 - y\n```\n"
+    files["experiments/E0011.md"] = experiment("E0011", date="2 Jan 2026")  # KB131: read in full
+    root = make_repo(make_kb, files)
+    base = git(root, "rev-parse", "HEAD").strip()
+    (root / "experiments" / "E0009.md").write_text(experiment("E0009", date="2026-05-05"),
+                                                  encoding="utf-8")
+    (root / "experiments" / "E0010.md").write_text(experiment("E0005"), encoding="utf-8")
+    commit_all(root, "two experiments")                  # KB240; KB202 against untouched E0005
+    (root / "Propos" / "数论" / "q2.md").write_text(proposition("q2"), encoding="utf-8")
+    commit_all(root, "a second q2")                       # KB202 against untouched Problems/q2.md
+    (root / "Problems" / "q8.md").write_text(problem("q8", depends='["q7","q11"]'), encoding="utf-8")
+    commit_all(root, "q8 depends on q7 and q11")          # KB216 of untouched q7 and q11 change
+    (root / "Problems" / "q9.md").write_text(problem("q9", depends='["q10"]'), encoding="utf-8")
+    commit_all(root, "q9 closes a cycle")                 # KB213 through untouched q10
+    (root / "Problems" / "q4.md").unlink()
+    commit_all(root, "q4 removed")                        # untouched q5 now dangles (KB212)
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
+
+    seen: list[int] = []
+    real = facts_mod.light_versions.__init__
+
+    light_paths: set[str] = set()
+
+    def spy(self, index, rows):
+        seen.append(len(rows))
+        light_paths.update(p for p, _ in rows)
+        real(self, index, rows)
+
+    monkeypatch.setattr(facts_mod.light_versions, "__init__", spy)
+    code, got = verify_json(clone, "--range", f"{base}..HEAD")
+    assert seen and seen[0] >= 10  # the untouched cards were read light
+    assert {"experiments/E0005.md", "experiments/E0006.md"} <= light_paths  # and experiments
+    assert "experiments/E0008.md" in light_paths  # its fence masked as the parser masks it
+    assert "experiments/E0011.md" not in light_paths  # KB131: read in full
+    shutil.rmtree(clone / ".kb")
+    seen.clear()
+    monkeypatch.setattr(vr, "_light_candidates", lambda *a: {})  # every card parsed in full
+    full_code, full = verify_json(clone, "--range", f"{base}..HEAD")
+    assert seen == [0]
+    assert (code, got["diagnostics"], got["notes"]) == (full_code, full["diagnostics"], full["notes"])
+    found = {(d["code"], d["path"]) for d in got["diagnostics"]}
+    assert any(d["code"] == "KB202" and "Problems/q2.md" in d["message"] for d in got["diagnostics"])
+    assert {("KB212", "Problems/q5.md"), ("KB216", "Problems/q7.md"),
+            ("KB216", "Problems/q11.md"), ("KB215", "Methods/m1.md"), ("KB214", "Methods/m1.md"),
+            ("KB217", "Propos/数论/p3.md"), ("KB217", "Verified/命题/p4.md"),
+            ("KB120", "Problems/q12.md"), ("KB211", "experiments/E0005.md")} <= found
+    assert any(d["code"] == "KB202" and "E0005" in d["message"] for d in got["diagnostics"])
+    assert any(c == "KB213" for c, _ in found)
+    blocking = {(d["code"], d["path"]) for d in got["diagnostics"] if d["blocking"]}
+    assert ("KB212", "Problems/q5.md") in blocking and ("KB216", "Problems/q7.md") not in blocking
+    # and a whole check afterwards (the light rows were never stored) finds every file
+    _, whole = verify_json(clone)
+    assert ("KB205", "Problems/q14.md") in {(d["code"], d["path"]) for d in whole["diagnostics"]}
+
+
+def test_facts_answer_from_light_rows_as_from_the_full_parses(make_kb, tmp_path) -> None:
+    """kb.checks.facts with light rows registered (light_versions) answers every
+    whole-snapshot and point query as a Facts over the full parses does, and parses a
+    light file in full when a rule asks for its fields."""
+    import shutil
+
+    from kb.checks.facts import Facts, light_versions
+    from kb.index import Index
+    from kb.parse.light import light_read
+    from kb.repo import commit_snapshot, open_kb
+    from test_verify_support import experiment, make_repo, method, problem, proposition, verified
+
+    files = {"Problems/q2.md": problem("q2", depends='["q1","q9"]', depended_by='["q3"]'),
+             "Problems/q3.md": problem("q3", depends='["q2"]', status="已解决"),
+             "Propos/数论/q2.md": proposition("q2"),                  # a duplicate ID
+             "Methods/m1.md": method("m1", parents='["m0"]', claims='["p1"]'),
+             "Verified/命题/p1.md": verified("p1"),
+             "experiments/E0005.md": experiment("E0005", hyp="H9", date="2026-03-04")}
+    root = make_repo(make_kb, files)
+    k = open_kb(root)
+    snap = commit_snapshot(k, "HEAD")
+    shutil.rmtree(root / ".kb", ignore_errors=True)
+    full_idx = Index(k, tmp_path / "full.sqlite")
+    light_idx = Index(k, tmp_path / "light.sqlite")
+    light = {}
+    for p, b in snap.files.items():
+        res = light_read(p, b, (root / p).read_bytes(), snap.formats[p])
+        if res is not None:
+            light[(p, b)] = res
+    assert len(light) >= 5
+    full = Facts(full_idx, snap, "HEAD")
+    with light_versions(light_idx, light):
+        lite = Facts(light_idx, snap, "HEAD")
+        stored = {p for (p,) in light_idx.db.execute("SELECT path FROM parsed")}
+        assert not {p for p, _ in light} & stored  # not parsed, not stored
+        assert sorted(lite.rows()) == sorted(full.rows())
+        assert lite.links() == full.links()
+        assert lite.duplicates() == full.duplicates()
+        for kind in ("problem", "proposition", "method", "verified", "hypothesis", "experiment"):
+            assert Facts(light_idx, snap, "x", ensure=()).kind_ids(kind) == full.kind_ids(kind)
+        for oid in ("q2", "q3", "m1", "p1", "q9"):
+            kinds = ("problem", "proposition", "method", "verified")
+            assert sorted(Facts(light_idx, snap, "x", ensure=()).find(oid, kinds)) == \
+                sorted(full.find(oid, kinds))
+        for path, oid, key in (("Problems/q2.md", "q2", "被依赖"), ("Methods/m1.md", "m1", "上级体系"),
+                               ("Problems/q3.md", "q3", "计划"), ("Problems/q3.md", "q3", "无此键"),
+                               ("Problems/q3.md", "q2", "依赖")):
+            assert lite.anchor_line(path, oid, key) == full.anchor_line(path, oid, key)
+            assert lite.declared_line(path, oid) == full.declared_line(path, oid)
+        assert sorted(lite.field_of_kind("problem", "priority")) == \
+            sorted(full.field_of_kind("problem", "priority"))
+        # the problems were parsed in full to answer that, and only they
+        now = {p for (p,) in light_idx.db.execute("SELECT path FROM parsed")}
+        assert {"Problems/q2.md", "Problems/q3.md"} <= now
+        assert "Methods/m1.md" not in now
+        assert sorted(lite.data_of_kind("method")) == sorted(full.data_of_kind("method"))
+        # an experiment's date comes with its light reading: not parsed for it
+        assert ("experiments/E0005.md", snap.files["experiments/E0005.md"]) in light
+        assert lite.field_of_kind("experiment", "date") == full.field_of_kind("experiment", "date")
+        now = {p for (p,) in light_idx.db.execute("SELECT path FROM parsed")}
+        assert "experiments/E0005.md" not in now
+        assert sorted(lite.data_of_kind("experiment")) == sorted(full.data_of_kind("experiment"))
+    full_idx.close()
+    light_idx.close()

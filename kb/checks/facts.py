@@ -23,7 +23,7 @@ from kb import index_facts, index_results
 from kb.index_facts import SnapshotTable
 
 __all__ = ["NAMESPACE", "CARD_KINDS", "XREF_LINKS", "Rec", "Obj", "Light", "Facts", "FileFacts",
-           "checkout_bytes", "reset_run_cache"]
+           "checkout_bytes", "light_versions", "reset_run_cache"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from kb.index import Index, ObjectRow
@@ -127,8 +127,48 @@ def checkout_bytes(root: Path, path: str, blob: str) -> Optional[bytes]:
     return data if algo(b"blob %d\0" % len(data) + data).hexdigest() == blob else None
 
 
+def _path_of(row: "Obj") -> str:
+    return row.path
+
+
+def _first(row: tuple) -> Any:
+    return row[0]
+
+
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+#: Light rows of file versions not parsed in full, per index (``id(index)``):
+#: ``{(path, blob): (objects, links, anchor lines)}`` (:mod:`kb.parse.light`). A range
+#: check registers its untouched cards here (:func:`light_versions`); every
+#: :class:`Facts` of that index answers from them as from the index's rows, and
+#: parses such a file in full when a rule asks for more (its JSON, its metadata).
+_LIGHT_ROWS: dict[int, dict[tuple[str, str], Any]] = {}
+#: The same rows by object ID, per index: ``{id: [row, …]}`` (for point queries).
+_LIGHT_BY_ID: dict[int, dict[str, list[tuple]]] = {}
+
+
+class light_versions:
+    """Context manager: ``rows`` (``{(path, blob): light result}``) stand for those file
+    versions' parses in every :class:`Facts` of ``index`` until the block ends."""
+
+    def __init__(self, index: "Index", rows: dict[tuple[str, str], Any]) -> None:
+        self.index = index
+        self.rows = rows
+
+    def __enter__(self) -> dict[tuple[str, str], Any]:
+        by_id: dict[str, list[tuple]] = {}
+        for res in self.rows.values():
+            for r in res[0]:
+                by_id.setdefault(r[0], []).append(r)
+        _LIGHT_ROWS[id(self.index)] = self.rows
+        _LIGHT_BY_ID[id(self.index)] = by_id
+        return self.rows
+
+    def __exit__(self, *exc: Any) -> None:
+        _LIGHT_ROWS.pop(id(self.index), None)
+        _LIGHT_BY_ID.pop(id(self.index), None)
 
 
 def reset_run_cache() -> None:
@@ -167,6 +207,7 @@ class Facts:
         self._full: dict[str, list["ObjectRow"]] = {}
         self._models: dict[str, list[Any]] = {}
         self._light: dict[str, list[Light]] = {}
+        self._lightkeys: Optional[list[tuple[str, str]]] = None
         if ensure is not None:
             self._ensure({p: self.files[p] for p in ensure if p in self.files})
         elif derive_from is not None:
@@ -174,7 +215,11 @@ class Facts:
             changed = {p: b for p, b in self.files.items() if other.get(p) != b}
             self._ensure(changed)
         if ensure is None and derive_from is None:
-            if len(self.files) > 256:
+            lt = self._lt()
+            if lt:
+                missing = self._table.unparsed() if len(self.files) > 256 else list(self.files)
+                self._ensure({p: self.files[p] for p in missing if (p, self.files[p]) not in lt})
+            elif len(self.files) > 256:
                 # What the cache lacks, found by SQLite (the index would load every
                 # (path, blob) it holds into Python to find out).
                 missing = self._table.unparsed()
@@ -187,6 +232,30 @@ class Facts:
         """The snapshot as a temporary table of the index (for whole-snapshot queries:
         the cost follows the snapshot, not what else the cache holds)."""
         return self._table
+
+    def _lt(self) -> Optional[dict[tuple[str, str], Any]]:
+        """The light rows registered for this index (:class:`light_versions`), or None."""
+        return _LIGHT_ROWS.get(id(self.index)) if _LIGHT_ROWS else None
+
+    def _light_files(self) -> list[tuple[str, str]]:
+        """(path, blob) of this snapshot's files that had light rows only when first
+        asked (one may have been parsed in full since: check it is still in :meth:`_lt`)."""
+        if self._lightkeys is None:
+            lt = self._lt()
+            self._lightkeys = [(p, b) for p, b in self.files.items() if (p, b) in lt] if lt else []
+        return self._lightkeys
+
+    def _full_parse(self, paths: Iterable[str]) -> None:
+        """Parse in full those of ``paths`` that have light rows only (a rule asks for
+        their JSON or metadata); they are then read from the index like any other."""
+        lt = self._lt()
+        if not lt:
+            return
+        todo = [(p, self.files[p]) for p in paths if (p, self.files.get(p)) in lt]
+        if todo:
+            self.index.ensure_versions([(p, b, self.formats[p]) for p, b in todo])
+            for key in todo:
+                lt.pop(key, None)
 
     def _ensure(self, subset: dict[str, str]) -> None:
         if not subset:
@@ -202,16 +271,27 @@ class Facts:
         return [p for p, b in self.files.items() if other.get(p) != b]
 
     def rows(self) -> list[Obj]:
-        """Every object of the snapshot (light rows), in no particular order."""
+        """Every object of the snapshot (light rows): by path, each file's in line order (a
+        snapshot derived from another: its rows, then those of the files that differ)."""
         if self._rows is None:
             files = self.files
             make = Obj._make
+            lt = self._lt() or {}
             if self._parent is not None:
                 rows = [r for r in self._parent.rows() if files.get(r.path) == r.blob]
                 for p in self._differs():
-                    rows.extend(map(make, index_facts.version_objects(self.index, p, files[p])))
+                    have = lt.get((p, files[p]))
+                    rows.extend(map(make, have[0] if have else
+                                    index_facts.version_objects(self.index, p, files[p])))
             else:
                 rows = list(map(make, self._table.objects()))
+                for key in self._light_files():
+                    have = lt.get(key)
+                    if have is not None:
+                        rows.extend(map(make, have[0]))
+                # By path, each file's in its own order: the same whatever order the
+                # index stored the files in (a cold or warm index, light rows or not).
+                rows.sort(key=_path_of)
             # Two racing processes may have stored one parse twice: one object per place.
             self._rows = list(dict.fromkeys(rows))
         return self._rows
@@ -220,13 +300,23 @@ class Facts:
         """(path, src, dst, kind) of the cross-file link kinds (:data:`XREF_LINKS`)."""
         if self._links is None:
             files = self.files
+            lt = self._lt() or {}
             if self._parent is not None:
                 links = [x for x in self._parent.links() if files.get(x[0]) == self._parent.files.get(x[0])]
                 for p in self._differs():
+                    have = lt.get((p, files[p]))
+                    if have:
+                        links.extend(x for x in have[1] if x[3] in XREF_LINKS)
+                        continue
                     links.extend((p, s, d, k) for s, d, k in
                                  index_facts.version_links(self.index, p, files[p], XREF_LINKS))
             else:
                 links = self._table.links(XREF_LINKS)
+                for key in self._light_files():
+                    have = lt.get(key)
+                    if have is not None:
+                        links.extend(x for x in have[1] if x[3] in XREF_LINKS)
+                links.sort(key=_first)  # by path, as rows()
             self._links = list(dict.fromkeys(links))
         return self._links
 
@@ -295,7 +385,7 @@ class Facts:
         return set().union(*(self._ids.get(k, set()) for k in kinds))
 
     def of_kind(self, *kinds: str) -> list[Obj]:
-        """The objects of ``kinds`` (kb.model kind names), in index order; [] for an unknown kind."""
+        """The objects of ``kinds`` (kb.model kind names), in :meth:`rows` order; [] for an unknown kind."""
         groups = self._kinds()
         if len(kinds) == 1:
             return list(groups.get(kinds[0], ()))
@@ -305,7 +395,13 @@ class Facts:
         """IDs of one kind (a targeted query when the rows are not loaded)."""
         if self._rows is not None or self._parent is not None:
             return self.ids(kind)
-        return self._table.ids_of_kind(kind)
+        out = self._table.ids_of_kind(kind)
+        lt = self._lt()
+        for key in self._light_files():
+            have = lt.get(key) if lt else None
+            if have is not None:
+                out.update(r[0] for r in have[0] if r[1] == kind)
+        return out
 
     def find(self, obj_id: str, kinds: Iterable[str]) -> list[Obj]:
         """Declarations of ``obj_id`` among ``kinds`` (a point query; no full load)."""
@@ -315,7 +411,32 @@ class Facts:
         files = self.files
         out = [Obj(i, k, s, p, ln, b) for p, b, i, k, s, ln in
                index_facts.declarations(self.index, obj_id, kinds) if files.get(p) == b]
+        if self._lt():
+            out.extend(Obj._make(r) for r in _LIGHT_BY_ID.get(id(self.index), {}).get(obj_id, ())
+                       if r[1] in kinds and files.get(r[3]) == r[5])
         return list(dict.fromkeys(out))
+
+    def anchor_line(self, path: str, obj_id: str, key: str) -> int:
+        """The 1-based line of anchor ``key`` of object ``obj_id`` in ``path``; its
+        declaration line when it has no such anchor; 0 when it is not declared there."""
+        have = (self._lt() or {}).get((path, self.files.get(path)))  # type: ignore[arg-type]
+        if have is not None:
+            for r in have[0]:
+                if r[0] == obj_id:
+                    return have[2].get(key, r[4])
+            return 0
+        for r in self.full_rows(path):
+            if r.id == obj_id:
+                data = json.loads(r.data)
+                return (data.get("anchor_lines") or {}).get(key, r.line)
+        return 0
+
+    def declared_line(self, path: str, obj_id: str) -> int:
+        """The line of the first declaration of ``obj_id`` in ``path`` (0: none)."""
+        have = (self._lt() or {}).get((path, self.files.get(path)))  # type: ignore[arg-type]
+        if have is not None:
+            return next((r[4] for r in have[0] if r[0] == obj_id), 0)
+        return next((r.line for r in self.full_rows(path) if r.id == obj_id), 0)
 
     # -- one file in detail ----------------------------------------------------
     def paths(self, fmt: str) -> list[str]:
@@ -325,6 +446,7 @@ class Facts:
     def full_rows(self, path: str) -> list["ObjectRow"]:
         """The objects of ``path`` with their JSON, in line order."""
         if path not in self._full:
+            self._full_parse([path])
             blob = self.files.get(path)
             rows = [] if blob is None else self.index.rows_of(path, blob)
             self._full[path] = list(dict.fromkeys(rows))
@@ -346,6 +468,7 @@ class Facts:
         """History view of the objects of ``path`` (no models built; the last few
         file versions are shared by every snapshot of the run)."""
         if path not in self._light:
+            self._full_parse([path])
             blob = self.files.get(path)
             out: list[Light] = []
             key = (str(self.index.path), path, blob)
@@ -368,6 +491,7 @@ class Facts:
         blob = self.files.get(path)
         if blob is None:
             return {}
+        self._full_parse([path])
         return self.index.parse_meta(path, blob) or {}
 
     def read(self, path: str) -> Optional[bytes]:
@@ -414,12 +538,38 @@ class Facts:
 
     # -- whole-snapshot reads a rule needs ----------------------------------------
     def field_of_kind(self, kind: str, field: str) -> list[tuple[str, Any]]:
-        """``(path, value of the JSON field)`` of every object of ``kind``."""
-        return self._table.field_of_kind(kind, field)
+        """``(path, value of the JSON field)`` of every object of ``kind`` (a file with
+        light rows that carry ``field``, an experiment's ``date``, is not parsed for it)."""
+        extra = self._full_kind(kind, field)
+        rows = self._table.field_of_kind(kind, field)
+        if extra:
+            rows = sorted(rows + extra, key=_first)
+        return rows
 
     def data_of_kind(self, kind: str) -> list[tuple[str, str]]:
         """``(path, object JSON)`` of every object of ``kind``."""
+        self._full_kind(kind)
         return self._table.data_of_kind(kind)
+
+    def _full_kind(self, kind: str, field: Optional[str] = None) -> list[tuple[str, Any]]:
+        """Parse in full the files with light rows only that declare objects of ``kind``,
+        but for those whose light reading carries ``field`` (its fourth item, a dict):
+        returns ``(path, value)`` of those objects instead."""
+        light = self._light_files()
+        extra: list[tuple[str, Any]] = []
+        if light:
+            lt = self._lt() or {}
+            todo = []
+            for p, b in light:
+                have = lt.get((p, b))
+                if have is None or not any(r[1] == kind for r in have[0]):
+                    continue
+                if field is not None and len(have) > 3 and field in have[3]:
+                    extra.extend((p, have[3][field]) for r in have[0] if r[1] == kind)
+                else:
+                    todo.append(p)
+            self._full_parse(todo)
+        return extra
 
     def hypotheses_brief(self, path: str) -> list[tuple[str, str, str, Optional[str]]]:
         """``(id, statement, status, parent)`` of the hypotheses of tree file ``path``."""

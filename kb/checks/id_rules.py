@@ -33,14 +33,9 @@ def duplicate_ids(s: Facts) -> list:
 
 def anchor_line(s: Facts, path: str, obj_id: str, key: str) -> int:
     """The 1-based line of anchor ``key`` (``依赖``, ``被依赖``, …) of object ``obj_id``
-    in ``path``; its declaration line without that anchor; 0 when the object is not there."""
-    for r in s.full_rows(path):
-        if r.id == obj_id:
-            import json
-
-            data = json.loads(r.data)
-            return (data.get("anchor_lines") or {}).get(key, r.line)
-    return 0
+    in ``path``; its declaration line without that anchor; 0 when the object is not there
+    (:meth:`kb.checks.facts.Facts.anchor_line`: a range's untouched card is not parsed in full)."""
+    return s.anchor_line(path, obj_id, key)
 
 
 @snapshot_rule("KB210", "KB211", "KB212", "KB214")
@@ -63,7 +58,7 @@ def missing_references(s: Facts) -> list:
                             f"Evidence of {src} names {dst}, which is not an experiment of this KB; "
                             "create it or correct the ID"))
         elif kind == "tests" and dst not in hyps:
-            line = next((r.line for r in s.full_rows(path) if r.id == src), 0)
+            line = s.declared_line(path, src)
             out.append(diag(path, line, "KB211",
                             f"experiment {src} tests {dst}, which is not a hypothesis of tree.md"))
         elif kind == "depends" and dst not in cards:

@@ -42,10 +42,11 @@ def _lines(data: bytes) -> list[str] | None:
 
 
 def splice_tree_version(k: "KnowledgeBase", idx: "Index", path: str, old_blob: str, old: bytes,
-                        new_blob: str, new: bytes) -> bool:
+                        new_blob: str, new: bytes, lines: dict | None = None) -> bool:
     """Store the parse of ``new`` (blob ``new_blob`` of tree file ``path``) derived from
     the indexed parse of ``old``; True when stored (or already there), False when the
-    whole file must be parsed instead."""
+    whole file must be parsed instead. ``lines``, when given, keeps each version's
+    lines by blob id between calls (a chain of versions splits each once)."""
     from kb.model import ParseResult
     from kb.parse.tree_region import parse_region
 
@@ -56,7 +57,12 @@ def splice_tree_version(k: "KnowledgeBase", idx: "Index", path: str, old_blob: s
         return False
     if any(d.code in FILE_WIDE for d in idx.diagnostics_of(path, old_blob)):
         return False
-    a, b = _lines(old), _lines(new)
+    if lines is None:
+        lines = {}
+    for blob, data in ((old_blob, old), (new_blob, new)):
+        if blob not in lines:
+            lines[blob] = _lines(data)
+    a, b = lines[old_blob], lines[new_blob]
     if a is None or b is None:
         return False
     n = min(len(a), len(b))

@@ -15,6 +15,7 @@ from typing import Any, Optional
 from kb import git
 from kb.checks.changes import diff_commits, diff_many, patch_files
 from kb.checks.diagnostics import LightDiagnostic as _D
+from kb.checks.facts import light_versions
 from kb.checks import file_results
 from kb.checks.judge import check_snapshots, history_findings, judged_by_all_parents
 from kb.checks.overrides import trailers
@@ -130,9 +131,7 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
                     trailer_spec: list[str]) -> Report:
     """History rules for each commit (vs its first parent), then snapshot rules on
     ``tip`` with pre-existing errors judged against ``origin`` (None: empty)."""
-    from kb.checks.changes import Change
-    from kb.checks.facts import Facts
-    from kb.repo import Snapshot, commit_snapshot, find_all_kbs
+    from kb.repo import commit_snapshot, find_all_kbs
 
     report = Report(mode=mode, commits=len(commits))
     shallow = shallow_commits(top)
@@ -174,66 +173,82 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
                                   if c not in shallow])
             ch = diff_commits(k, origin, tip) if origin else None
             scope = _rule_scope(ch)
-            _prefetch(idx, k, tip_snap, [diffs.get(c, []) for c, _ in commits], scope)
-            tip_f = Facts(idx, tip_snap, tip[:10])
-            origin_f = None
-            if origin:
-                ofiles, ofmts = patch_files(tip_snap.files, tip_snap.formats, ch, k, forward=False)
-                origin_f = Facts(idx, Snapshot(kb=k, kind="commit", files=ofiles, formats=ofmts,
-                                               rev=origin), origin[:10], derive_from=tip_f)
-            maps: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
-            left = dict(children)
-            for c, parents in commits:
-                parent = parents[0] if parents else None
-                if c in shallow:
-                    report.findings.append(Finding(
-                        path=k.prefix + "kb.toml", line=0, col=1, code="KB390", severity="error",
-                        message=shallow_note(c), family="history", kb=k.prefix.rstrip("/") or ".",
-                        commit=c, blocking=True))
-                    continue
-                changes = diffs.get(c, [])
-                if parent in maps:
-                    pfiles, pfmts = maps[parent]
-                    nfiles, nfmts = patch_files(pfiles, pfmts, changes, k, forward=True)
-                elif c == tip:
-                    nfiles, nfmts = tip_snap.files, tip_snap.formats
-                else:
-                    snap = commit_snapshot(k, c)
-                    nfiles, nfmts = snap.files, snap.formats
-                if left.get(c):
-                    maps[c] = (nfiles, nfmts)
-                if parent in maps:
-                    left[parent] -= 1
-                    pfiles, pfmts = maps[parent] if left[parent] > 0 else maps.pop(parent)
-                else:
-                    pfiles, pfmts = patch_files(nfiles, nfmts, changes, k, forward=False)
-                if not changes:
-                    continue
-                touched = [ch.path for ch in changes]
-                new = Snapshot(kb=k, kind="commit", files=nfiles, formats=nfmts, rev=c)
-                old = Snapshot(kb=k, kind="commit", files=pfiles, formats=pfmts, rev=parent)
-                new_f = tip_f if c == tip else Facts(idx, new, c[:10], ensure=touched)
-                old_f = Facts(idx, old, parent[:10] if parent else "the empty history", ensure=touched)
-                overrides = dict(ovs.get(c, {}))
-                overrides.update(merge_ovs.get(c, {}))
-                seen_origin = origin_f if after_origin is None or c in after_origin else None
-                change = Change(old_f, new_f, mode, changes, overrides, commit=c, origin=seen_origin,
-                                base_config=config_at(k, parent), new_config=config_at(k, c))
-                found = history_findings(change, k, c)
-                if len(parents) > 1 and found:
-                    found = judged_by_all_parents(found, idx, k, c, parents[1:], new, mode,
-                                                  overrides, origin_f)
-                report.findings += found
-            report.findings += config_findings(k)
-            report.findings += check_snapshots(k, tip_f, origin_f, strict=True, file_scope=scope) \
-                if origin_f is not None else check_snapshots(k, tip_f, _empty_facts(idx, k), strict=True)
-            if scope is not None:
-                skipped = sum(1 for p in tip_snap.files if p not in scope)
-                if skipped:
-                    report.notes.append(
-                        f"{k.prefix.rstrip('/') or '.'}: {skipped} file(s) untouched by the range not "
-                        "re-checked by the per-file rules (their findings predate the range)")
+            light = _prefetch(idx, k, tip_snap, [diffs.get(c, []) for c, _ in commits], scope)
+            with light_versions(idx, light):
+                _check_kb(report, idx, k, commits, diffs, tip, tip_snap, origin, ch, scope, shallow,
+                          children, ovs, merge_ovs, mode, after_origin)
     return report
+
+
+def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[str]]],
+              diffs: dict[str, Any], tip: str, tip_snap: Any, origin: Optional[str], ch: Any,
+              scope: Optional[set[str]], shallow: set[str], children: Counter,
+              ovs: dict[str, dict[str, str]], merge_ovs: dict[str, dict[str, str]], mode: str,
+              after_origin: Optional[set[str]]) -> None:
+    """The history findings of every commit and the snapshot findings of the tip, for
+    KB ``k`` (its file versions parsed or light: :func:`_prefetch`), into ``report``."""
+    from kb.checks.changes import Change
+    from kb.checks.facts import Facts
+    from kb.repo import Snapshot, commit_snapshot
+
+    tip_f = Facts(idx, tip_snap, tip[:10])
+    origin_f = None
+    if origin:
+        ofiles, ofmts = patch_files(tip_snap.files, tip_snap.formats, ch, k, forward=False)
+        origin_f = Facts(idx, Snapshot(kb=k, kind="commit", files=ofiles, formats=ofmts,
+                                       rev=origin), origin[:10], derive_from=tip_f)
+    maps: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
+    left = dict(children)
+    for c, parents in commits:
+        parent = parents[0] if parents else None
+        if c in shallow:
+            report.findings.append(Finding(
+                path=k.prefix + "kb.toml", line=0, col=1, code="KB390", severity="error",
+                message=shallow_note(c), family="history", kb=k.prefix.rstrip("/") or ".",
+                commit=c, blocking=True))
+            continue
+        changes = diffs.get(c, [])
+        if parent in maps:
+            pfiles, pfmts = maps[parent]
+            nfiles, nfmts = patch_files(pfiles, pfmts, changes, k, forward=True)
+        elif c == tip:
+            nfiles, nfmts = tip_snap.files, tip_snap.formats
+        else:
+            snap = commit_snapshot(k, c)
+            nfiles, nfmts = snap.files, snap.formats
+        if left.get(c):
+            maps[c] = (nfiles, nfmts)
+        if parent in maps:
+            left[parent] -= 1
+            pfiles, pfmts = maps[parent] if left[parent] > 0 else maps.pop(parent)
+        else:
+            pfiles, pfmts = patch_files(nfiles, nfmts, changes, k, forward=False)
+        if not changes:
+            continue
+        touched = [ch.path for ch in changes]
+        new = Snapshot(kb=k, kind="commit", files=nfiles, formats=nfmts, rev=c)
+        old = Snapshot(kb=k, kind="commit", files=pfiles, formats=pfmts, rev=parent)
+        new_f = tip_f if c == tip else Facts(idx, new, c[:10], ensure=touched)
+        old_f = Facts(idx, old, parent[:10] if parent else "the empty history", ensure=touched)
+        overrides = dict(ovs.get(c, {}))
+        overrides.update(merge_ovs.get(c, {}))
+        seen_origin = origin_f if after_origin is None or c in after_origin else None
+        change = Change(old_f, new_f, mode, changes, overrides, commit=c, origin=seen_origin,
+                        base_config=config_at(k, parent), new_config=config_at(k, c))
+        found = history_findings(change, k, c)
+        if len(parents) > 1 and found:
+            found = judged_by_all_parents(found, idx, k, c, parents[1:], new, mode,
+                                          overrides, origin_f)
+        report.findings += found
+    report.findings += config_findings(k)
+    report.findings += check_snapshots(k, tip_f, origin_f, strict=True, file_scope=scope) \
+        if origin_f is not None else check_snapshots(k, tip_f, _empty_facts(idx, k), strict=True)
+    if scope is not None:
+        skipped = sum(1 for p in tip_snap.files if p not in scope)
+        if skipped:
+            report.notes.append(
+                f"{k.prefix.rstrip('/') or '.'}: {skipped} file(s) untouched by the range not "
+                "re-checked by the per-file rules (their findings predate the range)")
 
 
 def _rule_scope(ch: Optional[list[Any]]) -> Optional[set[str]]:
@@ -248,18 +263,23 @@ def _rule_scope(ch: Optional[list[Any]]) -> Optional[set[str]]:
 
 
 def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
-              scope: Optional[set[str]] = None) -> None:
+              scope: Optional[set[str]] = None) -> dict[tuple[str, str], Any]:
     """Parse every file version a range check reads before the commits are walked: the
     tip's files and both sides of every change (``diffs``: the commits' changes, oldest
     first). A CI clone starts with no cache; one commit at a time, the parent parsed
     them serially, tree.md from scratch each time. Here the versions are parsed in one
     pass (in parallel), except the tree versions that follow an earlier one: those are
-    derived from it (:mod:`kb.checks.tree_versions`), one after the other."""
-    from kb.checks.tree_versions import splice_tree_version
+    derived from it (:mod:`kb.checks.tree_versions`), one after the other, in this
+    process while forked workers read the untouched cards and experiments light.
+
+    The tip's cards that the range leaves untouched (outside ``scope``) and that the
+    index has not parsed are read light (:func:`kb.parse.light.light_read`: IDs,
+    statuses, lines, links), when their full parse provably says no more than that
+    to the cross-file rules; returns those light rows, ``{(path, blob): rows}``, for
+    :class:`kb.checks.facts.light_versions`."""
     from kb.parse import classify
 
-    tree_steps: list[tuple[str, str, str]] = []
-    derived: set[tuple[str, str]] = set()
+    steps: dict[str, list[tuple[str, str]]] = {}  # tree path -> (old, new) of its changes
     items = []
     for changes in diffs:
         for ch in changes:
@@ -267,27 +287,178 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
             if fmt is None:
                 continue
             if fmt == "tree" and ch.old and ch.new:
-                tree_steps.append((ch.path, ch.old, ch.new))
-                if (ch.path, ch.old) not in derived:
-                    items.append((ch.path, ch.old, fmt))
-                derived.add((ch.path, ch.new))
+                steps.setdefault(ch.path, []).append((ch.old, ch.new))
                 continue
             items += [(ch.path, b, fmt) for b in (ch.old, ch.new) if b]
-    items += [(p, b, tip.formats[p]) for p, b in tip.files.items() if (p, b) not in derived]
+    # Of each tree.md's versions one is parsed in full (the tip's when the range holds
+    # it, with its per-file rules), the others derived
+    # from a neighbour (a version one change away) that is parsed or derived already.
+    roots: dict[str, str] = {}
+    derived: set[tuple[str, str]] = set()
+    for path, pairs in steps.items():
+        versions = list(dict.fromkeys(b for pair in pairs for b in pair))
+        root = tip.files.get(path) if tip.files.get(path) in versions else versions[0]
+        roots[path] = root
+        derived |= {(path, b) for b in versions if b != root}
+    # What the forked workers run, imported once here rather than in each of them (the
+    # check needs it all afterwards anyway).
+    import kb.parse.card  # noqa: F401
+    import kb.parse.experiment  # noqa: F401
+    import kb.parse.frontmatter  # noqa: F401
+    import kb.parse.light  # noqa: F401
+    import kb.parse.tree  # noqa: F401
+    from kb.checks.registry import load_rules
+
+    load_rules()
+    cands = _light_candidates(idx, tip, scope, {(p, b) for p, b, _ in items} | derived)
+    read = _checkout_reader(k, tip.files)
     # The per-file rules run in the parse workers, for the files the range changed
     # (``scope``; None: every file): an untouched file's results are its origin's.
-    todo = [it for it in items if (it[0], it[1]) not in derived]
     rules = file_results.rule_rows if prepare_cache(idx) else None
-    read = _checkout_reader(k, tip.files)
+
+    def tree_chain() -> None:
+        """Each tree file's root version parsed in full (with its per-file rules), then
+        the others derived from it: in this process while the workers read light."""
+        roots_todo = [(path, root, "tree") for path, root in roots.items()]
+        if roots_todo:
+            idx.ensure_versions(roots_todo, file_rules=rules, read=read, rule_paths=scope)
+        if derived:
+            _derive_tree_versions(idx, k, steps, roots)
+
+    light = _read_light(k, cands, during=tree_chain)
+    items += [(p, b, tip.formats[p]) for p, b in tip.files.items()
+              if (p, b) not in derived and (p, b) not in light]
+    todo = [it for it in items if (it[0], it[1]) not in derived]
     idx.ensure_versions(todo, file_rules=rules, read=read, rule_paths=scope)
-    if not tree_steps:
-        return
-    blobs = git.read_blobs([b for _, old, new in tree_steps for b in (old, new)], k.top)
-    for path, old, new in tree_steps:
-        if old in blobs and new in blobs and idx.has_parse(path, old):
-            if splice_tree_version(k, idx, path, old, blobs[old], new, blobs[new]):
-                continue
-        idx.ensure_versions([(path, new, "tree")])
+    return light
+
+
+def _derive_tree_versions(idx: Any, k: Any, steps: dict[str, list[tuple[str, str]]],
+                          roots: dict[str, str]) -> None:
+    """Store the parse of every version of each tree file in ``steps`` (its changes,
+    ``(old, new)`` blob pairs) but its root (``roots``, parsed already): each derived
+    from a neighbour already stored (:func:`kb.checks.tree_versions.splice_tree_version`),
+    breadth first from the root; a version that cannot be derived is parsed in full."""
+    from kb.checks.tree_versions import splice_tree_version
+
+    blobs = git.read_blobs(list(dict.fromkeys(b for pairs in steps.values() for pair in pairs
+                                              for b in pair)), k.top)
+    lines: dict[str, Any] = {}  # each version's lines, split once along the chain
+    for path, pairs in steps.items():
+        near: dict[str, list[str]] = {}
+        for old, new in pairs:
+            near.setdefault(old, []).append(new)
+            near.setdefault(new, []).append(old)
+        done = {roots[path]}
+        queue = [roots[path]]
+        while queue:  # breadth first from the version parsed in full
+            cur = queue.pop(0)
+            for nxt in near[cur]:
+                if nxt in done:
+                    continue
+                done.add(nxt)
+                queue.append(nxt)
+                if idx.has_parse(path, nxt):
+                    continue
+                ok = cur in blobs and nxt in blobs and idx.has_parse(path, cur) and \
+                    splice_tree_version(k, idx, path, cur, blobs[cur], nxt, blobs[nxt], lines)
+                for b in [b for b in lines if b not in (cur, nxt)]:
+                    del lines[b]  # two versions held at a time, as before
+                if ok:
+                    continue
+                idx.ensure_versions([(path, nxt, "tree")])
+
+
+def _light_candidates(idx: Any, tip: Any, scope: Optional[set[str]],
+                      other: set[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    """``(path, blob, fmt)`` of the tip's cards outside ``scope`` (none when ``scope`` is
+    None: every file is checked in full) that no commit of the range changes (``other``:
+    the versions parsed for the history rules) and that the index has not parsed."""
+    from kb.index_facts import SnapshotTable
+    from kb.parse.light import LIGHT_READ_FORMATS
+
+    if scope is None:
+        return []
+    fmts = tip.formats
+    want = {p: b for p, b in tip.files.items()
+            if p not in scope and fmts.get(p) in LIGHT_READ_FORMATS and (p, b) not in other}
+    if not want:
+        return []
+    unparsed = SnapshotTable(idx, want).unparsed()
+    return [(p, want[p], fmts[p]) for p in sorted(unparsed)]
+
+
+#: Cards read light per task of :func:`_read_light`'s workers.
+LIGHT_CHUNK = 500
+
+
+def _read_light(k: Any, cands: list[tuple[str, str, str]],
+                during: Any = None) -> dict[tuple[str, str], Any]:
+    """Light rows (:func:`kb.parse.light.light_read`) of the ``(path, blob, fmt)`` cards
+    and experiments ``cands`` that read light, ``{(path, blob): rows}``; the others are
+    left out (the caller parses them in full). ``during()``, when given, runs in this
+    process while the workers read (before the reading when there are no workers). The bytes come from the checkout when the file there
+    is the wanted blob, else from git. Forked workers share the reading out when there
+    are many (the index's parse workers start afterwards, for the rest)."""
+    import os
+
+    chunks = [cands[i:i + LIGHT_CHUNK] for i in range(0, len(cands), LIGHT_CHUNK)]
+    out: dict[tuple[str, str], Any] = {}
+    unread: list[tuple[str, str, str]] = []
+    workers = min(os.cpu_count() or 1, 4)
+    if len(chunks) > 1 and workers > 1 and _can_fork():
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            pending = pool.map_async(_light_chunk, [(str(k.root), c) for c in chunks])
+            if during is not None:
+                during()
+            for got, missing in pending.get():
+                out.update(got)
+                unread += missing
+    else:
+        if during is not None:
+            during()
+        for c in chunks:
+            got, missing = _light_chunk((str(k.root), c))
+            out.update(got)
+            unread += missing
+    if unread:  # not in the checkout: from git
+        from kb.parse.light import light_read
+
+        data = git.read_blobs([b for _, b, _ in unread], k.top)
+        for p, b, fmt in unread:
+            res = light_read(p, b, data[b], fmt) if b in data else None
+            if res is not None:
+                out[(p, b)] = res
+    return out
+
+
+def _light_chunk(args: tuple[str, list[tuple[str, str, str]]]) -> tuple[dict, list]:
+    """Worker: the light rows of the cards the checkout under ``root`` holds, and the
+    cards it does not hold (another blob there, or none)."""
+    from kb.checks.facts import checkout_bytes
+    from kb.parse.light import light_read
+
+    root, items = args
+    got: dict[tuple[str, str], Any] = {}
+    missing = []
+    for p, b, fmt in items:
+        data = checkout_bytes(Path(root), p, b)
+        if data is None:
+            missing.append((p, b, fmt))
+            continue
+        res = light_read(p, b, data, fmt)
+        if res is not None:
+            got[(p, b)] = res
+    return got, missing
+
+
+def _can_fork() -> bool:
+    import multiprocessing
+    import os
+
+    return "fork" in multiprocessing.get_all_start_methods() and not os.environ.get("KB_NO_PARALLEL")
 
 
 def _checkout_reader(k: Any, tip_files: dict[str, str]) -> Any:

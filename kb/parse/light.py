@@ -1,0 +1,291 @@
+"""What the cross-file rules read of a card, without its full parse (issue 18).
+
+A range check (``kb verify --range``) runs the per-file rules only on the files
+the range changed; for the others the cross-file rules (duplicate IDs,
+dangling references, dependency lists and cycles, Verified cards) need only
+each object's ID, kind, status and declaration line and its links. For a card
+(problem, proposition, method, verified) those come from its H1 and its header
+anchor lines, so :func:`light_card` reads just those -- and only when the file
+is plain enough that the full parse (:func:`kb.parse.parse_file`) provably
+gives the same values and no diagnostic at all. Anything else (a BOM, CRLF, a
+NUL, a conflict marker, frontmatter, a heading or anchor line that a code or
+HTML block masks, a missing or odd H1, a full-width colon, a repeated key, a list or a
+number that does not read cleanly, a malformed entry line, no anchor) returns
+None and the caller parses the file in full. Tests compare the two on every
+card of the shared cases and of the generated corpora.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from kb.parse.card import KIND_WORDS, split_fields
+from kb.parse.common import parse_float, parse_list, parse_priority, path_stem
+from kb.text import compute_mask
+
+__all__ = ["LIGHT_FORMATS", "LIGHT_READ_FORMATS", "LightResult", "light_card", "light_experiment", "light_read"]
+
+#: The formats :func:`light_card` reads.
+LIGHT_FORMATS = ("problem", "proposition", "method", "verified")
+
+#: ``(objects, links, anchor lines)``: ``objects`` as the index's light rows ``(id,
+#: kind, status, path, line, blob)``, ``links`` as ``(path, src, dst, kind)`` in the
+#: order the full parse stores them, ``anchor lines`` as the object JSON's
+#: ``anchor_lines`` (key -> 1-based line) of the file's one object.
+LightResult = tuple[list[tuple[str, str, str, str, int, str]], list[tuple[str, str, str, str]],
+                    dict[str, int]]
+
+# The card parser's own patterns (kb.parse.card) and kb.text's test for a line that
+# may open a code or HTML block; tests/test_parse_light.py checks they are the same.
+_H1 = re.compile(r"^#[ \t]+(?P<word>[^｜|]+?)[ \t]*[｜|][ \t]*(?P<title>.*?)[ \t]*$")
+_ANCHOR = re.compile(r"^- (?P<key>[A-Za-z\u4e00-\u9fff/·]+)[ \t]*(?P<colon>[:：])[ \t]?(?P<value>.*)$")
+_ENTRY_HEAD = re.compile(r"^###[ \t]+(?P<kind>解法|证明|证伪)[ \t]*(?P<rest>.*)$")
+_MAYBE_BLOCK = re.compile(r"^(?: {0,3}(?:```|~~~|<)| {4}|\t)", re.MULTILINE)
+#: The first characters of the lines _MAYBE_BLOCK matches: light_card looks for a line
+#: starting with one (in the bytes, ten times faster) before it runs the pattern.
+_BLOCK_FIRST = frozenset(" \t<`~")
+_BLOCK_FIRST_BYTES = tuple(c.encode() for c in sorted(_BLOCK_FIRST))
+_BLOCK_LINE = re.compile(b"\n[" + re.escape("".join(sorted(_BLOCK_FIRST)).encode()) + b"]")
+
+#: The lines light_card reads after the H1 (the card parser skips them when masked).
+_READ_LINES = ("## ", "### ", "- ")
+
+#: Per format: the list anchors it reads, as (anchor key, link kind), in the order
+#: the index stores their links (:data:`kb.index_rows._LINK_FIELDS` order).
+_LISTS = {
+    "problem": (("依赖", "depends"), ("被依赖", "depended_by")),
+    "proposition": (("依赖", "depends"),),
+    "method": (("可信断言", "claims"), ("上级体系", "parent_method"), ("子方法", "submethod"),
+               ("相关", "related")),
+    "verified": (),
+}
+#: Per format: the anchors read as numbers in [0,1] (KB124 when not a number).
+_NUMBERS = {"problem": (), "proposition": ("概率", "价值/关键性"), "method": (), "verified": ("概率",)}
+#: Per format: whether 优先级 is read (KB125 when not an integer or never).
+_PRIORITY = {"problem": True, "proposition": True, "method": False, "verified": False}
+
+
+def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightResult]:
+    """The light rows of one card version, or None when only a full parse can tell.
+
+    ``path`` is KB-relative, ``blob`` the version's id, ``data`` its bytes, ``fmt``
+    one of :data:`LIGHT_FORMATS`. The result equals what the index stores for the
+    full parse (its ``objects`` rows' ``id kind status path line blob``, its
+    ``links`` rows and its object's ``anchor_lines``), and the full parse has no
+    diagnostic.
+    """
+    if fmt not in LIGHT_FORMATS or b"\r" in data or b"\x00" in data or b"<<<<<<<" in data \
+            or data.startswith((b"\xef\xbb\xbf", b"-")):
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    # A code or HTML block may mask lines: only lines starting with one of " \t<`~"
+    # can open one (kb.text's own shortcut), found by a byte search first. The card
+    # parser skips masked lines only among those read below (`## ` and `### `
+    # headings, `- ` anchor lines): with a block, the mask is computed as the
+    # parser computes it (kb.text.compute_mask) and a masked line of those kinds
+    # sends the file to the full parse; other masked lines (code, its comments)
+    # are read by neither.
+    if (data[:1] in _BLOCK_FIRST_BYTES or _BLOCK_LINE.search(data) is not None) \
+            and _MAYBE_BLOCK.search(text) is not None:
+        every = text.split("\n")
+        if every and every[-1] == "":
+            every.pop()
+        mask = compute_mask(every, 0)
+        if any(m and every[i].startswith(_READ_LINES) for i, m in enumerate(mask)):
+            return None
+    # The header: up to the first `## ` line (all of the file without one).
+    cut = text.find("\n## ")
+    head = text.split("\n") if cut < 0 else text[:cut].split("\n")
+    if cut < 0 and head and head[-1] == "":
+        head.pop()
+    n = len(head)
+    i = 0
+    while i < n and not head[i].strip():
+        i += 1
+    if i >= n or not head[i].startswith("# "):
+        return None  # KB140
+    m = _H1.match(head[i])
+    if m is None or m.group("word") != KIND_WORDS[fmt]:
+        return None  # KB141, or a title kb reads otherwise
+    h1 = i + 1
+    i += 1
+    anchors: dict[str, str] = {}
+    where: dict[str, int] = {}
+    match = _ANCHOR.match
+    while i < n:
+        line = head[i]
+        if line[:2] == "- ":
+            a = match(line)
+            if a is not None:
+                key, colon, value = a.groups()
+                if colon != ":" or key in anchors:
+                    return None  # KB110, KB112
+                anchors[key] = value.rstrip()
+                where[key] = i + 1
+        i += 1
+    if not anchors:
+        return None  # the full parse may add KB126
+    if cut >= 0:
+        at = text.find("\n### ", cut)
+        while at >= 0:  # entry lines after the header (KB122, KB123)
+            end = text.find("\n", at + 1)
+            h = _ENTRY_HEAD.match(text[at + 1:] if end < 0 else text[at + 1:end])
+            at = -1 if end < 0 else text.find("\n### ", end)
+            if h is None:
+                continue
+            fields = split_fields(h.group("rest"))
+            if not (len(fields) == 4 and fields[0].strip().isdigit() and fields[2].startswith("概率")
+                    and fields[3].startswith("状态")) or parse_float(fields[2][2:]) is None:
+                return None
+    for key in _NUMBERS[fmt]:
+        v = anchors.get(key)
+        if v is not None and v.strip() and parse_float(v) is None:
+            return None  # KB124
+    if _PRIORITY[fmt] and "优先级" in anchors and parse_priority(anchors["优先级"]) is None:
+        return None  # KB125
+    obj_id = path_stem(path)
+    links: list[tuple[str, str, str, str]] = []
+    for key, kind in _LISTS[fmt]:
+        if key not in anchors:
+            continue
+        raw = anchors[key]
+        if raw.strip() == "[]":
+            continue  # what parse_list reads it as: no item, no diagnostic
+        ln = where[key]
+        items, diags = parse_list(raw, path, ln, head[ln - 1], key)
+        if diags:
+            return None  # KB120, KB121
+        links.extend((path, obj_id, x, kind) for x in items)
+    if fmt == "proposition":
+        src = anchors.get("来源问题", "").strip()
+        if src:
+            links.append((path, obj_id, src, "source"))
+    status = anchors.get("结论" if fmt == "verified" else "状态", "").strip()
+    return [(obj_id, fmt, status, path, h1, blob)], links, where
+
+
+#: The formats :func:`light_read` reads: the cards and experiments.
+LIGHT_READ_FORMATS = (*LIGHT_FORMATS, "experiment")
+
+
+def light_read(path: str, blob: str, data: bytes, fmt: str) -> Optional[tuple]:
+    """:func:`light_card` for a card, :func:`light_experiment` for an experiment
+    (None for another format)."""
+    if fmt == "experiment":
+        return light_experiment(path, blob, data)
+    return light_card(path, blob, data, fmt)
+
+
+# The experiment parser's own patterns (kb.parse.experiment); tests/test_parse_light.py
+# checks they are the same.
+_TITLE = re.compile(r"^#[ \t]+(?P<id>E\d{3,})[ \t]*(?P<colon>[:：])[ \t]*(?P<rest>.*?)[ \t]*$")
+_BOLD = re.compile(r"^\*\*(?P<key>[^*]+?)\*\*[ \t]*(?P<colon>[:：])[ \t]*(?P<value>.*?)[ \t]*$")
+_SECTION = re.compile(r"^##[ \t]+(?P<name>.*?)[ \t]*$")
+_SINGLE = {"Hypothesis", "Date", "Status"}
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_HYP_ACTION = re.compile(r"(?P<h>\S+)\s+-\s+(?P<a>.*)$")
+_CONCLUSION_WORD = re.compile(r"[\s—\-–,，。:：(（+]")
+
+
+def light_experiment(path: str, blob: str, data: bytes) -> Optional[tuple]:
+    """The light rows of one experiment version, or None when only a full parse can tell.
+
+    As :func:`light_card` (the same refusals of a file that is not plain, but code
+    and HTML blocks are masked as the parser masks them), plus a
+    fourth item: ``{"date": …}``, the JSON field the dashboard rule reads of every
+    experiment. The experiment parser's own loop (:func:`kb.parse.experiment.parse_experiment`,
+    its patterns) over the lines starting with ``#`` or ``*``; any line that would
+    give a diagnostic (KB110, KB112, KB130, KB131, KB132, KB126) returns None.
+    """
+    from kb.vocab import CONCLUSION, EXPERIMENT_STATUS
+
+    if b"\r" in data or b"\x00" in data or b"<<<<<<<" in data \
+            or data.startswith((b"\xef\xbb\xbf", b"-")):
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    # Lines inside a code or HTML block are skipped, masked as the parser masks them
+    # (kb.text.SourceText.is_masked: the same test, then kb.text.compute_mask).
+    block = (data[:1] in _BLOCK_FIRST_BYTES or _BLOCK_LINE.search(data) is not None) \
+        and _MAYBE_BLOCK.search(text) is not None
+    try:
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        masked = compute_mask(lines, 0) if block else None
+        exp_id, hyp = path_stem(path), None
+        title_line = 0
+        anchors: dict[str, str] = {}
+        anchor_lines: dict[str, int] = {}
+        section = ""
+        result_line = conclusion_line = 0
+        conclusion = None
+        for i, line in enumerate(lines):
+            if not line or line[0] not in "#*":
+                continue
+            if masked is not None and masked[i]:
+                continue
+            if not title_line and line.startswith("# "):
+                m = _TITLE.match(line)
+                title_line = i + 1
+                if m is None or m.group("colon") != ":":
+                    return None  # KB130, KB110
+                exp_id = m.group("id")
+                rest = m.group("rest")
+                hm = _HYP_ACTION.match(rest)
+                if hm:
+                    hyp = hm.group("h")
+                else:
+                    hyp, _ = (rest.split(None, 1) + [""])[:2] if rest else (None, "")
+                continue
+            m = _SECTION.match(line)
+            if m is not None:
+                section = m.group("name")
+                if section == "结果":
+                    result_line = i + 1
+                continue
+            m = _BOLD.match(line)
+            if m is None:
+                continue
+            key = m.group("key").strip()
+            if m.group("colon") != ":":
+                return None  # KB110
+            if key == "结论" and section == "结果":
+                if conclusion_line:
+                    return None  # KB112
+                conclusion_line = i + 1
+                word = _CONCLUSION_WORD.split(m.group("value").strip(), maxsplit=1)[0]
+                conclusion = CONCLUSION.canonical(word) if word else None
+                if conclusion is None and word and not word.startswith("["):
+                    conclusion = word
+                continue
+            if key in _SINGLE and not section:
+                if key in anchors:
+                    return None  # KB112
+                anchors[key] = m.group("value")
+                anchor_lines[key] = i + 1
+        if not title_line:
+            return None  # KB130
+        date = anchors.get("Date")
+        if date is not None and not _DATE.fullmatch(date):
+            return None  # KB131
+        raw_status = anchors.get("Status", "")
+        status = EXPERIMENT_STATUS.canonical(raw_status) or raw_status
+        if result_line and conclusion_line == 0 and status == "已完成":
+            return None  # KB132
+        if not anchors and conclusion is None:
+            return None  # the full parse may add KB126
+        hyp_text = anchors.get("Hypothesis", "")
+        hyp_id = hyp_text.split(None, 1)[0] if hyp_text else hyp
+        hypothesis = hyp_id or hyp
+    except Exception:  # whatever the full parse makes of it, it makes it there
+        return None
+    links = [(path, exp_id, hypothesis, "tests")] if hypothesis else []
+    return ([(exp_id, "experiment", status, path, title_line, blob)], links, anchor_lines,
+            {"date": date})
