@@ -76,14 +76,14 @@ def unsafe_id_reason(value: str) -> str | None:
 
 BOM = "\ufeff"
 
-# A line that could open a fence, an HTML block or indented code. Only files
-# with such a line pay for a markdown-it block parse.
-_MAYBE_BLOCK = re.compile(r"^(?: {0,3}(?:```|~~~|<)| {4}|\t)", re.MULTILINE)
+#: A line that could open a fence, an HTML block or indented code. Only files
+#: with such a line pay for a markdown-it block parse.
+MAYBE_BLOCK = re.compile(r"^(?: {0,3}(?:```|~~~|<)| {4}|\t)", re.MULTILINE)
 _MAYBE_BLOCK_LINE = re.compile(r"(?: {0,3}(?:```|~~~|<)| {4}|\t)")
-#: The first character of every line _MAYBE_BLOCK matches.
-_BLOCK_FIRST = frozenset(" \t<`~")
-#: _BLOCK_FIRST and the heading mark.
-_MARK_FIRST = _BLOCK_FIRST | {"#"}
+#: The first character of every line MAYBE_BLOCK matches.
+BLOCK_FIRST = frozenset(" \t<`~")
+#: BLOCK_FIRST and the heading mark.
+_MARK_FIRST = BLOCK_FIRST | {"#"}
 
 
 class DecodeError(Exception):
@@ -142,7 +142,7 @@ class SourceText:
     body_start: int = 0
     masked: list[bool] | None = None
     _heads: list[int] | None = None
-    #: Whether some line opens with a character of _BLOCK_FIRST (set with _heads).
+    #: Whether some line opens with a character of BLOCK_FIRST (set with _heads).
     _blocky: bool = True
 
     @classmethod
@@ -171,7 +171,7 @@ class SourceText:
     def _first_characters(self) -> None:
         """One pass over the lines for what both :meth:`heading_indices` and
         :meth:`is_masked` look at first: the lines opening with ``#``, and
-        whether any opens with a character of :data:`_BLOCK_FIRST`."""
+        whether any opens with a character of :data:`BLOCK_FIRST`."""
         lines = self.lines
         marked = [i for i, ln in enumerate(lines) if ln[:1] in _MARK_FIRST]
         heads = [i for i in marked if lines[i][0] == "#"]
@@ -181,11 +181,11 @@ class SourceText:
     def is_masked(self, i: int) -> bool:
         """True when 0-based line ``i`` is inside fenced/indented code or HTML."""
         if self.masked is None:
-            # Every line _MAYBE_BLOCK matches starts with one of _BLOCK_FIRST: a
+            # Every line MAYBE_BLOCK matches starts with one of BLOCK_FIRST: a
             # scan of first characters rules most files out before the regex.
             if self._heads is None:
                 self._first_characters()
-            if not self._blocky or _MAYBE_BLOCK.search(self.text) is None:
+            if not self._blocky or MAYBE_BLOCK.search(self.text) is None:
                 self.masked = [False] * len(self.lines)
             else:
                 self.masked = compute_mask(self.lines, self.body_start)
@@ -204,8 +204,8 @@ def compute_mask(lines: list[str], start: int = 0) -> list[bool]:
     markdown-it-py's block parser, which is exact.
     """
     mask = [False] * len(lines)
-    # _MAYBE_BLOCK over the body, line by line (no copy of a 20 MB tree.md).
-    first, maybe = _BLOCK_FIRST, _MAYBE_BLOCK_LINE.match
+    # MAYBE_BLOCK over the body, line by line (no copy of a 20 MB tree.md).
+    first, maybe = BLOCK_FIRST, _MAYBE_BLOCK_LINE.match
     if not any(ln[:1] in first and maybe(ln) for ln in lines[start:] if ln):
         return mask
     simple = _simple_fences(lines, start, mask)

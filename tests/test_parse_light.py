@@ -159,17 +159,6 @@ def test_light_reading_of_every_card_of_the_generated_corpora(tmp_path, profile)
     assert total > 100 and light > total // 2
 
 
-def test_light_reading_uses_the_card_parsers_own_patterns() -> None:
-    from kb import text
-    from kb.parse import card, light
-
-    for name in ("_H1", "_ANCHOR", "_ENTRY_HEAD"):
-        assert getattr(light, name).pattern == getattr(card, name).pattern, name
-    assert light._MAYBE_BLOCK.pattern == text._MAYBE_BLOCK.pattern
-    assert light._MAYBE_BLOCK.flags == text._MAYBE_BLOCK.flags
-    assert light._BLOCK_FIRST == text._BLOCK_FIRST
-
-
 # -- experiments (kb.parse.light.light_experiment) ------------------------------------
 
 EXP = """# E0007: H1.2 - Measure the decode cost
@@ -290,16 +279,3 @@ def test_light_reading_of_every_experiment_of_the_generated_corpora(tmp_path, pr
         total += 1
         light += _exp_same_or_none(rel, p.read_bytes())
     assert total > 100 and light > total // 2
-
-
-def test_light_experiments_use_the_experiment_parsers_patterns() -> None:
-    import inspect
-
-    from kb.parse import experiment, light
-
-    src = inspect.getsource(experiment.parse_experiment)
-    assert light._HYP_ACTION.pattern in src and light._CONCLUSION_WORD.pattern in src
-    assert light._DATE.pattern in src
-    for name in ("_TITLE", "_BOLD", "_SECTION", "_SINGLE"):
-        mine, theirs = getattr(light, name), getattr(experiment, name)
-        assert (mine == theirs) if isinstance(mine, set) else (mine.pattern == theirs.pattern), name

@@ -42,9 +42,12 @@ from kb.text import SourceText
 KIND_WORDS = {"problem": "问题", "proposition": "命题", "method": "方法", "verified": "已验证"}
 LIST_KEYS = ("依赖", "被依赖", "可信断言", "上级体系", "子方法", "相关")
 
-_H1 = re.compile(r"^#[ \t]+(?P<word>[^｜|]+?)[ \t]*[｜|][ \t]*(?P<title>.*?)[ \t]*$")
-_ANCHOR = re.compile(r"^- (?P<key>[A-Za-z\u4e00-\u9fff/·]+)[ \t]*(?P<colon>[:：])[ \t]?(?P<value>.*)$")
-_ENTRY_HEAD = re.compile(r"^###[ \t]+(?P<kind>解法|证明|证伪)[ \t]*(?P<rest>.*)$")
+#: A card's H1, ``# 问题｜title`` (word, title); :mod:`kb.parse.light` reads with it too.
+CARD_H1 = re.compile(r"^#[ \t]+(?P<word>[^｜|]+?)[ \t]*[｜|][ \t]*(?P<title>.*?)[ \t]*$")
+#: A card's anchor line ``- key: value`` (key, colon, value).
+CARD_ANCHOR = re.compile(r"^- (?P<key>[A-Za-z\u4e00-\u9fff/·]+)[ \t]*(?P<colon>[:：])[ \t]?(?P<value>.*)$")
+#: An entry's heading ``### 解法|证明|证伪 …`` (kind, rest).
+ENTRY_HEAD = re.compile(r"^###[ \t]+(?P<kind>解法|证明|证伪)[ \t]*(?P<rest>.*)$")
 _APPLICATION = re.compile(
     r"^###[ \t]+应用[ \t]*(?P<n>\d+)｜(?P<time>[^｜]*)｜问题[ \t]*(?P<q>\S+)(?:[ \t]+方向[ \t]*(?P<d>\S+))?[ \t]*$"
 )
@@ -119,7 +122,7 @@ class _Card:
         while i < n and not lines[i].strip():
             i += 1
         if i < n and lines[i].startswith("# "):
-            m = _H1.match(lines[i])
+            m = CARD_H1.match(lines[i])
             if m:
                 self.word, self.h1_title = m.group("word"), m.group("title")
             self.line = i + 1
@@ -132,7 +135,7 @@ class _Card:
         if i < n:
             src.is_masked(i)  # computes src.masked, read directly below
         masked = src.masked
-        anchors, anchor_lines, match = self.anchors, self.anchor_lines, _ANCHOR.match
+        anchors, anchor_lines, match = self.anchors, self.anchor_lines, CARD_ANCHOR.match
         while i < n:
             line = lines[i]
             two = line[:2]
@@ -177,7 +180,7 @@ class _Card:
             self._close(entry, lines[j + 1:end])
 
     def _entry(self, i: int, line: str) -> dict[str, Any] | None:
-        m = _ENTRY_HEAD.match(line)
+        m = ENTRY_HEAD.match(line)
         if m is None:
             return None
         kind, rest = m.groups()
@@ -393,7 +396,7 @@ def parse_registry(src: SourceText, heading: str, kind: str) -> tuple[list[KBObj
                 cur = None
             continue
         if cur is not None and line.startswith("- "):
-            m = _ANCHOR.match(line)
+            m = CARD_ANCHOR.match(line)
             if m:
                 key = m.group("key")
                 if m.group("colon") == "：":

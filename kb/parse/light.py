@@ -20,9 +20,9 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from kb.parse.card import KIND_WORDS, split_fields
+from kb.parse.card import CARD_ANCHOR, CARD_H1, ENTRY_HEAD, KIND_WORDS, split_fields
 from kb.parse.common import parse_float, parse_list, parse_priority, path_stem
-from kb.text import compute_mask
+from kb.text import BLOCK_FIRST, MAYBE_BLOCK, compute_mask
 
 __all__ = ["LIGHT_FORMATS", "LIGHT_READ_FORMATS", "LightResult", "light_card", "light_experiment", "light_read"]
 
@@ -36,17 +36,10 @@ LIGHT_FORMATS = ("problem", "proposition", "method", "verified")
 LightResult = tuple[list[tuple[str, str, str, str, int, str]], list[tuple[str, str, str, str]],
                     dict[str, int]]
 
-# The card parser's own patterns (kb.parse.card) and kb.text's test for a line that
-# may open a code or HTML block; tests/test_parse_light.py checks they are the same.
-_H1 = re.compile(r"^#[ \t]+(?P<word>[^｜|]+?)[ \t]*[｜|][ \t]*(?P<title>.*?)[ \t]*$")
-_ANCHOR = re.compile(r"^- (?P<key>[A-Za-z\u4e00-\u9fff/·]+)[ \t]*(?P<colon>[:：])[ \t]?(?P<value>.*)$")
-_ENTRY_HEAD = re.compile(r"^###[ \t]+(?P<kind>解法|证明|证伪)[ \t]*(?P<rest>.*)$")
-_MAYBE_BLOCK = re.compile(r"^(?: {0,3}(?:```|~~~|<)| {4}|\t)", re.MULTILINE)
-#: The first characters of the lines _MAYBE_BLOCK matches: light_card looks for a line
-#: starting with one (in the bytes, ten times faster) before it runs the pattern.
-_BLOCK_FIRST = frozenset(" \t<`~")
-_BLOCK_FIRST_BYTES = tuple(c.encode() for c in sorted(_BLOCK_FIRST))
-_BLOCK_LINE = re.compile(b"\n[" + re.escape("".join(sorted(_BLOCK_FIRST)).encode()) + b"]")
+# The card parser's patterns and kb.text's test for a line that may open a code or
+# HTML block: the light reading matches exactly the lines the parser matches.
+_BLOCK_FIRST_BYTES = tuple(c.encode() for c in sorted(BLOCK_FIRST))
+_BLOCK_LINE = re.compile(b"\n[" + re.escape("".join(sorted(BLOCK_FIRST)).encode()) + b"]")
 
 #: The lines light_card reads after the H1 (the card parser skips them when masked).
 _READ_LINES = ("## ", "### ", "- ")
@@ -90,7 +83,7 @@ def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightRes
     # sends the file to the full parse; other masked lines (code, its comments)
     # are read by neither.
     if (data[:1] in _BLOCK_FIRST_BYTES or _BLOCK_LINE.search(data) is not None) \
-            and _MAYBE_BLOCK.search(text) is not None:
+            and MAYBE_BLOCK.search(text) is not None:
         every = text.split("\n")
         if every and every[-1] == "":
             every.pop()
@@ -108,14 +101,14 @@ def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightRes
         i += 1
     if i >= n or not head[i].startswith("# "):
         return None  # KB140
-    m = _H1.match(head[i])
+    m = CARD_H1.match(head[i])
     if m is None or m.group("word") != KIND_WORDS[fmt]:
         return None  # KB141, or a title kb reads otherwise
     h1 = i + 1
     i += 1
     anchors: dict[str, str] = {}
     where: dict[str, int] = {}
-    match = _ANCHOR.match
+    match = CARD_ANCHOR.match
     while i < n:
         line = head[i]
         if line[:2] == "- ":
@@ -133,7 +126,7 @@ def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightRes
         at = text.find("\n### ", cut)
         while at >= 0:  # entry lines after the header (KB122, KB123)
             end = text.find("\n", at + 1)
-            h = _ENTRY_HEAD.match(text[at + 1:] if end < 0 else text[at + 1:end])
+            h = ENTRY_HEAD.match(text[at + 1:] if end < 0 else text[at + 1:end])
             at = -1 if end < 0 else text.find("\n### ", end)
             if h is None:
                 continue
@@ -180,28 +173,18 @@ def light_read(path: str, blob: str, data: bytes, fmt: str) -> Optional[tuple]:
     return light_card(path, blob, data, fmt)
 
 
-# The experiment parser's own patterns (kb.parse.experiment); tests/test_parse_light.py
-# checks they are the same.
-_TITLE = re.compile(r"^#[ \t]+(?P<id>E\d{3,})[ \t]*(?P<colon>[:：])[ \t]*(?P<rest>.*?)[ \t]*$")
-_BOLD = re.compile(r"^\*\*(?P<key>[^*]+?)\*\*[ \t]*(?P<colon>[:：])[ \t]*(?P<value>.*?)[ \t]*$")
-_SECTION = re.compile(r"^##[ \t]+(?P<name>.*?)[ \t]*$")
-_SINGLE = {"Hypothesis", "Date", "Status"}
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_HYP_ACTION = re.compile(r"(?P<h>\S+)\s+-\s+(?P<a>.*)$")
-_CONCLUSION_WORD = re.compile(r"[\s—\-–,，。:：(（+]")
-
-
 def light_experiment(path: str, blob: str, data: bytes) -> Optional[tuple]:
     """The light rows of one experiment version, or None when only a full parse can tell.
 
-    As :func:`light_card` (the same refusals of a file that is not plain, but code
-    and HTML blocks are masked as the parser masks them), plus a
-    fourth item: ``{"date": …}``, the JSON field the dashboard rule reads of every
-    experiment. The experiment parser's own loop (:func:`kb.parse.experiment.parse_experiment`,
-    its patterns) over the lines starting with ``#`` or ``*``; any line that would
-    give a diagnostic (KB110, KB112, KB130, KB131, KB132, KB126) returns None.
+    The experiment parser itself (:func:`kb.parse.experiment.parse_experiment`) on a
+    file plain enough that :func:`kb.parse.parse_file` would add nothing to what it
+    finds (the refusals of :func:`light_card`: a BOM, CRLF, a NUL, a conflict marker,
+    frontmatter); a parse with any diagnostic, or that read nothing (KB126), returns
+    None. What is saved is the rows' storage, not the parse. The fourth item is
+    ``{"date": …}``, the JSON field the dashboard rule reads of every experiment.
     """
-    from kb.vocab import CONCLUSION, EXPERIMENT_STATUS
+    from kb.parse.experiment import parse_experiment
+    from kb.text import SourceText
 
     if b"\r" in data or b"\x00" in data or b"<<<<<<<" in data \
             or data.startswith((b"\xef\xbb\xbf", b"-")):
@@ -210,82 +193,14 @@ def light_experiment(path: str, blob: str, data: bytes) -> Optional[tuple]:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    # Lines inside a code or HTML block are skipped, masked as the parser masks them
-    # (kb.text.SourceText.is_masked: the same test, then kb.text.compute_mask).
-    block = (data[:1] in _BLOCK_FIRST_BYTES or _BLOCK_LINE.search(data) is not None) \
-        and _MAYBE_BLOCK.search(text) is not None
-    try:
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        masked = compute_mask(lines, 0) if block else None
-        exp_id, hyp = path_stem(path), None
-        title_line = 0
-        anchors: dict[str, str] = {}
-        anchor_lines: dict[str, int] = {}
-        section = ""
-        result_line = conclusion_line = 0
-        conclusion = None
-        for i, line in enumerate(lines):
-            if not line or line[0] not in "#*":
-                continue
-            if masked is not None and masked[i]:
-                continue
-            if not title_line and line.startswith("# "):
-                m = _TITLE.match(line)
-                title_line = i + 1
-                if m is None or m.group("colon") != ":":
-                    return None  # KB130, KB110
-                exp_id = m.group("id")
-                rest = m.group("rest")
-                hm = _HYP_ACTION.match(rest)
-                if hm:
-                    hyp = hm.group("h")
-                else:
-                    hyp, _ = (rest.split(None, 1) + [""])[:2] if rest else (None, "")
-                continue
-            m = _SECTION.match(line)
-            if m is not None:
-                section = m.group("name")
-                if section == "结果":
-                    result_line = i + 1
-                continue
-            m = _BOLD.match(line)
-            if m is None:
-                continue
-            key = m.group("key").strip()
-            if m.group("colon") != ":":
-                return None  # KB110
-            if key == "结论" and section == "结果":
-                if conclusion_line:
-                    return None  # KB112
-                conclusion_line = i + 1
-                word = _CONCLUSION_WORD.split(m.group("value").strip(), maxsplit=1)[0]
-                conclusion = CONCLUSION.canonical(word) if word else None
-                if conclusion is None and word and not word.startswith("["):
-                    conclusion = word
-                continue
-            if key in _SINGLE and not section:
-                if key in anchors:
-                    return None  # KB112
-                anchors[key] = m.group("value")
-                anchor_lines[key] = i + 1
-        if not title_line:
-            return None  # KB130
-        date = anchors.get("Date")
-        if date is not None and not _DATE.fullmatch(date):
-            return None  # KB131
-        raw_status = anchors.get("Status", "")
-        status = EXPERIMENT_STATUS.canonical(raw_status) or raw_status
-        if result_line and conclusion_line == 0 and status == "已完成":
-            return None  # KB132
-        if not anchors and conclusion is None:
-            return None  # the full parse may add KB126
-        hyp_text = anchors.get("Hypothesis", "")
-        hyp_id = hyp_text.split(None, 1)[0] if hyp_text else hyp
-        hypothesis = hyp_id or hyp
-    except Exception:  # whatever the full parse makes of it, it makes it there
+    objects, diags = parse_experiment(SourceText.from_text(text, path))
+    if diags or len(objects) != 1:
         return None
+    exp = objects[0]
+    if not exp.anchors and exp.conclusion is None:
+        return None  # the full parse adds KB126
+    exp_id, status, title_line, date = exp.id, exp.status, exp.line, exp.date
+    hypothesis, anchor_lines = exp.hypothesis, dict(exp.anchor_lines)
     links = [(path, exp_id, hypothesis, "tests")] if hypothesis else []
     return ([(exp_id, "experiment", status, path, title_line, blob)], links, anchor_lines,
             {"date": date})
