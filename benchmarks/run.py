@@ -358,15 +358,19 @@ def _numeric_priority_card(c: Ctx) -> Path:
 
 
 def stage_anchor_change(c: Ctx) -> None:
-    """Reset, then change one anchor line (a problem's 优先级, a new value every run)
-    and stage it; HEAD was checked in setup (the warm hook)."""
+    """Reset, then change one anchor line (a problem's 优先级) and stage it; HEAD was
+    checked in setup (the warm hook). The value differs on every run and every
+    invocation (a counter alone repeats 101, 102, ... in each invocation, and a
+    later invocation would find the earlier one's parse and results cached), so
+    every run parses a new blob and checks a snapshot no earlier run has seen."""
     import re
 
     reset_worktree(c)
     _STAGED_RUNS[0] += 1
     path = _numeric_priority_card(c)
     text = path.read_text(encoding="utf-8")
-    text = re.sub(r"^- 优先级: \d+$", f"- 优先级: {100 + _STAGED_RUNS[0]}", text, count=1, flags=re.M)
+    value = 1_000_000 + (time.time_ns() // 1000) % 9_000_000 + _STAGED_RUNS[0]
+    text = re.sub(r"^- 优先级: \d+$", f"- 优先级: {value}", text, count=1, flags=re.M)
     path.write_text(text, encoding="utf-8", newline="")
     c.git("add", "--", path.relative_to(c.corpus).as_posix())
 
