@@ -252,13 +252,14 @@ def settle_interrupted_write(start: str | Path | None = None) -> str | None:
     from kb import git
     from kb.errors import KbError, LockedError
     from kb.ops.recovery import JOURNAL_NAME, read_journal, recover
-    from kb.ops.transaction import acquire_write_lock, release_write_lock
 
     here = Path(start) if start else Path.cwd()
     if not os.environ.get("GIT_DIR"):
         near = _journal_nearby(here.resolve())
         if near is None or not (near.exists() or _litter(near.parent)):
-            return None
+            return None  # the common case: a read pays a stat, no import of the write path
+    from kb.ops.transaction import acquire_write_lock, release_write_lock
+
     try:
         k = open_kb(here)
         gd = git.git_dir(k.top)

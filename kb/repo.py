@@ -19,7 +19,7 @@ from typing import Literal
 from kb import git
 from kb.config import Config, load_config
 from kb.errors import EnvironmentError_, NotAKnowledgeBase
-from kb.parse import classify
+from kb.parse import classifier, classify
 
 SnapshotKind = Literal["worktree", "staged", "commit"]
 
@@ -128,34 +128,6 @@ class Snapshot:
         return {p: blobs[self.files[p]] for p in paths if self.files[p] in blobs}
 
 
-#: id(kb) -> (kb, repository path -> (KB-relative path, format) or None): what
-#: :func:`_keep` decided, remembered for a long-running process that lists the same
-#: 7,500 paths on every call (classifying them costs more than listing them).
-_CLASSIFIED: dict[int, tuple[KnowledgeBase, dict[str, tuple[str, str] | None]]] = {}
-
-
-def _classified(kb: KnowledgeBase) -> dict[str, tuple[str, str] | None]:
-    seen = _CLASSIFIED.get(id(kb))
-    if seen is None or seen[0] is not kb or len(seen[1]) > 500_000:
-        if len(_CLASSIFIED) > 8:
-            _CLASSIFIED.clear()
-        seen = _CLASSIFIED[id(kb)] = (kb, {})
-    return seen[1]
-
-
-def _keep(kb: KnowledgeBase, repo_path: str, out: dict[str, str], fmts: dict[str, str], blob: str) -> None:
-    memo = _classified(kb)
-    try:
-        hit = memo[repo_path]
-    except KeyError:
-        rel = kb.rel(repo_path)
-        fmt = classify(rel, kb.config) if rel is not None else None
-        hit = memo[repo_path] = (rel, fmt) if rel is not None and fmt is not None else None
-    if hit is not None:
-        out[hit[0]] = blob
-        fmts[hit[0]] = hit[1]
-
-
 def _pathspec(kb: KnowledgeBase, only: list[str] | None = None) -> list[str]:
     """``-- <pathspec>`` for the KB, or for ``only`` (KB-relative paths or folders)."""
     if only is not None:
@@ -169,9 +141,11 @@ def staged_snapshot(kb: KnowledgeBase, _stdout: bytes | None = None) -> Snapshot
         _stdout = git.run(["ls-files", "-s", "-z", *_pathspec(kb)], kb.top).stdout
     files: dict[str, str] = {}
     fmts: dict[str, str] = {}
-    memo = _classified(kb)
+    fmt_of = classifier(kb.config)
+    prefix = kb.prefix
+    cut = len(prefix)
     # One decode of the whole listing (git's -z records hold no NUL), then per record
-    # "<mode> <blob> <stage>\t<path>"; a path seen before skips classify.
+    # "<mode> <blob> <stage>\t<path>"; formats are decided once per folder.
     for rec in _stdout.decode("utf-8", "surrogateescape").split("\0"):
         if not rec:
             continue
@@ -179,12 +153,14 @@ def staged_snapshot(kb: KnowledgeBase, _stdout: bytes | None = None) -> Snapshot
         mode, blob, stage = meta.split(" ")
         if stage != "0" or mode == "160000":
             continue  # conflicted entries and submodules are not KB files
-        hit = memo.get(path, False)
-        if hit is False:
-            _keep(kb, path, files, fmts, blob)
-        elif hit is not None:
-            files[hit[0]] = blob
-            fmts[hit[0]] = hit[1]
+        if cut:
+            if not path.startswith(prefix):
+                continue
+            path = path[cut:]
+        fmt = fmt_of(path)
+        if fmt is not None:
+            files[path] = blob
+            fmts[path] = fmt
     return Snapshot(kb=kb, kind="staged", files=files, formats=fmts)
 
 
@@ -193,12 +169,22 @@ def commit_snapshot(kb: KnowledgeBase, rev: str) -> Snapshot:
     proc = git.run(["ls-tree", "-r", "-z", rev, *_pathspec(kb)], kb.top)
     files: dict[str, str] = {}
     fmts: dict[str, str] = {}
+    fmt_of = classifier(kb.config)
+    prefix = kb.prefix
+    cut = len(prefix)
     for rec in git.split_z(proc.stdout):
         meta, _, path = rec.partition("\t")
         mode, typ, blob = meta.split(" ")
         if typ != "blob":
             continue
-        _keep(kb, path, files, fmts, blob)
+        if cut:
+            if not path.startswith(prefix):
+                continue
+            path = path[cut:]
+        fmt = fmt_of(path)
+        if fmt is not None:
+            files[path] = blob
+            fmts[path] = fmt
     return Snapshot(kb=kb, kind="commit", files=files, formats=fmts, rev=rev)
 
 

@@ -310,6 +310,47 @@ def test_inherited_results_equal_a_full_check(make_kb, monkeypatch):
     assert {"KB202", "KB210", "KB213"} <= set(codes(full))
 
 
+@pytest.mark.parametrize("change", ["priority", "line", "path"])
+def test_rules_reading_what_a_change_keeps_are_inherited_and_equal_a_full_check(make_kb, monkeypatch,
+                                                                                 change):
+    """A change of an anchor value (a card's 优先级) keeps every ID, line and link: the
+    cross-file rules declaring they read only those (``reads=``) keep HEAD's stored
+    results, the others run again; a change moving lines, or adding a path, re-runs
+    the rules reading lines or paths. Every report equals a full check's."""
+    import sqlite3
+
+    import kb.checks.results as V
+    from test_verify_support import problem
+
+    files = {"tree.md": TREE_DUP.replace("Evidence: E001", "Evidence: E001, E404"),
+             "Problems/q2.md": problem("q2", depends='["q3"]'),
+             "Problems/q3.md": problem("q3", depends='["q2", "q9"]')}
+    root = make_repo(make_kb, files)
+    assert verify_json(root, "--rev", "HEAD")[0] == 1  # stores the HEAD snapshot's results
+    if change == "priority":
+        write_files(root, {"Problems/q2.md": files["Problems/q2.md"].replace("- 优先级: 1", "- 优先级: 7")})
+    elif change == "line":
+        write_files(root, {"Problems/q2.md": "\n" + files["Problems/q2.md"]})
+    else:
+        write_files(root, {"Problems/q4.md": problem("q4")})
+    git(root, "add", "-A")
+    seen: dict = {}
+    real = V._SameReads._same
+    monkeypatch.setattr(V._SameReads, "_same",
+                        lambda self, reads: seen.setdefault(reads, real(self, reads)))
+    code, inherited = verify_json(root, "--staged")
+    want = {"priority": {"paths": True, "rows": True, "refs": True, None: False},
+            "line": {"paths": True, "rows": False, "refs": False, None: False},
+            "path": {"paths": False, "rows": False, "refs": False, None: False}}[change]
+    assert seen == want
+    db = sqlite3.connect(root / ".kb" / "index.sqlite")
+    db.execute("DELETE FROM kb_check_kv WHERE key LIKE 'snap:%'")
+    db.commit()
+    db.close()
+    assert verify_json(root, "--staged") == (code, inherited)
+    assert {"KB202", "KB210", "KB212", "KB213"} <= set(codes(inherited))
+
+
 def test_heads_results_stay_cached_across_many_staged_checks(make_kb, monkeypatch):
     """Every pre-commit check inherits HEAD's stored results; more distinct staged
     states than the cache keeps (8) must not evict them, or every later check redoes

@@ -38,6 +38,9 @@ class Registered:
     codes: tuple[str, ...]
     modes: Optional[tuple[str, ...]] = None
     volatile: bool = False
+    #: What a snapshot rule reads of each file (see :func:`snapshot_rule`); None: everything
+    #: of the index (objects with their JSON, links).
+    reads: Optional[str] = None
 
     @property
     def name(self) -> str:
@@ -52,10 +55,15 @@ HISTORY_RULES: list[Registered] = []
 
 def _register(target: list[Registered], codes: tuple[str, ...],
               modes: Optional[tuple[str, ...]] = None,
-              volatile: bool = False) -> Callable[[Callable], Callable]:
+              volatile: bool = False, reads: Optional[str] = None) -> Callable[[Callable], Callable]:
+    if reads not in READS:
+        from kb.errors import InternalError
+
+        raise InternalError(f"a rule's reads must be one of {READS}, not {reads!r}")
+
     def deco(func: Callable) -> Callable:
         if not any(r.func is func for r in target):
-            target.append(Registered(func, codes, modes, volatile))
+            target.append(Registered(func, codes, modes, volatile, reads))
         return func
     return deco
 
@@ -65,15 +73,26 @@ def file_rule(*codes: str) -> Callable[[Callable], Callable]:
     return _register(FILE_RULES, codes)
 
 
-def snapshot_rule(*codes: str, volatile: bool = False) -> Callable[[Callable], Callable]:
+#: What a snapshot rule may declare it reads of each file (``reads=``), narrowest first:
+#: ``paths`` the snapshot's paths and formats only; ``rows`` also each object's light row
+#: (ID, kind, status, declaration line); ``refs`` also the file's links and each object's
+#: ``anchor_lines``. None (the default): objects with all their JSON, and links.
+READS = ("paths", "rows", "refs", None)
+
+
+def snapshot_rule(*codes: str, volatile: bool = False,
+                  reads: Optional[str] = None) -> Callable[[Callable], Callable]:
     """Register a whole-snapshot rule emitting ``codes``.
 
     A snapshot rule reads the index's objects and links of the snapshot (its
     result is reused for a snapshot whose changed files have the same objects
     and links); one that reads anything else (file bytes, parse metadata) is
-    ``volatile`` and runs every time.
+    ``volatile`` and runs every time. ``reads`` (see :data:`READS`) narrows
+    what it reads: its result is then reused for a snapshot whose changed
+    files are the same in that respect (a change of a card's 优先级 keeps
+    every ID, line and link). A rule must read nothing beyond what it declares.
     """
-    return _register(SNAPSHOT_RULES, codes, volatile=volatile)
+    return _register(SNAPSHOT_RULES, codes, volatile=volatile, reads=reads)
 
 
 #: Functions ``(facts) -> str`` naming inputs outside the KB's files that snapshot
