@@ -310,13 +310,15 @@ def test_inherited_results_equal_a_full_check(make_kb, monkeypatch):
     assert {"KB202", "KB210", "KB213"} <= set(codes(full))
 
 
-@pytest.mark.parametrize("change", ["priority", "line", "path"])
+@pytest.mark.parametrize("change", ["priority", "spacing", "line", "path"])
 def test_rules_reading_what_a_change_keeps_are_inherited_and_equal_a_full_check(make_kb, monkeypatch,
                                                                                  change):
     """A change of an anchor value (a card's 优先级) keeps every ID, line and link: the
     cross-file rules declaring they read only those (``reads=``) keep HEAD's stored
     results, the others run again; a change moving lines, or adding a path, re-runs
-    the rules reading lines or paths. Every report equals a full check's."""
+    the rules reading lines or paths, and one changing the text of a line a stored
+    fix replaces (KB216's 被依赖 line) re-runs that rule. Every report equals a full
+    check's."""
     import sqlite3
 
     import kb.checks.results as V
@@ -329,6 +331,9 @@ def test_rules_reading_what_a_change_keeps_are_inherited_and_equal_a_full_check(
     assert verify_json(root, "--rev", "HEAD")[0] == 1  # stores the HEAD snapshot's results
     if change == "priority":
         write_files(root, {"Problems/q2.md": files["Problems/q2.md"].replace("- 优先级: 1", "- 优先级: 7")})
+    elif change == "spacing":  # the same 被依赖 value, written differently: KB216's fix text
+        write_files(root, {"Problems/q2.md": files["Problems/q2.md"].replace("- 被依赖: []",
+                                                                             "- 被依赖:  []")})
     elif change == "line":
         write_files(root, {"Problems/q2.md": "\n" + files["Problems/q2.md"]})
     else:
@@ -338,11 +343,18 @@ def test_rules_reading_what_a_change_keeps_are_inherited_and_equal_a_full_check(
     real = V._SameReads._same
     monkeypatch.setattr(V._SameReads, "_same",
                         lambda self, reads: seen.setdefault(reads, real(self, reads)))
+    held = []
+    real_held = V._fix_lines_hold
+    monkeypatch.setattr(V, "_fix_lines_hold", lambda *a: held.append(real_held(*a)) or held[-1])
     code, inherited = verify_json(root, "--staged")
-    want = {"priority": {"paths": True, "rows": True, "refs": True, None: False},
-            "line": {"paths": True, "rows": False, "refs": False, None: False},
-            "path": {"paths": False, "rows": False, "refs": False, None: False}}[change]
+    want = {"priority": {"paths": True, "rows": True, "refs": True, "fixes": True, None: False},
+            "spacing": {"paths": True, "rows": True, "refs": True, "fixes": True, None: False},
+            "line": {"paths": True, "rows": False, "refs": False, "fixes": False, None: False},
+            "path": {"paths": False, "rows": False, "refs": False, "fixes": False, None: False}}[change]
     assert seen == want
+    assert held == {"priority": [True], "spacing": [False]}.get(change, [])
+    kb216 = [d for d in inherited["diagnostics"] if d["code"] == "KB216"]
+    assert "Problems/q2.md" in {d["path"] for d in kb216}  # a changed file holds a fix
     db = sqlite3.connect(root / ".kb" / "index.sqlite")
     db.execute("DELETE FROM kb_check_kv WHERE key LIKE 'snap:%'")
     db.commit()

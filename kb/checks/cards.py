@@ -149,7 +149,7 @@ def method_hierarchy(s: Facts) -> list:
     return out
 
 
-@snapshot_rule("KB216")
+@snapshot_rule("KB216", reads="fixes")
 def depended_by(s: Facts) -> list:
     """KB216: a problem's 被依赖 is the reverse of the problems' 依赖 lists."""
     problems = {r.id: r for r in s.of_kind("problem")}

@@ -76,8 +76,9 @@ def file_rule(*codes: str) -> Callable[[Callable], Callable]:
 #: What a snapshot rule may declare it reads of each file (``reads=``), narrowest first:
 #: ``paths`` the snapshot's paths and formats only; ``rows`` also each object's light row
 #: (ID, kind, status, declaration line); ``refs`` also the file's links and each object's
-#: ``anchor_lines``. None (the default): objects with all their JSON, and links.
-READS = ("paths", "rows", "refs", None)
+#: ``anchor_lines``; ``fixes`` also the text of the lines its fixes replace (and of
+#: nothing else). None (the default): objects with all their JSON, and links.
+READS = ("paths", "rows", "refs", "fixes", None)
 
 
 def snapshot_rule(*codes: str, volatile: bool = False,

@@ -93,7 +93,10 @@ def snapshot_key(facts: Any) -> str:
         from kb.checks.registry import KEY_PARTS, load_rules
 
         load_rules()
-        body = "\n".join(f"{p}\0{b}" for p, b in sorted(facts.files.items()))
+        files = facts.files
+        paths = sorted(files)
+        # the blob ids (no newline), then the paths NUL-separated (never in a path)
+        body = "\0".join(map(files.__getitem__, paths)) + "\n" + "\0".join(paths)
         body += "".join("\n\1" + part(facts) for part in KEY_PARTS)
         body += "\n\2" + _RESULTS_LAYOUT
         key = "snap:" + hashlib.sha1(body.encode("utf-8", "surrogateescape")).hexdigest()
@@ -165,9 +168,30 @@ class _SameReads:
             a, b = facts.files[p], src.files[p]
             if _rows(index, p, a) != _rows(index, p, b):
                 return False
-            if reads == "refs" and (_refs(index, p, a) != _refs(index, p, b)):
+            if reads in ("refs", "fixes") and (_refs(index, p, a) != _refs(index, p, b)):
                 return False
         return True
+
+
+def _fix_lines_hold(facts: Any, diags: list[_D], changed: set[str]) -> bool:
+    """Whether every line that ``diags`` (a rule's stored results) would fix in a changed
+    file still reads as it did (what a ``reads="fixes"`` rule reads of file text); a
+    diagnostic without a fix in a changed file: False (its rule runs again)."""
+    mine = [d for d in diags if d.path in changed]
+    if not mine:
+        return True
+    if any(d.fix is None for d in mine):
+        return False
+    texts = facts.read_many(sorted({d.path for d in mine}))
+    for d in mine:
+        data = texts.get(d.path)
+        if data is None:
+            return False
+        lines = data.decode("utf-8", "replace").lstrip("\ufeff").split("\n")
+        ln, old, _new = d.fix
+        if not 1 <= ln <= len(lines) or lines[ln - 1].rstrip("\r") != old:
+            return False
+    return True
 
 
 def _rows(index: Any, path: str, blob: str) -> set[tuple]:
@@ -257,10 +281,13 @@ def _raw_snapshot(facts: Any, base: Optional[Any],
             inherited += [("p", d) for d in _parse_rows(facts, changed)]
             inherited += [("f", d) for d in file_rule_results(facts, changed)]
             same = _SameReads(facts, src, changed)
+            everything = same(None)  # same objects and links: every rule reads the same
             for rule in stable:
                 tag = _origin(rule)
-                if same(rule.reads):  # what the rule reads is what it read in src
-                    inherited.extend((o, d) for o, d in prev if o == tag)
+                mine = [d for o, d in prev if o == tag]
+                if ((everything or same(rule.reads))
+                        and (rule.reads != "fixes" or _fix_lines_hold(facts, mine, cset))):
+                    inherited.extend((tag, d) for d in mine)  # it reads what it read in src
                 else:
                     inherited.extend((tag, _D.of(d)) for d in rule.func(facts))
     if inherited is not None:
