@@ -134,10 +134,8 @@ def _origin(rule: Any) -> str:
 
 def _changed(facts: Any, src: Any) -> list[str]:
     """Paths whose blob differs between two snapshots (either side may lack them)."""
-    a, b = facts.files, src.files
-    out = [p for p, blob in a.items() if b.get(p) != blob]
-    out += [p for p in b if p not in a]
-    return sorted(out)
+    # the symmetric difference of the (path, blob) pairs, computed by the dict views
+    return sorted({p for p, _blob in facts.files.items() ^ src.files.items()})
 
 
 class _SameReads:
