@@ -138,7 +138,7 @@ def enabled(rule: Registered, config: Any) -> bool:
 
 
 def rules_fingerprint() -> str:
-    """Identity of the file rules' code, for the per-blob result cache."""
+    """Identity of the rules' code, for the result caches (per blob and per snapshot)."""
     import hashlib
     import os
     import sys
@@ -147,7 +147,10 @@ def rules_fingerprint() -> str:
 
     load_rules()
     h = hashlib.sha1(kb.__version__.encode())
-    mods = sorted({r.func.__module__ for r in FILE_RULES} | {__name__, "kb.checks.facts"})
+    # the snapshot rules' modules too: a stored rule's results are kept by what it
+    # declares it reads (``reads=``), so a change to a rule must drop them
+    mods = sorted({r.func.__module__ for r in (*FILE_RULES, *SNAPSHOT_RULES)}
+                  | {__name__, "kb.checks.facts", "kb.checks.results"})
     for m in mods:
         f = getattr(sys.modules.get(m), "__file__", None)
         if f:
@@ -158,4 +161,6 @@ def rules_fingerprint() -> str:
                 h.update(m.encode())
     for r in FILE_RULES:
         h.update(r.name.encode())
+    for r in SNAPSHOT_RULES:
+        h.update(f"{r.name}:{r.reads}".encode())
     return h.hexdigest()[:16]
