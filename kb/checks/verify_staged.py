@@ -36,6 +36,7 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
     """
     from kb.checks.changes import Change
     from kb.checks.facts import Facts
+    from kb.checks.trail_rules import prime_staged
     from kb.repo import Snapshot, staged_snapshot
 
     env = os.environ if environ is None else environ
@@ -54,12 +55,15 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
         k = kb_at(top, prefix, "")
         report.kbs.append(prefix.rstrip("/") or ".")
         with open_index(k) as idx:
-            new = staged_snapshot(k)
+            listing = git.run(["ls-files", "-s", "-z", *(["--", k.prefix] if k.prefix else [])], k.top).stdout
+            new = staged_snapshot(k, listing)
             changes = diff_staged(k, head)
             bfiles, bfmts = patch_files(new.files, new.formats, changes, k, forward=False)
             base = Snapshot(kb=k, kind="commit", files=bfiles, formats=bfmts, rev=head)
             new_f = Facts(idx, new, "the staged index")
             base_f = Facts(idx, base, "HEAD" if head else "the empty history", derive_from=new_f)
+            # KB241's listing of TRAIL.md and the log files: out of the one just read
+            prime_staged(new_f, base_f, listing, changes)
             change = Change(base_f, new_f, "staged", changes, overrides,
                             base_config=config_at(k, head), new_config=_staged_config(k, head, changes))
             report.findings += config_findings(k)
@@ -110,5 +114,9 @@ def before_head(idx: Any, k: Any, head_f: Any) -> Optional[Any]:
     files, fmts = patch_files(head_f.files, head_f.formats, changes, k, forward=False)
     if any(c.old and c.path in files and not idx.has_parse(c.path, c.old) for c in changes):
         return None
-    return Facts(idx, Snapshot(kb=k, kind="commit", files=files, formats=fmts, rev=before),
-                 before[:10], ensure=())
+    from kb.checks.trail_rules import prime_earlier
+
+    earlier = Facts(idx, Snapshot(kb=k, kind="commit", files=files, formats=fmts, rev=before),
+                    before[:10], ensure=())
+    prime_earlier(earlier, head_f, changes)
+    return earlier
