@@ -363,6 +363,45 @@ def test_rules_reading_what_a_change_keeps_are_inherited_and_equal_a_full_check(
     assert {"KB202", "KB210", "KB212", "KB213"} <= set(codes(inherited))
 
 
+@pytest.mark.parametrize("change", ["later", "prose", "lowered", "removed", "tie"])
+def test_dashboard_latest_date_from_the_checked_base_equals_a_full_check(make_kb, monkeypatch, change):
+    """KB240 takes a change's latest experiment date from its checked base's (stored) and
+    the changed files' dates; when a changed file held the base's latest date (lowered,
+    removed, or one of two equal dates removed: a tie) every experiment is read again.
+    Every report equals a full check's (nothing stored)."""
+    import sqlite3
+
+    import kb.checks.dashboard_rule as R
+
+    files = {"experiments/E002.md": experiment("E002", date="2026-01-05"),
+             "experiments/E003.md": experiment("E003", date="2026-01-05" if change == "tie" else "2026-01-03")}
+    root = make_repo(make_kb, files)
+    assert verify_json(root, "--rev", "HEAD")[0] == 0  # stores HEAD's results and latest date
+    if change == "later":
+        write_files(root, {"experiments/E003.md": experiment("E003", date="2026-02-01")})
+    elif change == "prose":
+        write_files(root, {"experiments/E003.md": files["experiments/E003.md"] + "\nRan again.\n"})
+    elif change == "lowered":
+        write_files(root, {"experiments/E002.md": experiment("E002", date="2026-01-01")})
+    else:
+        (root / "experiments/E002.md").unlink()
+    git(root, "add", "-A")
+    reads = []
+    real = R._all_latest
+    monkeypatch.setattr(R, "_all_latest", lambda s: reads.append(1) or real(s))
+    code, derived = verify_json(root, "--staged")
+    assert len(reads) == (0 if change in ("later", "prose") else 1)
+    stale = change in ("later", "lowered", "removed")
+    assert ("KB240" in codes(derived)) == stale
+    db = sqlite3.connect(root / ".kb" / "index.sqlite")
+    db.execute("DELETE FROM kb_check_kv")
+    db.commit()
+    db.close()
+    reads.clear()
+    assert verify_json(root, "--staged") == (code, derived)
+    assert len(reads) == 1  # nothing stored: every experiment read
+
+
 def test_heads_results_stay_cached_across_many_staged_checks(make_kb, monkeypatch):
     """Every pre-commit check inherits HEAD's stored results; more distinct staged
     states than the cache keeps (8) must not evict them, or every later check redoes

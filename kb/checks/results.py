@@ -275,6 +275,8 @@ def _raw_snapshot(facts: Any, base: Optional[Any],
             # Parse and per-file results depend only on the path, the blob and the
             # config: the unchanged files' are the stored ones.
             cset = set(changed)
+            # the volatile rules may start from it too (KB240's latest experiment date)
+            facts.checked_base = (src, changed)
             inherited = [(o, d) for o, d in prev if o in ("p", "f") and d.path not in cset]
             inherited += [("p", d) for d in _parse_rows(facts, changed)]
             inherited += [("f", d) for d in file_rule_results(facts, changed)]
