@@ -363,6 +363,22 @@ def test_rules_reading_what_a_change_keeps_are_inherited_and_equal_a_full_check(
     assert {"KB202", "KB210", "KB212", "KB213"} <= set(codes(inherited))
 
 
+def test_rules_fingerprint_is_the_same_whatever_was_imported_first():
+    """The results a `kb verify --rev HEAD` stores are the ones the next `kb verify --staged`
+    (another process, importing modules in another order) finds: the rules' fingerprint
+    does not depend on which rule module was imported first, or imported yet."""
+    import subprocess
+    import sys
+
+    from conftest import source_env
+
+    code = "{pre}\nfrom kb.checks.registry import rules_fingerprint\nprint(rules_fingerprint())"
+    outs = {subprocess.run([sys.executable, "-c", code.format(pre=pre)], env=source_env(),
+                           capture_output=True, text=True, check=True).stdout.strip()
+            for pre in ("", "import kb.checks.trail_rules", "import kb.checks.lock_rules, kb.checks.results")}
+    assert len(outs) == 1 and len(next(iter(outs))) == 16
+
+
 @pytest.mark.parametrize("change", ["later", "prose", "lowered", "removed", "tie"])
 def test_dashboard_latest_date_from_the_checked_base_equals_a_full_check(make_kb, monkeypatch, change):
     """KB240 takes a change's latest experiment date from its checked base's (stored) and

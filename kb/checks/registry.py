@@ -151,16 +151,22 @@ def rules_fingerprint() -> str:
     # declares it reads (``reads=``), so a change to a rule must drop them
     mods = sorted({r.func.__module__ for r in (*FILE_RULES, *SNAPSHOT_RULES)}
                   | {__name__, "kb.checks.facts", "kb.checks.results"})
+    # each module's file found from its name (whether it is imported yet differs from
+    # one mode to another: the fingerprint must not)
+    top = os.path.dirname(kb.__file__ or "")
     for m in mods:
         f = getattr(sys.modules.get(m), "__file__", None)
-        if f:
-            try:
-                st = os.stat(f)
-                h.update(f"{m}:{st.st_mtime_ns}:{st.st_size}".encode())
-            except OSError:
-                h.update(m.encode())
-    for r in FILE_RULES:
-        h.update(r.name.encode())
-    for r in SNAPSHOT_RULES:
-        h.update(f"{r.name}:{r.reads}".encode())
+        if not f and m.startswith("kb."):
+            f = os.path.join(top, *m.split(".")[1:]) + ".py"
+            if not os.path.exists(f):
+                f = os.path.join(f[:-3], "__init__.py")
+        try:
+            st = os.stat(f or "")
+            h.update(f"{m}:{st.st_mtime_ns}:{st.st_size}".encode())
+        except OSError:
+            h.update(m.encode())
+    for name in sorted(r.name for r in FILE_RULES):  # whatever order they were imported in
+        h.update(name.encode())
+    for name in sorted(f"{r.name}:{r.reads}" for r in SNAPSHOT_RULES):
+        h.update(name.encode())
     return h.hexdigest()[:16]

@@ -36,6 +36,9 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
     """
     from kb.checks.changes import Change
     from kb.checks.facts import Facts
+    from kb.checks.registry import load_rules
+
+    load_rules()  # the rules in their order, before one of their modules is imported here
     from kb.checks.trail_rules import prime_staged
     from kb.repo import Snapshot, staged_snapshot
 
