@@ -1,4 +1,4 @@
-"""KB241's listing of TRAIL.md and the exploration log on the pre-commit hook, read out
+"""The KBs, and KB241's listing of TRAIL.md and the exploration log, on the pre-commit hook, read out
 of the staged listing kb already holds: the same entries git's own pathspec listing
 gives (``git ls-files -s`` / ``git ls-tree -r``), and the same findings."""
 
@@ -85,3 +85,23 @@ def test_a_stale_trail_on_the_hook_is_found_as_git_lists_it(kb: Path, monkeypatc
     (kb / "TRAIL.md").write_text(render(load(open_kb(kb), use_cache=False)), encoding="utf-8")
     git(kb, "add", "TRAIL.md")
     assert [d["code"] for d in both()["diagnostics"]].count("KB241") == 0
+
+
+def test_the_kbs_out_of_the_staged_listing_are_gits(tmp_path: Path) -> None:
+    """The pre-commit check finds the KBs (every staged kb.toml) in its one listing of
+    the staged index: what ``git ls-files -- ':(glob)**/kb.toml'`` finds."""
+    from kb import git as kgit
+    from kb.checks.targets import kbs_in_listing, staged_kbs
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    for name in ["kb.toml", "sub/kb.toml", "a/b/kb.toml", "notkb.toml", "c/kb.toml.bak", "d/xkb.toml",
+                 "e\tkb.toml", "f/g\t/kb.toml", "h/kb.toml/inner.md"]:
+        p = root / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("[kb]\n", encoding="utf-8")
+    git(root, "add", "-A")
+    data = kgit.run(["ls-files", "-s", "-z"], root).stdout
+    assert kbs_in_listing(data) == staged_kbs(root)
+    assert staged_kbs(root) == ["", "a/b/", "f/g\t/", "sub/"]

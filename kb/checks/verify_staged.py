@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from kb import git
-from kb.checks.changes import diff_commits, diff_staged, patch_files
+from kb.checks.changes import diff_commits, diff_staged, patch_files, raw_changes
 from kb.checks.judge import check_snapshots, history_findings, judged_by_all_parents
 from kb.checks.overrides import merge_heads, merge_overrides, parse_overrides
 from kb.checks.report import Report, config_findings
-from kb.checks.targets import config_at, kb_at, open_index, repo_top, selected_kbs, staged_kbs
+from kb.checks.targets import (config_at, kb_at, kbs_in_listing, open_index, repo_top, selected_kbs,
+                               staged_kbs)
 
 
 def verify_staged(start: Path, kb_path: Optional[Path] = None,
@@ -44,8 +45,16 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
 
     env = os.environ if environ is None else environ
     top = repo_top(start)
-    prefixes = selected_kbs(top, kb_path, staged_kbs(top))
     head = git.rev_parse("HEAD", top)
+    # the staged index, listed once (the KBs in it and each one's files), and its changes
+    # from HEAD, by two git processes running at once
+    ls_args = ["ls-files", "-s", "-z"]
+    diff_args = ["diff-index", "--cached", "-z", "--raw", "--no-renames", head or git.EMPTY_TREE]
+    procs = [git.start(ls_args, top), git.start(diff_args, top)]
+    whole = git.finish(procs[0], ls_args)
+    diffs = git.finish(procs[1], diff_args)
+    found = kbs_in_listing(whole)
+    prefixes = selected_kbs(top, kb_path, staged_kbs(top) if found is None else found)
     report = Report(mode="staged")
     if head is None:
         report.notes.append("HEAD has no commit yet: history is empty (first commit)")
@@ -58,9 +67,13 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
         k = kb_at(top, prefix, "")
         report.kbs.append(prefix.rstrip("/") or ".")
         with open_index(k) as idx:
-            listing = git.run(["ls-files", "-s", "-z", *(["--", k.prefix] if k.prefix else [])], k.top).stdout
+            if k.prefix and (set(k.prefix) & set("*?[\\") or found is None):
+                # git reads the prefix as a pattern: its own listing and changes, as before
+                listing = git.run(["ls-files", "-s", "-z", "--", k.prefix], k.top).stdout
+                changes = diff_staged(k, head)
+            else:
+                listing, changes = whole, raw_changes(diffs, k)
             new = staged_snapshot(k, listing)
-            changes = diff_staged(k, head)
             bfiles, bfmts = patch_files(new.files, new.formats, changes, k, forward=False)
             base = Snapshot(kb=k, kind="commit", files=bfiles, formats=bfmts, rev=head)
             new_f = Facts(idx, new, "the staged index")
