@@ -44,8 +44,7 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
     from kb.repo import Snapshot, staged_snapshot
 
     env = os.environ if environ is None else environ
-    top = repo_top(start)
-    head = git.rev_parse("HEAD", top)
+    top, head = _locate(start)
     # the staged index, listed once (the KBs in it and each one's files), and its changes
     # from HEAD, by two git processes running at once
     ls_args = ["ls-files", "-s", "-z"]
@@ -95,6 +94,22 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
             report.findings += check_snapshots(k, new_f, base_f, strict=True,
                                                earlier=lambda: before_head(idx, k, base_f))
     return report
+
+
+def _locate(start: Path) -> tuple[Path, Optional[str]]:
+    """(work tree top, HEAD's commit or None) in one ``git rev-parse`` that also tells the
+    git dir (the merge state is read there); anything unusual (an unborn HEAD, a bare
+    repository, no repository) goes the usual way, one question at a time."""
+    proc = git.run(["rev-parse", "--show-toplevel", "--git-dir", "--verify", "--quiet", "HEAD^{commit}"],
+                   start, check=False)
+    lines = proc.stdout.decode("utf-8", "surrogateescape").split("\n")
+    if proc.returncode == 0 and len(lines) >= 3 and lines[0] and lines[1] and lines[2]:
+        top = Path(lines[0]).resolve()
+        gdir = Path(lines[1])
+        git.note_git_dir(top, gdir if gdir.is_absolute() else (Path(start) / gdir).resolve())
+        return top, lines[2].strip()
+    top = repo_top(start)
+    return top, git.rev_parse("HEAD", top)
 
 
 def _staged_config(k: Any, head: Optional[str], changes: list[Any]) -> Any:
