@@ -358,15 +358,19 @@ def _numeric_priority_card(c: Ctx) -> Path:
 
 
 def stage_anchor_change(c: Ctx) -> None:
-    """Reset, then change one anchor line (a problem's 优先级, a new value every run)
-    and stage it; HEAD was checked in setup (the warm hook)."""
+    """Reset, then change one anchor line (a problem's 优先级) and stage it; HEAD was
+    checked in setup (the warm hook). The value differs on every run and every
+    invocation (a counter alone repeats 101, 102, ... in each invocation, and a
+    later invocation would find the earlier one's parse and results cached), so
+    every run parses a new blob and checks a snapshot no earlier run has seen."""
     import re
 
     reset_worktree(c)
     _STAGED_RUNS[0] += 1
     path = _numeric_priority_card(c)
     text = path.read_text(encoding="utf-8")
-    text = re.sub(r"^- 优先级: \d+$", f"- 优先级: {100 + _STAGED_RUNS[0]}", text, count=1, flags=re.M)
+    value = 1_000_000 + (time.time_ns() // 1000) % 9_000_000 + _STAGED_RUNS[0]
+    text = re.sub(r"^- 优先级: \d+$", f"- 优先级: {value}", text, count=1, flags=re.M)
     path.write_text(text, encoding="utf-8", newline="")
     c.git("add", "--", path.relative_to(c.corpus).as_posix())
 
@@ -429,8 +433,9 @@ CASES: list[Case] = [
          teardown=reset_worktree, needs_kb=True, count_git=True,
          targets={"small": T(s=0.5, x_floor=1.7, mb=150), "large": T(s=1)}),
     Case("verify-after-pull", lambda c: c.kb + ["verify", "--staged"],
-         "first kb verify --staged after a pull: index warm, HEAD not checked, one prose change",
-         ok_codes=KB_OK, before_each=after_pull_stage_one, teardown=reset_worktree,
+         "first kb verify --staged after a pull: index warm, HEAD not checked (the state before "
+         "the pull was), one prose change",
+         ok_codes=KB_OK, setup=verify_head, before_each=after_pull_stage_one, teardown=reset_worktree,
          needs_kb=True, count_git=True,
          targets={"small": T(x_floor=1.5, mb=150), "large": T(s=1)}),
     Case("verify-anchor", lambda c: c.kb + ["verify", "--staged"],
@@ -453,8 +458,9 @@ CASES: list[Case] = [
          "git commit --no-verify of one change after a pull (the baseline of the two below)",
          before_each=after_pull_stage_one, teardown=reset_worktree, paired=False),
     Case("commit-hook-cold", lambda c: COMMIT,
-         "git commit of one change after a pull, kb's hook installed (its first check)",
-         setup=hooks_install, before_each=after_pull_stage_one, teardown=hooks_uninstall,
+         "git commit of one change after a pull, kb's hook installed (its first check of the "
+         "new HEAD; the hook checked the state before the pull)",
+         setup=verified_head_hooks, before_each=after_pull_stage_one, teardown=hooks_uninstall,
          needs_kb=True, overhead_of="commit-noverify", targets={"small": T(overhead=0.3)}),
     Case("commit-hook-warm", lambda c: COMMIT,
          "git commit of one change, kb's hook installed, HEAD checked before",

@@ -123,12 +123,12 @@ def load_config(root: Path) -> Config:
 def _file_paths_that_are_directories(cfg: Config, text: str) -> tuple[Diagnostic, ...]:
     """KB002 for each file path of the configuration (tree, dashboard) that is a
     directory in the working tree: kb would list nothing and refuse every write."""
-    from kb.model import Diagnostic
-
     out = []
     for key in ("tree", "dashboard"):
         rel = cfg.paths[key]
         if (cfg.root / rel).is_dir() and not (cfg.root / rel).is_symlink():
+            from kb.model import Diagnostic
+
             out.append(Diagnostic(
                 path="kb.toml", line=_line_of(text, "paths", key) or 1, code="KB002", severity="error",
                 message=f"{rel} (paths.{key}) is a directory, not a file: kb reads nothing from it "

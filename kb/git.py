@@ -241,9 +241,23 @@ def common_dir(cwd: Path) -> Path:
     return p if p.is_absolute() else (cwd / p).resolve()
 
 
-@lru_cache(maxsize=64)
+#: Folder -> its git dir, told by a caller that read it with other things (:func:`note_git_dir`).
+_GIT_DIRS: dict[Path, Path] = {}
+
+
+def note_git_dir(cwd: Path, found: Path) -> None:
+    """Remember ``cwd``'s git dir (absolute), read by the caller's own ``git rev-parse``."""
+    _GIT_DIRS[Path(cwd)] = found
+
+
 def git_dir(cwd: Path) -> Path:
     """``git rev-parse --git-dir`` as an absolute path (cached per folder)."""
+    hit = _GIT_DIRS.get(Path(cwd))
+    return hit if hit is not None else _git_dir(cwd)
+
+
+@lru_cache(maxsize=64)
+def _git_dir(cwd: Path) -> Path:
     p = Path(out(["rev-parse", "--git-dir"], cwd))
     return p if p.is_absolute() else (cwd / p).resolve()
 

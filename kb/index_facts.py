@@ -112,6 +112,15 @@ def version_objects(index: Index, path: str, blob: str) -> list[tuple[str, str, 
             (path, blob)))
 
 
+def version_field(index: Index, path: str, blob: str, kind: str, field: str) -> list[Any]:
+    """The JSON field ``field`` of every object of ``kind`` of one file version (what
+    :meth:`SnapshotTable.field_of_kind` gives for it)."""
+    with _reading():
+        return [v for (v,) in index.db.execute(
+            f"SELECT json_extract(data, '$.{field}') FROM objects WHERE path=? AND blob=? AND kind=?",
+            (path, blob, kind))]
+
+
 def version_links(index: Index, path: str, blob: str, kinds: Iterable[str]) -> list[tuple[str, str, str]]:
     """``(src, dst, kind)`` of the links of ``kinds`` one file version declares."""
     kinds = tuple(kinds)

@@ -50,7 +50,6 @@ the library carries no crash switch.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import asdict, dataclass
@@ -62,7 +61,7 @@ from kb import git
 from kb.errors import ConflictError, GitError, LockedError, NotFoundError, UsageError
 from kb.text import CONTROL_CHARS
 
-LOCKS_NS = "refs/kb/locks/"
+from kb.lock_names import LOCKS_NS, lock_ref  # noqa: F401 (re-exported)
 PROJECT_REF = "refs/kb/project-lock"
 DEFAULT_TTL = 30 * 60
 DEFAULT_GRACE = 30
@@ -222,11 +221,6 @@ def resolve_owner(top: Path, owner: str | None) -> str:
 
 
 # -- paths -------------------------------------------------------------------------
-
-
-def lock_ref(repo_path: str) -> str:
-    """``refs/kb/locks/<sha1 of the repository-relative path>``."""
-    return LOCKS_NS + hashlib.sha1(repo_path.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def repo_paths(kb: Any, paths: Iterable[str], cwd: Path | None = None) -> list[str]:

@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from kb import git
 from kb.errors import RefusedError
+from kb.lock_names import lock_remote  # noqa: F401 (re-exported)
 from kb.locks import (
     PROJECT_REF, Lock, LockHeld, Settings, clock, default_owner, lock_ref,
     lock_refs, parse_lock, read_locks,
@@ -37,17 +38,6 @@ from kb.locks import (
 NS = "refs/kb/remote-locks/"
 DEFAULT_TIMEOUT = 10.0
 Notify = Optional[Callable[[str], None]]
-
-
-def lock_remote(top: Path, config: Any) -> Optional[str]:
-    """The configured lock remote (git config ``kb.lockRemote``, else ``[locks]
-    remote``), or None."""
-    value = (git.config("kb.lockRemote", top) or "").strip()
-    if value:
-        return value
-    locks = getattr(config, "locks", None) or {}
-    value = locks.get("remote") if isinstance(locks, dict) else None
-    return str(value) if value else None
 
 
 def offline_policy(config: Any, top: Optional[Path] = None) -> str:

@@ -118,34 +118,6 @@ class Snapshot:
         return {p: blobs[self.files[p]] for p in paths if self.files[p] in blobs}
 
 
-#: id(kb) -> (kb, repository path -> (KB-relative path, format) or None): what
-#: :func:`_keep` decided, remembered for a long-running process that lists the same
-#: 7,500 paths on every call (classifying them costs more than listing them).
-_CLASSIFIED: dict[int, tuple[KnowledgeBase, dict[str, tuple[str, str] | None]]] = {}
-
-
-def _classified(kb: KnowledgeBase) -> dict[str, tuple[str, str] | None]:
-    seen = _CLASSIFIED.get(id(kb))
-    if seen is None or seen[0] is not kb or len(seen[1]) > 500_000:
-        if len(_CLASSIFIED) > 8:
-            _CLASSIFIED.clear()
-        seen = _CLASSIFIED[id(kb)] = (kb, {})
-    return seen[1]
-
-
-def _keep(kb: KnowledgeBase, repo_path: str, out: dict[str, str], fmts: dict[str, str], blob: str) -> None:
-    memo = _classified(kb)
-    try:
-        hit = memo[repo_path]
-    except KeyError:
-        rel = kb.rel(repo_path)
-        fmt = classify(rel, kb.config) if rel is not None else None
-        hit = memo[repo_path] = (rel, fmt) if rel is not None and fmt is not None else None
-    if hit is not None:
-        out[hit[0]] = blob
-        fmts[hit[0]] = hit[1]
-
-
 def _pathspec(kb: KnowledgeBase, only: list[str] | None = None) -> list[str]:
     """``-- <pathspec>`` for the KB, or for ``only`` (KB-relative paths or folders)."""
     if only is not None:
@@ -159,28 +131,27 @@ def staged_snapshot(kb: KnowledgeBase, _stdout: bytes | None = None) -> Snapshot
         _stdout = git.run(["ls-files", "-s", "-z", *_pathspec(kb)], kb.top).stdout
     files: dict[str, str] = {}
     fmts: dict[str, str] = {}
-    memo = _classified(kb)
-    kind = classifier(kb.config)
+    fmt_of = classifier(kb.config)
     prefix = kb.prefix
     cut = len(prefix)
     # One decode of the whole listing (git's -z records hold no NUL), then per record
-    # "<mode> <blob> <stage>\t<path>" (the mode six octal digits, the stage one); a
-    # path seen before skips classify; paths kb does not read are dropped first.
+    # "<mode> <blob> <stage>\t<path>" (the mode six octal digits, the stage one);
+    # paths kb does not read are dropped first; formats are decided once per folder.
     for rec in _stdout.decode("utf-8", "surrogateescape").split("\0"):
         if not rec:
             continue
         meta, _, path = rec.partition("\t")
-        hit = memo.get(path, False)
-        if hit is False:  # what _keep decides (kb.rel, then classify), inline
-            rel = path[cut:] if path.startswith(prefix) else None
-            fmt = kind(rel) if rel is not None else None
-            hit = memo[path] = (rel, fmt) if rel is not None and fmt is not None else None
-        if hit is None:
+        if cut:
+            if not path.startswith(prefix):
+                continue
+            path = path[cut:]
+        fmt = fmt_of(path)
+        if fmt is None:
             continue
         if meta[-1] != "0" or meta.startswith("160000 "):
             continue  # conflicted entries and submodules are not KB files
-        files[hit[0]] = meta[7:-2]
-        fmts[hit[0]] = hit[1]
+        files[path] = meta[7:-2]
+        fmts[path] = fmt
     return Snapshot(kb=kb, kind="staged", files=files, formats=fmts)
 
 
@@ -189,12 +160,22 @@ def commit_snapshot(kb: KnowledgeBase, rev: str) -> Snapshot:
     proc = git.run(["ls-tree", "-r", "-z", rev, *_pathspec(kb)], kb.top)
     files: dict[str, str] = {}
     fmts: dict[str, str] = {}
+    fmt_of = classifier(kb.config)
+    prefix = kb.prefix
+    cut = len(prefix)
     for rec in git.split_z(proc.stdout):
         meta, _, path = rec.partition("\t")
         mode, typ, blob = meta.split(" ")
         if typ != "blob":
             continue
-        _keep(kb, path, files, fmts, blob)
+        if cut:
+            if not path.startswith(prefix):
+                continue
+            path = path[cut:]
+        fmt = fmt_of(path)
+        if fmt is not None:
+            files[path] = blob
+            fmts[path] = fmt
     return Snapshot(kb=kb, kind="commit", files=files, formats=fmts, rev=rev)
 
 

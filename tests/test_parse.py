@@ -199,6 +199,33 @@ def test_classify_default_layout(path, fmt):
     assert classifier(cfg)(path) == fmt
 
 
+@pytest.mark.parametrize("toml", ["[kb]\n",
+                                  '[kb]\n[paths]\ntree = "Problems/tree.md"\nexperiments = "."\n'
+                                  'problems = "Problems"\ndashboard = "experiments/D.md"\n'])
+def test_the_folder_classifier_answers_what_classify_answers(tmp_path, toml):
+    """kb.parse.classifier decides a format once per folder (listings of 100,000 paths):
+    for every path, layouts moving folders to the root or exact paths into layout
+    folders included, it answers what classify answers."""
+    import itertools
+
+    from kb.config import load_config
+    from kb.parse import classifier
+
+    (tmp_path / "kb.toml").write_text(toml, encoding="utf-8")
+    cfg = load_config(tmp_path)
+    folders = ["", *{v for v in cfg.paths.values()}, "experiments", "命题", "问题", "x", "Notes", "Reliable", "."]
+    names = ["a.md", "tree.md", "DASHBOARD.md", "D.md", ".md", "x.txt", "E1.md", "a.MD"]
+    fast = classifier(cfg)
+    seen = set()
+    for n in range(3):
+        for parts in itertools.product(folders, repeat=n):
+            for name in names:
+                path = "/".join([x for x in parts if x] + [name])
+                assert fast(path) == classify(path, cfg), path
+                seen.add(classify(path, cfg))
+    assert {"tree", "dashboard", "experiment", "problem", None} <= seen
+
+
 VIBE = "VibeMath/Projects/demo"
 VIBE_TOML = f"""[kb]
 

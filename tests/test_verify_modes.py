@@ -310,6 +310,114 @@ def test_inherited_results_equal_a_full_check(make_kb, monkeypatch):
     assert {"KB202", "KB210", "KB213"} <= set(codes(full))
 
 
+@pytest.mark.parametrize("change", ["priority", "spacing", "line", "path"])
+def test_rules_reading_what_a_change_keeps_are_inherited_and_equal_a_full_check(make_kb, monkeypatch,
+                                                                                 change):
+    """A change of an anchor value (a card's 优先级) keeps every ID, line and link: the
+    cross-file rules declaring they read only those (``reads=``) keep HEAD's stored
+    results, the others run again; a change moving lines, or adding a path, re-runs
+    the rules reading lines or paths, and one changing the text of a line a stored
+    fix replaces (KB216's 被依赖 line) re-runs that rule. Every report equals a full
+    check's."""
+    import sqlite3
+
+    import kb.checks.results as V
+    from test_verify_support import problem
+
+    files = {"tree.md": TREE_DUP.replace("Evidence: E001", "Evidence: E001, E404"),
+             "Problems/q2.md": problem("q2", depends='["q3"]'),
+             "Problems/q3.md": problem("q3", depends='["q2", "q9"]')}
+    root = make_repo(make_kb, files)
+    assert verify_json(root, "--rev", "HEAD")[0] == 1  # stores the HEAD snapshot's results
+    if change == "priority":
+        write_files(root, {"Problems/q2.md": files["Problems/q2.md"].replace("- 优先级: 1", "- 优先级: 7")})
+    elif change == "spacing":  # the same 被依赖 value, written differently: KB216's fix text
+        write_files(root, {"Problems/q2.md": files["Problems/q2.md"].replace("- 被依赖: []",
+                                                                             "- 被依赖:  []")})
+    elif change == "line":
+        write_files(root, {"Problems/q2.md": "\n" + files["Problems/q2.md"]})
+    else:
+        write_files(root, {"Problems/q4.md": problem("q4")})
+    git(root, "add", "-A")
+    seen: dict = {}
+    real = V._SameReads._same
+    monkeypatch.setattr(V._SameReads, "_same",
+                        lambda self, reads: seen.setdefault(reads, real(self, reads)))
+    held = []
+    real_held = V._fix_lines_hold
+    monkeypatch.setattr(V, "_fix_lines_hold", lambda *a: held.append(real_held(*a)) or held[-1])
+    code, inherited = verify_json(root, "--staged")
+    want = {"priority": {"paths": True, "rows": True, "refs": True, "fixes": True, None: False},
+            "spacing": {"paths": True, "rows": True, "refs": True, "fixes": True, None: False},
+            "line": {"paths": True, "rows": False, "refs": False, "fixes": False, None: False},
+            "path": {"paths": False, "rows": False, "refs": False, "fixes": False, None: False}}[change]
+    assert seen == want
+    assert held == {"priority": [True], "spacing": [False]}.get(change, [])
+    kb216 = [d for d in inherited["diagnostics"] if d["code"] == "KB216"]
+    assert "Problems/q2.md" in {d["path"] for d in kb216}  # a changed file holds a fix
+    db = sqlite3.connect(root / ".kb" / "index.sqlite")
+    db.execute("DELETE FROM kb_check_kv WHERE key LIKE 'snap:%'")
+    db.commit()
+    db.close()
+    assert verify_json(root, "--staged") == (code, inherited)
+    assert {"KB202", "KB210", "KB212", "KB213"} <= set(codes(inherited))
+
+
+def test_rules_fingerprint_is_the_same_whatever_was_imported_first():
+    """The results a `kb verify --rev HEAD` stores are the ones the next `kb verify --staged`
+    (another process, importing modules in another order) finds: the rules' fingerprint
+    does not depend on which rule module was imported first, or imported yet."""
+    import subprocess
+    import sys
+
+    from conftest import source_env
+
+    code = "{pre}\nfrom kb.checks.registry import rules_fingerprint\nprint(rules_fingerprint())"
+    outs = {subprocess.run([sys.executable, "-c", code.format(pre=pre)], env=source_env(),
+                           capture_output=True, text=True, check=True).stdout.strip()
+            for pre in ("", "import kb.checks.trail_rules", "import kb.checks.lock_rules, kb.checks.results")}
+    assert len(outs) == 1 and len(next(iter(outs))) == 16
+
+
+@pytest.mark.parametrize("change", ["later", "prose", "lowered", "removed", "tie"])
+def test_dashboard_latest_date_from_the_checked_base_equals_a_full_check(make_kb, monkeypatch, change):
+    """KB240 takes a change's latest experiment date from its checked base's (stored) and
+    the changed files' dates; when a changed file held the base's latest date (lowered,
+    removed, or one of two equal dates removed: a tie) every experiment is read again.
+    Every report equals a full check's (nothing stored)."""
+    import sqlite3
+
+    import kb.checks.dashboard_rule as R
+
+    files = {"experiments/E002.md": experiment("E002", date="2026-01-05"),
+             "experiments/E003.md": experiment("E003", date="2026-01-05" if change == "tie" else "2026-01-03")}
+    root = make_repo(make_kb, files)
+    assert verify_json(root, "--rev", "HEAD")[0] == 0  # stores HEAD's results and latest date
+    if change == "later":
+        write_files(root, {"experiments/E003.md": experiment("E003", date="2026-02-01")})
+    elif change == "prose":
+        write_files(root, {"experiments/E003.md": files["experiments/E003.md"] + "\nRan again.\n"})
+    elif change == "lowered":
+        write_files(root, {"experiments/E002.md": experiment("E002", date="2026-01-01")})
+    else:
+        (root / "experiments/E002.md").unlink()
+    git(root, "add", "-A")
+    reads = []
+    real = R._all_latest
+    monkeypatch.setattr(R, "_all_latest", lambda s: reads.append(1) or real(s))
+    code, derived = verify_json(root, "--staged")
+    assert len(reads) == (0 if change in ("later", "prose") else 1)
+    stale = change in ("later", "lowered", "removed")
+    assert ("KB240" in codes(derived)) == stale
+    db = sqlite3.connect(root / ".kb" / "index.sqlite")
+    db.execute("DELETE FROM kb_check_kv")
+    db.commit()
+    db.close()
+    reads.clear()
+    assert verify_json(root, "--staged") == (code, derived)
+    assert len(reads) == 1  # nothing stored: every experiment read
+
+
 def test_heads_results_stay_cached_across_many_staged_checks(make_kb, monkeypatch):
     """Every pre-commit check inherits HEAD's stored results; more distinct staged
     states than the cache keeps (8) must not evict them, or every later check redoes

@@ -113,7 +113,7 @@ def card_rules(f: FileFacts) -> list:
     return out
 
 
-@snapshot_rule("KB215")
+@snapshot_rule("KB215", reads="refs")
 def method_hierarchy(s: Facts) -> list:
     """KB215: 上级体系 and 子方法 name each other."""
     parents: set[tuple[str, str]] = set()   # (child, parent) from the child's 上级体系
@@ -149,7 +149,7 @@ def method_hierarchy(s: Facts) -> list:
     return out
 
 
-@snapshot_rule("KB216")
+@snapshot_rule("KB216", reads="fixes")
 def depended_by(s: Facts) -> list:
     """KB216: a problem's 被依赖 is the reverse of the problems' 依赖 lists."""
     problems = {r.id: r for r in s.of_kind("problem")}
@@ -195,7 +195,7 @@ def depended_by(s: Facts) -> list:
     return out
 
 
-@snapshot_rule("KB217")
+@snapshot_rule("KB217", reads="rows")
 def verified_cards(s: Facts) -> list:
     """KB217: every Verified card has its settled object, and every settled object its card."""
     vpath = s.config.paths["verified"].strip("/")

@@ -89,13 +89,84 @@ def _first_difference(a: str, b: str) -> int:
     return min(len(la), len(lb)) + 1
 
 
+def _config_id(cfg: Any) -> str:
+    """The configuration's fields as text, the same in every process (sets sorted)."""
+    from dataclasses import fields
+
+    return repr([(f.name, sorted(v) if isinstance(v, (set, frozenset)) else v)
+                 for f in fields(cfg) if f.repr for v in (getattr(cfg, f.name),)])
+
+
+def _date_key(s: Facts) -> Optional[str]:
+    """Where the latest experiment date of snapshot ``s`` is kept: its results key (its
+    ``{path: blob}`` map), kb's version (the parse) and its configuration (the formats);
+    None before its results key is known."""
+    import kb
+
+    key = getattr(s, "results_key", None)
+    if not key:
+        return None
+    body = f"dashdate\0{kb.__version__}\0{key}\0{_config_id(s.config)}"
+    return "dashdate:" + hashlib.sha1(body.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _dates(s: Facts, paths: list[str]) -> list[Any]:
+    """The experiment dates declared in ``paths`` of ``s`` (those it holds as experiments)."""
+    from kb import index_facts
+
+    return [d for p in paths if s.formats.get(p) == "experiment" and p in s.files
+            for d in index_facts.version_field(s.index, p, s.files[p], "experiment", "date") if d]
+
+
+def _remember(s: Facts, latest: Any) -> None:
+    key = _date_key(s)
+    if key is not None and isinstance(latest, str):
+        s.store([(key, latest)])
+
+
+def _known_latest(s: Facts) -> Optional[str]:
+    """The latest experiment date of ``s`` without reading every experiment: stored for
+    ``s``, or from the checked snapshot it was derived from (``s.checked_base``: that
+    snapshot and the paths whose blob differs), whose latest date is stored, when no
+    changed file held that date there (else None: every experiment is read)."""
+    mine = _date_key(s)
+    if mine is None:
+        return None
+    hit = s.stored(mine)
+    if hit is not None:
+        return hit
+    derived = getattr(s, "checked_base", None)
+    if derived is None:
+        return None
+    src, changed = derived
+    theirs = _date_key(src)
+    old = src.stored(theirs) if theirs is not None else None
+    if old is None or old in _dates(src, changed):
+        return None  # unknown, or it may have gone with a changed file (a tie too)
+    latest = max([old, *_dates(s, changed)])
+    _remember(s, latest)
+    return latest
+
+
+def _all_latest(s: Facts) -> Any:
+    """The latest experiment date of ``s``, every experiment read ("" without one)."""
+    formats = s.formats
+    dates = [d for p, d in s.field_of_kind("experiment", "date")
+             if d and formats.get(p) == "experiment"]
+    latest = max(dates, default="")
+    _remember(s, latest)
+    return latest
+
+
 @snapshot_rule("KB240", volatile=True)
 def stale_dashboard(s: Facts) -> list:
     """KB240: DASHBOARD.md is byte for byte what ``kb dashboard`` renders.
 
     Silent when the KB has no DASHBOARD.md. Cached per (tree, dashboard,
     experiments) blob ids, then per latest experiment date: the dashboard
-    depends on the experiments only through that date.
+    depends on the experiments only through that date. The latest date is
+    kept per snapshot and updated from the snapshot a check starts from
+    (:func:`_known_latest`), so a change reads only its changed files' dates.
     """
     import kb
 
@@ -104,13 +175,19 @@ def stale_dashboard(s: Facts) -> list:
         return []
     tree = s.config.paths["tree"]
     base = f"dash\0{kb.__version__}\0{s.config.locale}\0{s.files.get(tree, '')}\0{s.files[dash]}"
-    key1 = hashlib.sha1(f"{base}\0{_experiment_key(s)}".encode("utf-8", "surrogateescape")).hexdigest()
-    verdict = s.stored(key1)
+    latest: Any = _known_latest(s)
+    verdict = key1 = None
+    if latest is None:
+        # (the verdict and the latest date, stored together)
+        key1 = hashlib.sha1(f"{base}\0{_experiment_key(s)}\0+date".encode("utf-8", "surrogateescape")).hexdigest()
+        hit = s.stored(key1)
+        if hit is not None and "\0" in hit:
+            verdict, latest = hit.split("\0", 1)
+            _remember(s, latest)
     if verdict is None:
-        formats = s.formats
-        dates = [d for p, d in s.field_of_kind("experiment", "date")
-                 if d and formats.get(p) == "experiment"]
-        key2 = hashlib.sha1(f"{base}\0{max(dates, default='')}".encode("utf-8", "surrogateescape")).hexdigest()
+        if latest is None:
+            latest = _all_latest(s)
+        key2 = hashlib.sha1(f"{base}\0{latest}".encode("utf-8", "surrogateescape")).hexdigest()
         verdict = s.stored(key2)
         if verdict is None:
             want = render_expected(s)
@@ -119,7 +196,9 @@ def stale_dashboard(s: Facts) -> list:
                 verdict = "fresh"
             else:
                 verdict = f"stale:{_first_difference(have.decode('utf-8', 'replace'), want)}"
-        s.store([(key1, verdict), (key2, verdict)])
+            s.store([(key2, verdict)])
+        if key1 is not None:
+            s.store([(key1, f"{verdict}\0{latest}")])
     if verdict == "fresh":
         return []
     line = int(verdict.split(":", 1)[1]) if ":" in verdict else 1

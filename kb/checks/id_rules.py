@@ -15,7 +15,7 @@ from kb.checks.registry import snapshot_rule
 from kb.research import dependencies
 
 
-@snapshot_rule("KB202")
+@snapshot_rule("KB202", reads="rows")
 def duplicate_ids(s: Facts) -> list:
     """KB202: one declaration per ID (per namespace), both locations named."""
     out = []
@@ -38,7 +38,7 @@ def anchor_line(s: Facts, path: str, obj_id: str, key: str) -> int:
     return s.anchor_line(path, obj_id, key)
 
 
-@snapshot_rule("KB210", "KB211", "KB212", "KB214")
+@snapshot_rule("KB210", "KB211", "KB212", "KB214", reads="refs")
 def missing_references(s: Facts) -> list:
     """KB210 evidence, KB211 tested hypothesis, KB212 dependencies, KB214 可信断言."""
     links = s.links()
@@ -72,7 +72,7 @@ def missing_references(s: Facts) -> list:
     return out
 
 
-@snapshot_rule("KB213")
+@snapshot_rule("KB213", reads="refs")
 def dependency_cycles(s: Facts) -> list:
     """KB213: the 依赖 graph has no cycle (each cycle reported once)."""
     graph: dict[str, list[str]] = {}
@@ -119,7 +119,7 @@ def _cycle_path(graph: dict[str, list[str]], start: str, comp: set[str]) -> list
     return [start, start]
 
 
-@snapshot_rule("KB219")
+@snapshot_rule("KB219", reads="paths")
 def unportable_paths(s: Facts) -> list:
     """KB219: a file name Windows reserves (``CON.md``, ``aux``), or two paths that
     differ only in case or Unicode normalisation (one file on macOS/Windows)."""

@@ -21,13 +21,18 @@ from kb.checks.registry import history_rule
 def locked_by_another_owner(c: Change) -> list:
     """KB380: the change touches a path whose write lock someone else holds."""
     from kb.errors import KbError
-    from kb.locks import Settings, clock, default_owner, lock_ref
-    from kb.remote_locks import blocking_locks
+    from kb.lock_names import lock_ref, lock_remote
 
     by_ref = {lock_ref(c.kb.repo_path(x.path)): x.path for x in c.changes}
     if not by_ref:
         return []
     top = c.kb.top
+    remote = lock_remote(top, c.config)
+    if remote is None and not _any_ref(top, list(by_ref)):
+        return []  # no lock on a changed path in this clone: nothing else to read
+    from kb.locks import Settings, clock, default_owner
+    from kb.remote_locks import blocking_locks
+
     owner = os.environ.get("KB_OWNER") or default_owner(top) or ""
     try:
         settings = Settings.from_config(getattr(c.config, "locks", {}))
@@ -36,7 +41,8 @@ def locked_by_another_owner(c: Change) -> list:
     now = clock()
     paths = [c.kb.repo_path(p) for p in by_ref.values()]
     try:  # with a lock remote, the remote's locks (fetched now) decide
-        held = blocking_locks(top, paths, owner, settings, now, config=c.config)
+        held = blocking_locks(top, paths, owner, settings, now,
+                              config=c.config if remote is not None else None)
     except KbError as exc:  # lock remote unreachable and [locks] offline = "refuse"
         return [diag(next(iter(by_ref.values())), 1, "KB380", str(exc))]
     return [diag(by_ref[lk.ref], 1, "KB380",
@@ -44,3 +50,13 @@ def locked_by_another_owner(c: Change) -> list:
                  f"this commit (as {owner or 'no owner'}) changes it — wait for the holder's "
                  "release, or claim it once the lease is over (kb lock status)")
             for lk in held]
+
+
+def _any_ref(top, refs: list) -> bool:
+    """Whether one of the lock refs ``refs`` names an object, asked through the process's
+    ``git cat-file --batch`` (the one that reads the snapshot's blobs: no git process of
+    its own). A ref of the form ``refs/kb/locks/<sha1>`` resolves to itself first; when
+    one does, the locks are read as before (``git for-each-ref``)."""
+    from kb import git
+
+    return bool(git.read_blobs(refs, top))

@@ -38,6 +38,9 @@ class Registered:
     codes: tuple[str, ...]
     modes: Optional[tuple[str, ...]] = None
     volatile: bool = False
+    #: What a snapshot rule reads of each file (see :func:`snapshot_rule`); None: everything
+    #: of the index (objects with their JSON, links).
+    reads: Optional[str] = None
 
     @property
     def name(self) -> str:
@@ -52,10 +55,15 @@ HISTORY_RULES: list[Registered] = []
 
 def _register(target: list[Registered], codes: tuple[str, ...],
               modes: Optional[tuple[str, ...]] = None,
-              volatile: bool = False) -> Callable[[Callable], Callable]:
+              volatile: bool = False, reads: Optional[str] = None) -> Callable[[Callable], Callable]:
+    if reads not in READS:
+        from kb.errors import InternalError
+
+        raise InternalError(f"a rule's reads must be one of {READS}, not {reads!r}")
+
     def deco(func: Callable) -> Callable:
         if not any(r.func is func for r in target):
-            target.append(Registered(func, codes, modes, volatile))
+            target.append(Registered(func, codes, modes, volatile, reads))
         return func
     return deco
 
@@ -65,15 +73,27 @@ def file_rule(*codes: str) -> Callable[[Callable], Callable]:
     return _register(FILE_RULES, codes)
 
 
-def snapshot_rule(*codes: str, volatile: bool = False) -> Callable[[Callable], Callable]:
+#: What a snapshot rule may declare it reads of each file (``reads=``), narrowest first:
+#: ``paths`` the snapshot's paths and formats only; ``rows`` also each object's light row
+#: (ID, kind, status, declaration line); ``refs`` also the file's links and each object's
+#: ``anchor_lines``; ``fixes`` also the text of the lines its fixes replace (and of
+#: nothing else). None (the default): objects with all their JSON, and links.
+READS = ("paths", "rows", "refs", "fixes", None)
+
+
+def snapshot_rule(*codes: str, volatile: bool = False,
+                  reads: Optional[str] = None) -> Callable[[Callable], Callable]:
     """Register a whole-snapshot rule emitting ``codes``.
 
     A snapshot rule reads the index's objects and links of the snapshot (its
     result is reused for a snapshot whose changed files have the same objects
     and links); one that reads anything else (file bytes, parse metadata) is
-    ``volatile`` and runs every time.
+    ``volatile`` and runs every time. ``reads`` (see :data:`READS`) narrows
+    what it reads: its result is then reused for a snapshot whose changed
+    files are the same in that respect (a change of a card's 优先级 keeps
+    every ID, line and link). A rule must read nothing beyond what it declares.
     """
-    return _register(SNAPSHOT_RULES, codes, volatile=volatile)
+    return _register(SNAPSHOT_RULES, codes, volatile=volatile, reads=reads)
 
 
 #: Functions ``(facts) -> str`` naming inputs outside the KB's files that snapshot
@@ -118,7 +138,7 @@ def enabled(rule: Registered, config: Any) -> bool:
 
 
 def rules_fingerprint() -> str:
-    """Identity of the file rules' code, for the per-blob result cache."""
+    """Identity of the rules' code, for the result caches (per blob and per snapshot)."""
     import hashlib
     import os
     import sys
@@ -127,15 +147,26 @@ def rules_fingerprint() -> str:
 
     load_rules()
     h = hashlib.sha1(kb.__version__.encode())
-    mods = sorted({r.func.__module__ for r in FILE_RULES} | {__name__, "kb.checks.facts"})
+    # the snapshot rules' modules too: a stored rule's results are kept by what it
+    # declares it reads (``reads=``), so a change to a rule must drop them
+    mods = sorted({r.func.__module__ for r in (*FILE_RULES, *SNAPSHOT_RULES)}
+                  | {__name__, "kb.checks.facts", "kb.checks.results"})
+    # each module's file found from its name (whether it is imported yet differs from
+    # one mode to another: the fingerprint must not)
+    top = os.path.dirname(kb.__file__ or "")
     for m in mods:
         f = getattr(sys.modules.get(m), "__file__", None)
-        if f:
-            try:
-                st = os.stat(f)
-                h.update(f"{m}:{st.st_mtime_ns}:{st.st_size}".encode())
-            except OSError:
-                h.update(m.encode())
-    for r in FILE_RULES:
-        h.update(r.name.encode())
+        if not f and m.startswith("kb."):
+            f = os.path.join(top, *m.split(".")[1:]) + ".py"
+            if not os.path.exists(f):
+                f = os.path.join(f[:-3], "__init__.py")
+        try:
+            st = os.stat(f or "")
+            h.update(f"{m}:{st.st_mtime_ns}:{st.st_size}".encode())
+        except OSError:
+            h.update(m.encode())
+    for name in sorted(r.name for r in FILE_RULES):  # whatever order they were imported in
+        h.update(name.encode())
+    for name in sorted(f"{r.name}:{r.reads}" for r in SNAPSHOT_RULES):
+        h.update(name.encode())
     return h.hexdigest()[:16]

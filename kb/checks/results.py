@@ -93,8 +93,12 @@ def snapshot_key(facts: Any) -> str:
         from kb.checks.registry import KEY_PARTS, load_rules
 
         load_rules()
-        body = "\n".join(f"{p}\0{b}" for p, b in sorted(facts.files.items()))
+        files = facts.files
+        paths = sorted(files)
+        # the blob ids (no newline), then the paths NUL-separated (never in a path)
+        body = "\0".join(map(files.__getitem__, paths)) + "\n" + "\0".join(paths)
         body += "".join("\n\1" + part(facts) for part in KEY_PARTS)
+        body += "\n\2" + _RESULTS_LAYOUT
         key = "snap:" + hashlib.sha1(body.encode("utf-8", "surrogateescape")).hexdigest()
         facts.results_key = key
     return key
@@ -118,6 +122,91 @@ def _store_results(facts: Any, key: str, results: list[tuple[str, _D]]) -> None:
     index_results.put_snapshot(facts.index, key, data)
 
 
+#: Version of the stored snapshot results' layout (part of their key): origins name
+#: each cross-file rule (``x`` and its first code).
+_RESULTS_LAYOUT = "2"
+
+
+def _origin(rule: Any) -> str:
+    """The origin tag of a stable cross-file rule's results: ``x`` and its first code."""
+    return "x" + rule.codes[0]
+
+
+def _changed(facts: Any, src: Any) -> list[str]:
+    """Paths whose blob differs between two snapshots (either side may lack them)."""
+    # the symmetric difference of the (path, blob) pairs, computed by the dict views
+    return sorted({p for p, _blob in facts.files.items() ^ src.files.items()})
+
+
+class _SameReads:
+    """Whether the changed files read the same on both sides for a rule declaring
+    ``reads`` (:data:`kb.checks.registry.READS`); each comparison is made once."""
+
+    def __init__(self, facts: Any, src: Any, changed: list[str]) -> None:
+        self.facts, self.src, self.changed = facts, src, changed
+        self._memo: dict[Any, bool] = {}
+
+    def __call__(self, reads: Optional[str]) -> bool:
+        if reads not in self._memo:
+            self._memo[reads] = self._same(reads)
+        return self._memo[reads]
+
+    def _same(self, reads: Optional[str]) -> bool:
+        facts, src = self.facts, self.src
+        for p in self.changed:
+            a, b = facts.files.get(p), src.files.get(p)
+            if a is None or b is None or facts.formats.get(p) != src.formats.get(p):
+                return False
+        if reads == "paths":
+            return True
+        if reads is None:
+            return neutral(facts, src, self.changed)
+        index = facts.index
+        for p in self.changed:
+            a, b = facts.files[p], src.files[p]
+            if _rows(index, p, a) != _rows(index, p, b):
+                return False
+            if reads in ("refs", "fixes") and (_refs(index, p, a) != _refs(index, p, b)):
+                return False
+        return True
+
+
+def _fix_lines_hold(facts: Any, diags: list[_D], changed: set[str]) -> bool:
+    """Whether every line that ``diags`` (a rule's stored results) would fix in a changed
+    file still reads as it did (what a ``reads="fixes"`` rule reads of file text); a
+    diagnostic without a fix in a changed file: False (its rule runs again)."""
+    mine = [d for d in diags if d.path in changed]
+    if not mine:
+        return True
+    if any(d.fix is None for d in mine):
+        return False
+    texts = facts.read_many(sorted({d.path for d in mine}))
+    for d in mine:
+        data = texts.get(d.path)
+        if data is None:
+            return False
+        lines = data.decode("utf-8", "replace").lstrip("\ufeff").split("\n")
+        ln, old, _new = d.fix
+        if not 1 <= ln <= len(lines) or lines[ln - 1].rstrip("\r") != old:
+            return False
+    return True
+
+
+def _rows(index: Any, path: str, blob: str) -> set[tuple]:
+    """(id, kind, status, line) of the objects of one file version."""
+    return {(i, k, s, ln) for i, k, s, _p, ln, _b in index_facts.version_objects(index, path, blob)}
+
+
+def _refs(index: Any, path: str, blob: str) -> tuple[set, set]:
+    """The links of one file version and the anchor lines of each of its objects."""
+    from kb.checks.facts import XREF_LINKS
+
+    links = set(index_facts.version_links(index, path, blob, XREF_LINKS))
+    anchors = {(r.id, r.kind, r.line, json.dumps(json.loads(r.data).get("anchor_lines"), sort_keys=True))
+               for r in index.rows_of(path, blob)}
+    return links, anchors
+
+
 def neutral(facts: Any, base: Any, changed: list[str]) -> bool:
     """True when every changed path has the same objects (JSON) and links on both sides
     (``facts`` and ``base``: :class:`kb.checks.facts.Facts` of one index)."""
@@ -139,7 +228,7 @@ def _raw_snapshot(facts: Any, base: Optional[Any],
                   earlier: Optional[Any] = None,
                   file_scope: Optional[set[str]] = None) -> list[tuple[str, _D]]:
     """(origin, diagnostic) of every snapshot rule: origin ``p`` parse, ``f`` per-file
-    rule, ``x`` cross-file rule, ``v`` volatile cross-file rule. ``file_scope``: the
+    rule, ``x`` and its first code a cross-file rule, ``v`` volatile cross-file rule. ``file_scope``: the
     per-file rules run on those paths only (the whole snapshot's stored results are
     used when there, filtered; partial results are stored under their own key)."""
     from kb.checks.registry import SNAPSHOT_RULES, enabled, load_rules
@@ -162,7 +251,7 @@ def _raw_snapshot(facts: Any, base: Optional[Any],
         out += [("f", d) for d in file_rule_results(facts, sorted(file_scope))]
         for rule in SNAPSHOT_RULES:
             if enabled(rule, cfg):
-                out.extend(("v" if rule.volatile else "x", _D.of(d)) for d in rule.func(facts))
+                out.extend(("v" if rule.volatile else _origin(rule), _D.of(d)) for d in rule.func(facts))
         _store_results(facts, scoped_key, out)
         return out
     key = snapshot_key(facts)
@@ -181,20 +270,33 @@ def _raw_snapshot(facts: Any, base: Optional[Any],
             src = earlier()
             prev = _load_results(src, snapshot_key(src)) if src is not None else None
     if src is not None and prev is not None:
-        changed = sorted(p for p in set(facts.files) | set(src.files)
-                         if facts.files.get(p) != src.files.get(p))
-        if neutral(facts, src, changed):
+        changed = _changed(facts, src)
+        if src.config == cfg:
+            # Parse and per-file results depend only on the path, the blob and the
+            # config: the unchanged files' are the stored ones.
             cset = set(changed)
-            inherited = [(o, d) for o, d in prev if o == "x" or (o in "pf" and d.path not in cset)]
+            # the volatile rules may start from it too (KB240's latest experiment date)
+            facts.checked_base = (src, changed)
+            inherited = [(o, d) for o, d in prev if o in ("p", "f") and d.path not in cset]
             inherited += [("p", d) for d in _parse_rows(facts, changed)]
             inherited += [("f", d) for d in file_rule_results(facts, changed)]
+            same = _SameReads(facts, src, changed)
+            everything = same(None)  # same objects and links: every rule reads the same
+            for rule in stable:
+                tag = _origin(rule)
+                mine = [d for o, d in prev if o == tag]
+                if ((everything or same(rule.reads))
+                        and (rule.reads != "fixes" or _fix_lines_hold(facts, mine, cset))):
+                    inherited.extend((tag, d) for d in mine)  # it reads what it read in src
+                else:
+                    inherited.extend((tag, _D.of(d)) for d in rule.func(facts))
     if inherited is not None:
         out = inherited
     else:
         out = [("p", d) for d in _parse_rows(facts)]
         out += [("f", d) for d in file_rule_results(facts)]
         for rule in stable:
-            out.extend(("x", _D.of(d)) for d in rule.func(facts))
+            out.extend((_origin(rule), _D.of(d)) for d in rule.func(facts))
     for rule in volatile:
         out.extend(("v", _D.of(d)) for d in rule.func(facts))
     _store_results(facts, key, out)

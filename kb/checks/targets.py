@@ -91,6 +91,25 @@ def staged_kbs(top: Path) -> list[str]:
                    if p == "kb.toml" or p.endswith("/kb.toml")})
 
 
+def kbs_in_listing(data: bytes) -> Optional[list[str]]:
+    """:func:`staged_kbs` read out of the repository's whole ``git ls-files -s -z``
+    output (no git process of its own); None when git's pathspec could match
+    otherwise (``GIT_ICASE_PATHSPECS``)."""
+    import os
+
+    if os.environ.get("GIT_ICASE_PATHSPECS"):
+        return None
+    found = set()
+    pos = data.find(b"kb.toml\0")
+    while pos >= 0:
+        start = data.rfind(b"\0", 0, pos) + 1
+        _meta, tab, path = data[start:pos + 7].partition(b"\t")
+        if tab and (path == b"kb.toml" or path.endswith(b"/kb.toml")):
+            found.add(path[: -len("kb.toml")].decode("utf-8", "surrogateescape"))
+        pos = data.find(b"kb.toml\0", pos + 1)
+    return sorted(found)
+
+
 def repo_top(start: Path) -> Path:
     """The work tree top; in a bare repository (a server's pre-receive hook) its git dir."""
     top = git.toplevel(start)

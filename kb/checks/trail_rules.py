@@ -9,7 +9,10 @@ of TRAIL.md and every log file) in the index's key-value table.
 from __future__ import annotations
 
 import hashlib
+import os
+import re
 import weakref
+from typing import Any, Optional
 
 from kb import git
 from kb.checks.diagnostics import diag
@@ -33,6 +36,69 @@ def _listing(s: Facts, paths: list[str]) -> dict[str, str]:
     found = _list(s, paths)
     _LISTINGS[s] = (tuple(paths), found)
     return dict(found)
+
+
+#: The pathspec of the listing (the key the rule and the key part read it under).
+_SPEC = (TRAIL_FILE, _LOG_PREFIX.rstrip("/"))
+_META = re.compile(rb"[0-7]{6} [0-9a-f]{40,64} [0-3]")
+
+
+def _is_trail(path: str) -> bool:
+    """Whether a KB-relative path is one the listing's pathspec matches."""
+    return any(path == x or path.startswith(x + "/") for x in _SPEC)
+
+
+def from_staged_listing(kb: Any, data: bytes) -> Optional[tuple[dict[str, str], dict[str, str]]]:
+    """The listing of :data:`_SPEC` read out of the KB's whole ``git ls-files -s -z`` output
+    (what ``git ls-files -s -z -- TRAIL.md .explore-tree/ops`` gives), without a git process:
+    (every stage-0 entry, the blobs only: what ``git ls-tree -r`` lists of a commit with the
+    same entries). None when git's pathspec could match otherwise (a prefix with glob
+    characters, case-insensitive pathspecs): then git lists them."""
+    prefix = kb.prefix
+    if set(prefix) & set("*?[\\") or os.environ.get("GIT_ICASE_PATHSPECS"):
+        return None
+    staged: dict[str, str] = {}
+    blobs: dict[str, str] = {}
+    for spec in _SPEC:
+        full = (prefix + spec).encode("utf-8", "surrogateescape")
+        needle = b"\t" + full
+        pos = data.find(needle)
+        while pos >= 0:
+            start = data.rfind(b"\0", 0, pos) + 1
+            end = data.find(b"\0", pos)
+            end = len(data) if end < 0 else end
+            path = data[pos + 1:end]
+            meta = data[start:pos]
+            if (_META.fullmatch(meta) and (path == full or path.startswith(full + b"/"))):
+                mode, blob, stage = meta.decode("ascii").split(" ")
+                rel = kb.rel(path.decode("utf-8", "surrogateescape"))
+                if stage == "0" and rel is not None:
+                    staged[rel] = blob
+                    if mode != "160000":
+                        blobs[rel] = blob
+            pos = data.find(needle, pos + 1)
+    return staged, blobs
+
+
+def prime_staged(new: Facts, base: Facts, data: bytes, changes: list[Any]) -> None:
+    """Give the pre-commit check's two snapshots their listing of TRAIL.md and the log
+    files from the staged listing it already read (``data``): the staged index's, and
+    HEAD's when the change leaves every such path as it is (else git lists HEAD's)."""
+    found = from_staged_listing(new.kb, data)
+    if found is None:
+        return
+    staged, blobs = found
+    _LISTINGS[new] = (_SPEC, staged)
+    if base.snap.rev and not any(_is_trail(c.path) for c in changes):
+        _LISTINGS[base] = (_SPEC, blobs)
+
+
+def prime_earlier(earlier: Facts, later: Facts, changes: list[Any]) -> None:
+    """The listing of a commit that differs from ``later``'s (listed already) by
+    ``changes`` (KB-relative), when they leave every listed path as it is."""
+    hit = _LISTINGS.get(later)
+    if hit is not None and hit[0] == _SPEC and not any(_is_trail(c.path) for c in changes):
+        _LISTINGS[earlier] = hit
 
 
 def _list(s: Facts, paths: list[str]) -> dict[str, str]:

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from kb import git
-from kb.checks.changes import diff_commits, diff_staged, patch_files
+from kb.checks.changes import diff_commits, diff_staged, patch_files, raw_changes
 from kb.checks.judge import check_snapshots, history_findings, judged_by_all_parents
 from kb.checks.overrides import merge_heads, merge_overrides, parse_overrides
 from kb.checks.report import Report, config_findings
-from kb.checks.targets import config_at, kb_at, open_index, repo_top, selected_kbs, staged_kbs
+from kb.checks.targets import (config_at, kb_at, kbs_in_listing, open_index, repo_top, selected_kbs,
+                               staged_kbs)
 
 
 def verify_staged(start: Path, kb_path: Optional[Path] = None,
@@ -36,12 +37,23 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
     """
     from kb.checks.changes import Change
     from kb.checks.facts import Facts
+    from kb.checks.registry import load_rules
+
+    load_rules()  # the rules in their order, before one of their modules is imported here
+    from kb.checks.trail_rules import prime_staged
     from kb.repo import Snapshot, staged_snapshot
 
     env = os.environ if environ is None else environ
-    top = repo_top(start)
-    prefixes = selected_kbs(top, kb_path, staged_kbs(top))
-    head = git.rev_parse("HEAD", top)
+    top, head = _locate(start)
+    # the staged index, listed once (the KBs in it and each one's files), and its changes
+    # from HEAD, by two git processes running at once
+    ls_args = ["ls-files", "-s", "-z"]
+    diff_args = ["diff-index", "--cached", "-z", "--raw", "--no-renames", head or git.EMPTY_TREE]
+    procs = [git.start(ls_args, top), git.start(diff_args, top)]
+    whole = git.finish(procs[0], ls_args)
+    diffs = git.finish(procs[1], diff_args)
+    found = kbs_in_listing(whole)
+    prefixes = selected_kbs(top, kb_path, staged_kbs(top) if found is None else found)
     report = Report(mode="staged")
     if head is None:
         report.notes.append("HEAD has no commit yet: history is empty (first commit)")
@@ -54,12 +66,19 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
         k = kb_at(top, prefix, "")
         report.kbs.append(prefix.rstrip("/") or ".")
         with open_index(k) as idx:
-            new = staged_snapshot(k)
-            changes = diff_staged(k, head)
+            if k.prefix and (set(k.prefix) & set("*?[\\") or found is None):
+                # git reads the prefix as a pattern: its own listing and changes, as before
+                listing = git.run(["ls-files", "-s", "-z", "--", k.prefix], k.top).stdout
+                changes = diff_staged(k, head)
+            else:
+                listing, changes = whole, raw_changes(diffs, k)
+            new = staged_snapshot(k, listing)
             bfiles, bfmts = patch_files(new.files, new.formats, changes, k, forward=False)
             base = Snapshot(kb=k, kind="commit", files=bfiles, formats=bfmts, rev=head)
             new_f = Facts(idx, new, "the staged index")
             base_f = Facts(idx, base, "HEAD" if head else "the empty history", derive_from=new_f)
+            # KB241's listing of TRAIL.md and the log files: out of the one just read
+            prime_staged(new_f, base_f, listing, changes)
             change = Change(base_f, new_f, "staged", changes, overrides,
                             base_config=config_at(k, head), new_config=_staged_config(k, head, changes))
             report.findings += config_findings(k)
@@ -75,6 +94,22 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
             report.findings += check_snapshots(k, new_f, base_f, strict=True,
                                                earlier=lambda: before_head(idx, k, base_f))
     return report
+
+
+def _locate(start: Path) -> tuple[Path, Optional[str]]:
+    """(work tree top, HEAD's commit or None) in one ``git rev-parse`` that also tells the
+    git dir (the merge state is read there); anything unusual (an unborn HEAD, a bare
+    repository, no repository) goes the usual way, one question at a time."""
+    proc = git.run(["rev-parse", "--show-toplevel", "--git-dir", "--verify", "--quiet", "HEAD^{commit}"],
+                   start, check=False)
+    lines = proc.stdout.decode("utf-8", "surrogateescape").split("\n")
+    if proc.returncode == 0 and len(lines) >= 3 and lines[0] and lines[1] and lines[2]:
+        top = Path(lines[0]).resolve()
+        gdir = Path(lines[1])
+        git.note_git_dir(top, gdir if gdir.is_absolute() else (Path(start) / gdir).resolve())
+        return top, lines[2].strip()
+    top = repo_top(start)
+    return top, git.rev_parse("HEAD", top)
 
 
 def _staged_config(k: Any, head: Optional[str], changes: list[Any]) -> Any:
@@ -110,5 +145,9 @@ def before_head(idx: Any, k: Any, head_f: Any) -> Optional[Any]:
     files, fmts = patch_files(head_f.files, head_f.formats, changes, k, forward=False)
     if any(c.old and c.path in files and not idx.has_parse(c.path, c.old) for c in changes):
         return None
-    return Facts(idx, Snapshot(kb=k, kind="commit", files=files, formats=fmts, rev=before),
-                 before[:10], ensure=())
+    from kb.checks.trail_rules import prime_earlier
+
+    earlier = Facts(idx, Snapshot(kb=k, kind="commit", files=files, formats=fmts, rev=before),
+                    before[:10], ensure=())
+    prime_earlier(earlier, head_f, changes)
+    return earlier
