@@ -142,10 +142,15 @@ def declarations(index: Index, obj_id: str, kinds: Iterable[str]) -> list[tuple[
             (obj_id, *kinds)))
 
 
-def history_rows(index: Index, path: str, blob: str) -> list[tuple]:
+def history_rows(index: Index, path: str, blob: str, lines: Optional[tuple[int, int]] = None
+                 ) -> list[tuple]:
     """What the history rules compare of the objects of one file version, in line
     order: ``(id, kind, status, line, statement (an experiment's title), evidence JSON, evidence line,
-    status line, hypothesis)`` (JSON fields read by SQLite, None when absent)."""
+    status line, hypothesis)`` (JSON fields read by SQLite, None when absent); only the
+    objects declared on lines ``[lo, hi)`` when ``lines`` is ``(lo, hi)``."""
+    where, args = "", (path, blob)
+    if lines is not None:
+        where, args = " AND line >= ? AND line < ?", (path, blob, *lines)
     with _reading():
         return list(index.db.execute(
             "SELECT id, kind, status, line, "
@@ -154,7 +159,7 @@ def history_rows(index: Index, path: str, blob: str) -> list[tuple]:
             "json_extract(data, '$.evidence'), json_extract(data, '$.anchor_lines.Evidence'), "
             "coalesce(json_extract(data, '$.anchor_lines.Status'), "
             "json_extract(data, '$.anchor_lines.状态')), json_extract(data, '$.hypothesis') "
-            "FROM objects WHERE path=? AND blob=? ORDER BY line", (path, blob)))
+            f"FROM objects WHERE path=? AND blob=?{where} ORDER BY line", args))
 
 
 def version_diagnostics(index: Index, path: str, blob: str) -> list[tuple]:

@@ -200,3 +200,50 @@ def test_a_first_conclusion_is_not_a_rewrite(repo):
     _stage(repo, {"experiments/E002.md": experiment("E002", "H1", status="已完成", conclusion="支持")})
     rc, data = verify_json(repo, "--staged")
     assert not find(data, "KB308")
+
+
+def test_change_lights_group_shared_versions_as_one_pass_would() -> None:
+    """Change.lights groups each file version once per run (kb.checks.changes._file_by_kind)
+    and merges the files in path order: the same objects, in the same order, with the
+    first declaration of a duplicated ID kept, as one pass over every file's objects."""
+    from kb.checks.changes import Change
+    from kb.checks.facts import NAMESPACE, Light
+
+    def light(i, kind, path, line):
+        return Light(i, kind, NAMESPACE.get(kind, kind), "s", path, line, "", "", 0, 0, "")
+
+    rows = {
+        "a.md": [light("H1", "hypothesis", "a.md", 1), light("q1", "problem", "a.md", 2),
+                 light("H1", "hypothesis", "a.md", 3), light("p1", "proposition", "a.md", 4)],
+        "b.md": [light("q1", "proposition", "b.md", 1), light("H2", "hypothesis", "b.md", 2),
+                 light("E1", "experiment", "b.md", 3), light("H1", "hypothesis", "b.md", 4)],
+    }
+
+    class Side:
+        files = {"a.md": "1", "b.md": "2"}
+
+        def light(self, path):
+            return rows[path]  # one list per version, shared like Facts.light's
+
+    def one_pass(kinds):
+        by_kind: dict = {}
+        for p in sorted(rows):
+            for x in rows[p]:
+                by_kind.setdefault(x.kind, {}).setdefault((x.ns, x.id), x)
+        out: dict = {}
+        for k in sorted(kinds):
+            for nk, x in by_kind.get(k, {}).items():
+                out.setdefault(nk, x)
+        return out
+
+    side = Side()
+    for _ in range(2):  # the second Change reads the grouping shared by the first
+        c = Change.__new__(Change)
+        c.paths, c._lights, c._by_kind = sorted(rows), {}, {}
+        for kinds in (("hypothesis",), ("problem", "proposition", "method"),
+                      ("hypothesis", "experiment", "problem", "proposition")):
+            got = c.lights(side, kinds)
+            want = one_pass(kinds)
+            assert list(got.items()) == list(want.items())
+    assert c.lights(side, ("hypothesis",))[("hypothesis", "H1")].line == 1
+    assert c.lights(side, ("problem", "proposition"))[("card", "q1")].kind == "problem"

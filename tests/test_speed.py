@@ -266,6 +266,61 @@ def test_range_derives_tree_versions_equal_to_full_parses(make_kb, tmp_path, mon
     assert verify(clone) == got
 
 
+def test_range_knows_derived_tree_versions_history_rows(make_kb, tmp_path, monkeypatch) -> None:
+    """The history rows a range derives along its chain of tree versions (heads and
+    rows carried from version to version, shifted past each edit) are those SQLite
+    reads of the stored versions, and the report is the same without them."""
+    import contextlib
+    import shutil
+    import subprocess
+
+    import kb.checks.facts as facts_mod
+    import kb.checks.tree_versions as tv
+    import kb.checks.verify_range as vr
+    from conftest import commit_all, git
+    from kb import index_facts
+    from kb.index import Index
+    from kb.repo import open_kb
+    from test_verify_support import verify_json
+
+    root = make_kb({"tree.md": _tree(12)}, commit=True)
+    base = git(root, "rev-parse", "HEAD").strip()
+    text = _tree(12)
+    for i, edit in enumerate(TREE_EDITS):
+        text = edit(text)
+        (root / "tree.md").write_text(text, encoding="utf-8")
+        commit_all(root, f"tree edit {i}")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
+
+    known: dict = {}
+    real = facts_mod.known_history.__init__
+
+    def spy(self, index, rows):
+        real(self, index, rows)
+        known.update(rows)  # filled before the block: the same dict
+
+    spliced: list[bool] = []
+    real_splice = tv.splice_tree_version
+
+    def splice_spy(*args):
+        spliced.append(real_splice(*args))
+        return spliced[-1]
+
+    monkeypatch.setattr(facts_mod.known_history, "__init__", spy)
+    monkeypatch.setattr(tv, "splice_tree_version", splice_spy)
+    got = verify_json(clone, "--range", f"{base}..HEAD")
+    assert spliced.count(True) >= 3  # versions derived from their neighbours
+    assert len(known) == len(TREE_EDITS) + 1  # every version's rows known
+    with Index(open_kb(clone)) as idx:
+        for (path, blob), rows in known.items():
+            assert rows == index_facts.history_rows(idx, path, blob), blob
+    assert any(r[6] is not None and r[7] is not None for rows in known.values() for r in rows)
+    shutil.rmtree(clone / ".kb")
+    monkeypatch.setattr(vr, "known_history", lambda index, rows: contextlib.nullcontext(rows))
+    assert verify_json(clone, "--range", f"{base}..HEAD") == got
+
+
 # -- the first hook after a pull reuses the results of the state before the pull --------
 
 @pytest.mark.parametrize("pulled", ["prose", "anchor"])

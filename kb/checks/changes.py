@@ -35,6 +35,28 @@ class RawChange:
     new: Optional[str]
 
 
+#: ``id`` of a file version's Light list (:meth:`Facts.light`, shared by every
+#: snapshot of a run) -> (that list, its kind -> {(namespace, id): first declaration});
+#: the last few, as :data:`kb.checks.facts._LIGHT_CACHE` keeps the lists.
+_BY_KIND: dict[int, tuple[list, dict[str, dict[tuple[str, str], Light]]]] = {}
+
+
+def _file_by_kind(side: Facts, path: str) -> dict[str, dict[tuple[str, str], Light]]:
+    """The objects of ``path`` in ``side`` by kind, each ID's first declaration (in
+    line order): read-only, shared while ``side.light(path)`` is the same list."""
+    rows = side.light(path)
+    hit = _BY_KIND.get(id(rows))
+    if hit is not None and hit[0] is rows:
+        return hit[1]
+    out: dict[str, dict[tuple[str, str], Light]] = {}
+    for x in rows:
+        out.setdefault(x.kind, {}).setdefault((x.ns, x.id), x)
+    _BY_KIND[id(rows)] = (rows, out)  # the list is held: its id is not reused meanwhile
+    while len(_BY_KIND) > 8:
+        _BY_KIND.pop(next(iter(_BY_KIND)))
+    return out
+
+
 class Change:
     """A base snapshot and a new one, for the history rules.
 
@@ -79,13 +101,25 @@ class Change:
             by_kind = {}
             for p in self.paths:
                 if p in side.files:
-                    for x in side.light(p):
-                        by_kind.setdefault(x.kind, {}).setdefault((x.ns, x.id), x)
+                    # each file's (kind -> first declaration of each ID), shared by the
+                    # Changes of a run that read the same version (a range's tree.md
+                    # is the new side of one commit and the base of the next)
+                    for kind, objs in _file_by_kind(side, p).items():
+                        have = by_kind.get(kind)
+                        if have is None:
+                            by_kind[kind] = dict(objs)
+                        else:
+                            have |= {nk: x for nk, x in objs.items() if nk not in have}
             self._by_kind[id(side)] = by_kind
         out: dict[tuple[str, str], Light] = {}
         for k in key[1]:
-            for nk, x in by_kind.get(k, {}).items():
-                out.setdefault(nk, x)
+            objs = by_kind.get(k)
+            if not objs:
+                continue
+            if out:
+                out |= {nk: x for nk, x in objs.items() if nk not in out}
+            else:
+                out = dict(objs)
         self._lights[key] = out
         return out
 

@@ -23,7 +23,7 @@ from kb import index_facts, index_results
 from kb.index_facts import SnapshotTable
 
 __all__ = ["NAMESPACE", "CARD_KINDS", "XREF_LINKS", "Rec", "Obj", "Light", "Facts", "FileFacts",
-           "checkout_bytes", "light_versions", "reset_run_cache"]
+           "checkout_bytes", "known_history", "light_versions", "reset_run_cache"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from kb.index import Index, ObjectRow
@@ -123,8 +123,9 @@ def checkout_bytes(root: Path, path: str, blob: str) -> Optional[bytes]:
     finally:
         os.close(fd)
     data = parts[0] if len(parts) == 1 else b"".join(parts)
-    algo = hashlib.sha256 if len(blob) == 64 else hashlib.sha1
-    return data if algo(b"blob %d\0" % len(data) + data).hexdigest() == blob else None
+    h = (hashlib.sha256 if len(blob) == 64 else hashlib.sha1)(b"blob %d\0" % len(data))
+    h.update(data)  # no copy of the file's bytes behind the header
+    return data if h.hexdigest() == blob else None
 
 
 def _path_of(row: "Obj") -> str:
@@ -169,6 +170,31 @@ class light_versions:
     def __exit__(self, *exc: Any) -> None:
         _LIGHT_ROWS.pop(id(self.index), None)
         _LIGHT_BY_ID.pop(id(self.index), None)
+
+
+#: History rows (:func:`kb.index_facts.history_rows`) of file versions the index
+#: stores, known already, per index: ``{(path, blob): rows}``. A range check derives
+#: its tree versions one from another and knows their rows so
+#: (:func:`kb.checks.tree_versions.splice_tree_version`); :meth:`Facts.light` takes
+#: them from here instead of reading every object's JSON again.
+_KNOWN_HISTORY: dict[int, dict[tuple[str, str], list[tuple]]] = {}
+
+
+class known_history:
+    """Context manager: ``rows`` (``{(path, blob): history rows}``, equal to what
+    :func:`kb.index_facts.history_rows` reads of those stored versions) answer
+    :meth:`Facts.light` for ``index`` until the block ends."""
+
+    def __init__(self, index: "Index", rows: dict[tuple[str, str], list[tuple]]) -> None:
+        self.index = index
+        self.rows = rows
+
+    def __enter__(self) -> dict[tuple[str, str], list[tuple]]:
+        _KNOWN_HISTORY[id(self.index)] = self.rows
+        return self.rows
+
+    def __exit__(self, *exc: Any) -> None:
+        _KNOWN_HISTORY.pop(id(self.index), None)
 
 
 def reset_run_cache() -> None:
@@ -476,7 +502,11 @@ class Facts:
                 self._light[path] = _LIGHT_CACHE[key]
                 return self._light[path]
             if blob is not None:
-                for (i, k, s, ln, stmt, ev, evl, stl, hyp) in index_facts.history_rows(self.index, path, blob):
+                known = _KNOWN_HISTORY.get(id(self.index), {}).get((path, blob)) \
+                    if _KNOWN_HISTORY else None
+                if known is None:
+                    known = index_facts.history_rows(self.index, path, blob)
+                for (i, k, s, ln, stmt, ev, evl, stl, hyp) in known:
                     out.append(Light(i, k, NAMESPACE.get(k, k), s, path, ln, stmt or "",
                                      ev or "", evl or 0, stl or 0, hyp or ""))
             self._light[path] = list(dict.fromkeys(out))

@@ -42,11 +42,20 @@ def _lines(data: bytes) -> list[str] | None:
 
 
 def splice_tree_version(k: "KnowledgeBase", idx: "Index", path: str, old_blob: str, old: bytes,
-                        new_blob: str, new: bytes, lines: dict | None = None) -> bool:
+                        new_blob: str, new: bytes, lines: dict | None = None,
+                        memo: dict | None = None) -> bool:
     """Store the parse of ``new`` (blob ``new_blob`` of tree file ``path``) derived from
     the indexed parse of ``old``; True when stored (or already there), False when the
     whole file must be parsed instead. ``lines``, when given, keeps each version's
-    lines by blob id between calls (a chain of versions splits each once)."""
+    lines by blob id between calls (a chain of versions splits each once).
+
+    ``memo``, when given, carries what a chain of versions knows of each version by
+    blob id, derived along the chain as the stored rows are (no SQL reading all of a
+    version's objects): ``memo[blob]["heads"]``, the ``(line, level)`` of its
+    hypotheses, and ``memo[blob]["history"]``, its
+    :func:`kb.index_facts.history_rows` (when the old version's are known: the rows
+    before the region kept, the region's read from the stored version, the rows after
+    it shifted by the same ``new_stop - old_stop`` as the stored rows)."""
     from kb.model import ParseResult
     from kb.parse.tree_region import parse_region
 
@@ -73,7 +82,9 @@ def splice_tree_version(k: "KnowledgeBase", idx: "Index", path: str, old_blob: s
     while s < n - p and a[-1 - s] == b[-1 - s]:
         s += 1
     lo, hi = p + 1, len(a) - s + 1  # old lines [lo, hi) changed (1-based, half-open)
-    heads = [(r[2], r[5] or 0) for r in idx.extract("hypothesis", ["level"], path=path, blob=old_blob)]
+    known = memo.get(old_blob) if memo is not None else None
+    heads = known["heads"] if known and "heads" in known else \
+        [(r[2], r[5] or 0) for r in idx.extract("hypothesis", ["level"], path=path, blob=old_blob)]
     if not heads:
         return False
     top = min(level for _, level in heads)
@@ -94,4 +105,29 @@ def splice_tree_version(k: "KnowledgeBase", idx: "Index", path: str, old_blob: s
     new_meta["bom"], new_meta["newline"] = False, "\n"
     region = ParseResult(path=path, kind="tree", objects=tuple(hyps), diagnostics=tuple(diags),
                          meta=new_meta)
-    return idx.put_spliced(path, old_blob, new_blob, start, old_stop, new_stop, region, new_meta)
+    if not idx.put_spliced(path, old_blob, new_blob, start, old_stop, new_stop, region, new_meta):
+        return False
+    if memo is not None:
+        d = new_stop - old_stop
+        got_memo: dict = {"heads": [(ln, lv) for ln, lv in heads if ln < start]
+                          + [(h.line, h.level or 0) for h in hyps]
+                          + [(ln + d, lv) for ln, lv in heads if ln >= old_stop]}
+        if known and "history" in known:
+            from kb.index_facts import history_rows
+
+            got_memo["history"] = (
+                [r for r in known["history"] if r[3] < start]
+                + history_rows(idx, path, new_blob, (start, new_stop))
+                + [_shifted(r, d) for r in known["history"] if r[3] >= old_stop])
+        memo[new_blob] = got_memo
+    return True
+
+
+def _shifted(row: tuple, d: int) -> tuple:
+    """A :func:`kb.index_facts.history_rows` row moved down ``d`` lines, as
+    :meth:`kb.index.Index.put_spliced` moves the object (its line and anchor lines)."""
+    i, kind, status, line, stmt, ev, evl, stl, hyp = row
+    if not d:
+        return row
+    return (i, kind, status, line + d, stmt, ev, None if evl is None else evl + d,
+            None if stl is None else stl + d, hyp)

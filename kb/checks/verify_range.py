@@ -15,7 +15,7 @@ from typing import Any, Optional
 from kb import git
 from kb.checks.changes import diff_commits, diff_many, patch_files
 from kb.checks.diagnostics import LightDiagnostic as _D
-from kb.checks.facts import light_versions
+from kb.checks.facts import known_history, light_versions
 from kb.checks import file_results
 from kb.checks.judge import check_snapshots, history_findings, judged_by_all_parents
 from kb.checks.overrides import trailers
@@ -173,8 +173,10 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
                                   if c not in shallow])
             ch = diff_commits(k, origin, tip) if origin else None
             scope = _rule_scope(ch)
-            light = _prefetch(idx, k, tip_snap, [diffs.get(c, []) for c, _ in commits], scope)
-            with light_versions(idx, light):
+            history: dict[tuple[str, str], list[tuple]] = {}
+            light = _prefetch(idx, k, tip_snap, [diffs.get(c, []) for c, _ in commits], scope,
+                              history)
+            with light_versions(idx, light), known_history(idx, history):
                 _check_kb(report, idx, k, commits, diffs, tip, tip_snap, origin, ch, scope, shallow,
                           children, ovs, merge_ovs, mode, after_origin)
     return report
@@ -263,7 +265,9 @@ def _rule_scope(ch: Optional[list[Any]]) -> Optional[set[str]]:
 
 
 def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
-              scope: Optional[set[str]] = None) -> dict[tuple[str, str], Any]:
+              scope: Optional[set[str]] = None,
+              history: Optional[dict[tuple[str, str], list[tuple]]] = None
+              ) -> dict[tuple[str, str], Any]:
     """Parse every file version a range check reads before the commits are walked: the
     tip's files and both sides of every change (``diffs``: the commits' changes, oldest
     first). A CI clone starts with no cache; one commit at a time, the parent parsed
@@ -276,7 +280,9 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
     index has not parsed are read light (:func:`kb.parse.light.light_read`: IDs,
     statuses, lines, links), when their full parse provably says no more than that
     to the cross-file rules; returns those light rows, ``{(path, blob): rows}``, for
-    :class:`kb.checks.facts.light_versions`."""
+    :class:`kb.checks.facts.light_versions`. ``history``, when given, receives the
+    history rows of the tree versions known along the chain (for
+    :class:`kb.checks.facts.known_history`)."""
     from kb.parse import classify
 
     steps: dict[str, list[tuple[str, str]]] = {}  # tree path -> (old, new) of its changes
@@ -323,7 +329,7 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
         if roots_todo:
             idx.ensure_versions(roots_todo, file_rules=rules, read=read, rule_paths=scope)
         if derived:
-            _derive_tree_versions(idx, k, steps, roots)
+            _derive_tree_versions(idx, k, steps, roots, history)
 
     light = _read_light(k, cands, during=tree_chain)
     items += [(p, b, tip.formats[p]) for p, b in tip.files.items()
@@ -334,12 +340,16 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
 
 
 def _derive_tree_versions(idx: Any, k: Any, steps: dict[str, list[tuple[str, str]]],
-                          roots: dict[str, str]) -> None:
+                          roots: dict[str, str],
+                          history: Optional[dict[tuple[str, str], list[tuple]]] = None) -> None:
     """Store the parse of every version of each tree file in ``steps`` (its changes,
     ``(old, new)`` blob pairs) but its root (``roots``, parsed already): each derived
     from a neighbour already stored (:func:`kb.checks.tree_versions.splice_tree_version`),
-    breadth first from the root; a version that cannot be derived is parsed in full."""
+    breadth first from the root; a version that cannot be derived is parsed in full.
+    The history rows of the root and of each version derived from a version whose rows
+    are known go to ``history`` (``{(path, blob): rows}``), when given."""
     from kb.checks.tree_versions import splice_tree_version
+    from kb.index_facts import history_rows
 
     blobs = git.read_blobs(list(dict.fromkeys(b for pairs in steps.values() for pair in pairs
                                               for b in pair)), k.top)
@@ -351,6 +361,9 @@ def _derive_tree_versions(idx: Any, k: Any, steps: dict[str, list[tuple[str, str
             near.setdefault(new, []).append(old)
         done = {roots[path]}
         queue = [roots[path]]
+        memo: dict[str, dict] = {}
+        if history is not None and idx.has_parse(path, roots[path]):
+            memo[roots[path]] = {"history": history_rows(idx, path, roots[path])}
         while queue:  # breadth first from the version parsed in full
             cur = queue.pop(0)
             for nxt in near[cur]:
@@ -361,12 +374,17 @@ def _derive_tree_versions(idx: Any, k: Any, steps: dict[str, list[tuple[str, str
                 if idx.has_parse(path, nxt):
                     continue
                 ok = cur in blobs and nxt in blobs and idx.has_parse(path, cur) and \
-                    splice_tree_version(k, idx, path, cur, blobs[cur], nxt, blobs[nxt], lines)
+                    splice_tree_version(k, idx, path, cur, blobs[cur], nxt, blobs[nxt], lines,
+                                        memo)
                 for b in [b for b in lines if b not in (cur, nxt)]:
                     del lines[b]  # two versions held at a time, as before
                 if ok:
                     continue
                 idx.ensure_versions([(path, nxt, "tree")])
+                if history is not None and idx.has_parse(path, nxt):
+                    memo[nxt] = {"history": history_rows(idx, path, nxt)}
+        if history is not None:
+            history.update(((path, b), m["history"]) for b, m in memo.items() if "history" in m)
 
 
 def _light_candidates(idx: Any, tip: Any, scope: Optional[set[str]],
@@ -441,10 +459,11 @@ def _light_chunk(args: tuple[str, list[tuple[str, str, str]]]) -> tuple[dict, li
     from kb.parse.light import light_read
 
     root, items = args
+    base = Path(root)  # once: a Path per file cost a tenth of the reading
     got: dict[tuple[str, str], Any] = {}
     missing = []
     for p, b, fmt in items:
-        data = checkout_bytes(Path(root), p, b)
+        data = checkout_bytes(base, p, b)
         if data is None:
             missing.append((p, b, fmt))
             continue
