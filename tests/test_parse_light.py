@@ -139,7 +139,7 @@ def test_light_reading_of_the_shared_cases_as_every_card_format() -> None:
 
 
 @pytest.mark.parametrize("profile", ["default", "cards"])
-def test_light_reading_of_every_card_of_the_generated_corpora(tmp_path, profile) -> None:
+def test_light_reading_of_every_card_and_experiment_of_the_generated_corpora(tmp_path, profile) -> None:
     out = tmp_path / "corpus"
     subprocess.run([sys.executable, str(HERE.parent / "benchmarks" / "gen_corpus.py"), str(out),
                     "--scale", "0.1", "--profile", profile, "--no-git"], check=True,
@@ -148,15 +148,19 @@ def test_light_reading_of_every_card_of_the_generated_corpora(tmp_path, profile)
     from kb.parse import classify
 
     cfg = Config(root=Path("."))
-    light = total = 0
+    light: dict[str, int] = {"card": 0, "experiment": 0}
+    total = dict.fromkeys(light, 0)
     for p in sorted(out.rglob("*.md")):
         rel = p.relative_to(out).as_posix()
         fmt = classify(rel, cfg)
-        if fmt not in PATHS:
-            continue
-        total += 1
-        light += _same_or_none(rel, p.read_bytes(), fmt)
-    assert total > 100 and light > total // 2
+        if fmt == "experiment":
+            total["experiment"] += 1
+            light["experiment"] += _exp_same_or_none(rel, p.read_bytes())
+        elif fmt in PATHS:
+            total["card"] += 1
+            light["card"] += _same_or_none(rel, p.read_bytes(), fmt)
+    for kind in total:
+        assert total[kind] > 100 and light[kind] > total[kind] // 2, kind
 
 
 # -- experiments (kb.parse.light.light_experiment) ------------------------------------
@@ -259,23 +263,3 @@ def test_light_reading_of_the_shared_cases_as_experiments() -> None:
     for p in files:
         _exp_same_or_none("experiments/" + (p.name if p.name.startswith("E") else "E0001.md"),
                           p.read_bytes())
-
-
-@pytest.mark.parametrize("profile", ["default", "cards"])
-def test_light_reading_of_every_experiment_of_the_generated_corpora(tmp_path, profile) -> None:
-    out = tmp_path / "corpus"
-    subprocess.run([sys.executable, str(HERE.parent / "benchmarks" / "gen_corpus.py"), str(out),
-                    "--scale", "0.1", "--profile", profile, "--no-git"], check=True,
-                   capture_output=True, env=source_env())
-    from kb.config import Config
-    from kb.parse import classify
-
-    cfg = Config(root=Path("."))
-    light = total = 0
-    for p in sorted(out.rglob("*.md")):
-        rel = p.relative_to(out).as_posix()
-        if classify(rel, cfg) != "experiment":
-            continue
-        total += 1
-        light += _exp_same_or_none(rel, p.read_bytes())
-    assert total > 100 and light > total // 2

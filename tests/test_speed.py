@@ -208,16 +208,10 @@ TREE_EDITS = [
 ]
 
 
-def test_range_derives_tree_versions_equal_to_full_parses(make_kb, tmp_path, monkeypatch) -> None:
-    import json
-    import shutil
-    import subprocess
-
-    import kb.checks.tree_versions as tv
+def _edited_tree_repo(make_kb) -> tuple[Path, str]:
+    """A KB whose tree.md went through every edit of TREE_EDITS, a commit each: (root,
+    the commit before the first edit)."""
     from conftest import commit_all, git
-    from kb.index import Index
-    from kb.index_rows import result_rows as _result_rows
-    from kb.repo import open_kb
 
     root = make_kb({"tree.md": _tree(12)}, commit=True)
     base = git(root, "rev-parse", "HEAD").strip()
@@ -226,6 +220,20 @@ def test_range_derives_tree_versions_equal_to_full_parses(make_kb, tmp_path, mon
         text = edit(text)
         (root / "tree.md").write_text(text, encoding="utf-8")
         commit_all(root, f"tree edit {i}")
+    return root, base
+
+
+def test_range_derives_tree_versions_equal_to_full_parses(make_kb, tmp_path, monkeypatch) -> None:
+    import json
+    import shutil
+    import subprocess
+
+    import kb.checks.tree_versions as tv
+    from kb.index import Index
+    from kb.index_rows import result_rows as _result_rows
+    from kb.repo import open_kb
+
+    root, base = _edited_tree_repo(make_kb)
 
     spliced: list[bool] = []
     real = tv.splice_tree_version
@@ -277,19 +285,12 @@ def test_range_knows_derived_tree_versions_history_rows(make_kb, tmp_path, monke
     import kb.checks.facts as facts_mod
     import kb.checks.tree_versions as tv
     import kb.checks.verify_range as vr
-    from conftest import commit_all, git
     from kb import index_facts
     from kb.index import Index
     from kb.repo import open_kb
     from test_verify_support import verify_json
 
-    root = make_kb({"tree.md": _tree(12)}, commit=True)
-    base = git(root, "rev-parse", "HEAD").strip()
-    text = _tree(12)
-    for i, edit in enumerate(TREE_EDITS):
-        text = edit(text)
-        (root / "tree.md").write_text(text, encoding="utf-8")
-        commit_all(root, f"tree edit {i}")
+    root, base = _edited_tree_repo(make_kb)
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
 

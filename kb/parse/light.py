@@ -59,6 +59,18 @@ _NUMBERS = {"problem": (), "proposition": ("概率", "价值/关键性"), "metho
 _PRIORITY = {"problem": True, "proposition": True, "method": False, "verified": False}
 
 
+def _plain_text(data: bytes) -> Optional[str]:
+    """``data`` decoded, when :func:`kb.parse.parse_file` would read it as it is: no BOM,
+    CR, NUL, conflict marker or frontmatter, valid UTF-8; else None (a full parse)."""
+    if b"\r" in data or b"\x00" in data or b"<<<<<<<" in data \
+            or data.startswith((b"\xef\xbb\xbf", b"-")):
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightResult]:
     """The light rows of one card version, or None when only a full parse can tell.
 
@@ -68,12 +80,8 @@ def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightRes
     ``links`` rows and its object's ``anchor_lines``), and the full parse has no
     diagnostic.
     """
-    if fmt not in LIGHT_FORMATS or b"\r" in data or b"\x00" in data or b"<<<<<<<" in data \
-            or data.startswith((b"\xef\xbb\xbf", b"-")):
-        return None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
+    text = _plain_text(data) if fmt in LIGHT_FORMATS else None
+    if text is None:
         return None
     # A code or HTML block may mask lines: only lines starting with one of " \t<`~"
     # can open one (kb.text's own shortcut), found by a byte search first. The card
@@ -186,12 +194,8 @@ def light_experiment(path: str, blob: str, data: bytes) -> Optional[tuple]:
     from kb.parse.experiment import parse_experiment
     from kb.text import SourceText
 
-    if b"\r" in data or b"\x00" in data or b"<<<<<<<" in data \
-            or data.startswith((b"\xef\xbb\xbf", b"-")):
-        return None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
+    text = _plain_text(data)
+    if text is None:
         return None
     objects, diags = parse_experiment(SourceText.from_text(text, path))
     if diags or len(objects) != 1:
