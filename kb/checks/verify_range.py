@@ -381,7 +381,8 @@ def _light_candidates(idx: Any, tip: Any, scope: Optional[set[str]],
         return []
     fmts = tip.formats
     want = {p: b for p, b in tip.files.items()
-            if p not in scope and fmts.get(p) in LIGHT_READ_FORMATS and (p, b) not in other}
+            if p not in scope and fmts.get(p) in LIGHT_READ_FORMATS and (p, b) not in other
+            and p not in tip.unread}
     if not want:
         return []
     unparsed = SnapshotTable(idx, want).unparsed()
