@@ -118,9 +118,11 @@ class Snapshot:
         A symlink inside the work tree reads as its target (:func:`resolve_links`)."""
         if self.kind == "worktree":
             return read_worktree(self.kb, paths)[0]
-        unread = self.unread
-        blobs = git.read_blobs([self.files[p] for p in paths if p not in unread], self.kb.top)
-        return {p: blobs[self.files[p]] for p in paths if self.files[p] in blobs and p not in unread}
+        files, unread = self.files, self.unread
+        if UNREAD_LINKS:  # a snapshot patched from diffs: its links as their listing judged them
+            unread = {**unread, **{p: "" for p in paths if unread_link(self.kb, p, files[p]) is not None}}
+        blobs = git.read_blobs([files[p] for p in paths if p not in unread], self.kb.top)
+        return {p: blobs[files[p]] for p in paths if files[p] in blobs and p not in unread}
 
 
 class Dangling(str):
@@ -154,8 +156,9 @@ def resolve_links(kb: KnowledgeBase, kind: SnapshotKind, rev: str | None,
     inside reads as its target's entry in the same snapshot (``files[path]`` becomes
     the target's blob, so the parse and its cache key agree with the work tree's);
     a target the snapshot does not hold is dangling. Returns the unread links, path
-    -> target (a :class:`Dangling` when dangling). One batched read of the links'
-    texts, and one git call for targets outside the KB's listing."""
+    -> target (a :class:`Dangling` when dangling), and records them in
+    :data:`UNREAD_LINKS`. One batched read of the links' texts, and one git call for
+    targets outside the KB's listing (none for a commit without ``rev``)."""
     import posixpath
 
     texts = git.read_blobs(list(dict.fromkeys(links.values())), kb.top)
@@ -186,7 +189,9 @@ def resolve_links(kb: KnowledgeBase, kind: SnapshotKind, rev: str | None,
         spec = ["--", *(f":(literal){p}" for p in set(later.values()))]
         cmd = ["ls-tree", "-z", rev, *spec] if kind == "commit" else ["ls-files", "-s", "-z", *spec]
         found: dict[str, str] = {}
-        for rec in git.split_z(git.run(cmd, kb.top).stdout):
+        # (a commit's map patched from diffs has no rev: a target it lacks is dangling)
+        listing = git.run(cmd, kb.top).stdout if rev is not None or kind != "commit" else b""
+        for rec in git.split_z(listing):
             meta, _, path = rec.partition("\t")
             parts = meta.split(" ")
             if parts[0] in ("100644", "100755") and (kind == "commit" or parts[-1] == "0"):

@@ -129,3 +129,32 @@ def test_ls_prints_no_none_for_a_problem_without_priority(make_kb) -> None:
     r = run_script("ls", "problems", cwd=root)
     assert "Q1" in r.stdout, (r.stdout, r.stderr)
     assert "None" not in r.stdout, r.stdout
+
+
+def test_a_range_patched_from_diffs_judges_links_as_the_snapshots_do(make_kb, tmp_path) -> None:
+    """The commits inside a range are snapshots patched from git's diffs: a link they
+    add reads as its target (inside) or is never read (outside), as in a listing."""
+    from kb.checks.changes import diff_commits, patch_files
+    from kb.repo import Snapshot, commit_snapshot, open_kb
+
+    root = _kb_with_a_problem(make_kb)
+    base = git(root, "rev-parse", "HEAD")
+    (root / "Problems" / "in.md").symlink_to("Q1.md")
+    (root / "Problems" / "up.md").symlink_to("../../elsewhere.md")
+    mid = commit_all(root, "links")
+    (root / "notes.md").write_text("later\n", encoding="utf-8")
+    commit_all(root, "later")
+    k = open_kb(root)
+    old = commit_snapshot(k, base)
+    changes = diff_commits(k, base, mid)
+    assert {(c.path, c.new_link) for c in changes} == {("Problems/in.md", True), ("Problems/up.md", True)}
+    files, fmts = patch_files(old.files, old.formats, changes, k, forward=True)
+    assert files["Problems/in.md"] == old.files["Problems/Q1.md"]
+    patched = Snapshot(kb=k, kind="commit", files=files, formats=fmts, rev=mid)
+    assert set(patched.read(["Problems/in.md", "Problems/up.md"])) == {"Problems/in.md"}
+    clone = tmp_path / "clone-mid"
+    git(tmp_path, "clone", "-q", str(root), str(clone))
+    r = run_script("verify", "--range", f"{base}..HEAD", cwd=clone)
+    assert r.code == 1 and "Problems/up.md:1:1: KB106 [error]" in r.stdout, (r.stdout, r.stderr)
+    assert not [line for line in r.stdout.splitlines()
+                if "in.md" in line and ("KB126" in line or "KB140" in line)], r.stdout

@@ -286,6 +286,10 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
             fmt = tip.formats.get(ch.path) or classify(ch.path, k.config)
             if fmt is None:
                 continue
+            if ch.old_link or ch.new_link:
+                # a symlink's blob is its text, never parsed: the snapshots judge it
+                # (kb.repo.resolve_links), and their files are parsed below
+                continue
             if fmt == "tree" and ch.old and ch.new:
                 steps.setdefault(ch.path, []).append((ch.old, ch.new))
                 continue
