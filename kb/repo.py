@@ -237,12 +237,14 @@ def staged_snapshot(kb: KnowledgeBase, _stdout: bytes | None = None) -> Snapshot
         fmt = fmt_of(path)
         if fmt is None:
             continue
-        if meta[-1] != "0" or meta.startswith("160000 "):
-            continue  # conflicted entries and submodules are not KB files
+        if meta[-1] != "0":
+            continue  # conflicted entries are not KB files
+        if meta[1] != "0":  # not 100644/100755: 160000 a submodule (skipped), 120000 a symlink
+            if meta[1] != "2":
+                continue
+            links[path] = meta[7:-2]
         files[path] = meta[7:-2]
         fmts[path] = fmt
-        if meta.startswith("120000 "):
-            links[path] = meta[7:-2]
     unread = resolve_links(kb, "staged", None, links, files) if links else {}
     return Snapshot(kb=kb, kind="staged", files=files, formats=fmts, unread=unread)
 
