@@ -21,10 +21,11 @@ def _columns(row, locale: str) -> list[str]:
     if row.kind == "experiment":
         return [row.id, status, f.get("hypothesis") or "", f.get("conclusion") or "", row.title]
     if row.kind == "problem":
-        return [row.id, status, str(f.get("priority", "")), row.title]
+        pr = f.get("priority")
+        return [row.id, status, "" if pr is None else str(pr), row.title]
     if row.kind == "proposition":
         p = f.get("probability")
-        return [row.id, status, "" if p is None else f"{p:g}", f.get("category", ""), row.title]
+        return [row.id, status, "" if p is None else f"{p:g}", f.get("category") or "", row.title]
     return [row.id, status, row.title]
 
 

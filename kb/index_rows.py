@@ -197,7 +197,8 @@ def _read(k: KnowledgeBase, snap: Snapshot, paths: list[str]) -> tuple[dict[str,
     """The bytes of ``paths`` in ``snap``, and (working tree) the symlinks among them
     leaving the work tree, never read (:func:`kb.repo.read_worktree`)."""
     if snap.kind != "worktree":
-        return snap.read(paths), {}
+        unread = snap.unread
+        return snap.read(paths), {p: unread[p] for p in paths if p in unread} if unread else {}
     from kb.repo import read_worktree
 
     return read_worktree(k, paths)
@@ -208,10 +209,16 @@ def _outside_rows(outside: dict[str, str], blobs: dict[str, str], fmts: dict[str
     """Add, to ``rows``, a KB106 parse for each path -> target of ``outside``."""
     from kb.model import Diagnostic, ParseResult
 
+    from kb.repo import Dangling
+
     for p, target in outside.items():
-        d = Diagnostic(path=p, line=1, col=1, code="KB106", severity="error",
-                       message=f"{p} is a symlink to {target}, outside the work tree: kb does not "
-                               "read it (nor write through it); replace it by a regular file")
+        if isinstance(target, Dangling):
+            msg = (f"{p} is a symlink to {target}, which does not exist (or is not a file): "
+                   "kb does not read it; replace it by a regular file")
+        else:
+            msg = (f"{p} is a symlink to {target}, outside the work tree: kb does not "
+                   "read it (nor write through it); replace it by a regular file")
+        d = Diagnostic(path=p, line=1, col=1, code="KB106", severity="error", message=msg)
         res = ParseResult(path=p, kind=fmts.get(p) or "other", diagnostics=(d,))
         for table, new in zip(rows, result_rows(p, blobs[p], res)):
             table.extend(new)
@@ -274,6 +281,12 @@ def parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Itera
     import os
 
     global _WORK
+    if snap.kind != "worktree" and snap.unread:
+        # Symlinks kb does not read: their KB106 parse, never a parse of the link's text.
+        unread = {p: snap.unread[p] for p in missing if p in snap.unread}
+        if unread:
+            yield _outside_rows(unread, snap.files, snap.formats, ([], [], [], []))
+            missing = [p for p in missing if p not in unread]
     # Tree files are parsed by this process as their rows are stored (stream_rows),
     # the rest in batches, by workers when there are many.
     streamed = [p for p in missing if snap.formats.get(p) == "tree"]
@@ -400,6 +413,17 @@ def version_batches(k: KnowledgeBase, items: list[tuple[str, str, str]],
         for group in groups:
             data = read(group) if read is not None else git.read_blobs([b for _, b, _ in group], k.top)
             yield [(p, b, f, data[b]) for p, b, f in group if b in data]
+
+    from kb.repo import UNREAD_LINKS, unread_link
+
+    if UNREAD_LINKS:
+        # Versions that are symlinks kb does not read (as a snapshot listed them): their
+        # KB106 parse, never a parse of the link's text.
+        links = {(p, b): (t, f) for p, b, f in items if (t := unread_link(k, p, b)) is not None}
+        for (p, b), (t, f) in links.items():
+            yield _outside_rows({p: t}, {p: b}, {p: f}, ([], [], [], [])), []
+        if links:
+            items = [it for it in items if (it[0], it[1]) not in links]
 
     workers = min(os.cpu_count() or 1, 4)
     if not (len(items) >= 8 and workers > 1 and _can_fork()):

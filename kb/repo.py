@@ -108,14 +108,102 @@ class Snapshot:
     files: dict[str, str] = field(default_factory=dict)
     formats: dict[str, str] = field(default_factory=dict)
     rev: str | None = None
+    #: (staged and commit snapshots) symlinks kb does not read: path -> where the link
+    #: leads (outside the work tree), or a :class:`Dangling` target (nothing there).
+    unread: dict[str, str] = field(default_factory=dict)
 
     def read(self, paths: list[str]) -> dict[str, bytes]:
         """Contents of ``paths`` (KB-relative) in this snapshot; missing files are
-        skipped, and so are symlinks whose target leaves the work tree (never read)."""
+        skipped, and so are symlinks kb does not read (leaving the work tree, or dangling).
+        A symlink inside the work tree reads as its target (:func:`resolve_links`)."""
         if self.kind == "worktree":
             return read_worktree(self.kb, paths)[0]
-        blobs = git.read_blobs([self.files[p] for p in paths], self.kb.top)
-        return {p: blobs[self.files[p]] for p in paths if self.files[p] in blobs}
+        files, unread = self.files, self.unread
+        if UNREAD_LINKS:  # a snapshot patched from diffs: its links as their listing judged them
+            unread = {**unread, **{p: "" for p in paths if unread_link(self.kb, p, files[p]) is not None}}
+        blobs = git.read_blobs([files[p] for p in paths if p not in unread], self.kb.top)
+        return {p: blobs[files[p]] for p in paths if files[p] in blobs and p not in unread}
+
+
+class Dangling(str):
+    """Where a symlink leads when nothing is there (a value of :attr:`Snapshot.unread`
+    and of :func:`read_worktree`'s second map): the KB106 parse says so."""
+
+
+#: Symlinks kb does not read, as the snapshots of this process listed them:
+#: (KB folder, KB-relative path, the link's blob id) -> its target (a :class:`Dangling`
+#: when nothing is there). Readers given a bare (path, blob) -- a version of a file in
+#: a range's diff -- look here so that the link's text is never parsed as Markdown.
+UNREAD_LINKS: dict[tuple[str, str, str], str] = {}
+
+
+def unread_link(kb: KnowledgeBase, path: str, blob: str) -> str | None:
+    """The target of the symlink ``path`` at ``blob`` when kb does not read it, else None."""
+    return UNREAD_LINKS.get((str(kb.root), path, blob)) if UNREAD_LINKS else None
+
+
+def _link_display(kb: KnowledgeBase, repo_path: str, text: str) -> str:
+    """Where the link ``repo_path`` with ``text`` leads, as the work tree's reader names
+    it (:func:`os.path.realpath` of the target)."""
+    return os.path.realpath(os.path.join(kb.top, os.path.dirname(repo_path), text))
+
+
+def resolve_links(kb: KnowledgeBase, kind: SnapshotKind, rev: str | None,
+                  links: dict[str, str], files: dict[str, str]) -> dict[str, str]:
+    """Judge the symlinks ``links`` (KB-relative path -> the link's blob) of a staged
+    or commit listing ``files`` the way the work tree is read: a link whose text is
+    absolute or climbs above the work tree's top leads outside (never read); a link
+    inside reads as its target's entry in the same snapshot (``files[path]`` becomes
+    the target's blob, so the parse and its cache key agree with the work tree's);
+    a target the snapshot does not hold is dangling. Returns the unread links, path
+    -> target (a :class:`Dangling` when dangling), and records them in
+    :data:`UNREAD_LINKS`. One batched read of the links' texts, and one git call for
+    targets outside the KB's listing (none for a commit without ``rev``)."""
+    import posixpath
+
+    texts = git.read_blobs(list(dict.fromkeys(links.values())), kb.top)
+    unread: dict[str, str] = {}
+    later: dict[str, str] = {}  # path -> repository path of a target not in the listing
+    for rel in links:
+        cur = rel
+        for _ in range(40):  # a chain of links, bounded as the system bounds it
+            text = texts.get(links[cur], b"").decode("utf-8", "surrogateescape")
+            repo_cur = kb.repo_path(cur)
+            norm = posixpath.normpath(posixpath.join(posixpath.dirname(repo_cur), text))
+            if not text or text.startswith("/") or os.path.isabs(text) or norm == ".." \
+                    or norm.startswith("../"):
+                unread[rel] = _link_display(kb, repo_cur, text)
+                break
+            target = kb.rel(norm)
+            if target is not None and target in links:
+                cur = target
+                continue
+            if target is not None and target in files:
+                files[rel] = files[target]
+            else:
+                later[rel] = norm
+            break
+        else:
+            unread[rel] = Dangling(_link_display(kb, kb.repo_path(cur), ""))
+    if later:
+        spec = ["--", *(f":(literal){p}" for p in set(later.values()))]
+        cmd = ["ls-tree", "-z", rev, *spec] if kind == "commit" else ["ls-files", "-s", "-z", *spec]
+        found: dict[str, str] = {}
+        # (a commit's map patched from diffs has no rev: a target it lacks is dangling)
+        listing = git.run(cmd, kb.top).stdout if rev is not None or kind != "commit" else b""
+        for rec in git.split_z(listing):
+            meta, _, path = rec.partition("\t")
+            parts = meta.split(" ")
+            if parts[0] in ("100644", "100755") and (kind == "commit" or parts[-1] == "0"):
+                found[path] = parts[2] if kind == "commit" else parts[1]
+        for rel, norm in later.items():
+            if norm in found:
+                files[rel] = found[norm]
+            else:
+                unread[rel] = Dangling(os.path.realpath(os.path.join(kb.top, norm)))
+    for rel, target in unread.items():
+        UNREAD_LINKS[(str(kb.root), rel, links[rel])] = target
+    return unread
 
 
 def _pathspec(kb: KnowledgeBase, only: list[str] | None = None) -> list[str]:
@@ -131,6 +219,7 @@ def staged_snapshot(kb: KnowledgeBase, _stdout: bytes | None = None) -> Snapshot
         _stdout = git.run(["ls-files", "-s", "-z", *_pathspec(kb)], kb.top).stdout
     files: dict[str, str] = {}
     fmts: dict[str, str] = {}
+    links: dict[str, str] = {}
     fmt_of = classifier(kb.config)
     prefix = kb.prefix
     cut = len(prefix)
@@ -148,11 +237,16 @@ def staged_snapshot(kb: KnowledgeBase, _stdout: bytes | None = None) -> Snapshot
         fmt = fmt_of(path)
         if fmt is None:
             continue
-        if meta[-1] != "0" or meta.startswith("160000 "):
-            continue  # conflicted entries and submodules are not KB files
+        if meta[-1] != "0":
+            continue  # conflicted entries are not KB files
+        if meta[1] != "0":  # not 100644/100755: 160000 a submodule (skipped), 120000 a symlink
+            if meta[1] != "2":
+                continue
+            links[path] = meta[7:-2]
         files[path] = meta[7:-2]
         fmts[path] = fmt
-    return Snapshot(kb=kb, kind="staged", files=files, formats=fmts)
+    unread = resolve_links(kb, "staged", None, links, files) if links else {}
+    return Snapshot(kb=kb, kind="staged", files=files, formats=fmts, unread=unread)
 
 
 def commit_snapshot(kb: KnowledgeBase, rev: str) -> Snapshot:
@@ -160,6 +254,7 @@ def commit_snapshot(kb: KnowledgeBase, rev: str) -> Snapshot:
     proc = git.run(["ls-tree", "-r", "-z", rev, *_pathspec(kb)], kb.top)
     files: dict[str, str] = {}
     fmts: dict[str, str] = {}
+    links: dict[str, str] = {}
     fmt_of = classifier(kb.config)
     prefix = kb.prefix
     cut = len(prefix)
@@ -176,7 +271,10 @@ def commit_snapshot(kb: KnowledgeBase, rev: str) -> Snapshot:
         if fmt is not None:
             files[path] = blob
             fmts[path] = fmt
-    return Snapshot(kb=kb, kind="commit", files=files, formats=fmts, rev=rev)
+            if mode == "120000":
+                links[path] = blob
+    unread = resolve_links(kb, "commit", rev, links, files) if links else {}
+    return Snapshot(kb=kb, kind="commit", files=files, formats=fmts, rev=rev, unread=unread)
 
 
 def empty_snapshot(kb: KnowledgeBase) -> Snapshot:
@@ -268,9 +366,18 @@ def outside_links(kb: KnowledgeBase, paths: list[str]) -> dict[str, str]:
         if ok and not os.path.islink(full):
             continue
         real = os.path.realpath(full)
-        if not (real == top or real.startswith(inside)):
+        if not (real == top or real.startswith(inside)) or _absolute_link(full):
             out[rel] = real
     return out
+
+
+def _absolute_link(full: str) -> bool:
+    """Whether ``full`` is a symlink whose text is an absolute path: it leads outside
+    the work tree in every clone, whatever it leads to here (as git's snapshots judge it)."""
+    try:
+        return os.path.isabs(os.readlink(full))
+    except OSError:
+        return False
 
 
 #: How :func:`read_worktree` opens a file: never through a symlink (the final
@@ -300,7 +407,7 @@ def _read_fd(fd: int) -> bytes:
 def read_worktree(kb: KnowledgeBase, paths: list[str]) -> tuple[dict[str, bytes], dict[str, str]]:
     """The working-tree bytes of KB-relative ``paths`` (missing and unreadable files
     skipped), and the paths that are symlinks leaving the work tree, mapped to where
-    they lead (:func:`outside_links`: never read).
+    they lead (:func:`outside_links`: never read), or dangling (a :class:`Dangling`).
 
     What :func:`outside_links` then reading would give, without an ``lstat`` per
     file: each folder is resolved once, and a file in a folder inside the work
@@ -346,13 +453,15 @@ def read_worktree(kb: KnowledgeBase, paths: list[str]) -> tuple[dict[str, bytes]
             continue
         # A symlink, or a folder on the way leaves the work tree: where does it lead?
         real = os.path.realpath(full)
-        if not (real == top or real.startswith(inside)):
+        if not (real == top or real.startswith(inside)) or _absolute_link(full):
             outside[rel] = real
             continue
         try:
             with open(full, "rb") as f:
                 out[rel] = f.read()
         except OSError:
+            if os.path.islink(full) and not os.path.isfile(real):
+                outside[rel] = Dangling(real)  # a link to nothing: said, not skipped
             continue
     return out, outside
 

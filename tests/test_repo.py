@@ -309,14 +309,17 @@ def test_read_worktree_never_reads_through_a_link_leaving_the_work_tree(make_kb,
     away.mkdir()
     (away / "q9.md").write_text("# far\n", encoding="utf-8")
     (root / "Problems" / "q2.md").symlink_to(secret)
-    (root / "Problems" / "q3.md").symlink_to(root / "Problems" / "q1.md")
+    (root / "Problems" / "q3.md").symlink_to("q1.md")
+    # An absolute link leads outside in every other clone: judged outside here too.
+    (root / "Problems" / "q4.md").symlink_to(root / "Problems" / "q1.md")
     (root / "Methods").symlink_to(away)
     (root / "Problems" / "dir.md").mkdir()
     paths = ["experiments/E001.md", "Problems/q1.md", "Problems/q2.md", "Problems/q3.md",
-             "Methods/q9.md", "Problems/gone.md", "Problems/dir.md"]
+             "Problems/q4.md", "Methods/q9.md", "Problems/gone.md", "Problems/dir.md"]
     contents, outside = read_worktree(open_kb(root), paths)
     assert contents == {"experiments/E001.md": EXP.encode(), "Problems/q1.md": "# 问题｜一\n".encode(),
                         "Problems/q3.md": "# 问题｜一\n".encode()}
     assert outside == {"Problems/q2.md": os.path.realpath(secret),
+                       "Problems/q4.md": os.path.realpath(root / "Problems" / "q1.md"),
                        "Methods/q9.md": os.path.realpath(away / "q9.md")}
     assert outside == outside_links(open_kb(root), paths)

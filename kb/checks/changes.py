@@ -33,6 +33,9 @@ class RawChange:
     path: str
     old: Optional[str]
     new: Optional[str]
+    #: whether each side is a symlink (git's mode 120000: the blob is the link's text)
+    old_link: bool = False
+    new_link: bool = False
 
 
 #: ``id`` of a file version's Light list (:meth:`Facts.light`, shared by every
@@ -154,7 +157,8 @@ def raw_changes(data: bytes, kb: Any) -> list[Any]:
         if rel is None:
             continue
         out.append(RawChange(rel, None if old == ZERO or fields[0] == "000000" else old,
-                             None if status == "D" or fields[1] == "000000" else (new if new != ZERO else "")))
+                             None if status == "D" or fields[1] == "000000" else (new if new != ZERO else ""),
+                             fields[0] == "120000", fields[1] == "120000"))
     return out
 
 
@@ -237,6 +241,7 @@ def patch_files(files: dict[str, str], formats: dict[str, str], changes: Iterabl
     from kb.parse import classify
 
     files, formats = dict(files), dict(formats)
+    links: dict[str, str] = {}
     for c in changes:
         want = c.new if forward else c.old
         if not want:
@@ -248,4 +253,12 @@ def patch_files(files: dict[str, str], formats: dict[str, str], changes: Iterabl
             continue
         files[c.path] = want
         formats[c.path] = fmt
+        if c.new_link if forward else c.old_link:
+            links[c.path] = want
+    if links:
+        # Symlinks judged as the snapshots judge them (kb.repo.resolve_links): an inside
+        # link reads as its target in this map; the others are never read.
+        from kb.repo import resolve_links
+
+        resolve_links(kb, "commit", None, links, files)
     return files, formats

@@ -292,6 +292,10 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
             fmt = tip.formats.get(ch.path) or classify(ch.path, k.config)
             if fmt is None:
                 continue
+            if ch.old_link or ch.new_link:
+                # a symlink's blob is its text, never parsed: the snapshots judge it
+                # (kb.repo.resolve_links), and their files are parsed below
+                continue
             if fmt == "tree" and ch.old and ch.new:
                 steps.setdefault(ch.path, []).append((ch.old, ch.new))
                 continue
@@ -399,7 +403,8 @@ def _light_candidates(idx: Any, tip: Any, scope: Optional[set[str]],
         return []
     fmts = tip.formats
     want = {p: b for p, b in tip.files.items()
-            if p not in scope and fmts.get(p) in LIGHT_READ_FORMATS and (p, b) not in other}
+            if p not in scope and fmts.get(p) in LIGHT_READ_FORMATS and (p, b) not in other
+            and p not in tip.unread}
     if not want:
         return []
     unparsed = SnapshotTable(idx, want).unparsed()
