@@ -79,6 +79,15 @@ def T(s: float | None = None, x_floor: float | None = None, mb: float | None = N
             if v is not None}
 
 
+def size_of(files: int, big_tree: bool) -> str:
+    """Which targets a corpus of ``files`` tracked files is judged by."""
+    if big_tree:
+        return "tree"
+    if files > LARGE_FILES:
+        return "large"
+    return "medium" if files > MEDIUM_FILES else "tiny" if files < TINY_FILES else "small"
+
+
 def targets_for(case: "Case", size: str) -> dict:
     """The targets of ``case`` on a corpus of ``size`` (tiny, small, medium, large, tree)."""
     if size == "medium":
@@ -932,9 +941,7 @@ def main(argv=None) -> int:
     stats = corpus_stats(corpus)
     if stats["dirty"]:
         print("warning: the corpus has uncommitted changes (use --reset)", file=sys.stderr)
-    n = stats["files"]
-    size = ("tree" if a.big_tree else "large" if n > LARGE_FILES else "medium" if n > MEDIUM_FILES
-            else "tiny" if n < TINY_FILES else "small")
+    size = size_of(stats["files"], bool(a.big_tree))
     FLOOR_ARGV[:] = CASES[0].cmd(ctx)
     print(f"corpus {corpus}: {stats['files']} files, {stats['bytes'] / 1e6:.1f} MB "
           f"({size} targets); kb: {' '.join(kb)}{f' ({kb_version})' if kb_version else ''}",

@@ -55,6 +55,21 @@ def cell(case: dict) -> str:
     return " ".join(parts)
 
 
+def rejudge(col: str, doc: dict) -> None:
+    """Judge every case of ``doc`` again by run.py's current targets (a JSON file
+    written by an older run.py keeps its figures, not its verdicts)."""
+    sys.path.insert(0, str(HERE))
+    import run
+
+    size = run.size_of(doc["corpus"]["files"], col.startswith("tree-"))
+    cases = {c.name: c for c in run.CASES}
+    for res in doc["cases"]:
+        case = cases.get(res["name"])
+        if case is not None and res.get("times"):
+            res["target"] = run.targets_for(case, size)
+            res["verdict"], res["misses"] = run.judge(res, res["target"])
+
+
 def table(docs: dict[str, dict]) -> str:
     names: list[str] = []
     for doc in docs.values():
@@ -111,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         dest = a.out / f"{col}.json"
         if dest.exists():
             docs[col] = json.loads(dest.read_text(encoding="utf-8"))
+            rejudge(col, docs[col])
     if docs:
         first = next(iter(docs.values()))
         print(f"{first['machine']['cpus']} CPUs, Python {first['machine']['python']}, "
