@@ -111,6 +111,9 @@ class Snapshot:
     #: (staged and commit snapshots) symlinks kb does not read: path -> where the link
     #: leads (outside the work tree), or a :class:`Dangling` target (nothing there).
     unread: dict[str, str] = field(default_factory=dict)
+    #: (staged and commit snapshots) every symlink: path -> the link's own blob id
+    #: (``files`` holds what it reads as: its target's blob, when inside).
+    links: dict[str, str] = field(default_factory=dict)
 
     def read(self, paths: list[str]) -> dict[str, bytes]:
         """Contents of ``paths`` (KB-relative) in this snapshot; missing files are
@@ -246,7 +249,7 @@ def staged_snapshot(kb: KnowledgeBase, _stdout: bytes | None = None) -> Snapshot
         files[path] = meta[7:-2]
         fmts[path] = fmt
     unread = resolve_links(kb, "staged", None, links, files) if links else {}
-    return Snapshot(kb=kb, kind="staged", files=files, formats=fmts, unread=unread)
+    return Snapshot(kb=kb, kind="staged", files=files, formats=fmts, unread=unread, links=links)
 
 
 def commit_snapshot(kb: KnowledgeBase, rev: str) -> Snapshot:
@@ -274,7 +277,8 @@ def commit_snapshot(kb: KnowledgeBase, rev: str) -> Snapshot:
             if mode == "120000":
                 links[path] = blob
     unread = resolve_links(kb, "commit", rev, links, files) if links else {}
-    return Snapshot(kb=kb, kind="commit", files=files, formats=fmts, rev=rev, unread=unread)
+    return Snapshot(kb=kb, kind="commit", files=files, formats=fmts, rev=rev, unread=unread,
+                    links=links)
 
 
 def empty_snapshot(kb: KnowledgeBase) -> Snapshot:

@@ -158,3 +158,34 @@ def test_a_range_patched_from_diffs_judges_links_as_the_snapshots_do(make_kb, tm
     assert r.code == 1 and "Problems/up.md:1:1: KB106 [error]" in r.stdout, (r.stdout, r.stderr)
     assert not [line for line in r.stdout.splitlines()
                 if "in.md" in line and ("KB126" in line or "KB140" in line)], r.stdout
+
+
+def test_an_error_made_through_a_links_target_is_the_changes_own(make_kb, tmp_path: Path) -> None:
+    """Editing the file a symlink reads (git lists the target, not the link) changes the
+    card kb reads under the link: an error it brings blocks the hook and the range check,
+    warm, cold and in a fresh clone, instead of passing as pre-existing."""
+    from test_verify_support import problem
+
+    root = make_kb({"drafts/q7.md": problem("q7")}, commit=False)
+    (root / "Problems").mkdir(exist_ok=True)
+    (root / "Problems" / "q7.md").symlink_to("../drafts/q7.md")
+    commit_all(root, "a card kept in drafts, linked into Problems")
+    start = git(root, "rev-parse", "HEAD").strip()
+    draft = root / "drafts" / "q7.md"
+    draft.write_text(draft.read_text(encoding="utf-8").replace("- 状态: 求解中", "- 状态: 瞎写"),
+                     encoding="utf-8")
+    git(root, "add", "drafts/q7.md")
+    for cache in ("warm", "cold"):
+        if cache == "cold":
+            shutil.rmtree(root / ".kb", ignore_errors=True)
+        staged = run_script("verify", "--staged", cwd=root)
+        assert staged.code == 1, (cache, staged.stdout, staged.stderr)
+        bad = [ln for ln in staged.stdout.splitlines() if "KB205" in ln]
+        assert bad and all("Problems/q7.md" in ln and "pre-existing" not in ln for ln in bad), staged.stdout
+    git(root, "commit", "-q", "--no-verify", "-m", "status through the link")
+    fresh = tmp_path / "fresh"
+    git(tmp_path, "clone", "-q", str(root), str(fresh))
+    for where in (root, fresh):
+        ranged = run_script("verify", "--range", f"{start}..HEAD", cwd=where)
+        assert ranged.code == 1, (where, ranged.stdout, ranged.stderr)
+        assert any("KB205" in ln and "Problems/q7.md" in ln for ln in ranged.stdout.splitlines())

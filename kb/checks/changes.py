@@ -162,6 +162,19 @@ def raw_changes(data: bytes, kb: Any) -> list[Any]:
     return out
 
 
+def retargeted_links(old: Any, new: Any, changes: list[Any]) -> list[Any]:
+    """RawChanges of the symlinks whose own entry ``changes`` leaves alone but which read
+    as another version between snapshots ``old`` and ``new`` (their target was edited,
+    added or removed): git's diff lists the target, not the link, yet the file kb reads
+    under the link's path changed. Blob ids are the versions read (``Snapshot.files``)."""
+    if not (new.links or old.links):
+        return []
+    listed = {c.path for c in changes}
+    return [RawChange(p, old.files.get(p), new.files.get(p))
+            for p in sorted(set(new.links) | set(old.links))
+            if p not in listed and old.files.get(p) != new.files.get(p)]
+
+
 def diff_commits(kb: Any, old: Optional[str], new: str) -> list[Any]:
     """Changed paths of ``kb`` between two commits (``old`` None: the empty tree)."""
     spec = ["--", kb.prefix] if kb.prefix else []

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from kb import git
-from kb.checks.changes import diff_commits, diff_many, patch_files
+from kb.checks.changes import diff_commits, diff_many, patch_files, retargeted_links
 from kb.checks.diagnostics import LightDiagnostic as _D
 from kb.checks.facts import known_history, light_versions
 from kb.checks import file_results
@@ -172,30 +172,61 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
             diffs = diff_many(k, [(c, parents[0] if parents else None) for c, parents in commits
                                   if c not in shallow])
             ch = diff_commits(k, origin, tip) if origin else None
+            snaps = _linked_snapshots(k, commits, diffs, tip, tip_snap, shallow)
+            if snaps is not None and ch is not None:
+                ch = ch + retargeted_links(commit_snapshot(k, origin), tip_snap, ch)
             scope = _rule_scope(ch)
             history: dict[tuple[str, str], list[tuple]] = {}
             light = _prefetch(idx, k, tip_snap, [diffs.get(c, []) for c, _ in commits], scope,
                               history)
             with light_versions(idx, light), known_history(idx, history):
                 _check_kb(report, idx, k, commits, diffs, tip, tip_snap, origin, ch, scope, shallow,
-                          children, ovs, merge_ovs, mode, after_origin)
+                          children, ovs, merge_ovs, mode, after_origin, snaps)
     return report
+
+
+def _linked_snapshots(k: Any, commits: list[tuple[str, list[str]]], diffs: dict[str, Any],
+                      tip: str, tip_snap: Any, shallow: Any) -> Optional[dict[str, Any]]:
+    """When symlinks are in play (at the tip, or changed by a commit of the range): every
+    commit's snapshot read from git, links resolved in that commit, and each commit's
+    changes extended by the links whose target it changed (:func:`retargeted_links`).
+    None otherwise: the snapshots are patched from the diffs (no link to resolve)."""
+    from kb.repo import commit_snapshot, empty_snapshot
+
+    if not tip_snap.links and not any(c.old_link or c.new_link for cs in diffs.values() for c in cs):
+        return None
+    snaps: dict[str, Any] = {tip: tip_snap}
+    for c, parents in commits:
+        if c in shallow:
+            continue
+        parent = parents[0] if parents else None
+        for rev in (c, parent):
+            if rev is not None and rev not in snaps:
+                snaps[rev] = commit_snapshot(k, rev)
+        old = snaps[parent] if parent is not None else empty_snapshot(k)
+        diffs[c] = diffs.get(c, []) + retargeted_links(old, snaps[c], diffs.get(c, []))
+    return snaps
 
 
 def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[str]]],
               diffs: dict[str, Any], tip: str, tip_snap: Any, origin: Optional[str], ch: Any,
               scope: Optional[set[str]], shallow: set[str], children: Counter,
               ovs: dict[str, dict[str, str]], merge_ovs: dict[str, dict[str, str]], mode: str,
-              after_origin: Optional[set[str]]) -> None:
+              after_origin: Optional[set[str]],
+              snaps: Optional[dict[str, Any]] = None) -> None:
     """The history findings of every commit and the snapshot findings of the tip, for
-    KB ``k`` (its file versions parsed or light: :func:`_prefetch`), into ``report``."""
+    KB ``k`` (its file versions parsed or light: :func:`_prefetch`), into ``report``.
+    ``snaps`` (:func:`_linked_snapshots`): every commit's snapshot, read instead of
+    patched from the diffs."""
     from kb.checks.changes import Change
     from kb.checks.facts import Facts
     from kb.repo import Snapshot, commit_snapshot
 
     tip_f = Facts(idx, tip_snap, tip[:10])
     origin_f = None
-    if origin:
+    if origin and snaps is not None:
+        origin_f = Facts(idx, commit_snapshot(k, origin), origin[:10], derive_from=tip_f)
+    elif origin:
         ofiles, ofmts = patch_files(tip_snap.files, tip_snap.formats, ch, k, forward=False)
         origin_f = Facts(idx, Snapshot(kb=k, kind="commit", files=ofiles, formats=ofmts,
                                        rev=origin), origin[:10], derive_from=tip_f)
@@ -210,26 +241,17 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
                 commit=c, blocking=True))
             continue
         changes = diffs.get(c, [])
-        if parent in maps:
-            pfiles, pfmts = maps[parent]
-            nfiles, nfmts = patch_files(pfiles, pfmts, changes, k, forward=True)
-        elif c == tip:
-            nfiles, nfmts = tip_snap.files, tip_snap.formats
-        else:
-            snap = commit_snapshot(k, c)
-            nfiles, nfmts = snap.files, snap.formats
-        if left.get(c):
-            maps[c] = (nfiles, nfmts)
-        if parent in maps:
-            left[parent] -= 1
-            pfiles, pfmts = maps[parent] if left[parent] > 0 else maps.pop(parent)
-        else:
-            pfiles, pfmts = patch_files(nfiles, nfmts, changes, k, forward=False)
+        if snaps is None:
+            nfiles, nfmts, pfiles, pfmts = _patched(k, c, parent, tip, tip_snap, changes, maps, left)
         if not changes:
             continue
         touched = [ch.path for ch in changes]
-        new = Snapshot(kb=k, kind="commit", files=nfiles, formats=nfmts, rev=c)
-        old = Snapshot(kb=k, kind="commit", files=pfiles, formats=pfmts, rev=parent)
+        if snaps is not None:  # the snapshots read, with their links
+            new = snaps[c]
+            old = snaps[parent] if parent else Snapshot(kb=k, kind="commit", files={}, formats={})
+        else:
+            new = Snapshot(kb=k, kind="commit", files=nfiles, formats=nfmts, rev=c)
+            old = Snapshot(kb=k, kind="commit", files=pfiles, formats=pfmts, rev=parent)
         new_f = tip_f if c == tip else Facts(idx, new, c[:10], ensure=touched)
         old_f = Facts(idx, old, parent[:10] if parent else "the empty history", ensure=touched)
         overrides = dict(ovs.get(c, {}))
@@ -252,6 +274,31 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
                 f"{k.prefix.rstrip('/') or '.'}: {skipped} file(s) untouched by the range not "
                 "re-checked by the per-file rules (their findings predate the range)")
 
+
+
+def _patched(k: Any, c: str, parent: Optional[str], tip: str, tip_snap: Any, changes: list[Any],
+             maps: dict[str, tuple[dict[str, str], dict[str, str]]],
+             left: dict[str, int]) -> tuple[dict[str, str], dict[str, str], dict[str, str], dict[str, str]]:
+    """Commit ``c``'s and its parent's {path: blob} and formats, patched from the diffs
+    along the range (``maps`` keeps a commit's map while ``left`` children still need it)."""
+    from kb.repo import commit_snapshot
+
+    if parent in maps:
+        pfiles, pfmts = maps[parent]
+        nfiles, nfmts = patch_files(pfiles, pfmts, changes, k, forward=True)
+    elif c == tip:
+        nfiles, nfmts = tip_snap.files, tip_snap.formats
+    else:
+        snap = commit_snapshot(k, c)
+        nfiles, nfmts = snap.files, snap.formats
+    if left.get(c):
+        maps[c] = (nfiles, nfmts)
+    if parent in maps:
+        left[parent] -= 1
+        pfiles, pfmts = maps[parent] if left[parent] > 0 else maps.pop(parent)
+    else:
+        pfiles, pfmts = patch_files(nfiles, nfmts, changes, k, forward=False)
+    return nfiles, nfmts, pfiles, pfmts
 
 def _rule_scope(ch: Optional[list[Any]]) -> Optional[set[str]]:
     """The paths whose per-file rules a range check runs: those that differ between

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from kb import git
-from kb.checks.changes import diff_commits, diff_staged, patch_files, raw_changes
+from kb.checks.changes import diff_commits, diff_staged, patch_files, raw_changes, retargeted_links
 from kb.checks.judge import check_snapshots, history_findings, judged_by_all_parents
 from kb.checks.overrides import merge_heads, merge_overrides, parse_overrides
 from kb.checks.report import Report, config_findings
@@ -41,7 +41,7 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
 
     load_rules()  # the rules in their order, before one of their modules is imported here
     from kb.checks.trail_rules import prime_staged
-    from kb.repo import Snapshot, staged_snapshot
+    from kb.repo import Snapshot, commit_snapshot, staged_snapshot
 
     env = os.environ if environ is None else environ
     top, head = _locate(start)
@@ -73,8 +73,14 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
             else:
                 listing, changes = whole, raw_changes(diffs, k)
             new = staged_snapshot(k, listing)
-            bfiles, bfmts = patch_files(new.files, new.formats, changes, k, forward=False)
-            base = Snapshot(kb=k, kind="commit", files=bfiles, formats=bfmts, rev=head)
+            if new.links and head is not None:
+                # a symlink reads as its target: HEAD's links resolved in HEAD, and a
+                # link whose target changed is a change of the link (rare: git's own listing)
+                base = commit_snapshot(k, head)
+                changes = changes + retargeted_links(base, new, changes)
+            else:
+                bfiles, bfmts = patch_files(new.files, new.formats, changes, k, forward=False)
+                base = Snapshot(kb=k, kind="commit", files=bfiles, formats=bfmts, rev=head)
             new_f = Facts(idx, new, "the staged index")
             base_f = Facts(idx, base, "HEAD" if head else "the empty history", derive_from=new_f)
             # KB241's listing of TRAIL.md and the log files: out of the one just read
