@@ -370,18 +370,25 @@ def outside_links(kb: KnowledgeBase, paths: list[str]) -> dict[str, str]:
         if ok and not os.path.islink(full):
             continue
         real = os.path.realpath(full)
-        if not (real == top or real.startswith(inside)) or _absolute_link(full):
+        if not (real == top or real.startswith(inside)) or _leaving_link(kb, rel, full):
             out[rel] = real
     return out
 
 
-def _absolute_link(full: str) -> bool:
-    """Whether ``full`` is a symlink whose text is an absolute path: it leads outside
-    the work tree in every clone, whatever it leads to here (as git's snapshots judge it)."""
+def _leaving_link(kb: KnowledgeBase, rel: str, full: str) -> bool:
+    """Whether ``full`` (the KB-relative ``rel``) is a symlink whose text leaves the work
+    tree in every clone, whatever it reaches here: an absolute path, or one climbing
+    above the top (``..``), as git's snapshots judge it (:func:`resolve_links`)."""
+    import posixpath
+
     try:
-        return os.path.isabs(os.readlink(full))
+        text = os.readlink(full)
     except OSError:
         return False
+    if os.path.isabs(text):
+        return True
+    norm = posixpath.normpath(posixpath.join(posixpath.dirname(kb.repo_path(rel)), text))
+    return norm == ".." or norm.startswith("../")
 
 
 #: How :func:`read_worktree` opens a file: never through a symlink (the final
@@ -457,7 +464,7 @@ def read_worktree(kb: KnowledgeBase, paths: list[str]) -> tuple[dict[str, bytes]
             continue
         # A symlink, or a folder on the way leaves the work tree: where does it lead?
         real = os.path.realpath(full)
-        if not (real == top or real.startswith(inside)) or _absolute_link(full):
+        if not (real == top or real.startswith(inside)) or _leaving_link(kb, rel, full):
             outside[rel] = real
             continue
         try:

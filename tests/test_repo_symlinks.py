@@ -189,3 +189,26 @@ def test_an_error_made_through_a_links_target_is_the_changes_own(make_kb, tmp_pa
         ranged = run_script("verify", "--range", f"{start}..HEAD", cwd=where)
         assert ranged.code == 1, (where, ranged.stdout, ranged.stderr)
         assert any("KB205" in ln and "Problems/q7.md" in ln for ln in ranged.stdout.splitlines())
+
+
+def test_a_link_climbing_above_the_top_is_outside_wherever_it_lands(make_kb) -> None:
+    """A relative link whose text climbs above the work tree's top and back in leads
+    elsewhere in every other clone: KB106 in the work tree as in the staged index, warm
+    or cold (the work tree used to follow it here, and to say so only without a cache)."""
+    from test_verify_support import problem
+
+    root = make_kb({"drafts/q7.md": problem("q7")}, commit=True)
+    (root / "Problems").mkdir(exist_ok=True)
+    climb = root / "Problems" / "climb.md"
+    climb.symlink_to(f"../../{root.name}/drafts/q7.md")
+    assert climb.read_text(encoding="utf-8")  # it does land inside, on this machine
+    git(root, "add", "Problems/climb.md")
+    seen = []
+    for args in (["verify"], ["verify", "--staged"], ["verify"]):
+        if not seen:
+            shutil.rmtree(root / ".kb", ignore_errors=True)
+        r = run_script(*args, cwd=root)
+        mine = [ln for ln in r.stdout.splitlines() if "climb.md" in ln]
+        assert r.code == 1 and mine and all("KB106" in ln for ln in mine), (args, r.stdout)
+        seen.append(mine)
+    assert seen[0] == seen[2]  # the work tree, before and after the staged check filled the cache
