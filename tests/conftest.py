@@ -348,14 +348,18 @@ def tree_snapshot(root: Path, skip_git: bool = False) -> dict[str, bytes]:
     return out
 
 
-@pytest.fixture
-def example_kb(tmp_path: Path) -> Path:
-    """A committed copy of ``examples/`` (the bundled example KB) in its own repository."""
-    dest = tmp_path / "examples"
+def copy_example(dest: Path) -> Path:
+    """A committed copy of ``examples/`` (the bundled example KB) at ``dest``, its own repository."""
     shutil.copytree(EXAMPLES, dest, ignore=shutil.ignore_patterns(".kb", "__pycache__"))
     git_init(dest)
     commit_all(dest, "example KB")
     return dest
+
+
+@pytest.fixture
+def example_kb(tmp_path: Path) -> Path:
+    """A committed copy of ``examples/`` (the bundled example KB) in its own repository."""
+    return copy_example(tmp_path / "examples")
 
 
 def config_for(root: Path, data: Optional[dict] = None):
@@ -381,9 +385,10 @@ def tree_kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-@pytest.fixture
-def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    """A bare remote and two clones of one KB: `a` (kb init) and `b` (a plain git clone)."""
+def make_team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toml_extra: str = "",
+              message: str = "kb init") -> dict[str, Path]:
+    """A bare remote and two clones of one KB: `a` (kb init, ``toml_extra`` appended to its
+    kb.toml) and `b` (a plain git clone, which fetches no lock refs by itself)."""
     from kb.ops.init import init_kb
 
     monkeypatch.setenv("KB_TODAY", "2026-11-29")
@@ -392,8 +397,17 @@ def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     a = tmp_path / "a"
     git(tmp_path, "clone", "-q", str(remote), str(a))
     init_kb(a)
-    commit_all(a, "kb init")
+    if toml_extra:
+        toml = (a / "kb.toml").read_text(encoding="utf-8")
+        (a / "kb.toml").write_text(toml + toml_extra, encoding="utf-8")
+    commit_all(a, message)
     git(a, "push", "-q", "origin", "main")
     b = tmp_path / "b"
     git(tmp_path, "clone", "-q", str(remote), str(b))
     return {"remote": remote, "a": a, "b": b}
+
+
+@pytest.fixture
+def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """A bare remote and two clones of one KB: `a` (kb init) and `b` (a plain git clone)."""
+    return make_team(tmp_path, monkeypatch)

@@ -20,10 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git_init, run_script, tree_snapshot
+from conftest import copy_example, run_script, tree_snapshot
 from nobody import as_nobody, nobody_env  # noqa: F401 - a fixture
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 # -- the mapping itself ------------------------------------------------------------------
@@ -64,15 +63,6 @@ def test_os_failure_names_the_folder_of_a_temporary_file() -> None:
 # -- as root: a folder where kb's write lock file goes ----------------------------------------
 
 
-@pytest.fixture
-def kb_copy(tmp_path: Path) -> Path:
-    dest = tmp_path / "examples"
-    shutil.copytree(EXAMPLES, dest, ignore=shutil.ignore_patterns(".kb", "__pycache__"))
-    git_init(dest)
-    commit_all(dest, "example KB")
-    return dest
-
-
 def _assert_kb_error(r, code: int, kind: str) -> dict:
     assert "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr
     assert r.code == code, (r.code, r.stderr)
@@ -81,14 +71,14 @@ def _assert_kb_error(r, code: int, kind: str) -> dict:
     return err
 
 
-def test_write_lock_path_that_is_a_folder_is_refused(kb_copy: Path) -> None:
-    lock = kb_copy / ".git" / "kb-write.lock"
+def test_write_lock_path_that_is_a_folder_is_refused(example_kb: Path) -> None:
+    lock = example_kb / ".git" / "kb-write.lock"
     lock.mkdir()
-    before = _files(kb_copy)
-    r = run_script("hyp", "add", "A new hypothesis", "--json", cwd=kb_copy)
+    before = _files(example_kb)
+    r = run_script("hyp", "add", "A new hypothesis", "--json", cwd=example_kb)
     err = _assert_kb_error(r, 1, "refused")
     assert "write lock" in err["message"] and "nothing was written" in err["message"]
-    assert _files(kb_copy) == before
+    assert _files(example_kb) == before
 
 
 # -- as an unprivileged user ------------------------------------------------------------------
@@ -103,9 +93,7 @@ def _files(root: Path) -> dict[str, bytes]:
 def _kb_for_nobody(work: Path, name: str) -> Path:
     root = work / name
     shutil.rmtree(root, ignore_errors=True)
-    shutil.copytree(EXAMPLES, root, ignore=shutil.ignore_patterns(".kb", "__pycache__"))
-    git_init(root)
-    commit_all(root, "example KB")
+    copy_example(root)
     subprocess.run(["chown", "-R", "nobody:", str(root)], check=True)
     return root
 
@@ -188,53 +176,53 @@ def test_setup_commands_in_a_readonly_tree_are_environment_errors(nobody_env, ar
                                      b'{"head": null, "files": {"tree.md": {"new": 3}}}',
                                      b"\xff\xfe"],
                          ids=["list", "wrong-types", "wrong-record", "not-utf8"])
-def test_damaged_transaction_journal_is_dropped(kb_copy: Path, content: bytes) -> None:
+def test_damaged_transaction_journal_is_dropped(example_kb: Path, content: bytes) -> None:
     """The journal is written before any file: one that is not a journal means no file was
     written, so reads and writes drop it (and say nothing about a landed commit)."""
-    journal = kb_copy / ".git" / "kb-transaction.json"
+    journal = example_kb / ".git" / "kb-transaction.json"
     journal.write_bytes(content)
-    ls = run_script("ls", "--json", cwd=kb_copy)
+    ls = run_script("ls", "--json", cwd=example_kb)
     assert ls.code == 0 and "internal error" not in ls.stderr, ls.stderr
     assert "interrupted" not in ls.stderr, ls.stderr
     assert not journal.exists()
     journal.write_bytes(content)
-    r = run_script("hyp", "add", "A new hypothesis", "--json", cwd=kb_copy)
+    r = run_script("hyp", "add", "A new hypothesis", "--json", cwd=example_kb)
     assert r.code == 0, r.stderr
     assert not journal.exists()
 
 
-def test_transaction_journal_that_is_a_folder_is_refused(kb_copy: Path) -> None:
-    journal = kb_copy / ".git" / "kb-transaction.json"
+def test_transaction_journal_that_is_a_folder_is_refused(example_kb: Path) -> None:
+    journal = example_kb / ".git" / "kb-transaction.json"
     journal.mkdir()
-    before = _files(kb_copy)
-    ls = run_script("ls", "--json", cwd=kb_copy)
+    before = _files(example_kb)
+    ls = run_script("ls", "--json", cwd=example_kb)
     assert ls.code == 0 and "internal error" not in ls.stderr, ls.stderr
     assert "move it out of the way" in ls.stderr
-    r = run_script("hyp", "add", "A new hypothesis", "--json", cwd=kb_copy)
+    r = run_script("hyp", "add", "A new hypothesis", "--json", cwd=example_kb)
     err = _assert_kb_error(r, 1, "refused")
     assert "kb-transaction.json" in err["message"] and "move it out of the way" in err["message"]
-    assert _files(kb_copy) == before
+    assert _files(example_kb) == before
 
 
 @pytest.mark.parametrize("content", [b"[1, 2]", b'{"branch": 5, "commit": [], "paths": 3}',
                                      b"\xff"], ids=["list", "wrong-types", "not-utf8"])
-def test_damaged_release_journal_is_dropped(kb_copy: Path, content: bytes) -> None:
-    journal = kb_copy / ".git" / "kb-lock-release.json"
+def test_damaged_release_journal_is_dropped(example_kb: Path, content: bytes) -> None:
+    journal = example_kb / ".git" / "kb-lock-release.json"
     journal.write_bytes(content)
-    r = run_script("hyp", "add", "A new hypothesis", "--json", cwd=kb_copy)
+    r = run_script("hyp", "add", "A new hypothesis", "--json", cwd=example_kb)
     assert r.code == 0 and "internal error" not in r.stderr, r.stderr
     assert not journal.exists()
     journal.write_bytes(content)
-    st = run_script("lock", "status", "--json", cwd=kb_copy)
+    st = run_script("lock", "status", "--json", cwd=example_kb)
     assert st.code == 0 and "internal error" not in st.stderr, st.stderr
 
 
-def test_marker_cache_that_is_not_text_is_ignored(kb_copy: Path) -> None:
+def test_marker_cache_that_is_not_text_is_ignored(example_kb: Path) -> None:
     from kb.merge.markers import cache_path
 
-    cache = cache_path(kb_copy, "")
+    cache = cache_path(example_kb, "")
     cache.write_bytes(b"\xff\xfe\n")
-    r = run_script("hyp", "add", "A new hypothesis", "--json", cwd=kb_copy)
+    r = run_script("hyp", "add", "A new hypothesis", "--json", cwd=example_kb)
     assert r.code == 0 and "internal error" not in r.stderr, r.stderr
     assert len(r.json()["ids"]) == 1, r.json()
 
@@ -250,15 +238,15 @@ def test_marker_cache_that_is_not_text_is_ignored(kb_copy: Path) -> None:
     ('[kb]\nlocale = "zh"\n[[registry]]\npath = 5\n', "path"),
     ('registry = "abc"\n[kb]\nlocale = "zh"\n', "registry"),
 ], ids=["separators", "disable", "leads", "registry-heading", "registry-path", "registry-string"])
-def test_kb_toml_of_the_wrong_types_is_an_environment_error(kb_copy: Path, toml: str,
+def test_kb_toml_of_the_wrong_types_is_an_environment_error(example_kb: Path, toml: str,
                                                             says: str) -> None:
-    (kb_copy / "kb.toml").write_text(toml, encoding="utf-8")
-    before = _files(kb_copy)
+    (example_kb / "kb.toml").write_text(toml, encoding="utf-8")
+    before = _files(example_kb)
     for args in (("ls", "--json"), ("hyp", "add", "A new hypothesis", "--json")):
-        r = run_script(*args, cwd=kb_copy)
+        r = run_script(*args, cwd=example_kb)
         err = _assert_kb_error(r, 2, "environment")
         assert err["message"].startswith("kb.toml: ") and says in err["message"], err
-    assert _files(kb_copy) == before
+    assert _files(example_kb) == before
 
 
 # -- the generation loop's sandbox files, damaged -------------------------------------------------
@@ -269,28 +257,28 @@ def test_kb_toml_of_the_wrong_types_is_an_environment_error(kb_copy: Path, toml:
     ("loop.run.yaml", b"- 1\n"), ("loop.run.yaml", b"round: x\n"),
     ("elo.json", b"\xff"), ("elo.json", b"[1]"),
 ], ids=["state-list", "state-fields", "run-list", "run-fields", "elo-not-utf8", "elo-list"])
-def test_damaged_generation_run_files_are_refused(kb_copy: Path, name: str, content: bytes) -> None:
-    assert run_script("gen", "init", "--question", "Why?", cwd=kb_copy).code == 0
-    (kb_copy / "sandbox" / name).write_bytes(content)
+def test_damaged_generation_run_files_are_refused(example_kb: Path, name: str, content: bytes) -> None:
+    assert run_script("gen", "init", "--question", "Why?", cwd=example_kb).code == 0
+    (example_kb / "sandbox" / name).write_bytes(content)
     reads = [("gen", "rank", "--json")] + ([] if name == "elo.json" else [("gen", "status", "--json")])
     for args in reads:
-        r = run_script(*args, cwd=kb_copy)
+        r = run_script(*args, cwd=example_kb)
         err = _assert_kb_error(r, 1, "refused")
         assert name in err["message"] and ("delete it" in err["message"]
                                            or "put them back" in err["message"]), err
 
 
-def test_matches_file_that_is_not_utf8_is_refused(kb_copy: Path) -> None:
-    assert run_script("gen", "init", "--question", "Why?", cwd=kb_copy).code == 0
-    (kb_copy / "matches.json").write_bytes(b"\xff\xfe")
-    r = run_script("gen", "rank", "matches.json", "--json", cwd=kb_copy)
+def test_matches_file_that_is_not_utf8_is_refused(example_kb: Path) -> None:
+    assert run_script("gen", "init", "--question", "Why?", cwd=example_kb).code == 0
+    (example_kb / "matches.json").write_bytes(b"\xff\xfe")
+    r = run_script("gen", "rank", "matches.json", "--json", cwd=example_kb)
     err = _assert_kb_error(r, 1, "refused")
     assert "matches.json" in err["message"] and "UTF-8" in err["message"]
 
 
-def test_merge_driver_given_unreadable_files_says_so(kb_copy: Path) -> None:
-    r = run_script("merge-driver", "tree", str(kb_copy / "no-base"), str(kb_copy / "no-ours"),
-                   str(kb_copy / "no-theirs"), "tree.md", cwd=kb_copy)
+def test_merge_driver_given_unreadable_files_says_so(example_kb: Path) -> None:
+    r = run_script("merge-driver", "tree", str(example_kb / "no-base"), str(example_kb / "no-ours"),
+                   str(example_kb / "no-theirs"), "tree.md", cwd=example_kb)
     assert r.code == 2 and "internal error" not in r.stderr, (r.code, r.stderr)
     assert "cannot merge tree.md" in r.stderr and "no-base" in r.stderr
 
@@ -315,13 +303,13 @@ def test_fix_and_release_in_a_readonly_tree_are_environment_errors(nobody_env) -
     assert _files(root) == before
 
 
-def test_literature_keys_file_not_utf8_stops_gen_init_before_it_writes(kb_copy: Path) -> None:
-    (kb_copy / "keys.env").write_bytes(b"S2_API_KEY=\xff\n")
-    before = _files(kb_copy)
-    r = run_script("gen", "init", "--question", "Why?", "--json", cwd=kb_copy)
+def test_literature_keys_file_not_utf8_stops_gen_init_before_it_writes(example_kb: Path) -> None:
+    (example_kb / "keys.env").write_bytes(b"S2_API_KEY=\xff\n")
+    before = _files(example_kb)
+    r = run_script("gen", "init", "--question", "Why?", "--json", cwd=example_kb)
     err = _assert_kb_error(r, 2, "environment")
     assert "keys.env" in err["message"] and "UTF-8" in err["message"]
-    assert _files(kb_copy) == before
+    assert _files(example_kb) == before
 
 
 def test_init_below_a_file_is_refused(tmp_path: Path) -> None:
@@ -345,11 +333,11 @@ def test_init_in_a_readonly_folder_leaves_nothing(nobody_env) -> None:
     assert _files(folder) == before
 
 
-def test_trail_children_file_not_utf8_is_a_usage_error(kb_copy: Path) -> None:
-    (kb_copy / "children.json").write_bytes(b"[\xff]")
+def test_trail_children_file_not_utf8_is_a_usage_error(example_kb: Path) -> None:
+    (example_kb / "children.json").write_bytes(b"[\xff]")
     r = run_script("trail", "add", "--kind", "topic", "--title", "A topic", "--children-json",
                    "children.json", "--json",
-                   cwd=kb_copy)
+                   cwd=example_kb)
     err = _assert_kb_error(r, 2, "usage")
     assert "children.json" in err["message"] and "UTF-8" in err["message"]
 

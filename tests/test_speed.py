@@ -382,8 +382,8 @@ def test_range_per_file_results_from_the_parse_workers_equal_the_checks_own(make
     import subprocess
 
     import kb.checks.file_results as fr
-    from conftest import commit_all, git
-    from test_verify_support import experiment, make_repo, problem, verify_json
+    from conftest import git
+    from test_verify_support import commit_prose_edits, experiment, make_repo, problem, verify_json
 
     files = {f"Problems/q{i}.md": problem(f"q{i}", status="奇怪" if i % 3 == 0 else "求解中",
                                           depended_by='["q2"]' if i % 4 == 0 else "[]")
@@ -391,10 +391,7 @@ def test_range_per_file_results_from_the_parse_workers_equal_the_checks_own(make
     files.update({f"experiments/E00{i}.md": experiment(f"E00{i}", status="已完成") for i in range(1, 4)})
     root = make_repo(make_kb, files)
     base = git(root, "rev-parse", "HEAD").strip()
-    for i in range(2, 6):
-        p = root / "Problems" / f"q{i}.md"
-        p.write_text(p.read_text(encoding="utf-8") + f"\nMore on q{i}.\n", encoding="utf-8")
-        commit_all(root, f"edit q{i}")
+    commit_prose_edits(root, [f"q{i}" for i in range(2, 6)])
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
 

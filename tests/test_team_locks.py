@@ -6,28 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, invoke, tree_snapshot
+from conftest import git, invoke, make_team, tree_snapshot
 
 
 @pytest.fixture
 def shared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     """A bare remote and two clones of a KB whose kb.toml names `origin` as lock remote."""
-    from kb.ops.init import init_kb
-
-    monkeypatch.setenv("KB_TODAY", "2026-11-29")
     monkeypatch.setenv("KB_NOW", "2026-11-29T10:00:00Z")
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
-    a = tmp_path / "a"
-    git(tmp_path, "clone", "-q", str(remote), str(a))
-    init_kb(a)
-    toml = (a / "kb.toml").read_text(encoding="utf-8")
-    (a / "kb.toml").write_text(toml + '\n[locks]\nremote = "origin"\n', encoding="utf-8")
-    commit_all(a, "kb init, shared locks")
-    git(a, "push", "-q", "origin", "main")
-    b = tmp_path / "b"
-    git(tmp_path, "clone", "-q", str(remote), str(b))  # never fetches lock refs by itself
-    return {"remote": remote, "a": a, "b": b}
+    return make_team(tmp_path, monkeypatch, '\n[locks]\nremote = "origin"\n',
+                     "kb init, shared locks")
 
 
 def test_a_clone_that_never_fetched_locks_is_refused(shared: dict[str, Path]) -> None:

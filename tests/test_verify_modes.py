@@ -444,14 +444,11 @@ def test_range_reads_the_tips_files_from_the_checkout_only_when_they_are_the_tip
     import shutil
     import subprocess
 
-    from test_verify_support import problem
+    from test_verify_support import commit_prose_edits, problem
 
     root = make_repo(make_kb, {f"Problems/q{i}.md": problem(f"q{i}") for i in range(2, 12)})
     base = git(root, "rev-parse", "HEAD").strip()
-    for i in range(2, 5):
-        p = root / "Problems" / f"q{i}.md"
-        p.write_text(p.read_text(encoding="utf-8") + f"\nMore on q{i}.\n", encoding="utf-8")
-        commit_all(root, f"edit q{i}")
+    commit_prose_edits(root, [f"q{i}" for i in range(2, 5)])
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
     want = verify_json(clone, "--range", f"{base}..HEAD")

@@ -115,6 +115,14 @@ def make_repo(make_kb, files: Optional[Mapping[str, Union[str, bytes]]] = None, 
     return root
 
 
+def commit_prose_edits(root: Path, qids) -> None:
+    """One commit per problem of ``qids``, each adding a paragraph to its card."""
+    for q in qids:
+        p = root / "Problems" / f"{q}.md"
+        p.write_text(p.read_text(encoding="utf-8") + f"\nMore on {q}.\n", encoding="utf-8")
+        commit_all(root, f"edit {q}")
+
+
 def verify_json(cwd: Path, *args: str):
     """Run ``kb verify --json ARGS`` in-process: (exit code, parsed JSON)."""
     res = invoke("verify", "--json", *args, cwd=cwd)

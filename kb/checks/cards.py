@@ -130,22 +130,19 @@ def method_hierarchy(s: Facts) -> list:
         return []
     methods = s.ids("method")
     out = []
-    for child, parent in sorted(parents - subs):
-        path = where[child]
-        if parent not in methods:
-            msg = f"上级体系 of {child} names {parent}, which is not a method"
-        else:
-            msg = (f"{child} names {parent} in 上级体系, but 子方法 of {parent} does not name "
-                   f"{child}; add it there")
-        out.append(diag(path, anchor_line(s, path, child, "上级体系"), "KB215", msg))
-    for child, parent in sorted(subs - parents):
-        path = where[parent]
-        if child not in methods:
-            msg = f"子方法 of {parent} names {child}, which is not a method"
-        else:
-            msg = (f"{parent} names {child} in 子方法, but 上级体系 of {child} does not name "
-                   f"{parent}; add it there")
-        out.append(diag(path, anchor_line(s, path, parent, "子方法"), "KB215", msg))
+    # each direction: the (child, parent) pairs only one side names, the anchor that
+    # names them (on the child: 上级体系, on the parent: 子方法) and the other one
+    for missing, here, there in ((parents - subs, "上级体系", "子方法"),
+                                 (subs - parents, "子方法", "上级体系")):
+        for child, parent in sorted(missing):
+            holder, named = (child, parent) if here == "上级体系" else (parent, child)
+            path = where[holder]
+            if named not in methods:
+                msg = f"{here} of {holder} names {named}, which is not a method"
+            else:
+                msg = (f"{holder} names {named} in {here}, but {there} of {named} does not name "
+                       f"{holder}; add it there")
+            out.append(diag(path, anchor_line(s, path, holder, here), "KB215", msg))
     return out
 
 

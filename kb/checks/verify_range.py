@@ -174,7 +174,8 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
             ch = diff_commits(k, origin, tip) if origin else None
             snaps = _linked_snapshots(k, commits, diffs, tip, tip_snap, shallow)
             if snaps is not None and ch is not None:
-                ch = ch + retargeted_links(commit_snapshot(k, origin), tip_snap, ch)
+                snaps[origin] = snaps.get(origin) or commit_snapshot(k, origin)
+                ch = ch + retargeted_links(snaps[origin], tip_snap, ch)
             scope = _rule_scope(ch)
             history: dict[tuple[str, str], list[tuple]] = {}
             light = _prefetch(idx, k, tip_snap, [diffs.get(c, []) for c, _ in commits], scope,
@@ -220,12 +221,12 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
     patched from the diffs."""
     from kb.checks.changes import Change
     from kb.checks.facts import Facts
-    from kb.repo import Snapshot, commit_snapshot
+    from kb.repo import Snapshot
 
     tip_f = Facts(idx, tip_snap, tip[:10])
     origin_f = None
     if origin and snaps is not None:
-        origin_f = Facts(idx, commit_snapshot(k, origin), origin[:10], derive_from=tip_f)
+        origin_f = Facts(idx, snaps[origin], origin[:10], derive_from=tip_f)
     elif origin:
         ofiles, ofmts = patch_files(tip_snap.files, tip_snap.formats, ch, k, forward=False)
         origin_f = Facts(idx, Snapshot(kb=k, kind="commit", files=ofiles, formats=ofmts,

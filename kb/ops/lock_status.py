@@ -13,7 +13,8 @@ from pathlib import Path
 
 from kb import git
 from kb.locks import (
-    PROJECT_REF, Lock, check_remote, clock, fetch_locks, push, read_locks, ref_transaction, worktree_blob,
+    PROJECT_REF, Lock, Settings, check_remote, clock, fetch_locks, push, read_locks, ref_transaction,
+    worktree_blob,
 )
 from kb.ops.git_state import head_entries, read_interrupted
 from kb.ops.lock_common import LockState, StatusReport, lock_settings
@@ -43,15 +44,20 @@ def _state(top: Path, lk: Lock, now: int, grace: int,
     return LockState(lk, expired, in_grace, left, modified, notes)
 
 
-def status(kb: KnowledgeBase, remote: str | None = None) -> StatusReport:
-    """Every lock (with ``remote``: the remote's, fetched fresh with pruning), explained
-    at the current time (:func:`kb.locks.clock`), as a :class:`StatusReport`."""
+def _fresh(kb: KnowledgeBase, remote: str | None) -> tuple[Path, Settings, int]:
+    """The work tree's top, the lock settings and the time, with ``remote``'s locks
+    fetched first (pruned: a deleted remote lock is gone here too)."""
     top = kb.top
     if remote:
         check_remote(top, remote)
         fetch_locks(top, remote)
-    s = lock_settings(kb)
-    now = clock()
+    return top, lock_settings(kb), clock()
+
+
+def status(kb: KnowledgeBase, remote: str | None = None) -> StatusReport:
+    """Every lock (with ``remote``: the remote's, fetched fresh with pruning), explained
+    at the current time (:func:`kb.locks.clock`), as a :class:`StatusReport`."""
+    top, s, now = _fresh(kb, remote)
     locks = read_locks(top)
     files = sorted((lk for lk in locks.values() if lk.ref != PROJECT_REF),
                    key=lambda lk: (lk.path or "", lk.ref))
@@ -69,12 +75,7 @@ def status(kb: KnowledgeBase, remote: str | None = None) -> StatusReport:
 def prune(kb: KnowledgeBase, remote: str | None = None) -> list[Lock]:
     """Delete every expired lock (grace included), each with a compare-and-swap;
     returns the locks deleted (one that changed meanwhile is kept)."""
-    top = kb.top
-    if remote:
-        check_remote(top, remote)
-        fetch_locks(top, remote)
-    s = lock_settings(kb)
-    now = clock()
+    top, s, now = _fresh(kb, remote)
     expired = [lk for lk in read_locks(top).values() if lk.expired(now, s.grace)]
     done: list[Lock] = []
     if not expired:
