@@ -150,6 +150,12 @@ class ObjectRow:
         return MODEL_BY_KIND[self.kind].from_json(self.data)
 
 
+def _preload_parsers() -> None:
+    from kb.parse import preload
+
+    preload()
+
+
 def _config_key(k: KnowledgeBase) -> str:
     try:
         raw = (k.root / "kb.toml").read_bytes()
@@ -450,7 +456,8 @@ class Index:
         cache: ``kb index`` and ``kb verify`` do it, quick reads do not).
         """
         t0 = time.perf_counter()
-        snap = worktree_snapshot(self.kb, only)
+        # A new cache parses every file: its parsers are imported while git runs.
+        snap = worktree_snapshot(self.kb, only, meanwhile=_preload_parsers if self.rebuilt else None)
         try:
             parsed, removed = self._refresh(snap, only, check)
         except sqlite3.Error as exc:

@@ -15,7 +15,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Callable, Literal
 
 from kb import git
 from kb.config import Config, load_config
@@ -300,13 +300,16 @@ def worktree_changes_since(kb: KnowledgeBase, since: float) -> list[str] | None:
     return seen[1] if seen is not None and seen[0] >= since else None
 
 
-def worktree_snapshot(kb: KnowledgeBase, only: list[str] | None = None) -> Snapshot:
+def worktree_snapshot(kb: KnowledgeBase, only: list[str] | None = None,
+                      meanwhile: Callable[[], object] | None = None) -> Snapshot:
     """The working tree: staged blob ids, re-hashed where git reports a change.
 
     Files that ``git diff-files`` reports as changed and untracked files kb
     reads are hashed by kb in git's blob format; deleted files drop out.
     ``only`` limits the snapshot to these KB-relative files or folders (a
     write command looks at the few it needs, not at the whole KB).
+    ``meanwhile``, when given, is called while git runs (the caller's work
+    that does not need the snapshot: a cold index imports its parsers).
     """
     spec = _pathspec(kb, only)
     # The three git calls run at once; their wall time is the longest one's.
@@ -315,6 +318,8 @@ def worktree_snapshot(kb: KnowledgeBase, only: list[str] | None = None) -> Snaps
             ["ls-files", "-z", "--others", "--exclude-standard", *spec]]
     started = time.monotonic()
     procs = [git.start(c, kb.top) for c in cmds]
+    if meanwhile is not None:
+        meanwhile()
     staged, changed, untracked = (git.finish(p, c) for p, c in zip(procs, cmds))
     if only is None:
         _LAST_CHANGED[(threading.get_ident(), str(kb.top), kb.prefix)] = (

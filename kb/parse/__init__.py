@@ -124,19 +124,19 @@ def parse_file(path: str, data: bytes, config: Config, fmt: str | None = None) -
     raises for bad content (an unexpected parser bug is reported as KB199
     rather than losing the rest of the KB).
     """
-    from kb.model import Diagnostic, ParseResult
+    # (Each import below runs once per file: those of rare branches stay in them.)
     from kb.text import DecodeError, SourceText, decode
 
     fmt = fmt or classify(path, config) or "other"
     try:
         text, bom = decode(data, path)
     except DecodeError as exc:  # read as empty; "unreadable" tells the rules why
+        from kb.model import ParseResult
+
         return ParseResult(path=path, kind=fmt, diagnostics=(exc.diagnostic,),
                            meta={"unreadable": True})
     src = SourceText.from_text(text, path, bom)
-    from kb.merge.markers import may_have_conflict
-
-    if may_have_conflict(text):
+    if _may_have_conflict(text):
         conflicted = _conflicts(src, fmt)
         if conflicted is not None:
             return conflicted
@@ -146,9 +146,20 @@ def parse_file(path: str, data: bytes, config: Config, fmt: str | None = None) -
             res = _with_nul(res, text)
         return res
     except RecursionError:
+        from kb.model import Diagnostic, ParseResult
+
         return ParseResult(path=path, kind=fmt, diagnostics=(Diagnostic(
             path=path, line=1, code="KB199", severity="error",
             message="file is nested too deeply to parse"),))
+
+
+def preload() -> None:
+    """Import what :func:`parse_file` imports on its first files (the text and model
+    modules, every format's parser): a cold index does it while it waits for git."""
+    import kb.parse.card  # noqa: F401
+    import kb.parse.dashboard  # noqa: F401
+    import kb.parse.experiment  # noqa: F401
+    import kb.parse.tree  # noqa: F401
 
 
 def iter_parse_file(path: str, data: bytes, config: Config,
@@ -177,9 +188,7 @@ def iter_parse_file(path: str, data: bytes, config: Config,
                            meta={"unreadable": True})
     del data
     src = SourceText.from_text(text, path, bom)
-    from kb.merge.markers import may_have_conflict
-
-    if may_have_conflict(text):
+    if _may_have_conflict(text):
         conflicted = _conflicts(src, fmt)
         if conflicted is not None:
             return conflicted
@@ -205,11 +214,30 @@ def iter_parse_file(path: str, data: bytes, config: Config,
     return res
 
 
-def _tree_prelude(src: SourceText) -> tuple[list, dict[str, Any]]:
-    """The frontmatter diagnostics and the frontmatter (``{"frontmatter": fm}`` when any)."""
+def _may_have_conflict(text: str) -> bool:
+    """:func:`kb.merge.markers.may_have_conflict`, its module imported only for a text
+    holding git's opening marker (most never do)."""
+    if "<<<<<<<" not in text:
+        return False
+    from kb.merge.markers import may_have_conflict
+
+    return may_have_conflict(text)
+
+
+def _frontmatter(src: SourceText) -> tuple[dict[str, Any], list]:
+    """:func:`kb.parse.frontmatter.read_frontmatter`, its module imported only when the
+    first line may open a frontmatter block (``---``; most files have none)."""
+    lines = src.lines
+    if not lines or not lines[0].startswith("---"):
+        return {}, []  # what read_frontmatter returns for it (body_start stays 0)
     from kb.parse.frontmatter import read_frontmatter
 
-    fm, diags = read_frontmatter(src)
+    return read_frontmatter(src)
+
+
+def _tree_prelude(src: SourceText) -> tuple[list, dict[str, Any]]:
+    """The frontmatter diagnostics and the frontmatter (``{"frontmatter": fm}`` when any)."""
+    fm, diags = _frontmatter(src)
     return diags, ({"frontmatter": fm} if fm else {})
 
 
@@ -261,9 +289,8 @@ def _with_nul(res: ParseResult, text: str) -> ParseResult:
 
 def _parse(src: SourceText, fmt: str, config: Config) -> ParseResult:
     from kb.model import ParseResult
-    from kb.parse.frontmatter import read_frontmatter
 
-    fm, diags = read_frontmatter(src)
+    fm, diags = _frontmatter(src)
     objects: list = []
     meta: dict[str, object] = {}
     if fmt == "tree":
