@@ -36,6 +36,9 @@ ANCHOR_LINE = _ANCHOR
 # More than six `#` is not a Markdown heading, but a hypothesis at depth 6 or
 # deeper needs it (DESIGN.md §2.1: "and so on"); kb reads it in tree.md.
 _ATX = re.compile(r"^(#+)[ \t]+(.*?)[ \t]*$")
+#: :data:`_ATX` with a greedy text (strip its end of spaces and tabs for _ATX's
+#: group 2): the lazy group tries the end of the line at every character.
+_ATX_GREEDY = re.compile(r"^(#+)[ \t]+(.*)$")
 _NOSPACE = re.compile(r"^(#{1,6})([^#\s].*)$")
 _FULLWIDTH_HASH = re.compile(r"^(＃{1,6})[ \t　]*(.*)$")
 _SETEXT = re.compile(r" {0,3}(-{3,}|={3,})\s*")
@@ -52,6 +55,15 @@ def _declaration_re(grammar: str, seps: tuple[str, ...]) -> re.Pattern[str]:
         rf"^(?P<link>\[)?(?P<id>{grammar})[ \t]*(?P<sep>{sep})[ \t]*(?P<stmt>.*?)"
         rf"(?(link)\]\([^)]*\))$"
     )
+
+
+@lru_cache(maxsize=16)
+def _plain_declaration_re(grammar: str, seps: tuple[str, ...]) -> re.Pattern[str]:
+    """:func:`_declaration_re` for a text that does not open with ``[`` (then its
+    ``link`` group cannot match and its statement runs to the end of the text):
+    a greedy statement, the same groups, without trying the end at every character."""
+    sep = "|".join(re.escape(s) for s in seps)
+    return re.compile(rf"^(?P<link>\[)?(?P<id>{grammar})[ \t]*(?P<sep>{sep})[ \t]*(?P<stmt>.*)$")
 
 
 @lru_cache(maxsize=16)
@@ -148,6 +160,7 @@ def iter_tree(
     path = src.path
     lines = src.lines
     decl = _declaration_re(grammar, separators)
+    plain = _plain_declaration_re(grammar, separators)
     fm = frontmatter or {}
     late: list[Diagnostic] = []  # KB115 / KB104, reported after the parse diagnostics
     if lines:
@@ -179,7 +192,7 @@ def iter_tree(
             i += 1
             continue
         under_lookalike = False
-        m = _ATX.match(line)
+        m = _ATX_GREEDY.match(line)
         if m is None:
             bad = _not_a_heading(line, decl)
             if bad is not None:
@@ -190,9 +203,10 @@ def iter_tree(
                     fix=Fix(line=i + 1, old=line, new=fixed)))
             i += 1
             continue
-        level = len(m.group(1))
-        text = m.group(2)
-        d = decl.match(text)
+        marks, text = m.groups()
+        level = len(marks)
+        text = text.rstrip(" \t")  # _ATX's group 2
+        d = (decl if text[:1] == "[" else plain).match(text)
         if d is None:
             c = _CANDIDATE.match(text)
             # `### K1. …` / `### H1. …` (an ID, then '.', '|' or ':') is how files of
@@ -286,23 +300,21 @@ def _not_a_heading(line: str, decl: re.Pattern[str]) -> tuple[str, str] | None:
 def _read_block(src: SourceText, i: int, node: dict[str, Any], diags: list[Diagnostic]) -> int:
     """Read the anchor block starting at 0-based line ``i``; return the next line."""
     path, lines, n = src.path, src.lines, len(src.lines)
-    seen: dict[str, int] = {}
     hid = node["id"]
     anchors, anchor_lines = node["anchors"], node["anchor_lines"]
+    seen = anchor_lines  # each key read -> its line (a repeat keeps the first)
     while i < n:
         line = lines[i]
         # The usual line, `Status: 待验`: a canonical key, ': ', a value that does
         # not open with `**`. _ANCHOR reads it as (key, value stripped of spaces
         # and tabs) with nothing to report but a repeat; read it so, directly.
-        colon = line.find(": ")
-        if colon > 0 and line[:colon] in _CANONICAL_KEYS:
-            value = line[colon + 2:].strip(" \t")
+        key, colon, value = line.partition(": ")
+        if colon and key in _CANONICAL_KEYS:
+            value = value.strip(" \t")
             if not value.startswith("**"):
-                key = line[:colon]
                 if key in seen:
                     diags.append(duplicate_key_error(path, key, seen[key], i + 1, hid))
                 else:
-                    seen[key] = i + 1
                     anchors[key] = value
                     anchor_lines[key] = i + 1
                 i += 1
@@ -344,9 +356,8 @@ def _read_block(src: SourceText, i: int, node: dict[str, Any], diags: list[Diagn
         if key in seen:
             diags.append(duplicate_key_error(path, key, seen[key], i + 1, hid))
         else:
-            seen[key] = i + 1
-            node["anchors"][key] = value
-            node["anchor_lines"][key] = i + 1
+            anchors[key] = value
+            anchor_lines[key] = i + 1
         i += 1
     return i
 
