@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import config_for
 from kb.parse import classify, parse_file
@@ -269,3 +271,36 @@ def test_declaration_without_its_colon_is_reported_with_a_fix():
     again = parse("tree.md", "\n".join(lines))
     assert [h.id for h in again.objects] == ["H1", "H2"]
     assert not [x for x in again.diagnostics if x.code == "KB119"]
+
+
+# The tree scan matches headings and plain declarations with greedy groups and
+# strips the end in Python (the lazy patterns were slow); both must read alike.
+_HEADING_TEXT = st.text(alphabet=st.sampled_from(list("#H1Kq.:：[]() \t\u3000xé待验|")), max_size=24)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_HEADING_TEXT)
+def test_greedy_heading_pattern_reads_what_the_lazy_one_reads(line: str) -> None:
+    from kb.parse import tree
+
+    lazy, greedy = tree._ATX.match(line), tree._ATX_GREEDY.match(line)
+    assert (lazy is None) == (greedy is None)
+    if lazy is not None and greedy is not None:
+        assert lazy.group(1) == greedy.group(1)
+        assert lazy.group(2) == greedy.group(2).rstrip(" \t")
+
+
+@settings(max_examples=400, deadline=None)
+@given(_HEADING_TEXT)
+def test_plain_declaration_pattern_reads_what_the_full_one_reads(text: str) -> None:
+    from kb.parse import tree
+
+    cfg = config_for(Path("."))
+    grammar, seps = cfg.recognise_grammar, cfg.heading_separators
+    if text[:1] == "[":
+        text = text[1:]  # the scan gives such texts to the full pattern
+    full = tree._declaration_re(grammar, seps).match(text)
+    plain = tree._plain_declaration_re(grammar, seps).match(text)
+    assert (full is None) == (plain is None)
+    if full is not None and plain is not None:
+        assert full.groupdict() == plain.groupdict()
