@@ -290,8 +290,16 @@ def test_greedy_heading_pattern_reads_what_the_lazy_one_reads(line: str) -> None
         assert lazy.group(2) == greedy.group(2).rstrip(" \t")
 
 
-@settings(max_examples=400, deadline=None)
-@given(_HEADING_TEXT)
+_SPACES = st.text(alphabet=st.sampled_from([" ", "\t"]), max_size=2)
+# An ID, spaces, a separator, spaces, a statement: most match the default grammar.
+_DECLARATION_TEXT = st.builds(
+    lambda i, a, sep, b, stmt: f"{i}{a}{sep}{b}{stmt}",
+    st.sampled_from(["H1", "H1.2", "H12.3.4", "H", "K1"]), _SPACES,
+    st.sampled_from([":", "：", "|", ""]), _SPACES, _HEADING_TEXT)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(_HEADING_TEXT, _DECLARATION_TEXT))
 def test_plain_declaration_pattern_reads_what_the_full_one_reads(text: str) -> None:
     from kb.parse import tree
 
