@@ -274,6 +274,42 @@ def test_range_derives_tree_versions_equal_to_full_parses(make_kb, tmp_path, mon
     assert verify(clone) == got
 
 
+@pytest.mark.parametrize("step", [1, 2, 3, 256])
+def test_tree_versions_find_the_shared_first_and_last_lines_as_a_line_loop(monkeypatch, step) -> None:
+    """The lines two tree versions share at the start and the end (compared a slice at a
+    time) are those a line-by-line loop finds, across slice boundaries."""
+    import random
+
+    import kb.checks.tree_versions as tv
+
+    def loop(a, b):
+        n = min(len(a), len(b))
+        p = 0
+        while p < n and a[p] == b[p]:
+            p += 1
+        s = 0
+        while s < n - p and a[-1 - s] == b[-1 - s]:
+            s += 1
+        return p, s
+
+    monkeypatch.setattr(tv, "_STEP", step)
+    rng = random.Random(step)
+    for _ in range(500):
+        a = [str(rng.randint(0, 3)) for _ in range(rng.randint(0, 30))]
+        b = list(a)
+        for _ in range(rng.randint(0, 3)):
+            op = rng.random()
+            if op < 0.4 and b:
+                b.pop(rng.randrange(len(b)))
+            elif op < 0.8:
+                b.insert(rng.randint(0, len(b)), str(rng.randint(0, 3)))
+            elif b:
+                b[rng.randrange(len(b))] = "x"
+        n = min(len(a), len(b))
+        p = tv._same_first(a, b, n)
+        assert (p, tv._same_last(a, b, n - p)) == loop(a, b), (a, b)
+
+
 def test_range_knows_derived_tree_versions_history_rows(make_kb, tmp_path, monkeypatch) -> None:
     """The history rows a range derives along its chain of tree versions (heads and
     rows carried from version to version, shifted past each edit) are those SQLite

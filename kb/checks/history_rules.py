@@ -98,8 +98,8 @@ def reassigned(c: Change) -> list:
     out = []
     for key, n in new.items():
         b = base.get(key)
-        if b is None:
-            continue
+        if b is None or (b.statement == n.statement and b.hypothesis == n.hypothesis):
+            continue  # (the same statement and hypothesis: nothing below can fire)
         if n.kind == "experiment" and renames.get(b.hypothesis) == n.hypothesis:
             continue  # its hypothesis was renumbered (Kb-Renumber): the same one
         if n.kind == "hypothesis" and _norm(b.statement) != _norm(n.statement):

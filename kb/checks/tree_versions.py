@@ -75,12 +75,8 @@ def splice_tree_version(k: "KnowledgeBase", idx: "Index", path: str, old_blob: s
     if a is None or b is None:
         return False
     n = min(len(a), len(b))
-    p = 0
-    while p < n and a[p] == b[p]:
-        p += 1
-    s = 0
-    while s < n - p and a[-1 - s] == b[-1 - s]:
-        s += 1
+    p = _same_first(a, b, n)
+    s = _same_last(a, b, n - p)
     lo, hi = p + 1, len(a) - s + 1  # old lines [lo, hi) changed (1-based, half-open)
     known = memo.get(old_blob) if memo is not None else None
     heads = known["heads"] if known and "heads" in known else \
@@ -121,6 +117,37 @@ def splice_tree_version(k: "KnowledgeBase", idx: "Index", path: str, old_blob: s
                 + [_shifted(r, d) for r in known["history"] if r[3] >= old_stop])
         memo[new_blob] = got_memo
     return True
+
+
+#: Lines compared at once (a slice comparison runs in C) before the line-by-line search.
+_STEP = 256
+
+
+def _same_first(a: list[str], b: list[str], n: int) -> int:
+    """How many first lines ``a`` and ``b`` share (at most ``n``)."""
+    p = 0
+    while p < n:
+        q = min(p + _STEP, n)
+        if a[p:q] != b[p:q]:
+            while a[p] == b[p]:  # a difference lies in [p, q)
+                p += 1
+            return p
+        p = q
+    return p
+
+
+def _same_last(a: list[str], b: list[str], n: int) -> int:
+    """How many last lines ``a`` and ``b`` share (at most ``n``)."""
+    la, lb = len(a), len(b)
+    s = 0
+    while s < n:
+        t = min(s + _STEP, n)
+        if a[la - t:la - s] != b[lb - t:lb - s]:
+            while a[la - 1 - s] == b[lb - 1 - s]:  # a difference lies in [s, t)
+                s += 1
+            return s
+        s = t
+    return s
 
 
 def _shifted(row: tuple, d: int) -> tuple:

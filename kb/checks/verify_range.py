@@ -381,7 +381,7 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
         if roots_todo:
             idx.ensure_versions(roots_todo, file_rules=rules, read=read, rule_paths=scope)
         if derived:
-            _derive_tree_versions(idx, k, steps, roots, history)
+            _derive_tree_versions(idx, k, steps, roots, history, read)
 
     light = _read_light(k, cands, during=tree_chain)
     items += [(p, b, tip.formats[p]) for p, b in tip.files.items()
@@ -393,18 +393,22 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
 
 def _derive_tree_versions(idx: Any, k: Any, steps: dict[str, list[tuple[str, str]]],
                           roots: dict[str, str],
-                          history: Optional[dict[tuple[str, str], list[tuple]]] = None) -> None:
+                          history: Optional[dict[tuple[str, str], list[tuple]]] = None,
+                          read: Any = None) -> None:
     """Store the parse of every version of each tree file in ``steps`` (its changes,
     ``(old, new)`` blob pairs) but its root (``roots``, parsed already): each derived
     from a neighbour already stored (:func:`kb.checks.tree_versions.splice_tree_version`),
     breadth first from the root; a version that cannot be derived is parsed in full.
     The history rows of the root and of each version derived from a version whose rows
-    are known go to ``history`` (``{(path, blob): rows}``), when given."""
+    are known go to ``history`` (``{(path, blob): rows}``), when given. ``read``, when
+    given, reads the versions (:func:`_checkout_reader`)."""
     from kb.checks.tree_versions import splice_tree_version
     from kb.index_facts import history_rows
 
-    blobs = git.read_blobs(list(dict.fromkeys(b for pairs in steps.values() for pair in pairs
-                                              for b in pair)), k.top)
+    want = list(dict.fromkeys((path, b, "tree") for path, pairs in steps.items() for pair in pairs
+                              for b in pair))
+    # the tip's version from the checkout when it is there (no object inflated)
+    blobs = read(want) if read is not None else git.read_blobs([b for _, b, _ in want], k.top)
     lines: dict[str, Any] = {}  # each version's lines, split once along the chain
     for path, pairs in steps.items():
         near: dict[str, list[str]] = {}
