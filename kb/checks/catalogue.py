@@ -174,6 +174,10 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "run `kb dashboard` (or kb verify --fix) and commit DASHBOARD.md", True),
     _r("KB241", "warning", "snapshot", "verify", "TRAIL.md is stale (not what `kb trail render` "
        "renders from the exploration graph's log)", "run `kb trail render` (it commits TRAIL.md)"),
+    _r("KB242", "warning", "snapshot", "verify", "the exploration graph's log (.explore-tree/ops/) "
+       "has a torn or corrupt entry, or an operation replay cannot apply (what `kb trail check` "
+       "lists); kb reads the log without it", "restore a torn or corrupt entry from git history; an "
+       "operation that no longer applies after a merge needs nothing (re-record it if it still matters)"),
     _r("KB260", "error", "snapshot", "verify", "unsafe ID in a card (path separator, '..' or a "
        "control character) — the file name, '- ID:' or an ID an anchor names",
        "rename to a safe ID (letters, digits, CJK, '-', '_'); correct the anchor"),

@@ -1,6 +1,7 @@
-"""KB241: TRAIL.md is what ``kb trail render`` gives for the exploration graph's log (issue 15).
+"""KB241: TRAIL.md is what ``kb trail render`` gives for the exploration graph's log (issue 15);
+KB242: the log has no torn or corrupt entry (what ``kb trail check`` lists).
 
-Silent when the KB has no TRAIL.md. For the working tree the graph comes
+Silent when the KB has neither TRAIL.md nor a log file. For the working tree the graph comes
 from the replay cache; for the staged index or a commit the log files are
 listed and read from git, and the verdict is cached per listing (the blob ids
 of TRAIL.md and every log file) in the index's key-value table.
@@ -9,6 +10,7 @@ of TRAIL.md and every log file) in the index's key-value table.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import weakref
@@ -129,13 +131,14 @@ def _list(s: Facts, paths: list[str]) -> dict[str, str]:
 
 
 def _worktree_key(s: Facts) -> str:
+    from kb.trail import log as oplog
+
     try:
         trail = git.blob_id((s.kb.root / TRAIL_FILE).read_bytes())
     except OSError:
-        return "no-trail"
-    from kb.trail import log as oplog
-
-    return trail + "".join(f"|{f.rel}:{f.size}:{f.mtime}" for f in oplog.list_files(s.kb.root))
+        trail = "no-trail"
+    logs = "".join(f"|{f.rel}:{f.size}:{f.mtime}" for f in oplog.list_files(s.kb.root))
+    return trail + logs + ("|link" if oplog.symlinked(s.kb.root) else "")
 
 
 @snapshot_key_part
@@ -147,47 +150,71 @@ def trail_key(s: Facts) -> str:
     if s.snap.kind == "commit" and not s.snap.rev:
         return "none"
     files = _listing(s, [TRAIL_FILE, _LOG_PREFIX.rstrip("/")])
-    if TRAIL_FILE not in files:
+    if not files:
         return "no-trail"
     return hashlib.sha1("\0".join(f"{p}={b}" for p, b in sorted(files.items()))
                         .encode("utf-8", "surrogateescape")).hexdigest()
 
 
-@snapshot_rule("KB241", volatile=True)
+@snapshot_rule("KB241", "KB242", volatile=True)
 def stale_trail(s: Facts) -> list:
-    """KB241: TRAIL.md, when present, is byte for byte what ``kb trail render`` writes."""
+    """KB241: TRAIL.md, when present, is byte for byte what ``kb trail render`` writes;
+    KB242: each torn or corrupt entry of the log (or operation replay cannot apply), at its
+    file and line, as ``kb trail check`` lists them."""
     kb = s.kb
+    problems: list[tuple[str, int, str]] = []
+    line = None
     if s.snap.kind == "worktree":
+        from kb.trail import log as oplog
+
         try:
-            have = (kb.root / TRAIL_FILE).read_bytes()
+            have: Optional[bytes] = (kb.root / TRAIL_FILE).read_bytes()
         except OSError:
-            return []
-        from kb.trail.render import is_stale
+            have = None
+        if have is None and not oplog.list_files(kb.root) and not oplog.symlinked(kb.root):
+            return []  # no trail here: nothing read beyond one listing of the log folder
         from kb.trail.replay import load
 
-        line = is_stale(load(kb), have)
+        g = load(kb)
+        problems = [(p.path, p.line, p.message) for p in g.problems]
+        if have is not None:
+            from kb.trail.render import is_stale
+
+            line = is_stale(g, have)
     else:
         if s.snap.kind == "commit" and not s.snap.rev:
             return []
         files = _listing(s, [TRAIL_FILE, _LOG_PREFIX.rstrip("/")])
-        if TRAIL_FILE not in files:
+        if not files:
             return []
-        key = hashlib.sha1(("trail\0" + "\0".join(f"{p}={b}" for p, b in sorted(files.items())))
+        key = hashlib.sha1(("trail2\0" + "\0".join(f"{p}={b}" for p, b in sorted(files.items())))
                            .encode("utf-8", "surrogateescape")).hexdigest()
         verdict = s.stored(key)
         if verdict is None:
-            from kb.trail.render import is_stale
             from kb.trail.replay import replay_blobs
 
             blobs = git.read_blobs(list(files.values()), kb.top)
             logs = {p: blobs[b] for p, b in files.items()
                     if p.startswith(_LOG_PREFIX) and p.endswith(".jsonl") and b in blobs}
-            line = is_stale(replay_blobs(logs), blobs.get(files[TRAIL_FILE], b""))
-            verdict = "fresh" if line is None else f"stale:{line}"
+            g = replay_blobs(logs)
+            stale = None
+            if TRAIL_FILE in files:
+                from kb.trail.render import is_stale
+
+                stale = is_stale(g, blobs.get(files[TRAIL_FILE], b""))
+            verdict = json.dumps({"stale": stale,
+                                  "problems": [[p.path, p.line, p.message] for p in g.problems]})
             s.store([(key, verdict)])
-        line = None if verdict == "fresh" else int(verdict.split(":", 1)[1])
-    if line is None:
-        return []
-    return [diag(TRAIL_FILE, line, "KB241",
-                 f"{TRAIL_FILE} is stale: it is not what `kb trail render` renders from the "
-                 "exploration graph's log (first difference at this line); run `kb trail render`")]
+        got = json.loads(verdict)
+        line = got["stale"]
+        problems = [tuple(p) for p in got["problems"]]
+    out = [diag(path, ln, "KB242",
+                f"the exploration graph's log: {msg}; "
+                "`kb trail check` lists every problem")
+           for path, ln, msg in problems]
+    if line is not None:
+        out.append(diag(TRAIL_FILE, line, "KB241",
+                        f"{TRAIL_FILE} is stale: it is not what `kb trail render` renders from the "
+                        "exploration graph's log (first difference at this line); run "
+                        "`kb trail render`"))
+    return out
