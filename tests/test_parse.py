@@ -185,11 +185,13 @@ def test_frontmatter_agreeing_in_english_is_fine():
 
 @pytest.mark.parametrize("path,fmt", [
     ("tree.md", "tree"), ("DASHBOARD.md", "dashboard"), ("experiments/E001.md", "experiment"),
-    ("experiments/sub/E001.md", None), ("Problems/q1.md", "problem"), ("Propos/数论/p1.md", "proposition"),
-    ("Propos/p1.md", None), ("Methods/m1.md", "method"), ("Verified/命题/p1.md", "verified"),
-    ("Verified/问题/q1.md", "verified"), ("Verified/其他/x.md", None), ("Progress/q1.md", "progress"),
+    ("experiments/sub/E001.md", "misplaced"), ("Problems/q1.md", "problem"), ("Propos/数论/p1.md", "proposition"),
+    ("Propos/p1.md", "misplaced"), ("Methods/m1.md", "method"), ("Verified/命题/p1.md", "verified"),
+    ("Verified/问题/q1.md", "verified"), ("Verified/其他/x.md", "misplaced"), ("Progress/q1.md", "progress"),
     ("Progress/q1/d1.md", "direction"), ("Notes/x.md", None), ("Reliable/x.md", None),
     ("tree.txt", None), ("Logs/Verification/r.json", None), ("sub/tree.md", None),
+    ("Problems/sub/P001-x.md", "misplaced"), ("Methods/a/m1.md", "misplaced"),
+    ("Progress/q1/d1/x.md", "misplaced"), ("Problems/sub/x.txt", None),
 ])
 def test_classify_default_layout(path, fmt):
     """DESIGN.md §1 layout: which files kb reads, as which format; ``classifier``

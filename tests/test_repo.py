@@ -80,14 +80,16 @@ def test_kb_in_a_subfolder(git_repo, make_kb):
 
 
 def test_only_kb_formats_are_in_a_snapshot(make_kb):
-    """Notes/, Reliable/, non-.md files and nested experiment folders are never read."""
+    """Notes/, Reliable/ and non-.md files are never read; a nested experiment folder's file is
+    listed as misplaced (its KB108 warning says it is not read: never silence)."""
     root = make_kb({
         "tree.md": TREE_V1, "Notes/H1.md": TREE_V1, "Reliable/x.md": TREE_V1,
         "experiments/E001.md": EXP, "experiments/old/E002.md": EXP, "experiments/E003.txt": EXP,
         "Logs/Verification/r.json": "{}", "README.md": "# readme\n",
     }, commit=True)
     snap = worktree_snapshot(open_kb(root))
-    assert sorted(snap.files) == ["experiments/E001.md", "tree.md"]
+    assert sorted(snap.files) == ["experiments/E001.md", "experiments/old/E002.md", "tree.md"]
+    assert snap.formats["experiments/old/E002.md"] == "misplaced"
 
 
 # -- worktree snapshot ----------------------------------------------------------------

@@ -71,6 +71,10 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "replace the symlink by a regular file inside the repository"),
     _r("KB107", "error", "snapshot", "parse", "a NUL byte in a Markdown file",
        "delete the NUL bytes (git treats the file as binary)"),
+    _r("KB108", "warning", "snapshot", "parse", "a Markdown file under a folder of cards or "
+       "experiments where kb reads none (Problems/sub/P001.md, Propos/P001.md): kb does not read it",
+       "move it to where its kind goes (Problems/<id>.md, Propos/<category>/<id>.md, …) with git "
+       "mv, or out of the folder"),
     _r("KB110", "warning", "snapshot", "parse", "full-width colon '：' where ':' belongs",
        "write ':' (kb verify --fix)", True),
     _r("KB111", "error", "snapshot", "parse", "bold anchor in tree.md (anchors are never bold)",

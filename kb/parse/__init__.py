@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # annotations only
     from kb.text import SourceText
 
 FORMATS = ("tree", "experiment", "dashboard", "problem", "proposition", "method", "verified",
-           "direction", "progress", "registry")
+           "direction", "progress", "registry", "misplaced")
 
 
 def _under(path: str, folder: str) -> str | None:
@@ -59,6 +59,10 @@ def _prepared(config: Config) -> "re.Pattern[str]":
     alts = [f"(?P<tree>{re.escape(p['tree'])})", f"(?P<dashboard>{re.escape(p['dashboard'])})"]
     alts += [f"(?P<registry{i}>{re.escape(r.path)})" for i, r in enumerate(config.registries)]
     alts += [f"(?P<{fmt}>{prefix(p[key])}{rest})" for fmt, key, rest in _LAYOUT]
+    # Any other .md file under a folder of cards or experiments: no object, one KB108 warning.
+    under = sorted({prefix(p[key]) for _fmt, key, _rest in _LAYOUT} - {""})
+    if under:
+        alts.append(f"(?P<misplaced>(?:{'|'.join(under)}).*\\.md)")
     pattern = re.compile("^(?:" + "|".join(alts) + ")$")
     if len(_PREPARED) > 32:
         _PREPARED.clear()
@@ -323,6 +327,10 @@ def _parse(src: SourceText, fmt: str, config: Config) -> ParseResult:
         if reg is None:
             raise ValueError(f"{src.path} is not a registry configured in kb.toml")
         objects, d = parse_registry(src, reg.heading, reg.kind)
+    elif fmt == "misplaced":
+        from kb.parse.misplaced import misplaced
+
+        d = [misplaced(src.path, config)]
     elif fmt == "dashboard":
         from kb.parse.dashboard import next_steps
 
