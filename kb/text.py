@@ -178,6 +178,13 @@ class SourceText:
         self._heads = heads
         self._blocky = len(heads) != len(marked)
 
+    def unmasked_body(self) -> None:
+        """Record what the caller found looking at the first character of every line
+        of the body: none is in :data:`BLOCK_FIRST`, so no line is masked (what
+        :meth:`is_masked` computes then, without its own pass over the lines)."""
+        if self.masked is None:
+            self.masked = [False] * len(self.lines)
+
     def is_masked(self, i: int) -> bool:
         """True when 0-based line ``i`` is inside fenced/indented code or HTML."""
         if self.masked is None:

@@ -12,7 +12,7 @@ import re
 
 from kb.model import Diagnostic, Experiment
 from kb.parse.common import duplicate_key_error, fullwidth_colon_warning, path_stem
-from kb.text import SourceText
+from kb.text import BLOCK_FIRST, SourceText
 from kb.vocab import CONCLUSION, EXPERIMENT_STATUS
 
 EXPERIMENT_ID = re.compile(r"E\d{3,}")
@@ -24,8 +24,9 @@ _TITLE = re.compile(r"^#[ \t]+(?P<id>E\d{3,})[ \t]*(?P<colon>[:：])[ \t]*(?P<re
 _BOLD = re.compile(r"^\*\*(?P<key>[^*]+?)\*\*[ \t]*(?P<colon>[:：])[ \t]*(?P<value>.*)$")
 _SECTION = re.compile(r"^##[ \t]+(?P<name>.*)$")
 _SINGLE = {"Hypothesis", "Date", "Status"}
-#: The first characters of the lines the parser reads (a heading, a bold anchor).
-_READ_FIRST = frozenset("#*")
+#: The first characters of the lines the parser reads (a heading, a bold anchor) and
+#: of those that may open a code or HTML block.
+_READ_FIRST = frozenset("#*") | BLOCK_FIRST
 _HYP_ACTION = re.compile(r"(?P<h>\S+)\s+-\s+(?P<a>.*)$")
 _WORD_END = re.compile(r"[\s—\-–,，。:：(（+]")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -48,16 +49,22 @@ def parse_experiment(src: SourceText) -> tuple[list[Experiment], list[Diagnostic
     result_line = 0
     conclusion = None
     conclusion_line = 0
-    masked: list[bool] | None = None
     read_first = _READ_FIRST
-    # The lines opening with `#` or `*` (one comprehension; the others are prose).
-    for i in [i for i in range(src.body_start, len(lines)) if lines[i][:1] in read_first]:
+    # The lines opening with `#` or `*`, and those that may open a block (one
+    # comprehension; the others are prose).
+    marked = [i for i in range(src.body_start, len(lines)) if lines[i][:1] in read_first]
+    if src.masked is None:
+        if any(lines[i][0] in BLOCK_FIRST for i in marked):
+            src.is_masked(marked[0])  # computes src.masked, read directly below
+        else:
+            src.unmasked_body()
+    masked: list[bool] = src.masked  # type: ignore[assignment]
+    for i in marked:
         line = lines[i]
         c = line[0]
-        if masked is None:
-            src.is_masked(i)  # computes src.masked, read directly below
-            masked = src.masked
-        if masked[i]:  # type: ignore[index]
+        if c != "#" and c != "*":
+            continue
+        if masked[i]:
             continue
         if c == "*":
             if line[1:2] != "*":
