@@ -44,6 +44,9 @@ LIST_KEYS = ("依赖", "被依赖", "可信断言", "上级体系", "子方法",
 
 #: A card's H1, ``# 问题｜title`` (word, title); :mod:`kb.parse.light` reads with it too.
 CARD_H1 = re.compile(r"^#[ \t]+(?P<word>[^｜|]+?)[ \t]*[｜|][ \t]*(?P<title>.*?)[ \t]*$")
+# CARD_H1 with the title taken whole, stripped of trailing blanks in Python (what
+# `(?P<title>.*?)[ \t]*$` gives; the lazy group tried the end at every character).
+_H1 = re.compile(r"^#[ \t]+(?P<word>[^｜|]+?)[ \t]*[｜|][ \t]*(?P<title>.*)$")
 #: A card's anchor line ``- key: value`` (key, colon, value).
 CARD_ANCHOR = re.compile(r"^- (?P<key>[A-Za-z\u4e00-\u9fff/·]+)[ \t]*(?P<colon>[:：])[ \t]?(?P<value>.*)$")
 #: An entry's heading ``### 解法|证明|证伪 …`` (kind, rest).
@@ -122,9 +125,10 @@ class _Card:
         while i < n and not lines[i].strip():
             i += 1
         if i < n and lines[i].startswith("# "):
-            m = CARD_H1.match(lines[i])
+            m = _H1.match(lines[i])
             if m:
-                self.word, self.h1_title = m.group("word"), m.group("title")
+                self.word, title = m.groups()
+                self.h1_title = title.rstrip(" \t")
             self.line = i + 1
             i += 1
         else:
@@ -136,7 +140,7 @@ class _Card:
             src.is_masked(i)  # computes src.masked, read directly below
         masked = src.masked
         anchors, anchor_lines, match = self.anchors, self.anchor_lines, CARD_ANCHOR.match
-        while i < n:
+        for i in range(i, n):
             line = lines[i]
             two = line[:2]
             if two == "- ":
@@ -154,7 +158,8 @@ class _Card:
                             anchor_lines[key] = i + 1
             elif two == "##" and line[2:3] == " " and not masked[i]:  # type: ignore[index]
                 break
-            i += 1
+        else:
+            i = n
         # Sections, entry lines, applications: only `## ` / `### ` lines matter,
         # so visit the heading lines alone (found by one regex over the text).
         heads = [j for j in src.heading_indices() if j >= i and lines[j].startswith(("## ", "### "))

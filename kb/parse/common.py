@@ -22,6 +22,12 @@ _EMPTY_WORDS = {"", "(empty)", "（empty）", "(空)", "（空）", "无", "none
 _WIKI = re.compile(r"\[\[([^\]|#]*?)(?:#[^\]|]*)?(?:\|(?:(?!\]\]).)*)?\]\]")
 
 
+#: A compact JSON array of strings without escapes or control characters
+#: (``["q1","p2"]``, what kb and Vibe Math write): its items are the text between
+#: the quotes, what ``json.loads`` gives for it.
+_PLAIN_JSON_LIST = re.compile(r'\["[^"\\\x00-\x1f]*"(?:,"[^"\\\x00-\x1f]*")*\]')
+
+
 def split_id_list(value: str) -> tuple[str, ...]:
     """``"E001, E002，E003"`` -> ``("E001", "E002", "E003")``; ``(empty)`` -> ``()``.
 
@@ -105,6 +111,8 @@ def parse_list(
     v = raw.strip()
     if v == "[]":
         return (), []
+    if _PLAIN_JSON_LIST.fullmatch(v) is not None:
+        return tuple(v[2:-2].split('","')), []
     if v.startswith("[[") and _WIKI.match(v):
         # Wiki links (Obsidian style): read as links, whatever their labels hold.
         return split_id_list(v), []

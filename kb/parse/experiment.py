@@ -12,16 +12,24 @@ import re
 
 from kb.model import Diagnostic, Experiment
 from kb.parse.common import duplicate_key_error, fullwidth_colon_warning, path_stem
-from kb.text import SourceText
+from kb.text import BLOCK_FIRST, SourceText
 from kb.vocab import CONCLUSION, EXPERIMENT_STATUS
 
 EXPERIMENT_ID = re.compile(r"E\d{3,}")
-_TITLE = re.compile(r"^#[ \t]+(?P<id>E\d{3,})[ \t]*(?P<colon>[:：])[ \t]*(?P<rest>.*?)[ \t]*$")
+# The rest is taken whole and stripped of trailing blanks in Python (what
+# `(?P<rest>.*?)[ \t]*$` gives; the lazy group cost 3 µs a title).
+_TITLE = re.compile(r"^#[ \t]+(?P<id>E\d{3,})[ \t]*(?P<colon>[:：])[ \t]*(?P<rest>.*)$")
 # The values are taken whole and stripped of trailing blanks in Python (what
 # `(?P<value>.*?)[ \t]*$` gives: a lazy group tries the end at every character).
 _BOLD = re.compile(r"^\*\*(?P<key>[^*]+?)\*\*[ \t]*(?P<colon>[:：])[ \t]*(?P<value>.*)$")
 _SECTION = re.compile(r"^##[ \t]+(?P<name>.*)$")
 _SINGLE = {"Hypothesis", "Date", "Status"}
+#: The first characters of the lines the parser reads (a heading, a bold anchor) and
+#: of those that may open a code or HTML block.
+_READ_FIRST = frozenset("#*") | BLOCK_FIRST
+_HYP_ACTION = re.compile(r"(?P<h>\S+)\s+-\s+(?P<a>.*)$")
+_WORD_END = re.compile(r"[\s—\-–,，。:：(（+]")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def parse_experiment(src: SourceText) -> tuple[list[Experiment], list[Diagnostic]]:
@@ -41,16 +49,22 @@ def parse_experiment(src: SourceText) -> tuple[list[Experiment], list[Diagnostic
     result_line = 0
     conclusion = None
     conclusion_line = 0
-    masked: list[bool] | None = None
-    for i in range(src.body_start, len(lines)):
+    read_first = _READ_FIRST
+    # The lines opening with `#` or `*`, and those that may open a block (one
+    # comprehension; the others are prose).
+    marked = [i for i in range(src.body_start, len(lines)) if lines[i][:1] in read_first]
+    if src.masked is None:
+        if any(lines[i][0] in BLOCK_FIRST for i in marked):
+            src.is_masked(marked[0])  # computes src.masked, read directly below
+        else:
+            src.unmasked_body()
+    masked: list[bool] = src.masked  # type: ignore[assignment]
+    for i in marked:
         line = lines[i]
-        c = line[:1]
+        c = line[0]
         if c != "#" and c != "*":
             continue
-        if masked is None:
-            src.is_masked(i)  # computes src.masked, read directly below
-            masked = src.masked
-        if masked[i]:  # type: ignore[index]
+        if masked[i]:
             continue
         if c == "*":
             if line[1:2] != "*":
@@ -66,8 +80,8 @@ def parse_experiment(src: SourceText) -> tuple[list[Experiment], list[Diagnostic
             if m.group("colon") == "：":
                 diags.append(fullwidth_colon_warning(path, i + 1, line, "the title"))
             exp_id = m.group("id")
-            rest = m.group("rest")
-            hm = re.match(r"(?P<h>\S+)\s+-\s+(?P<a>.*)$", rest)
+            rest = m.group("rest").rstrip(" \t")
+            hm = _HYP_ACTION.match(rest)
             if hm:
                 hyp, action = hm.group("h"), hm.group("a")
             else:
@@ -94,7 +108,7 @@ def parse_experiment(src: SourceText) -> tuple[list[Experiment], list[Diagnostic
                 diags.append(duplicate_key_error(path, "结论", conclusion_line, i + 1, exp_id))
                 continue
             conclusion_line = i + 1
-            word = re.split(r"[\s—\-–,，。:：(（+]", value.strip(), maxsplit=1)[0]
+            word = _WORD_END.split(value.strip(), maxsplit=1)[0]
             conclusion = CONCLUSION.canonical(word) if word else None
             if conclusion is None and word and not word.startswith("["):
                 conclusion = word  # kept as read; kb verify reports the unknown word
@@ -112,7 +126,7 @@ def parse_experiment(src: SourceText) -> tuple[list[Experiment], list[Diagnostic
             path=path, line=first + 1, code="KB130", severity="warning",
             message="experiment has no title line '# Exxx: <hypothesis ID> - <action>'"))
     date = anchors.get("Date")
-    if date is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
+    if date is not None and not _DATE.fullmatch(date):
         diags.append(Diagnostic(
             path=path, line=anchor_lines["Date"], code="KB131", severity="error",
             message=f"**Date** must be YYYY-MM-DD, not {date!r}"))
