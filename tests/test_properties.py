@@ -31,6 +31,7 @@ PATHS = {
     "problem": "Problems/q1.md", "proposition": "Propos/数论/p1.md", "method": "Methods/m1.md",
     "verified": "Verified/命题/p1.md", "direction": "Progress/q1/d1.md",
     "progress": "Progress/q1.md", "registry": "problems.md", "other": "Notes/x.md",
+    "misplaced": "Problems/sub/q1.md",
 }
 ALL_FORMATS = (*FORMATS, "other")
 

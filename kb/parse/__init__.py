@@ -128,8 +128,9 @@ def parse_file(path: str, data: bytes, config: Config, fmt: str | None = None) -
     raises for bad content (an unexpected parser bug is reported as KB199
     rather than losing the rest of the KB).
     """
-    # (Imports of rare branches stay in them; the others are taken once, by _fn.)
-    DecodeError, SourceText, decode = _TEXT or _text()
+    # (Each import below runs once per file: those of rare branches stay in them.)
+    from kb.text import DecodeError, SourceText, decode
+
     fmt = fmt or classify(path, config) or "other"
     try:
         text, bom = decode(data, path)
@@ -154,60 +155,6 @@ def parse_file(path: str, data: bytes, config: Config, fmt: str | None = None) -
         return ParseResult(path=path, kind=fmt, diagnostics=(Diagnostic(
             path=path, line=1, code="KB199", severity="error",
             message="file is nested too deeply to parse"),))
-
-
-#: (DecodeError, SourceText, decode) of kb.text once parse_file has run.
-_TEXT: tuple[Any, Any, Any] | None = None
-#: The functions :func:`_fn` imported, by name.
-_FNS: dict[str, Any] = {}
-
-
-def _text() -> tuple[Any, Any, Any]:
-    global _TEXT
-    from kb.text import DecodeError, SourceText, decode
-
-    _TEXT = (DecodeError, SourceText, decode)
-    return _TEXT
-
-
-def _fn(module: str, name: str) -> Any:
-    """``from module import name``, imported on the first call (an import statement
-    costs ~0.7 µs on every call, and parse_file makes several per file)."""
-    try:
-        return _FNS[name]
-    except KeyError:
-        import importlib
-
-        fn = _FNS[name] = getattr(importlib.import_module(module), name)
-        return fn
-
-
-def _result(path: str, kind: str, objects: tuple, diagnostics: tuple,
-            meta: dict[str, object]) -> ParseResult:
-    """``ParseResult(path=…, kind=…, objects=…, diagnostics=…, meta=…)``: every field
-    given, in field order, without the generic constructor's checks (a quarter of
-    its cost)."""
-    cls = _FNS.get("ParseResult") or _parse_result_class()
-    res = _new(cls)
-    _setattr(res, "__dict__", {"path": path, "kind": kind, "objects": objects,
-                               "diagnostics": diagnostics, "meta": meta})
-    return res
-
-
-_new = object.__new__
-_setattr = object.__setattr__
-
-
-def _parse_result_class() -> Any:
-    from dataclasses import fields
-
-    from kb.model import ParseResult
-
-    # _result builds the fields itself: they must be these, in this order.
-    if [f.name for f in fields(ParseResult)] != ["path", "kind", "objects", "diagnostics", "meta"]:
-        raise AssertionError("ParseResult's fields changed: update kb.parse._result")
-    _FNS["ParseResult"] = ParseResult
-    return ParseResult
 
 
 def preload() -> None:
@@ -347,6 +294,8 @@ def _with_nul(res: ParseResult, text: str) -> ParseResult:
 
 
 def _parse(src: SourceText, fmt: str, config: Config) -> ParseResult:
+    from kb.model import ParseResult
+
     fm, diags = _frontmatter(src)
     objects: list = []
     meta: dict[str, object] = {}
@@ -360,9 +309,13 @@ def _parse(src: SourceText, fmt: str, config: Config) -> ParseResult:
                 meta["title"] = ln[2:].strip()
                 break
     elif fmt == "experiment":
-        objects, d = _fn("kb.parse.experiment", "parse_experiment")(src)
+        from kb.parse.experiment import parse_experiment
+
+        objects, d = parse_experiment(src)
     elif fmt in ("problem", "proposition", "method", "verified"):
-        objects, d = _fn("kb.parse.card", "parse_card")(src, fmt)
+        from kb.parse.card import parse_card
+
+        objects, d = parse_card(src, fmt)
     elif fmt == "direction":
         from kb.parse.card import parse_direction
 
@@ -399,7 +352,8 @@ def _parse(src: SourceText, fmt: str, config: Config) -> ParseResult:
         meta["frontmatter"] = fm
     meta["bom"] = src.bom
     meta["newline"] = src.newline
-    return _result(src.path, fmt, tuple(objects), tuple(diags), meta)
+    return ParseResult(path=src.path, kind=fmt, objects=tuple(objects),
+                       diagnostics=tuple(diags), meta=meta)
 
 
 def _may_be_unread(fmt: str, objects: list) -> bool:

@@ -42,11 +42,10 @@ from kb.text import SourceText
 KIND_WORDS = {"problem": "问题", "proposition": "命题", "method": "方法", "verified": "已验证"}
 LIST_KEYS = ("依赖", "被依赖", "可信断言", "上级体系", "子方法", "相关")
 
-#: A card's H1, ``# 问题｜title`` (word, title); :mod:`kb.parse.light` reads with it too.
-CARD_H1 = re.compile(r"^#[ \t]+(?P<word>[^｜|]+?)[ \t]*[｜|][ \t]*(?P<title>.*?)[ \t]*$")
-# CARD_H1 with the title taken whole, stripped of trailing blanks in Python (what
-# `(?P<title>.*?)[ \t]*$` gives; the lazy group tried the end at every character).
-_H1 = re.compile(r"^#[ \t]+(?P<word>[^｜|]+?)[ \t]*[｜|][ \t]*(?P<title>.*)$")
+#: A card's H1, ``# 问题｜title`` (word, title: strip its trailing spaces and tabs, as
+#: a lazy group before ``[ \t]*$`` would, which tried the end at every character);
+#: :mod:`kb.parse.light` reads with it too.
+CARD_H1 = re.compile(r"^#[ \t]+(?P<word>[^｜|]+?)[ \t]*[｜|][ \t]*(?P<title>.*)$")
 #: A card's anchor line ``- key: value`` (key, colon, value).
 CARD_ANCHOR = re.compile(r"^- (?P<key>[A-Za-z\u4e00-\u9fff/·]+)[ \t]*(?P<colon>[:：])[ \t]?(?P<value>.*)$")
 #: An entry's heading ``### 解法|证明|证伪 …`` (kind, rest).
@@ -125,7 +124,7 @@ class _Card:
         while i < n and not lines[i].strip():
             i += 1
         if i < n and lines[i].startswith("# "):
-            m = _H1.match(lines[i])
+            m = CARD_H1.match(lines[i])
             if m:
                 self.word, title = m.groups()
                 self.h1_title = title.rstrip(" \t")
