@@ -150,12 +150,20 @@ def _main(args: list[str], argv: list[str] | None) -> int:
 
 
 def _json_error(args: list[str], message: str, code: int, kind: str) -> int:
-    """Also print the error as JSON on stdout when the command was asked for ``--json``."""
-    if "--json" in args:
+    """Also print the error as JSON on stdout when the command was asked for JSON
+    (``--json``, ``--format json`` or ``--format=json``)."""
+    if _asks_json(args):
         from kb_cli.output import emit_json
 
         emit_json({"error": {"message": message, "exit_code": code, "kind": kind}})
     return code
+
+
+def _asks_json(args: list[str]) -> bool:
+    """Whether the command line asks for JSON on stdout."""
+    if "--json" in args or "--format=json" in args:
+        return True
+    return any(a == "--format" and b == "json" for a, b in zip(args, args[1:]))
 
 
 def _debug() -> bool:

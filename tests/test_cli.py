@@ -229,6 +229,18 @@ def test_json_errors_for_usage_and_refusals(example_kb, run_kb):
     assert run_kb("hyp", "status", "H1", "bogus", cwd=example_kb).stdout == ""
 
 
+@pytest.mark.parametrize("fmt", [("--format", "json"), ("--format=json",)])
+def test_format_json_errors_print_the_error_object(example_kb, run_kb, fmt):
+    """``--format json`` asks for JSON as ``--json`` does: a failing command prints the
+    error object on stdout (a CI job parsing it gets input), ``--format text`` nothing."""
+    r = run_kb("verify", "--range", "nope..HEAD", *fmt, cwd=example_kb)
+    assert r.code == 2, (r.stdout, r.stderr)
+    err = r.json()["error"]
+    assert err["exit_code"] == 2 and "nope" in err["message"]
+    plain = run_kb("verify", "--range", "nope..HEAD", "--format", "text", cwd=example_kb)
+    assert plain.code == 2 and plain.stdout == ""
+
+
 @pytest.mark.parametrize("args", [("index",), ("index", "--json"), ("ls",), ("show", "H1"),
                                   ("find", "x")])
 def test_not_a_kb_exits_2(tmp_path, run_kb, args):

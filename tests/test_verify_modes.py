@@ -138,6 +138,21 @@ def test_paths_with_spaces_and_cjk_in_every_kb(make_kb):
     assert data["kbs"] == ["知识 库"]
 
 
+def test_a_broken_kb_toml_of_another_kb_is_named(make_kb):
+    """Several KBs: an unreadable kb.toml in one of them stops --staged and --range with
+    an environment error (exit 2) naming that kb.toml, not a bare "kb.toml" (the user
+    would look in the KB they work in, whose kb.toml is fine)."""
+    root = make_repo(make_kb, dashboard=False)
+    make_kb({"tree.md": TREE}, root=root, subdir="other", config='[kb]\nlocale = "fr"\n')
+    commit_all(root, "a second KB, its locale wrong")
+    write_files(root, {"tree.md": TREE + "\n"})
+    git(root, "add", "-A")
+    for args in (["--staged"], ["--range", "HEAD~1..HEAD"]):
+        res = invoke("verify", *args, cwd=root)
+        assert res.code == 2, (args, res.stdout, res.stderr)
+        assert "other/kb.toml: kb.locale must be 'zh' or 'en'" in res.stderr, (args, res.stderr)
+
+
 def test_first_commit_has_empty_history(make_kb):
     """GIT-05: no HEAD yet: history is empty and the commit is allowed."""
     root = make_repo(make_kb, commit=False)

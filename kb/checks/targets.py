@@ -22,17 +22,24 @@ def kb_at(top: Path, prefix: str, blob_rev: Optional[str]) -> Any:
     from kb.repo import KnowledgeBase
 
     root = top / prefix if prefix else top
-    if (root / "kb.toml").is_file():
-        cfg = load_config(root)
-    else:
-        import tomllib
+    try:
+        if (root / "kb.toml").is_file():
+            cfg = load_config(root)
+        else:
+            import tomllib
 
-        spec = f"{blob_rev}:{prefix}kb.toml" if blob_rev else f":{prefix}kb.toml"
-        data = git.run(["cat-file", "blob", spec], top).stdout
-        try:
-            cfg = config_from_dict(root, tomllib.loads(data.decode("utf-8")))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{prefix}kb.toml is not valid TOML: {exc}") from None
+            spec = f"{blob_rev}:{prefix}kb.toml" if blob_rev else f":{prefix}kb.toml"
+            data = git.run(["cat-file", "blob", spec], top).stdout
+            try:
+                cfg = config_from_dict(root, tomllib.loads(data.decode("utf-8")))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"kb.toml is not valid TOML: {exc}") from None
+    except ConfigError as exc:
+        # A repository holds several KBs: say which kb.toml (its messages say "kb.toml").
+        msg = str(exc)
+        if prefix:
+            msg = prefix + msg if msg.startswith("kb.toml") else f"{prefix}kb.toml: {msg}"
+        raise ConfigError(msg) from None
     return KnowledgeBase(root=root, top=top, prefix=prefix, config=cfg)
 
 
