@@ -138,19 +138,33 @@ def test_paths_with_spaces_and_cjk_in_every_kb(make_kb):
     assert data["kbs"] == ["知识 库"]
 
 
-def test_a_broken_kb_toml_of_another_kb_is_named(make_kb):
-    """Several KBs: an unreadable kb.toml in one of them stops --staged and --range with
-    an environment error (exit 2) naming that kb.toml, not a bare "kb.toml" (the user
-    would look in the KB they work in, whose kb.toml is fine)."""
+def test_a_broken_kb_toml_of_another_kb_is_its_own_finding(make_kb):
+    """Several KBs: an unreadable kb.toml in one of them is a KB003 error of that KB,
+    naming its kb.toml; the other KBs are still checked, and it blocks only a change
+    that touches its KB (the user works in another KB, whose kb.toml is fine)."""
     root = make_repo(make_kb, dashboard=False)
     make_kb({"tree.md": TREE}, root=root, subdir="other", config='[kb]\nlocale = "fr"\n')
     commit_all(root, "a second KB, its locale wrong")
-    write_files(root, {"tree.md": TREE + "\n"})
+    write_files(root, {"tree.md": TREE_DUP})
     git(root, "add", "-A")
-    for args in (["--staged"], ["--range", "HEAD~1..HEAD"]):
-        res = invoke("verify", *args, cwd=root)
-        assert res.code == 2, (args, res.stdout, res.stderr)
-        assert "other/kb.toml: kb.locale must be 'zh' or 'en'" in res.stderr, (args, res.stderr)
+    rc, data = verify_json(root, "--staged")
+    assert sorted(data["kbs"]) == [".", "other"]
+    (bad,) = find(data, "KB003")
+    assert bad["path"] == "other/kb.toml" and bad["kb"] == "other" and not bad["blocking"]
+    assert "other/kb.toml: kb.locale must be 'zh' or 'en'" in bad["message"]
+    assert find(data, "KB202") and rc == 1  # the top KB is still checked: its duplicate blocks
+    write_files(root, {"tree.md": TREE})
+    git(root, "add", "-A")
+    rc, data = verify_json(root, "--staged")
+    assert rc == 0 and not find(data, "KB003")[0]["blocking"]
+    write_files(root, {"other/tree.md": TREE + "\n"})
+    git(root, "add", "-A")
+    rc, data = verify_json(root, "--staged")
+    assert rc == 1 and find(data, "KB003")[0]["blocking"]  # the change touches that KB
+    rc, data = verify_json(root, "--range", "HEAD~1..HEAD")  # the commit that added it
+    assert rc == 1 and find(data, "KB003")[0]["blocking"]
+    res = invoke("verify", "--staged", "--kb", str(root / "other"), cwd=root)
+    assert res.code == 2 and "other/kb.toml: kb.locale" in res.stderr  # the one KB asked for
 
 
 def test_first_commit_has_empty_history(make_kb):

@@ -55,6 +55,10 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "remove the key or correct its spelling"),
     _r("KB002", "error", "snapshot", "config", "a file path of kb.toml (tree, dashboard) is a directory",
        "move the directory away, or point [paths] at a file"),
+    _r("KB003", "error", "snapshot", "config", "in a repository of several KBs, a KB's kb.toml "
+       "cannot be read (TOML syntax, a value of the wrong type): that KB is not checked; it blocks "
+       "when the change touches that KB", "correct that kb.toml (`kb verify` in its folder says what "
+       "is wrong)"),
     # -- parsing (kb index) -------------------------------------------------------
     _r("KB101", "error", "snapshot", "parse", "file is not valid UTF-8",
        "re-save the file as UTF-8"),

@@ -43,6 +43,25 @@ def kb_at(top: Path, prefix: str, blob_rev: Optional[str]) -> Any:
     return KnowledgeBase(root=root, top=top, prefix=prefix, config=cfg)
 
 
+def unreadable_kb(top: Path, prefix: str, exc: KbError, diff: Optional[list[str]]) -> Any:
+    """The KB003 finding of the KB at repository folder ``prefix`` whose kb.toml cannot
+    be read (``exc``, from :func:`kb_at`): in a repository of several KBs the others are
+    still checked. It blocks when the change touches that KB: ``diff`` is the git
+    command listing the change (``--name-only`` is added; run only on this rare path),
+    None for a change that touches every KB."""
+    from kb.checks.report import Finding
+
+    touched = True
+    if diff is not None:
+        proc = git.run([*diff, "--name-only", "-z", "--", prefix or "."], top, check=False)
+        touched = proc.returncode != 0 or bool(proc.stdout.strip(b"\0"))
+    return Finding(
+        path=f"{prefix}kb.toml", line=1, col=1, code="KB003", severity="error",
+        message=f"{exc}; the KB in {prefix.rstrip('/') or '.'} is not checked until its kb.toml "
+                "can be read", family="snapshot", kb=prefix.rstrip("/") or ".", kb_path="kb.toml",
+        kb_root=str(top / prefix if prefix else top), pre_existing=not touched, blocking=touched)
+
+
 _CONFIGS: dict[tuple[str, str, str], Any] = {}
 
 

@@ -22,8 +22,8 @@ from kb.checks.overrides import trailers
 from kb.checks.report import Finding, Report, config_findings, findings
 from kb.checks.results import prepare_cache
 from kb.checks.targets import (config_at, kb_at, open_index, parents_of, repo_top, selected_kbs,
-                               shallow_commits, shallow_note)
-from kb.errors import EnvironmentError_, GitError, UsageError
+                               shallow_commits, shallow_note, unreadable_kb)
+from kb.errors import ConfigError, EnvironmentError_, GitError, UsageError
 
 
 def verify_rev(start: Path, rev: str, kb_path: Optional[Path] = None) -> Report:
@@ -115,8 +115,8 @@ def _against(top: Path, report: Report, tip: str, target: str, label: str,
     for prefix in selected_kbs(top, kb_path, sorted(set(find_all_kbs(top, tip)))):
         try:
             k = kb_at(top, prefix, tip)
-        except GitError:
-            continue
+        except (GitError, ConfigError):
+            continue  # deleted at the tip, or its kb.toml unreadable (KB003 says so)
         with open_index(k) as idx:
             tip_f = Facts(idx, commit_snapshot(k, tip), tip[:10])
             target_f = Facts(idx, commit_snapshot(k, target), label)
@@ -166,6 +166,13 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
             k = kb_at(top, prefix, tip)
         except GitError:
             continue  # the KB does not exist at the tip (deleted): nothing to read its config from
+        except ConfigError as exc:
+            if len(prefixes) == 1:
+                raise  # the one KB checked: an environment error, as for any command
+            report.kbs.append(prefix.rstrip("/") or ".")
+            report.findings.append(unreadable_kb(
+                top, prefix, exc, ["diff", origin, tip] if origin else None))
+            continue
         report.kbs.append(prefix.rstrip("/") or ".")
         with open_index(k) as idx:
             tip_snap = commit_snapshot(k, tip)

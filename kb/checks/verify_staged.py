@@ -20,7 +20,8 @@ from kb.checks.judge import check_snapshots, history_findings, judged_by_all_par
 from kb.checks.overrides import merge_heads, merge_overrides, parse_overrides
 from kb.checks.report import Report, config_findings
 from kb.checks.targets import (config_at, kb_at, kbs_in_listing, open_index, repo_top, selected_kbs,
-                               staged_kbs)
+                               staged_kbs, unreadable_kb)
+from kb.errors import ConfigError
 
 
 def verify_staged(start: Path, kb_path: Optional[Path] = None,
@@ -33,7 +34,8 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
 
     Raises :class:`kb.errors.EnvironmentError_` outside a git work tree or when git
     or the index fails, :class:`kb.errors.NotAKnowledgeBase` when ``kb_path`` holds
-    no KB, :class:`kb.errors.ConfigError` for an unreadable kb.toml.
+    no KB, :class:`kb.errors.ConfigError` for an unreadable kb.toml of the one KB checked
+    (of several, it is a KB003 finding of its own KB).
     """
     from kb.checks.changes import Change
     from kb.checks.facts import Facts
@@ -63,7 +65,15 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
         overrides.update(merge_overrides(top, env))
         merging = [h for h in merge_heads(top, env) if h != head]
     for prefix in prefixes:
-        k = kb_at(top, prefix, "")
+        try:
+            k = kb_at(top, prefix, "")
+        except ConfigError as exc:
+            if len(prefixes) == 1:
+                raise  # the one KB checked: an environment error, as for any command
+            report.kbs.append(prefix.rstrip("/") or ".")
+            report.findings.append(unreadable_kb(
+                top, prefix, exc, ["diff-index", "--cached", head or git.EMPTY_TREE]))
+            continue
         report.kbs.append(prefix.rstrip("/") or ".")
         with open_index(k) as idx:
             if k.prefix and (set(k.prefix) & set("*?[\\") or found is None):
