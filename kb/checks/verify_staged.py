@@ -65,16 +65,15 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
         overrides.update(merge_overrides(top, env))
         merging = [h for h in merge_heads(top, env) if h != head]
     for prefix in prefixes:
+        report.kbs.append(prefix.rstrip("/") or ".")
         try:
             k = kb_at(top, prefix, "")
         except ConfigError as exc:
             if len(prefixes) == 1:
                 raise  # the one KB checked: an environment error, as for any command
-            report.kbs.append(prefix.rstrip("/") or ".")
             report.findings.append(unreadable_kb(
                 top, prefix, exc, ["diff-index", "--cached", head or git.EMPTY_TREE]))
             continue
-        report.kbs.append(prefix.rstrip("/") or ".")
         with open_index(k) as idx:
             if k.prefix and (set(k.prefix) & set("*?[\\") or found is None):
                 # git reads the prefix as a pattern: its own listing and changes, as before

@@ -47,14 +47,17 @@ _CANDIDATE = re.compile(
 )
 
 
+def _declaration_head(grammar: str, seps: tuple[str, ...]) -> str:
+    """The pattern of a declaration up to its statement (an optional ``[``, the ID, the
+    separator): :func:`_declaration_re` and :func:`_plain_declaration_re` share it."""
+    sep = "|".join(re.escape(s) for s in seps)
+    return rf"^(?P<link>\[)?(?P<id>{grammar})[ \t]*(?P<sep>{sep})[ \t]*"
+
+
 @lru_cache(maxsize=16)
 def _declaration_re(grammar: str, seps: tuple[str, ...]) -> re.Pattern[str]:
-    sep = "|".join(re.escape(s) for s in seps)
     # `[ID: statement](link)` is read as `ID: statement` (real indexes do it).
-    return re.compile(
-        rf"^(?P<link>\[)?(?P<id>{grammar})[ \t]*(?P<sep>{sep})[ \t]*(?P<stmt>.*?)"
-        rf"(?(link)\]\([^)]*\))$"
-    )
+    return re.compile(_declaration_head(grammar, seps) + r"(?P<stmt>.*?)(?(link)\]\([^)]*\))$")
 
 
 @lru_cache(maxsize=16)
@@ -62,8 +65,7 @@ def _plain_declaration_re(grammar: str, seps: tuple[str, ...]) -> re.Pattern[str
     """:func:`_declaration_re` for a text that does not open with ``[`` (then its
     ``link`` group cannot match and its statement runs to the end of the text):
     a greedy statement, the same groups, without trying the end at every character."""
-    sep = "|".join(re.escape(s) for s in seps)
-    return re.compile(rf"^(?P<link>\[)?(?P<id>{grammar})[ \t]*(?P<sep>{sep})[ \t]*(?P<stmt>.*)$")
+    return re.compile(_declaration_head(grammar, seps) + r"(?P<stmt>.*)$")
 
 
 @lru_cache(maxsize=16)
