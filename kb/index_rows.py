@@ -5,7 +5,7 @@
 file is streamed in parts (:func:`stream_rows`, :class:`Part`) so a tree of
 100,000 hypotheses is never held whole. :func:`parse_batches` (the working tree)
 and :func:`version_batches` (file versions of commits, with the per-file rules)
-parse in forked workers, one per core, above :data:`PARALLEL_MIN` files.
+parse in forked workers (:class:`kb.parallel.Workers`) from :data:`PARALLEL_MIN` files.
 :mod:`kb.index` stores what these return; nothing here touches the database.
 """
 
@@ -183,14 +183,13 @@ def stream_rows(cfg: Any, path: str, blob: str, fmt: str | None, data: bytes,
     yield Part((rows_p, rows_o, rows_l, _diagnostic_rows(path, real, res.diagnostics)), clear)
 
 
-#: Below this many files one process parses them; above, a worker per core. (At
-#: 1,000 files one process was as quick or quicker: importing multiprocessing,
-#: forking and the pool's pipes cost what two workers save.)
-PARALLEL_MIN = 1500
-BATCH = 250
-
-_WORK: tuple[Any, dict[str, str], dict[str, str]] | None = None  # (config, blobs, formats) in workers
-_WORK_KB: Any = None  # the KnowledgeBase, in workers
+#: Below this many files one process parses them; above, this process and a forked
+#: worker per further core (:class:`kb.parallel.Workers`). Below ~400 files the fork,
+#: the pipes and the copied pages cost about what a second core saves.
+PARALLEL_MIN = 400
+#: Files per task of the workers: small enough that the work shares out evenly at
+#: 1,000 files, large enough that a task's pipe record costs nothing.
+BATCH = 125
 
 
 def _read(k: KnowledgeBase, snap: Snapshot, paths: list[str]) -> tuple[dict[str, bytes], dict[str, str]]:
@@ -253,34 +252,15 @@ def _rows(cfg: Any, items: list[tuple[str, str, str | None, bytes]]) -> Rows:
     return out
 
 
-def _worker_disk(args: tuple[str, list[str]]) -> Rows:
-    """Worker: read working-tree files under ``root`` and parse them (a KB106 parse
-    for each symlink leaving the work tree, never read)."""
-    from kb.repo import read_worktree
-
-    root, paths = args
-    cfg, blobs, fmts = _WORK  # type: ignore[misc]
-    contents, outside = read_worktree(_WORK_KB, paths)
-    rows = _rows(cfg, [(p, blobs[p], fmts.get(p), contents[p]) for p in paths if p in contents])
-    if outside:
-        _outside_rows(outside, blobs, fmts, rows)
-    return rows
-
-
-def _worker_bytes(items: list[tuple[str, str, str | None, bytes]]) -> Rows:
-    cfg = _WORK[0]  # type: ignore[index]
-    return _rows(cfg, items)
-
-
 def parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Iterator[Rows]:
     """Parse ``missing`` paths of ``snap`` in batches; in parallel when there are many.
 
-    Workers are forked (Linux) so they inherit the imported parser; each batch
-    comes back as table rows, inserted by the caller, which keeps memory flat.
+    Each batch comes back as table rows, inserted by the caller between batches,
+    which keeps memory flat. With :data:`PARALLEL_MIN` files or more, forked
+    workers (:class:`kb.parallel.Workers`) read and parse batches meanwhile; a
+    worker reads its batch itself (a snapshot of commits through its own ``git
+    cat-file``).
     """
-    import os
-
-    global _WORK
     if snap.kind != "worktree" and snap.unread:
         # Symlinks kb does not read: their KB106 parse, never a parse of the link's text.
         unread = {p: snap.unread[p] for p in missing if p in snap.unread}
@@ -288,12 +268,10 @@ def parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Itera
             yield _outside_rows(unread, snap.files, snap.formats, ([], [], [], []))
             missing = [p for p in missing if p not in unread]
     # Tree files are parsed by this process as their rows are stored (stream_rows),
-    # the rest in batches, by workers when there are many.
+    # the rest in batches, by workers too when there are many.
     streamed = [p for p in missing if snap.formats.get(p) == "tree"]
     rest = [p for p in missing if snap.formats.get(p) != "tree"] if streamed else missing
     batches = [rest[i:i + BATCH] for i in range(0, len(rest), BATCH)]
-    workers = min(os.cpu_count() or 1, 4)
-    parallel = len(rest) >= PARALLEL_MIN and workers > 1 and _can_fork()
 
     def stream(p: str, size: int | None = None) -> Iterator[Rows]:
         contents, outside = _read(k, snap, [p])
@@ -302,66 +280,34 @@ def parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Itera
             return
         yield from stream_rows(k.config, p, snap.files[p], snap.formats.get(p), contents.pop(p), size)
 
-    if not parallel:
+    def batch_rows(batch: list[str]) -> Rows:
+        contents, outside = _read(k, snap, batch)
+        rows = _rows(k.config, [(p, snap.files[p], snap.formats.get(p), contents[p])
+                                for p in batch if p in contents])
+        return _outside_rows(outside, snap.files, snap.formats, rows) if outside else rows
+
+    from kb.parallel import Workers, can_fork, cpu_workers
+
+    workers = cpu_workers()
+    if len(rest) < PARALLEL_MIN or workers < 2 or not can_fork():
         for p in streamed:
             yield from stream(p)
         for batch in batches:
-            contents, outside = _read(k, snap, batch)
-            rows = _rows(k.config, [(p, snap.files[p], snap.formats.get(p), contents[p])
-                                    for p in batch if p in contents])
-            yield _outside_rows(outside, snap.files, snap.formats, rows) if outside else rows
+            yield batch_rows(batch)
         return
-    import multiprocessing
-    from collections import deque
-
     # The parsers imported once, here, not once in each forked worker.
     import kb.parse.card  # noqa: F401
     import kb.parse.experiment  # noqa: F401
     import kb.parse.frontmatter  # noqa: F401
 
-    global _WORK_KB
-    _WORK = (k.config, snap.files, snap.formats)
-    _WORK_KB = k
-    ctx = multiprocessing.get_context("fork")
-
-    def tasks() -> Iterator[tuple[Any, Any]]:
-        for batch in batches:
-            if snap.kind == "worktree":
-                yield _worker_disk, (str(k.root), batch)
-            else:
-                contents = snap.read(batch)
-                yield _worker_bytes, [(p, snap.files[p], snap.formats.get(p), contents[p])
-                                      for p in batch if p in contents]
-
-    try:
-        with ctx.Pool(workers) as pool:
-            # A bounded window of batches in flight: results wait for the
-            # parent's inserts, so an unbounded queue would hold the whole KB.
-            window: deque[Any] = deque()
-            todo = tasks()
-
-            def top_up() -> None:
-                while len(window) < 2 * workers:
-                    task = next(todo, None)
-                    if task is None:
-                        return
-                    window.append(pool.apply_async(task[0], (task[1],)))
-
-            top_up()
-            for p in streamed:
-                # The workers parse batches meanwhile; their results are stored
-                # between the parts of the tree.
-                for part in stream(p, PARALLEL_PART):
-                    yield part
-                    while window and window[0].ready():
-                        yield window.popleft().get()
-                        top_up()
-            while window:
-                yield window.popleft().get()
-                top_up()
-    finally:
-        _WORK = None
-        _WORK_KB = None
+    with Workers(batch_rows, batches, workers) as pool:
+        for p in streamed:
+            # The workers parse batches meanwhile; their results are stored
+            # between the parts of the tree.
+            for part in stream(p, PARALLEL_PART):
+                yield part
+                yield from pool.ready()
+        yield from pool
 
 
 def _rows_and_rules(cfg: Any, items: list[tuple[str, str, str | None, bytes]],
@@ -386,34 +332,12 @@ def rules_within(rules: Any, paths: frozenset, cfg: Any, path: str, *args: Any) 
     return rules(cfg, path, *args) if path in paths else []
 
 
-def _worker_versions(args: tuple[list[tuple[str, str, str | None, bytes]], bool]) -> tuple[Rows, list[tuple]]:
-    batch, rules = args
-    return _rows_and_rules(_WORK[0], batch, _WORK_RULES if rules else None)  # type: ignore[index]
-
-
-#: The per-file rules of the running :func:`version_batches` (set before the workers fork).
-_WORK_RULES: Any = None
-
-
 def version_batches(k: KnowledgeBase, items: list[tuple[str, str, str]],
                      rules: Any = None, read: Any = None) -> Iterator[tuple[Rows, list[tuple]]]:
     """Parse ``(path, blob, fmt)`` items read from git in batches (:func:`parse_batches`
-    for many versions of a path): in forked workers when there are many, the
-    parent reading the next batch's blobs while they parse. Yields each batch's
-    rows and (``rules``) its per-file rule results."""
-    import os
-
-    global _WORK
-
-    def batches() -> Iterator[list[tuple[str, str, str | None, bytes]]]:
-        # Large files (tree.md) alone in their batch, so that workers share them out.
-        big = [it for it in items if it[2] == "tree"]
-        rest = [it for it in items if it[2] != "tree"]
-        groups = [[it] for it in big] + [rest[i:i + BATCH] for i in range(0, len(rest), BATCH)]
-        for group in groups:
-            data = read(group) if read is not None else git.read_blobs([b for _, b, _ in group], k.top)
-            yield [(p, b, f, data[b]) for p, b, f in group if b in data]
-
+    for many versions of a path): by forked workers too when there are many, each
+    reading its batch's blobs itself. Yields each batch's rows and (``rules``) its
+    per-file rule results."""
     from kb.repo import UNREAD_LINKS, unread_link
 
     if UNREAD_LINKS:
@@ -425,36 +349,25 @@ def version_batches(k: KnowledgeBase, items: list[tuple[str, str, str]],
         if links:
             items = [it for it in items if (it[0], it[1]) not in links]
 
-    workers = min(os.cpu_count() or 1, 4)
-    if not (len(items) >= 8 and workers > 1 and _can_fork()):
-        for batch in batches():
-            yield _rows_and_rules(k.config, batch, rules)
+    # Large files (tree.md) alone in their batch, so that workers share them out.
+    big = [it for it in items if it[2] == "tree"]
+    rest = [it for it in items if it[2] != "tree"]
+    groups = [[it] for it in big] + [rest[i:i + BATCH] for i in range(0, len(rest), BATCH)]
+
+    def group_rows(group: list[tuple[str, str, str]]) -> tuple[Rows, list[tuple]]:
+        data = read(group) if read is not None else git.read_blobs([b for _, b, _ in group], k.top)
+        return _rows_and_rules(k.config, [(p, b, f, data[b]) for p, b, f in group if b in data],
+                               rules)
+
+    from kb.parallel import Workers, can_fork, cpu_workers
+
+    workers = cpu_workers()
+    if len(items) < 8 or len(groups) < 2 or workers < 2 or not can_fork():
+        for group in groups:
+            yield group_rows(group)
         return
-    import multiprocessing
-
-    global _WORK_RULES
-    _WORK = (k.config, {}, {})
-    _WORK_RULES = rules
-    ctx = multiprocessing.get_context("fork")
-    try:
-        with ctx.Pool(workers) as pool:
-            window: list[Any] = []
-            for batch in batches():
-                window.append(pool.apply_async(_worker_versions, ((batch, rules is not None),)))
-                if len(window) >= 2 * workers:
-                    yield window.pop(0).get()
-            for res in window:
-                yield res.get()
-    finally:
-        _WORK = None
-        _WORK_RULES = None
-
-
-def _can_fork() -> bool:
-    import multiprocessing
-    import os
-
-    return "fork" in multiprocessing.get_all_start_methods() and not os.environ.get("KB_NO_PARALLEL")
+    with Workers(group_rows, groups, workers) as pool:
+        yield from pool
 
 
 #: Model class -> the (field, link kind) pairs of :data:`_LINK_FIELDS` it has

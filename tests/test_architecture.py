@@ -20,8 +20,8 @@ KB = ROOT / "kb"
 LAYERS: list[tuple[str, ...]] = [
     # values, words, errors, pure research rules, the literature client
     ("kb", "kb.model", "kb.vocab", "kb.errors", "kb.clock", "kb.resources", "kb.research", "kb.lit"),
-    # text -> objects + diagnostics, objects -> text; kb.toml values; the git CLI
-    ("kb.text", "kb.parse", "kb.render", "kb.config", "kb.git", "kb.merge.markers"),
+    # text -> objects + diagnostics, objects -> text; kb.toml values; the git CLI; forked workers
+    ("kb.text", "kb.parse", "kb.render", "kb.config", "kb.git", "kb.parallel", "kb.merge.markers"),
     # KB discovery and snapshots, lock refs, merge drivers
     ("kb.repo", "kb.locks", "kb.lock_names", "kb.remote_locks", "kb.merge"),
     # derived caches: the index (SQLite, its queries, verify's results) and the

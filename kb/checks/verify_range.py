@@ -479,30 +479,36 @@ def _read_light(k: Any, cands: list[tuple[str, str, str]],
     """Light rows (:func:`kb.parse.light.light_read`) of the ``(path, blob, fmt)`` cards
     and experiments ``cands`` that read light, ``{(path, blob): rows}``; the others are
     left out (the caller parses them in full). ``during()``, when given, runs in this
-    process while the workers read (before the reading when there are no workers). The bytes come from the checkout when the file there
-    is the wanted blob, else from git. Forked workers share the reading out when there
-    are many (the index's parse workers start afterwards, for the rest)."""
-    import os
+    process while forked workers read (:class:`kb.parallel.Workers`; it then reads
+    what is left with them), or before the reading when there are no workers. The
+    bytes come from the checkout when the file there is the wanted blob, else from
+    git (the index's parse workers start afterwards, for the rest)."""
+    from kb.parallel import Workers, can_fork, cpu_workers
 
     chunks = [cands[i:i + LIGHT_CHUNK] for i in range(0, len(cands), LIGHT_CHUNK)]
     out: dict[tuple[str, str], Any] = {}
     unread: list[tuple[str, str, str]] = []
-    workers = min(os.cpu_count() or 1, 4)
-    if len(chunks) > 1 and workers > 1 and _can_fork():
-        import multiprocessing
+    root = str(k.root)
 
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            pending = pool.map_async(_light_chunk, [(str(k.root), c) for c in chunks])
+    def chunk(items: list[tuple[str, str, str]]) -> tuple[dict, list]:
+        return _light_chunk((root, items))
+
+    # This process runs ``during()`` first: a child for every core meanwhile, each
+    # given its share of the chunks at once (their light rows are small).
+    workers = cpu_workers() + (during is not None)
+    if len(chunks) > 1 and workers > 1 and can_fork():
+        share = -(-len(chunks) // (workers - 1)) if during is not None else 3
+        with Workers(chunk, chunks, workers, window=len(chunks), hold=share) as pool:
             if during is not None:
                 during()
-            for got, missing in pending.get():
+            for got, missing in pool:
                 out.update(got)
                 unread += missing
     else:
         if during is not None:
             during()
         for c in chunks:
-            got, missing = _light_chunk((str(k.root), c))
+            got, missing = chunk(c)
             out.update(got)
             unread += missing
     if unread:  # not in the checkout: from git
@@ -535,13 +541,6 @@ def _light_chunk(args: tuple[str, list[tuple[str, str, str]]]) -> tuple[dict, li
         if res is not None:
             got[(p, b)] = res
     return got, missing
-
-
-def _can_fork() -> bool:
-    import multiprocessing
-    import os
-
-    return "fork" in multiprocessing.get_all_start_methods() and not os.environ.get("KB_NO_PARALLEL")
 
 
 def _checkout_reader(k: Any, tip_files: dict[str, str]) -> Any:
