@@ -314,3 +314,37 @@ def test_plain_declaration_pattern_reads_what_the_full_one_reads(text: str) -> N
     assert (full is None) == (plain is None)
     if full is not None and plain is not None:
         assert full.groupdict() == plain.groupdict()
+
+
+# -- content kb used to skip without a word ------------------------------------------
+
+
+@pytest.mark.parametrize("path,text,kind,section", [
+    ("Problems/q1.md", "# 问题｜T\n- 状态: 求解中\n\n### 解法 1｜t｜概率0.9｜状态未定论\nbody\n",
+     "解法", "解法候选"),
+    ("Propos/c/p1.md", "# 命题｜T\n- 概率: 0.5\n\n### 证伪 1｜t｜概率0.2｜状态未定论\n\n## 陈述\nS\n",
+     "证伪", "证伪尝试"),
+])
+def test_an_entry_above_every_section_is_an_error_with_a_fix(path, text, kind, section):
+    """An entry line before the card's first `## ` section is read nowhere: KB127 at its
+    line, and the fix (the section heading inserted above it) makes kb read the entry."""
+    res = parse(path, text)
+    assert res.objects[0].entries == ()
+    d = diag(res, "KB127")
+    assert (d.line, d.severity) == (4, "error") and f"'## {section}'" in d.message
+    assert d.fix is not None and d.fix.new == f"## {section}\n" + text.split("\n")[3]
+    lines = text.split("\n")
+    lines[d.fix.line - 1] = d.fix.new
+    fixed = parse(path, "\n".join(lines))
+    assert [(e.kind, e.number, e.text) for e in fixed.objects[0].entries] == [(kind, 1, "body")
+                                                                               if kind == "解法" else (kind, 1, "")]
+    assert not [x for x in fixed.diagnostics if x.severity == "error"], fixed.diagnostics
+
+
+def test_an_entry_above_anchor_lines_gets_no_fix():
+    """Inserting a section above an entry that header anchors follow would move them out
+    of the header: reported, no fix."""
+    res = parse("Problems/q1.md", "# 问题｜T\n### 解法 1｜t｜概率0.9｜状态未定论\n- 状态: 求解中\n")
+    d = diag(res, "KB127")
+    assert d.line == 2 and d.fix is None
+    assert res.objects[0].anchors == {"状态": "求解中"}

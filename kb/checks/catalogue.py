@@ -118,6 +118,10 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "'status: …' or '状态：…'): one report of what is there and what kb reads",
        "rewrite the file in kb's format; the message gives the rewrite when it is certain "
        "(it reads back as the same IDs and nesting)"),
+    _r("KB127", "error", "snapshot", "parse", "an entry or application heading ('### 解法 1｜…', "
+       "'### 证明 …', '### 应用 …') above the card's first '## ' section: kb reads entries only "
+       "under a section, so it is not read", "put the section heading above it ('## 解法候选', "
+       "'## 证明尝试', '## 证伪尝试', '## 应用记录'; kb verify --fix when certain)", True),
     _r("KB130", "warning", "snapshot", "parse", "experiment title line missing or malformed",
        "write '# Exxx: <hypothesis ID> - <action>' as the first heading"),
     _r("KB131", "error", "snapshot", "parse", "experiment **Date** is not YYYY-MM-DD",

@@ -20,6 +20,7 @@ from kb.model import (
     Application,
     Diagnostic,
     Entry,
+    Fix,
     KBObject,
     Method,
     Problem,
@@ -54,6 +55,11 @@ _APPLICATION = re.compile(
     r"^###[ \t]+应用[ \t]*(?P<n>\d+)｜(?P<time>[^｜]*)｜问题[ \t]*(?P<q>\S+)(?:[ \t]+方向[ \t]*(?P<d>\S+))?[ \t]*$"
 )
 _SEP = re.compile(r"(?<!\\)｜")
+#: (card format, entry kind) -> the section the card format reads it under.
+_ENTRY_SECTION = {
+    ("problem", "解法"): "解法候选", ("proposition", "证明"): "证明尝试",
+    ("proposition", "证伪"): "证伪尝试", ("method", "应用"): "应用记录",
+}
 _new = object.__new__
 
 
@@ -139,6 +145,7 @@ class _Card:
             src.is_masked(i)  # computes src.masked, read directly below
         masked = src.masked
         anchors, anchor_lines, match = self.anchors, self.anchor_lines, CARD_ANCHOR.match
+        orphans: list[int] = []
         for i in range(i, n):
             line = lines[i]
             two = line[:2]
@@ -155,10 +162,15 @@ class _Card:
                         else:
                             anchors[key] = value.rstrip()
                             anchor_lines[key] = i + 1
-            elif two == "##" and line[2:3] == " " and not masked[i]:  # type: ignore[index]
-                break
+            elif two == "##" and not masked[i]:  # type: ignore[index]
+                if line[2:3] == " ":
+                    break
+                if line[2:4] == "# ":  # `### …` above every section: read nowhere
+                    orphans.append(i)
         else:
             i = n
+        if orphans:
+            self._orphans(orphans, i)
         # Sections, entry lines, applications: only `## ` / `### ` lines matter,
         # so visit the heading lines alone (found by one regex over the text).
         heads = [j for j in src.heading_indices() if j >= i and lines[j].startswith(("## ", "### "))
@@ -182,6 +194,41 @@ class _Card:
                     self.section_text[section].extend(lines[j:end])
                 continue
             self._close(entry, lines[j + 1:end])
+
+    def _orphans(self, at: list[int], end: int) -> None:
+        """KB127 for each entry or application heading (``### 解法 1｜…``, ``### 应用 1｜…``)
+        at the 0-based lines ``at``, above the card's first ``## `` section (line ``end``,
+        or the end of the file): kb reads those only under a section, so they are not
+        read. The fix inserts the section the card format gives that kind (``## 解法候选``
+        before the first ``### 解法``) when that is certain: no header anchor line follows
+        (it would move out of the header) and the card has no such section yet."""
+        lines, path = self.src.lines, self.path
+        last_anchor = max(self.anchor_lines.values(), default=0)
+        prev_kind = ""
+        for j in at:
+            line = lines[j]
+            m = ENTRY_HEAD.match(line)
+            kind = m.group("kind") if m else ("应用" if _APPLICATION.match(line) else "")
+            if not kind:
+                continue
+            section = _ENTRY_SECTION.get((self.fmt, kind))
+            where = ("under '## " + section + "'" if section else "under a '## ' section")
+            msg = (f"'### {kind} …' above the card's first '## ' section: kb reads entries only "
+                   f"{where}, so this one is not read; put the section heading above it")
+            fix = None
+            if (section and kind != prev_kind and j + 1 > last_anchor
+                    and section not in self._section_names(end)):
+                fix = Fix(line=j + 1, old=line, new=f"## {section}\n{line}")
+                msg += f" (write '## {section}' on the line before)"
+            prev_kind = kind
+            self.diags.append(Diagnostic(path=path, line=j + 1, code="KB127", severity="error",
+                                         message=msg, fix=fix))
+
+    def _section_names(self, start: int) -> set[str]:
+        """The names of the ``## `` sections from 0-based line ``start`` on (outside code)."""
+        lines, masked = self.src.lines, self.src.masked or []
+        return {lines[j][3:].strip() for j in self.src.heading_indices()
+                if j >= start and lines[j].startswith("## ") and not masked[j]}
 
     def _entry(self, i: int, line: str) -> dict[str, Any] | None:
         m = ENTRY_HEAD.match(line)

@@ -127,6 +127,8 @@ def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightRes
                     return None  # KB110, KB112
                 anchors[key] = value.rstrip()
                 where[key] = i + 1
+        elif line[:4] == "### ":
+            return None  # an entry heading above every section (KB127), or another
         i += 1
     if not anchors:
         return None  # the full parse may add KB126
