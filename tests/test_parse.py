@@ -348,3 +348,46 @@ def test_an_entry_above_anchor_lines_gets_no_fix():
     d = diag(res, "KB127")
     assert d.line == 2 and d.fix is None
     assert res.objects[0].anchors == {"状态": "求解中"}
+
+
+@pytest.mark.parametrize("line,fixed", [
+    ("### 解法 4 ｜ title ｜ 概率0.5 ｜ 状态未定论", "### 解法 4｜title｜概率0.5｜状态未定论"),
+    ("### 解法 4｜t｜ 概率 0.5｜状态 已验", "### 解法 4｜t｜概率0.5｜状态已验"),
+    ("### 解法 4 | a b | 概率1e-1 | 状态未定论", "### 解法 4｜a b｜概率1e-1｜状态未定论"),
+    ("### 解法 4 ｜ a\\｜b ｜ 概率0.5 ｜ 状态未定论", "### 解法 4｜a\\｜b｜概率0.5｜状态未定论"),
+])
+def test_an_entry_with_spaced_separators_is_reported_with_the_canonical_line(line, fixed):
+    """Spaces around `｜` (or `|` for `｜`) are not the entry format (VIBEMATH-V3: no spaces
+    around 概率/状态; Vibe Math does not read them): KB122 with the canonical line as a
+    fix, which kb reads as the same entry."""
+    text = CARD.format(line="") + "\n## 解法候选\n" + line + "\n"
+    res = parse("Problems/q1.md", text)
+    assert res.objects[0].entries == ()
+    d = diag(res, "KB122")
+    assert d.fix is not None and (d.fix.line, d.fix.old, d.fix.new) == (11, line, fixed)
+    assert fixed in d.message
+    again = parse("Problems/q1.md", text.replace(line, fixed))
+    assert len(again.objects[0].entries) == 1 and not again.diagnostics, again.diagnostics
+
+
+@pytest.mark.parametrize("line", [
+    "### 解法 4 ｜ title ｜ 0.5 ｜ 状态未定论",
+    "### 解法 x ｜ title ｜ 概率0.5 ｜ 状态未定论",
+    "### 解法 4 ｜ title ｜ 概率high ｜ 状态未定论",
+    "### 解法 4 ｜ ｜ 概率0.5 ｜ 状态未定论",
+])
+def test_a_malformed_entry_gets_no_guessed_fix(line):
+    res = parse("Problems/q1.md", CARD.format(line="") + "\n## 解法候选\n" + line + "\n")
+    assert diag(res, "KB122").fix is None
+
+
+@pytest.mark.parametrize("path,text,read", [
+    ("tree.md", "## H3 : spaced\nStatus : 待验\n", lambda o: (o.id, o.statement, o.status) == ("H3", "spaced", "待验")),
+    ("Problems/q1.md", "# 问题｜T\n- 状态 : 求解中\n", lambda o: o.status == "求解中"),
+    ("experiments/E001.md", "# E001 : H1 - act\n\n**Status** : 进行中\n", lambda o: (o.id, o.status) == ("E001", "进行中")),
+])
+def test_spaces_before_a_colon_separator_are_read(path, text, read):
+    """A blank before ':' in a declaration or an anchor line is read as written (the
+    formats allow it), with no diagnostic: only entry lines' '｜' fields are strict."""
+    res = parse(path, text)
+    assert len(res.objects) == 1 and read(res.objects[0]) and not res.diagnostics, res

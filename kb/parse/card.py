@@ -105,6 +105,31 @@ def split_fields(rest: str) -> list[str]:
     return fields
 
 
+_SPACED = re.compile(r"^(?P<key>概率|状态)[ \t]+")
+
+
+def canonical_entry_line(kind: str, rest: str) -> str | None:
+    """The entry line ``### <kind> <rest>`` in the canonical form, when ``rest`` is
+    malformed only by blanks around its ``｜`` separators (``1 ｜ t ｜ 概率0.5 ｜ 状态未定论``),
+    by half-width ``|`` separators (with no ``｜`` in the line), or by a blank after
+    ``概率`` / ``状态``; None when more is wrong. The result reads back as an entry with
+    the same number, title, probability and status (checked here)."""
+    fields = split_fields(rest) if "｜" in rest else rest.split("|")
+    if len(fields) != 4:
+        return None
+    fields = [_SPACED.sub(r"\g<key>", f.strip(" \t")) for f in fields]
+    number, title, prob, status = fields
+    if not number.isdigit() or not title or not prob.startswith("概率") \
+            or not status.startswith("状态") or parse_float(prob[2:]) is None:
+        return None
+    line = f"### {kind} {number}｜{title}｜{prob}｜{status}"
+    m = ENTRY_HEAD.match(line)
+    again = split_fields(m.group("rest")) if m else []
+    if [f.strip() if k == 0 else f for k, f in enumerate(again)] != fields:
+        return None
+    return line
+
+
 class _Card:
     """What every card format shares: H1, header anchors, sections, entries."""
 
@@ -239,9 +264,17 @@ class _Card:
         ok = len(fields) == 4 and fields[0].strip().isdigit() and fields[2].startswith("概率") \
             and fields[3].startswith("状态")
         if not ok:
-            self.diags.append(Diagnostic(
-                path=self.path, line=i + 1, code="KB122", severity="error",
-                message=f"malformed entry line; write '### {kind} N｜<title>｜概率<0..1>｜状态未定论'"))
+            fixed = canonical_entry_line(kind, rest)
+            if fixed is None:
+                self.diags.append(Diagnostic(
+                    path=self.path, line=i + 1, code="KB122", severity="error",
+                    message=f"malformed entry line; write '### {kind} N｜<title>｜概率<0..1>｜状态未定论'"))
+            else:
+                self.diags.append(Diagnostic(
+                    path=self.path, line=i + 1, code="KB122", severity="error",
+                    message="malformed entry line (spaces around its '｜' separators, or '|' in "
+                    f"their place), so it is not read; write '{fixed}'",
+                    fix=Fix(line=i + 1, old=line, new=fixed)))
             return None
         prob = parse_float(fields[2][2:])
         if prob is None:
