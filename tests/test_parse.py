@@ -391,3 +391,33 @@ def test_spaces_before_a_colon_separator_are_read(path, text, read):
     formats allow it), with no diagnostic: only entry lines' '｜' fields are strict."""
     res = parse(path, text)
     assert len(res.objects) == 1 and read(res.objects[0]) and not res.diagnostics, res
+
+
+@pytest.mark.parametrize("path,text,line,what", [
+    ("tree.md", "## H1: a\nStatus: 待验\n\n> ## H4: quoted\n> Status: 待验\n", 4, "H4 is not read"),
+    ("tree.md", "## H1: a\nStatus: 待验\n- ## H5: listed\n", 3, "H5 is not read"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n1. >## H6: both\n", 4, "H6 is not read"),
+    ("Problems/q1.md", "# 问题｜T\n- 状态: 求解中\n\n## 解法候选\n> ### 解法 1｜t｜概率0.5｜状态未定论\n", 5,
+     "outside the block quote"),
+    ("Problems/q1.md", "# 问题｜T\n- 状态: 求解中\n- ### 解法 1｜t｜概率0.5｜状态未定论\n", 3,
+     "outside the list item"),
+])
+def test_a_declaration_or_entry_inside_a_quote_or_list_is_a_warning(path, text, line, what):
+    """A heading inside a block quote or a list item is not a heading at the start of a
+    line: kb does not read it (no object, no entry) and says so, KB128 at its line."""
+    res = parse(path, text)
+    d = diag(res, "KB128")
+    assert (d.line, d.severity, d.fix) == (line, "warning", None) and what in d.message
+    if path == "tree.md":
+        assert [h.id for h in res.objects] == ["H1"]
+    else:
+        assert res.objects[0].entries == ()
+
+
+@pytest.mark.parametrize("path,text", [
+    ("tree.md", "## H1: a\nStatus: 待验\n\n```\n> ## H4: quoted\n```\n\n> a quote: of prose\n- item: one\n"),
+    ("Problems/q1.md", "# 问题｜T\n- 状态: 求解中\n\n## 解法候选\n```\n- ### 解法 1｜t｜概率0.5｜状态未定论\n```\n"
+     "> ### not an entry\n"),
+])
+def test_nested_lookalikes_in_code_or_prose_are_quiet(path, text):
+    assert not [d for d in parse(path, text).diagnostics if d.code == "KB128"]

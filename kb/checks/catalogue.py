@@ -123,6 +123,10 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "'### 证明 …', '### 应用 …') above the card's first '## ' section: kb reads entries only "
        "under a section, so it is not read", "put the section heading above it ('## 解法候选', "
        "'## 证明尝试', '## 证伪尝试', '## 应用记录'; kb verify --fix when certain)", True),
+    _r("KB128", "warning", "snapshot", "parse", "a heading shaped like a declaration or an entry "
+       "inside a block quote, a list item or an indent ('> ## H4: …', '- ### 解法 1｜…'): kb reads "
+       "those only as headings at the start of a line, so it is not read",
+       "if it is one, write the heading at the start of the line; if it is a quotation, ignore"),
     _r("KB130", "warning", "snapshot", "parse", "experiment title line missing or malformed",
        "write '# Exxx: <hypothesis ID> - <action>' as the first heading"),
     _r("KB131", "error", "snapshot", "parse", "experiment **Date** is not YYYY-MM-DD",

@@ -30,8 +30,11 @@ from kb.model import (
     VerifiedCard,
 )
 from kb.parse.common import (
+    NESTED_FIRST,
+    NESTED_HEADING,
     duplicate_key_error,
     fullwidth_colon_warning,
+    nested_container,
     parse_float,
     parse_list,
     parse_priority,
@@ -130,6 +133,28 @@ def canonical_entry_line(kind: str, rest: str) -> str | None:
     return line
 
 
+def nested_entry_lines(text: str) -> list[int]:
+    """0-based indices of the lines of ``text`` holding an entry or application heading
+    inside a block quote, a list item or an indent (``> ### 解法 2｜…``, ``- ### 解法 3｜…``),
+    code blocks not excluded. Cheap for a card without them: one search per ``###`` in
+    the text, and each of a plain card opens its line."""
+    out: list[int] = []
+    at = text.find("###")
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        if end < 0:
+            end = len(text)
+        if at != start and text[start:start + 1] in NESTED_FIRST:
+            m = NESTED_HEADING.match(text[start:end].rstrip("\r"))
+            if m is not None and m.group("marks") == "###":
+                line = "### " + m.group("text")
+                if ENTRY_HEAD.match(line) or _APPLICATION.match(line):
+                    out.append(text.count("\n", 0, start))
+        at = text.find("###", end)
+    return out
+
+
 class _Card:
     """What every card format shares: H1, header anchors, sections, entries."""
 
@@ -196,6 +221,8 @@ class _Card:
             i = n
         if orphans:
             self._orphans(orphans, i)
+        if "###" in src.text:
+            self._nested(nested_entry_lines(src.text))
         # Sections, entry lines, applications: only `## ` / `### ` lines matter,
         # so visit the heading lines alone (found by one regex over the text).
         heads = [j for j in src.heading_indices() if j >= i and lines[j].startswith(("## ", "### "))
@@ -248,6 +275,24 @@ class _Card:
             prev_kind = kind
             self.diags.append(Diagnostic(path=path, line=j + 1, code="KB127", severity="error",
                                          message=msg, fix=fix))
+
+    def _nested(self, at: list[int]) -> None:
+        """KB128 for each entry or application heading inside a block quote, a list item
+        or an indent (0-based lines ``at``, outside code blocks): not read, never guessed."""
+        src, lines = self.src, self.src.lines
+        for j in at:
+            if j < src.body_start or src.is_masked(j):
+                continue
+            m = NESTED_HEADING.match(lines[j])
+            if m is None:
+                continue
+            where, short = nested_container(m.group("pre"))
+            head = f"### {m.group('text')}"
+            self.diags.append(Diagnostic(
+                path=self.path, line=j + 1, code="KB128", severity="warning",
+                message=f"'{head}' is a heading inside {where}: kb reads an entry only as a "
+                f"heading at the start of a line, so it is not read; if it is an entry, write "
+                f"'{head}' at the start of the line, outside the {short}"))
 
     def _section_names(self, start: int) -> set[str]:
         """The names of the ``## `` sections from 0-based line ``start`` on (outside code)."""

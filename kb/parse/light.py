@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from kb.parse.card import CARD_ANCHOR, CARD_H1, ENTRY_HEAD, KIND_WORDS, split_fields
+from kb.parse.card import CARD_ANCHOR, CARD_H1, ENTRY_HEAD, KIND_WORDS, nested_entry_lines, split_fields
 from kb.parse.common import parse_float, parse_list, parse_priority, path_stem
 from kb.text import BLOCK_FIRST, MAYBE_BLOCK, compute_mask
 
@@ -98,6 +98,8 @@ def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightRes
         mask = compute_mask(every, 0)
         if any(m and every[i].startswith(_READ_LINES) for i, m in enumerate(mask)):
             return None
+    if nested_entry_lines(text):
+        return None  # an entry heading in a block quote or list item (KB128)
     # The header: up to the first `## ` line (all of the file without one).
     cut = text.find("\n## ")
     head = text.split("\n") if cut < 0 else text[:cut].split("\n")
