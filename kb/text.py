@@ -290,7 +290,7 @@ def _simple_fences(lines: list[str], start: int, mask: list[bool]) -> bool:
 _MD = None
 
 
-def _code_ranges(body: str) -> list[tuple[int, int]]:
+def _block_tokens(body: str) -> list[Any]:
     global _MD
     if _MD is None:
         from markdown_it import MarkdownIt
@@ -298,8 +298,87 @@ def _code_ranges(body: str) -> list[tuple[int, int]]:
         # Block level only: inline parsing is never needed to find code and
         # HTML regions, and costs half the parse time.
         _MD = MarkdownIt("commonmark").disable("inline")
-    out = []
-    for tok in _MD.parse(body):
-        if tok.type in ("fence", "code_block", "html_block") and tok.map:
-            out.append((tok.map[0], tok.map[1]))
-    return out
+    return [tok for tok in _MD.parse(body)
+            if tok.type in ("fence", "code_block", "html_block") and tok.map]
+
+
+def _code_ranges(body: str) -> list[tuple[int, int]]:
+    return [(tok.map[0], tok.map[1]) for tok in _block_tokens(body)]
+
+
+#: HTML blocks that end only at a closing text (CommonMark's kinds 1-5): the opening
+#: (after a block quote's or list item's marks) -> the text that closes it.
+_HTML_OPEN = (
+    (re.compile(r"<!--"), "-->", "an HTML comment '<!--'"),
+    (re.compile(r"<(script|pre|style|textarea)(?=[\s>]|$)", re.IGNORECASE), "</{0}>", "an HTML <{0}> block"),
+    (re.compile(r"<\?"), "?>", "an HTML processing instruction '<?'"),
+    (re.compile(r"<!\[CDATA\["), "]]>", "a CDATA section '<![CDATA['"),
+    (re.compile(r"<![A-Za-z]"), ">", "an HTML declaration '<!'"),
+)
+_CONTAINER = re.compile(r"^(?:[ \t]*(?:>|[-*+]|[0-9]{1,9}[.)])(?=[ \t>]|$))*[ \t]*")
+
+
+def unclosed_block(src: "SourceText") -> tuple[int, int, str, str] | None:
+    """``(opening line, hidden headings, what, how to close)`` when a fenced code block or an
+    HTML block of ``src`` (a comment, ``<script>``…) is never closed and so runs to the end
+    of the file, hiding its lines from every parser (0-based line; what it is; the text
+    that closes it). None otherwise.
+
+    Costs nothing for a file whose last line is not masked (the common case: O(1));
+    the others get one block-level parse, which tells where each block opens."""
+    masked, lines = src.masked, src.lines
+    if not masked or not masked[-1]:
+        return None
+    start = src.body_start
+    end0 = len(lines) - 1  # the last line that is not blank (markdown-it's blocks end there)
+    while end0 > start and not lines[end0].strip():
+        end0 -= 1
+    toks = _block_tokens("\n".join(lines[start:]))
+    last = next((t for t in reversed(toks) if start + t.map[1] > end0), None)
+    if last is None or last.type == "code_block" or start + last.map[0] > end0:
+        return None  # indented code ends where the indent does: nothing is unclosed
+    first0, end_line = start + last.map[0], lines[end0]
+    inner = _CONTAINER.sub("", end_line, count=1)
+    if last.type == "fence":
+        mark = last.markup
+        closed = (end0 > first0 and inner.startswith(mark)
+                  and not inner.rstrip(" \t").strip(mark[0]))
+        what, close = f"a fenced code block '{mark}'", f"a line '{mark}'"
+    else:
+        opening = _CONTAINER.sub("", lines[first0], count=1)
+        for pat, end, desc in _HTML_OPEN:
+            m = pat.match(opening)
+            if m is not None:
+                tag = m.group(1).lower() if m.groups() else ""
+                end, what = end.format(tag), desc.format(tag)
+                break
+        else:
+            return None  # an HTML block that ends at a blank line: nothing is unclosed
+        tail = end_line if end0 > first0 else opening[m.end():]
+        closed = end.lower() in tail.lower()
+        close = f"'{end}'"
+    if closed:
+        return None
+    if not any(ln.strip() for ln in lines[first0 + 1:]):
+        return None  # it opens on the last non-blank line: it hides nothing
+    heads = sum(1 for i in range(first0 + 1, len(lines)) if lines[i][:1] == "#")
+    return first0, heads, what, close
+
+
+def unclosed_block_warning(src: "SourceText", what_read: str) -> "Diagnostic | None":
+    """KB129 for :func:`unclosed_block` (None when there is none): at the opening line,
+    naming how many lines and headings it hides; ``what_read`` names what kb reads there
+    ("declarations", "entries", …)."""
+    found = unclosed_block(src)
+    if found is None:
+        return None
+    from kb.model import Diagnostic
+
+    first0, heads, what, close = found
+    hidden = len(src.lines) - first0 - 1
+    return Diagnostic(
+        path=src.path, line=first0 + 1, code="KB129", severity="warning",
+        message=f"{what} opened here is never closed, so it runs to the end of the file and "
+        f"hides its {hidden} line{'s' if hidden != 1 else ''} (lines {first0 + 2}–{len(src.lines)}, "
+        f"{heads} heading{'s' if heads != 1 else ''}): kb reads no {what_read} there; close it "
+        f"with {close} where it should end")

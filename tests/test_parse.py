@@ -421,3 +421,37 @@ def test_a_declaration_or_entry_inside_a_quote_or_list_is_a_warning(path, text, 
 ])
 def test_nested_lookalikes_in_code_or_prose_are_quiet(path, text):
     assert not [d for d in parse(path, text).diagnostics if d.code == "KB128"]
+
+
+@pytest.mark.parametrize("path,text,line,hidden", [
+    ("tree.md", "## H1: a\nStatus: 待验\n\n<!-- a comment never closed\n\n## H3: hidden\nStatus: 待验\n",
+     4, "hides its 3 lines (lines 5–7, 1 heading)"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n```python\nx = 1\n## H2: hidden\nStatus: 待验\n\n",
+     4, "hides its 4 lines (lines 5–8, 1 heading)"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n- item\n\n  ~~~\n  ## H2: hidden\n", 6, "(lines 7–7, 0 headings)"),
+    ("Problems/q1.md", "# 问题｜T\n- 状态: 求解中\n\n## 解法候选\n````\n### 解法 1｜t｜概率0.5｜状态未定论\n```\n",
+     5, "hides its 2 lines (lines 6–7, 1 heading)"),
+    ("experiments/E001.md", "# E001: H1 - act\n\n**Status**: 进行中\n\n## 执行记录\n```\nlog\n\n## 结果\n"
+     "**结论**: 支持\n", 6, "hides its 4 lines (lines 7–10, 1 heading)"),
+    ("experiments/E001.md", "# E001: H1 - act\n\n**Status**: 进行中\n<script>\nvar x;\n", 4, "(lines 5–5, 0 headings)"),
+])
+def test_a_block_never_closed_is_a_warning_at_its_opening_line(path, text, line, hidden):
+    """A fence or an HTML comment never closed runs to the end of the file and hides what
+    follows from kb (and from every Markdown reader): KB129 at the line that opens it."""
+    res = parse(path, text)
+    d = diag(res, "KB129")
+    assert (d.line, d.severity) == (line, "warning") and hidden in d.message, d.message
+
+
+@pytest.mark.parametrize("path,text", [
+    ("tree.md", "## H1: a\nStatus: 待验\n\n```\ncode\n```\n"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n<!--\nnote\n-->\n"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n<!-- one line -->\n"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n    indented code\n"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n<div>\nhtml to the end\n"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n```\n"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n- item\n\n  ```\n  code\n  ```\n"),
+    ("experiments/E001.md", "# E001: H1 - act\n\n**Status**: 进行中\n\n```\nlog\n~~~\n```\n"),
+])
+def test_a_block_closed_at_the_end_or_hiding_nothing_is_quiet(path, text):
+    assert not [d for d in parse(path, text).diagnostics if d.code == "KB129"]

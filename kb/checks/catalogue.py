@@ -127,6 +127,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "inside a block quote, a list item or an indent ('> ## H4: …', '- ### 解法 1｜…'): kb reads "
        "those only as headings at the start of a line, so it is not read",
        "if it is one, write the heading at the start of the line; if it is a quotation, ignore"),
+    _r("KB129", "warning", "snapshot", "parse", "a fenced code block or an HTML comment (or other "
+       "HTML block with a closing text) never closed: it runs to the end of the file and hides every "
+       "declaration, entry and anchor line after it", "close it ('```', '-->') where it should end"),
     _r("KB130", "warning", "snapshot", "parse", "experiment title line missing or malformed",
        "write '# Exxx: <hypothesis ID> - <action>' as the first heading"),
     _r("KB131", "error", "snapshot", "parse", "experiment **Date** is not YYYY-MM-DD",

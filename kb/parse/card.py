@@ -41,7 +41,7 @@ from kb.parse.common import (
     path_parts,
     path_stem,
 )
-from kb.text import SourceText
+from kb.text import SourceText, unclosed_block_warning
 
 KIND_WORDS = {"problem": "问题", "proposition": "命题", "method": "方法", "verified": "已验证"}
 LIST_KEYS = ("依赖", "被依赖", "可信断言", "上级体系", "子方法", "相关")
@@ -173,6 +173,10 @@ class _Card:
         self.entries: list[Entry] = []
         self.applications: list[Application] = []
         self._scan()
+        if src.masked and src.masked[-1]:  # a block reaches the end: was it ever closed?
+            unclosed = unclosed_block_warning(src, "entry or anchor line")
+            if unclosed is not None:
+                self.diags.append(unclosed)
 
     def _scan(self) -> None:
         src, lines, path = self.src, self.src.lines, self.path

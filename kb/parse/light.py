@@ -96,8 +96,8 @@ def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightRes
         if every and every[-1] == "":
             every.pop()
         mask = compute_mask(every, 0)
-        if any(m and every[i].startswith(_READ_LINES) for i, m in enumerate(mask)):
-            return None
+        if (mask and mask[-1]) or any(m and every[i].startswith(_READ_LINES) for i, m in enumerate(mask)):
+            return None  # (a block reaching the end may be unclosed: KB129)
     if nested_entry_lines(text):
         return None  # an entry heading in a block quote or list item (KB128)
     # The header: up to the first `## ` line (all of the file without one).

@@ -16,7 +16,7 @@ from typing import Any, Iterator
 from kb.model import Diagnostic, Fix, Hypothesis
 from kb.parse.common import (NESTED_FIRST, NESTED_HEADING, duplicate_key_error, fullwidth_colon_warning,
                              nested_container, split_id_list)
-from kb.text import SourceText
+from kb.text import SourceText, unclosed_block_warning
 from kb.vocab import HYPOTHESIS_STATUS
 
 # Anchor keys of a tree block; Chinese aliases are read (with a fixable warning).
@@ -270,6 +270,10 @@ def iter_tree(
             f"ID grammar `{grammar_label or grammar}` with separator "
             f"{' or '.join(repr(s) for s in separators)} ({first}); they are not read — "
             "set [kb] id_grammar / heading_separators in kb.toml if they are hypotheses"))
+    if masked and masked[-1]:  # a block reaches the end of the file: was it ever closed?
+        unclosed = unclosed_block_warning(src, "declaration or anchor line")
+        if unclosed is not None:
+            diags.append(unclosed)
     if held is not None:
         only = len(held) == 1
         for node in held:
