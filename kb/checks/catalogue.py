@@ -146,6 +146,10 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        ">>>>>>> markers); nothing else is read from the file",
        "resolve the conflict (keep the right lines, delete the markers); `kb sync` merges tree.md "
        "by meaning"),
+    _r("KB191", "error", "snapshot", "verify", "`kb verify --staged` during a stopped merge, "
+       "rebase or cherry-pick: a KB file (or kb.toml) has unmerged index entries (git's conflict "
+       "stages) and no resolved version; kb checks HEAD's version in its place",
+       "resolve the conflicts and `git add` the file; or `git merge --abort`, then `kb sync`"),
     _r("KB199", "error", "snapshot", "parse", "file could not be parsed (nested too deeply)",
        "simplify the file's nesting"),
     # -- snapshot rules (kb verify) ----------------------------------------------
