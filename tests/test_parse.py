@@ -455,3 +455,19 @@ def test_a_block_never_closed_is_a_warning_at_its_opening_line(path, text, line,
 ])
 def test_a_block_closed_at_the_end_or_hiding_nothing_is_quiet(path, text):
     assert not [d for d in parse(path, text).diagnostics if d.code == "KB129"]
+
+
+def test_a_file_ending_in_a_closed_fence_needs_no_block_parse(monkeypatch):
+    """The check for a block never closed reads what the mask computation saw: a card
+    ending in a closed column-0 fence (common) costs no markdown-it parse."""
+    import kb.text
+
+    def refuse(body: str) -> list:
+        raise AssertionError("markdown-it parse")
+
+    monkeypatch.setattr(kb.text, "_code_ranges", refuse)
+    text = CARD.format(line="") + "\n## 解法候选\n### 解法 1｜t｜概率0.5｜状态未定论\n```\ncode\n```\n"
+    res = parse("Problems/q1.md", text)
+    assert len(res.objects[0].entries) == 1 and not res.diagnostics
+    res = parse("Problems/q1.md", text[: -len("```\n")])
+    assert diag(res, "KB129").line == 12
