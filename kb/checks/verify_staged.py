@@ -201,11 +201,15 @@ def unmerged_findings(k: Any, unmerged: Mapping[str, str]) -> list[Any]:
     out = []
     for rel, stages in sorted(unmerged.items()):
         held = ", ".join(f"{s} {names.get(s, '?')}" for s in sorted(set(stages)))
-        if op is None or op[0] == "MERGE_HEAD":
-            what = "a merge (`git merge`, `git pull`)" if op else "a stopped merge"
+        if op is not None and op[0] == "MERGE_HEAD":
+            what = "a merge (`git merge`, `git pull`)"
             how = (f"resolve them (`kb verify` shows each conflict region), then `git add {rel}` "
                    "and commit; or `git merge --abort`, then `kb sync` (it merges tree.md by "
                    "meaning and renumbers clashing IDs)")
+        elif op is None:  # `git stash pop`, `git checkout -m`: no operation to abort
+            what = "a conflicted `git stash pop` or `git checkout -m`"
+            how = (f"resolve them (`kb verify` shows each conflict region), then `git add {rel}`; "
+                   f"or keep HEAD's version: `git restore --source=HEAD --staged --worktree -- {rel}`")
         else:
             what, how = op[1], f"resolve them and `git add {rel}`, then {op[2]}"
         out.append(Finding(
