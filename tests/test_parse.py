@@ -471,3 +471,12 @@ def test_a_file_ending_in_a_closed_fence_needs_no_block_parse(monkeypatch):
     assert len(res.objects[0].entries) == 1 and not res.diagnostics
     res = parse("Problems/q1.md", text[: -len("```\n")])
     assert diag(res, "KB129").line == 12
+
+
+def test_an_indented_declaration_is_a_warning():
+    """`  ## H2: …` (blanks before '#') is a heading for Markdown but not a declaration
+    kb reads: KB128 says so and how to write it."""
+    res = parse("tree.md", "## H1: a\nStatus: 待验\n\n  ## H2: indented\nStatus: 待验\n")
+    d = diag(res, "KB128")
+    assert d.line == 4 and "indent" in d.message and "without the indent" in d.message
+    assert [h.id for h in res.objects] == ["H1"]

@@ -296,7 +296,7 @@ class _Card:
                 path=self.path, line=j + 1, code="KB128", severity="warning",
                 message=f"'{head}' is a heading inside {where}: kb reads an entry only as a "
                 f"heading at the start of a line, so it is not read; if it is an entry, write "
-                f"'{head}' at the start of the line, outside the {short}"))
+                f"'{head}' at the start of the line, {short}"))
 
     def _section_names(self, start: int) -> set[str]:
         """The names of the ``## `` sections from 0-based line ``start`` on (outside code)."""

@@ -194,10 +194,10 @@ NESTED_HEADING = re.compile(
 
 
 def nested_container(pre: str) -> tuple[str, str]:
-    """What the prefix ``pre`` of a nested heading puts it in: (``"a block quote"``, the
-    container's short name) and the like, for messages."""
+    """What the prefix ``pre`` of a nested heading puts it in, for messages: where it is
+    (``"a block quote ('>')"``) and how to take it out (``"outside the block quote"``)."""
     if ">" in pre:
-        return "a block quote ('>')", "block quote"
+        return "a block quote ('>')", "outside the block quote"
     if pre.strip(" \t"):
-        return "a list item", "list item"
-    return "an indent", "indent"
+        return "a list item", "outside the list item"
+    return "an indent (blanks before its '#')", "without the indent"

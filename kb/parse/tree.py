@@ -200,7 +200,7 @@ def iter_tree(
                             message=f"'{nested[1]}' is a heading inside {nested[2]}: kb reads a "
                             "declaration only as a heading at the start of a line, so "
                             f"{nested[0]} is not read; if it is a hypothesis, write "
-                            f"'{nested[1]}' at the start of the line, outside the {nested[3]}"))
+                            f"'{nested[1]}' at the start of the line, {nested[3]}"))
             i += 1
             continue
         if masked[i]:
