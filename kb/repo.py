@@ -114,6 +114,10 @@ class Snapshot:
     #: (staged and commit snapshots) every symlink: path -> the link's own blob id
     #: (``files`` holds what it reads as: its target's blob, when inside).
     links: dict[str, str] = field(default_factory=dict)
+    #: (staged snapshots) KB files and kb.toml with unmerged index entries (a merge, rebase,
+    #: cherry-pick… stopped on a conflict): path -> the conflict stages held ("123": base,
+    #: ours, theirs). Such a path has no staged version, so it is not in ``files``.
+    unmerged: dict[str, str] = field(default_factory=dict)
 
     def read(self, paths: list[str]) -> dict[str, bytes]:
         """Contents of ``paths`` (KB-relative) in this snapshot; missing files are
@@ -223,6 +227,7 @@ def staged_snapshot(kb: KnowledgeBase, _stdout: bytes | None = None) -> Snapshot
     files: dict[str, str] = {}
     fmts: dict[str, str] = {}
     links: dict[str, str] = {}
+    unmerged: dict[str, str] = {}
     fmt_of = classifier(kb.config)
     prefix = kb.prefix
     cut = len(prefix)
@@ -239,9 +244,13 @@ def staged_snapshot(kb: KnowledgeBase, _stdout: bytes | None = None) -> Snapshot
             path = path[cut:]
         fmt = fmt_of(path)
         if fmt is None:
+            if meta[-1] != "0" and path == "kb.toml":
+                unmerged[path] = unmerged.get(path, "") + meta[-1]
             continue
         if meta[-1] != "0":
-            continue  # conflicted entries are not KB files
+            # a conflict stage (1 base, 2 ours, 3 theirs): no staged version of the file
+            unmerged[path] = unmerged.get(path, "") + meta[-1]
+            continue
         if meta[1] != "0":  # not 100644/100755: 160000 a submodule (skipped), 120000 a symlink
             if meta[1] != "2":
                 continue
@@ -249,7 +258,8 @@ def staged_snapshot(kb: KnowledgeBase, _stdout: bytes | None = None) -> Snapshot
         files[path] = meta[7:-2]
         fmts[path] = fmt
     unread = resolve_links(kb, "staged", None, links, files) if links else {}
-    return Snapshot(kb=kb, kind="staged", files=files, formats=fmts, unread=unread, links=links)
+    return Snapshot(kb=kb, kind="staged", files=files, formats=fmts, unread=unread, links=links,
+                    unmerged=unmerged)
 
 
 def commit_snapshot(kb: KnowledgeBase, rev: str) -> Snapshot:

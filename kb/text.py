@@ -144,6 +144,9 @@ class SourceText:
     _heads: list[int] | None = None
     #: Whether some line opens with a character of BLOCK_FIRST (set with _heads).
     _blocky: bool = True
+    #: What the mask computation saw of a block reaching the end of the file
+    #: (:func:`unclosed_block` reads it; None: no block there).
+    _tail: tuple[Any, ...] | None = None
 
     @classmethod
     def from_text(cls, text: str, path: str, bom: bool = False) -> "SourceText":
@@ -195,7 +198,7 @@ class SourceText:
             if not self._blocky or MAYBE_BLOCK.search(self.text) is None:
                 self.masked = [False] * len(self.lines)
             else:
-                self.masked = compute_mask(self.lines, self.body_start)
+                self.masked, self._tail = _mask_and_tail(self.lines, self.body_start)
         return self.masked[i]
 
 
@@ -210,20 +213,33 @@ def compute_mask(lines: list[str], start: int = 0) -> list[bool]:
     indented fence, an HTML block, indented code outside a fence) is left to
     markdown-it-py's block parser, which is exact.
     """
+    return _mask_and_tail(lines, start)[0]
+
+
+def _mask_and_tail(lines: list[str], start: int) -> tuple[list[bool], tuple[Any, ...] | None]:
+    """:func:`compute_mask`, and what it saw of the block reaching the end of the file:
+    ``("open", line, marker)`` for a column-0 fence the line scan found never closed,
+    ``("range", first line, end)`` of markdown-it's last block when it masks the last
+    line (:func:`unclosed_block` judges it), None otherwise."""
     mask = [False] * len(lines)
     # MAYBE_BLOCK over the body, line by line (no copy of a 20 MB tree.md).
     first, maybe = BLOCK_FIRST, _MAYBE_BLOCK_LINE.match
     if not any(ln[:1] in first and maybe(ln) for ln in lines[start:] if ln):
-        return mask
-    simple = _simple_fences(lines, start, mask)
+        return mask, None
+    tail: list[tuple[Any, ...]] = []
+    simple = _simple_fences(lines, start, mask, tail)
     if simple:
-        return mask
+        return mask, (tail[0] if tail else None)
     mask = [False] * len(lines)
     body = "\n".join(lines[start:])
-    for begin, end in _code_ranges(body):
+    ranges = _code_ranges(body)
+    for begin, end in ranges:
         for i in range(start + begin, min(start + end, len(lines))):
             mask[i] = True
-    return mask
+    last = None
+    if ranges and mask[-1]:
+        last = ("range", start + ranges[-1][0], start + ranges[-1][1])
+    return mask, last
 
 
 _COLUMN0_FENCE = re.compile(r"^(`{3,}|~{3,})(.*)$")
@@ -235,9 +251,12 @@ _COLUMN0_COMMENT = re.compile(r"^<!--.*-->")
 _SPECIAL_FIRST = frozenset(" \t`~<-+*#_=")
 
 
-def _simple_fences(lines: list[str], start: int, mask: list[bool]) -> bool:
-    """Mask column-0 fences; return False when the file needs a real parse."""
+def _simple_fences(lines: list[str], start: int, mask: list[bool],
+                   tail: list[tuple[Any, ...]] | None = None) -> bool:
+    """Mask column-0 fences; return False when the file needs a real parse. A fence
+    still open at the end is put in ``tail`` as ``("open", its line, its marker)``."""
     fence: str | None = None
+    opened = 0
     prev_text = False  # was the previous line paragraph text (which indented code cannot interrupt)?
     for i in range(start, len(lines)):
         line = lines[i]
@@ -268,7 +287,7 @@ def _simple_fences(lines: list[str], start: int, mask: list[bool]) -> bool:
             marker, info = m.group(1), m.group(2)
             if marker[0] == "`" and "`" in info:
                 return False  # not a fence by CommonMark; let the parser decide
-            fence = marker
+            fence, opened = marker, i
             mask[i] = True
             continue
         if c == "<" and _COLUMN0_COMMENT.match(line):
@@ -284,6 +303,8 @@ def _simple_fences(lines: list[str], start: int, mask: list[bool]) -> bool:
             # paragraph text is a continuation): the real parser decides.
             return False
         prev_text = bool(line.strip()) and not _NOT_TEXT.match(line)
+    if fence is not None and tail is not None:
+        tail.append(("open", opened, fence))
     return True
 
 
@@ -303,3 +324,89 @@ def _code_ranges(body: str) -> list[tuple[int, int]]:
         if tok.type in ("fence", "code_block", "html_block") and tok.map:
             out.append((tok.map[0], tok.map[1]))
     return out
+
+
+#: HTML blocks that end only at a closing text (CommonMark's kinds 1-5): the opening
+#: (after a block quote's or list item's marks) -> the text that closes it.
+_HTML_OPEN = (
+    (re.compile(r"<!--"), "-->", "an HTML comment '<!--'"),
+    (re.compile(r"<(script|pre|style|textarea)(?=[\s>]|$)", re.IGNORECASE), "</{0}>", "an HTML <{0}> block"),
+    (re.compile(r"<\?"), "?>", "an HTML processing instruction '<?'"),
+    (re.compile(r"<!\[CDATA\["), "]]>", "a CDATA section '<![CDATA['"),
+    (re.compile(r"<![A-Za-z]"), ">", "an HTML declaration '<!'"),
+)
+_FENCE_MARK = re.compile(r"`{3,}|~{3,}")
+_CONTAINER = re.compile(r"^(?:[ \t]*(?:>|[-*+]|[0-9]{1,9}[.)])(?=[ \t>]|$))*[ \t]*")
+
+
+def unclosed_block(src: "SourceText") -> tuple[int, int, str, str] | None:
+    """``(opening line, hidden headings, what, how to close)`` when a fenced code block or an
+    HTML block of ``src`` (a comment, ``<script>``…) is never closed and so runs to the end
+    of the file, hiding its lines from every parser (0-based line; what it is; the text
+    that closes it). None otherwise.
+
+    Costs nothing for a file whose last line is not masked (the common case: O(1)); for
+    the others the mask computation already saw the block reaching the end (the line
+    scan's open fence, or the range of markdown-it's last block): no parse of its own."""
+    masked, lines, tail = src.masked, src.lines, src._tail
+    if not masked or not masked[-1] or tail is None:
+        return None
+    start = src.body_start
+    end0 = len(lines) - 1  # the last line that is not blank (markdown-it's blocks end there)
+    while end0 > start and not lines[end0].strip():
+        end0 -= 1
+    if tail[0] == "open":  # the line scan's column-0 fence, never closed
+        first0, mark = tail[1], tail[2]
+        if end0 <= first0:
+            return None  # it opens on the last non-blank line: it hides nothing
+        heads = sum(1 for i in range(first0 + 1, len(lines)) if lines[i][:1] == "#")
+        return first0, heads, f"a fenced code block '{mark}'", f"a line '{mark}'"
+    _, first0, stop = tail  # markdown-it's last block, reaching the end
+    if stop <= end0 or first0 > end0 or _INDENTED.match(lines[first0]):
+        return None  # indented code ends where the indent does: nothing is unclosed
+    end_line = lines[end0]
+    inner = _CONTAINER.sub("", end_line, count=1)
+    fence = _FENCE_MARK.match(_CONTAINER.sub("", lines[first0], count=1))
+    if fence is not None:
+        mark = fence.group(0)
+        closed = (end0 > first0 and inner.startswith(mark)
+                  and not inner.rstrip(" \t").strip(mark[0]))
+        what, close = f"a fenced code block '{mark}'", f"a line '{mark}'"
+    else:
+        opening = _CONTAINER.sub("", lines[first0], count=1)
+        for pat, end, desc in _HTML_OPEN:
+            m = pat.match(opening)
+            if m is not None:
+                tag = m.group(1).lower() if m.groups() else ""
+                end, what = end.format(tag), desc.format(tag)
+                break
+        else:
+            return None  # an HTML block that ends at a blank line: nothing is unclosed
+        tail = end_line if end0 > first0 else opening[m.end():]
+        closed = end.lower() in tail.lower()
+        close = f"'{end}'"
+    if closed:
+        return None
+    if not any(ln.strip() for ln in lines[first0 + 1:]):
+        return None  # it opens on the last non-blank line: it hides nothing
+    heads = sum(1 for i in range(first0 + 1, len(lines)) if lines[i][:1] == "#")
+    return first0, heads, what, close
+
+
+def unclosed_block_warning(src: "SourceText", what_read: str) -> "Diagnostic | None":
+    """KB129 for :func:`unclosed_block` (None when there is none): at the opening line,
+    naming how many lines and headings it hides; ``what_read`` names what kb reads there
+    ("declarations", "entries", …)."""
+    found = unclosed_block(src)
+    if found is None:
+        return None
+    from kb.model import Diagnostic
+
+    first0, heads, what, close = found
+    hidden = len(src.lines) - first0 - 1
+    return Diagnostic(
+        path=src.path, line=first0 + 1, code="KB129", severity="warning",
+        message=f"{what} opened here is never closed, so it runs to the end of the file and "
+        f"hides its {hidden} line{'s' if hidden != 1 else ''} (lines {first0 + 2}–{len(src.lines)}, "
+        f"{heads} heading{'s' if heads != 1 else ''}): kb reads no {what_read} there; close it "
+        f"with {close} where it should end")

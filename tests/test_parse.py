@@ -314,3 +314,169 @@ def test_plain_declaration_pattern_reads_what_the_full_one_reads(text: str) -> N
     assert (full is None) == (plain is None)
     if full is not None and plain is not None:
         assert full.groupdict() == plain.groupdict()
+
+
+# -- content kb used to skip without a word ------------------------------------------
+
+
+@pytest.mark.parametrize("path,text,kind,section", [
+    ("Problems/q1.md", "# 问题｜T\n- 状态: 求解中\n\n### 解法 1｜t｜概率0.9｜状态未定论\nbody\n",
+     "解法", "解法候选"),
+    ("Propos/c/p1.md", "# 命题｜T\n- 概率: 0.5\n\n### 证伪 1｜t｜概率0.2｜状态未定论\n\n## 陈述\nS\n",
+     "证伪", "证伪尝试"),
+])
+def test_an_entry_above_every_section_is_an_error_with_a_fix(path, text, kind, section):
+    """An entry line before the card's first `## ` section is read nowhere: KB127 at its
+    line, and the fix (the section heading inserted above it) makes kb read the entry."""
+    res = parse(path, text)
+    assert res.objects[0].entries == ()
+    d = diag(res, "KB127")
+    assert (d.line, d.severity) == (4, "error") and f"'## {section}'" in d.message
+    assert d.fix is not None and d.fix.new == f"## {section}\n" + text.split("\n")[3]
+    lines = text.split("\n")
+    lines[d.fix.line - 1] = d.fix.new
+    fixed = parse(path, "\n".join(lines))
+    assert [(e.kind, e.number, e.text) for e in fixed.objects[0].entries] == [(kind, 1, "body")
+                                                                               if kind == "解法" else (kind, 1, "")]
+    assert not [x for x in fixed.diagnostics if x.severity == "error"], fixed.diagnostics
+
+
+def test_an_entry_above_anchor_lines_gets_no_fix():
+    """Inserting a section above an entry that header anchors follow would move them out
+    of the header: reported, no fix."""
+    res = parse("Problems/q1.md", "# 问题｜T\n### 解法 1｜t｜概率0.9｜状态未定论\n- 状态: 求解中\n")
+    d = diag(res, "KB127")
+    assert d.line == 2 and d.fix is None
+    assert res.objects[0].anchors == {"状态": "求解中"}
+
+
+@pytest.mark.parametrize("line,fixed", [
+    ("### 解法 4 ｜ title ｜ 概率0.5 ｜ 状态未定论", "### 解法 4｜title｜概率0.5｜状态未定论"),
+    ("### 解法 4｜t｜ 概率 0.5｜状态 已验", "### 解法 4｜t｜概率0.5｜状态已验"),
+    ("### 解法 4 | a b | 概率1e-1 | 状态未定论", "### 解法 4｜a b｜概率1e-1｜状态未定论"),
+    ("### 解法 4 ｜ a\\｜b ｜ 概率0.5 ｜ 状态未定论", "### 解法 4｜a\\｜b｜概率0.5｜状态未定论"),
+])
+def test_an_entry_with_spaced_separators_is_reported_with_the_canonical_line(line, fixed):
+    """Spaces around `｜` (or `|` for `｜`) are not the entry format (VIBEMATH-V3: no spaces
+    around 概率/状态; Vibe Math does not read them): KB122 with the canonical line as a
+    fix, which kb reads as the same entry."""
+    text = CARD.format(line="") + "\n## 解法候选\n" + line + "\n"
+    res = parse("Problems/q1.md", text)
+    assert res.objects[0].entries == ()
+    d = diag(res, "KB122")
+    assert d.fix is not None and (d.fix.line, d.fix.old, d.fix.new) == (11, line, fixed)
+    assert fixed in d.message
+    again = parse("Problems/q1.md", text.replace(line, fixed))
+    assert len(again.objects[0].entries) == 1 and not again.diagnostics, again.diagnostics
+
+
+@pytest.mark.parametrize("line", [
+    "### 解法 4 ｜ title ｜ 0.5 ｜ 状态未定论",
+    "### 解法 x ｜ title ｜ 概率0.5 ｜ 状态未定论",
+    "### 解法 4 ｜ title ｜ 概率high ｜ 状态未定论",
+    "### 解法 4 ｜ ｜ 概率0.5 ｜ 状态未定论",
+])
+def test_a_malformed_entry_gets_no_guessed_fix(line):
+    res = parse("Problems/q1.md", CARD.format(line="") + "\n## 解法候选\n" + line + "\n")
+    assert diag(res, "KB122").fix is None
+
+
+@pytest.mark.parametrize("path,text,read", [
+    ("tree.md", "## H3 : spaced\nStatus : 待验\n", lambda o: (o.id, o.statement, o.status) == ("H3", "spaced", "待验")),
+    ("Problems/q1.md", "# 问题｜T\n- 状态 : 求解中\n", lambda o: o.status == "求解中"),
+    ("experiments/E001.md", "# E001 : H1 - act\n\n**Status** : 进行中\n", lambda o: (o.id, o.status) == ("E001", "进行中")),
+])
+def test_spaces_before_a_colon_separator_are_read(path, text, read):
+    """A blank before ':' in a declaration or an anchor line is read as written (the
+    formats allow it), with no diagnostic: only entry lines' '｜' fields are strict."""
+    res = parse(path, text)
+    assert len(res.objects) == 1 and read(res.objects[0]) and not res.diagnostics, res
+
+
+@pytest.mark.parametrize("path,text,line,what", [
+    ("tree.md", "## H1: a\nStatus: 待验\n\n> ## H4: quoted\n> Status: 待验\n", 4, "H4 is not read"),
+    ("tree.md", "## H1: a\nStatus: 待验\n- ## H5: listed\n", 3, "H5 is not read"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n1. >## H6: both\n", 4, "H6 is not read"),
+    ("Problems/q1.md", "# 问题｜T\n- 状态: 求解中\n\n## 解法候选\n> ### 解法 1｜t｜概率0.5｜状态未定论\n", 5,
+     "outside the block quote"),
+    ("Problems/q1.md", "# 问题｜T\n- 状态: 求解中\n- ### 解法 1｜t｜概率0.5｜状态未定论\n", 3,
+     "outside the list item"),
+])
+def test_a_declaration_or_entry_inside_a_quote_or_list_is_a_warning(path, text, line, what):
+    """A heading inside a block quote or a list item is not a heading at the start of a
+    line: kb does not read it (no object, no entry) and says so, KB128 at its line."""
+    res = parse(path, text)
+    d = diag(res, "KB128")
+    assert (d.line, d.severity, d.fix) == (line, "warning", None) and what in d.message
+    if path == "tree.md":
+        assert [h.id for h in res.objects] == ["H1"]
+    else:
+        assert res.objects[0].entries == ()
+
+
+@pytest.mark.parametrize("path,text", [
+    ("tree.md", "## H1: a\nStatus: 待验\n\n```\n> ## H4: quoted\n```\n\n> a quote: of prose\n- item: one\n"),
+    ("Problems/q1.md", "# 问题｜T\n- 状态: 求解中\n\n## 解法候选\n```\n- ### 解法 1｜t｜概率0.5｜状态未定论\n```\n"
+     "> ### not an entry\n"),
+])
+def test_nested_lookalikes_in_code_or_prose_are_quiet(path, text):
+    assert not [d for d in parse(path, text).diagnostics if d.code == "KB128"]
+
+
+@pytest.mark.parametrize("path,text,line,hidden", [
+    ("tree.md", "## H1: a\nStatus: 待验\n\n<!-- a comment never closed\n\n## H3: hidden\nStatus: 待验\n",
+     4, "hides its 3 lines (lines 5–7, 1 heading)"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n```python\nx = 1\n## H2: hidden\nStatus: 待验\n\n",
+     4, "hides its 4 lines (lines 5–8, 1 heading)"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n- item\n\n  ~~~\n  ## H2: hidden\n", 6, "(lines 7–7, 0 headings)"),
+    ("Problems/q1.md", "# 问题｜T\n- 状态: 求解中\n\n## 解法候选\n````\n### 解法 1｜t｜概率0.5｜状态未定论\n```\n",
+     5, "hides its 2 lines (lines 6–7, 1 heading)"),
+    ("experiments/E001.md", "# E001: H1 - act\n\n**Status**: 进行中\n\n## 执行记录\n```\nlog\n\n## 结果\n"
+     "**结论**: 支持\n", 6, "hides its 4 lines (lines 7–10, 1 heading)"),
+    ("experiments/E001.md", "# E001: H1 - act\n\n**Status**: 进行中\n<script>\nvar x;\n", 4, "(lines 5–5, 0 headings)"),
+])
+def test_a_block_never_closed_is_a_warning_at_its_opening_line(path, text, line, hidden):
+    """A fence or an HTML comment never closed runs to the end of the file and hides what
+    follows from kb (and from every Markdown reader): KB129 at the line that opens it."""
+    res = parse(path, text)
+    d = diag(res, "KB129")
+    assert (d.line, d.severity) == (line, "warning") and hidden in d.message, d.message
+
+
+@pytest.mark.parametrize("path,text", [
+    ("tree.md", "## H1: a\nStatus: 待验\n\n```\ncode\n```\n"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n<!--\nnote\n-->\n"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n<!-- one line -->\n"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n    indented code\n"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n<div>\nhtml to the end\n"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n```\n"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n- item\n\n  ```\n  code\n  ```\n"),
+    ("experiments/E001.md", "# E001: H1 - act\n\n**Status**: 进行中\n\n```\nlog\n~~~\n```\n"),
+])
+def test_a_block_closed_at_the_end_or_hiding_nothing_is_quiet(path, text):
+    assert not [d for d in parse(path, text).diagnostics if d.code == "KB129"]
+
+
+def test_a_file_ending_in_a_closed_fence_needs_no_block_parse(monkeypatch):
+    """The check for a block never closed reads what the mask computation saw: a card
+    ending in a closed column-0 fence (common) costs no markdown-it parse."""
+    import kb.text
+
+    def refuse(body: str) -> list:
+        raise AssertionError("markdown-it parse")
+
+    monkeypatch.setattr(kb.text, "_code_ranges", refuse)
+    text = CARD.format(line="") + "\n## 解法候选\n### 解法 1｜t｜概率0.5｜状态未定论\n```\ncode\n```\n"
+    res = parse("Problems/q1.md", text)
+    assert len(res.objects[0].entries) == 1 and not res.diagnostics
+    res = parse("Problems/q1.md", text[: -len("```\n")])
+    assert diag(res, "KB129").line == 12
+
+
+def test_an_indented_declaration_is_a_warning():
+    """`  ## H2: …` (blanks before '#') is a heading for Markdown but not a declaration
+    kb reads: KB128 says so and how to write it."""
+    res = parse("tree.md", "## H1: a\nStatus: 待验\n\n  ## H2: indented\nStatus: 待验\n")
+    d = diag(res, "KB128")
+    assert d.line == 4 and "indent" in d.message and "without the indent" in d.message
+    assert [h.id for h in res.objects] == ["H1"]

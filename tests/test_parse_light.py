@@ -95,6 +95,12 @@ def _variants() -> list[tuple[str, str]]:
         ("## 陈述", "### 陈述"),                          # no `## `: header to the end
         ("- 标题: A problem\n", ""),
         ("\n## 陈述\n\nText.\n", "\n"),
+        ("- 被依赖: []", "- 被依赖: []\n\n### 解法 2｜above｜概率0.1｜状态未定论"),  # KB127
+        ("Text.", "> ### 解法 2｜quoted｜概率0.1｜状态未定论"),  # KB128
+        ("Text.", "- ### 解法 2｜listed｜概率0.1｜状态未定论"),  # KB128
+        ("Text.", "<!-- never closed\n\n## 证明尝试\nx"),  # KB129
+        ("body\n", "body\n\n```\nnever closed\n"),  # KB129
+        ("### 解法 1｜first｜概率0.2｜状态未定论", "### 解法 1 ｜ first ｜ 概率0.2 ｜ 状态未定论"),  # KB122
     ]
     for a, b in swap:
         assert a in CARD

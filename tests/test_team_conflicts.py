@@ -149,3 +149,69 @@ def test_an_undecodable_tree_gives_its_kb101_alone(tree_kb: Path) -> None:
     data = json.loads(invoke("verify", "--staged", "--json", cwd=root).stdout)
     codes = sorted({f["code"] for f in data["diagnostics"] if f["severity"] == "error"})
     assert codes == ["KB101"], data["diagnostics"]
+
+
+def test_staged_check_during_a_stopped_pull_names_the_conflicts(team) -> None:
+    """`git pull` stops on conflicts in tree.md, an experiment and a card (two real
+    clones, a real merge): the index holds git's conflict stages and no resolved version
+    of them. `kb verify --staged` says each file has unresolved merge conflicts (KB191,
+    with what to do), never that it was deleted (KB301); HEAD's version stands in."""
+    from conftest import write_files
+    from test_verify_support import experiment, problem
+
+    a, b = team["a"], team["b"]
+    tree = "# Hypothesis Tree\n\n## H1: Loading is the bottleneck\nStatus: 进行中\nEvidence: (empty)\n"
+    write_files(a, {"tree.md": tree, "experiments/E001.md": experiment("E001", "H1"),
+                    "Problems/q1.md": problem("q1")})
+    commit_all(a, "base")
+    git(a, "push", "-q", "origin", "main")
+    git(b, "pull", "-q", "--no-rebase", "origin", "main")
+    for side, word in ((a, "disk"), (b, "network")):
+        write_files(side, {
+            "tree.md": tree.replace("Loading", f"The {word}"),
+            "experiments/E001.md": experiment("E001", "H1").replace("# E001: H1 - ", f"# E001: H1 - {word} "),
+            "Problems/q1.md": problem("q1").replace("- 计划: 待调度", f"- 计划: {word}"),
+            "Problems/q2.md": problem("q2").replace("- 计划: 待调度", f"- 计划: {word}"),
+        })
+        commit_all(side, word)
+    git(a, "push", "-q", "origin", "main")
+    git(b, "pull", "-q", "--no-rebase", "origin", "main", check=False)
+    stages = git(b, "ls-files", "-u")
+    for path in ("tree.md", "experiments/E001.md", "Problems/q1.md", "Problems/q2.md"):
+        assert f"\t{path}" in stages, stages
+    res = invoke("verify", "--staged", "--json", cwd=b)
+    data = json.loads(res.stdout)
+    assert res.code == 1, data
+    found = {f["path"]: f for f in data["diagnostics"] if f["code"] == "KB191"}
+    assert sorted(found) == ["Problems/q1.md", "Problems/q2.md", "experiments/E001.md", "tree.md"]
+    msg = found["tree.md"]["message"]
+    assert "unresolved merge conflicts" in msg and "git add tree.md" in msg
+    assert "`git merge --abort`, then `kb sync`" in msg and "1 base, 2 ours, 3 theirs" in msg
+    assert "2 ours, 3 theirs" in found["Problems/q2.md"]["message"]  # added on both sides
+    assert all(f["blocking"] and f["severity"] == "error" for f in found.values())
+    assert not [f for f in data["diagnostics"] if f["code"] in ("KB301", "KB305", "KB302")], data
+    # resolved and added: KB191 is gone and the merge is judged as usual
+    for path in ("tree.md", "experiments/E001.md", "Problems/q1.md", "Problems/q2.md"):
+        git(b, "checkout", "--theirs", "--", path)
+        git(b, "add", "--", path)
+    data = json.loads(invoke("verify", "--staged", "--json", cwd=b).stdout)
+    assert not [f for f in data["diagnostics"] if f["code"] in ("KB191", "KB301")], data
+
+
+def test_staged_check_during_a_pull_stopped_in_kb_toml(team) -> None:
+    """kb.toml itself conflicted (markers in the work tree: it cannot be read): KB191 names
+    it and what to do, exit 1, not an environment error about TOML syntax alone."""
+    a, b = team["a"], team["b"]
+    base = (a / "kb.toml").read_text(encoding="utf-8")
+    for side, code in ((a, "KB240"), (b, "KB245")):
+        (side / "kb.toml").write_text(base + f'\n[rules]\ndisable = ["{code}"]\n', encoding="utf-8")
+        commit_all(side, code)
+    git(a, "push", "-q", "origin", "main")
+    git(b, "pull", "-q", "--no-rebase", "origin", "main", check=False)
+    assert "\tkb.toml" in git(b, "ls-files", "-u")
+    res = invoke("verify", "--staged", "--json", cwd=b)
+    data = json.loads(res.stdout)
+    assert res.code == 1, (res.stdout, res.stderr)
+    [f] = [f for f in data["diagnostics"] if f["code"] == "KB191"]
+    assert f["path"] == "kb.toml" and f["blocking"]
+    assert "unresolved merge conflicts" in f["message"] and "git merge --abort" in f["message"]

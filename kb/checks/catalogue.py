@@ -105,8 +105,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
     _r("KB120", "warning", "snapshot", "parse", "list anchor written as a comma list or empty",
        "write a JSON array such as [\"q1\",\"p2\"] (kb verify --fix)", True),
     _r("KB121", "error", "snapshot", "parse", "list anchor cannot be read", "write a JSON array of IDs"),
-    _r("KB122", "error", "snapshot", "parse", "malformed entry line",
-       "write '### 解法 N｜<title>｜概率<0..1>｜状态未定论'"),
+    _r("KB122", "error", "snapshot", "parse", "malformed entry line (not read)",
+       "write '### 解法 N｜<title>｜概率<0..1>｜状态未定论' (kb verify --fix when only the "
+       "separators are off: spaces around '｜', or '|')", True),
     _r("KB123", "error", "snapshot", "parse", "entry probability is not a number",
        "write a number in [0,1] after 概率"),
     _r("KB124", "error", "snapshot", "parse", "numeric anchor is not a number",
@@ -118,6 +119,17 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "'status: …' or '状态：…'): one report of what is there and what kb reads",
        "rewrite the file in kb's format; the message gives the rewrite when it is certain "
        "(it reads back as the same IDs and nesting)"),
+    _r("KB127", "error", "snapshot", "parse", "an entry or application heading ('### 解法 1｜…', "
+       "'### 证明 …', '### 应用 …') above the card's first '## ' section: kb reads entries only "
+       "under a section, so it is not read", "put the section heading above it ('## 解法候选', "
+       "'## 证明尝试', '## 证伪尝试', '## 应用记录'; kb verify --fix when certain)", True),
+    _r("KB128", "warning", "snapshot", "parse", "a heading shaped like a declaration or an entry "
+       "inside a block quote, a list item or an indent ('> ## H4: …', '- ### 解法 1｜…'): kb reads "
+       "those only as headings at the start of a line, so it is not read",
+       "if it is one, write the heading at the start of the line; if it is a quotation, ignore"),
+    _r("KB129", "warning", "snapshot", "parse", "a fenced code block or an HTML comment (or other "
+       "HTML block with a closing text) never closed: it runs to the end of the file and hides every "
+       "declaration, entry and anchor line after it", "close it ('```', '-->') where it should end"),
     _r("KB130", "warning", "snapshot", "parse", "experiment title line missing or malformed",
        "write '# Exxx: <hypothesis ID> - <action>' as the first heading"),
     _r("KB131", "error", "snapshot", "parse", "experiment **Date** is not YYYY-MM-DD",
@@ -134,6 +146,10 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        ">>>>>>> markers); nothing else is read from the file",
        "resolve the conflict (keep the right lines, delete the markers); `kb sync` merges tree.md "
        "by meaning"),
+    _r("KB191", "error", "snapshot", "verify", "`kb verify --staged` during a stopped merge, "
+       "rebase or cherry-pick: a KB file (or kb.toml) has unmerged index entries (git's conflict "
+       "stages) and no resolved version; kb checks HEAD's version in its place",
+       "resolve the conflicts and `git add` the file; or `git merge --abort`, then `kb sync`"),
     _r("KB199", "error", "snapshot", "parse", "file could not be parsed (nested too deeply)",
        "simplify the file's nesting"),
     # -- snapshot rules (kb verify) ----------------------------------------------

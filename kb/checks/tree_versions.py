@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from kb.repo import KnowledgeBase
 
 #: Parse diagnostics whose presence depends on the whole file (never spliced).
-FILE_WIDE = {"KB116"}
+FILE_WIDE = {"KB116", "KB129"}
 
 
 def _lines(data: bytes) -> list[str] | None:

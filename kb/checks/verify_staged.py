@@ -69,6 +69,10 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
         try:
             k = kb_at(top, prefix, "")
         except ConfigError as exc:
+            stages = _unmerged_stages(whole, f"{prefix}kb.toml")
+            if stages:  # kb.toml itself is conflicted: say so, and what to do
+                report.findings.append(unmerged_toml_finding(top, prefix, stages, exc))
+                continue
             if len(prefixes) == 1:
                 raise  # the one KB checked: an environment error, as for any command
             report.findings.append(unreadable_kb(
@@ -82,6 +86,11 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
             else:
                 listing, changes = whole, raw_changes(diffs, k)
             new = staged_snapshot(k, listing)
+            if new.unmerged:
+                # A stopped merge: HEAD's version stands in for each conflicted file
+                # (no change of its own) and KB191 says what to do.
+                changes = _unmerged_as_head(new, changes)
+                report.findings += unmerged_findings(k, new.unmerged)
             if new.links and head is not None:
                 # a symlink reads as its target: HEAD's links resolved in HEAD, and a
                 # link whose target changed is a change of the link (rare: git's own listing)
@@ -125,6 +134,91 @@ def _locate(start: Path) -> tuple[Path, Optional[str]]:
         return top, lines[2].strip()
     top = repo_top(start)
     return top, git.rev_parse("HEAD", top)
+
+
+def _unmerged_as_head(new: Any, changes: list[Any]) -> list[Any]:
+    """``changes`` without the conflicted paths of the staged snapshot ``new``, each of
+    which gets HEAD's version in ``new`` (git's diff lists it as unmerged, its HEAD blob
+    as the old side): a conflicted file is judged as unchanged, never as deleted."""
+    from kb.parse import classifier
+
+    fmt_of = classifier(new.kb.config)
+    out = []
+    for c in changes:
+        if c.path not in new.unmerged:
+            out.append(c)
+            continue
+        fmt = fmt_of(c.path)
+        if c.old and fmt is not None:
+            new.files[c.path] = c.old
+            new.formats[c.path] = fmt
+    return out
+
+
+def _unmerged_stages(listing: bytes, path: str) -> str:
+    """The conflict stages (``"123"``) of repository ``path`` in ``git ls-files -s -z``
+    output, "" when it has none (read only when kb.toml cannot be read)."""
+    out = ""
+    for rec in git.split_z(listing):
+        meta, _, p = rec.partition("\t")
+        if p == path and meta[-1:] in ("1", "2", "3"):
+            out += meta[-1]
+    return out
+
+
+def unmerged_toml_finding(top: Path, prefix: str, stages: str, exc: Exception) -> Any:
+    """KB191 for a kb.toml with unresolved merge conflicts, which cannot be read (``exc``):
+    its KB is not checked until the conflict is resolved."""
+    from kb.checks.report import Finding
+    from kb.merge.markers import operation_in_progress
+
+    names = {"1": "base", "2": "ours", "3": "theirs"}
+    held = ", ".join(f"{s} {names[s]}" for s in sorted(set(stages)))
+    op = operation_in_progress(top)
+    how = (f"then {op[2]}" if op and op[0] != "MERGE_HEAD" else
+           "then commit the merge; or `git merge --abort`, then `kb sync`")
+    return Finding(
+        path=f"{prefix}kb.toml", line=1, col=1, code="KB191", severity="error",
+        message=f"kb.toml has unresolved merge conflicts (git's conflict stages {held} in the "
+        f"index; {exc}): the KB in {prefix.rstrip('/') or '.'} is not checked until they are "
+        f"resolved; resolve them and `git add {prefix}kb.toml`, {how}", family="snapshot",
+        kb=prefix.rstrip("/") or ".", kb_path="kb.toml", kb_root=str(top / prefix if prefix else top),
+        blocking=True)
+
+
+def unmerged_findings(k: Any, unmerged: Mapping[str, str]) -> list[Any]:
+    """KB191, one per path of the KB ``k`` with unmerged index entries (path -> stages):
+    the file has unresolved merge conflicts, and what to do about them."""
+    from kb.checks.catalogue import effective_severity
+    from kb.checks.report import Finding
+    from kb.merge.markers import operation_in_progress
+
+    severity = effective_severity("KB191", "error", k.config)
+    if severity is None:
+        return []
+    op = operation_in_progress(k.top)
+    names = {"1": "base", "2": "ours", "3": "theirs"}
+    out = []
+    for rel, stages in sorted(unmerged.items()):
+        held = ", ".join(f"{s} {names.get(s, '?')}" for s in sorted(set(stages)))
+        if op is not None and op[0] == "MERGE_HEAD":
+            what = "a merge (`git merge`, `git pull`)"
+            how = (f"resolve them (`kb verify` shows each conflict region), then `git add {rel}` "
+                   "and commit; or `git merge --abort`, then `kb sync` (it merges tree.md by "
+                   "meaning and renumbers clashing IDs)")
+        elif op is None:  # `git stash pop`, `git checkout -m`: no operation to abort
+            what = "a conflicted `git stash pop` or `git checkout -m`"
+            how = (f"resolve them (`kb verify` shows each conflict region), then `git add {rel}`; "
+                   f"or keep HEAD's version: `git restore --source=HEAD --staged --worktree -- {rel}`")
+        else:
+            what, how = op[1], f"resolve them and `git add {rel}`, then {op[2]}"
+        out.append(Finding(
+            path=f"{k.prefix}{rel}", line=1, col=1, code="KB191", severity=severity,
+            message=f"{rel} has unresolved merge conflicts from {what}: the index holds git's "
+            f"conflict stages ({held}) and no resolved version, so kb checks HEAD's version in "
+            f"its place; {how}", family="snapshot", kb=k.prefix.rstrip("/") or ".",
+            kb_path=rel, kb_root=str(k.root), blocking=severity == "error"))
+    return out
 
 
 def _staged_config(k: Any, head: Optional[str], changes: list[Any]) -> Any:

@@ -20,6 +20,7 @@ from kb.model import (
     Application,
     Diagnostic,
     Entry,
+    Fix,
     KBObject,
     Method,
     Problem,
@@ -29,15 +30,18 @@ from kb.model import (
     VerifiedCard,
 )
 from kb.parse.common import (
+    NESTED_FIRST,
+    NESTED_HEADING,
     duplicate_key_error,
     fullwidth_colon_warning,
+    nested_container,
     parse_float,
     parse_list,
     parse_priority,
     path_parts,
     path_stem,
 )
-from kb.text import SourceText
+from kb.text import SourceText, unclosed_block_warning
 
 KIND_WORDS = {"problem": "问题", "proposition": "命题", "method": "方法", "verified": "已验证"}
 LIST_KEYS = ("依赖", "被依赖", "可信断言", "上级体系", "子方法", "相关")
@@ -54,6 +58,11 @@ _APPLICATION = re.compile(
     r"^###[ \t]+应用[ \t]*(?P<n>\d+)｜(?P<time>[^｜]*)｜问题[ \t]*(?P<q>\S+)(?:[ \t]+方向[ \t]*(?P<d>\S+))?[ \t]*$"
 )
 _SEP = re.compile(r"(?<!\\)｜")
+#: (card format, entry kind) -> the section the card format reads it under.
+_ENTRY_SECTION = {
+    ("problem", "解法"): "解法候选", ("proposition", "证明"): "证明尝试",
+    ("proposition", "证伪"): "证伪尝试", ("method", "应用"): "应用记录",
+}
 _new = object.__new__
 
 
@@ -99,6 +108,53 @@ def split_fields(rest: str) -> list[str]:
     return fields
 
 
+_SPACED = re.compile(r"^(?P<key>概率|状态)[ \t]+")
+
+
+def canonical_entry_line(kind: str, rest: str) -> str | None:
+    """The entry line ``### <kind> <rest>`` in the canonical form, when ``rest`` is
+    malformed only by blanks around its ``｜`` separators (``1 ｜ t ｜ 概率0.5 ｜ 状态未定论``),
+    by half-width ``|`` separators (with no ``｜`` in the line), or by a blank after
+    ``概率`` / ``状态``; None when more is wrong. The result reads back as an entry with
+    the same number, title, probability and status (checked here)."""
+    fields = split_fields(rest) if "｜" in rest else rest.split("|")
+    if len(fields) != 4:
+        return None
+    fields = [_SPACED.sub(r"\g<key>", f.strip(" \t")) for f in fields]
+    number, title, prob, status = fields
+    if not number.isdigit() or not title or not prob.startswith("概率") \
+            or not status.startswith("状态") or parse_float(prob[2:]) is None:
+        return None
+    line = f"### {kind} {number}｜{title}｜{prob}｜{status}"
+    m = ENTRY_HEAD.match(line)
+    again = split_fields(m.group("rest")) if m else []
+    if [f.strip() if k == 0 else f for k, f in enumerate(again)] != fields:
+        return None
+    return line
+
+
+def nested_entry_lines(text: str) -> list[int]:
+    """0-based indices of the lines of ``text`` holding an entry or application heading
+    inside a block quote, a list item or an indent (``> ### 解法 2｜…``, ``- ### 解法 3｜…``),
+    code blocks not excluded. Cheap for a card without them: one search per ``###`` in
+    the text, and each of a plain card opens its line."""
+    out: list[int] = []
+    at = text.find("###")
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        if end < 0:
+            end = len(text)
+        if at != start and text[start:start + 1] in NESTED_FIRST:
+            m = NESTED_HEADING.match(text[start:end].rstrip("\r"))
+            if m is not None and m.group("marks") == "###":
+                line = "### " + m.group("text")
+                if ENTRY_HEAD.match(line) or _APPLICATION.match(line):
+                    out.append(text.count("\n", 0, start))
+        at = text.find("###", end)
+    return out
+
+
 class _Card:
     """What every card format shares: H1, header anchors, sections, entries."""
 
@@ -117,6 +173,10 @@ class _Card:
         self.entries: list[Entry] = []
         self.applications: list[Application] = []
         self._scan()
+        if src.masked and src.masked[-1]:  # a block reaches the end: was it ever closed?
+            unclosed = unclosed_block_warning(src, "entry or anchor line")
+            if unclosed is not None:
+                self.diags.append(unclosed)
 
     def _scan(self) -> None:
         src, lines, path = self.src, self.src.lines, self.path
@@ -139,6 +199,7 @@ class _Card:
             src.is_masked(i)  # computes src.masked, read directly below
         masked = src.masked
         anchors, anchor_lines, match = self.anchors, self.anchor_lines, CARD_ANCHOR.match
+        orphans: list[int] = []
         for i in range(i, n):
             line = lines[i]
             two = line[:2]
@@ -155,10 +216,17 @@ class _Card:
                         else:
                             anchors[key] = value.rstrip()
                             anchor_lines[key] = i + 1
-            elif two == "##" and line[2:3] == " " and not masked[i]:  # type: ignore[index]
-                break
+            elif two == "##" and not masked[i]:  # type: ignore[index]
+                if line[2:3] == " ":
+                    break
+                if line[2:4] == "# ":  # `### …` above every section: read nowhere
+                    orphans.append(i)
         else:
             i = n
+        if orphans:
+            self._orphans(orphans, i)
+        if "###" in src.text:
+            self._nested(nested_entry_lines(src.text))
         # Sections, entry lines, applications: only `## ` / `### ` lines matter,
         # so visit the heading lines alone (found by one regex over the text).
         heads = [j for j in src.heading_indices() if j >= i and lines[j].startswith(("## ", "### "))
@@ -183,6 +251,59 @@ class _Card:
                 continue
             self._close(entry, lines[j + 1:end])
 
+    def _orphans(self, at: list[int], end: int) -> None:
+        """KB127 for each entry or application heading (``### 解法 1｜…``, ``### 应用 1｜…``)
+        at the 0-based lines ``at``, above the card's first ``## `` section (line ``end``,
+        or the end of the file): kb reads those only under a section, so they are not
+        read. The fix inserts the section the card format gives that kind (``## 解法候选``
+        before the first ``### 解法``) when that is certain: no header anchor line follows
+        (it would move out of the header) and the card has no such section yet."""
+        lines, path = self.src.lines, self.path
+        last_anchor = max(self.anchor_lines.values(), default=0)
+        prev_kind = ""
+        for j in at:
+            line = lines[j]
+            m = ENTRY_HEAD.match(line)
+            kind = m.group("kind") if m else ("应用" if _APPLICATION.match(line) else "")
+            if not kind:
+                continue
+            section = _ENTRY_SECTION.get((self.fmt, kind))
+            where = ("under '## " + section + "'" if section else "under a '## ' section")
+            msg = (f"'### {kind} …' above the card's first '## ' section: kb reads entries only "
+                   f"{where}, so this one is not read; put the section heading above it")
+            fix = None
+            if (section and kind != prev_kind and j + 1 > last_anchor
+                    and section not in self._section_names(end)):
+                fix = Fix(line=j + 1, old=line, new=f"## {section}\n{line}")
+                msg += f" (write '## {section}' on the line before)"
+            prev_kind = kind
+            self.diags.append(Diagnostic(path=path, line=j + 1, code="KB127", severity="error",
+                                         message=msg, fix=fix))
+
+    def _nested(self, at: list[int]) -> None:
+        """KB128 for each entry or application heading inside a block quote, a list item
+        or an indent (0-based lines ``at``, outside code blocks): not read, never guessed."""
+        src, lines = self.src, self.src.lines
+        for j in at:
+            if j < src.body_start or src.is_masked(j):
+                continue
+            m = NESTED_HEADING.match(lines[j])
+            if m is None:
+                continue
+            where, short = nested_container(m.group("pre"))
+            head = f"### {m.group('text')}"
+            self.diags.append(Diagnostic(
+                path=self.path, line=j + 1, code="KB128", severity="warning",
+                message=f"'{head}' is a heading inside {where}: kb reads an entry only as a "
+                f"heading at the start of a line, so it is not read; if it is an entry, write "
+                f"'{head}' at the start of the line, {short}"))
+
+    def _section_names(self, start: int) -> set[str]:
+        """The names of the ``## `` sections from 0-based line ``start`` on (outside code)."""
+        lines, masked = self.src.lines, self.src.masked or []
+        return {lines[j][3:].strip() for j in self.src.heading_indices()
+                if j >= start and lines[j].startswith("## ") and not masked[j]}
+
     def _entry(self, i: int, line: str) -> dict[str, Any] | None:
         m = ENTRY_HEAD.match(line)
         if m is None:
@@ -192,9 +313,17 @@ class _Card:
         ok = len(fields) == 4 and fields[0].strip().isdigit() and fields[2].startswith("概率") \
             and fields[3].startswith("状态")
         if not ok:
-            self.diags.append(Diagnostic(
-                path=self.path, line=i + 1, code="KB122", severity="error",
-                message=f"malformed entry line; write '### {kind} N｜<title>｜概率<0..1>｜状态未定论'"))
+            fixed = canonical_entry_line(kind, rest)
+            if fixed is None:
+                self.diags.append(Diagnostic(
+                    path=self.path, line=i + 1, code="KB122", severity="error",
+                    message=f"malformed entry line; write '### {kind} N｜<title>｜概率<0..1>｜状态未定论'"))
+            else:
+                self.diags.append(Diagnostic(
+                    path=self.path, line=i + 1, code="KB122", severity="error",
+                    message="malformed entry line (spaces around its '｜' separators, or '|' in "
+                    f"their place), so it is not read; write '{fixed}'",
+                    fix=Fix(line=i + 1, old=line, new=fixed)))
             return None
         prob = parse_float(fields[2][2:])
         if prob is None:

@@ -182,3 +182,22 @@ def path_stem(path: str) -> str:
     name = path[path.rfind("/") + 1:]
     i = name.rfind(".")
     return name[:i] if 0 < i < len(name) - 1 else name
+
+
+#: The first characters of a line that may hold a heading inside a container: a block
+#: quote (``> ## H4: …``), a list item (``- ## H4: …``, ``1. ## …``) or an indent.
+NESTED_FIRST = frozenset(" \t>-*+0123456789")
+#: A heading after block-quote marks, list markers or an indent (the container part,
+#: the ``#`` marks, the heading text).
+NESTED_HEADING = re.compile(
+    r"^(?P<pre>[ \t]*(?:(?:>|[-*+]|[0-9]{1,9}[.)])[ \t]*)*)(?<=[ \t>])(?P<marks>#+)[ \t]+(?P<text>.*?)[ \t]*$")
+
+
+def nested_container(pre: str) -> tuple[str, str]:
+    """What the prefix ``pre`` of a nested heading puts it in, for messages: where it is
+    (``"a block quote ('>')"``) and how to take it out (``"outside the block quote"``)."""
+    if ">" in pre:
+        return "a block quote ('>')", "outside the block quote"
+    if pre.strip(" \t"):
+        return "a list item", "outside the list item"
+    return "an indent (blanks before its '#')", "without the indent"

@@ -12,7 +12,7 @@ import re
 
 from kb.model import Diagnostic, Experiment
 from kb.parse.common import duplicate_key_error, fullwidth_colon_warning, path_stem
-from kb.text import BLOCK_FIRST, SourceText
+from kb.text import BLOCK_FIRST, SourceText, unclosed_block_warning
 from kb.vocab import CONCLUSION, EXPERIMENT_STATUS
 
 EXPERIMENT_ID = re.compile(r"E\d{3,}")
@@ -119,6 +119,10 @@ def parse_experiment(src: SourceText) -> tuple[list[Experiment], list[Diagnostic
                 continue
             anchors[key] = value
             anchor_lines[key] = i + 1
+    if masked and masked[-1]:  # a block reaches the end of the file: was it ever closed?
+        unclosed = unclosed_block_warning(src, "heading or anchor line")
+        if unclosed is not None:
+            diags.append(unclosed)
     if not title_line:
         first = next((k for k in range(src.body_start, len(lines)) if lines[k].strip()),
                      src.body_start)

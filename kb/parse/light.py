@@ -20,9 +20,9 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from kb.parse.card import CARD_ANCHOR, CARD_H1, ENTRY_HEAD, KIND_WORDS, split_fields
+from kb.parse.card import CARD_ANCHOR, CARD_H1, ENTRY_HEAD, KIND_WORDS, nested_entry_lines, split_fields
 from kb.parse.common import parse_float, parse_list, parse_priority, path_stem
-from kb.text import BLOCK_FIRST, MAYBE_BLOCK, compute_mask
+from kb.text import BLOCK_FIRST, MAYBE_BLOCK, SourceText, unclosed_block
 
 __all__ = ["LIGHT_FORMATS", "LIGHT_READ_FORMATS", "LightResult", "light_card", "light_experiment", "light_read"]
 
@@ -92,12 +92,16 @@ def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightRes
     # are read by neither.
     if (data[:1] in _BLOCK_FIRST_BYTES or _BLOCK_LINE.search(data) is not None) \
             and MAYBE_BLOCK.search(text) is not None:
-        every = text.split("\n")
-        if every and every[-1] == "":
-            every.pop()
-        mask = compute_mask(every, 0)
+        src = SourceText.from_text(text, path)
+        every = src.lines
+        src.is_masked(0)  # the parser's mask (kb.text.compute_mask), and its view of the end
+        mask = src.masked or []
         if any(m and every[i].startswith(_READ_LINES) for i, m in enumerate(mask)):
             return None
+        if mask and mask[-1] and unclosed_block(src) is not None:
+            return None  # a block never closed hides the rest (KB129)
+    if nested_entry_lines(text):
+        return None  # an entry heading in a block quote or list item (KB128)
     # The header: up to the first `## ` line (all of the file without one).
     cut = text.find("\n## ")
     head = text.split("\n") if cut < 0 else text[:cut].split("\n")
@@ -127,6 +131,8 @@ def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightRes
                     return None  # KB110, KB112
                 anchors[key] = value.rstrip()
                 where[key] = i + 1
+        elif line[:4] == "### ":
+            return None  # an entry heading above every section (KB127), or another
         i += 1
     if not anchors:
         return None  # the full parse may add KB126

@@ -14,8 +14,9 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from kb.model import Diagnostic, Fix, Hypothesis
-from kb.parse.common import duplicate_key_error, fullwidth_colon_warning, split_id_list
-from kb.text import SourceText
+from kb.parse.common import (NESTED_FIRST, NESTED_HEADING, duplicate_key_error, fullwidth_colon_warning,
+                             nested_container, split_id_list)
+from kb.text import SourceText, unclosed_block_warning
 from kb.vocab import HYPOTHESIS_STATUS
 
 # Anchor keys of a tree block; Chinese aliases are read (with a fixable warning).
@@ -163,6 +164,7 @@ def iter_tree(
     lines = src.lines
     decl = _declaration_re(grammar, separators)
     plain = _plain_declaration_re(grammar, separators)
+    other_seps = [s for s in separators if s not in (":", "：")]
     fm = frontmatter or {}
     late: list[Diagnostic] = []  # KB115 / KB104, reported after the parse diagnostics
     if lines:
@@ -180,14 +182,25 @@ def iter_tree(
     while i < n:
         line = lines[i]
         if not line or (line[0] != "#" and line[0] != "＃"):
-            if (line and not under_lookalike and (":" in line or "：" in line)
-                    and _looks_like_anchor(line) and not src.is_masked(i)):
-                prev = lines[i - 1] if i > 0 else ""
-                if not prev.strip() or prev.lstrip().startswith("#"):
-                    diags.append(Diagnostic(
-                        path=path, line=i + 1, code="KB117", severity="warning",
-                        message="anchor line outside any hypothesis block (it must follow "
-                        "its heading directly, with no blank line)"))
+            if line and ((":" in line or "：" in line) or other_seps and any(
+                    s in line for s in other_seps)):
+                if not under_lookalike and _looks_like_anchor(line):
+                    if not src.is_masked(i):
+                        prev = lines[i - 1] if i > 0 else ""
+                        if not prev.strip() or prev.lstrip().startswith("#"):
+                            diags.append(Diagnostic(
+                                path=path, line=i + 1, code="KB117", severity="warning",
+                                message="anchor line outside any hypothesis block (it must follow "
+                                "its heading directly, with no blank line)"))
+                elif line[0] in NESTED_FIRST and not src.is_masked(i):
+                    nested = _nested_declaration(line, decl, plain)
+                    if nested is not None:
+                        diags.append(Diagnostic(
+                            path=path, line=i + 1, code="KB128", severity="warning",
+                            message=f"'{nested[1]}' is a heading inside {nested[2]}: kb reads a "
+                            "declaration only as a heading at the start of a line, so "
+                            f"{nested[0]} is not read; if it is a hypothesis, write "
+                            f"'{nested[1]}' at the start of the line, {nested[3]}"))
             i += 1
             continue
         if masked[i]:
@@ -257,6 +270,10 @@ def iter_tree(
             f"ID grammar `{grammar_label or grammar}` with separator "
             f"{' or '.join(repr(s) for s in separators)} ({first}); they are not read — "
             "set [kb] id_grammar / heading_separators in kb.toml if they are hypotheses"))
+    if masked and masked[-1]:  # a block reaches the end of the file: was it ever closed?
+        unclosed = unclosed_block_warning(src, "declaration or anchor line")
+        if unclosed is not None:
+            diags.append(unclosed)
     if held is not None:
         only = len(held) == 1
         for node in held:
@@ -281,6 +298,21 @@ def _heading_levels(src: SourceText) -> list[tuple[int, int]]:
         if line[level:level + 1] in (" ", "\t") and not masked[i]:
             out.append((i, level))
     return out
+
+
+def _nested_declaration(line: str, decl: re.Pattern[str],
+                        plain: re.Pattern[str]) -> tuple[str, str, str, str] | None:
+    """``(ID, heading, where, container)`` when ``line`` is a declaration heading inside a
+    block quote, a list item or an indent (which kb does not read); None otherwise."""
+    m = NESTED_HEADING.match(line)
+    if m is None:
+        return None
+    text = m.group("text")
+    d = (decl if text[:1] == "[" else plain).match(text)
+    if d is None:
+        return None
+    where, short = nested_container(m.group("pre"))
+    return d.group("id"), f"{m.group('marks')} {text}", where, short
 
 
 def _looks_like_anchor(line: str) -> bool:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 CODE = "KB126"
 #: Diagnostics that already explain why a file yields nothing (no second report).
-EXPLAINED = {"KB101", "KB113", "KB116", "KB119", "KB190", "KB199"}
+EXPLAINED = {"KB101", "KB113", "KB116", "KB119", "KB127", "KB128", "KB129", "KB190", "KB199"}
 
 # An ID as people write it: H1, H1.2, H-3, H_3, Hypothesis 1, Hyp. 2, 假设1.
 _ID = (r"(?P<id>(?:H|(?i:hyp(?:othesis)?\.?)[ \t]*|假设[ \t]*)"
