@@ -404,9 +404,11 @@ def unclosed_block_warning(src: "SourceText", what_read: str) -> "Diagnostic | N
 
     first0, heads, what, close = found
     hidden = len(src.lines) - first0 - 1
+    where = (f"its line {first0 + 2}" if hidden == 1 else
+             f"its {hidden} lines (lines {first0 + 2}–{len(src.lines)}")
+    where += f"{' (' if hidden == 1 else ', '}{heads} heading{'s' if heads != 1 else ''})"
     return Diagnostic(
         path=src.path, line=first0 + 1, code="KB129", severity="warning",
         message=f"{what} opened here is never closed, so it runs to the end of the file and "
-        f"hides its {hidden} line{'s' if hidden != 1 else ''} (lines {first0 + 2}–{len(src.lines)}, "
-        f"{heads} heading{'s' if heads != 1 else ''}): kb reads no {what_read} there; close it "
-        f"with {close} where it should end")
+        f"hides {where}: kb reads no {what_read} there; close it with {close} where it "
+        "should end")

@@ -341,6 +341,51 @@ def test_an_entry_above_every_section_is_an_error_with_a_fix(path, text, kind, s
     assert not [x for x in fixed.diagnostics if x.severity == "error"], fixed.diagnostics
 
 
+def test_an_entry_above_its_section_further_down_says_move_it_there():
+    """When the card has the entry's section further down, inserting another would make
+    two: the message says to move the entry under it (its line), and there is no fix."""
+    text = ("# 问题｜T\n- 状态: 求解中\n\n### 解法 1｜early｜概率0.5｜状态未定论\n\n## 陈述\nS\n\n"
+            "## 解法候选\n### 解法 2｜t｜概率0.5｜状态未定论\n")
+    d = diag(parse("Problems/q1.md", text), "KB127")
+    assert d.line == 4 and d.fix is None
+    assert "move it under '## 解法候选' (line 9)" in d.message and "put the section" not in d.message
+
+
+METHOD = "# 方法｜m\n- 状态: 经验\n\n## 应用记录\n\n{line}\n"
+
+
+@pytest.mark.parametrize("line,fixed", [
+    ("### 应用 2｜q2", None),
+    ("### 应用 2｜2026-11-02 10:00:00", None),
+    ("### 应用 3 ｜ 2026-11-02 10:00:00 ｜ 问题 q2", "### 应用 3｜2026-11-02 10:00:00｜问题 q2"),
+    ("### 应用 3 | 2026-11-02 | 问题 q2 方向 d1", "### 应用 3｜2026-11-02｜问题 q2 方向 d1"),
+])
+def test_a_malformed_application_line_is_reported_not_skipped(line, fixed):
+    """A `### 应用` line of a method that does not read as an application is KB122 (it used
+    to vanish without a word); spaced or `|` separators get the canonical line as a fix,
+    which reads back as the application."""
+    res = parse("Methods/m1.md", METHOD.format(line=line))
+    assert res.objects[0].applications == ()
+    d = diag(res, "KB122")
+    assert d.line == 6 and "application line" in d.message, d.message
+    if fixed is None:
+        assert d.fix is None and "### 应用 N｜<YYYY-MM-DD HH:MM:SS>｜问题 <qid>" in d.message
+        return
+    assert d.fix is not None and d.fix.new == fixed and fixed in d.message
+    again = parse("Methods/m1.md", METHOD.format(line=fixed))
+    assert [a.number for a in again.objects[0].applications] == [int(fixed.split()[2][0])]
+    assert not again.diagnostics, again.diagnostics
+
+
+@pytest.mark.parametrize("path,text", [
+    ("Methods/m1.md", METHOD.format(line="### 应用场景\nprose about where it applies")),
+    ("Methods/m1.md", METHOD.format(line="### 应用 1｜2026-11-02 10:00:00｜问题 q1 方向 d")),
+    ("Problems/q1.md", "# 问题｜T\n- 状态: 求解中\n\n## 陈述\n\n### 应用 2｜q2\n"),
+])
+def test_application_like_headings_that_are_fine_are_quiet(path, text):
+    assert not [d for d in parse(path, text).diagnostics if d.code == "KB122"]
+
+
 def test_an_entry_above_anchor_lines_gets_no_fix():
     """Inserting a section above an entry that header anchors follow would move them out
     of the header: reported, no fix."""
@@ -428,12 +473,14 @@ def test_nested_lookalikes_in_code_or_prose_are_quiet(path, text):
      4, "hides its 3 lines (lines 5–7, 1 heading)"),
     ("tree.md", "## H1: a\nStatus: 待验\n\n```python\nx = 1\n## H2: hidden\nStatus: 待验\n\n",
      4, "hides its 4 lines (lines 5–8, 1 heading)"),
-    ("tree.md", "## H1: a\nStatus: 待验\n\n- item\n\n  ~~~\n  ## H2: hidden\n", 6, "(lines 7–7, 0 headings)"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n- item\n\n  ~~~\n  ## H2: hidden\n", 6,
+     "hides its line 7 (0 headings)"),
     ("Problems/q1.md", "# 问题｜T\n- 状态: 求解中\n\n## 解法候选\n````\n### 解法 1｜t｜概率0.5｜状态未定论\n```\n",
      5, "hides its 2 lines (lines 6–7, 1 heading)"),
     ("experiments/E001.md", "# E001: H1 - act\n\n**Status**: 进行中\n\n## 执行记录\n```\nlog\n\n## 结果\n"
      "**结论**: 支持\n", 6, "hides its 4 lines (lines 7–10, 1 heading)"),
-    ("experiments/E001.md", "# E001: H1 - act\n\n**Status**: 进行中\n<script>\nvar x;\n", 4, "(lines 5–5, 0 headings)"),
+    ("experiments/E001.md", "# E001: H1 - act\n\n**Status**: 进行中\n<script>\nvar x;\n", 4,
+     "hides its line 5 (0 headings)"),
 ])
 def test_a_block_never_closed_is_a_warning_at_its_opening_line(path, text, line, hidden):
     """A fence or an HTML comment never closed runs to the end of the file and hides what

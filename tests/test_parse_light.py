@@ -119,6 +119,10 @@ def _variants() -> list[tuple[str, str]]:
     out.append(("proposition", CARD.replace("问题｜", "命题｜").replace("- 优先级: 3", "- 概率: x")))
     out.append(("method", "# 方法｜m\n- 状态: 有效\n- 可信断言: [\"p1\"]\n- 上级体系: [\"m0\"]\n"
                           "- 子方法: []\n- 相关: [\"m3\"]\n\n### 应用 1｜t｜问题 q1\n"))
+    method = "# 方法｜m\n- 状态: 经验\n- 可信断言: [\"p1\"]\n\n## 应用记录\n\n"
+    out.append(("method", method + "### 应用 1｜2026-11-02 10:00:00｜问题 q1 方向 d1\n"))
+    out.append(("method", method + "### 应用 2｜q2\n"))  # KB122
+    out.append(("method", method + "### 应用 3 ｜ 2026-11-02 10:00:00 ｜ 问题 q2\n"))  # KB122
     out.append(("verified", "# 已验证｜p1\n- 类型: 命题\n- 结论: 已验证·真\n- 概率: 1\n"))
     out.append(("verified", "# 已验证｜p1\n- 类型: 命题\n- 概率: one\n"))
     return out

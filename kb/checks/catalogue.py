@@ -105,9 +105,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
     _r("KB120", "warning", "snapshot", "parse", "list anchor written as a comma list or empty",
        "write a JSON array such as [\"q1\",\"p2\"] (kb verify --fix)", True),
     _r("KB121", "error", "snapshot", "parse", "list anchor cannot be read", "write a JSON array of IDs"),
-    _r("KB122", "error", "snapshot", "parse", "malformed entry line (not read)",
-       "write '### 解法 N｜<title>｜概率<0..1>｜状态未定论' (kb verify --fix when only the "
-       "separators are off: spaces around '｜', or '|')", True),
+    _r("KB122", "error", "snapshot", "parse", "malformed entry or application line (not read)",
+       "write '### 解法 N｜<title>｜概率<0..1>｜状态未定论' ('### 应用 N｜<time>｜问题 <qid>' in a "
+       "method; kb verify --fix when only the separators are off: spaces around '｜', or '|')", True),
     _r("KB123", "error", "snapshot", "parse", "entry probability is not a number",
        "write a number in [0,1] after 概率"),
     _r("KB124", "error", "snapshot", "parse", "numeric anchor is not a number",

@@ -57,6 +57,9 @@ ENTRY_HEAD = re.compile(r"^###[ \t]+(?P<kind>解法|证明|证伪)[ \t]*(?P<rest
 _APPLICATION = re.compile(
     r"^###[ \t]+应用[ \t]*(?P<n>\d+)｜(?P<time>[^｜]*)｜问题[ \t]*(?P<q>\S+)(?:[ \t]+方向[ \t]*(?P<d>\S+))?[ \t]*$"
 )
+#: A heading meant as an application line of a method (``### 应用 N…``, or ``### 应用``
+#: with separators), whether it reads as one (:data:`_APPLICATION`) or not.
+APPLICATION_HEAD = re.compile(r"^###[ \t]+应用[ \t]*(?:\d|.*[｜|])")
 _SEP = re.compile(r"(?<!\\)｜")
 #: (card format, entry kind) -> the section the card format reads it under.
 _ENTRY_SECTION = {
@@ -131,6 +134,27 @@ def canonical_entry_line(kind: str, rest: str) -> str | None:
     if [f.strip() if k == 0 else f for k, f in enumerate(again)] != fields:
         return None
     return line
+
+
+def canonical_application_line(line: str) -> str | None:
+    """The application line ``line`` (``### 应用 …``) in the canonical form, when it is
+    malformed only by blanks around its ``｜`` separators or by half-width ``|``
+    separators (with no ``｜`` in the line); None when more is wrong. The result reads
+    back as an application with the same number, time and problem (checked here)."""
+    rest = line.split("应用", 1)[1]
+    fields = [f.strip(" \t") for f in (rest.split("｜") if "｜" in rest else rest.split("|"))]
+    if len(fields) != 3 or not fields[0].isdigit() or not all(fields):
+        return None
+    fixed = f"### 应用 {fields[0]}｜{fields[1]}｜{fields[2]}"
+    m = is_application(fixed)
+    if m is None or (m.group("n"), m.group("time")) != (fields[0], fields[1]):
+        return None
+    return fixed
+
+
+def is_application(line: str) -> re.Match[str] | None:
+    """The match of an application line ``### 应用 N｜<time>｜问题 <qid> 方向 <dir>``, or None."""
+    return _APPLICATION.match(line)
 
 
 def nested_entry_lines(text: str) -> list[int]:
@@ -264,18 +288,22 @@ class _Card:
         for j in at:
             line = lines[j]
             m = ENTRY_HEAD.match(line)
-            kind = m.group("kind") if m else ("应用" if _APPLICATION.match(line) else "")
+            kind = m.group("kind") if m else ("应用" if APPLICATION_HEAD.match(line) else "")
             if not kind:
                 continue
             section = _ENTRY_SECTION.get((self.fmt, kind))
             where = ("under '## " + section + "'" if section else "under a '## ' section")
             msg = (f"'### {kind} …' above the card's first '## ' section: kb reads entries only "
-                   f"{where}, so this one is not read; put the section heading above it")
+                   f"{where}, so this one is not read; ")
             fix = None
-            if (section and kind != prev_kind and j + 1 > last_anchor
-                    and section not in self._section_names(end)):
-                fix = Fix(line=j + 1, old=line, new=f"## {section}\n{line}")
-                msg += f" (write '## {section}' on the line before)"
+            below = self._section_lines(end).get(section) if section else None
+            if below is not None:  # the section is there, further down: the entry goes under it
+                msg += f"move it under '## {section}' (line {below})"
+            else:
+                msg += "put the section heading above it"
+                if section and kind != prev_kind and j + 1 > last_anchor:
+                    fix = Fix(line=j + 1, old=line, new=f"## {section}\n{line}")
+                    msg += f" (write '## {section}' on the line before)"
             prev_kind = kind
             self.diags.append(Diagnostic(path=path, line=j + 1, code="KB127", severity="error",
                                          message=msg, fix=fix))
@@ -298,11 +326,15 @@ class _Card:
                 f"heading at the start of a line, so it is not read; if it is an entry, write "
                 f"'{head}' at the start of the line, {short}"))
 
-    def _section_names(self, start: int) -> set[str]:
-        """The names of the ``## `` sections from 0-based line ``start`` on (outside code)."""
+    def _section_lines(self, start: int) -> dict[str, int]:
+        """The ``## `` sections from 0-based line ``start`` on (outside code): name -> the
+        1-based line of its first heading."""
         lines, masked = self.src.lines, self.src.masked or []
-        return {lines[j][3:].strip() for j in self.src.heading_indices()
-                if j >= start and lines[j].startswith("## ") and not masked[j]}
+        out: dict[str, int] = {}
+        for j in self.src.heading_indices():
+            if j >= start and lines[j].startswith("## ") and not masked[j]:
+                out.setdefault(lines[j][3:].strip(), j + 1)
+        return out
 
     def _entry(self, i: int, line: str) -> dict[str, Any] | None:
         m = ENTRY_HEAD.match(line)
@@ -352,6 +384,19 @@ class _Card:
             self.applications.append(Application.build(
                 number=int(m.group("n")), time=m.group("time"), problem=m.group("q"),
                 direction=m.group("d") or "", line=i + 1))
+        elif self.fmt == "method" and APPLICATION_HEAD.match(line):
+            form = "### 应用 N｜<YYYY-MM-DD HH:MM:SS>｜问题 <qid> 方向 <dir>"
+            fixed = canonical_application_line(line)
+            if fixed is None:
+                self.diags.append(Diagnostic(
+                    path=self.path, line=i + 1, code="KB122", severity="error",
+                    message=f"malformed application line, so it is not read; write '{form}'"))
+            else:
+                self.diags.append(Diagnostic(
+                    path=self.path, line=i + 1, code="KB122", severity="error",
+                    message="malformed application line (spaces around its '｜' separators, or "
+                    f"'|' in their place), so it is not read; write '{fixed}'",
+                    fix=Fix(line=i + 1, old=line, new=fixed)))
 
     # -- typed anchor access -------------------------------------------------
     def text(self, key: str) -> str:
