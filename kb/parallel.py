@@ -29,7 +29,7 @@ import marshal
 import os
 import struct
 from collections import deque
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from kb.errors import InternalError
 
@@ -38,6 +38,7 @@ __all__ = ["Workers", "can_fork", "cpu_workers"]
 _TASK = struct.Struct("<q")  # a task index; -1 asks the child to stop
 _HEAD = struct.Struct("<qBQ")  # task index, status (0 a result, 1 an exception), length
 _OK, _RAISED = 0, 1
+T = TypeVar("T")
 #: The parent's ends of every running child's pipes (of all :class:`Workers` open in
 #: this process): a child forked later closes them.
 _PARENT_ENDS: set[int] = set()
@@ -164,9 +165,45 @@ class Workers:
                 self.owner[i] = c
                 self.next_given += 1
 
-    def _collect(self, wait: bool) -> None:
-        """Read the records the children have written (``wait``: block until one comes)."""
+    def meanwhile(self, job: Callable[[], T]) -> T:
+        """``job()``, run by this process while the children work; a thread reads their
+        records as they come meanwhile (kept, not decoded), so that a child with more
+        results than its pipe holds does not wait for ``job`` to end. Raises what
+        ``job`` raises, else what reading raised (a child that died)."""
+        import select
+        import threading
+
+        wake_r, wake_w = os.pipe()
+        self.poll.register(wake_r, select.POLLIN)
+        failed: list[BaseException] = []
+
+        def read() -> None:
+            try:
+                while self._collect(wait=True, wake=wake_r):
+                    pass
+            except BaseException as e:  # raised in this process's thread, after job()
+                failed.append(e)
+
+        reader = threading.Thread(target=read, name="kb-workers-reader", daemon=True)
+        reader.start()
+        try:
+            out = job()
+        finally:
+            os.write(wake_w, b"x")
+            reader.join()
+            self.poll.unregister(wake_r)
+            os.close(wake_r)
+            os.close(wake_w)
+        if failed:
+            raise failed[0]
+        return out
+
+    def _collect(self, wait: bool, wake: int | None = None) -> bool:
+        """Read the records the children have written (``wait``: block until one comes,
+        or until ``wake`` is readable: then return False)."""
         for fd, _ in self.poll.poll(None if wait else 0):
+            if fd == wake:
+                return False
             c = next(c for c, f in enumerate(self.results) if f.fileno() == fd)
             pipe = self.results[c]
             head = _read_exactly(pipe, _HEAD.size)
@@ -183,6 +220,7 @@ class Workers:
                                     f"returning task {index}")
             self.held[c].remove(index)
             self.done[index] = (status, payload)
+        return True
 
     # -- results -----------------------------------------------------------------
 

@@ -148,3 +148,34 @@ def test_no_parallel_switch_and_worker_count(monkeypatch):
     assert not can_fork()
     with pytest.raises(ValueError):
         Workers(square_with_pid, [1], 1)
+
+
+def big_result(n: int) -> bytes:
+    return bytes([n % 256]) * 300_000  # more than a few of them fill any pipe
+
+
+def test_meanwhile_reads_the_children_while_this_process_works():
+    """A job run by `meanwhile` while the children return more than their pipe holds:
+    the children are not held up by it (their records are read meanwhile), the job's
+    value comes back, and the results are complete and in order afterwards."""
+    tasks = list(range(12))
+    with Workers(big_result, tasks, 2, window=len(tasks), hold=len(tasks)) as pool:
+        def job() -> int:
+            # Wait (bounded) until the child has returned every task it holds: possible
+            # only when its records are read while this job runs.
+            import time
+            for _ in range(500):
+                if not pool.held[0]:
+                    return 7
+                time.sleep(0.01)
+            return -1
+        assert pool.meanwhile(job) == 7
+        got = list(pool)
+    assert got == [big_result(n) for n in tasks]
+
+
+def test_meanwhile_raises_what_the_job_raises():
+    with Workers(square_with_pid, list(range(4)), 2) as pool:
+        with pytest.raises(NotFoundError):
+            pool.meanwhile(lambda: (_ for _ in ()).throw(NotFoundError("no such card")))
+        assert [r for r, _ in pool] == [0, 1, 4, 9]

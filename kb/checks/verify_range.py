@@ -493,14 +493,15 @@ def _read_light(k: Any, cands: list[tuple[str, str, str]],
     def chunk(items: list[tuple[str, str, str]]) -> tuple[dict, list]:
         return _light_chunk((root, items))
 
-    # This process runs ``during()`` first: a child for every core meanwhile, each
-    # given its share of the chunks at once (their light rows are small).
-    workers = cpu_workers() + (during is not None)
+    # This process runs ``during()`` first (the longer job: tree versions), so the
+    # children get their share of the chunks at once (their light rows are small);
+    # a child more than the other cores would only slow ``during()`` down.
+    workers = cpu_workers()
     if len(chunks) > 1 and workers > 1 and can_fork():
         share = -(-len(chunks) // (workers - 1)) if during is not None else 3
         with Workers(chunk, chunks, workers, window=len(chunks), hold=share) as pool:
             if during is not None:
-                during()
+                pool.meanwhile(during)
             for got, missing in pool:
                 out.update(got)
                 unread += missing
