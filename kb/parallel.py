@@ -35,7 +35,7 @@ from kb.errors import InternalError
 
 __all__ = ["Workers", "can_fork", "cpu_workers"]
 
-_TASK = struct.Struct("<q")  # a task index; -1 asks the child to stop
+_TASK = struct.Struct("<q")  # a task index (the pipe's end asks the child to stop)
 _HEAD = struct.Struct("<qBQ")  # task index, status (0 a result, 1 an exception), length
 _OK, _RAISED = 0, 1
 T = TypeVar("T")
@@ -88,7 +88,7 @@ class Workers:
         self.owner: dict[int, int] = {}  # index given to a child -> child
         self.pids: list[int] = []
         self.task_w: list[int] = []
-        self.results: list[Any] = []  # per child: its result pipe (a buffered reader)
+        self.results: list[Any] = []  # per child: its result pipe (read unbuffered)
         self.poll: Any = None
 
     # -- setup and teardown ------------------------------------------------------
@@ -292,22 +292,23 @@ def _exception(value: Any) -> BaseException:
 
 def _child(func: Callable[[Any], Any], tasks: Sequence[Any], task_r: int, result_w: int) -> None:
     """A forked child: compute the tasks whose indices arrive on ``task_r`` until the
-    pipe closes (or -1), each result one record on ``result_w``; then ``os._exit``."""
+    pipe closes, each result one record on ``result_w``; then ``os._exit``."""
     code = 0
     try:
         import gc
 
         gc.disable()  # short-lived: reference counting frees what it builds
         for fd in _PARENT_ENDS:  # every child's pipes, as the parent holds them: a
-            os.close(fd)  # child must see the end of its tasks when the parent closes
+            try:  # child must see the end of its tasks when the parent closes them
+                os.close(fd)
+            except OSError:
+                pass
         with os.fdopen(task_r, "rb", buffering=0) as inp, os.fdopen(result_w, "wb") as out:
             while True:
                 raw = _read_exactly(inp, _TASK.size)
                 if raw is None:
                     break
                 (i,) = _TASK.unpack(raw)
-                if i < 0:
-                    break
                 try:
                     payload, status = marshal.dumps(func(tasks[i])), _OK
                 except Exception as e:
