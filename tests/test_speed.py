@@ -716,7 +716,21 @@ def test_range_reads_untouched_cards_light_and_reports_exactly_what_their_full_p
         real(self, index, rows)
 
     monkeypatch.setattr(facts_mod.light_versions, "__init__", spy)
+    # Chunks of 3 cards: several, so that forked workers read them while this process
+    # derives the tree versions (kb.parallel.Workers.meanwhile).
+    import kb.parallel
+
+    meanwhile: list[bool] = []
+    real_meanwhile = kb.parallel.Workers.meanwhile
+
+    def spy_meanwhile(self, job):
+        meanwhile.append(True)
+        return real_meanwhile(self, job)
+
+    monkeypatch.setattr(vr, "LIGHT_CHUNK", 3)
+    monkeypatch.setattr(kb.parallel.Workers, "meanwhile", spy_meanwhile)
     code, got = verify_json(clone, "--range", f"{base}..HEAD")
+    assert meanwhile or kb.parallel.cpu_workers() < 2 or not kb.parallel.can_fork()
     assert seen and seen[0] >= 10  # the untouched cards were read light
     assert {"experiments/E0005.md", "experiments/E0006.md"} <= light_paths  # and experiments
     assert "experiments/E0008.md" in light_paths  # its fence masked as the parser masks it

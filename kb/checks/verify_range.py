@@ -479,8 +479,8 @@ def _read_light(k: Any, cands: list[tuple[str, str, str]],
     """Light rows (:func:`kb.parse.light.light_read`) of the ``(path, blob, fmt)`` cards
     and experiments ``cands`` that read light, ``{(path, blob): rows}``; the others are
     left out (the caller parses them in full). ``during()``, when given, runs in this
-    process while forked workers read (:class:`kb.parallel.Workers`; it then reads
-    what is left with them), or before the reading when there are no workers. The
+    process while forked workers read (:class:`kb.parallel.Workers`, each child given
+    its share at once), or before the reading when there are no workers. The
     bytes come from the checkout when the file there is the wanted blob, else from
     git (the index's parse workers start afterwards, for the rest)."""
     from kb.parallel import Workers, can_fork, cpu_workers
@@ -488,10 +488,10 @@ def _read_light(k: Any, cands: list[tuple[str, str, str]],
     chunks = [cands[i:i + LIGHT_CHUNK] for i in range(0, len(cands), LIGHT_CHUNK)]
     out: dict[tuple[str, str], Any] = {}
     unread: list[tuple[str, str, str]] = []
-    root = str(k.root)
+    root = Path(k.root)  # once: a Path per file cost a tenth of the reading
 
     def chunk(items: list[tuple[str, str, str]]) -> tuple[dict, list]:
-        return _light_chunk((root, items))
+        return _light_chunk(root, items)
 
     # This process runs ``during()`` first (the longer job: tree versions), so the
     # children get their share of the chunks at once (their light rows are small);
@@ -523,14 +523,12 @@ def _read_light(k: Any, cands: list[tuple[str, str, str]],
     return out
 
 
-def _light_chunk(args: tuple[str, list[tuple[str, str, str]]]) -> tuple[dict, list]:
-    """Worker: the light rows of the cards the checkout under ``root`` holds, and the
+def _light_chunk(base: Path, items: list[tuple[str, str, str]]) -> tuple[dict, list]:
+    """Worker: the light rows of the cards the checkout under ``base`` holds, and the
     cards it does not hold (another blob there, or none)."""
     from kb.checks.facts import checkout_bytes
     from kb.parse.light import light_read
 
-    root, items = args
-    base = Path(root)  # once: a Path per file cost a tenth of the reading
     got: dict[tuple[str, str], Any] = {}
     missing = []
     for p, b, fmt in items:
