@@ -345,17 +345,8 @@ class _Card:
         ok = len(fields) == 4 and fields[0].strip().isdigit() and fields[2].startswith("概率") \
             and fields[3].startswith("状态")
         if not ok:
-            fixed = canonical_entry_line(kind, rest)
-            if fixed is None:
-                self.diags.append(Diagnostic(
-                    path=self.path, line=i + 1, code="KB122", severity="error",
-                    message=f"malformed entry line; write '### {kind} N｜<title>｜概率<0..1>｜状态未定论'"))
-            else:
-                self.diags.append(Diagnostic(
-                    path=self.path, line=i + 1, code="KB122", severity="error",
-                    message="malformed entry line (spaces around its '｜' separators, or '|' in "
-                    f"their place), so it is not read; write '{fixed}'",
-                    fix=Fix(line=i + 1, old=line, new=fixed)))
+            self._malformed(i, line, "entry", f"### {kind} N｜<title>｜概率<0..1>｜状态未定论",
+                            canonical_entry_line(kind, rest))
             return None
         prob = parse_float(fields[2][2:])
         if prob is None:
@@ -385,18 +376,24 @@ class _Card:
                 number=int(m.group("n")), time=m.group("time"), problem=m.group("q"),
                 direction=m.group("d") or "", line=i + 1))
         elif self.fmt == "method" and APPLICATION_HEAD.match(line):
-            form = "### 应用 N｜<YYYY-MM-DD HH:MM:SS>｜问题 <qid> 方向 <dir>"
-            fixed = canonical_application_line(line)
-            if fixed is None:
-                self.diags.append(Diagnostic(
-                    path=self.path, line=i + 1, code="KB122", severity="error",
-                    message=f"malformed application line, so it is not read; write '{form}'"))
-            else:
-                self.diags.append(Diagnostic(
-                    path=self.path, line=i + 1, code="KB122", severity="error",
-                    message="malformed application line (spaces around its '｜' separators, or "
-                    f"'|' in their place), so it is not read; write '{fixed}'",
-                    fix=Fix(line=i + 1, old=line, new=fixed)))
+            self._malformed(i, line, "application",
+                            "### 应用 N｜<YYYY-MM-DD HH:MM:SS>｜问题 <qid> 方向 <dir>",
+                            canonical_application_line(line))
+
+    def _malformed(self, i: int, line: str, what: str, form: str, fixed: str | None) -> None:
+        """KB122 for the ``what`` line (entry, application) at 0-based line ``i``, which is
+        not read: write ``form``; with ``fixed`` (the canonical line, when only its
+        separators are off) as the fix."""
+        if fixed is None:
+            self.diags.append(Diagnostic(
+                path=self.path, line=i + 1, code="KB122", severity="error",
+                message=f"malformed {what} line, so it is not read; write '{form}'"))
+            return
+        self.diags.append(Diagnostic(
+            path=self.path, line=i + 1, code="KB122", severity="error",
+            message=f"malformed {what} line (spaces around its '｜' separators, or '|' in their "
+            f"place), so it is not read; write '{fixed}'",
+            fix=Fix(line=i + 1, old=line, new=fixed)))
 
     # -- typed anchor access -------------------------------------------------
     def text(self, key: str) -> str:
