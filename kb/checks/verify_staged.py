@@ -166,14 +166,19 @@ def _unmerged_stages(listing: bytes, path: str) -> str:
     return out
 
 
+def _stages_named(stages: str) -> str:
+    """git's conflict stages (``"123"``) as a message names them: ``1 base, 2 ours, 3 theirs``."""
+    names = {"1": "base", "2": "ours", "3": "theirs"}
+    return ", ".join(f"{s} {names.get(s, '?')}" for s in sorted(set(stages)))
+
+
 def unmerged_toml_finding(top: Path, prefix: str, stages: str, exc: Exception) -> Any:
     """KB191 for a kb.toml with unresolved merge conflicts, which cannot be read (``exc``):
     its KB is not checked until the conflict is resolved."""
     from kb.checks.report import Finding
     from kb.merge.markers import operation_in_progress
 
-    names = {"1": "base", "2": "ours", "3": "theirs"}
-    held = ", ".join(f"{s} {names[s]}" for s in sorted(set(stages)))
+    held = _stages_named(stages)
     op = operation_in_progress(top)
     how = (f"then {op[2]}" if op and op[0] != "MERGE_HEAD" else
            "then commit the merge; or `git merge --abort`, then `kb sync`")
@@ -197,10 +202,9 @@ def unmerged_findings(k: Any, unmerged: Mapping[str, str]) -> list[Any]:
     if severity is None:
         return []
     op = operation_in_progress(k.top)
-    names = {"1": "base", "2": "ours", "3": "theirs"}
     out = []
     for rel, stages in sorted(unmerged.items()):
-        held = ", ".join(f"{s} {names.get(s, '?')}" for s in sorted(set(stages)))
+        held = _stages_named(stages)
         if op is not None and op[0] == "MERGE_HEAD":
             what = "a merge (`git merge`, `git pull`)"
             how = (f"resolve them (`kb verify` shows each conflict region), then `git add {rel}` "
