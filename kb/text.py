@@ -336,7 +336,11 @@ _HTML_OPEN = (
     (re.compile(r"<![A-Za-z]"), ">", "an HTML declaration '<!'"),
 )
 _FENCE_MARK = re.compile(r"`{3,}|~{3,}")
-_CONTAINER = re.compile(r"^(?:[ \t]*(?:>|[-*+]|[0-9]{1,9}[.)])(?=[ \t>]|$))*[ \t]*")
+#: What may stand before a line's block inside containers (as a pattern's text): blanks,
+#: block-quote marks, list markers followed by a blank. The parsers' check for headings
+#: inside containers (kb.parse.common.NESTED_HEADING) is built on it too.
+CONTAINER_PREFIX = r"[ \t]*(?:(?:>|(?:[-*+]|[0-9]{1,9}[.)])(?=[ \t]|$))[ \t]*)*"
+_CONTAINER = re.compile("^" + CONTAINER_PREFIX)
 
 
 def unclosed_block(src: "SourceText") -> tuple[int, int, str, str] | None:

@@ -54,11 +54,12 @@ CARD_H1 = re.compile(r"^#[ \t]+(?P<word>[^｜|]+?)[ \t]*[｜|][ \t]*(?P<title>.*
 CARD_ANCHOR = re.compile(r"^- (?P<key>[A-Za-z\u4e00-\u9fff/·]+)[ \t]*(?P<colon>[:：])[ \t]?(?P<value>.*)$")
 #: An entry's heading ``### 解法|证明|证伪 …`` (kind, rest).
 ENTRY_HEAD = re.compile(r"^###[ \t]+(?P<kind>解法|证明|证伪)[ \t]*(?P<rest>.*)$")
-_APPLICATION = re.compile(
+#: An application line of a method: ``### 应用 N｜<time>｜问题 <qid> 方向 <dir>`` (方向 optional).
+APPLICATION = re.compile(
     r"^###[ \t]+应用[ \t]*(?P<n>\d+)｜(?P<time>[^｜]*)｜问题[ \t]*(?P<q>\S+)(?:[ \t]+方向[ \t]*(?P<d>\S+))?[ \t]*$"
 )
 #: A heading meant as an application line of a method (``### 应用 N…``, or ``### 应用``
-#: with separators), whether it reads as one (:data:`_APPLICATION`) or not.
+#: with separators), whether it reads as one (:data:`APPLICATION`) or not.
 APPLICATION_HEAD = re.compile(r"^###[ \t]+应用[ \t]*(?:\d|.*[｜|])")
 _SEP = re.compile(r"(?<!\\)｜")
 #: (card format, entry kind) -> the section the card format reads it under.
@@ -146,15 +147,10 @@ def canonical_application_line(line: str) -> str | None:
     if len(fields) != 3 or not fields[0].isdigit() or not all(fields):
         return None
     fixed = f"### 应用 {fields[0]}｜{fields[1]}｜{fields[2]}"
-    m = is_application(fixed)
+    m = APPLICATION.match(fixed)
     if m is None or (m.group("n"), m.group("time")) != (fields[0], fields[1]):
         return None
     return fixed
-
-
-def is_application(line: str) -> re.Match[str] | None:
-    """The match of an application line ``### 应用 N｜<time>｜问题 <qid> 方向 <dir>``, or None."""
-    return _APPLICATION.match(line)
 
 
 def nested_entry_lines(text: str) -> list[int]:
@@ -173,7 +169,7 @@ def nested_entry_lines(text: str) -> list[int]:
             m = NESTED_HEADING.match(text[start:end].rstrip("\r"))
             if m is not None and m.group("marks") == "###":
                 line = "### " + m.group("text")
-                if ENTRY_HEAD.match(line) or _APPLICATION.match(line):
+                if ENTRY_HEAD.match(line) or APPLICATION.match(line):
                     out.append(text.count("\n", 0, start))
         at = text.find("###", end)
     return out
@@ -370,7 +366,7 @@ class _Card:
         self.entries.append(e)
 
     def _application(self, i: int, line: str) -> None:
-        m = _APPLICATION.match(line)
+        m = APPLICATION.match(line)
         if m:
             self.applications.append(Application.build(
                 number=int(m.group("n")), time=m.group("time"), problem=m.group("q"),

@@ -11,6 +11,7 @@ import re
 from typing import Optional, Union
 
 from kb.model import Diagnostic, Fix
+from kb.text import CONTAINER_PREFIX
 
 # Separators accepted in Evidence / Children lists (DESIGN.md §2.1).
 _LIST_SPLIT = re.compile(r"\s*[,，、;；]\s*")
@@ -190,7 +191,7 @@ NESTED_FIRST = frozenset(" \t>-*+0123456789")
 #: A heading after block-quote marks, list markers or an indent (the container part,
 #: the ``#`` marks, the heading text).
 NESTED_HEADING = re.compile(
-    r"^(?P<pre>[ \t]*(?:(?:>|[-*+]|[0-9]{1,9}[.)])[ \t]*)*)(?<=[ \t>])(?P<marks>#+)[ \t]+(?P<text>.*?)[ \t]*$")
+    rf"^(?P<pre>{CONTAINER_PREFIX})(?<=[ \t>])(?P<marks>#+)[ \t]+(?P<text>.*?)[ \t]*$")
 
 
 def nested_container(pre: str) -> tuple[str, str]:

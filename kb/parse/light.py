@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from kb.parse.card import (APPLICATION_HEAD, CARD_ANCHOR, CARD_H1, ENTRY_HEAD, KIND_WORDS,
-                           is_application, nested_entry_lines, split_fields)
+from kb.parse.card import (APPLICATION, APPLICATION_HEAD, CARD_ANCHOR, CARD_H1, ENTRY_HEAD,
+                           KIND_WORDS, nested_entry_lines, split_fields)
 from kb.parse.common import parse_float, parse_list, parse_priority, path_stem
 from kb.text import BLOCK_FIRST, MAYBE_BLOCK, SourceText, unclosed_block
 
@@ -145,7 +145,7 @@ def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightRes
             h = ENTRY_HEAD.match(line)
             at = -1 if end < 0 else text.find("\n### ", end)
             if h is None:
-                if fmt == "method" and APPLICATION_HEAD.match(line) and not is_application(line):
+                if fmt == "method" and APPLICATION_HEAD.match(line) and not APPLICATION.match(line):
                     return None  # a malformed application line (KB122)
                 continue
             fields = split_fields(h.group("rest"))

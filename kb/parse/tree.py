@@ -192,7 +192,7 @@ def iter_tree(
                                 path=path, line=i + 1, code="KB117", severity="warning",
                                 message="anchor line outside any hypothesis block (it must follow "
                                 "its heading directly, with no blank line)"))
-                elif line[0] in NESTED_FIRST and not src.is_masked(i):
+                elif line[0] in NESTED_FIRST and "#" in line and not src.is_masked(i):
                     nested = _nested_declaration(line, decl, plain)
                     if nested is not None:
                         diags.append(Diagnostic(
