@@ -445,6 +445,14 @@ class Index:
                 parsed += len(rows[0])
         return parsed
 
+    def put_file_rules(self, files: list[tuple[str, str]], rows: list[tuple]) -> None:
+        """Store per-file rule results computed apart from their parse (``kb_check_diags``
+        rows of the ``(path, blob)`` pairs ``files``, :func:`store_file_rows`) in one
+        transaction: ``verify --range`` runs a tree's rules in a worker while this
+        process derives its other versions."""
+        with _writing(self.db):
+            store_file_rows(self.db, files, rows)
+
     def refresh(self, only: list[str] | None = None, check: bool = False) -> RefreshStats:
         """Bring the working-tree snapshot up to date (incremental).
 
@@ -879,7 +887,7 @@ def _mapped(method: Any) -> Any:
 #: fallbacks, which catch them.)
 for _name in ("ensure", "ensure_versions", "refresh", "worktree", "objects", "get", "links",
               "counts", "file_count", "file_meta", "diagnostics", "search", "current_blob",
-              "parse_meta", "rows_of", "extract", "diagnostics_of", "put"):
+              "parse_meta", "rows_of", "extract", "diagnostics_of", "put", "put_file_rules"):
     setattr(Index, _name, _mapped(getattr(Index, _name)))
 del _name
 

@@ -310,8 +310,8 @@ def parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Itera
         yield from pool
 
 
-def _rows_and_rules(cfg: Any, items: list[tuple[str, str, str | None, bytes]],
-                    rule_rows: Any) -> tuple[Rows, list[tuple]]:
+def rows_and_rules(cfg: Any, items: list[tuple[str, str, str | None, bytes]],
+                   rule_rows: Any) -> tuple[Rows, list[tuple]]:
     """:func:`_rows`, plus the per-file rule results of each file (``rule_rows``,
     see :meth:`Index.ensure_versions`) when given."""
     if rule_rows is None:
@@ -356,7 +356,7 @@ def version_batches(k: KnowledgeBase, items: list[tuple[str, str, str]],
 
     def group_rows(group: list[tuple[str, str, str]]) -> tuple[Rows, list[tuple]]:
         data = read(group) if read is not None else git.read_blobs([b for _, b, _ in group], k.top)
-        return _rows_and_rules(k.config, [(p, b, f, data[b]) for p, b, f in group if b in data],
+        return rows_and_rules(k.config, [(p, b, f, data[b]) for p, b, f in group if b in data],
                                rules)
 
     from kb.parallel import Workers, can_fork, cpu_workers

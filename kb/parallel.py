@@ -168,8 +168,11 @@ class Workers:
     def meanwhile(self, job: Callable[[], T]) -> T:
         """``job()``, run by this process while the children work; a thread reads their
         records as they come meanwhile (kept, not decoded), so that a child with more
-        results than its pipe holds does not wait for ``job`` to end. Raises what
-        ``job`` raises, else what reading raised (a child that died)."""
+        results than its pipe holds does not wait for ``job`` to end, and hands each
+        child its next tasks (within the window) as it returns one: the tasks
+        no child holds when ``job`` ends are left to this process. ``job`` must not
+        use these workers. Raises what ``job`` raises, else what reading raised (a
+        child that died)."""
         import select
         import threading
 
@@ -178,9 +181,9 @@ class Workers:
         failed: list[BaseException] = []
 
         def read() -> None:
-            try:
+            try:  # the only thread using this pool's state until job() returns
                 while self._collect(wait=True, wake=wake_r):
-                    pass
+                    self._give()
             except BaseException as e:  # raised in this process's thread, after job()
                 failed.append(e)
 

@@ -247,3 +247,45 @@ def test_change_lights_group_shared_versions_as_one_pass_would() -> None:
             assert list(got.items()) == list(want.items())
     assert c.lights(side, ("hypothesis",))[("hypothesis", "H1")].line == 1
     assert c.lights(side, ("problem", "proposition"))[("card", "q1")].kind == "problem"
+
+
+def test_highest_siblings_is_the_scan_it_replaced():
+    """KB307's family of siblings, read from one map per tree version, names the same
+    highest sibling as a scan of every hypothesis for each new ID (the rule's old way)."""
+    import random
+    import re
+
+    from kb.checks.facts import Light
+    from kb.checks.history_rules import _highest_siblings
+
+    num = re.compile(r"^(.*?)(\d+)$")
+
+    def scan(hyps, new_id):
+        parent = new_id.rsplit(".", 1)[0] if "." in new_id else None
+        m = num.match(new_id.rsplit(".", 1)[-1])
+        if m is None:
+            return None
+        sibs = []
+        for h in hyps:
+            hp = h.id.rsplit(".", 1)[0] if "." in h.id else None
+            hm = num.match(h.id.rsplit(".", 1)[-1])
+            if hp == parent and hm is not None and hm.group(1) == m.group(1):
+                sibs.append((int(hm.group(2)), h.id))
+        return max(sibs) if sibs else None
+
+    def lookup(hyps, new_id):
+        parent, dot, last = new_id.rpartition(".")
+        m = num.match(last)
+        family = parent if dot else None
+        return None if m is None else \
+            _highest_siblings(hyps, {family, "H1"}).get((family, m.group(1)))
+
+    rnd = random.Random(7)
+    parts = ["H1", "H2", "H10", "H01", "X3", "Ha", "1", ".2", "H1.2", "h1", "", "H1.02"]
+    for _ in range(300):
+        ids = [rnd.choice(parts) + rnd.choice(["", ".1", ".2", ".10", ".02", ".a", ".H3"])
+               for _ in range(rnd.randrange(0, 12))]
+        hyps = [Light(i, "hypothesis", "hypothesis", "待验", "tree.md", n + 1, "", "", 0, 0, "")
+                for n, i in enumerate(ids)]
+        for new_id in parts + ids + ["H1.3", "H2.11", "H1.2.1", "Z"]:
+            assert lookup(hyps, new_id) == scan(hyps, new_id), (ids, new_id)

@@ -174,6 +174,24 @@ def test_meanwhile_reads_the_children_while_this_process_works():
     assert got == [big_result(n) for n in tasks]
 
 
+def test_meanwhile_hands_the_children_their_next_tasks():
+    """A child holding one task at a time is handed its next one as it returns one while
+    `meanwhile`'s job runs: it can do every task before the job ends."""
+    tasks = list(range(8))
+    with Workers(square_with_pid, tasks, 2, window=len(tasks), hold=1) as pool:
+        def job() -> int:
+            import time
+            for _ in range(500):  # bounded: 5 s
+                if pool.next_given == len(tasks) and not pool.held[0]:
+                    return 7
+                time.sleep(0.01)
+            return -1
+        assert pool.meanwhile(job) == 7
+        child = pool.pids[0]
+        got = list(pool)
+    assert got == [(n * n, child) for n in tasks]
+
+
 def test_meanwhile_raises_what_the_job_raises():
     with Workers(square_with_pid, list(range(4)), 2) as pool:
         with pytest.raises(NotFoundError):

@@ -208,12 +208,12 @@ TREE_EDITS = [
 ]
 
 
-def _edited_tree_repo(make_kb) -> tuple[Path, str]:
+def _edited_tree_repo(make_kb, extra: dict[str, str] | None = None) -> tuple[Path, str]:
     """A KB whose tree.md went through every edit of TREE_EDITS, a commit each: (root,
-    the commit before the first edit)."""
+    the commit before the first edit). ``extra``: more files, committed with the tree."""
     from conftest import commit_all, git
 
-    root = make_kb({"tree.md": _tree(12)}, commit=True)
+    root = make_kb({"tree.md": _tree(12), **(extra or {})}, commit=True)
     base = git(root, "rev-parse", "HEAD").strip()
     text = _tree(12)
     for i, edit in enumerate(TREE_EDITS):
@@ -272,6 +272,55 @@ def test_range_derives_tree_versions_equal_to_full_parses(make_kb, tmp_path, mon
     shutil.rmtree(clone / ".kb")
     monkeypatch.setattr(tv, "splice_tree_version", lambda *a: False)
     assert verify(clone) == got
+
+
+def test_range_runs_the_tree_roots_rules_in_a_worker_with_the_same_results(make_kb, tmp_path,
+                                                                          monkeypatch) -> None:
+    """The per-file rules of the tip's tree.md run in a forked worker, with the light
+    reading, while this process derives the tree's other versions: the report and the
+    stored results are those of a check that runs them here (no workers)."""
+    import os
+    import shutil
+    import sqlite3
+    import subprocess
+
+    import kb.checks.verify_range as vr
+    import kb.parallel
+    from test_verify_support import problem, verify_json
+
+    cards = {f"Problems/q{i}.md": problem(f"q{i}") for i in range(2, 12)}  # untouched: light
+    root, base = _edited_tree_repo(make_kb, cards)
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
+    log = tmp_path / "rules.txt"  # the worker writes down who checked which tree
+    real = vr._root_rules
+
+    def spy(k, base_dir, item):
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"{os.getpid()} {item[0]}\n")
+        return real(k, base_dir, item)
+
+    def stored() -> list[tuple]:
+        db = sqlite3.connect(clone / ".kb" / "index.sqlite")
+        try:
+            return sorted(db.execute("SELECT * FROM kb_check_diags WHERE path = 'tree.md'"))
+        finally:
+            db.close()
+
+    monkeypatch.setattr(vr, "_root_rules", spy)
+    monkeypatch.setattr(vr, "LIGHT_CHUNK", 3)  # several chunks: the workers run
+    got = verify_json(clone, "--range", f"{base}..HEAD")
+    in_worker = stored()
+    assert any(d["code"] == "KB204" and d["path"] == "tree.md" for d in got[1]["diagnostics"])
+    assert in_worker and {r[4] for r in in_worker} >= {"KB204"}
+    if kb.parallel.cpu_workers() > 1 and kb.parallel.can_fork():
+        (line,) = log.read_text(encoding="utf-8").splitlines()  # checked once, by a child
+        assert line.split() != [str(os.getpid()), "tree.md"] and line.endswith(" tree.md")
+    shutil.rmtree(clone / ".kb")
+    log.unlink(missing_ok=True)
+    monkeypatch.setenv("KB_NO_PARALLEL", "1")  # no workers: the root's parse runs its rules
+    assert verify_json(clone, "--range", f"{base}..HEAD") == got
+    assert stored() == in_worker and not log.exists()
 
 
 @pytest.mark.parametrize("step", [1, 2, 3, 256])

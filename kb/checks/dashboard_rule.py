@@ -8,7 +8,7 @@ index keyed by the inputs it depends on.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from kb.checks.diagnostics import diag
 from kb.checks.facts import Facts
@@ -35,6 +35,22 @@ class _Fields(dict):
             raise AttributeError(name) from None
 
 
+class _Brief(NamedTuple):
+    """The fields of a hypothesis the renderer reads today: read at C speed (a
+    renderer reading another raises AttributeError, as :class:`_Fields` does)."""
+
+    id: str
+    statement: str
+    status: str
+    parent: Optional[str]
+
+
+class _Dated(NamedTuple):
+    """The one field of an experiment the renderer reads today."""
+
+    date: Any
+
+
 def render_expected(s: Facts) -> Optional[str]:
     """What ``kb dashboard`` renders for this snapshot (None without a DASHBOARD.md).
 
@@ -59,9 +75,8 @@ def render_expected(s: Facts) -> Optional[str]:
     # 1. the fields the renderer reads today, straight from SQLite (strict views:
     #    a field it starts reading later raises and we fall back to the full JSON).
     try:
-        hyps = [] if tree_blob is None else [_Fields(id=i, statement=st, status=su, parent=pa)
-                                             for i, st, su, pa in s.hypotheses_brief(tree)]
-        exps = [_Fields(date=d) for p, d in sorted(s.field_of_kind("experiment", "date"))
+        hyps = [] if tree_blob is None else [_Brief(*row) for row in s.hypotheses_brief(tree)]
+        exps = [_Dated(d) for p, d in sorted(s.field_of_kind("experiment", "date"))
                 if formats.get(p) == "experiment"]
         return render_dashboard(hyps, exps, steps, locale, newline)
     except (AttributeError, TypeError):

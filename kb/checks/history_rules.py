@@ -238,6 +238,28 @@ def results_stay(c: Change) -> list:
 _NUM = re.compile(r"^(.*?)(\d+)$")
 
 
+def _highest_siblings(hyps: list[Light], parents: set[Optional[str]]
+                      ) -> dict[tuple[Optional[str], str], tuple[int, str]]:
+    """``(parent ID or None, name before the number) -> (number, ID)``: the highest
+    numbered of each family of sibling hypotheses in ``hyps`` whose parent is in
+    ``parents`` (``H3.2`` is ``("H3", "")`` number 2; ties of the number go to the
+    greater ID, as ``max`` of the pairs). One pass for every new ID of a change."""
+    out: dict[tuple[Optional[str], str], tuple[int, str]] = {}
+    for h in hyps:
+        parent, dot, last = h.id.rpartition(".")
+        key_parent = parent if dot else None
+        if key_parent not in parents:
+            continue
+        m = _NUM.match(last)
+        if m is None:
+            continue
+        key = (key_parent, m.group(1))
+        mine = (int(m.group(2)), h.id)
+        if key not in out or mine > out[key]:
+            out[key] = mine
+    return out
+
+
 @history_rule("KB307")
 def ids_never_reused(c: Change) -> list:
     """KB307: a new ID is above every ID that existed before it (never reused)."""
@@ -248,7 +270,7 @@ def ids_never_reused(c: Change) -> list:
         return []
     out = []
     tree = c.config.paths["tree"]
-    base_hyps: Optional[list[Light]] = None
+    highest: Optional[dict[tuple[Optional[str], str], tuple[int, str]]] = None
     exp_max: Optional[int] = None
     for n in fresh:
         if c.origin is not None and c.origin.find(n.id, _kinds_of(n.ns)):
@@ -258,20 +280,18 @@ def ids_never_reused(c: Change) -> list:
                 "reused — give this one the next free ID"))
             continue
         if n.kind == "hypothesis":
-            if base_hyps is None:
-                base_hyps = c.base.light(tree) if tree in c.base.files else []
-            parent = n.id.rsplit(".", 1)[0] if "." in n.id else None
-            m = _NUM.match(n.id.rsplit(".", 1)[-1])
+            if highest is None:
+                parents = {p if dot else None for x in fresh if x.kind == "hypothesis"
+                           for p, dot, _ in [x.id.rpartition(".")]}
+                highest = _highest_siblings(c.base.light(tree) if tree in c.base.files else [],
+                                            parents)
+            parent, dot, last = n.id.rpartition(".")
+            m = _NUM.match(last)
             if m is None:
                 continue
-            sibs = []
-            for h in base_hyps:
-                hp = h.id.rsplit(".", 1)[0] if "." in h.id else None
-                hm = _NUM.match(h.id.rsplit(".", 1)[-1])
-                if hp == parent and hm is not None and hm.group(1) == m.group(1):
-                    sibs.append((int(hm.group(2)), h.id))
-            if sibs and int(m.group(2)) <= max(sibs)[0]:
-                top_n, top_id = max(sibs)
+            top = highest.get((parent if dot else None, m.group(1)))
+            if top is not None and int(m.group(2)) <= top[0]:
+                top_n, top_id = top
                 nxt = (parent + "." if parent else "") + m.group(1) + str(top_n + 1)
                 out.append(c.violation(
                     n.id, n.path, n.line, "KB307",

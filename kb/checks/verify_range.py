@@ -329,7 +329,8 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
     them serially, tree.md from scratch each time. Here the versions are parsed in one
     pass (in parallel), except the tree versions that follow an earlier one: those are
     derived from it (:mod:`kb.checks.tree_versions`), one after the other, in this
-    process while forked workers read the untouched cards and experiments light.
+    process while forked workers run the per-file rules of the tree versions parsed in
+    full and read the untouched cards and experiments light.
 
     The tip's cards that the range leaves untouched (outside ``scope``) and that the
     index has not parsed are read light (:func:`kb.parse.light.light_read`: IDs,
@@ -381,16 +382,28 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
     # (``scope``; None: every file): an untouched file's results are its origin's.
     rules = file_results.rule_rows if prepare_cache(idx) else None
 
-    def tree_chain() -> None:
-        """Each tree file's root version parsed in full (with its per-file rules), then
-        the others derived from it: in this process while the workers read light."""
+    # The per-file rules of each tree root parsed here (none parsed before: as
+    # Index.ensure_versions runs them, on what it parses) go to the workers with the
+    # light reading when there are tree versions to derive: a tree of thousands of
+    # hypotheses costs more to check than to parse, and deriving does not need them.
+    rule_roots = [] if not derived or rules is None else [
+        (path, root, "tree") for path, root in roots.items()
+        if (scope is None or path in scope) and not idx.has_parse(path, root)]
+
+    def tree_chain(rules_here: bool) -> None:
+        """Each tree file's root version parsed in full (with its per-file rules when
+        ``rules_here``), then the others derived from it: in this process while the
+        workers read light."""
         roots_todo = [(path, root, "tree") for path, root in roots.items()]
         if roots_todo:
-            idx.ensure_versions(roots_todo, file_rules=rules, read=read, rule_paths=scope)
+            idx.ensure_versions(roots_todo, file_rules=rules if rules_here else None,
+                                read=read, rule_paths=scope)
         if derived:
             _derive_tree_versions(idx, k, steps, roots, history, read)
 
-    light = _read_light(k, cands, during=tree_chain)
+    light, checked = _read_light(k, cands, during=tree_chain, rule_roots=rule_roots)
+    if checked:
+        idx.put_file_rules(list(checked), [row for rows in checked.values() for row in rows])
     items += [(p, b, tip.formats[p]) for p, b in tip.files.items()
               if (p, b) not in derived and (p, b) not in light]
     todo = [it for it in items if (it[0], it[1]) not in derived]
@@ -474,44 +487,58 @@ def _light_candidates(idx: Any, tip: Any, scope: Optional[set[str]],
 LIGHT_CHUNK = 500
 
 
-def _read_light(k: Any, cands: list[tuple[str, str, str]],
-                during: Any = None) -> dict[tuple[str, str], Any]:
+def _read_light(k: Any, cands: list[tuple[str, str, str]], during: Any = None,
+                rule_roots: Optional[list[tuple[str, str, str]]] = None
+                ) -> tuple[dict[tuple[str, str], Any], dict[tuple[str, str], list[tuple]]]:
     """Light rows (:func:`kb.parse.light.light_read`) of the ``(path, blob, fmt)`` cards
-    and experiments ``cands`` that read light, ``{(path, blob): rows}``; the others are
-    left out (the caller parses them in full). ``during()``, when given, runs in this
-    process while forked workers read (:class:`kb.parallel.Workers`, each child given
-    its share at once), or before the reading when there are no workers. The
-    bytes come from the checkout when the file there is the wanted blob, else from
-    git (the index's parse workers start afterwards, for the rest)."""
+    and experiments ``cands`` that read light, ``{(path, blob): rows}`` (the others are
+    left out: the caller parses them in full), and the per-file rule results of the
+    tree versions ``rule_roots``, ``{(path, blob): kb_check_diags rows}``
+    (:func:`kb.checks.file_results.rule_rows`; a version git lacks is left out), each
+    parsed from its bytes by the worker that takes it.
+
+    ``during(rules_here)``, when given, runs in this process while forked workers read
+    and check (:class:`kb.parallel.Workers`, handed their next chunk as they return one;
+    the chunks left when ``during`` ends are read here too), or before the reading when
+    there are no workers. ``rules_here`` says whether ``during`` must run the rules of
+    ``rule_roots`` itself: True without workers (none are returned then). The bytes
+    come from the checkout when the file there is the wanted blob, else from git (the
+    index's parse workers start afterwards, for the rest)."""
     from kb.parallel import Workers, can_fork, cpu_workers
 
-    chunks = [cands[i:i + LIGHT_CHUNK] for i in range(0, len(cands), LIGHT_CHUNK)]
+    chunks: list[tuple[str, Any]] = [("rules", r) for r in rule_roots or []]
+    chunks += [("light", cands[i:i + LIGHT_CHUNK]) for i in range(0, len(cands), LIGHT_CHUNK)]
     out: dict[tuple[str, str], Any] = {}
+    checked: dict[tuple[str, str], list[tuple]] = {}
     unread: list[tuple[str, str, str]] = []
     root = Path(k.root)  # once: a Path per file cost a tenth of the reading
 
-    def chunk(items: list[tuple[str, str, str]]) -> tuple[dict, list]:
-        return _light_chunk(root, items)
+    def chunk(task: tuple[str, Any]) -> Any:
+        kind, items = task
+        return _root_rules(k, root, items) if kind == "rules" else _light_chunk(root, items)
 
-    # This process runs ``during()`` first (the longer job: tree versions), so the
-    # children get their share of the chunks at once (their light rows are small);
-    # a child more than the other cores would only slow ``during()`` down.
+    # A child more than the other cores would only slow ``during()`` down. The rules
+    # come first: a child starts on them while this process parses the same root.
     workers = cpu_workers()
     if len(chunks) > 1 and workers > 1 and can_fork():
-        share = -(-len(chunks) // (workers - 1)) if during is not None else 3
-        with Workers(chunk, chunks, workers, window=len(chunks), hold=share) as pool:
+        with Workers(chunk, chunks, workers, window=len(chunks), hold=2) as pool:
             if during is not None:
-                pool.meanwhile(during)
-            for got, missing in pool:
-                out.update(got)
-                unread += missing
+                pool.meanwhile(lambda: during(False))
+            for (kind, items), res in zip(chunks, pool):
+                if kind == "rules":
+                    if res is not None:
+                        checked[items[0], items[1]] = res
+                else:
+                    out.update(res[0])
+                    unread += res[1]
     else:
         if during is not None:
-            during()
-        for c in chunks:
-            got, missing = chunk(c)
-            out.update(got)
-            unread += missing
+            during(True)
+        for kind, items in chunks:
+            if kind == "light":
+                got, missing = _light_chunk(root, items)
+                out.update(got)
+                unread += missing
     if unread:  # not in the checkout: from git
         from kb.parse.light import light_read
 
@@ -520,7 +547,24 @@ def _read_light(k: Any, cands: list[tuple[str, str, str]],
             res = light_read(p, b, data[b], fmt) if b in data else None
             if res is not None:
                 out[(p, b)] = res
-    return out
+    return out, checked
+
+
+def _root_rules(k: Any, base: Path, item: tuple[str, str, str]) -> Optional[list[tuple]]:
+    """Worker: the per-file rule results of one tree version ``(path, blob, fmt)``,
+    parsed from its bytes (the checkout's, else git's) as Index.ensure_versions parses
+    it, with the same rows (:func:`kb.index_rows.rows_and_rules`); None when git lacks
+    the blob (ensure_versions skips it)."""
+    from kb.checks.facts import checkout_bytes
+    from kb.index_rows import rows_and_rules
+
+    path, blob, fmt = item
+    data = checkout_bytes(base, path, blob)
+    if data is None:
+        data = git.read_blobs([blob], k.top).get(blob)
+    if data is None:
+        return None
+    return rows_and_rules(k.config, [(path, blob, fmt, data)], file_results.rule_rows)[1]
 
 
 def _light_chunk(base: Path, items: list[tuple[str, str, str]]) -> tuple[dict, list]:
