@@ -508,9 +508,10 @@ class Facts:
                     if _KNOWN_HISTORY else None
                 if known is None:
                     known = index_facts.history_rows(self.index, path, blob)
-                for (i, k, s, ln, stmt, ev, evl, stl, hyp) in known:
-                    out.append(Light(i, k, NAMESPACE.get(k, k), s, path, ln, stmt or "",
-                                     ev or "", evl or 0, stl or 0, hyp or ""))
+                make, ns = Light._make, NAMESPACE.get  # thousands a tree version
+                out = [make((i, k, ns(k, k), s, path, ln, stmt or "", ev or "", evl or 0,
+                             stl or 0, hyp or ""))
+                       for (i, k, s, ln, stmt, ev, evl, stl, hyp) in known]
             self._light[path] = list(dict.fromkeys(out))
             if blob is not None:
                 _LIGHT_CACHE[key] = self._light[path]
