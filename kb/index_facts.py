@@ -62,7 +62,10 @@ class SnapshotTable:
         return self._name
 
     def _join(self, table: str, columns: str, where: str = "", args: tuple = ()) -> list[tuple]:
-        sql = (f"SELECT {columns} FROM {self.name} s JOIN {table} t "
+        # CROSS JOIN: the snapshot's files are the outer loop, each looked up in the
+        # table's (path, blob) index. Left to itself SQLite scans the whole table (every
+        # version the cache holds) and looks each row up in the snapshot instead.
+        sql = (f"SELECT {columns} FROM {self.name} s CROSS JOIN {table} t "
                f"ON t.path = s.path AND t.blob = s.blob")
         if where:
             sql += f" WHERE {where}"

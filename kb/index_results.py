@@ -99,7 +99,8 @@ def file_results(index: "Index", files: dict[str, str], scope: list[str],
         if snapshot is not None:
             return list(db.execute(
                 f"SELECT t.path, t.blob, t.line, t.col, t.code, t.severity, t.message, t.fix "
-                f"FROM {snapshot.name} s JOIN kb_check_diags t ON t.path = s.path AND t.blob = s.blob"))
+                f"FROM {snapshot.name} s CROSS JOIN kb_check_diags t "  # the snapshot outer
+                "ON t.path = s.path AND t.blob = s.blob"))
         return [(p, files[p], *r) for p in scope for r in db.execute(
             "SELECT line, col, code, severity, message, fix FROM kb_check_diags "
             "WHERE path=? AND blob=?", (p, files[p]))]

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from kb.errors import InternalError
 
-__all__ = ["Workers", "can_fork", "cpu_workers"]
+__all__ = ["Workers", "can_fork", "concurrently", "cpu_workers"]
 
 _TASK = struct.Struct("<q")  # a task index (the pipe's end asks the child to stop)
 _HEAD = struct.Struct("<qBQ")  # task index, status (0 a result, 1 an exception), length
@@ -57,6 +57,36 @@ def cpu_workers(limit: int = 4) -> int:
     except (AttributeError, OSError):
         n = os.cpu_count() or 1
     return max(1, min(n, limit))
+
+
+def concurrently(*calls: Callable[[], Any]) -> list[Any]:
+    """The results of ``calls``, in order, each run in a thread of its own but the
+    first (run in this one), all at once: for calls that mostly wait on a process (a
+    few ``git`` listings a command needs before it can start), whose waits then
+    overlap. Raises the first exception in call order, once every call has ended."""
+    import threading
+
+    results: list[Any] = [None] * len(calls)
+    errors: list[BaseException | None] = [None] * len(calls)
+
+    def run(i: int) -> None:
+        try:
+            results[i] = calls[i]()
+        except BaseException as e:  # raised below, in this thread, in call order
+            errors[i] = e
+
+    threads = [threading.Thread(target=run, args=(i,), name=f"kb-call-{i}", daemon=True)
+               for i in range(1, len(calls))]
+    for t in threads:
+        t.start()
+    if calls:
+        run(0)
+    for t in threads:
+        t.join()
+    for e in errors:
+        if e is not None:
+            raise e
+    return results
 
 
 class Workers:

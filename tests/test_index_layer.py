@@ -134,3 +134,47 @@ def test_an_index_of_the_old_schema_is_rebuilt_with_the_verify_tables(make_kb):
         assert db.execute("SELECT count(*) FROM kb_check_kv").fetchone() == (0,)
     finally:
         db.close()
+
+
+def test_a_snapshots_joins_cost_what_the_snapshot_holds_not_what_the_cache_holds(make_kb):
+    """A snapshot's whole-snapshot queries look each of its files up in the cache: their
+    cost (SQLite's VM steps, counted by a progress handler) stays the same when the cache
+    holds ten more versions of every file."""
+    from kb.index import Index
+    from kb.index_facts import SnapshotTable
+    from kb.repo import open_kb
+    from test_verify_support import TREE, experiment, problem
+
+    files = {"tree.md": TREE, **{f"Problems/q{i}.md": problem(f"q{i}", depends='["q2"]')
+                                 for i in range(2, 60)},
+             **{f"experiments/E00{i}.md": experiment(f"E00{i}") for i in range(10, 40)}}
+    root = make_kb(files, commit=True)
+    with Index(open_kb(root)) as idx:
+        idx.refresh()
+        table = SnapshotTable(idx, idx.worktree().files)
+
+        def steps() -> int:
+            count = [0]
+
+            def tick() -> int:
+                count[0] += 1
+                return 0
+
+            idx.db.set_progress_handler(tick, 10)
+            try:
+                rows = (table.objects(), table.links(["depends", "tests"]),
+                        table.parse_diagnostics(), table.field_of_kind("experiment", "date"))
+            finally:
+                idx.db.set_progress_handler(None, 0)
+            assert rows[0] and rows[1]
+            return count[0]
+
+        before = steps()
+        for n in range(10):  # ten other versions of every file: rows under other blob ids
+            for t in ("objects", "links", "diagnostics"):
+                cols = [c[1] for c in idx.db.execute(f"PRAGMA table_info({t})")]
+                sel = ", ".join(f"'v{n}' || blob" if c == "blob" else c for c in cols)
+                idx.db.execute(f"INSERT INTO {t} SELECT {sel} FROM {t} WHERE blob NOT LIKE 'v%'")
+        idx.db.commit()
+        assert idx.db.execute("SELECT count(*) FROM objects").fetchone()[0] > 10 * len(table.objects())
+        assert steps() < 1.5 * before

@@ -197,3 +197,36 @@ def test_meanwhile_raises_what_the_job_raises():
         with pytest.raises(NotFoundError):
             pool.meanwhile(lambda: (_ for _ in ()).throw(NotFoundError("no such card")))
         assert [r for r, _ in pool] == [0, 1, 4, 9]
+
+
+def test_concurrently_runs_the_calls_at_once_and_keeps_their_order():
+    """Each call waits (bounded) for the next one to have started: possible only when
+    they run at the same time. Results come back in call order; the first exception in
+    call order is raised once every call has ended."""
+    import threading
+
+    from kb.parallel import concurrently
+
+    started = [threading.Event() for _ in range(3)]
+
+    def call(i: int):
+        def run():
+            started[i].set()
+            assert started[(i + 1) % 3].wait(5), "the calls did not run at the same time"
+            return i * 10
+        return run
+
+    assert concurrently(call(0), call(1), call(2)) == [0, 10, 20]
+    ended: list[int] = []
+
+    def fails(i: int, exc: BaseException):
+        def run():
+            ended.append(i)
+            raise exc
+        return run
+
+    with pytest.raises(NotFoundError):
+        concurrently(lambda: ended.append(0), fails(1, NotFoundError("first")),
+                     fails(2, InternalError("second")))
+    assert sorted(ended) == [0, 1, 2]
+    assert concurrently() == []

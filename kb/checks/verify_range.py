@@ -88,15 +88,22 @@ def verify_commit_range(start: Path, a: Optional[str], b: str, kb_path: Optional
     elif not allow_root:
         raise UsageError("--range needs A..B")
     spec = [f"{base}..{tip}"] if base else [tip]
+
+    def merge_base() -> Optional[str]:
+        if base is None:
+            return None
+        mb = git.run(["merge-base", base, tip], top, check=False)
+        return mb.stdout.decode().strip() or base if mb.returncode == 0 else base
+
+    from kb.parallel import concurrently
+
     try:
-        lines = git.out(["rev-list", "--reverse", "--topo-order", "--parents", *spec], top)
+        lines, origin = concurrently(
+            lambda: git.out(["rev-list", "--reverse", "--topo-order", "--parents", *spec], top),
+            merge_base)
     except GitError as exc:
         raise EnvironmentError_(f"cannot list the commits of the range: {exc.stderr}") from None
     commits = [(ln.split()[0], ln.split()[1:]) for ln in lines.splitlines() if ln.strip()]
-    origin = None
-    if base is not None:
-        mb = git.run(["merge-base", base, tip], top, check=False)
-        origin = mb.stdout.decode().strip() or base if mb.returncode == 0 else base
     report = _verify_commits(top, commits, tip, origin, kb_path, mode="range", trailer_spec=spec)
     if target is not None:
         _against(top, report, tip, target, against or target, kb_path)
@@ -133,34 +140,42 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
     ``tip`` with pre-existing errors judged against ``origin`` (None: empty)."""
     from kb.repo import commit_snapshot, find_all_kbs
 
+    from kb.parallel import concurrently
+
     report = Report(mode=mode, commits=len(commits))
-    shallow = shallow_commits(top)
-    found = set(find_all_kbs(top, tip))
-    if origin:
-        found |= set(find_all_kbs(top, origin))
-    prefixes = selected_kbs(top, kb_path, sorted(found))
     shas = [c for c, _ in commits]
-    ovs: dict[str, dict[str, str]] = trailers(top, trailer_spec) if shas else {}
+    merges = [(c, parents) for c, parents in commits if len(parents) > 1]
+
+    def after_origin_commits() -> Optional[set[str]]:
+        # The "existed before the range" check (KB307) applies to commits made on
+        # top of the origin; a branch commit made in parallel (merged with its
+        # target later, e.g. by kb sync) never saw the origin's IDs.
+        if not (origin and shas):
+            return None
+        anc = git.run(["rev-list", "--ancestry-path", f"{origin}..{tip}"], top, check=False)
+        return set(anc.stdout.decode().split()) if anc.returncode == 0 else None
+
+    # Listings that need only the range: their git processes run at once.
+    shallow, at_tip, at_origin, ovs, merge_trailers, after_origin = concurrently(
+        lambda: shallow_commits(top),
+        lambda: find_all_kbs(top, tip),
+        lambda: find_all_kbs(top, origin) if origin else [],
+        lambda: trailers(top, trailer_spec) if shas else {},
+        lambda: [trailers(top, [f"{parents[0]}..{c}"]) for c, parents in merges],
+        after_origin_commits)
+    prefixes = selected_kbs(top, kb_path, sorted(set(at_tip) | set(at_origin)))
     merge_ovs: dict[str, dict[str, str]] = {}
-    for c, parents in commits:
-        if len(parents) > 1:
-            acc: dict[str, str] = {}
-            for ov in trailers(top, [f"{parents[0]}..{c}"]).values():
-                acc.update(ov)
-            merge_ovs[c] = acc
+    for (c, _), found in zip(merges, merge_trailers):
+        acc: dict[str, str] = {}
+        for ov in found.values():
+            acc.update(ov)
+        merge_ovs[c] = acc
     bad = [c for c, parents in commits if c in shallow]
     for c in bad:
         report.notes.append(shallow_note(c))
     if bad:
         report.env_error = shallow_note(bad[0])
     children = Counter(p[0] for _, p in commits if p)
-    # The "existed before the range" check (KB307) applies to commits made on
-    # top of the origin; a branch commit made in parallel (merged with its
-    # target later, e.g. by kb sync) never saw the origin's IDs.
-    after_origin: Optional[set[str]] = None
-    if origin and shas:
-        anc = git.run(["rev-list", "--ancestry-path", f"{origin}..{tip}"], top, check=False)
-        after_origin = set(anc.stdout.decode().split()) if anc.returncode == 0 else None
     for prefix in prefixes:
         try:
             k = kb_at(top, prefix, tip)
@@ -175,10 +190,12 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
             continue
         report.kbs.append(prefix.rstrip("/") or ".")
         with open_index(k) as idx:
-            tip_snap = commit_snapshot(k, tip)
-            diffs = diff_many(k, [(c, parents[0] if parents else None) for c, parents in commits
-                                  if c not in shallow])
-            ch = diff_commits(k, origin, tip) if origin else None
+            pairs = [(c, parents[0] if parents else None) for c, parents in commits
+                     if c not in shallow]
+            tip_snap, diffs, ch = concurrently(
+                lambda: commit_snapshot(k, tip),
+                lambda: diff_many(k, pairs),
+                lambda: diff_commits(k, origin, tip) if origin else None)
             snaps = _linked_snapshots(k, commits, diffs, tip, tip_snap, shallow)
             if snaps is not None and ch is not None:
                 snaps[origin] = snaps.get(origin) or commit_snapshot(k, origin)
