@@ -50,6 +50,39 @@ class PrintableStream:
         return getattr(self.raw, name)
 
 
+class OutputClosed(Exception):
+    """Standard output's reader went away (``kb … | head``): kb's work is done, nothing
+    failed. Not an ``OSError``: click would turn a broken pipe into exit 1."""
+
+
+class GuardedStream:
+    """Standard output for the commands: a write that fails is :class:`OutputClosed`
+    (a broken pipe) or :class:`kb.errors.EnvironmentError_` (a full disk, a closed
+    descriptor: exit 2, never an internal error)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def _guarded(self, call: Callable[[], Any]) -> Any:
+        try:
+            return call()
+        except BrokenPipeError:
+            raise OutputClosed() from None
+        except OSError as exc:
+            from kb.errors import EnvironmentError_
+
+            raise EnvironmentError_(f"cannot write the output: {exc.strerror or exc}") from None
+
+    def write(self, text: Any) -> int:
+        return self._guarded(lambda: self.raw.write(text))
+
+    def flush(self) -> None:
+        self._guarded(self.raw.flush)
+
+    def __getattr__(self, name: str) -> Any:  # isatty, encoding, buffer, …
+        return getattr(self.raw, name)
+
+
 def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 

@@ -249,6 +249,40 @@ def test_change_lights_group_shared_versions_as_one_pass_would() -> None:
     assert c.lights(side, ("problem", "proposition"))[("card", "q1")].kind == "problem"
 
 
+def test_the_suggested_id_is_free_and_one_per_new_id(make_kb):
+    """KB307 suggests an ID nothing declares: not one the same change adds (H7 below),
+    not one an earlier commit of the range removed (its origin held it), and a
+    different one to each new ID of the change."""
+    import subprocess
+
+    from conftest import commit_all, git
+
+    hyp = "## {0}: Statement {0}\nStatus: 待验\nEvidence: (empty)\n\n"
+    tree = "# Hypothesis Tree\n\n" + "".join(hyp.format(f"H{i}") for i in (1, 2, 5, 6))
+    root = make_repo(make_kb, {"tree.md": tree}, dashboard=False)
+    new = tree + hyp.format("H3") + hyp.format("H7") + hyp.format("H4")
+    _stage(root, {"tree.md": new})
+    rc, data = verify_json(root, "--staged")
+    said = {d["message"].split()[0]: d["message"].rsplit("use ", 1)[1] for d in find(data, "KB307")}
+    assert said == {"H3": "H8", "H4": "H9"} and rc == 1, data
+    # a range: H8 removed by its first commit, then H3 added below H7
+    git(root, "reset", "-q", "--hard")
+    tree8 = tree + hyp.format("H7") + hyp.format("H8")
+    (root / "tree.md").write_text(tree8, encoding="utf-8")
+    commit_all(root, "H7 and H8")
+    base = git(root, "rev-parse", "HEAD").strip()
+    (root / "tree.md").write_text(tree8.replace(hyp.format("H8"), ""), encoding="utf-8")
+    commit_all(root, "H8 removed")
+    (root / "tree.md").write_text(tree8.replace(hyp.format("H8"), hyp.format("H3")),
+                                  encoding="utf-8")
+    commit_all(root, "H3 added")
+    clone = root.parent / "clone307"
+    subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
+    rc, data = verify_json(clone, "--range", f"{base}..HEAD")
+    (d,) = [d for d in find(data, "KB307") if d["message"].startswith("H3 ")]
+    assert d["message"].endswith("use H9"), d
+
+
 def test_highest_siblings_is_the_scan_it_replaced():
     """KB307's family of siblings, read from one map per tree version, names the same
     highest sibling as a scan of every hypothesis for each new ID (the rule's old way)."""

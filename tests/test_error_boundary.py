@@ -429,3 +429,38 @@ def test_sandbox_the_user_cannot_enter_is_an_environment_error(nobody_env) -> No
     for args in (("gen", "status"), ("gen", "init", "--question", "Again?")):
         err = _nobody_error(prefix, env, root, *args)
         assert "sandbox" in err["message"] and "permission" in err["message"], (args, err)
+
+
+@pytest.mark.parametrize("args", [("show", "q2"), ("show", "q2", "--json"), ("ls", "hypotheses"),
+                                  ("verify", "--format", "json")])
+def test_a_reader_that_goes_away_is_no_error(example_kb: Path, args: tuple[str, ...]) -> None:
+    """``kb … | head``: the reader closed its end before kb wrote. Click turned the
+    broken pipe into exit 1 (``kb show`` exited 1 with nothing said); nothing failed."""
+    import os
+
+    from conftest import kb_script, source_env
+
+    for _ in range(3):
+        r, w = os.pipe()
+        os.close(r)  # the reader is gone before the first write
+        proc = subprocess.run([kb_script(), *args], cwd=example_kb, stdout=w,
+                              stderr=subprocess.PIPE, env=source_env(), timeout=60)
+        os.close(w)
+        assert (proc.returncode, proc.stderr.decode()) == (0, "")
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [("show", "q2"), ("show", "q2", "--json"),
+                                  ("verify", "--format", "json")])
+def test_output_that_cannot_be_written_is_an_environment_error(example_kb: Path,
+                                                               args: tuple[str, ...]) -> None:
+    """A full disk behind standard output is the environment's fault: exit 2, one line
+    on stderr (it was an internal error, exit 3)."""
+    from conftest import kb_script, source_env
+
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([kb_script(), *args], cwd=example_kb, stdout=full,
+                              stderr=subprocess.PIPE, env=source_env(), timeout=60)
+    lines = proc.stderr.decode().splitlines()
+    assert proc.returncode == 2
+    assert lines == ["kb: cannot write the output: No space left on device"]

@@ -260,6 +260,21 @@ def _highest_siblings(hyps: list[Light], parents: set[Optional[str]]
     return out
 
 
+def _next_free(c: Change, new: dict, ns: str, name: Any, start: int, taken: set[str]) -> str:
+    """``name(n)`` for the first ``n >= start`` that no snapshot of the change (its new
+    side, its base, the range's origin) declares and that no other new ID of the change
+    was told to use (``taken``, which gets it): the ID to suggest."""
+    kinds = _kinds_of(ns)
+    for n in range(start, start + 10_000):  # bounded: a snapshot declares fewer IDs
+        cand = name(n)
+        if cand in taken or (ns, cand) in new or c.new.find(cand, kinds) \
+                or c.base.find(cand, kinds) or (c.origin is not None and c.origin.find(cand, kinds)):
+            continue
+        taken.add(cand)
+        return cand
+    return name(start)
+
+
 @history_rule("KB307")
 def ids_never_reused(c: Change) -> list:
     """KB307: a new ID is above every ID that existed before it (never reused)."""
@@ -272,6 +287,7 @@ def ids_never_reused(c: Change) -> list:
     tree = c.config.paths["tree"]
     highest: Optional[dict[tuple[Optional[str], str], tuple[int, str]]] = None
     exp_max: Optional[int] = None
+    taken: set[str] = set()  # the IDs already suggested to this change's new IDs
     for n in fresh:
         if c.origin is not None and c.origin.find(n.id, _kinds_of(n.ns)):
             out.append(c.violation(
@@ -292,7 +308,8 @@ def ids_never_reused(c: Change) -> list:
             top = highest.get((parent if dot else None, m.group(1)))
             if top is not None and int(m.group(2)) <= top[0]:
                 top_n, top_id = top
-                nxt = (parent + "." if parent else "") + m.group(1) + str(top_n + 1)
+                stem = (parent + "." if parent else "") + m.group(1)
+                nxt = _next_free(c, new, n.ns, lambda k: stem + str(k), top_n + 1, taken)
                 out.append(c.violation(
                     n.id, n.path, n.line, "KB307",
                     f"{n.id} is new but not above {top_id}, which existed before; IDs are never "
@@ -306,11 +323,11 @@ def ids_never_reused(c: Change) -> list:
                 exp_max = max(nums, default=0)
             if int(m.group(1)) <= exp_max:
                 width = max(3, len(m.group(1)))
+                nxt = _next_free(c, new, n.ns, lambda k: f"E{k:0{width}d}", exp_max + 1, taken)
                 out.append(c.violation(
                     n.id, n.path, n.line, "KB307",
                     f"experiment {n.id} is new but not above E{exp_max:0{width}d}, the highest "
-                    f"experiment ID that existed before; IDs are never reused — use "
-                    f"E{exp_max + 1:0{width}d}"))
+                    f"experiment ID that existed before; IDs are never reused — use {nxt}"))
     return out
 
 

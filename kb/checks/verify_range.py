@@ -138,9 +138,8 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
                     trailer_spec: list[str]) -> Report:
     """History rules for each commit (vs its first parent), then snapshot rules on
     ``tip`` with pre-existing errors judged against ``origin`` (None: empty)."""
-    from kb.repo import commit_snapshot, find_all_kbs
-
     from kb.parallel import concurrently
+    from kb.repo import commit_snapshot, find_all_kbs
 
     report = Report(mode=mode, commits=len(commits))
     shas = [c for c, _ in commits]
