@@ -248,13 +248,15 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
 
     tip_f = Facts(idx, tip_snap, tip[:10])
     origin_f = None
+    maps: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
     if origin and snaps is not None:
         origin_f = Facts(idx, snaps[origin], origin[:10], derive_from=tip_f)
     elif origin:
         ofiles, ofmts = patch_files(tip_snap.files, tip_snap.formats, ch, k, forward=False)
         origin_f = Facts(idx, Snapshot(kb=k, kind="commit", files=ofiles, formats=ofmts,
                                        rev=origin), origin[:10], derive_from=tip_f)
-    maps: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
+        # the parent of the range's first commits: patched from the tip, not listed by git
+        maps[origin] = (ofiles, ofmts)
     left = dict(children)
     for c, parents in commits:
         parent = parents[0] if parents else None
