@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     An error is one line on stderr; with ``--json`` it is also the JSON object
     ``{"error": {"message", "exit_code", "kind"}}`` on stdout, for agents.
     """
-    from kb_cli.output import GuardedStream, OutputClosed
+    from kb_cli.output import GuardedStream
 
     args = sys.argv[1:] if argv is None else argv
     out, err = sys.stdout, sys.stderr
@@ -114,12 +114,6 @@ def main(argv: list[str] | None = None) -> int:
         code = _main(args, argv)
         sys.stdout.flush()  # what is left for the reader: its errors are the command's
         return code
-    except OutputClosed:
-        # What is still buffered goes nowhere (not a second broken pipe at exit).
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, out.fileno())
-        os.close(devnull)
-        return 0
     except KbError as exc:  # the output could not be written at the end
         click.echo(f"kb: {exc}", err=True)
         return exc.exit_code
@@ -139,8 +133,6 @@ def _print_notes() -> None:
 
 
 def _main(args: list[str], argv: list[str] | None) -> int:
-    from kb_cli.output import OutputClosed
-
     try:
         rv: Any = cli.main(args=argv, prog_name="kb", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -156,8 +148,6 @@ def _main(args: list[str], argv: list[str] | None) -> int:
         return _json_error(args, str(exc), exc.exit_code, exc.kind)
     except BrokenPipeError:
         return 0
-    except OutputClosed:
-        raise  # main() makes the rest of the output go nowhere
     except Exception as exc:  # a bug: a short message, never a traceback for users
         msg = f"internal error: {type(exc).__name__}: {exc}"
         click.echo(f"kb: {msg} (set KB_DEBUG=1 for the traceback; please report it)", err=True)
@@ -171,11 +161,11 @@ def _json_error(args: list[str], message: str, code: int, kind: str) -> int:
     """Also print the error as JSON on stdout when the command was asked for JSON
     (``--json``, ``--format json`` or ``--format=json``)."""
     if _asks_json(args):
-        from kb_cli.output import OutputClosed, emit_json
+        from kb_cli.output import emit_json
 
         try:
             emit_json({"error": {"message": message, "exit_code": code, "kind": kind}})
-        except (KbError, OutputClosed):
+        except KbError:
             pass  # standard output is what failed: stderr has said so
     return code
 

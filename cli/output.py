@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import re
 import sys
 from typing import Any, Callable, TypeVar
@@ -50,34 +52,53 @@ class PrintableStream:
         return getattr(self.raw, name)
 
 
-class OutputClosed(Exception):
-    """Standard output's reader went away (``kb … | head``): kb's work is done, nothing
-    failed. Not an ``OSError``: click would turn a broken pipe into exit 1."""
-
-
 class GuardedStream:
-    """Standard output for the commands: a write that fails is :class:`OutputClosed`
-    (a broken pipe) or :class:`kb.errors.EnvironmentError_` (a full disk, a closed
-    descriptor: exit 2, never an internal error)."""
+    """Standard output for the commands. A reader that goes away (a broken pipe:
+    ``kb … | head``) is no error: the rest of the output is dropped and the command
+    ends with its own exit code (``kb verify | head`` still exits 1 on violations).
+    Any other failed write (a full disk, a closed descriptor) is an
+    :class:`kb.errors.EnvironmentError_`: exit 2, one line, never an internal error."""
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
+        self.gone = False  # the reader went away: what follows goes nowhere
 
-    def _guarded(self, call: Callable[[], Any]) -> Any:
+    def _guarded(self, call: Callable[[], Any], dropped: Any) -> Any:
+        if self.gone:
+            return dropped
+        from kb.errors import EnvironmentError_
+
+        if self.raw is None:  # started with standard output closed
+            raise EnvironmentError_("cannot write the output: standard output is closed")
         try:
             return call()
         except BrokenPipeError:
-            raise OutputClosed() from None
+            self._drop()
+            return dropped
         except OSError as exc:
-            from kb.errors import EnvironmentError_
-
             raise EnvironmentError_(f"cannot write the output: {exc.strerror or exc}") from None
 
+    def _drop(self) -> None:
+        """Point the descriptor at the null device: what is still buffered is flushed
+        there at exit, not into a second broken pipe."""
+        self.gone = True
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, self.raw.fileno())
+            finally:
+                os.close(null)
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            pass  # no descriptor of its own (an in-process run): nothing to flush at exit
+
     def write(self, text: Any) -> int:
-        return self._guarded(lambda: self.raw.write(text))
+        if self.gone and not isinstance(text, str):
+            raise TypeError("write() argument must be str")  # as a text stream says
+        return self._guarded(lambda: self.raw.write(text), len(text))
 
     def flush(self) -> None:
-        self._guarded(self.raw.flush)
+        if self.raw is not None:
+            self._guarded(self.raw.flush, None)
 
     def __getattr__(self, name: str) -> Any:  # isatty, encoding, buffer, …
         return getattr(self.raw, name)

@@ -431,22 +431,48 @@ def test_sandbox_the_user_cannot_enter_is_an_environment_error(nobody_env) -> No
         assert "sandbox" in err["message"] and "permission" in err["message"], (args, err)
 
 
-@pytest.mark.parametrize("args", [("show", "q2"), ("show", "q2", "--json"), ("ls", "hypotheses"),
-                                  ("verify", "--format", "json")])
-def test_a_reader_that_goes_away_is_no_error(example_kb: Path, args: tuple[str, ...]) -> None:
+@pytest.mark.parametrize("args,code", [(("show", "q2"), 0), (("show", "q2", "--json"), 0),
+                                       (("ls", "hypotheses"), 0), (("verify",), 1),
+                                       (("verify", "--format", "json"), 1)])
+def test_a_reader_that_goes_away_is_no_error(example_kb: Path, args: tuple[str, ...],
+                                             code: int) -> None:
     """``kb … | head``: the reader closed its end before kb wrote. Click turned the
-    broken pipe into exit 1 (``kb show`` exited 1 with nothing said); nothing failed."""
+    broken pipe into exit 1 (``kb show`` exited 1 with nothing said); now the rest of
+    the output is dropped and the command ends with its own code: 1 for a check that
+    found violations (here a hypothesis with an unknown status word)."""
     import os
 
-    from conftest import kb_script, source_env
+    from conftest import commit_all, kb_script, source_env
 
+    tree = example_kb / "tree.md"
+    text = tree.read_text(encoding="utf-8")
+    if code:
+        tree.write_text(text.replace("Status: 待验", "Status: 不知道", 1), encoding="utf-8")
+        commit_all(example_kb, "a status word kb does not know")
     for _ in range(3):
         r, w = os.pipe()
         os.close(r)  # the reader is gone before the first write
         proc = subprocess.run([kb_script(), *args], cwd=example_kb, stdout=w,
                               stderr=subprocess.PIPE, env=source_env(), timeout=60)
         os.close(w)
-        assert (proc.returncode, proc.stderr.decode()) == (0, "")
+        said = [ln for ln in proc.stderr.decode().splitlines()
+                if not ln.startswith("kb verify (1 KB):")]  # its summary goes to stderr
+        assert (proc.returncode, said) == (code, [])
+
+
+@pytest.mark.parametrize("args", [("show", "q2"), ("ls", "hypotheses", "--json")])
+def test_standard_output_closed_is_an_environment_error(example_kb: Path,
+                                                        args: tuple[str, ...]) -> None:
+    """``kb show q2 >&-``: one line and exit 2 (it was a traceback)."""
+    import os
+
+    from conftest import kb_script, source_env
+
+    proc = subprocess.run([kb_script(), *args], cwd=example_kb, stderr=subprocess.PIPE,
+                          env=source_env(), timeout=60, preexec_fn=lambda: os.close(1))
+    assert proc.returncode == 2
+    assert proc.stderr.decode().splitlines() == [
+        "kb: cannot write the output: standard output is closed"]
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
