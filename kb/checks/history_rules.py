@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from kb.checks.changes import Change
 from kb.checks.facts import CARD_KINDS, NAMESPACE, Light
@@ -260,7 +260,8 @@ def _highest_siblings(hyps: list[Light], parents: set[Optional[str]]
     return out
 
 
-def _next_free(c: Change, new: dict, ns: str, name: Any, start: int, taken: set[str]) -> str:
+def _next_free(c: Change, new: dict, ns: str, name: Callable[[int], str], start: int,
+               taken: set[str]) -> str:
     """``name(n)`` for the first ``n >= start`` that no snapshot of the change (its new
     side, its base, the range's origin) declares and that no other new ID of the change
     was told to use (``taken``, which gets it): the ID to suggest."""
