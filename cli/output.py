@@ -63,20 +63,15 @@ class GuardedStream:
         self.raw = raw
         self.gone = False  # the reader went away: what follows goes nowhere
 
-    def _guarded(self, call: Callable[[], Any], dropped: Any) -> Any:
-        if self.gone:
-            return dropped
+    def _failed(self, exc: OSError) -> None:
+        """A write or flush failed: the reader went away (nothing more is written), or
+        the environment is at fault (raised)."""
+        if isinstance(exc, BrokenPipeError):
+            self._drop()
+            return
         from kb.errors import EnvironmentError_
 
-        if self.raw is None:  # started with standard output closed
-            raise EnvironmentError_("cannot write the output: standard output is closed")
-        try:
-            return call()
-        except BrokenPipeError:
-            self._drop()
-            return dropped
-        except OSError as exc:
-            raise EnvironmentError_(f"cannot write the output: {exc.strerror or exc}") from None
+        raise EnvironmentError_(f"cannot write the output: {exc.strerror or exc}") from None
 
     def _drop(self) -> None:
         """Point the descriptor at the null device: what is still buffered is flushed
@@ -92,13 +87,27 @@ class GuardedStream:
             pass  # no descriptor of its own (an in-process run): nothing to flush at exit
 
     def write(self, text: Any) -> int:
-        if self.gone and not isinstance(text, str):
-            raise TypeError("write() argument must be str")  # as a text stream says
-        return self._guarded(lambda: self.raw.write(text), len(text))
+        if self.gone:
+            if not isinstance(text, str):
+                raise TypeError("write() argument must be str")  # as a text stream says
+            return len(text)
+        if self.raw is None:  # started with standard output closed
+            from kb.errors import EnvironmentError_
+
+            raise EnvironmentError_("cannot write the output: standard output is closed")
+        try:
+            return self.raw.write(text)
+        except OSError as exc:
+            self._failed(exc)
+            return len(text)
 
     def flush(self) -> None:
-        if self.raw is not None:
-            self._guarded(self.raw.flush, None)
+        if self.gone or self.raw is None:
+            return
+        try:
+            self.raw.flush()
+        except OSError as exc:
+            self._failed(exc)
 
     def __getattr__(self, name: str) -> Any:  # isatty, encoding, buffer, …
         return getattr(self.raw, name)

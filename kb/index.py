@@ -445,14 +445,6 @@ class Index:
                 parsed += len(rows[0])
         return parsed
 
-    def put_file_rules(self, files: list[tuple[str, str]], rows: list[tuple]) -> None:
-        """Store per-file rule results computed apart from their parse (``kb_check_diags``
-        rows of the ``(path, blob)`` pairs ``files``, :func:`store_file_rows`) in one
-        transaction: ``verify --range`` runs a tree's rules in a worker while this
-        process derives its other versions."""
-        with _writing(self.db):
-            store_file_rows(self.db, files, rows)
-
     def refresh(self, only: list[str] | None = None, check: bool = False) -> RefreshStats:
         """Bring the working-tree snapshot up to date (incremental).
 
@@ -887,16 +879,17 @@ def _mapped(method: Any) -> Any:
 #: fallbacks, which catch them.)
 for _name in ("ensure", "ensure_versions", "refresh", "worktree", "objects", "get", "links",
               "counts", "file_count", "file_meta", "diagnostics", "search", "current_blob",
-              "parse_meta", "rows_of", "extract", "diagnostics_of", "put", "put_file_rules"):
+              "parse_meta", "rows_of", "extract", "diagnostics_of", "put"):
     setattr(Index, _name, _mapped(getattr(Index, _name)))
 del _name
 
 
 def store_file_rows(db: sqlite3.Connection, files: list[tuple[str, str]], rows: list[tuple]) -> None:
     """Store the per-file rule results of ``files`` ((path, blob) pairs): ``rows`` are
-    ``kb_check_diags`` rows (:mod:`kb.index_results`). Runs in the caller's transaction
-    (:meth:`Index.ensure_versions` stores them with the parses); sqlite3 errors go to
-    that caller."""
+    ``kb_check_diags`` rows (:mod:`kb.index_results`), replacing any the versions had.
+    Runs in the caller's transaction (:meth:`Index.ensure_versions` stores them with
+    the parses; :func:`kb.index_results.store_file_results` in one of their own);
+    sqlite3 errors go to that caller."""
     # a file version whose parse was dropped and is read again may have results already
     db.executemany("DELETE FROM kb_check_diags WHERE path=? AND blob=?", files)
     db.executemany("INSERT OR IGNORE INTO kb_check_files VALUES (?, ?)", files)

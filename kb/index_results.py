@@ -78,12 +78,13 @@ def unchecked(index: "Index", files: dict[str, str], scope: list[str],
 
 
 def store_file_results(index: "Index", files: list[tuple[str, str]], rows: list[tuple]) -> None:
-    """Store per-file results (see :func:`kb.index.store_file_rows`) in their own transaction;
+    """Store per-file results (:func:`kb.index.store_file_rows`) in their own transaction;
     a failure (locked, read-only) is skipped: the results are computed again next time."""
+    from kb.index import store_file_rows
+
     try:
         with index.db:
-            index.db.executemany("INSERT OR IGNORE INTO kb_check_files VALUES (?, ?)", files)
-            index.db.executemany("INSERT INTO kb_check_diags VALUES (?,?,?,?,?,?,?,?)", rows)
+            store_file_rows(index.db, files, rows)
     except sqlite3.Error:
         pass
 

@@ -295,10 +295,10 @@ def test_range_runs_the_tree_roots_rules_in_a_worker_with_the_same_results(make_
     log = tmp_path / "rules.txt"  # the worker writes down who checked which tree
     real = vr._root_rules
 
-    def spy(k, base_dir, item):
+    def spy(k, read, item):
         with open(log, "a", encoding="utf-8") as f:
             f.write(f"{os.getpid()} {item[0]}\n")
-        return real(k, base_dir, item)
+        return real(k, read, item)
 
     def stored() -> list[tuple]:
         db = sqlite3.connect(clone / ".kb" / "index.sqlite")

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from kb.checks.changes import Change
 from kb.checks.facts import CARD_KINDS, NAMESPACE, Light
 from kb.checks.registry import history_rule
+from kb.merge.renumber import next_child, next_experiment
 from kb.vocab import EXPERIMENT_MOVES, HYPOTHESIS_MOVES, HYPOTHESIS_STATUS, is_legal_move
 
 #: Kinds whose objects are never removed or reassigned.
@@ -260,20 +261,17 @@ def _highest_siblings(hyps: list[Light], parents: set[Optional[str]]
     return out
 
 
-def _next_free(c: Change, new: dict, ns: str, name: Callable[[int], str], start: int,
-               taken: set[str]) -> str:
-    """``name(n)`` for the first ``n >= start`` that no snapshot of the change (its new
-    side, its base, the range's origin) declares and that no other new ID of the change
-    was told to use (``taken``, which gets it): the ID to suggest."""
-    kinds = _kinds_of(ns)
-    for n in range(start, start + 10_000):  # bounded: a snapshot declares fewer IDs
-        cand = name(n)
-        if cand in taken or (ns, cand) in new or c.new.find(cand, kinds) \
-                or c.base.find(cand, kinds) or (c.origin is not None and c.origin.find(cand, kinds)):
+def _taken(c: Change, tree: str) -> dict[str, set[str]]:
+    """Every hypothesis and experiment ID a side of the change or the range's origin
+    declares: what a suggested ID must stay clear of (as ``kb sync``'s renumbering)."""
+    out: dict[str, set[str]] = {"hypothesis": set(), "experiment": set()}
+    for side in (c.base, c.new, c.origin):
+        if side is None:
             continue
-        taken.add(cand)
-        return cand
-    return name(start)
+        if tree in side.files:
+            out["hypothesis"].update(h.id for h in side.light(tree) if h.kind == "hypothesis")
+        out["experiment"] |= side.kind_ids("experiment")
+    return out
 
 
 @history_rule("KB307")
@@ -288,7 +286,7 @@ def ids_never_reused(c: Change) -> list:
     tree = c.config.paths["tree"]
     highest: Optional[dict[tuple[Optional[str], str], tuple[int, str]]] = None
     exp_max: Optional[int] = None
-    taken: set[str] = set()  # the IDs already suggested to this change's new IDs
+    taken: Optional[dict[str, set[str]]] = None  # declared IDs, and those suggested here
     for n in fresh:
         if c.origin is not None and c.origin.find(n.id, _kinds_of(n.ns)):
             out.append(c.violation(
@@ -308,9 +306,11 @@ def ids_never_reused(c: Change) -> list:
                 continue
             top = highest.get((parent if dot else None, m.group(1)))
             if top is not None and int(m.group(2)) <= top[0]:
-                top_n, top_id = top
-                stem = (parent + "." if parent else "") + m.group(1)
-                nxt = _next_free(c, new, n.ns, lambda k: stem + str(k), top_n + 1, taken)
+                top_id = top[1]
+                if taken is None:
+                    taken = _taken(c, tree)
+                nxt = next_child(parent if dot else None, taken["hypothesis"], n.id)
+                taken["hypothesis"].add(nxt)
                 out.append(c.violation(
                     n.id, n.path, n.line, "KB307",
                     f"{n.id} is new but not above {top_id}, which existed before; IDs are never "
@@ -324,7 +324,10 @@ def ids_never_reused(c: Change) -> list:
                 exp_max = max(nums, default=0)
             if int(m.group(1)) <= exp_max:
                 width = max(3, len(m.group(1)))
-                nxt = _next_free(c, new, n.ns, lambda k: f"E{k:0{width}d}", exp_max + 1, taken)
+                if taken is None:
+                    taken = _taken(c, tree)
+                nxt = next_experiment(taken["experiment"], n.id)
+                taken["experiment"].add(nxt)
                 out.append(c.violation(
                     n.id, n.path, n.line, "KB307",
                     f"experiment {n.id} is new but not above E{exp_max:0{width}d}, the highest "

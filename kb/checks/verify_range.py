@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Optional
 
-from kb import git
+from kb import git, index_results
 from kb.checks.changes import diff_commits, diff_many, patch_files, retargeted_links
 from kb.checks.diagnostics import LightDiagnostic as _D
 from kb.checks.facts import known_history, light_versions
@@ -419,9 +419,10 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
         if derived:
             _derive_tree_versions(idx, k, steps, roots, history, read)
 
-    light, checked = _read_light(k, cands, during=tree_chain, rule_roots=rule_roots)
+    light, checked = _read_light(k, cands, during=tree_chain, rule_roots=rule_roots, read=read)
     if checked:
-        idx.put_file_rules(list(checked), [row for rows in checked.values() for row in rows])
+        index_results.store_file_results(idx, list(checked),
+                                         [row for rows in checked.values() for row in rows])
     items += [(p, b, tip.formats[p]) for p, b in tip.files.items()
               if (p, b) not in derived and (p, b) not in light]
     todo = [it for it in items if (it[0], it[1]) not in derived]
@@ -506,14 +507,14 @@ LIGHT_CHUNK = 500
 
 
 def _read_light(k: Any, cands: list[tuple[str, str, str]], during: Any = None,
-                rule_roots: Optional[list[tuple[str, str, str]]] = None
+                rule_roots: Optional[list[tuple[str, str, str]]] = None, read: Any = None
                 ) -> tuple[dict[tuple[str, str], Any], dict[tuple[str, str], list[tuple]]]:
     """Light rows (:func:`kb.parse.light.light_read`) of the ``(path, blob, fmt)`` cards
     and experiments ``cands`` that read light, ``{(path, blob): rows}`` (the others are
     left out: the caller parses them in full), and the per-file rule results of the
     tree versions ``rule_roots``, ``{(path, blob): kb_check_diags rows}``
-    (:func:`kb.checks.file_results.rule_rows`; a version git lacks is left out), each
-    parsed from its bytes by the worker that takes it.
+    (:func:`kb.checks.file_results.rule_rows`; a version ``read`` lacks is left out), each
+    read (:func:`_checkout_reader`) and parsed by the worker that takes it.
 
     ``during(rules_here)``, when given, runs in this process while forked workers read
     and check (:class:`kb.parallel.Workers`, handed their next chunk as they return one;
@@ -533,7 +534,7 @@ def _read_light(k: Any, cands: list[tuple[str, str, str]], during: Any = None,
 
     def chunk(task: tuple[str, Any]) -> Any:
         kind, items = task
-        return _root_rules(k, root, items) if kind == "rules" else _light_chunk(root, items)
+        return _root_rules(k, read, items) if kind == "rules" else _light_chunk(root, items)
 
     # A child more than the other cores would only slow ``during()`` down. The rules
     # come first: a child starts on them while this process parses the same root.
@@ -568,18 +569,15 @@ def _read_light(k: Any, cands: list[tuple[str, str, str]], during: Any = None,
     return out, checked
 
 
-def _root_rules(k: Any, base: Path, item: tuple[str, str, str]) -> Optional[list[tuple]]:
-    """Worker: the per-file rule results of one tree version ``(path, blob, fmt)``,
-    parsed from its bytes (the checkout's, else git's) as Index.ensure_versions parses
-    it, with the same rows (:func:`kb.index_rows.rows_and_rules`); None when git lacks
-    the blob (ensure_versions skips it)."""
-    from kb.checks.facts import checkout_bytes
+def _root_rules(k: Any, read: Any, item: tuple[str, str, str]) -> Optional[list[tuple]]:
+    """Worker: the per-file rule results of one tree version ``(path, blob, fmt)``, read
+    with ``read`` (:func:`_checkout_reader`) and parsed as Index.ensure_versions parses
+    it, with the same rows (:func:`kb.index_rows.rows_and_rules`); None when ``read``
+    lacks the blob (ensure_versions skips it)."""
     from kb.index_rows import rows_and_rules
 
     path, blob, fmt = item
-    data = checkout_bytes(base, path, blob)
-    if data is None:
-        data = git.read_blobs([blob], k.top).get(blob)
+    data = read([item]).get(blob)
     if data is None:
         return None
     return rows_and_rules(k.config, [(path, blob, fmt, data)], file_results.rule_rows)[1]

@@ -40,8 +40,10 @@ def _depth(hid: str) -> int:
     return hid.count(".")
 
 
-def _next_child(parent: Optional[str], taken: set[str], like: str) -> str:
-    """The next free hypothesis ID at one level (``H<n>`` or ``<parent>.<n>``)."""
+def next_child(parent: Optional[str], taken: set[str], like: str) -> str:
+    """The next free hypothesis ID at one level (``H<n>`` or ``<parent>.<n>``): one
+    above every ID of ``taken`` at that level with the name of ``like`` (``H`` of
+    ``H7``). ``kb sync`` renumbers with it; KB307 suggests it."""
     m = _NUM.match(like.rsplit(".", 1)[-1])
     stem = m.group(1) if m else "H"
     prefix = (parent + ".") if parent else ""
@@ -55,6 +57,14 @@ def _next_child(parent: Optional[str], taken: set[str], like: str) -> str:
         if mm and mm.group(1) == stem:
             nums.append(int(mm.group(2)))
     return f"{prefix}{stem}{max(nums, default=0) + 1}"
+
+
+def next_experiment(taken: set[str], like: str) -> str:
+    """The next free experiment ID: one above every ``E<n>`` of ``taken``, as wide as
+    ``like`` (``E0002``: four digits; three at least)."""
+    nums = [int(m.group(1)) for t in taken if (m := re.fullmatch(r"E(\d+)", t))]
+    width = max(3, len(like) - 1)
+    return f"E{max(nums, default=0) + 1:0{width}d}"
 
 
 def plan(collisions: list[Collision], branch_hyps: list[str], taken: dict[str, set[str]]) -> Plan:
@@ -72,7 +82,7 @@ def plan(collisions: list[Collision], branch_hyps: list[str], taken: dict[str, s
         parent = c.id.rsplit(".", 1)[0] if "." in c.id else None
         if parent is not None and parent in p.ids:
             continue  # moves with its renamed ancestor below
-        new = _next_child(parent, taken["hypothesis"], c.id)
+        new = next_child(parent, taken["hypothesis"], c.id)
         taken["hypothesis"].add(new)
         p.ids[c.id] = new
         p.kinds[c.id] = "hypothesis"
@@ -82,9 +92,7 @@ def plan(collisions: list[Collision], branch_hyps: list[str], taken: dict[str, s
             p.ids[d] = nd
             p.kinds[d] = "hypothesis"
     for c in sorted((c for c in collisions if c.kind == "experiment"), key=lambda c: c.id):
-        nums = [int(m.group(1)) for t in taken["experiment"] if (m := re.fullmatch(r"E(\d+)", t))]
-        width = max(3, len(c.id) - 1)
-        new = f"E{max(nums, default=0) + 1:0{width}d}"
+        new = next_experiment(taken["experiment"], c.id)
         taken["experiment"].add(new)
         p.ids[c.id] = new
         p.kinds[c.id] = "experiment"
