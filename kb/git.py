@@ -381,7 +381,10 @@ class BlobReader:
             if not cls._open and not cls._registered:
                 import atexit
 
+                from kb.parallel import at_child_exit
+
                 atexit.register(cls.close_all)
+                at_child_exit(cls.close_all)  # a forked worker's reader, not outliving it
                 cls._registered = True
             mine = [k for k in cls._open if k[0] == key[0]]
             if len(mine) >= cls.KEEP:  # a long-lived caller (tests, a server) opens many repositories

@@ -197,7 +197,38 @@ class Index:
         self.path = path or (k.root / ".kb" / "index.sqlite")
         self.rebuilt = False
         self.memory = False
+        #: Tree versions derived in memory and not stored yet (:meth:`put_derived`),
+        #: ``(path, blob) -> put_spliced arguments``, in the order they were derived.
+        self._pending: dict[tuple[str, str], tuple[Any, ...]] = {}
         self.db = self._open()
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """The SQLite connection, with every version held by :meth:`put_derived` stored
+        first: a reader of the rows sees every version it was told exists."""
+        if self._pending:
+            self.store_derived()
+        return self._conn
+
+    @db.setter
+    def db(self, conn: sqlite3.Connection) -> None:
+        """Use ``conn`` from now on (opening, a fallback to memory, :meth:`resume`)."""
+        self._conn = conn
+
+    def connection_for(self, *versions: tuple[str, str]) -> sqlite3.Connection:
+        """The connection for a reader of ``versions`` (``(path, blob)`` pairs) alone:
+        :attr:`db` when one of them is held by :meth:`put_derived` (stored first),
+        else the connection as it is (the others stay held)."""
+        if self._pending and any(v in self._pending for v in versions):
+            return self.db
+        return self._conn
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The SQLite connection as it is: versions held by :meth:`put_derived` are not
+        in it. For readers that get those versions' rows elsewhere (a range check's
+        light rows, :class:`kb.checks.facts.light_versions`) or read other tables."""
+        return self._conn
 
     def __enter__(self) -> "Index":
         return self
@@ -207,7 +238,22 @@ class Index:
 
     def close(self) -> None:
         """Close the SQLite connection; the index is unusable afterwards."""
-        self.db.close()
+        self._conn.close()
+
+    def suspend(self) -> None:
+        """Close the SQLite connection until :meth:`resume` (the on-disk cache only).
+
+        Around a fork: a child must not use a connection open before the fork, and its
+        own connection is safe only when the process held none at the fork (SQLite's
+        file locks belong to the process). Temporary tables go with the connection;
+        a :class:`kb.index_facts.SnapshotTable` makes its own again."""
+        if self.memory:
+            raise ValueError("an in-memory index cannot be reopened")
+        self._conn.close()
+
+    def resume(self) -> None:
+        """A new connection to the cache file after :meth:`suspend`."""
+        self.db = self._open_disk()
 
     # -- opening -------------------------------------------------------------
     def _open(self) -> sqlite3.Connection:
@@ -313,7 +359,7 @@ class Index:
     def _fallback(self, exc: BaseException) -> None:
         """Continue in memory after ``exc`` made the on-disk cache unusable mid-way."""
         try:
-            self.db.close()
+            self._conn.close()
         except sqlite3.Error:
             pass
         self.db = self._to_memory(str(exc) or type(exc).__name__)
@@ -331,7 +377,7 @@ class Index:
         if not self._missing(snap, known):
             return 0
         try:
-            with _writing(self.db):
+            with _writing(self._conn):
                 return self._ensure_locked(snap, known)
         except sqlite3.Error as exc:
             if self.memory:
@@ -345,12 +391,12 @@ class Index:
         if not todo:
             return []
         if len(todo) > 64:
-            have = set(self.db.execute(
+            have = set(self._conn.execute(
                 f"SELECT path, blob FROM parsed p WHERE {_TRUSTED}").fetchall())
         else:
-            have = {row for p, b in todo.items() for row in self.db.execute(
+            have = {row for p, b in todo.items() for row in self._conn.execute(
                 f"SELECT path, blob FROM parsed p WHERE path=? AND blob=? AND {_TRUSTED}", (p, b))}
-        return [p for p, b in todo.items() if (p, b) not in have]
+        return [p for p, b in todo.items() if (p, b) not in have and (p, b) not in self._pending]
 
     def _ensure_locked(self, snap: Snapshot, known: dict[str, str] | None) -> int:
         """:meth:`ensure` inside a write transaction (what is missing is read again)."""
@@ -370,22 +416,22 @@ class Index:
             self._store(rows, replace=not cold)
             parsed += len(rows[0])
         for sql in indexes:
-            self.db.execute(sql)
+            self._conn.execute(sql)
         return parsed
 
     def _empty(self) -> bool:
         """Whether no object, link or diagnostic row is stored."""
-        return not any(self.db.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone()
+        return not any(self._conn.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone()
                        for t in ("objects", "links", "diagnostics"))
 
     def _drop_indexes(self) -> list[str]:
         """Drop the secondary indexes of the row tables (in the caller's transaction);
         return the statements that create them again."""
-        found = self.db.execute(
+        found = self._conn.execute(
             "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
             "AND tbl_name IN ('objects', 'links', 'diagnostics')").fetchall()
         for name, _ in found:
-            self.db.execute(f'DROP INDEX "{name}"')
+            self._conn.execute(f'DROP INDEX "{name}"')
         return [sql for _, sql in found]
 
     def _store(self, rows: "Rows", replace: bool = True) -> None:
@@ -395,11 +441,11 @@ class Index:
         # A part of a streamed parse replaces nothing but what its first part names.
         keys = rows.clear if isinstance(rows, Part) else [(p, b) for p, b, *_ in rows_p]
         for table in ("objects", "links", "diagnostics") if replace else ():
-            self.db.executemany(f"DELETE FROM {table} WHERE path=? AND blob=?", keys)
-        self.db.executemany("INSERT OR REPLACE INTO parsed VALUES (?,?,?,?,?,?)", rows_p)
-        self.db.executemany("INSERT INTO objects VALUES (?,?,?,?,?,?,?,?)", rows_o)
-        self.db.executemany("INSERT INTO links VALUES (?,?,?,?,?)", rows_l)
-        self.db.executemany("INSERT INTO diagnostics VALUES (?,?,?,?,?,?,?,?)", rows_d)
+            self._conn.executemany(f"DELETE FROM {table} WHERE path=? AND blob=?", keys)
+        self._conn.executemany("INSERT OR REPLACE INTO parsed VALUES (?,?,?,?,?,?)", rows_p)
+        self._conn.executemany("INSERT INTO objects VALUES (?,?,?,?,?,?,?,?)", rows_o)
+        self._conn.executemany("INSERT INTO links VALUES (?,?,?,?,?)", rows_l)
+        self._conn.executemany("INSERT INTO diagnostics VALUES (?,?,?,?,?,?,?,?)", rows_d)
 
     def ensure_versions(self, items: Iterable[tuple[str, str, str]],
                         file_rules: Any = None, read: Any = None,
@@ -426,21 +472,22 @@ class Index:
         # Reads only (no temp table): a write here would open an implicit
         # transaction and the BEGIN IMMEDIATE below would fail.
         if len(items) > 64:
-            have = set(self.db.execute(f"SELECT path, blob FROM parsed p WHERE {_TRUSTED}"))
+            have = set(self._conn.execute(f"SELECT path, blob FROM parsed p WHERE {_TRUSTED}"))
         else:
-            have = {row for pth, b, _ in items for row in self.db.execute(
+            have = {row for pth, b, _ in items for row in self._conn.execute(
                 f"SELECT path, blob FROM parsed p WHERE path=? AND blob=? AND {_TRUSTED}", (pth, b))}
-        missing = [it for it in items if (it[0], it[1]) not in have]
+        missing = [it for it in items if (it[0], it[1]) not in have
+                   and (it[0], it[1]) not in self._pending]
         if not missing:
             return 0
         parsed = 0
         if file_rules is not None and rule_paths is not None:
             file_rules = functools.partial(rules_within, file_rules, frozenset(rule_paths))
-        with _writing(self.db):  # one transaction; each parse replaces its (path, blob) rows
+        with _writing(self._conn):  # one transaction; each parse replaces its (path, blob) rows
             for rows, rules in version_batches(self.kb, missing, file_rules, read):
                 self._store(rows)
                 if file_rules is not None:
-                    store_file_rows(self.db, [(r[0], r[1]) for r in rows[0]
+                    store_file_rows(self._conn, [(r[0], r[1]) for r in rows[0]
                                               if rule_paths is None or r[0] in rule_paths], rules)
                 parsed += len(rows[0])
         return parsed
@@ -628,13 +675,19 @@ class Index:
         return row[0] if row else None
 
     def has_parse(self, path: str, blob: str) -> bool:
-        """Whether a trusted parse of ``path`` at ``blob`` is stored."""
-        return self.db.execute(f"SELECT 1 FROM parsed p WHERE path=? AND blob=? AND {_TRUSTED}",
+        """Whether a trusted parse of ``path`` at ``blob`` is stored (or held by
+        :meth:`put_derived`)."""
+        if (path, blob) in self._pending:
+            return True
+        return self._conn.execute(f"SELECT 1 FROM parsed p WHERE path=? AND blob=? AND {_TRUSTED}",
                                (path, blob)).fetchone() is not None
 
     def parse_meta(self, path: str, blob: str) -> dict[str, Any] | None:
         """The parse metadata stored for ``path`` at blob ``blob`` (trusted or not), or None."""
-        row = self.db.execute("SELECT meta FROM parsed WHERE path=? AND blob=?",
+        held = self._pending.get((path, blob))
+        if held is not None:
+            return dict(held[-1])
+        row = self._conn.execute("SELECT meta FROM parsed WHERE path=? AND blob=?",
                               (path, blob)).fetchone()
         return json.loads(row[0]) if row else None
 
@@ -650,7 +703,8 @@ class Index:
         if obj_id is not None:
             sql += " AND id=?"
             args.append(obj_id)
-        return [ObjectRow(*r) for r in self.db.execute(sql + " ORDER BY line", args)]
+        db = self.connection_for((path, blob))
+        return [ObjectRow(*r) for r in db.execute(sql + " ORDER BY line", args)]
 
     def extract(self, kind: str, fields: Iterable[str], path: str | None = None,
                 blob: str | None = None, fmt: str | None = None) -> list[tuple[Any, ...]]:
@@ -674,13 +728,14 @@ class Index:
         else:
             sql += f"FROM objects o {self._CUR} WHERE o.kind=?"
             args = (kind,)
-        return list(self.db.execute(sql + " ORDER BY o.path, o.line", args))
+        db = self.connection_for((path, blob)) if path is not None else self.db
+        return list(db.execute(sql + " ORDER BY o.path, o.line", args))
 
     def diagnostics_of(self, path: str, blob: str) -> list[Any]:
         """Parse diagnostics of one file version, in line order."""
         from kb.model import Diagnostic, Fix
 
-        rows = self.db.execute(
+        rows = self.connection_for((path, blob)).execute(
             "SELECT path, line, col, code, severity, message, fix FROM diagnostics "
             "WHERE path=? AND blob=? ORDER BY line, code", (path, blob))
         return [Diagnostic(path=p, line=ln, col=c, code=code, severity=s, message=m,
@@ -696,13 +751,13 @@ class Index:
         if self.has_parse(path, blob):
             return
         try:
-            with _writing(self.db):
+            with _writing(self._conn):
                 self._store(result_rows(path, blob, result))
         except sqlite3.Error as exc:
             if self.memory:
                 raise
             self._fallback(exc)
-            with _writing(self.db):
+            with _writing(self._conn):
                 self._store(result_rows(path, blob, result))
 
     def put_spliced(self, path: str, old_blob: str, new_blob: str, first: int, old_stop: int,
@@ -722,7 +777,7 @@ class Index:
         declared outside it (its links could not be told apart).
         """
         try:
-            with _writing(self.db):
+            with _writing(self._conn):
                 return self._splice(path, old_blob, new_blob, first, old_stop, new_stop, region, meta)
         except sqlite3.Error:
             return False  # the caller parses the whole file (put), which falls back if need be
@@ -736,11 +791,11 @@ class Index:
             return False
         d = new_stop - old_stop
         args = {"p": path, "ob": old_blob, "nb": new_blob, "first": first, "stop": old_stop, "d": d}
-        inner = sorted({i for (i,) in self.db.execute(
+        inner = sorted({i for (i,) in self._conn.execute(
             "SELECT id FROM objects WHERE path=:p AND blob=:ob AND line >= :first AND line < :stop",
             args)})
         marks = ",".join("?" * len(inner))
-        if inner and self.db.execute(
+        if inner and self._conn.execute(
                 f"SELECT 1 FROM objects WHERE path=? AND blob=? AND id IN ({marks}) "
                 "AND (line < ? OR line >= ?) LIMIT 1",
                 (path, old_blob, *inner, first, old_stop)).fetchone():
@@ -754,32 +809,67 @@ class Index:
         cols = "path, :nb, id, kind, status, title"
         # Inside the caller's transaction; replace, never append.
         for table in ("objects", "links", "diagnostics"):
-            self.db.execute(f"DELETE FROM {table} WHERE path=? AND blob=?", (path, new_blob))
-        self.db.execute(f"INSERT INTO objects SELECT {cols}, line, data FROM objects "
+            self._conn.execute(f"DELETE FROM {table} WHERE path=? AND blob=?", (path, new_blob))
+        self._conn.execute(f"INSERT INTO objects SELECT {cols}, line, data FROM objects "
                         "WHERE path=:p AND blob=:ob AND line < :first", args)
-        self.db.execute(f"INSERT INTO objects SELECT {cols}, line + :d, {shifted} FROM objects "
+        self._conn.execute(f"INSERT INTO objects SELECT {cols}, line + :d, {shifted} FROM objects "
                         "WHERE path=:p AND blob=:ob AND line >= :stop", args)
         # Links belong to their source object; no ID of the region is declared outside it.
-        self.db.execute(
+        self._conn.execute(
             "INSERT INTO links SELECT path, ?, src, dst, kind FROM links "
             f"WHERE path=? AND blob=? AND src NOT IN ({marks})",
             (new_blob, path, old_blob, *inner))
-        self.db.execute(
+        self._conn.execute(
             "INSERT INTO diagnostics SELECT path, :nb, line, col, code, severity, message, fix "
             "FROM diagnostics WHERE path=:p AND blob=:ob AND line < :first", args)
-        self.db.execute(
+        self._conn.execute(
             "INSERT INTO diagnostics SELECT path, :nb, line + :d, col, code, severity, message, "
             "CASE WHEN fix IS NOT NULL AND :d THEN json_set(fix, '$.line', "
             "json_extract(fix, '$.line') + :d) ELSE fix END "
             "FROM diagnostics WHERE path=:p AND blob=:ob AND line >= :stop", args)
-        self.db.executemany("INSERT INTO objects VALUES (?,?,?,?,?,?,?,?)", rows_o)
-        self.db.executemany("INSERT INTO links VALUES (?,?,?,?,?)", rows_l)
-        self.db.executemany("INSERT INTO diagnostics VALUES (?,?,?,?,?,?,?,?)", rows_d)
-        nobj = self.db.execute("SELECT count(*) FROM objects WHERE path=? AND blob=?",
+        self._conn.executemany("INSERT INTO objects VALUES (?,?,?,?,?,?,?,?)", rows_o)
+        self._conn.executemany("INSERT INTO links VALUES (?,?,?,?,?)", rows_l)
+        self._conn.executemany("INSERT INTO diagnostics VALUES (?,?,?,?,?,?,?,?)", rows_d)
+        nobj = self._conn.execute("SELECT count(*) FROM objects WHERE path=? AND blob=?",
                                (path, new_blob)).fetchone()[0]
-        self.db.execute("INSERT OR REPLACE INTO parsed VALUES (?,?,?,?,?,?)",
+        self._conn.execute("INSERT OR REPLACE INTO parsed VALUES (?,?,?,?,?,?)",
                         (path, new_blob, "tree", meta_json, new_blob, nobj))
         return True
+
+    def put_derived(self, path: str, old_blob: str, new_blob: str, first: int, old_stop: int,
+                    new_stop: int, region: Any, meta: dict[str, Any]) -> None:
+        """Hold a spliced version of a tree file in memory: what :meth:`put_spliced`
+        would store (same arguments), stored only when a reader needs its rows.
+
+        ``kb verify --range`` derives each tree.md version of the range from the one
+        before; copying ~5,000 unchanged hypotheses' rows per version was most of
+        that (issue 18), and its history rules read a version through what the
+        caller knows of it (:class:`kb.checks.facts.light_versions`) and
+        :meth:`has_parse` and :meth:`parse_meta`, which answer for a held version.
+        Anything else that reads the rows through :attr:`db` stores every held
+        version first (:meth:`store_derived`), in the order they were derived, so
+        it sees exactly what :meth:`put_spliced` would have stored. The caller
+        guarantees what :meth:`put_spliced` checks: ``old_blob`` is stored or held,
+        and no ID of the old region is declared outside it. Held versions are lost
+        with the index object (never written unless read)."""
+        self._pending[(path, new_blob)] = (old_blob, first, old_stop, new_stop, region, meta)
+
+    def derived(self, path: str, blob: str) -> bool:
+        """Whether ``path`` at ``blob`` is held by :meth:`put_derived` (not stored yet)."""
+        return (path, blob) in self._pending
+
+    def held(self) -> list[tuple[str, str]]:
+        """``(path, blob)`` of every version :meth:`put_derived` holds (not stored yet)."""
+        return list(self._pending)
+
+    def store_derived(self) -> None:
+        """Store every version held by :meth:`put_derived`, each after the one it was
+        derived from; a version that cannot be spliced (its source was lost from
+        the cache meanwhile) is parsed in full from git."""
+        held, self._pending = self._pending, {}
+        for (path, blob), (old, first, old_stop, new_stop, region, meta) in held.items():
+            if not self.put_spliced(path, old, blob, first, old_stop, new_stop, region, meta):
+                self.ensure_versions([(path, blob, "tree")])
 
     # -- queries of the card writers (kb.ops.workspace, kb.ops.verdict) -------------------
     def proposition_paths(self) -> list[str]:

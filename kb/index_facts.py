@@ -43,14 +43,15 @@ class SnapshotTable:
         self.index = index
         self.files = files
         self._name: Optional[str] = None
+        self._db: Any = None  # the connection holding the table (Index.resume opens another)
 
     @property
     def name(self) -> str:
         """The table's name (``kb_snap_<n>``, columns ``path``, ``blob``)."""
-        if self._name is None:
+        if self._name is None or self._db is not self.index.conn:
             SnapshotTable._serial += 1
             name = f"kb_snap_{SnapshotTable._serial}"
-            db = self.index.db
+            db = self.index.conn
             with _reading():
                 db.execute(f"CREATE TEMP TABLE {name} (path TEXT PRIMARY KEY, blob TEXT NOT NULL) "
                            "WITHOUT ROWID")
@@ -58,40 +59,52 @@ class SnapshotTable:
                 # The inserts opened an implicit transaction: end it, or the index's next
                 # write (BEGIN IMMEDIATE) fails and kb falls back to an in-memory index.
                 db.commit()
-            self._name = name
+            self._name, self._db = name, db
         return self._name
 
-    def _join(self, table: str, columns: str, where: str = "", args: tuple = ()) -> list[tuple]:
+    def _join(self, table: str, columns: str, where: str = "", args: tuple = (),
+              held: bool = False) -> list[tuple]:
+        """Rows of ``table`` of the snapshot's versions; ``held`` True: without the
+        versions :meth:`kb.index.Index.put_derived` holds (the caller has their rows
+        already: :class:`kb.checks.facts.Facts`' light rows), else those of the
+        snapshot are stored first."""
         # CROSS JOIN: the snapshot's files are the outer loop, each looked up in the
         # table's (path, blob) index. Left to itself SQLite scans the whole table (every
         # version the cache holds) and looks each row up in the snapshot instead.
-        sql = (f"SELECT {columns} FROM {self.name} s CROSS JOIN {table} t "
+        name = self.name
+        sql = (f"SELECT {columns} FROM {name} s CROSS JOIN {table} t "
                f"ON t.path = s.path AND t.blob = s.blob")
         if where:
             sql += f" WHERE {where}"
         with _reading():
-            return list(self.index.db.execute(sql, args))
+            db = self.index.conn if held else self.index.connection_for(
+                *[(p, b) for p, b in self.index.held() if self.files.get(p) == b])
+            return list(db.execute(sql, args))
 
     def unparsed(self) -> list[str]:
-        """Paths of the snapshot whose version has no stored parse."""
+        """Paths of the snapshot whose version has no stored parse (a version
+        :meth:`kb.index.Index.put_derived` holds among them)."""
         with _reading():
-            return [p for (p,) in self.index.db.execute(
+            return [p for (p,) in self.index.conn.execute(
                 f"SELECT s.path FROM {self.name} s LEFT JOIN parsed t "
                 "ON t.path = s.path AND t.blob = s.blob WHERE t.path IS NULL")]
 
-    def objects(self) -> list[tuple[str, str, str, str, int, str]]:
-        """``(id, kind, status, path, line, blob)`` of every object of the snapshot."""
-        return self._join("objects", "t.id, t.kind, t.status, t.path, t.line, t.blob")
+    def objects(self, held: bool = False) -> list[tuple[str, str, str, str, int, str]]:
+        """``(id, kind, status, path, line, blob)`` of every object of the snapshot
+        (``held``: see :meth:`_join`)."""
+        return self._join("objects", "t.id, t.kind, t.status, t.path, t.line, t.blob", held=held)
 
-    def links(self, kinds: Iterable[str]) -> list[tuple[str, str, str, str]]:
-        """``(path, src, dst, kind)`` of every link of ``kinds`` in the snapshot."""
+    def links(self, kinds: Iterable[str], held: bool = False) -> list[tuple[str, str, str, str]]:
+        """``(path, src, dst, kind)`` of every link of ``kinds`` in the snapshot
+        (``held``: see :meth:`_join`)."""
         kinds = tuple(kinds)
         marks = ",".join("?" * len(kinds))
-        return self._join("links", "t.path, t.src, t.dst, t.kind", f"t.kind IN ({marks})", kinds)
+        return self._join("links", "t.path, t.src, t.dst, t.kind", f"t.kind IN ({marks})", kinds,
+                          held=held)
 
-    def ids_of_kind(self, kind: str) -> set[str]:
-        """IDs of the snapshot's objects of ``kind``."""
-        return {i for (i,) in self._join("objects", "t.id", "t.kind = ?", (kind,))}
+    def ids_of_kind(self, kind: str, held: bool = False) -> set[str]:
+        """IDs of the snapshot's objects of ``kind`` (``held``: see :meth:`_join`)."""
+        return {i for (i,) in self._join("objects", "t.id", "t.kind = ?", (kind,), held=held)}
 
     def parse_diagnostics(self) -> list[tuple]:
         """``(path, line, col, code, severity, message, fix JSON)`` of every parse
@@ -110,7 +123,7 @@ class SnapshotTable:
 def version_objects(index: Index, path: str, blob: str) -> list[tuple[str, str, str, str, int, str]]:
     """``(id, kind, status, path, line, blob)`` of the objects of one file version."""
     with _reading():
-        return list(index.db.execute(
+        return list(index.connection_for((path, blob)).execute(
             "SELECT id, kind, status, path, line, blob FROM objects WHERE path=? AND blob=?",
             (path, blob)))
 
@@ -119,7 +132,7 @@ def version_field(index: Index, path: str, blob: str, kind: str, field: str) -> 
     """The JSON field ``field`` of every object of ``kind`` of one file version (what
     :meth:`SnapshotTable.field_of_kind` gives for it)."""
     with _reading():
-        return [v for (v,) in index.db.execute(
+        return [v for (v,) in index.connection_for((path, blob)).execute(
             f"SELECT json_extract(data, '$.{field}') FROM objects WHERE path=? AND blob=? AND kind=?",
             (path, blob, kind))]
 
@@ -129,18 +142,19 @@ def version_links(index: Index, path: str, blob: str, kinds: Iterable[str]) -> l
     kinds = tuple(kinds)
     marks = ",".join("?" * len(kinds))
     with _reading():
-        return list(index.db.execute(
+        return list(index.connection_for((path, blob)).execute(
             f"SELECT src, dst, kind FROM links WHERE path=? AND blob=? AND kind IN ({marks})",
             (path, blob, *kinds)))
 
 
 def declarations(index: Index, obj_id: str, kinds: Iterable[str]) -> list[tuple[str, str, str, str, str, int]]:
     """``(path, blob, id, kind, status, line)`` of every stored declaration of ``obj_id``
-    among ``kinds`` (of any file version: the caller keeps its snapshot's)."""
+    among ``kinds`` (of any file version: the caller keeps its snapshot's; not of the
+    versions :meth:`Index.put_derived` holds: the caller has their rows)."""
     kinds = tuple(kinds)
     marks = ",".join("?" * len(kinds))
     with _reading():
-        return list(index.db.execute(
+        return list(index.conn.execute(
             f"SELECT path, blob, id, kind, status, line FROM objects WHERE id=? AND kind IN ({marks})",
             (obj_id, *kinds)))
 
@@ -155,20 +169,49 @@ def history_rows(index: Index, path: str, blob: str, lines: Optional[tuple[int, 
     if lines is not None:
         where, args = " AND line >= ? AND line < ?", (path, blob, *lines)
     with _reading():
-        return list(index.db.execute(
-            "SELECT id, kind, status, line, "
-            # an experiment has no statement: its title says what it is (KB350, kb sync)
-            "coalesce(json_extract(data, '$.statement'), json_extract(data, '$.title')), "
-            "json_extract(data, '$.evidence'), json_extract(data, '$.anchor_lines.Evidence'), "
-            "coalesce(json_extract(data, '$.anchor_lines.Status'), "
-            "json_extract(data, '$.anchor_lines.状态')), json_extract(data, '$.hypothesis') "
-            f"FROM objects WHERE path=? AND blob=?{where} ORDER BY line", args))
+        return list(index.connection_for((path, blob)).execute(
+            f"SELECT {_HISTORY_COLUMNS} FROM objects WHERE path=? AND blob=?{where} ORDER BY line",
+            args))
+
+
+#: What :func:`history_rows` reads of an object row (columns ``id kind status line data``).
+_HISTORY_COLUMNS = (
+    "id, kind, status, line, "
+    # an experiment has no statement: its title says what it is (KB350, kb sync)
+    "coalesce(json_extract(data, '$.statement'), json_extract(data, '$.title')), "
+    "json_extract(data, '$.evidence'), json_extract(data, '$.anchor_lines.Evidence'), "
+    "coalesce(json_extract(data, '$.anchor_lines.Status'), "
+    "json_extract(data, '$.anchor_lines.状态')), json_extract(data, '$.hypothesis')")
+
+
+def history_rows_of(index: Index, rows: list[tuple]) -> list[tuple]:
+    """:func:`history_rows` of ``objects`` rows not stored (``(path, blob, id, kind,
+    status, title, line, data)``, :func:`kb.index_rows.result_rows`), read by the same
+    SQL, in line order."""
+    out: list[tuple] = []
+    with _reading():
+        for i in range(0, len(rows), 150):  # 5 parameters a row, far below SQLite's limit
+            chunk = rows[i:i + 150]
+            values = ",".join(["(?,?,?,?,?)"] * len(chunk))
+            out.extend(index.conn.execute(
+                f"WITH region(id, kind, status, line, data) AS (VALUES {values}) "
+                f"SELECT {_HISTORY_COLUMNS} FROM region ORDER BY line",
+                [x for r in chunk for x in (r[2], r[3], r[4], r[6], r[7])]))
+    out.sort(key=lambda r: r[3])
+    return out
+
+
+def version_link_rows(index: Index, path: str, blob: str) -> list[tuple[str, str, str, str]]:
+    """``(path, src, dst, kind)`` of every link of one file version, in the order stored."""
+    with _reading():
+        return list(index.connection_for((path, blob)).execute(
+            "SELECT path, src, dst, kind FROM links WHERE path=? AND blob=?", (path, blob)))
 
 
 def version_diagnostics(index: Index, path: str, blob: str) -> list[tuple]:
     """``(line, col, code, severity, message, fix JSON)`` of one file version's parse."""
     with _reading():
-        return list(index.db.execute(
+        return list(index.connection_for((path, blob)).execute(
             "SELECT line, col, code, severity, message, fix FROM diagnostics "
             "WHERE path=? AND blob=?", (path, blob)))
 
@@ -177,7 +220,7 @@ def hypotheses_brief(index: Index, path: str, blob: str) -> list[tuple[str, str,
     """``(id, statement, status, parent)`` of the hypotheses of one tree.md version, in
     line order (what the dashboard renders)."""
     with _reading():
-        return list(index.db.execute(
+        return list(index.connection_for((path, blob)).execute(
             "SELECT id, json_extract(data, '$.statement'), status, json_extract(data, '$.parent') "
             "FROM objects WHERE path=? AND blob=? AND kind='hypothesis' ORDER BY line", (path, blob)))
 
@@ -186,7 +229,7 @@ def same_facts(index: Index, path: str, a: str, b: str) -> bool:
     """Whether two versions of ``path`` hold the same objects (JSON) and links."""
     q_obj = "SELECT id, kind, status, title, line, data FROM objects WHERE path=? AND blob=?"
     q_lnk = "SELECT src, dst, kind FROM links WHERE path=? AND blob=?"
-    db = index.db
+    db = index.connection_for((path, a), (path, b))
     with _reading():
         if sorted(set(db.execute(q_obj, (path, a)))) != sorted(set(db.execute(q_obj, (path, b)))):
             return False
@@ -206,7 +249,8 @@ def changed_objects(index: Index, path: str, a: str, b: str,
            "SELECT 1 FROM objects b WHERE b.id = a.id AND b.path = ? AND b.blob = ? "
            f"AND b.kind = a.kind AND (b.data = a.data OR {same})) ORDER BY a.line")
     with _reading():
-        return list(index.db.execute(sql, (path, a, path, b, *moving, *moving)))
+        db = index.connection_for((path, a), (path, b))
+        return list(db.execute(sql, (path, a, path, b, *moving, *moving)))
 
 
 def objects_with_ids(index: Index, path: str, blob: str, kind: str,
@@ -217,7 +261,7 @@ def objects_with_ids(index: Index, path: str, blob: str, kind: str,
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
             marks = ",".join("?" * len(chunk))
-            out.extend(index.db.execute(
+            out.extend(index.connection_for((path, blob)).execute(
                 f"SELECT id, line, data FROM objects WHERE path=? AND blob=? AND kind=? AND id IN ({marks})",
                 (path, blob, kind, *chunk)))
     return out
@@ -233,7 +277,7 @@ def first_diagnostics(index: Index, versions: list[tuple[str, str]],
         for i in range(0, len(versions), 400):
             chunk = versions[i:i + 400]
             marks = ",".join(["(?,?)"] * len(chunk))
-            out.extend(index.db.execute(
+            out.extend(index.connection_for(*versions).execute(
                 f"SELECT path, line, code, message FROM diagnostics WHERE code IN "
                 f"({','.join('?' * len(codes))}) AND (path, blob) IN (VALUES {marks}) "
                 "ORDER BY path, line, code", (*codes, *(x for pb in chunk for x in pb))))

@@ -45,7 +45,7 @@ def prepare(index: "Index", fingerprint: str) -> bool:
     another fingerprint are dropped. Returns False when the tables cannot be
     read or written (the caller then computes everything and stores nothing).
     """
-    db = index.db
+    db = index.conn
     try:
         row = db.execute("SELECT value FROM kb_check_kv WHERE key='rules'").fetchone()
         if row is None or row[0] != fingerprint:
@@ -64,7 +64,7 @@ def unchecked(index: "Index", files: dict[str, str], scope: list[str],
     """Paths of ``scope`` (KB-relative, in ``files``: path -> blob) whose per-file results
     are not stored. ``snapshot`` (the table of ``files``) answers a large scope in
     one query. Raises EnvironmentError_ when the cache cannot be read."""
-    db = index.db
+    db = index.conn
     try:
         if snapshot is not None:
             want = set(scope)
@@ -83,8 +83,8 @@ def store_file_results(index: "Index", files: list[tuple[str, str]], rows: list[
     from kb.index import store_file_rows
 
     try:
-        with index.db:
-            store_file_rows(index.db, files, rows)
+        with index.conn:
+            store_file_rows(index.conn, files, rows)
     except sqlite3.Error:
         pass
 
@@ -95,7 +95,7 @@ def file_results(index: "Index", files: dict[str, str], scope: list[str],
     severity, message, fix JSON)``; ``snapshot`` (the table of ``files``) reads a
     large scope in one query (rows of other paths of the snapshot may come too).
     Raises EnvironmentError_ when the cache cannot be read."""
-    db = index.db
+    db = index.conn
     try:
         if snapshot is not None:
             return list(db.execute(
@@ -113,7 +113,7 @@ def get(index: "Index", key: str, touch: bool = False) -> Optional[str]:
     """The value stored under ``key`` in ``kb_check_kv``, or None (also when the cache
     cannot be read). ``touch`` marks it as just used (kept among the most recent
     snapshot results)."""
-    db = index.db
+    db = index.conn
     try:
         row = db.execute("SELECT value FROM kb_check_kv WHERE key=?", (key,)).fetchone()
     except sqlite3.Error:
@@ -132,8 +132,8 @@ def get(index: "Index", key: str, touch: bool = False) -> Optional[str]:
 def put(index: "Index", pairs: Iterable[tuple[str, str]]) -> None:
     """Store ``(key, value)`` pairs in ``kb_check_kv`` (a failure is skipped)."""
     try:
-        with index.db:
-            index.db.executemany("INSERT OR REPLACE INTO kb_check_kv VALUES (?, ?)", list(pairs))
+        with index.conn:
+            index.conn.executemany("INSERT OR REPLACE INTO kb_check_kv VALUES (?, ?)", list(pairs))
     except sqlite3.Error:
         pass
 
@@ -141,7 +141,7 @@ def put(index: "Index", pairs: Iterable[tuple[str, str]]) -> None:
 def put_snapshot(index: "Index", key: str, data: str, keep: int = KEEP_SNAPSHOTS) -> None:
     """Store a snapshot's results (``key`` starts with ``snap:``) and drop all but the
     ``keep`` most recently stored or used ones (a failure is skipped)."""
-    db = index.db
+    db = index.conn
     try:
         with db:
             db.execute("INSERT OR REPLACE INTO kb_check_kv VALUES (?, ?)", (key, data))

@@ -53,7 +53,7 @@ def _encode(value: Any) -> str:
     return _ENCODER(value)
 
 
-def _object_json(obj: Any) -> str:
+def object_json(obj: Any) -> str:
     """An object's JSON for the ``objects`` table: every field but entry bodies
     (commands that need an entry's text read the card)."""
     fields = obj.__dict__
@@ -101,7 +101,7 @@ def _object_rows(path: str, blob: str, objects: Iterable[Any], rows_o: list[tupl
     """Append the ``objects`` and ``links`` rows of ``objects`` to ``rows_o``, ``rows_l``."""
     add_o, add_l = rows_o.append, rows_l.append
     for obj in objects:
-        add_o((path, blob, obj.id, obj.kind, obj.status, obj.title, obj.line, _object_json(obj)))
+        add_o((path, blob, obj.id, obj.kind, obj.status, obj.title, obj.line, object_json(obj)))
         for src, dst, kind in links_of(obj):
             add_l((path, blob, src, dst, kind))
 

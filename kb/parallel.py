@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from kb.errors import InternalError
 
-__all__ = ["Workers", "can_fork", "concurrently", "cpu_workers"]
+__all__ = ["Workers", "at_child_exit", "can_fork", "concurrently", "cpu_workers"]
 
 _TASK = struct.Struct("<q")  # a task index (the pipe's end asks the child to stop)
 _HEAD = struct.Struct("<qBQ")  # task index, status (0 a result, 1 an exception), length
@@ -42,6 +42,18 @@ T = TypeVar("T")
 #: The parent's ends of every running child's pipes (of all :class:`Workers` open in
 #: this process): a child forked later closes them.
 _PARENT_ENDS: set[int] = set()
+
+
+#: What a forked child runs before it exits (:func:`at_child_exit`).
+_AT_CHILD_EXIT: list[Callable[[], Any]] = []
+
+
+def at_child_exit(func: Callable[[], Any]) -> None:
+    """Run ``func()`` in every forked worker before it exits (children end with
+    ``os._exit``, which runs no ``atexit`` handler): e.g. stop the processes the
+    child started, which would outlive it. Registered once per function."""
+    if func not in _AT_CHILD_EXIT:
+        _AT_CHILD_EXIT.append(func)
 
 
 def can_fork() -> bool:
@@ -352,6 +364,11 @@ def _child(func: Callable[[Any], Any], tasks: Sequence[Any], task_r: int, result
     except BaseException:
         code = 1
     finally:
+        for func in _AT_CHILD_EXIT:
+            try:
+                func()
+            except BaseException:
+                pass
         os._exit(code)
 
 

@@ -178,3 +178,53 @@ def test_a_snapshots_joins_cost_what_the_snapshot_holds_not_what_the_cache_holds
         idx.db.commit()
         assert idx.db.execute("SELECT count(*) FROM objects").fetchone()[0] > 10 * len(table.objects())
         assert steps() < 1.5 * before
+
+
+def test_a_held_tree_version_is_stored_only_for_a_reader_of_its_rows(make_kb):
+    """Index.put_derived holds a spliced tree version: has_parse and parse_meta answer
+    for it, readers of other versions (and of the verify tables) leave it held, a reader
+    of its rows stores it first, and what is stored is what put_spliced stores."""
+    from kb import git
+    from kb.checks.tree_versions import splice_tree_version
+    from kb.index import Index
+    from kb.index_facts import SnapshotTable, version_link_rows, version_objects
+    from kb.repo import open_kb
+
+    def tree(n: int, extra: str = "") -> str:
+        return "# Tree\n\n" + "".join(f"## H{i}: Statement {i}\nStatus: 待验\n\nProse {i}.\n\n"
+                                      for i in range(1, n + 1)) + extra
+
+    root = make_kb({"tree.md": tree(30)}, commit=True)
+    k = open_kb(root)
+    old = tree(30).encode()
+    # two hypotheses inserted after H3: every later line moves down
+    new = old.replace(b"Prose 3.\n", "Prose 3.\n\n## H31: New\nStatus: 待验\n\n"
+                      "## H32: Newer\nStatus: 待验\n".encode())
+    ob, nb = git.blob_id(old), git.blob_id(new)
+
+    def stored(held: bool) -> tuple:
+        (root / ".kb").exists() and __import__("shutil").rmtree(root / ".kb")
+        with Index(k) as idx:
+            idx.ensure_versions([("tree.md", ob, "tree")], read=lambda items: {ob: old})
+            memo = {ob: {"objects": version_objects(idx, "tree.md", ob),
+                         "links": version_link_rows(idx, "tree.md", ob)}} if held else {ob: {}}
+            assert splice_tree_version(k, idx, "tree.md", ob, old, nb, new, memo=memo)
+            assert idx.derived("tree.md", nb) is held and idx.has_parse("tree.md", nb)
+            assert idx.parse_meta("tree.md", nb)["newline"] == "\n"
+            if held:
+                assert not idx.conn.execute("SELECT 1 FROM objects WHERE blob=?", (nb,)).fetchall()
+                # readers of other versions, and of the snapshot without it, leave it held
+                assert version_objects(idx, "tree.md", ob)
+                assert SnapshotTable(idx, {"tree.md": ob}).parse_diagnostics() == []
+                assert idx.connection_for(("tree.md", ob)) is idx.conn
+                assert idx.derived("tree.md", nb)
+                # the rows the range knew of it are those a reader then gets
+                objects, links = version_objects(idx, "tree.md", nb), memo[nb]["links"]
+                assert not idx.derived("tree.md", nb) and objects == memo[nb]["objects"]
+                assert version_link_rows(idx, "tree.md", nb) == links
+            q = "SELECT * FROM {} WHERE path='tree.md' AND blob=? ORDER BY rowid"
+            return tuple(list(idx.db.execute(q.format(t), (nb,)))
+                         for t in ("objects", "links", "diagnostics", "parsed"))
+
+    assert stored(True) == stored(False)
+    assert len(stored(True)[0]) == 32

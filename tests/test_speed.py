@@ -208,15 +208,17 @@ TREE_EDITS = [
 ]
 
 
-def _edited_tree_repo(make_kb, extra: dict[str, str] | None = None) -> tuple[Path, str]:
-    """A KB whose tree.md went through every edit of TREE_EDITS, a commit each: (root,
-    the commit before the first edit). ``extra``: more files, committed with the tree."""
+def _edited_tree_repo(make_kb, extra: dict[str, str] | None = None,
+                      edits: list | None = None) -> tuple[Path, str]:
+    """A KB whose tree.md went through every edit of ``edits`` (default TREE_EDITS), a
+    commit each: (root, the commit before the first edit). ``extra``: more files,
+    committed with the tree."""
     from conftest import commit_all, git
 
     root = make_kb({"tree.md": _tree(12), **(extra or {})}, commit=True)
     base = git(root, "rev-parse", "HEAD").strip()
     text = _tree(12)
-    for i, edit in enumerate(TREE_EDITS):
+    for i, edit in enumerate(TREE_EDITS if edits is None else edits):
         text = edit(text)
         (root / "tree.md").write_text(text, encoding="utf-8")
         commit_all(root, f"tree edit {i}")
@@ -272,6 +274,73 @@ def test_range_derives_tree_versions_equal_to_full_parses(make_kb, tmp_path, mon
     shutil.rmtree(clone / ".kb")
     monkeypatch.setattr(tv, "splice_tree_version", lambda *a: False)
     assert verify(clone) == got
+
+
+#: Edits after which no rule of the range reads a derived tree version's rows.
+QUIET_TREE_EDITS = [
+    TREE_EDITS[0],
+    lambda t: t.replace("Prose about 4.\n", "Prose about 4, longer.\nAnd more.\n"),
+    lambda t: t.replace("Prose about 5.\n", "Prose about 5.\n\n## H100: Inserted\nStatus: 待验\n"
+                        "Evidence: (empty)\n"),
+    lambda t: t.replace("Prose about 2.\nAnd more.\n", "Prose about 2.\n"),
+    lambda t: t.replace("Prose about 1.\n", ""),
+]
+
+
+@pytest.mark.parametrize("edits", ["every", "quiet"])
+def test_range_holds_derived_tree_versions_with_the_rows_a_store_gives(make_kb, tmp_path,
+                                                                         monkeypatch, edits):
+    """The tree versions a fresh-clone range derives are held in memory
+    (Index.put_derived), stored only when a reader needs their rows: what the range
+    knew of them (objects, links, history rows) is, in order, what storing them gives;
+    after quiet edits none is stored; the report is that of a check that stores every
+    version as it derives it."""
+    import shutil
+    import subprocess
+
+    import kb.checks.verify_range as vr
+    import kb.index
+    from kb.index_facts import history_rows, version_link_rows, version_objects
+    from test_verify_support import verify_json
+
+    chosen = TREE_EDITS if edits == "every" else QUIET_TREE_EDITS
+    root, base = _edited_tree_repo(make_kb, edits=chosen)
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
+    seen: dict = {}
+    real_derive, real_close = vr._derive_tree_versions, kb.index.Index.close
+
+    def derive(idx, k, steps, roots, history=None, read=None, light=None):
+        real_derive(idx, k, steps, roots, history, read, light)
+        seen.update(held=idx.held(), light=dict(light or {}), history=dict(history or {}))
+
+    compared: list = []
+
+    def close(self):  # store what is still held, then compare it with what was known
+        if seen.get("held"):
+            unstored = self.held()
+            self.store_derived()
+            for key in seen["held"]:
+                objects, links, anchor_lines = seen["light"][key]
+                assert objects == version_objects(self, *key) and anchor_lines is None
+                assert links == version_link_rows(self, *key)
+                assert seen["history"][key] == history_rows(self, *key)
+                compared.append((key, key in unstored))
+        real_close(self)
+
+    monkeypatch.setattr(vr, "_derive_tree_versions", derive)
+    monkeypatch.setattr(kb.index.Index, "close", close)
+    got = verify_json(clone, "--range", f"{base}..HEAD")
+    assert len(compared) >= 3  # versions were held, and read back equal once stored
+    if edits == "quiet":  # no finding needs the versions' rows: none was stored
+        assert got[0] == 0, [(d["code"], d["message"]) for d in got[1]["diagnostics"]]
+        assert all(unstored for _, unstored in compared)
+
+    # the report of a check that stores each version as it derives it
+    shutil.rmtree(clone / ".kb")
+    monkeypatch.setattr(kb.index.Index, "close", real_close)
+    monkeypatch.setattr(kb.index.Index, "put_derived", kb.index.Index.put_spliced)
+    assert verify_json(clone, "--range", f"{base}..HEAD") == got
 
 
 def test_range_runs_the_tree_roots_rules_in_a_worker_with_the_same_results(make_kb, tmp_path,

@@ -23,7 +23,7 @@ from kb import index_facts, index_results
 from kb.index_facts import SnapshotTable
 
 __all__ = ["NAMESPACE", "CARD_KINDS", "XREF_LINKS", "Rec", "Obj", "Light", "Facts", "FileFacts",
-           "checkout_bytes", "known_history", "light_versions", "reset_run_cache"]
+           "checkout_bytes", "known_history", "light_versions", "record_of", "reset_run_cache"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from kb.index import Index, ObjectRow
@@ -50,6 +50,50 @@ class Rec(dict):
     # thousands of records field by field, and a Python frame per read cost a
     # fifth of the tree's per-file rules.
     __getattr__ = dict.get
+
+
+def record_of(obj: Any) -> Rec:
+    """The record :meth:`Facts.records` reads for a parsed object -- its ``objects`` JSON
+    (:func:`kb.index_rows.result_rows`) loaded into :class:`Rec` -- built from the
+    object itself, without writing and reading the JSON (a tree of thousands of
+    hypotheses checked right after its parse: issue 18). Models become records of
+    their fields, tuples lists; an object holding anything else (entries, whose
+    stored JSON leaves their text out; a key that is not a string; another type)
+    goes through its JSON."""
+    try:
+        if obj.__dict__.get("entries"):
+            raise TypeError("entries")
+        return _record(obj.__dict__)
+    except TypeError:
+        from kb.index_rows import object_json
+
+        return json.loads(object_json(obj), object_hook=Rec)
+
+
+def _record(fields: dict) -> Rec:
+    out = Rec()
+    for key, v in fields.items():
+        if type(key) is not str:
+            raise TypeError("key")
+        t = type(v)
+        if t is str or t is int or t is bool or t is float or v is None:
+            out[key] = v
+        else:
+            out[key] = _value(v)
+    return out
+
+
+def _value(v: Any) -> Any:
+    t = type(v)
+    if t is str or t is int or t is bool or t is float or v is None:
+        return v
+    if t is tuple or t is list:
+        return [_value(x) for x in v]
+    if t is dict:
+        return _record(v)
+    from kb.model import json_default
+
+    return _record(json_default(v))  # a model's fields, as its JSON holds them; else TypeError
 
 
 class Obj(NamedTuple):
@@ -275,7 +319,9 @@ class Facts:
 
     def _full_parse(self, paths: Iterable[str]) -> None:
         """Parse in full those of ``paths`` that have light rows only (a rule asks for
-        their JSON or metadata); they are then read from the index like any other."""
+        their JSON or metadata); they are then read from the index like any other. A
+        tree version the index holds derived (:meth:`kb.index.Index.put_derived`) is
+        stored instead."""
         lt = self._lt()
         if not lt:
             return
@@ -284,6 +330,19 @@ class Facts:
             self.index.ensure_versions([(p, b, self.formats[p]) for p, b in todo])
             for key in todo:
                 lt.pop(key, None)
+            if any(self.index.derived(p, b) for p, b in todo):
+                self.index.store_derived()
+
+    def _held(self) -> bool:
+        """Whether the joins may leave out the versions the index holds unstored
+        (:meth:`kb.index.Index.put_derived`): those of this snapshot all have light
+        rows here, added by the caller. False stores them first."""
+        held = self.index.held()
+        if not held:
+            return True
+        lt = self._lt() or {}
+        files = self.files
+        return all(files.get(p) != b or (p, b) in lt for p, b in held)
 
     def _ensure(self, subset: dict[str, str]) -> None:
         if not subset:
@@ -312,7 +371,7 @@ class Facts:
                     rows.extend(map(make, have[0] if have else
                                     index_facts.version_objects(self.index, p, files[p])))
             else:
-                rows = list(map(make, self._table.objects()))
+                rows = list(map(make, self._table.objects(held=self._held())))
                 for key in self._light_files():
                     have = lt.get(key)
                     if have is not None:
@@ -339,7 +398,7 @@ class Facts:
                     links.extend((p, s, d, k) for s, d, k in
                                  index_facts.version_links(self.index, p, files[p], XREF_LINKS))
             else:
-                links = self._table.links(XREF_LINKS)
+                links = self._table.links(XREF_LINKS, held=self._held())
                 for key in self._light_files():
                     have = lt.get(key)
                     if have is not None:
@@ -423,7 +482,7 @@ class Facts:
         """IDs of one kind (a targeted query when the rows are not loaded)."""
         if self._rows is not None or self._parent is not None:
             return self.ids(kind)
-        out = self._table.ids_of_kind(kind)
+        out = self._table.ids_of_kind(kind, held=self._held())
         lt = self._lt()
         for key in self._light_files():
             have = lt.get(key) if lt else None
@@ -448,7 +507,7 @@ class Facts:
         """The 1-based line of anchor ``key`` of object ``obj_id`` in ``path``; its
         declaration line when it has no such anchor; 0 when it is not declared there."""
         have = (self._lt() or {}).get((path, self.files.get(path)))  # type: ignore[arg-type]
-        if have is not None:
+        if have is not None and have[2] is not None:  # a card's (a derived tree's: None)
             for r in have[0]:
                 if r[0] == obj_id:
                     return have[2].get(key, r[4])
@@ -496,16 +555,17 @@ class Facts:
         """History view of the objects of ``path`` (no models built; the last few
         file versions are shared by every snapshot of the run)."""
         if path not in self._light:
-            self._full_parse([path])
             blob = self.files.get(path)
+            known = _KNOWN_HISTORY.get(id(self.index), {}).get((path, blob)) \
+                if _KNOWN_HISTORY and blob is not None else None
+            if known is None:  # a version with light rows only: its JSON is read
+                self._full_parse([path])
             out: list[Light] = []
             key = (str(self.index.path), path, blob)
             if blob is not None and key in _LIGHT_CACHE:
                 self._light[path] = _LIGHT_CACHE[key]
                 return self._light[path]
             if blob is not None:
-                known = _KNOWN_HISTORY.get(id(self.index), {}).get((path, blob)) \
-                    if _KNOWN_HISTORY else None
                 if known is None:
                     known = index_facts.history_rows(self.index, path, blob)
                 make, ns = Light._make, NAMESPACE.get  # thousands a tree version
@@ -524,7 +584,8 @@ class Facts:
         blob = self.files.get(path)
         if blob is None:
             return {}
-        self._full_parse([path])
+        if not self.index.derived(path, blob):  # a held tree version's is known
+            self._full_parse([path])
         return self.index.parse_meta(path, blob) or {}
 
     def read(self, path: str) -> Optional[bytes]:

@@ -17,7 +17,7 @@ import json
 from typing import Any, Optional
 
 from kb.checks.diagnostics import LightDiagnostic
-from kb.checks.facts import FileFacts, Rec
+from kb.checks.facts import FileFacts, Rec, record_of
 from kb.checks.registry import FILE_RULES, load_rules
 
 #: Formats the per-file rules read (the others have none).
@@ -47,10 +47,32 @@ def rule_rows(config: Any, path: str, blob: str, fmt: Optional[str], object_rows
     (``data`` JSON last). Empty for formats without per-file rules."""
     if fmt not in RULED:
         return []
-    load_rules()
     # as Facts.full_rows reads them: one per place, in line order
     objects = [json.loads(r[-1], object_hook=Rec)
                for r in sorted(dict.fromkeys(object_rows), key=lambda r: r[6])]
+    return _rules_on(config, path, blob, fmt, objects, data)
+
+
+def parse_rule_rows(config: Any, path: str, blob: str, fmt: Optional[str],
+                    data: bytes) -> list[tuple]:
+    """:func:`rule_rows` of ``data`` (file ``path`` at ``blob``, format ``fmt`` or as
+    classified) parsed here: the rules read the records of the parsed objects
+    (:func:`kb.checks.facts.record_of`), equal to those its stored JSON gives, without
+    writing the rows (a forked worker checking the tip's tree.md, whose rows this
+    process stores from its own parse)."""
+    from kb.parse import parse_file
+
+    res = parse_file(path, data, config, fmt)
+    if res.kind not in RULED:
+        return []
+    objects = [record_of(o) for o in sorted(res.objects, key=lambda o: o.line)]
+    return _rules_on(config, path, blob, res.kind, objects, data)
+
+
+def _rules_on(config: Any, path: str, blob: str, fmt: str, objects: list[Any],
+              data: Optional[bytes]) -> list[tuple]:
+    """The per-file rules on one file's records, as ``kb_check_diags`` rows."""
+    load_rules()
     ff = FileFacts(_OneFile(config, path, objects, data), path, fmt)  # type: ignore[arg-type]
     out = []
     for rule in FILE_RULES:

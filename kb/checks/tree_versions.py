@@ -8,7 +8,11 @@ found by comparison; the changed lines are widened to the top-level
 declaration headings around them (both in the shared lines, so both are
 headings in the new version too) and only that region is parsed, with
 :func:`kb.ops.tree.parse_region`; :meth:`kb.index.Index.put_spliced` stores
-the rest of the old parse, shifted. When that cannot be shown to equal a full
+the rest of the old parse, shifted -- or, when the caller knows the old
+version's light rows, :meth:`kb.index.Index.put_derived` holds the new version
+in memory and this module derives its light rows and history rows the same way
+(a range check then stores no tree version that no rule reads in full). When
+that cannot be shown to equal a full
 parse (frontmatter, a BOM or CRLF lines, no top-level heading before the
 change, a code block open at the region's end, a file-wide diagnostic, an ID
 declared inside and outside the region) nothing is stored and the caller
@@ -21,6 +25,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kb.index import Index
+    from kb.model import ParseResult
     from kb.repo import KnowledgeBase
 
 #: Parse diagnostics whose presence depends on the whole file (never spliced).
@@ -45,17 +50,22 @@ def splice_tree_version(k: "KnowledgeBase", idx: "Index", path: str, old_blob: s
                         new_blob: str, new: bytes, lines: dict | None = None,
                         memo: dict | None = None) -> bool:
     """Store the parse of ``new`` (blob ``new_blob`` of tree file ``path``) derived from
-    the indexed parse of ``old``; True when stored (or already there), False when the
-    whole file must be parsed instead. ``lines``, when given, keeps each version's
-    lines by blob id between calls (a chain of versions splits each once).
+    the indexed (or held) parse of ``old``; True when stored, held or already there,
+    False when the whole file must be parsed instead. ``lines``, when given, keeps each
+    version's lines by blob id between calls (a chain of versions splits each once).
 
     ``memo``, when given, carries what a chain of versions knows of each version by
     blob id, derived along the chain as the stored rows are (no SQL reading all of a
     version's objects): ``memo[blob]["heads"]``, the ``(line, level)`` of its
-    hypotheses, and ``memo[blob]["history"]``, its
+    hypotheses; ``memo[blob]["file_wide"]``, whether its parse has a
+    :data:`FILE_WIDE` diagnostic; ``memo[blob]["history"]``, its
     :func:`kb.index_facts.history_rows` (when the old version's are known: the rows
-    before the region kept, the region's read from the stored version, the rows after
-    it shifted by the same ``new_stop - old_stop`` as the stored rows)."""
+    before the region kept, the region's read by the same SQL, the rows after it
+    shifted by the same ``new_stop - old_stop`` as the stored rows); and
+    ``memo[blob]["objects"]`` and ``["links"]``, its light rows
+    (:class:`kb.checks.facts.light_versions`) in the order the index stores them. When
+    the old version's light rows are known, the new version is held
+    (:meth:`kb.index.Index.put_derived`), not stored, and its light rows are derived."""
     from kb.model import ParseResult
     from kb.parse.tree_region import parse_region
 
@@ -64,7 +74,11 @@ def splice_tree_version(k: "KnowledgeBase", idx: "Index", path: str, old_blob: s
     meta = idx.parse_meta(path, old_blob)
     if meta is None or meta.get("frontmatter") or meta.get("bom") or meta.get("newline") != "\n":
         return False
-    if any(d.code in FILE_WIDE for d in idx.diagnostics_of(path, old_blob)):
+    known = memo.get(old_blob) if memo is not None else None
+    wide = known.get("file_wide") if known else None
+    if wide is None:
+        wide = any(d.code in FILE_WIDE for d in idx.diagnostics_of(path, old_blob))
+    if wide:
         return False
     if lines is None:
         lines = {}
@@ -78,7 +92,6 @@ def splice_tree_version(k: "KnowledgeBase", idx: "Index", path: str, old_blob: s
     p = _same_first(a, b, n)
     s = _same_last(a, b, n - p)
     lo, hi = p + 1, len(a) - s + 1  # old lines [lo, hi) changed (1-based, half-open)
-    known = memo.get(old_blob) if memo is not None else None
     heads = known["heads"] if known and "heads" in known else \
         [(r[2], r[5] or 0) for r in idx.extract("hypothesis", ["level"], path=path, blob=old_blob)]
     if not heads:
@@ -101,22 +114,58 @@ def splice_tree_version(k: "KnowledgeBase", idx: "Index", path: str, old_blob: s
     new_meta["bom"], new_meta["newline"] = False, "\n"
     region = ParseResult(path=path, kind="tree", objects=tuple(hyps), diagnostics=tuple(diags),
                          meta=new_meta)
-    if not idx.put_spliced(path, old_blob, new_blob, start, old_stop, new_stop, region, new_meta):
+    d = new_stop - old_stop
+    held = None
+    if known and "objects" in known:  # held in memory, its rows known here
+        held = _held_rows(known, path, new_blob, start, old_stop, d, region)
+        if held is None:
+            return False
+        idx.put_derived(path, old_blob, new_blob, start, old_stop, new_stop, region, new_meta)
+    elif not idx.put_spliced(path, old_blob, new_blob, start, old_stop, new_stop, region, new_meta):
         return False
     if memo is not None:
-        d = new_stop - old_stop
         got_memo: dict = {"heads": [(ln, lv) for ln, lv in heads if ln < start]
                           + [(h.line, h.level or 0) for h in hyps]
-                          + [(ln + d, lv) for ln, lv in heads if ln >= old_stop]}
+                          + [(ln + d, lv) for ln, lv in heads if ln >= old_stop],
+                          "file_wide": any(x.code in FILE_WIDE for x in diags)}
+        if held is not None:
+            got_memo["objects"], got_memo["links"], region_rows = held
         if known and "history" in known:
-            from kb.index_facts import history_rows
+            from kb.index_facts import history_rows, history_rows_of
 
             got_memo["history"] = (
                 [r for r in known["history"] if r[3] < start]
-                + history_rows(idx, path, new_blob, (start, new_stop))
+                + (history_rows_of(idx, region_rows) if held is not None
+                   else history_rows(idx, path, new_blob, (start, new_stop)))
                 + [_shifted(r, d) for r in known["history"] if r[3] >= old_stop])
         memo[new_blob] = got_memo
     return True
+
+
+def _held_rows(known: dict, path: str, new_blob: str, first: int, stop: int, d: int,
+               region: "ParseResult") -> tuple[list[tuple], list[tuple], list[tuple]] | None:
+    """The light rows of a version spliced from one whose light rows are ``known``
+    (``known["objects"]``: ``(id, kind, status, path, line, blob)``; ``known["links"]``:
+    ``(path, src, dst, kind)``), each in the order :meth:`kb.index.Index.put_spliced`
+    stores them -- the objects before the region, those after it shifted by ``d``,
+    then the region's; the links of every object outside the region, then the
+    region's -- and the region's ``objects`` rows; None when an ID declared in the old
+    region is also declared outside it (put_spliced refuses that too)."""
+    from kb.index_rows import result_rows
+
+    old = known["objects"]
+    inner = {r[0] for r in old if first <= r[4] < stop}
+    if inner and any(r[0] in inner for r in old if r[4] < first or r[4] >= stop):
+        return None
+    _, rows_o, rows_l, _ = result_rows(path, new_blob, region)
+    objects = [(i, kind, status, p, line, new_blob) for i, kind, status, p, line, _ in old
+               if line < first]
+    objects += [(i, kind, status, p, line + d, new_blob) for i, kind, status, p, line, _ in old
+                if line >= stop]
+    objects += [(r[2], r[3], r[4], r[0], r[6], new_blob) for r in rows_o]
+    links = [x for x in known["links"] if x[1] not in inner]
+    links += [(r[0], r[2], r[3], r[4]) for r in rows_l]
+    return objects, links, rows_o
 
 
 #: Lines compared at once (a slice comparison runs in C) before the line-by-line search.

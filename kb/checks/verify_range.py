@@ -239,9 +239,9 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
               after_origin: Optional[set[str]],
               snaps: Optional[dict[str, Any]] = None) -> None:
     """The history findings of every commit and the snapshot findings of the tip, for
-    KB ``k`` (its file versions parsed or light: :func:`_prefetch`), into ``report``.
-    ``snaps`` (:func:`_linked_snapshots`): every commit's snapshot, read instead of
-    patched from the diffs."""
+    KB ``k`` (its file versions parsed, derived or light: :func:`_prefetch`), into
+    ``report``. ``snaps`` (:func:`_linked_snapshots`): every commit's snapshot, read
+    instead of patched from the diffs."""
     from kb.checks.changes import Change
     from kb.checks.facts import Facts
     from kb.repo import Snapshot
@@ -258,41 +258,56 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
         # the parent of the range's first commits: patched from the tip, not listed by git
         maps[origin] = (ofiles, ofmts)
     left = dict(children)
-    for c, parents in commits:
-        parent = parents[0] if parents else None
-        if c in shallow:
-            report.findings.append(Finding(
-                path=k.prefix + "kb.toml", line=0, col=1, code="KB390", severity="error",
-                message=shallow_note(c), family="history", kb=k.prefix.rstrip("/") or ".",
-                commit=c, blocking=True))
-            continue
-        changes = diffs.get(c, [])
-        if snaps is None:
-            nfiles, nfmts, pfiles, pfmts = _patched(k, c, parent, tip, tip_snap, changes, maps, left)
-        if not changes:
-            continue
-        touched = [ch.path for ch in changes]
-        if snaps is not None:  # the snapshots read, with their links
-            new = snaps[c]
-            old = snaps[parent] if parent else Snapshot(kb=k, kind="commit", files={}, formats={})
-        else:
-            new = Snapshot(kb=k, kind="commit", files=nfiles, formats=nfmts, rev=c)
-            old = Snapshot(kb=k, kind="commit", files=pfiles, formats=pfmts, rev=parent)
-        new_f = tip_f if c == tip else Facts(idx, new, c[:10], ensure=touched)
-        old_f = Facts(idx, old, parent[:10] if parent else "the empty history", ensure=touched)
-        overrides = dict(ovs.get(c, {}))
-        overrides.update(merge_ovs.get(c, {}))
-        seen_origin = origin_f if after_origin is None or c in after_origin else None
-        change = Change(old_f, new_f, mode, changes, overrides, commit=c, origin=seen_origin,
-                        base_config=config_at(k, parent), new_config=config_at(k, c))
-        found = history_findings(change, k, c)
-        if len(parents) > 1 and found:
-            found = judged_by_all_parents(found, idx, k, c, parents[1:], new, mode,
-                                          overrides, origin_f)
-        report.findings += found
+
+    def history() -> list[Finding]:
+        """The history findings of every commit, in commit order."""
+        out: list[Finding] = []
+        for c, parents in commits:
+            parent = parents[0] if parents else None
+            if c in shallow:
+                out.append(Finding(
+                    path=k.prefix + "kb.toml", line=0, col=1, code="KB390", severity="error",
+                    message=shallow_note(c), family="history", kb=k.prefix.rstrip("/") or ".",
+                    commit=c, blocking=True))
+                continue
+            changes = diffs.get(c, [])
+            if snaps is None:
+                nfiles, nfmts, pfiles, pfmts = _patched(k, c, parent, tip, tip_snap, changes, maps,
+                                                        left)
+            if not changes:
+                continue
+            touched = [ch.path for ch in changes]
+            if snaps is not None:  # the snapshots read, with their links
+                new = snaps[c]
+                old = snaps[parent] if parent else Snapshot(kb=k, kind="commit", files={},
+                                                            formats={})
+            else:
+                new = Snapshot(kb=k, kind="commit", files=nfiles, formats=nfmts, rev=c)
+                old = Snapshot(kb=k, kind="commit", files=pfiles, formats=pfmts, rev=parent)
+            new_f = tip_f if c == tip else Facts(idx, new, c[:10], ensure=touched)
+            old_f = Facts(idx, old, parent[:10] if parent else "the empty history", ensure=touched)
+            overrides = dict(ovs.get(c, {}))
+            overrides.update(merge_ovs.get(c, {}))
+            seen_origin = origin_f if after_origin is None or c in after_origin else None
+            change = Change(old_f, new_f, mode, changes, overrides, commit=c, origin=seen_origin,
+                            base_config=config_at(k, parent), new_config=config_at(k, c))
+            found = history_findings(change, k, c)
+            if len(parents) > 1 and found:
+                found = judged_by_all_parents(found, idx, k, c, parents[1:], new, mode,
+                                              overrides, origin_f)
+            out += found
+        return out
+
+    def snapshot() -> list[Finding]:
+        """The tip's snapshot findings (judged against the origin)."""
+        if origin_f is not None:
+            return check_snapshots(k, tip_f, origin_f, strict=True, file_scope=scope)
+        return check_snapshots(k, tip_f, _empty_facts(idx, k), strict=True)
+
+    tip_found, found = _at_once(idx, snapshot, history)
+    report.findings += found
     report.findings += config_findings(k)
-    report.findings += check_snapshots(k, tip_f, origin_f, strict=True, file_scope=scope) \
-        if origin_f is not None else check_snapshots(k, tip_f, _empty_facts(idx, k), strict=True)
+    report.findings += tip_found
     if scope is not None:
         skipped = sum(1 for p in tip_snap.files if p not in scope)
         if skipped:
@@ -300,6 +315,40 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
                 f"{k.prefix.rstrip('/') or '.'}: {skipped} file(s) untouched by the range not "
                 "re-checked by the per-file rules (their findings predate the range)")
 
+
+
+def _at_once(idx: Any, there: Any, here: Any) -> tuple[list[Finding], list[Finding]]:
+    """``(there(), here())``: ``there()`` computed by a forked child while this process
+    computes ``here()`` (a range's history findings and its tip's snapshot findings:
+    they only read the index, and once every version is stored each is a core's worth
+    of work that ran after the other while the other core idled; issue 18). The
+    index's connection is closed across the fork and each process opens its own
+    (:meth:`kb.index.Index.suspend`). Without fork, with an in-memory index or with
+    one core, this process computes both, in turn."""
+    from dataclasses import astuple
+
+    from kb.parallel import Workers, can_fork, cpu_workers
+
+    if idx.memory or not can_fork() or cpu_workers() < 2:
+        first = there()
+        return first, here()
+
+    def child(_: Any) -> list[tuple]:
+        idx.resume()  # the child's own connection
+        return [astuple(f) for f in there()]
+
+    idx.suspend()
+    resumed = False
+    try:
+        with Workers(child, [None], 2, hold=1) as workers:
+            idx.resume()
+            resumed = True
+            mine = workers.meanwhile(here)
+            rows = next(iter(workers))
+    finally:
+        if not resumed:  # the fork failed
+            idx.resume()
+    return [Finding(*r) for r in rows], mine
 
 
 def _patched(k: Any, c: str, parent: Optional[str], tip: str, tip_snap: Any, changes: list[Any],
@@ -348,7 +397,9 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
     pass (in parallel), except the tree versions that follow an earlier one: those are
     derived from it (:mod:`kb.checks.tree_versions`), one after the other, in this
     process while forked workers run the per-file rules of the tree versions parsed in
-    full and read the untouched cards and experiments light.
+    full and read the untouched cards and experiments light. The index holds the
+    derived versions in memory (:meth:`kb.index.Index.put_derived`); their light rows
+    join those returned.
 
     The tip's cards that the range leaves untouched (outside ``scope``) and that the
     index has not parsed are read light (:func:`kb.parse.light.light_read`: IDs,
@@ -410,16 +461,18 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
 
     def tree_chain(rules_here: bool) -> None:
         """Each tree file's root version parsed in full (with its per-file rules when
-        ``rules_here``), then the others derived from it: in this process while the
-        workers read light."""
+        ``rules_here``), then the others derived from it (held by the index: their
+        light rows go to ``held``): in this process while the workers read light."""
         roots_todo = [(path, root, "tree") for path, root in roots.items()]
         if roots_todo:
             idx.ensure_versions(roots_todo, file_rules=rules if rules_here else None,
                                 read=read, rule_paths=scope)
         if derived:
-            _derive_tree_versions(idx, k, steps, roots, history, read)
+            _derive_tree_versions(idx, k, steps, roots, history, read, held)
 
+    held: dict[tuple[str, str], Any] = {}
     light, checked = _read_light(k, cands, during=tree_chain, rule_roots=rule_roots, read=read)
+    light.update(held)
     if checked:
         index_results.store_file_results(idx, list(checked),
                                          [row for rows in checked.values() for row in rows])
@@ -433,16 +486,22 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
 def _derive_tree_versions(idx: Any, k: Any, steps: dict[str, list[tuple[str, str]]],
                           roots: dict[str, str],
                           history: Optional[dict[tuple[str, str], list[tuple]]] = None,
-                          read: Any = None) -> None:
+                          read: Any = None,
+                          light: Optional[dict[tuple[str, str], Any]] = None) -> None:
     """Store the parse of every version of each tree file in ``steps`` (its changes,
     ``(old, new)`` blob pairs) but its root (``roots``, parsed already): each derived
     from a neighbour already stored (:func:`kb.checks.tree_versions.splice_tree_version`),
     breadth first from the root; a version that cannot be derived is parsed in full.
     The history rows of the root and of each version derived from a version whose rows
     are known go to ``history`` (``{(path, blob): rows}``), when given. ``read``, when
-    given, reads the versions (:func:`_checkout_reader`)."""
+    given, reads the versions (:func:`_checkout_reader`).
+
+    ``light``, when given, receives the light rows (:class:`kb.checks.facts.light_versions`:
+    objects and links, no anchor lines) of the versions derived from the root along
+    the chain: those the index holds in memory (:meth:`kb.index.Index.put_derived`)
+    instead of storing them, unless a reader needs their rows."""
     from kb.checks.tree_versions import splice_tree_version
-    from kb.index_facts import history_rows
+    from kb.index_facts import history_rows, version_link_rows, version_objects
 
     want = list(dict.fromkeys((path, b, "tree") for path, pairs in steps.items() for pair in pairs
                               for b in pair))
@@ -457,8 +516,19 @@ def _derive_tree_versions(idx: Any, k: Any, steps: dict[str, list[tuple[str, str
         done = {roots[path]}
         queue = [roots[path]]
         memo: dict[str, dict] = {}
-        if history is not None and idx.has_parse(path, roots[path]):
-            memo[roots[path]] = {"history": history_rows(idx, path, roots[path])}
+
+        def parsed(blob: str) -> None:
+            """What the chain knows of a version parsed in full (stored)."""
+            if not idx.has_parse(path, blob) or idx.derived(path, blob):
+                return
+            memo[blob] = {}
+            if history is not None:
+                memo[blob]["history"] = history_rows(idx, path, blob)
+            if light is not None:  # the versions derived from it are held, not stored
+                memo[blob]["objects"] = version_objects(idx, path, blob)
+                memo[blob]["links"] = version_link_rows(idx, path, blob)
+
+        parsed(roots[path])
         while queue:  # breadth first from the version parsed in full
             cur = queue.pop(0)
             for nxt in near[cur]:
@@ -476,10 +546,12 @@ def _derive_tree_versions(idx: Any, k: Any, steps: dict[str, list[tuple[str, str
                 if ok:
                     continue
                 idx.ensure_versions([(path, nxt, "tree")])
-                if history is not None and idx.has_parse(path, nxt):
-                    memo[nxt] = {"history": history_rows(idx, path, nxt)}
+                parsed(nxt)
         if history is not None:
             history.update(((path, b), m["history"]) for b, m in memo.items() if "history" in m)
+        if light is not None:
+            light.update(((path, b), (m["objects"], m["links"], None)) for b, m in memo.items()
+                         if "objects" in m and idx.derived(path, b))
 
 
 def _light_candidates(idx: Any, tip: Any, scope: Optional[set[str]],
@@ -572,15 +644,13 @@ def _read_light(k: Any, cands: list[tuple[str, str, str]], during: Any = None,
 def _root_rules(k: Any, read: Any, item: tuple[str, str, str]) -> Optional[list[tuple]]:
     """Worker: the per-file rule results of one tree version ``(path, blob, fmt)``, read
     with ``read`` (:func:`_checkout_reader`) and parsed as Index.ensure_versions parses
-    it, with the same rows (:func:`kb.index_rows.rows_and_rules`); None when ``read``
-    lacks the blob (ensure_versions skips it)."""
-    from kb.index_rows import rows_and_rules
-
+    it (:func:`kb.checks.file_results.parse_rule_rows`: the same results, its rows
+    not written); None when ``read`` lacks the blob (ensure_versions skips it)."""
     path, blob, fmt = item
     data = read([item]).get(blob)
     if data is None:
         return None
-    return rows_and_rules(k.config, [(path, blob, fmt, data)], file_results.rule_rows)[1]
+    return file_results.parse_rule_rows(k.config, path, blob, fmt, data)
 
 
 def _light_chunk(base: Path, items: list[tuple[str, str, str]]) -> tuple[dict, list]:
