@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -496,6 +497,10 @@ def read_worktree(kb: KnowledgeBase, paths: list[str]) -> tuple[dict[str, bytes]
 _RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
              *(f"LPT{i}" for i in range(1, 10)), "COM¹", "COM²", "COM³", "LPT¹", "LPT²", "LPT³"}
 _BAD_CHARS = set('<>:"|?*\\') | {chr(i) for i in range(32)}
+#: Any of :data:`_BAD_CHARS` (one C scan of a name instead of a set built per name).
+_BAD_CHAR = re.compile('[<>:"|?*\\\\\x00-\x1f]')
+#: The longest reserved name: a longer stem never upper-cases to one (upper() never shortens).
+_RESERVED_LEN = max(map(len, _RESERVED))
 
 
 def unportable(path: str, chars: bool = True) -> str | None:
@@ -505,11 +510,12 @@ def unportable(path: str, chars: bool = True) -> str | None:
     a dot or a space, or (``chars``) holds ``<>:"|?*\\`` or a control character.
     """
     for part in path.split("/"):
-        if part.split(".")[0].upper() in _RESERVED:
+        stem = part.partition(".")[0]
+        if len(stem) <= _RESERVED_LEN and stem.upper() in _RESERVED:
             return f"{part!r} is a name Windows reserves"
         if part.endswith((".", " ")):
             return f"{part!r} ends in a dot or a space (Windows drops it)"
-        if chars and _BAD_CHARS & set(part):
+        if chars and _BAD_CHAR.search(part):
             return f"{part!r} holds a character Windows does not allow in file names"
     return None
 

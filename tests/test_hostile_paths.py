@@ -176,3 +176,37 @@ def test_nul_bytes_are_a_diagnostic(tree_kb: Path) -> None:
     r = invoke("index", "--json", cwd=root)
     hits = [d for d in r.json()["diagnostics"] if d["code"] == "KB107"]
     assert hits and hits[0]["severity"] == "error" and hits[0]["line"] > 1
+
+
+def test_unportable_judges_names_as_its_definition_does() -> None:
+    """kb.repo.unportable (a length check before upper(), one regex for the characters)
+    says what its definition says: a component whose stem before the first dot
+    upper-cases to a reserved name, that ends in a dot or a space, or that holds one of
+    <>:"|?*\\ or a control character -- for every code point alone and in names built
+    from the reserved ones."""
+    import random
+
+    from kb.repo import _BAD_CHARS, _RESERVED, unportable
+
+    def reference(path: str) -> str | None:
+        for part in path.split("/"):
+            if part.split(".")[0].upper() in _RESERVED:
+                return f"{part!r} is a name Windows reserves"
+            if part.endswith((".", " ")):
+                return f"{part!r} ends in a dot or a space (Windows drops it)"
+            if _BAD_CHARS & set(part):
+                return f"{part!r} holds a character Windows does not allow in file names"
+        return None
+
+    rng = random.Random(18)
+    # every code point of the first blocks (the characters that matter are ASCII, and
+    # the letters that upper-case to ASCII ones: ı, ſ, ﬅ…), a sample of the rest
+    names = [chr(c) for c in [*range(0x3000), *range(0xFB00, 0xFB07), *range(0xFF00, 0xFF60)]]
+    names += [chr(c) for c in rng.sample(range(0x3000, 0x110000), 20000) if not 0xD800 <= c < 0xE000]
+    pieces = ["con", "CoN", "aux", "nul", "com1", "lpt³", "COM¹", "prn", "ı", "ſ", "ß", "ﬅ", "ｃ", ".md",
+              ".", " ", "x", "数论", "\x1f", "|", "\\", "a.b", "CONIN$"]
+    for _ in range(3000):
+        names.append("".join(rng.choice(pieces) for _ in range(rng.randint(1, 4))))
+    for name in names:
+        for path in (name, f"Propos/{name}", f"{name}/p1.md"):
+            assert unportable(path) == reference(path), repr(path)

@@ -11,6 +11,7 @@ of the same KB costs what its changed files cost.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -172,6 +173,12 @@ def checkout_bytes(root: Path, path: str, blob: str) -> Optional[bytes]:
     h = (hashlib.sha256 if len(blob) == 64 else hashlib.sha1)(b"blob %d\0" % len(data))
     h.update(data)  # no copy of the file's bytes behind the header
     return data if h.hexdigest() == blob else None
+
+
+#: ``Obj._make`` and ``Light._make`` without their Python frame and length check (the
+#: rows are the index's, of the right length): a snapshot builds thousands at once.
+_MAKE_OBJ = functools.partial(tuple.__new__, Obj)
+_MAKE_LIGHT = functools.partial(tuple.__new__, Light)
 
 
 def _path_of(row: "Obj") -> str:
@@ -362,7 +369,7 @@ class Facts:
         snapshot derived from another: its rows, then those of the files that differ)."""
         if self._rows is None:
             files = self.files
-            make = Obj._make
+            make = _MAKE_OBJ
             lt = self._lt() or {}
             if self._parent is not None:
                 rows = [r for r in self._parent.rows() if files.get(r.path) == r.blob]
@@ -568,7 +575,7 @@ class Facts:
             if blob is not None:
                 if known is None:
                     known = index_facts.history_rows(self.index, path, blob)
-                make, ns = Light._make, NAMESPACE.get  # thousands a tree version
+                make, ns = _MAKE_LIGHT, NAMESPACE.get  # thousands a tree version
                 out = [make((i, k, ns(k, k), s, path, ln, stmt or "", ev or "", evl or 0,
                              stl or 0, hyp or ""))
                        for (i, k, s, ln, stmt, ev, evl, stl, hyp) in known]
@@ -656,7 +663,12 @@ class Facts:
             todo = []
             for p, b in light:
                 have = lt.get((p, b))
-                if have is None or not any(r[1] == kind for r in have[0]):
+                if have is None:
+                    continue
+                for r in have[0]:  # a loop, not any() over a generator: thousands of files
+                    if r[1] == kind:
+                        break
+                else:
                     continue
                 if field is not None and len(have) > 3 and field in have[3]:
                     extra.extend((p, have[3][field]) for r in have[0] if r[1] == kind)
