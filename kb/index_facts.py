@@ -71,8 +71,7 @@ class SnapshotTable:
         # CROSS JOIN: the snapshot's files are the outer loop, each looked up in the
         # table's (path, blob) index. Left to itself SQLite scans the whole table (every
         # version the cache holds) and looks each row up in the snapshot instead.
-        name = self.name
-        sql = (f"SELECT {columns} FROM {name} s CROSS JOIN {table} t "
+        sql = (f"SELECT {columns} FROM {self.name} s CROSS JOIN {table} t "
                f"ON t.path = s.path AND t.blob = s.blob")
         if where:
             sql += f" WHERE {where}"

@@ -316,13 +316,13 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
                 "re-checked by the per-file rules (their findings predate the range)")
 
 
-
 def _at_once(idx: Any, there: Any, here: Any) -> tuple[list[Finding], list[Finding]]:
     """``(there(), here())``: ``there()`` computed by a forked child while this process
-    computes ``here()`` (a range's history findings and its tip's snapshot findings:
-    they only read the index, and once every version is stored each is a core's worth
-    of work that ran after the other while the other core idled; issue 18). The
-    index's connection is closed across the fork and each process opens its own
+    computes ``here()`` (a range's snapshot findings of its tip there, its history
+    findings here: once every version is parsed, derived or read light, both only read
+    the index, and each is a core's worth of work that ran after the other while the
+    other core idled; issue 18). ``there()`` returns findings (sent back as tuples).
+    The index's connection is closed across the fork and each process opens its own
     (:meth:`kb.index.Index.suspend`). Without fork, with an in-memory index or with
     one core, this process computes both, in turn."""
     from dataclasses import astuple
@@ -488,10 +488,11 @@ def _derive_tree_versions(idx: Any, k: Any, steps: dict[str, list[tuple[str, str
                           history: Optional[dict[tuple[str, str], list[tuple]]] = None,
                           read: Any = None,
                           light: Optional[dict[tuple[str, str], Any]] = None) -> None:
-    """Store the parse of every version of each tree file in ``steps`` (its changes,
-    ``(old, new)`` blob pairs) but its root (``roots``, parsed already): each derived
-    from a neighbour already stored (:func:`kb.checks.tree_versions.splice_tree_version`),
-    breadth first from the root; a version that cannot be derived is parsed in full.
+    """Store (or hold: ``light``) the parse of every version of each tree file in
+    ``steps`` (its changes, ``(old, new)`` blob pairs) but its root (``roots``, parsed
+    already): each derived from a neighbour already stored or held
+    (:func:`kb.checks.tree_versions.splice_tree_version`), breadth first from the root;
+    a version that cannot be derived is parsed in full.
     The history rows of the root and of each version derived from a version whose rows
     are known go to ``history`` (``{(path, blob): rows}``), when given. ``read``, when
     given, reads the versions (:func:`_checkout_reader`).
