@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 import kb
-from kb.errors import KbError, UsageError
+from kb.errors import KbError, UsageError, refused_resource
 
 #: command name -> module under kb_cli holding ``command``. Later issues add rows.
 COMMANDS: dict[str, str] = {
@@ -149,6 +149,10 @@ def _main(args: list[str], argv: list[str] | None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # a bug: a short message, never a traceback for users
+        refused = refused_resource(exc)
+        if refused is not None:  # not a bug: the system's limits
+            click.echo(f"kb: {refused}", err=True)
+            return _json_error(args, str(refused), refused.exit_code, refused.kind)
         msg = f"internal error: {type(exc).__name__}: {exc}"
         click.echo(f"kb: {msg} (set KB_DEBUG=1 for the traceback; please report it)", err=True)
         if _debug():

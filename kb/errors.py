@@ -119,8 +119,28 @@ class StaleError(RefusedError):
     kind = "stale"
 
 
+def refused_resource(exc: BaseException) -> "EnvironmentError_ | None":
+    """The environment error for ``exc`` when it is the system refusing a new process
+    or thread (``fork``/``exec`` failing with EAGAIN or ENOMEM under a process limit,
+    ``can't start new thread``): not a bug of kb, and nothing was changed. None for
+    any other exception."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno in (errno.EAGAIN, errno.ENOMEM):
+        why = exc.strerror or str(exc)
+    elif isinstance(exc, RuntimeError) and "can't start new thread" in str(exc):
+        why = str(exc)
+    else:
+        return None
+    return EnvironmentError_(
+        f"the system refused a new process or thread ({why}): too many processes for this "
+        "user, or too little memory; run the command again, or raise the limit (ulimit -u)")
+
+
 def error_kind(exc: BaseException) -> tuple[str, int]:
-    """``(kind, exit_code)`` of any exception: a :class:`KbError`'s own, else ``internal`` 3."""
+    """``(kind, exit_code)`` of any exception: a :class:`KbError`'s own (a refused new
+    process or thread: :func:`refused_resource`), else ``internal`` 3."""
+    exc = refused_resource(exc) or exc
     if isinstance(exc, KbError):
         return exc.kind, exc.exit_code
     return "internal", 3
@@ -128,6 +148,7 @@ def error_kind(exc: BaseException) -> tuple[str, int]:
 
 def error_object(exc: BaseException) -> dict[str, dict[str, object]]:
     """The JSON error object ``{"error": {"message", "exit_code", "kind"}}`` of ``exc``."""
+    exc = refused_resource(exc) or exc
     kind, code = error_kind(exc)
     msg = str(exc) if isinstance(exc, KbError) else f"internal error: {type(exc).__name__}: {exc}"
     return {"error": {"message": msg, "exit_code": code, "kind": kind}}
@@ -167,4 +188,5 @@ def os_failure(exc: OSError, doing: str, then: str = "") -> KbError:
 
 __all__ = ["ERROR_KINDS", "KbError", "UsageError", "EnvironmentError_", "NotAKnowledgeBase",
            "GitError", "ConfigError", "InternalError", "RefusedError", "NotFoundError",
-           "ConflictError", "LockedError", "StaleError", "error_kind", "error_object", "os_failure"]
+           "ConflictError", "LockedError", "StaleError", "error_kind", "error_object", "os_failure",
+           "refused_resource"]

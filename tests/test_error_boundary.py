@@ -490,3 +490,19 @@ def test_output_that_cannot_be_written_is_an_environment_error(example_kb: Path,
     lines = proc.stderr.decode().splitlines()
     assert proc.returncode == 2
     assert lines == ["kb: cannot write the output: No space left on device"]
+
+
+def test_a_process_limit_is_an_environment_error_not_a_bug(nobody_env) -> None:
+    """Under a process limit (RLIMIT_NPROC, which binds users other than root) git cannot
+    be started: kb says so as an environment error (exit 2), not an internal error."""
+    if shutil.which("prlimit") is None:
+        pytest.skip("no prlimit (util-linux) on this machine")
+    prefix, env, work = nobody_env
+    root = _kb_for_nobody(work, "kb-nproc")
+    for args in (["verify"], ["verify", "--range", "HEAD~1..HEAD"], ["ls", "hypotheses"]):
+        got = subprocess.run(["prlimit", "--nproc=1", "--", *prefix, *args, "--json"], cwd=root,
+                             env=env, capture_output=True, text=True, timeout=120)
+        assert "Traceback" not in got.stderr and "internal error" not in got.stderr, got.stderr
+        assert got.returncode == 2, (args, got.returncode, got.stderr)
+        err = json.loads(got.stdout)["error"]
+        assert err["kind"] == "environment" and "ulimit -u" in err["message"], err
