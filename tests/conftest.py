@@ -58,6 +58,18 @@ def source_env(env: Optional[Mapping[str, str]] = None) -> dict[str, str]:
     out["PYTHONPATH"] = str(SOURCE_PATH)
     return out
 
+def generated_corpus(out: Path, profile: str, scale: float) -> Path:
+    """``benchmarks/gen_corpus.py``'s KB of ``profile`` at ``scale`` written to ``out``
+    (no git repository); returns ``out``."""
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks" / "gen_corpus.py"), str(out),
+                    "--scale", str(scale), "--profile", profile, "--no-git"], check=True,
+                   capture_output=True, env=source_env())
+    return out
+
+
 #: Fixed identity and clock for every git command run by the tests (and by kb).
 GIT_ENV: dict[str, str] = {
     "GIT_AUTHOR_NAME": "KB Test",

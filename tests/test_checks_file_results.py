@@ -9,13 +9,11 @@ corpora.
 """
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, source_env
+from conftest import EXAMPLES, generated_corpus
 
 HERE = Path(__file__).resolve().parent
 CASES = HERE / "cases"
@@ -71,10 +69,7 @@ def test_the_examples_give_the_same_rule_rows() -> None:
 
 @pytest.mark.parametrize("profile", ["default", "cards"])
 def test_the_generated_corpora_give_the_same_rule_rows(tmp_path, profile) -> None:
-    out = tmp_path / "corpus"
-    subprocess.run([sys.executable, str(HERE.parent / "benchmarks" / "gen_corpus.py"), str(out),
-                    "--scale", "0.05", "--profile", profile, "--no-git"], check=True,
-                   capture_output=True, env=source_env())
+    out = generated_corpus(tmp_path / "corpus", profile, 0.05)
     from kb.parse import classify
 
     cfg = _config()

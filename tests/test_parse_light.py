@@ -7,13 +7,11 @@ lines, and then the full parse has no diagnostic.
 """
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import source_env
+from conftest import generated_corpus
 
 HERE = Path(__file__).resolve().parent
 CASES = HERE / "cases"
@@ -150,10 +148,7 @@ def test_light_reading_of_the_shared_cases_as_every_card_format() -> None:
 
 @pytest.mark.parametrize("profile", ["default", "cards"])
 def test_light_reading_of_every_card_and_experiment_of_the_generated_corpora(tmp_path, profile) -> None:
-    out = tmp_path / "corpus"
-    subprocess.run([sys.executable, str(HERE.parent / "benchmarks" / "gen_corpus.py"), str(out),
-                    "--scale", "0.1", "--profile", profile, "--no-git"], check=True,
-                   capture_output=True, env=source_env())
+    out = generated_corpus(tmp_path / "corpus", profile, 0.1)
     from kb.config import Config
     from kb.parse import classify
 
