@@ -252,8 +252,9 @@ class Index:
         self._conn.close()
 
     def resume(self) -> None:
-        """A new connection to the cache file after :meth:`suspend`."""
-        self.db = self._open_disk()
+        """A new connection to the cache file after :meth:`suspend` (as on opening: an
+        in-memory index, with a note, if the file can no longer be used)."""
+        self.db = self._open()
 
     # -- opening -------------------------------------------------------------
     def _open(self) -> sqlite3.Connection:
