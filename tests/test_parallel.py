@@ -230,3 +230,26 @@ def test_concurrently_runs_the_calls_at_once_and_keeps_their_order():
                      fails(2, InternalError("second")))
     assert sorted(ended) == [0, 1, 2]
     assert concurrently() == []
+
+
+def test_a_child_runs_what_is_registered_for_its_exit(tmp_path):
+    """Children end with os._exit (no atexit handler); what at_child_exit registered runs
+    in each before it does (kb.git stops a child's own `git cat-file` so), not here."""
+    import kb.parallel
+
+    log = tmp_path / "exits.txt"
+
+    def note() -> None:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"{os.getpid()}\n")
+
+    kb.parallel.at_child_exit(note)
+    kb.parallel.at_child_exit(note)  # once per function
+    try:
+        with Workers(square_with_pid, list(range(20)), 3, hold=1) as pool:
+            pids = list(pool.pids)
+            list(pool)
+    finally:
+        kb.parallel._AT_CHILD_EXIT.remove(note)
+    exits = log.read_text(encoding="utf-8").split()
+    assert sorted(map(int, exits)) == sorted(pids) and str(PARENT) not in exits
