@@ -136,14 +136,17 @@ def version_field(index: Index, path: str, blob: str, kind: str, field: str) -> 
             (path, blob, kind))]
 
 
-def version_links(index: Index, path: str, blob: str, kinds: Iterable[str]) -> list[tuple[str, str, str]]:
-    """``(src, dst, kind)`` of the links of ``kinds`` one file version declares."""
-    kinds = tuple(kinds)
-    marks = ",".join("?" * len(kinds))
+def version_links(index: Index, path: str, blob: str,
+                  kinds: Optional[Iterable[str]] = None) -> list[tuple[str, str, str]]:
+    """``(src, dst, kind)`` of the links one file version declares (of ``kinds``; every
+    kind when None), in the order stored."""
+    where, args = "", (path, blob)
+    if kinds is not None:
+        kinds = tuple(kinds)
+        where, args = f" AND kind IN ({','.join('?' * len(kinds))})", (path, blob, *kinds)
     with _reading():
         return list(index.connection_for((path, blob)).execute(
-            f"SELECT src, dst, kind FROM links WHERE path=? AND blob=? AND kind IN ({marks})",
-            (path, blob, *kinds)))
+            f"SELECT src, dst, kind FROM links WHERE path=? AND blob=?{where}", args))
 
 
 def declarations(index: Index, obj_id: str, kinds: Iterable[str]) -> list[tuple[str, str, str, str, str, int]]:
@@ -198,13 +201,6 @@ def history_rows_of(index: Index, rows: list[tuple]) -> list[tuple]:
                 [x for r in chunk for x in (r[2], r[3], r[4], r[6], r[7])]))
     out.sort(key=lambda r: r[3])
     return out
-
-
-def version_link_rows(index: Index, path: str, blob: str) -> list[tuple[str, str, str, str]]:
-    """``(path, src, dst, kind)`` of every link of one file version, in the order stored."""
-    with _reading():
-        return list(index.connection_for((path, blob)).execute(
-            "SELECT path, src, dst, kind FROM links WHERE path=? AND blob=?", (path, blob)))
 
 
 def version_diagnostics(index: Index, path: str, blob: str) -> list[tuple]:

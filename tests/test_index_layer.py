@@ -187,7 +187,7 @@ def test_a_held_tree_version_is_stored_only_for_a_reader_of_its_rows(make_kb):
     from kb import git
     from kb.checks.tree_versions import splice_tree_version
     from kb.index import Index
-    from kb.index_facts import SnapshotTable, version_link_rows, version_objects
+    from kb.index_facts import SnapshotTable, version_links, version_objects
     from kb.repo import open_kb
 
     def tree(n: int, extra: str = "") -> str:
@@ -207,7 +207,7 @@ def test_a_held_tree_version_is_stored_only_for_a_reader_of_its_rows(make_kb):
         with Index(k) as idx:
             idx.ensure_versions([("tree.md", ob, "tree")], read=lambda items: {ob: old})
             memo = {ob: {"objects": version_objects(idx, "tree.md", ob),
-                         "links": version_link_rows(idx, "tree.md", ob)}} if held else {ob: {}}
+                         "links": [("tree.md", *x) for x in version_links(idx, "tree.md", ob)]}} if held else {ob: {}}
             assert splice_tree_version(k, idx, "tree.md", ob, old, nb, new, memo=memo)
             assert idx.derived("tree.md", nb) is held and idx.has_parse("tree.md", nb)
             assert idx.parse_meta("tree.md", nb)["newline"] == "\n"
@@ -221,7 +221,7 @@ def test_a_held_tree_version_is_stored_only_for_a_reader_of_its_rows(make_kb):
                 # the rows the range knew of it are those a reader then gets
                 objects, links = version_objects(idx, "tree.md", nb), memo[nb]["links"]
                 assert not idx.derived("tree.md", nb) and objects == memo[nb]["objects"]
-                assert version_link_rows(idx, "tree.md", nb) == links
+                assert [("tree.md", *x) for x in version_links(idx, "tree.md", nb)] == links
             q = "SELECT * FROM {} WHERE path='tree.md' AND blob=? ORDER BY rowid"
             return tuple(list(idx.db.execute(q.format(t), (nb,)))
                          for t in ("objects", "links", "diagnostics", "parsed"))

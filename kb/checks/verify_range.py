@@ -502,7 +502,7 @@ def _derive_tree_versions(idx: Any, k: Any, steps: dict[str, list[tuple[str, str
     the chain: those the index holds in memory (:meth:`kb.index.Index.put_derived`)
     instead of storing them, unless a reader needs their rows."""
     from kb.checks.tree_versions import splice_tree_version
-    from kb.index_facts import history_rows, version_link_rows, version_objects
+    from kb.index_facts import history_rows, version_links, version_objects
 
     want = list(dict.fromkeys((path, b, "tree") for path, pairs in steps.items() for pair in pairs
                               for b in pair))
@@ -527,7 +527,7 @@ def _derive_tree_versions(idx: Any, k: Any, steps: dict[str, list[tuple[str, str
                 memo[blob]["history"] = history_rows(idx, path, blob)
             if light is not None:  # the versions derived from it are held, not stored
                 memo[blob]["objects"] = version_objects(idx, path, blob)
-                memo[blob]["links"] = version_link_rows(idx, path, blob)
+                memo[blob]["links"] = [(path, *x) for x in version_links(idx, path, blob)]
 
         parsed(roots[path])
         while queue:  # breadth first from the version parsed in full
