@@ -137,6 +137,21 @@ def test_light_cards_equal_their_full_parse_or_are_refused() -> None:
     assert light >= 6 and refused >= 20  # both ways are exercised
 
 
+def test_a_masked_heading_or_anchor_line_after_the_header_is_read_light() -> None:
+    """A fence in a section holding a `## ` heading or a `- key: value` line (a log
+    excerpt, say) leaves the header and the entry lines as they are: read light, equal
+    to the full parse. A masked `### ` entry line is still refused."""
+    fenced = ["```\n## raw log excerpt\nstep 1  loss 2.5\n```",
+              "```\n- 状态: 假\n```",
+              "<div>\n## in HTML\n</div>",
+              "~~~\n## a\n- 依赖: [\"q9\"]\n~~~\n\n## 证明\n\n```\n## b\n```"]
+    for text in fenced:
+        card = CARD.replace("Text.", text, 1)
+        assert _same_or_none(PATHS["problem"], card.encode("utf-8"), "problem"), text
+    entry = CARD.replace("Text.", "```\n### 解法 9｜x｜概率0.1｜状态未定论\n```", 1)
+    assert not _same_or_none(PATHS["problem"], entry.encode("utf-8"), "problem")
+
+
 def test_light_reading_of_the_shared_cases_as_every_card_format() -> None:
     files = sorted(p for p in CASES.rglob("*") if p.is_file() and p.suffix in (".md", ".txt"))
     assert files

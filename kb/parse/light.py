@@ -8,8 +8,8 @@ each object's ID, kind, status and declaration line and its links. For a card
 anchor lines, so :func:`light_card` reads just those -- and only when the file
 is plain enough that the full parse (:func:`kb.parse.parse_file`) provably
 gives the same values and no diagnostic at all. Anything else (a BOM, CRLF, a
-NUL, a conflict marker, frontmatter, a heading or anchor line that a code or
-HTML block masks, a missing or odd H1, a full-width colon, a repeated key, a list or a
+NUL, a conflict marker, frontmatter, a header anchor line, the heading that ends
+the header or an entry line that a code or HTML block masks, a missing or odd H1, a full-width colon, a repeated key, a list or a
 number that does not read cleanly, a malformed entry line, no anchor) returns
 None and the caller parses the file in full. Tests compare the two on every
 card of the shared cases and of the generated corpora.
@@ -84,27 +84,29 @@ def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightRes
     text = _plain_text(data) if fmt in LIGHT_FORMATS else None
     if text is None:
         return None
+    # The header: up to the first `## ` line (all of the file without one).
+    cut = text.find("\n## ")
     # A code or HTML block may mask lines: only lines starting with one of " \t<`~"
     # can open one (kb.text's own shortcut), found by a byte search first. The card
-    # parser skips masked lines only among those read below (`## ` and `### `
-    # headings, `- ` anchor lines): with a block, the mask is computed as the
-    # parser computes it (kb.text.compute_mask) and a masked line of those kinds
-    # sends the file to the full parse; other masked lines (code, its comments)
-    # are read by neither.
+    # parser skips masked lines; of those read below (the header's `- ` anchor
+    # lines and the first `## ` heading, which ends it, and every `### ` entry
+    # line), a masked one sends the file to the full parse. The mask is computed
+    # as the parser computes it (kb.text.compute_mask). Other masked lines (code,
+    # its comments, a `## ` line in a fence of a later section) are read by neither.
     if (data[:1] in _BLOCK_FIRST_BYTES or _BLOCK_LINE.search(data) is not None) \
             and MAYBE_BLOCK.search(text) is not None:
         src = SourceText.from_text(text, path)
         every = src.lines
         src.is_masked(0)  # the parser's mask (kb.text.compute_mask), and its view of the end
         mask = src.masked or []
-        if any(m and every[i].startswith(_READ_LINES) for i, m in enumerate(mask)):
+        last = len(every) if cut < 0 else text.count("\n", 0, cut) + 1  # the first `## ` line
+        if any(m and (every[i].startswith("### ") or i <= last and every[i].startswith(_READ_LINES))
+               for i, m in enumerate(mask)):
             return None
         if mask and mask[-1] and unclosed_block(src) is not None:
             return None  # a block never closed hides the rest (KB129)
     if nested_entry_lines(text):
         return None  # an entry heading in a block quote or list item (KB128)
-    # The header: up to the first `## ` line (all of the file without one).
-    cut = text.find("\n## ")
     head = text.split("\n") if cut < 0 else text[:cut].split("\n")
     if cut < 0 and head and head[-1] == "":
         head.pop()
