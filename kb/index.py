@@ -450,7 +450,7 @@ class Index:
 
     def ensure_versions(self, items: Iterable[tuple[str, str, str]],
                         file_rules: Any = None, read: Any = None,
-                        rule_paths: set[str] | None = None) -> int:
+                        rule_paths: set[str] | None = None, parallel: bool = True) -> int:
         """Parse and store every ``(path, blob, fmt)`` not in the cache yet, read from git.
 
         Many versions of one path may be given (``verify --range``: every
@@ -465,7 +465,8 @@ class Index:
         ``(path, blob, fmt)`` items in place of git's ``cat-file`` (blobs it
         lacks are skipped). ``rule_paths``, when given, limits ``file_rules`` to
         those paths (the others are parsed only, and not marked checked).
-        Returns the number parsed.
+        ``parallel`` False parses in this process only (a caller that runs beside
+        workers of its own). Returns the number parsed.
         """
         items = list(dict.fromkeys(items))
         if not items:
@@ -485,7 +486,7 @@ class Index:
         if file_rules is not None and rule_paths is not None:
             file_rules = functools.partial(rules_within, file_rules, frozenset(rule_paths))
         with _writing(self._conn):  # one transaction; each parse replaces its (path, blob) rows
-            for rows, rules in version_batches(self.kb, missing, file_rules, read):
+            for rows, rules in version_batches(self.kb, missing, file_rules, read, parallel):
                 self._store(rows)
                 if file_rules is not None:
                     store_file_rows(self._conn, [(r[0], r[1]) for r in rows[0]

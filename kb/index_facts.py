@@ -84,6 +84,8 @@ class SnapshotTable:
         """Paths of the snapshot whose version has no stored parse (a version
         :meth:`kb.index.Index.put_derived` holds among them)."""
         with _reading():
+            if self.index.conn.execute("SELECT 1 FROM parsed LIMIT 1").fetchone() is None:
+                return list(self.files)  # a new cache (a fresh CI clone): no table to fill
             return [p for (p,) in self.index.conn.execute(
                 f"SELECT s.path FROM {self.name} s LEFT JOIN parsed t "
                 "ON t.path = s.path AND t.blob = s.blob WHERE t.path IS NULL")]

@@ -12,6 +12,7 @@ parse in forked workers (:class:`kb.parallel.Workers`) from :data:`PARALLEL_MIN`
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from typing import Any, Iterable, Iterator
 
 from kb import git
@@ -224,31 +225,46 @@ def _outside_rows(outside: dict[str, str], blobs: dict[str, str], fmts: dict[str
     return rows
 
 
-def _rows(cfg: Any, items: list[tuple[str, str, str | None, bytes]]) -> Rows:
-    """Parse (path, blob, fmt, bytes) items into table rows (in a worker or not).
-
-    Python's cyclic garbage collector is paused for the batch: a parse builds
-    thousands of short-lived containers and no cycle (whatever one left would
-    be collected after), and the collections it triggered cost 5-8% of a cold
-    index."""
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused: a parse builds thousands of
+    short-lived containers and no cycle (whatever one left would be collected
+    after), and the collections it triggered cost 5-8% of a cold index."""
     import gc
 
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def parse_version(cfg: Any, path: str, fmt: str | None, data: bytes) -> Any:
+    """:func:`kb.parse.parse_file` of one file version, the garbage collector paused
+    (:func:`_gc_paused`), as :meth:`Index.ensure_versions` parses it. Returns the
+    :class:`kb.model.ParseResult` (stored with :meth:`Index.put`)."""
+    from kb.parse import parse_file
+
+    with _gc_paused():
+        return parse_file(path, data, cfg, fmt)
+
+
+def _rows(cfg: Any, items: list[tuple[str, str, str | None, bytes]]) -> Rows:
+    """Parse (path, blob, fmt, bytes) items into table rows (in a worker or not), the
+    garbage collector paused for the batch (:func:`_gc_paused`)."""
     from kb.git import object_id
     from kb.parse import parse_file
 
     out: Rows = ([], [], [], [])
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _gc_paused():
         for p, blob, fmt, data in items:
             # Stored under the id of the bytes read: a file edited after its
             # snapshot was taken never gets another version's parse.
             real = object_id("blob", data, like=blob)
             for table, rows in zip(out, result_rows(p, real, parse_file(p, data, cfg, fmt))):
                 table.extend(rows)
-    finally:
-        if enabled:
-            gc.enable()
     return out
 
 
@@ -333,11 +349,12 @@ def rules_within(rules: Any, paths: frozenset, cfg: Any, path: str, *args: Any) 
 
 
 def version_batches(k: KnowledgeBase, items: list[tuple[str, str, str]],
-                     rules: Any = None, read: Any = None) -> Iterator[tuple[Rows, list[tuple]]]:
+                     rules: Any = None, read: Any = None,
+                     parallel: bool = True) -> Iterator[tuple[Rows, list[tuple]]]:
     """Parse ``(path, blob, fmt)`` items read from git in batches (:func:`parse_batches`
-    for many versions of a path): by forked workers too when there are many, each
-    reading its batch's blobs itself. Yields each batch's rows and (``rules``) its
-    per-file rule results."""
+    for many versions of a path): by forked workers too when there are many (and
+    ``parallel``), each reading its batch's blobs itself. Yields each batch's rows and
+    (``rules``) its per-file rule results."""
     from kb.repo import UNREAD_LINKS, unread_link
 
     if UNREAD_LINKS:
@@ -362,7 +379,7 @@ def version_batches(k: KnowledgeBase, items: list[tuple[str, str, str]],
     from kb.parallel import Workers, can_fork, cpu_workers
 
     workers = cpu_workers()
-    if len(items) < 8 or len(groups) < 2 or workers < 2 or not can_fork():
+    if not parallel or len(items) < 8 or len(groups) < 2 or workers < 2 or not can_fork():
         for group in groups:
             yield group_rows(group)
         return

@@ -1,8 +1,8 @@
 """kb.checks.file_results: the per-file rules on a parse, with or without its rows.
 
-A forked worker of ``kb verify --range`` runs the per-file rules of the tip's
-tree.md on the records of its parsed objects (``parse_rule_rows``, no JSON
-written and read); every other path runs them on the objects' stored JSON
+A child of ``kb verify --range`` forked after the tip's tree.md is parsed runs
+its per-file rules on the records of the parsed objects (``parsed_rule_rows``, no
+JSON written and read); every other path runs them on the objects' stored JSON
 (``rule_rows``). Both must give the same rows: every file of the shared cases,
 read as every format with per-file rules, the examples and both generated
 corpora.
@@ -26,12 +26,12 @@ PATHS = {"tree": "tree.md", "experiment": "experiments/E0001.md", "problem": "Pr
 
 def _both(path: str, data: bytes, fmt: str | None, cfg) -> list[tuple]:
     """Assert both ways give the same rows; return them."""
-    from kb.checks.file_results import parse_rule_rows, rule_rows
-    from kb.index_rows import rows_and_rules
+    from kb.checks.file_results import parsed_rule_rows, rule_rows
+    from kb.index_rows import parse_version, rows_and_rules
 
     blob = "b" * 40
     want = rows_and_rules(cfg, [(path, blob, fmt, data)], rule_rows)[1]
-    assert parse_rule_rows(cfg, path, blob, fmt, data) == want, path
+    assert parsed_rule_rows(cfg, path, blob, parse_version(cfg, path, fmt, data), data) == want, path
     return want
 
 
@@ -106,3 +106,27 @@ def test_a_record_is_what_the_stored_json_gives() -> None:
     for o in objs:
         got, want = record_of(o), json.loads(object_json(o), object_hook=Rec)
         assert shape(got) == shape(want)
+
+
+def test_a_records_fields_read_as_its_keys_and_none_when_missing() -> None:
+    """Rec's attributes: every field of kb's models (a property, found before the
+    failing lookup that ``__getattr__`` follows) and any other key read as
+    ``dict.get``; dict's own methods stay methods."""
+    import dataclasses
+
+    from kb import model
+    from kb.checks.facts import Rec
+
+    names = {f.name for cls in vars(model).values()
+             if isinstance(cls, type) and dataclasses.is_dataclass(cls)
+             for f in dataclasses.fields(cls)}
+    assert {"id", "anchors", "anchor_lines", "children", "line"} <= names
+    full = Rec({n: f"v-{n}" for n in names} | {"other": 1})
+    empty = Rec()
+    for n in sorted(names):
+        if n in dir(dict):
+            continue
+        assert isinstance(getattr(Rec, n), property), n
+        assert getattr(full, n) == f"v-{n}" and getattr(empty, n) is None, n
+    assert full.other == 1 and empty.other is None
+    assert full.get("id") == "v-id" and list(empty.items()) == []

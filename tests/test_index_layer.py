@@ -180,6 +180,28 @@ def test_a_snapshots_joins_cost_what_the_snapshot_holds_not_what_the_cache_holds
         assert steps() < 1.5 * before
 
 
+def test_a_snapshots_unparsed_files_on_a_new_cache_and_after_a_parse(make_kb):
+    """SnapshotTable.unparsed: every file of the snapshot on a cache that stores no parse
+    (a fresh clone's range check), then those whose version is not stored, held
+    versions among them."""
+    from kb.index import Index
+    from kb.index_facts import SnapshotTable
+    from kb.repo import commit_snapshot, open_kb
+    from test_verify_support import problem
+
+    files = {f"Problems/q{i}.md": problem(f"q{i}") for i in range(2, 6)}
+    root = make_kb(files, commit=True)
+    k = open_kb(root)
+    snap = commit_snapshot(k, "HEAD").files
+    assert len(snap) >= 4
+    with Index(k) as idx:
+        assert sorted(SnapshotTable(idx, snap).unparsed()) == sorted(snap)
+        idx.ensure_versions([("Problems/q2.md", snap["Problems/q2.md"], "problem")])
+        assert sorted(SnapshotTable(idx, snap).unparsed()) == sorted(set(snap) - {"Problems/q2.md"})
+        other = {**snap, "Problems/q3.md": "0" * 40}  # a version never parsed
+        assert "Problems/q3.md" in SnapshotTable(idx, other).unparsed()
+
+
 def test_a_held_tree_version_is_stored_only_for_a_reader_of_its_rows(make_kb):
     """Index.put_derived holds a spliced tree version: has_parse and parse_meta answer
     for it, readers of other versions (and of the verify tables) leave it held, a reader

@@ -345,9 +345,10 @@ def test_range_holds_derived_tree_versions_with_the_rows_a_store_gives(make_kb, 
 
 def test_range_runs_the_tree_roots_rules_in_a_worker_with_the_same_results(make_kb, tmp_path,
                                                                           monkeypatch) -> None:
-    """The per-file rules of the tip's tree.md run in a forked worker, with the light
-    reading, while this process derives the tree's other versions: the report and the
-    stored results are those of a check that runs them here (no workers)."""
+    """The per-file rules of the tip's tree.md run in a child forked after its parse,
+    beside the light reading, while this process derives the tree's other versions:
+    the report and the stored results are those of a check that runs them here (no
+    workers)."""
     import os
     import shutil
     import sqlite3
@@ -361,13 +362,13 @@ def test_range_runs_the_tree_roots_rules_in_a_worker_with_the_same_results(make_
     root, base = _edited_tree_repo(make_kb, cards)
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
-    log = tmp_path / "rules.txt"  # the worker writes down who checked which tree
+    log = tmp_path / "rules.txt"  # the checker writes down who checked which tree
     real = vr._root_rules
 
-    def spy(k, read, item):
+    def spy(k, key, parsed):
         with open(log, "a", encoding="utf-8") as f:
-            f.write(f"{os.getpid()} {item[0]}\n")
-        return real(k, read, item)
+            f.write(f"{os.getpid()} {key[0]}\n")
+        return real(k, key, parsed)
 
     def stored() -> list[tuple]:
         db = sqlite3.connect(clone / ".kb" / "index.sqlite")
@@ -376,20 +377,107 @@ def test_range_runs_the_tree_roots_rules_in_a_worker_with_the_same_results(make_
         finally:
             db.close()
 
+    import hashlib
+
+    import kb.parse
+
+    parses = tmp_path / "parses.txt"  # every process writes down each tree it parses
+    real_parse = kb.parse.parse_file
+
+    def parse_spy(path, data, *args, **kwargs):
+        if path == "tree.md":
+            with open(parses, "a", encoding="utf-8") as f:
+                f.write(hashlib.sha1(data).hexdigest() + "\n")
+        return real_parse(path, data, *args, **kwargs)
+
     monkeypatch.setattr(vr, "_root_rules", spy)
+    monkeypatch.setattr(kb.parse, "parse_file", parse_spy)
     monkeypatch.setattr(vr, "LIGHT_CHUNK", 3)  # several chunks: the workers run
     got = verify_json(clone, "--range", f"{base}..HEAD")
     in_worker = stored()
     assert any(d["code"] == "KB204" and d["path"] == "tree.md" for d in got[1]["diagnostics"])
     assert in_worker and {r[4] for r in in_worker} >= {"KB204"}
+    tip = hashlib.sha1((clone / "tree.md").read_bytes()).hexdigest()
+    assert parses.read_text(encoding="utf-8").split().count(tip) == 1  # parsed once, here
     if kb.parallel.cpu_workers() > 1 and kb.parallel.can_fork():
         (line,) = log.read_text(encoding="utf-8").splitlines()  # checked once, by a child
         assert line.split() != [str(os.getpid()), "tree.md"] and line.endswith(" tree.md")
     shutil.rmtree(clone / ".kb")
     log.unlink(missing_ok=True)
-    monkeypatch.setenv("KB_NO_PARALLEL", "1")  # no workers: the root's parse runs its rules
+    monkeypatch.setenv("KB_NO_PARALLEL", "1")  # no workers: this process runs the rules
     assert verify_json(clone, "--range", f"{base}..HEAD") == got
-    assert stored() == in_worker and not log.exists()
+    assert stored() == in_worker
+    assert log.read_text(encoding="utf-8").splitlines() == [f"{os.getpid()} tree.md"]
+
+
+def test_range_snapshot_rules_shared_out_give_the_report_and_results_of_one_process(
+        make_kb, tmp_path, monkeypatch) -> None:
+    """A fresh clone's range shares the tip's snapshot check out between the forked
+    child and this process (``verify_range._HERE``): the report, and the results it
+    stores, are those of the whole check in one part, whichever parts go where; the
+    parts joined (``store_scoped``) are what the unshared check gives."""
+    import shutil
+    import sqlite3
+    import subprocess
+
+    import kb.checks.verify_range as vr
+    from conftest import commit_all
+    from kb.checks.results import FILE_PART, _raw_snapshot, scoped_parts, store_scoped
+    from test_verify_support import problem, proposition, verify_json
+
+    cards = {f"Problems/q{i}.md": problem(f"q{i}") for i in range(2, 12)}
+    root, base = _edited_tree_repo(make_kb, cards)
+    # findings of several parts at the tip: a duplicate ID (KB202), a reserved file
+    # name (KB219), an unreadable card (a parse diagnostic), the tree's KB204
+    for folder, pid, depends in (("数论", "p2", "[]"), ("代数", "p2", "[]"), ("代数", "p3", '["p99"]')):
+        (root / "Propos" / folder).mkdir(parents=True, exist_ok=True)
+        (root / "Propos" / folder / f"{pid}.md").write_text(proposition(pid, depends=depends),
+                                                             encoding="utf-8")
+    (root / "Problems" / "aux.md").write_text(problem("aux"), encoding="utf-8")
+    (root / "Problems" / "q5.md").write_bytes(b"\xff\xfe not UTF-8\n")
+    commit_all(root, "findings at the tip")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
+
+    def stored() -> list[tuple]:
+        db = sqlite3.connect(clone / ".kb" / "index.sqlite")
+        try:
+            return sorted(db.execute("SELECT * FROM kb_check_kv WHERE key LIKE 'snap:%'"))
+        finally:
+            db.close()
+
+    def run(here: tuple) -> tuple:
+        shutil.rmtree(clone / ".kb", ignore_errors=True)
+        monkeypatch.setattr(vr, "_HERE", here)
+        return verify_json(clone, "--range", f"{base}..HEAD"), stored()
+
+    every = (FILE_PART, "kb.checks.id_rules.duplicate_ids", "kb.checks.id_rules.missing_references",
+             "kb.checks.id_rules.unportable_paths", "kb.checks.dashboard_rule.stale_dashboard")
+    got, results = run(vr._HERE)
+    codes = {d["code"] for d in got[1]["diagnostics"]}
+    assert {"KB202", "KB204", "KB219", "KB101"} <= codes, codes
+    assert results
+    assert run(()) == (got, results)  # all in the child
+    assert run(every) == (got, results)  # most here
+    monkeypatch.setenv("KB_NO_PARALLEL", "1")  # no child: both halves here, in turn
+    assert run(vr._HERE) == (got, results)
+
+    # the parts joined are the unshared check's results
+    from kb.checks.facts import Facts
+    from kb.checks.targets import open_index
+    from kb.repo import commit_snapshot, open_kb
+
+    k = open_kb(clone)
+    scope = {"Propos/数论/p2.md", "Propos/代数/p2.md", "Propos/代数/p3.md", "Problems/aux.md",
+             "Problems/q5.md", "tree.md"}
+    shutil.rmtree(clone / ".kb")
+    with open_index(k) as idx:
+        tip = Facts(idx, commit_snapshot(k, "HEAD"), "HEAD")
+        want = _raw_snapshot(tip, None, None, scope)
+        for split in (set(), {FILE_PART}, set(every), set(every[1:3])):
+            joined = store_scoped(tip, scope, {**scoped_parts(tip, scope, without=frozenset(split)),
+                                               **scoped_parts(tip, scope, parts=split)})
+            assert joined == want, split
 
 
 @pytest.mark.parametrize("step", [1, 2, 3, 256])

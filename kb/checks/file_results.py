@@ -53,16 +53,12 @@ def rule_rows(config: Any, path: str, blob: str, fmt: Optional[str], object_rows
     return _rules_on(config, path, blob, fmt, objects, data)
 
 
-def parse_rule_rows(config: Any, path: str, blob: str, fmt: Optional[str],
-                    data: bytes) -> list[tuple]:
-    """:func:`rule_rows` of ``data`` (file ``path`` at ``blob``, format ``fmt`` or as
-    classified) parsed here: the rules read the records of the parsed objects
-    (:func:`kb.checks.facts.record_of`), equal to those its stored JSON gives, without
-    writing the rows (a forked worker checking the tip's tree.md, whose rows this
-    process stores from its own parse)."""
-    from kb.parse import parse_file
-
-    res = parse_file(path, data, config, fmt)
+def parsed_rule_rows(config: Any, path: str, blob: str, res: Any, data: bytes) -> list[tuple]:
+    """:func:`rule_rows` of file ``path`` at ``blob`` (bytes ``data``) from its parse
+    ``res`` (a :class:`kb.model.ParseResult`): the rules read the records of the parsed
+    objects (:func:`kb.checks.facts.record_of`), equal to those its stored JSON gives,
+    with no JSON written and read (a forked child checking the tip's tree.md that
+    ``kb verify --range`` parsed before the fork)."""
     if res.kind not in RULED:
         return []
     objects = [record_of(o) for o in sorted(res.objects, key=lambda o: o.line)]

@@ -18,11 +18,13 @@ from kb.checks.results import history_diagnostics, snapshot_diagnostics, split_i
 
 def check_snapshots(k: Any, new_f: Any, base_f: Optional[Any], strict: bool,
                     earlier: Optional[Any] = None,
-                    file_scope: Optional[set[str]] = None) -> list[Finding]:
+                    file_scope: Optional[set[str]] = None,
+                    raw: Optional[list] = None) -> list[Finding]:
     """Snapshot findings of ``new_f``; with ``strict``, only errors absent from
     ``base_f`` block (the others are marked pre-existing). ``file_scope`` limits
-    the per-file rules (both sides) to those paths (see :func:`snapshot_diagnostics`)."""
-    diags = snapshot_diagnostics(new_f, base_f, earlier, file_scope=file_scope)
+    the per-file rules (both sides) to those paths; ``raw`` gives ``new_f``'s results
+    computed already (see :func:`snapshot_diagnostics`)."""
+    diags = snapshot_diagnostics(new_f, base_f, earlier, file_scope=file_scope, raw=raw)
     if not strict:
         return findings(diags, k, "snapshot", all_errors_block=True)
     errors = [d for d in diags if d.severity == "error"]

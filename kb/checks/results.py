@@ -224,6 +224,68 @@ def _parse_rows(facts: Any, paths: Optional[list[str]] = None) -> list[_D]:
             for p, ln, col, code, sev, msg, fx in facts.parse_diagnostics(paths)]
 
 
+#: The part of :func:`scoped_parts` that is not a snapshot rule: parse and per-file results.
+FILE_PART = ""
+
+
+def _scoped_key(facts: Any, file_scope: set[str]) -> str:
+    import hashlib
+
+    body = "\n".join(sorted(file_scope)).encode("utf-8", "surrogateescape")
+    return snapshot_key(facts) + ":files:" + hashlib.sha1(body).hexdigest()
+
+
+def scoped_stored(facts: Any, file_scope: set[str]) -> Optional[list[tuple[str, _D]]]:
+    """The stored ``(origin, diagnostic)`` results of a snapshot checked with its
+    per-file rules limited to ``file_scope`` (:func:`_raw_snapshot`): the whole
+    snapshot's, in scope, or those of a check with that scope; None when neither is."""
+    prepare_cache(facts.index)
+    full = _load_results(facts, snapshot_key(facts))
+    if full is not None:  # the whole snapshot was checked: its results, in scope
+        return [(o, d) for o, d in full if o != "f" or d.path in file_scope]
+    return _load_results(facts, _scoped_key(facts, file_scope))
+
+
+def scoped_parts(facts: Any, file_scope: set[str], parts: Optional[set[str]] = None,
+                 without: frozenset[str] = frozenset()) -> dict[str, list[tuple[str, _D]]]:
+    """The ``(origin, diagnostic)`` results of a scoped check (see :func:`scoped_stored`)
+    by part, computed, not stored: :data:`FILE_PART` (the parse and per-file results
+    of ``file_scope``) and each enabled snapshot rule, by its
+    :attr:`~kb.checks.registry.Registered.name`. ``parts`` (None: every part) names
+    those to compute, ``without`` those to leave out. The parts are independent:
+    two processes may share them out (:func:`kb.checks.verify_range._at_once`) and
+    :func:`store_scoped` join them."""
+    from kb.checks.registry import SNAPSHOT_RULES, enabled, load_rules
+
+    load_rules()
+
+    def wanted(name: str) -> bool:
+        return (parts is None or name in parts) and name not in without
+
+    out: dict[str, list[tuple[str, _D]]] = {}
+    if wanted(FILE_PART):
+        out[FILE_PART] = [("p", d) for d in _parse_rows(facts)]
+        out[FILE_PART] += [("f", d) for d in file_rule_results(facts, sorted(file_scope))]
+    for rule in SNAPSHOT_RULES:
+        if enabled(rule, facts.config) and wanted(rule.name):
+            tag = "v" if rule.volatile else _origin(rule)
+            out[rule.name] = [(tag, _D.of(d)) for d in rule.func(facts)]
+    return out
+
+
+def store_scoped(facts: Any, file_scope: set[str],
+                 parts: dict[str, list[tuple[str, _D]]]) -> list[tuple[str, _D]]:
+    """Every part of a scoped check (:func:`scoped_parts`), joined in the rules' order,
+    stored for :func:`scoped_stored`; returns the joined results."""
+    from kb.checks.registry import SNAPSHOT_RULES
+
+    out = list(parts.get(FILE_PART, []))
+    for rule in SNAPSHOT_RULES:
+        out += parts.get(rule.name, [])
+    _store_results(facts, _scoped_key(facts, file_scope), out)
+    return out
+
+
 def _raw_snapshot(facts: Any, base: Optional[Any],
                   earlier: Optional[Any] = None,
                   file_scope: Optional[set[str]] = None) -> list[tuple[str, _D]]:
@@ -237,23 +299,10 @@ def _raw_snapshot(facts: Any, base: Optional[Any],
     cfg = facts.config
     prepare_cache(facts.index)
     if file_scope is not None:
-        full = _load_results(facts, snapshot_key(facts))
-        if full is not None:  # the whole snapshot was checked: its results, in scope
-            return [(o, d) for o, d in full if o != "f" or d.path in file_scope]
-        import hashlib
-
-        body = "\n".join(sorted(file_scope)).encode("utf-8", "surrogateescape")
-        scoped_key = snapshot_key(facts) + ":files:" + hashlib.sha1(body).hexdigest()
-        hit = _load_results(facts, scoped_key)
+        hit = scoped_stored(facts, file_scope)
         if hit is not None:
             return hit
-        out = [("p", d) for d in _parse_rows(facts)]
-        out += [("f", d) for d in file_rule_results(facts, sorted(file_scope))]
-        for rule in SNAPSHOT_RULES:
-            if enabled(rule, cfg):
-                out.extend(("v" if rule.volatile else _origin(rule), _D.of(d)) for d in rule.func(facts))
-        _store_results(facts, scoped_key, out)
-        return out
+        return store_scoped(facts, file_scope, scoped_parts(facts, file_scope))
     key = snapshot_key(facts)
     hit = _load_results(facts, key)
     if hit is not None:
@@ -305,19 +354,23 @@ def _raw_snapshot(facts: Any, base: Optional[Any],
 
 def snapshot_diagnostics(facts: Any, base: Optional[Any] = None,
                          earlier: Optional[Any] = None,
-                         file_scope: Optional[set[str]] = None) -> list[_D]:
+                         file_scope: Optional[set[str]] = None,
+                         raw: Optional[list[tuple[str, _D]]] = None) -> list[_D]:
     """Every snapshot diagnostic of ``facts`` (parse + KB2xx), config severities applied.
 
     ``base`` is a snapshot whose stored results may be inherited (see above);
     ``earlier`` (a callable returning Facts or None) offers another one when
     the base's results are not stored. ``file_scope`` limits the per-file rules
     to those paths (a range check: the others are unchanged since its origin).
+    ``raw``, when given, is what :func:`_raw_snapshot` would return, computed
+    already (:func:`store_scoped`).
     """
     from kb.checks.catalogue import effective_severity
 
     cfg = facts.config
     out = []
-    raw = _raw_snapshot(facts, base, earlier, file_scope)
+    if raw is None:
+        raw = _raw_snapshot(facts, base, earlier, file_scope)
     # a conflicted (KB190) or undecodable (KB101) file is read as empty
     conflicted = {facts.formats.get(d.path) for _, d in raw if d.code in ("KB190", "KB101")}
     if conflicted:

@@ -9,8 +9,10 @@ commits and IDs allocated twice on parallel branches at their merge.
 from __future__ import annotations
 
 from collections import Counter
+from contextlib import contextmanager
+from dataclasses import astuple
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from kb import git, index_results
 from kb.checks.changes import diff_commits, diff_many, patch_files, retargeted_links
@@ -20,7 +22,8 @@ from kb.checks import file_results
 from kb.checks.judge import check_snapshots, history_findings, judged_by_all_parents
 from kb.checks.overrides import trailers
 from kb.checks.report import Finding, Report, config_findings, findings
-from kb.checks.results import prepare_cache
+from kb.checks.results import (FILE_PART, prepare_cache, scoped_parts, scoped_stored,
+                               store_scoped)
 from kb.checks.targets import (config_at, kb_at, open_index, parents_of, repo_top, selected_kbs,
                                shallow_commits, shallow_note, unreadable_kb)
 from kb.errors import ConfigError, EnvironmentError_, GitError, UsageError
@@ -154,8 +157,10 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
         anc = git.run(["rev-list", "--ancestry-path", f"{origin}..{tip}"], top, check=False)
         return set(anc.stdout.decode().split()) if anc.returncode == 0 else None
 
-    # Listings that need only the range: their git processes run at once.
-    shallow, at_tip, at_origin, ovs, merge_trailers, after_origin = concurrently(
+    # Listings that need only the range: their git processes run at once, while this
+    # thread imports what the check runs.
+    _, shallow, at_tip, at_origin, ovs, merge_trailers, after_origin = concurrently(
+        _preload,
         lambda: shallow_commits(top),
         lambda: find_all_kbs(top, tip),
         lambda: find_all_kbs(top, origin) if origin else [],
@@ -298,13 +303,25 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
             out += found
         return out
 
-    def snapshot() -> list[Finding]:
-        """The tip's snapshot findings (judged against the origin)."""
-        if origin_f is not None:
-            return check_snapshots(k, tip_f, origin_f, strict=True, file_scope=scope)
-        return check_snapshots(k, tip_f, _empty_facts(idx, k), strict=True)
+    if origin_f is not None and scope is not None and scoped_stored(tip_f, scope) is None:
+        # The tip's snapshot rules shared out: those of _HERE run here after the
+        # history rules, the others in the child (both halves then take about as long).
+        theirs, (found, ours) = _at_once(
+            idx, lambda: {name: [(o, tuple(d)) for o, d in part] for name, part in
+                          scoped_parts(tip_f, scope, without=_HERE).items()},
+            lambda: (history(), scoped_parts(tip_f, scope, parts=set(_HERE))))
+        theirs = {name: [(o, _D(*d)) for o, d in part] for name, part in theirs.items()}
+        raw = store_scoped(tip_f, scope, {**theirs, **ours})
+        tip_found = check_snapshots(k, tip_f, origin_f, strict=True, file_scope=scope, raw=raw)
+    else:
+        def snapshot() -> list[tuple]:
+            """The tip's snapshot findings (judged against the origin), as tuples."""
+            base_f = origin_f if origin_f is not None else _empty_facts(idx, k)
+            return [astuple(f) for f in check_snapshots(k, tip_f, base_f, strict=True,
+                                                        file_scope=scope)]
 
-    tip_found, found = _at_once(idx, snapshot, history)
+        rows, found = _at_once(idx, snapshot, history)
+        tip_found = [Finding(*r) for r in rows]
     report.findings += found
     report.findings += config_findings(k)
     report.findings += tip_found
@@ -316,26 +333,32 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
                 "re-checked by the per-file rules (their findings predate the range)")
 
 
-def _at_once(idx: Any, there: Any, here: Any) -> tuple[list[Finding], list[Finding]]:
+#: The parts of the tip's snapshot check (:func:`kb.checks.results.scoped_parts`) that a
+#: range check runs in this process after the history rules, while a forked child
+#: runs the others (:func:`_at_once`): the parse and per-file results and the rule on
+#: file names, the parts that do not read every object and link of the snapshot. The
+#: others took about 60 ms longer than the history rules of the benchmark's ranges.
+_HERE = (FILE_PART, "kb.checks.id_rules.unportable_paths")
+
+
+def _at_once(idx: Any, there: Any, here: Any) -> tuple[Any, Any]:
     """``(there(), here())``: ``there()`` computed by a forked child while this process
-    computes ``here()`` (a range's snapshot findings of its tip there, its history
-    findings here: once every version is parsed, derived or read light, both only read
+    computes ``here()`` (most of a range's snapshot rules on its tip there, its history
+    rules here: once every version is parsed, derived or read light, both only read
     the index, and each is a core's worth of work that ran after the other while the
-    other core idled; issue 18). ``there()`` returns findings (sent back as tuples).
+    other core idled; issue 18). ``there()`` returns what :mod:`marshal` sends back.
     The index's connection is closed across the fork and each process opens its own
     (:meth:`kb.index.Index.suspend`). Without fork, with an in-memory index or with
     one core, this process computes both, in turn."""
-    from dataclasses import astuple
-
     from kb.parallel import Workers, can_fork, cpu_workers
 
     if idx.memory or not can_fork() or cpu_workers() < 2:
         first = there()
         return first, here()
 
-    def child(_: Any) -> list[tuple]:
+    def child(_: Any) -> Any:
         idx.resume()  # the child's own connection
-        return [astuple(f) for f in there()]
+        return there()
 
     idx.suspend()
     resumed = False
@@ -348,7 +371,7 @@ def _at_once(idx: Any, there: Any, here: Any) -> tuple[list[Finding], list[Findi
     finally:
         if not resumed:  # the fork failed
             idx.resume()
-    return [Finding(*r) for r in rows], mine
+    return rows, mine
 
 
 def _patched(k: Any, c: str, parent: Optional[str], tip: str, tip_snap: Any, changes: list[Any],
@@ -396,8 +419,8 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
     them serially, tree.md from scratch each time. Here the versions are parsed in one
     pass (in parallel), except the tree versions that follow an earlier one: those are
     derived from it (:mod:`kb.checks.tree_versions`), one after the other, in this
-    process while forked workers run the per-file rules of the tree versions parsed in
-    full and read the untouched cards and experiments light. The index holds the
+    process while forked workers read the untouched cards and experiments light and a
+    forked child runs the per-file rules of the tree versions parsed in full. The index holds the
     derived versions in memory (:meth:`kb.index.Index.put_derived`); their light rows
     join those returned.
 
@@ -435,8 +458,98 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
         root = tip.files.get(path) if tip.files.get(path) in versions else versions[0]
         roots[path] = root
         derived |= {(path, b) for b in versions if b != root}
-    # What the forked workers run, imported once here rather than in each of them (the
-    # check needs it all afterwards anyway).
+    _preload()  # imported while git listed the range, as a rule
+    cands = _light_candidates(idx, tip, scope, {(p, b) for p, b, _ in items} | derived)
+    read = _checkout_reader(k, tip.files)
+    # The per-file rules run in the parse workers, for the files the range changed
+    # (``scope``; None: every file): an untouched file's results are its origin's.
+    rules = file_results.rule_rows if prepare_cache(idx) else None
+
+    # Parsed in full whatever the light reading gives: both sides of the range's
+    # changes and the tip's files that are not read light (but the derived versions).
+    light_keys = {(p, b) for p, b, _ in cands}
+    full = [it for it in items if (it[0], it[1]) not in derived]
+    full += [(p, b, tip.formats[p]) for p, b in tip.files.items()
+             if (p, b) not in derived and (p, b) not in light_keys]
+    checked: dict[tuple[str, str], list[tuple]] = {}
+
+    def tree_chain(alone: bool) -> None:
+        """Each tree file's root version parsed in full, then the others derived from
+        it (held by the index: their light rows go to ``held``), then the versions
+        parsed in full whatever the light reading gives: in this process while the
+        workers read light (``alone``: there are none). The per-file rules of the
+        roots the range changed (as Index.ensure_versions runs them, on what it
+        parses) run meanwhile in a child forked after their parse: a tree of thousands
+        of hypotheses costs more to check than to parse, and deriving does not need
+        them (:func:`_tree_roots`)."""
+        todo = [(path, root, "tree") for path, root in roots.items()
+                if not idx.has_parse(path, root)]
+        ruled = [] if rules is None else [(p, b) for p, b, _ in todo if scope is None or p in scope]
+        with _tree_roots(idx, k, todo, ruled, read, checked, fork=not alone):
+            if derived:
+                _derive_tree_versions(idx, k, steps, roots, history, read, held)
+            idx.ensure_versions(full, file_rules=rules, read=read, rule_paths=scope,
+                                parallel=alone)
+
+    held: dict[tuple[str, str], Any] = {}
+    light = _read_light(k, cands, during=tree_chain)
+    light.update(held)
+    if checked:
+        index_results.store_file_results(idx, list(checked),
+                                         [row for rows in checked.values() for row in rows])
+    # the cards a full parse must tell about (light_card returned None)
+    idx.ensure_versions([(p, b, tip.formats[p]) for p, b in tip.files.items()
+                         if (p, b) in light_keys and (p, b) not in light],
+                        file_rules=rules, read=read, rule_paths=scope)
+    return light
+
+
+@contextmanager
+def _tree_roots(idx: Any, k: Any, todo: list[tuple[str, str, str]], ruled: list[tuple[str, str]],
+                read: Any, checked: dict[tuple[str, str], list[tuple]], fork: bool) -> Iterator[None]:
+    """Parse and store the tree versions ``todo`` (``(path, blob, fmt)``, read with
+    ``read``: :func:`_checkout_reader`; a version it lacks is skipped); the per-file
+    rule rows of those of ``ruled`` (``(path, blob)``) go to ``checked`` by the end of
+    the block, computed by a child forked after the parse (``fork``, when the system
+    can) while the block runs, else here. The child inherits the parses: the rules
+    read their objects' records (:func:`_root_rules`), as a worker parsing the
+    version again would, at the cost of a parse less."""
+    from contextlib import ExitStack
+
+    from kb.index_rows import parse_version
+    from kb.parallel import Workers, can_fork, cpu_workers
+
+    data = read(todo) if todo else {}
+    parsed = {(p, b): (parse_version(k.config, p, fmt, data[b]), data[b])
+              for p, b, fmt in todo if b in data}
+    ruled = [key for key in ruled if key in parsed]
+    with ExitStack() as stack:
+        pool = None
+        if ruled and fork and cpu_workers() > 1 and can_fork():
+            pool = stack.enter_context(Workers(lambda key: _root_rules(k, key, parsed), ruled, 2,
+                                               hold=len(ruled)))
+        for (p, b), (res, _) in parsed.items():
+            idx.put(p, b, res)
+        if pool is not None:
+            parsed.clear()  # the child has its own copy: the parses need not outlive the storing
+        yield
+        checked.update(zip(ruled, pool) if pool is not None else
+                       ((key, _root_rules(k, key, parsed)) for key in ruled))
+
+
+def _root_rules(k: Any, key: tuple[str, str], parsed: dict[tuple[str, str], Any]) -> list[tuple]:
+    """The per-file rule rows of the tree version ``key`` (``(path, blob)``) from its
+    parse (``parsed[key]``: the ParseResult and the bytes): the rows
+    :meth:`kb.index.Index.ensure_versions`' rules give
+    (:func:`kb.checks.file_results.parsed_rule_rows`), none written."""
+    res, data = parsed[key]
+    return file_results.parsed_rule_rows(k.config, key[0], key[1], res, data)
+
+
+def _preload() -> None:
+    """Import what the forked workers run, once here rather than in each of them (the
+    check needs it all afterwards anyway): the parsers and the rules. The range's git
+    listings wait on git meanwhile (:func:`_verify_commits`)."""
     import kb.parse.card  # noqa: F401
     import kb.parse.experiment  # noqa: F401
     import kb.parse.frontmatter  # noqa: F401
@@ -445,42 +558,6 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
     from kb.checks.registry import load_rules
 
     load_rules()
-    cands = _light_candidates(idx, tip, scope, {(p, b) for p, b, _ in items} | derived)
-    read = _checkout_reader(k, tip.files)
-    # The per-file rules run in the parse workers, for the files the range changed
-    # (``scope``; None: every file): an untouched file's results are its origin's.
-    rules = file_results.rule_rows if prepare_cache(idx) else None
-
-    # The per-file rules of each tree root parsed here (none parsed before: as
-    # Index.ensure_versions runs them, on what it parses) go to the workers with the
-    # light reading when there are tree versions to derive: a tree of thousands of
-    # hypotheses costs more to check than to parse, and deriving does not need them.
-    rule_roots = [] if not derived or rules is None else [
-        (path, root, "tree") for path, root in roots.items()
-        if (scope is None or path in scope) and not idx.has_parse(path, root)]
-
-    def tree_chain(rules_here: bool) -> None:
-        """Each tree file's root version parsed in full (with its per-file rules when
-        ``rules_here``), then the others derived from it (held by the index: their
-        light rows go to ``held``): in this process while the workers read light."""
-        roots_todo = [(path, root, "tree") for path, root in roots.items()]
-        if roots_todo:
-            idx.ensure_versions(roots_todo, file_rules=rules if rules_here else None,
-                                read=read, rule_paths=scope)
-        if derived:
-            _derive_tree_versions(idx, k, steps, roots, history, read, held)
-
-    held: dict[tuple[str, str], Any] = {}
-    light, checked = _read_light(k, cands, during=tree_chain, rule_roots=rule_roots, read=read)
-    light.update(held)
-    if checked:
-        index_results.store_file_results(idx, list(checked),
-                                         [row for rows in checked.values() for row in rows])
-    items += [(p, b, tip.formats[p]) for p, b in tip.files.items()
-              if (p, b) not in derived and (p, b) not in light]
-    todo = [it for it in items if (it[0], it[1]) not in derived]
-    idx.ensure_versions(todo, file_rules=rules, read=read, rule_paths=scope)
-    return light
 
 
 def _derive_tree_versions(idx: Any, k: Any, steps: dict[str, list[tuple[str, str]]],
@@ -576,61 +653,45 @@ def _light_candidates(idx: Any, tip: Any, scope: Optional[set[str]],
 
 
 #: Cards read light per task of :func:`_read_light`'s workers.
-LIGHT_CHUNK = 500
+LIGHT_CHUNK = 250
 
 
-def _read_light(k: Any, cands: list[tuple[str, str, str]], during: Any = None,
-                rule_roots: Optional[list[tuple[str, str, str]]] = None, read: Any = None
-                ) -> tuple[dict[tuple[str, str], Any], dict[tuple[str, str], list[tuple]]]:
+def _read_light(k: Any, cands: list[tuple[str, str, str]], during: Any = None
+                ) -> dict[tuple[str, str], Any]:
     """Light rows (:func:`kb.parse.light.light_read`) of the ``(path, blob, fmt)`` cards
     and experiments ``cands`` that read light, ``{(path, blob): rows}`` (the others are
-    left out: the caller parses them in full), and the per-file rule results of the
-    tree versions ``rule_roots``, ``{(path, blob): kb_check_diags rows}``
-    (:func:`kb.checks.file_results.rule_rows`; a version ``read`` lacks is left out), each
-    read (:func:`_checkout_reader`) and parsed by the worker that takes it.
+    left out: the caller parses them in full), each read and parsed by the worker that
+    takes it.
 
-    ``during(rules_here)``, when given, runs in this process while forked workers read
-    and check (:class:`kb.parallel.Workers`, handed their next chunk as they return one;
-    the chunks left when ``during`` ends are read here too), or before the reading when
-    there are no workers. ``rules_here`` says whether ``during`` must run the rules of
-    ``rule_roots`` itself: True without workers (none are returned then). The bytes
-    come from the checkout when the file there is the wanted blob, else from git (the
-    index's parse workers start afterwards, for the rest)."""
+    ``during(alone)``, when given, runs in this process while forked workers read
+    (:class:`kb.parallel.Workers`, handed their next chunk as they return one; the
+    chunks left when ``during`` ends are read here too), or before the reading when
+    there are no workers (``alone`` True). The bytes come from the checkout when the
+    file there is the wanted blob, else from git."""
     from kb.parallel import Workers, can_fork, cpu_workers
 
-    chunks: list[tuple[str, Any]] = [("rules", r) for r in rule_roots or []]
-    chunks += [("light", cands[i:i + LIGHT_CHUNK]) for i in range(0, len(cands), LIGHT_CHUNK)]
+    chunks = [cands[i:i + LIGHT_CHUNK] for i in range(0, len(cands), LIGHT_CHUNK)]
     out: dict[tuple[str, str], Any] = {}
-    checked: dict[tuple[str, str], list[tuple]] = {}
     unread: list[tuple[str, str, str]] = []
     root = Path(k.root)  # once: a Path per file cost a tenth of the reading
 
-    def chunk(task: tuple[str, Any]) -> Any:
-        kind, items = task
-        return _root_rules(k, read, items) if kind == "rules" else _light_chunk(root, items)
-
-    # A child more than the other cores would only slow ``during()`` down. The rules
-    # come first: a child starts on them while this process parses the same root.
+    # A child more than the other cores would only slow ``during()`` down.
     workers = cpu_workers()
     if len(chunks) > 1 and workers > 1 and can_fork():
-        with Workers(chunk, chunks, workers, window=len(chunks), hold=2) as pool:
+        with Workers(lambda items: _light_chunk(root, items), chunks, workers,
+                     window=len(chunks), hold=2) as pool:
             if during is not None:
                 pool.meanwhile(lambda: during(False))
-            for (kind, items), res in zip(chunks, pool):
-                if kind == "rules":
-                    if res is not None:
-                        checked[items[0], items[1]] = res
-                else:
-                    out.update(res[0])
-                    unread += res[1]
+            for got, missing in pool:
+                out.update(got)
+                unread += missing
     else:
         if during is not None:
             during(True)
-        for kind, items in chunks:
-            if kind == "light":
-                got, missing = _light_chunk(root, items)
-                out.update(got)
-                unread += missing
+        for items in chunks:
+            got, missing = _light_chunk(root, items)
+            out.update(got)
+            unread += missing
     if unread:  # not in the checkout: from git
         from kb.parse.light import light_read
 
@@ -639,19 +700,7 @@ def _read_light(k: Any, cands: list[tuple[str, str, str]], during: Any = None,
             res = light_read(p, b, data[b], fmt) if b in data else None
             if res is not None:
                 out[(p, b)] = res
-    return out, checked
-
-
-def _root_rules(k: Any, read: Any, item: tuple[str, str, str]) -> Optional[list[tuple]]:
-    """Worker: the per-file rule results of one tree version ``(path, blob, fmt)``, read
-    with ``read`` (:func:`_checkout_reader`) and parsed as Index.ensure_versions parses
-    it (:func:`kb.checks.file_results.parse_rule_rows`: the same results, its rows
-    not written); None when ``read`` lacks the blob (ensure_versions skips it)."""
-    path, blob, fmt = item
-    data = read([item]).get(blob)
-    if data is None:
-        return None
-    return file_results.parse_rule_rows(k.config, path, blob, fmt, data)
+    return out
 
 
 def _light_chunk(base: Path, items: list[tuple[str, str, str]]) -> tuple[dict, list]:
