@@ -226,7 +226,7 @@ def _outside_rows(outside: dict[str, str], blobs: dict[str, str], fmts: dict[str
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """Python's cyclic garbage collector paused: a parse builds thousands of
     short-lived containers and no cycle (whatever one left would be collected
     after), and the collections it triggered cost 5-8% of a cold index."""
@@ -243,22 +243,22 @@ def _gc_paused() -> Iterator[None]:
 
 def parse_version(cfg: Any, path: str, fmt: str | None, data: bytes) -> Any:
     """:func:`kb.parse.parse_file` of one file version, the garbage collector paused
-    (:func:`_gc_paused`), as :meth:`Index.ensure_versions` parses it. Returns the
+    (:func:`gc_paused`), as :meth:`Index.ensure_versions` parses it. Returns the
     :class:`kb.model.ParseResult` (stored with :meth:`Index.put`)."""
     from kb.parse import parse_file
 
-    with _gc_paused():
+    with gc_paused():
         return parse_file(path, data, cfg, fmt)
 
 
 def _rows(cfg: Any, items: list[tuple[str, str, str | None, bytes]]) -> Rows:
     """Parse (path, blob, fmt, bytes) items into table rows (in a worker or not), the
-    garbage collector paused for the batch (:func:`_gc_paused`)."""
+    garbage collector paused for the batch (:func:`gc_paused`)."""
     from kb.git import object_id
     from kb.parse import parse_file
 
     out: Rows = ([], [], [], [])
-    with _gc_paused():
+    with gc_paused():
         for p, blob, fmt, data in items:
             # Stored under the id of the bytes read: a file edited after its
             # snapshot was taken never gets another version's parse.

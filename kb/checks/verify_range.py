@@ -27,6 +27,7 @@ from kb.checks.results import (FILE_PART, prepare_cache, scoped_parts, scoped_st
 from kb.checks.targets import (config_at, kb_at, open_index, parents_of, repo_top, selected_kbs,
                                shallow_commits, shallow_note, unreadable_kb)
 from kb.errors import ConfigError, EnvironmentError_, GitError, UsageError
+from kb.index_rows import gc_paused
 
 
 def verify_rev(start: Path, rev: str, kb_path: Optional[Path] = None) -> Report:
@@ -107,7 +108,12 @@ def verify_commit_range(start: Path, a: Optional[str], b: str, kb_path: Optional
     except GitError as exc:
         raise EnvironmentError_(f"cannot list the commits of the range: {exc.stderr}") from None
     commits = [(ln.split()[0], ln.split()[1:]) for ln in lines.splitlines() if ln.strip()]
-    report = _verify_commits(top, commits, tip, origin, kb_path, mode="range", trailer_spec=spec)
+    # The collector paused for the check: what it reads and keeps (the light rows, the
+    # held versions: ~10^6 objects, no cycle) was scanned again by each collection,
+    # ~25 ms of this process at 7.5k files. It runs again when the check ends.
+    with gc_paused():
+        report = _verify_commits(top, commits, tip, origin, kb_path, mode="range",
+                                 trailer_spec=spec)
     if target is not None:
         _against(top, report, tip, target, against or target, kb_path)
     return report
