@@ -279,6 +279,10 @@ def test_shallow_clone_is_reported_not_misjudged(make_kb, tmp_path):
     assert not [c for c in codes(data) if c in ("KB301", "KB307")]
     res = invoke("verify", "--range", "HEAD~1..HEAD", cwd=clone)
     assert res.code == 2 and "unshallow" in res.stderr
+    # a start the shallow clone lacks: the same kind of error as a missing merge parent
+    res = invoke("verify", "--range", "HEAD~1..HEAD", "--json", cwd=clone)
+    err = json.loads(res.stdout)["error"]
+    assert err["kind"] == "environment" and err["exit_code"] == 2 and "unshallow" in err["message"]
     # the staged snapshot needs no history beyond HEAD
     assert invoke("verify", "--staged", cwd=clone).code == 0
     git(clone, "fetch", "-q", "--unshallow")

@@ -69,7 +69,8 @@ def verify_commit_range(start: Path, a: Optional[str], b: str, kb_path: Optional
     Returns the :class:`kb.checks.report.Report` (mode ``range``, ``commits`` the
     number checked). Raises :class:`kb.errors.UsageError` when ``a``, ``b`` or
     ``against`` names no commit (or ``a`` is None without ``allow_root``),
-    :class:`kb.errors.EnvironmentError_` when git or the index fails.
+    :class:`kb.errors.EnvironmentError_` when git or the index fails, or when ``a``
+    is missing from a shallow clone.
     """
     top = repo_top(start)
     tip = git.rev_parse(b, top)
@@ -85,10 +86,11 @@ def verify_commit_range(start: Path, a: Optional[str], b: str, kb_path: Optional
     if a is not None:
         base = git.rev_parse(a, top)
         if base is None:
-            hint = (" (this is a shallow clone: fetch full history with `git fetch --unshallow`, "
-                    "or fetch-depth: 0 in actions/checkout)" if shallow_commits(top) else
-                    " (fetch it first, e.g. `git fetch origin`)")
-            raise UsageError(f"{a!r} is not a commit here{hint}")
+            if shallow_commits(top):  # history missing, as for a merge parent at the edge
+                raise EnvironmentError_(
+                    f"{a!r} is not a commit here (this is a shallow clone: fetch full history "
+                    "with `git fetch --unshallow`, or fetch-depth: 0 in actions/checkout)")
+            raise UsageError(f"{a!r} is not a commit here (fetch it first, e.g. `git fetch origin`)")
     elif not allow_root:
         raise UsageError("--range needs A..B")
     spec = [f"{base}..{tip}"] if base else [tip]
