@@ -134,6 +134,22 @@ STREAM_PART = 2000
 PARALLEL_PART = 200
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused: a parse builds thousands of
+    short-lived containers and no cycle (whatever one left would be collected
+    after), and the collections it triggered cost 5-8% of a cold index."""
+    import gc
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def stream_rows(cfg: Any, path: str, blob: str, fmt: str | None, data: bytes,
                 size: int | None = None) -> Iterator["Part"]:
     """The rows of one file in parts of ``size`` (default :data:`STREAM_PART`) objects,
@@ -153,14 +169,10 @@ def stream_rows(cfg: Any, path: str, blob: str, fmt: str | None, data: bytes,
     rows_l: list[tuple] = []
     part: list[Any] = []
     size = size or STREAM_PART
-    import gc
-
-    enabled = gc.isenabled()
     res = None
     while res is None:
         # The collector paused while a part is parsed, as in _rows (never across a yield).
-        gc.disable()
-        try:
+        with gc_paused():
             while len(part) < size:
                 try:
                     part.append(next(objects))
@@ -169,9 +181,6 @@ def stream_rows(cfg: Any, path: str, blob: str, fmt: str | None, data: bytes,
                     break
             if res is None:
                 _object_rows(path, real, part, rows_o, rows_l)
-        finally:
-            if enabled:
-                gc.enable()
         if res is not None:
             break
         count += len(part)
@@ -223,22 +232,6 @@ def _outside_rows(outside: dict[str, str], blobs: dict[str, str], fmts: dict[str
         for table, new in zip(rows, result_rows(p, blobs[p], res)):
             table.extend(new)
     return rows
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector paused: a parse builds thousands of
-    short-lived containers and no cycle (whatever one left would be collected
-    after), and the collections it triggered cost 5-8% of a cold index."""
-    import gc
-
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def parse_version(cfg: Any, path: str, fmt: str | None, data: bytes) -> Any:

@@ -498,7 +498,7 @@ _RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
              *(f"LPT{i}" for i in range(1, 10)), "COM¹", "COM²", "COM³", "LPT¹", "LPT²", "LPT³"}
 _BAD_CHARS = set('<>:"|?*\\') | {chr(i) for i in range(32)}
 #: Any of :data:`_BAD_CHARS` (one C scan of a name instead of a set built per name).
-_BAD_CHAR = re.compile('[<>:"|?*\\\\\x00-\x1f]')
+_BAD_CHAR = re.compile("[" + "".join(map(re.escape, sorted(_BAD_CHARS))) + "]")
 #: The longest reserved name: a longer stem never upper-cases to one (upper() never shortens).
 _RESERVED_LEN = max(map(len, _RESERVED))
 

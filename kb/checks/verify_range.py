@@ -466,7 +466,6 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
         root = tip.files.get(path) if tip.files.get(path) in versions else versions[0]
         roots[path] = root
         derived |= {(path, b) for b in versions if b != root}
-    _preload()  # imported while git listed the range, as a rule
     cands = _light_candidates(idx, tip, scope, {(p, b) for p, b, _ in items} | derived)
     read = _checkout_reader(k, tip.files)
     # The per-file rules run in the parse workers, for the files the range changed
@@ -555,9 +554,9 @@ def _root_rules(k: Any, key: tuple[str, str], parsed: dict[tuple[str, str], Any]
 
 
 def _preload() -> None:
-    """Import what the forked workers run, once here rather than in each of them (the
-    check needs it all afterwards anyway): the parsers and the rules. The range's git
-    listings wait on git meanwhile (:func:`_verify_commits`)."""
+    """Import what the forked workers of :func:`_prefetch` run, once here rather than in
+    each of them (the check needs it all afterwards anyway): the parsers and the rules.
+    :func:`_verify_commits` calls it while the range's git listings wait on git."""
     import kb.parse.card  # noqa: F401
     import kb.parse.experiment  # noqa: F401
     import kb.parse.frontmatter  # noqa: F401
