@@ -744,23 +744,27 @@ class Index:
                            fix=Fix.from_json(fx) if fx else None)
                 for p, ln, c, code, s, m, fx in rows]
 
-    def put(self, path: str, blob: str, result: Any) -> None:
+    def put(self, path: str, blob: str, result: Any) -> "Rows | None":
         """Store a :class:`kb.model.ParseResult` of ``path`` at ``blob`` (kept if present).
 
         kb's write operations store the parse of the text they wrote, so that
         the next refresh (and the pre-commit hook) need not parse it again.
+        Returns the rows stored (:func:`kb.index_rows.result_rows`), None when the
+        version was there already.
         """
         if self.has_parse(path, blob):
-            return
+            return None
+        rows = result_rows(path, blob, result)
         try:
             with _writing(self._conn):
-                self._store(result_rows(path, blob, result))
+                self._store(rows)
         except sqlite3.Error as exc:
             if self.memory:
                 raise
             self._fallback(exc)
             with _writing(self._conn):
-                self._store(result_rows(path, blob, result))
+                self._store(rows)
+        return rows
 
     def put_spliced(self, path: str, old_blob: str, new_blob: str, first: int, old_stop: int,
                     new_stop: int, region: Any, meta: dict[str, Any]) -> bool:

@@ -129,6 +129,16 @@ def version_objects(index: Index, path: str, blob: str) -> list[tuple[str, str, 
             (path, blob)))
 
 
+def light_rows_of(rows: Any) -> tuple[list[tuple], list[tuple]]:
+    """``(objects, links)`` of one file version from the rows stored for it
+    (:func:`kb.index_rows.result_rows`), with no SQL: :func:`version_objects`' rows and
+    :func:`version_links`' with the path first, ``(path, src, dst, kind)``, in the order
+    those read them (the order stored)."""
+    _, rows_o, rows_l, _ = rows
+    return ([(r[2], r[3], r[4], r[0], r[6], r[1]) for r in rows_o],
+            [(r[0], r[2], r[3], r[4]) for r in rows_l])
+
+
 def version_field(index: Index, path: str, blob: str, kind: str, field: str) -> list[Any]:
     """The JSON field ``field`` of every object of ``kind`` of one file version (what
     :meth:`SnapshotTable.field_of_kind` gives for it)."""

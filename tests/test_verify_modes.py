@@ -530,6 +530,11 @@ def test_checkout_bytes_reads_only_a_regular_file_holding_the_blob(tmp_path):
     assert checkout_bytes(tmp_path, "link.md", blob) is None
     assert checkout_bytes(tmp_path, "pipe.md", blob) is None
     assert checkout_bytes(tmp_path, "missing.md", blob) is None
+    for size in (0, 1 << 16, (1 << 16) + 1, 300_000):  # read whole, to its end
+        data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+        (tmp_path / "big.md").write_bytes(data)
+        blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        assert checkout_bytes(tmp_path, "big.md", blob) == data
 
 
 def test_a_committed_kb_toml_change_is_not_answered_from_the_old_results(make_kb) -> None:

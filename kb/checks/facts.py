@@ -182,11 +182,17 @@ def checkout_bytes(root: Path, path: str, blob: str) -> Optional[bytes]:
         if not stat.S_ISREG(st.st_mode):
             return None
         parts = []
+        want = max(st.st_size + 1, 1 << 16)
         while True:  # until end of file: a file that grew since fstat is read whole
-            chunk = os.read(fd, max(st.st_size + 1, 1 << 16))
+            chunk = os.read(fd, want)
             if not chunk:
                 break
             parts.append(chunk)
+            if len(chunk) < want:
+                # a short read of a regular file is its end (a read more per file was
+                # a tenth of a fresh-clone range's light reading); a file that is
+                # still growing gives other bytes than ``blob``: None, read from git
+                break
     except OSError:
         return None
     finally:

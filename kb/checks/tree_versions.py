@@ -46,6 +46,76 @@ def _lines(data: bytes) -> list[str] | None:
     return lines
 
 
+def _spliced_lines(a: list[str], old: bytes, new: bytes) -> list[str] | None:
+    """``_lines(new)``, given ``a == _lines(old)`` (not None): the whole lines the two
+    versions share at the start and at the end, found by comparing their bytes in C,
+    are taken from ``a``; only the rest of ``new`` is decoded and split (a version of
+    a big tree differs from its neighbour in a few lines: decoding and splitting each
+    whole version cost more than deriving its parse)."""
+    if new.startswith(b"\xef\xbb\xbf") or b"\r" in new:
+        return None
+    n = min(len(old), len(new))
+    # the shared start, back to a line start: ``old[:p]`` is whole lines in both
+    p = old.rfind(b"\n", 0, _shared_start(old, new, n)) + 1
+    # the shared end, from the first line start inside it: ``old[-z:]`` in both
+    nl = old.find(b"\n", len(old) - _shared_end(old, new, n - p))
+    z = 0 if nl < 0 else len(old) - nl - 1
+    try:
+        mid = new[p:len(new) - z].decode("utf-8")  # the shared bytes decoded in ``old``
+    except UnicodeDecodeError:
+        return None
+    got = mid.split("\n")
+    if got[-1] == "":  # the end of a line, or nothing
+        got.pop()
+    first = old.count(b"\n", 0, p)
+    last = old.count(b"\n", len(old) - z) + (1 if z and not old.endswith(b"\n") else 0)
+    return a[:first] + got + a[len(a) - last:]
+
+
+#: Bytes compared at once by :func:`_shared_start` and :func:`_shared_end` before
+#: they halve the span that differs.
+_SPAN = 1 << 16
+
+
+def _shared_start(x: bytes, y: bytes, n: int) -> int:
+    """How many first bytes ``x`` and ``y`` share (at most ``n``): ``startswith`` of
+    a memoryview compares with ``memcmp``, without copying."""
+    view = memoryview(y)
+    lo = 0  # x[:lo] == y[:lo]
+    while lo < n:
+        hi = min(lo + _SPAN, n)
+        if x.startswith(view[lo:hi], lo):
+            lo = hi
+            continue
+        while hi - lo > 1:  # x[lo:hi] != y[lo:hi]
+            mid = (lo + hi) // 2
+            if x.startswith(view[lo:mid], lo):
+                lo = mid
+            else:
+                hi = mid
+        return lo
+    return lo
+
+
+def _shared_end(x: bytes, y: bytes, n: int) -> int:
+    """How many last bytes ``x`` and ``y`` share (at most ``n``)."""
+    view, lx, ly = memoryview(y), len(x), len(y)
+    lo = 0  # x[lx - lo:] == y[ly - lo:]
+    while lo < n:
+        hi = min(lo + _SPAN, n)
+        if x.startswith(view[ly - hi:ly - lo], lx - hi):
+            lo = hi
+            continue
+        while hi - lo > 1:  # the last hi bytes differ, the last lo do not
+            mid = (lo + hi) // 2
+            if x.startswith(view[ly - mid:ly - lo], lx - mid):
+                lo = mid
+            else:
+                hi = mid
+        return lo
+    return lo
+
+
 def splice_tree_version(k: "KnowledgeBase", idx: "Index", path: str, old_blob: str, old: bytes,
                         new_blob: str, new: bytes, lines: dict | None = None,
                         memo: dict | None = None) -> bool:
@@ -82,11 +152,15 @@ def splice_tree_version(k: "KnowledgeBase", idx: "Index", path: str, old_blob: s
         return False
     if lines is None:
         lines = {}
-    for blob, data in ((old_blob, old), (new_blob, new)):
-        if blob not in lines:
-            lines[blob] = _lines(data)
-    a, b = lines[old_blob], lines[new_blob]
-    if a is None or b is None:
+    if old_blob not in lines:
+        lines[old_blob] = _lines(old)
+    a = lines[old_blob]
+    if a is None:
+        return False
+    if new_blob not in lines:
+        lines[new_blob] = _spliced_lines(a, old, new)
+    b = lines[new_blob]
+    if b is None:
         return False
     n = min(len(a), len(b))
     p = _same_first(a, b, n)

@@ -492,9 +492,9 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
         todo = [(path, root, "tree") for path, root in roots.items()
                 if not idx.has_parse(path, root)]
         ruled = [] if rules is None else [(p, b) for p, b, _ in todo if scope is None or p in scope]
-        with _tree_roots(idx, k, todo, ruled, read, checked, fork=not alone):
+        with _tree_roots(idx, k, todo, ruled, read, checked, fork=not alone) as stored:
             if derived:
-                _derive_tree_versions(idx, k, steps, roots, history, read, held)
+                _derive_tree_versions(idx, k, steps, roots, history, read, held, stored)
             idx.ensure_versions(full, file_rules=rules, read=read, rule_paths=scope,
                                 parallel=alone)
 
@@ -513,9 +513,13 @@ def _prefetch(idx: Any, k: Any, tip: Any, diffs: list[list[Any]],
 
 @contextmanager
 def _tree_roots(idx: Any, k: Any, todo: list[tuple[str, str, str]], ruled: list[tuple[str, str]],
-                read: Any, checked: dict[tuple[str, str], list[tuple]], fork: bool) -> Iterator[None]:
+                read: Any, checked: dict[tuple[str, str], list[tuple]], fork: bool
+                ) -> Iterator[dict[tuple[str, str], Any]]:
     """Parse and store the tree versions ``todo`` (``(path, blob, fmt)``, read with
-    ``read``: :func:`_checkout_reader`; a version it lacks is skipped); the per-file
+    ``read``: :func:`_checkout_reader`; a version it lacks is skipped), and yield what
+    was stored, ``{(path, blob): (rows, heads)}`` (``rows``:
+    :func:`kb.index_rows.result_rows`; ``heads``: the ``(line, level)`` of its
+    hypotheses, in line order); the per-file
     rule rows of those of ``ruled`` (``(path, blob)``) go to ``checked`` by the end of
     the block, computed by a child forked after the parse (``fork``, when the system
     can) while the block runs, else here. The child inherits the parses: the rules
@@ -535,11 +539,13 @@ def _tree_roots(idx: Any, k: Any, todo: list[tuple[str, str, str]], ruled: list[
         if ruled and fork and cpu_workers() > 1 and can_fork():
             pool = stack.enter_context(Workers(lambda key: _root_rules(k, key, parsed), ruled, 2,
                                                hold=len(ruled)))
-        for (p, b), (res, _) in parsed.items():
-            idx.put(p, b, res)
+        stored = {(p, b): (rows, sorted((o.line, o.level or 0) for o in res.objects
+                                        if o.kind == "hypothesis"))
+                  for (p, b), (res, _) in parsed.items()
+                  if (rows := idx.put(p, b, res)) is not None}
         if pool is not None:
             parsed.clear()  # the child has its own copy: the parses need not outlive the storing
-        yield
+        yield stored
         checked.update(zip(ruled, pool) if pool is not None else
                        ((key, _root_rules(k, key, parsed)) for key in ruled))
 
@@ -571,7 +577,8 @@ def _derive_tree_versions(idx: Any, k: Any, steps: dict[str, list[tuple[str, str
                           roots: dict[str, str],
                           history: Optional[dict[tuple[str, str], list[tuple]]] = None,
                           read: Any = None,
-                          light: Optional[dict[tuple[str, str], Any]] = None) -> None:
+                          light: Optional[dict[tuple[str, str], Any]] = None,
+                          stored: Optional[dict[tuple[str, str], Any]] = None) -> None:
     """Store (or hold: ``light``) the parse of every version of each tree file in
     ``steps`` (its changes, ``(old, new)`` blob pairs) but its root (``roots``, parsed
     already): each derived from a neighbour already stored or held
@@ -584,9 +591,13 @@ def _derive_tree_versions(idx: Any, k: Any, steps: dict[str, list[tuple[str, str
     ``light``, when given, receives the light rows (:class:`kb.checks.facts.light_versions`:
     objects and links, no anchor lines) of the versions derived from the root along
     the chain: those the index holds in memory (:meth:`kb.index.Index.put_derived`)
-    instead of storing them, unless a reader needs their rows."""
+    instead of storing them, unless a reader needs their rows.
+
+    ``stored``, when given, holds what was just stored of versions parsed in full
+    (``{(path, blob): (rows, heads)}``, :func:`_tree_roots`): what the chain knows of
+    those is taken from it rather than read back by SQL."""
     from kb.checks.tree_versions import splice_tree_version
-    from kb.index_facts import history_rows, version_links, version_objects
+    from kb.index_facts import history_rows, light_rows_of, version_links, version_objects
 
     want = list(dict.fromkeys((path, b, "tree") for path, pairs in steps.items() for pair in pairs
                               for b in pair))
@@ -609,9 +620,15 @@ def _derive_tree_versions(idx: Any, k: Any, steps: dict[str, list[tuple[str, str
             memo[blob] = {}
             if history is not None:
                 memo[blob]["history"] = history_rows(idx, path, blob)
+            rows = None
+            if stored and (path, blob) in stored:  # just stored: no SQL reads it back
+                rows, memo[blob]["heads"] = stored[(path, blob)]
             if light is not None:  # the versions derived from it are held, not stored
-                memo[blob]["objects"] = version_objects(idx, path, blob)
-                memo[blob]["links"] = [(path, *x) for x in version_links(idx, path, blob)]
+                if rows is not None:
+                    memo[blob]["objects"], memo[blob]["links"] = light_rows_of(rows)
+                else:
+                    memo[blob]["objects"] = version_objects(idx, path, blob)
+                    memo[blob]["links"] = [(path, *x) for x in version_links(idx, path, blob)]
 
         parsed(roots[path])
         while queue:  # breadth first from the version parsed in full
