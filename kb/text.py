@@ -231,7 +231,9 @@ def _mask_and_tail(lines: list[str], start: int) -> tuple[list[bool], tuple[Any,
     if simple:
         return mask, (tail[0] if tail else None)
     mask = [False] * len(lines)
-    body = "\n".join(lines[start:])
+    # Every line ends with its newline, the last too: joined without it, a last blank
+    # line was no line to markdown-it, and a block it left open did not reach it.
+    body = "\n".join(lines[start:]) + "\n"
     ranges = _code_ranges(body)
     for begin, end in ranges:
         for i in range(start + begin, min(start + end, len(lines))):

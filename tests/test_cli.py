@@ -422,3 +422,30 @@ def test_unknown_kb_toml_key_is_a_warning_with_its_line(make_kb, run_kb):
     r = run_kb("index", cwd=root)
     assert r.code == 0
     assert "kb.toml:3:1: KB001" in r.stdout and "kb.colour" in r.stdout
+
+
+def test_ctrl_c_while_the_command_line_is_imported_is_an_abort_not_a_traceback(tmp_path) -> None:
+    """A Ctrl-C in the first milliseconds of a command, while Python imports click and
+    kb, ends it as one during the command does: ``kb: aborted``, exit code 2. The
+    console script's own module imports nothing heavy before them; the interrupt
+    arrives here as the command line's module is imported, in a real interpreter."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "class Interrupt:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'kb_cli.main':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Interrupt())\n"
+        "sys.argv = ['kb', '--version']\n"
+        "from kb_cli.console import run\n"
+        "run()\n")
+    got = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=60)
+    assert (got.returncode, got.stderr, got.stdout) == (2, "kb: aborted\n", "")
+    script = script.replace("raise KeyboardInterrupt", "pass")  # no interrupt: it runs
+    got = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=60)
+    assert got.returncode == 0 and got.stdout.startswith("kb") and "Traceback" not in got.stderr

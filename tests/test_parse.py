@@ -481,6 +481,16 @@ def test_nested_lookalikes_in_code_or_prose_are_quiet(path, text):
      "**结论**: 支持\n", 6, "hides its 4 lines (lines 7–10, 1 heading)"),
     ("experiments/E001.md", "# E001: H1 - act\n\n**Status**: 进行中\n<script>\nvar x;\n", 4,
      "hides its line 5 (0 headings)"),
+    # markdown-it's path (a backtick in an info string: no fence, a paragraph line; an
+    # indented fence), the file ending in a blank line that the block hides too
+    ("Problems/q1.md", "# 问题｜T\n- 状态: 求解中\n\n## 解法候选\n``` a`b\n### 解法 1｜t｜概率0.5｜状态未定论\n"
+     "```\n### 解法 2｜u｜概率0.5｜状态未定论\n\n", 7, "hides its 2 lines (lines 8–9, 1 heading)"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n``` a`b\n```\n## H2: hidden\nStatus: 待验\n\n", 5,
+     "hides its 3 lines (lines 6–8, 1 heading)"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n  ```\n## H2: hidden\nStatus: 待验\n\n\n", 4,
+     "hides its 4 lines (lines 5–8, 1 heading)"),
+    ("experiments/E001.md", "# E001: H1 - act\n\n**Status**: 进行中\n\n``` a`b\n```\nlog\n## 结果\n"
+     "**结论**: 支持\n\n", 6, "hides its 4 lines (lines 7–10, 1 heading)"),
 ])
 def test_a_block_never_closed_is_a_warning_at_its_opening_line(path, text, line, hidden):
     """A fence or an HTML comment never closed runs to the end of the file and hides what
@@ -499,6 +509,9 @@ def test_a_block_never_closed_is_a_warning_at_its_opening_line(path, text, line,
     ("tree.md", "## H1: a\nStatus: 待验\n\n```\n"),
     ("tree.md", "## H1: a\nStatus: 待验\n\n- item\n\n  ```\n  code\n  ```\n"),
     ("experiments/E001.md", "# E001: H1 - act\n\n**Status**: 进行中\n\n```\nlog\n~~~\n```\n"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n``` a`b\n```\ncode\n```\n\n\n"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n    indented code\n\n"),
+    ("tree.md", "## H1: a\nStatus: 待验\n\n<div>\nhtml to a blank line\n\n"),
 ])
 def test_a_block_closed_at_the_end_or_hiding_nothing_is_quiet(path, text):
     assert not [d for d in parse(path, text).diagnostics if d.code == "KB129"]
@@ -527,3 +540,22 @@ def test_an_indented_declaration_is_a_warning():
     d = diag(res, "KB128")
     assert d.line == 4 and "indent" in d.message and "without the indent" in d.message
     assert [h.id for h in res.objects] == ["H1"]
+
+
+def test_an_entry_numbered_as_an_earlier_one_of_its_kind_is_an_error():
+    """``### 解法 1`` twice: kb verdict refuses the card and the verification records
+    name an entry by its number, so the later one is KB142 at its line, naming the
+    earlier and a free number. Numbers of different kinds are apart (证明 1, 证伪 1)."""
+    problem = ("# 问题｜T\n- 状态: 求解中\n\n## 解法候选\n### 解法 1｜a｜概率0.5｜状态未定论\n"
+               "### 解法 02｜b｜概率0.5｜状态未定论\n### 解法 1｜c｜概率0.5｜状态未定论\n"
+               "### 解法 2｜d｜概率0.5｜状态未定论\n")
+    res = parse("Problems/q1.md", problem)
+    got = [(d.line, d.severity, d.fix) for d in res.diagnostics if d.code == "KB142"]
+    assert got == [(7, "error", None), (8, "error", None)]
+    first, second = [d.message for d in res.diagnostics if d.code == "KB142"]
+    assert "'解法 1'" in first and "line 5" in first and "'解法 3' is free" in first
+    assert "'解法 2'" in second and "line 6" in second and "'解法 4' is free" in second
+    assert [e.number for e in res.objects[0].entries] == [1, 2, 1, 2]  # all read, as before
+    propo = ("# 命题｜T\n- 状态: 未定论\n- 概率: 0.5\n\n## 证明尝试\n### 证明 1｜a｜概率0.5｜状态未定论\n\n"
+             "## 证伪尝试\n### 证伪 1｜b｜概率0.5｜状态未定论\n")
+    assert not [d for d in parse("Propos/p1.md", propo).diagnostics if d.code == "KB142"]

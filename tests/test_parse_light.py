@@ -98,7 +98,11 @@ def _variants() -> list[tuple[str, str]]:
         ("Text.", "- ### 解法 2｜listed｜概率0.1｜状态未定论"),  # KB128
         ("Text.", "<!-- never closed\n\n## 证明尝试\nx"),  # KB129
         ("body\n", "body\n\n```\nnever closed\n"),  # KB129
+        # KB129: not a fence (a backtick in its info string), then one never closed
+        # before a last blank line (markdown-it's path)
+        ("body\n", "body\n``` a`b\n```\n### 解法 2｜hidden｜概率0.1｜状态未定论\n\n"),
         ("### 解法 1｜first｜概率0.2｜状态未定论", "### 解法 1 ｜ first ｜ 概率0.2 ｜ 状态未定论"),  # KB122
+        ("body\n", "body\n\n### 解法 01｜again｜概率0.3｜状态未定论\n"),  # KB142
     ]
     for a, b in swap:
         assert a in CARD

@@ -175,7 +175,7 @@ def test_wheel_metadata_is_complete(installed):
         assert field in meta, field
     licenses = list(info.rglob("LICENSE*"))
     assert licenses and "MIT License" in licenses[0].read_text(encoding="utf-8")
-    assert "kb = kb_cli.main:run" in (info / "entry_points.txt").read_text(encoding="utf-8")
+    assert "kb = kb_cli.console:run" in (info / "entry_points.txt").read_text(encoding="utf-8")
 
 
 def test_readme_documents_the_tool_install_and_the_release_tag():

@@ -140,6 +140,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "add the H1 line"),
     _r("KB141", "warning", "snapshot", "parse", "card H1 names another kind",
        "correct the kind word of the H1"),
+    _r("KB142", "error", "snapshot", "parse", "a card's entry numbered as an earlier entry of its "
+       "kind ('### 解法 1' twice): kb verdict and the verification records name an entry by its "
+       "number", "renumber the later entry (the message names a free number)"),
     _r("KB150", "warning", "snapshot", "parse", "oddity in a progress direction log",
        "correct the direction header (logs never fail a check)"),
     _r("KB190", "error", "snapshot", "parse", "unresolved merge conflict (git's <<<<<<< ======= "

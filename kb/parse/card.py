@@ -193,6 +193,8 @@ class _Card:
         self.entries: list[Entry] = []
         self.applications: list[Application] = []
         self._scan()
+        if len(self.entries) > 1:
+            self._repeated_numbers()
         if src.masked and src.masked[-1]:  # a block reaches the end: was it ever closed?
             unclosed = unclosed_block_warning(src, "entry or anchor line")
             if unclosed is not None:
@@ -270,6 +272,26 @@ class _Card:
                     self.section_text[section].extend(lines[j:end])
                 continue
             self._close(entry, lines[j + 1:end])
+
+    def _repeated_numbers(self) -> None:
+        """KB142 for each entry numbered as an earlier entry of its kind (``### 解法 1``
+        twice): an entry's number names it (``kb verdict``, its verification records),
+        so each entry of a kind has a number of its own. No fix: records may name
+        either entry already."""
+        first: dict[tuple[str, int], int] = {}
+        top: dict[str, int] = {}
+        for e in self.entries:
+            top[e.kind] = max(top.get(e.kind, 0), e.number)
+        for e in self.entries:
+            at = first.setdefault((e.kind, e.number), e.line)
+            if at == e.line:
+                continue
+            top[e.kind] += 1
+            self.diags.append(Diagnostic(
+                path=self.path, line=e.line, code="KB142", severity="error",
+                message=f"'{e.kind} {e.number}' is the number of the {e.kind} entry at line {at} "
+                f"too: kb verdict and the verification records name an entry by its number; "
+                f"renumber this one ('{e.kind} {top[e.kind]}' is free)"))
 
     def _orphans(self, at: list[int], end: int) -> None:
         """KB127 for each entry or application heading (``### 解法 1｜…``, ``### 应用 1｜…``)

@@ -10,7 +10,7 @@ is plain enough that the full parse (:func:`kb.parse.parse_file`) provably
 gives the same values and no diagnostic at all. Anything else (a BOM, CRLF, a
 NUL, a conflict marker, frontmatter, a header anchor line, the heading that ends
 the header or an entry line that a code or HTML block masks, a missing or odd H1, a full-width colon, a repeated key, a list or a
-number that does not read cleanly, a malformed entry line, no anchor) returns
+number that does not read cleanly, a malformed or repeated entry line, no anchor) returns
 None and the caller parses the file in full. Tests compare the two on every
 card of the shared cases and of the generated corpora.
 """
@@ -140,8 +140,9 @@ def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightRes
     if not anchors:
         return None  # the full parse may add KB126
     if cut >= 0:
+        numbers: set[tuple[str, int]] = set()
         at = text.find("\n### ", cut)
-        while at >= 0:  # entry lines after the header (KB122, KB123)
+        while at >= 0:  # entry lines after the header (KB122, KB123, KB142)
             end = text.find("\n", at + 1)
             line = text[at + 1:] if end < 0 else text[at + 1:end]
             h = ENTRY_HEAD.match(line)
@@ -154,6 +155,10 @@ def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightRes
             if not (len(fields) == 4 and fields[0].strip().isdigit() and fields[2].startswith("概率")
                     and fields[3].startswith("状态")) or parse_float(fields[2][2:]) is None:
                 return None
+            number = (h.group("kind"), int(fields[0].strip()))
+            if number in numbers:
+                return None  # an entry numbered as an earlier one (KB142)
+            numbers.add(number)
     for key in _NUMBERS[fmt]:
         v = anchors.get(key)
         if v is not None and v.strip() and parse_float(v) is None:
