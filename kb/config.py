@@ -114,7 +114,7 @@ def load_config(root: Path) -> Config:
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"kb.toml is not valid TOML: {exc}") from None
+        raise toml_error(exc) from None
     cfg = config_from_dict(root, data, text)
     dirs = _file_paths_that_are_directories(cfg, text)
     return replace(cfg, warnings=cfg.warnings + dirs) if dirs else cfg
@@ -136,8 +136,37 @@ def _file_paths_that_are_directories(cfg: Config, text: str) -> tuple[Diagnostic
     return tuple(out)
 
 
+#: Where tomllib says a syntax error is (its message's end, "(at line 3, column 14)").
+_TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+
+
+def toml_error(exc: Exception) -> ConfigError:
+    """The ConfigError of kb.toml text that is not TOML (``exc``: tomllib's error, or
+    the UnicodeDecodeError of bytes that are not UTF-8), at its line and column when
+    tomllib gives them: ``kb.toml:3:14: not valid TOML: Invalid value``."""
+    msg = str(exc)
+    at = _TOML_AT.search(msg)
+    if at is None:
+        return ConfigError(f"kb.toml: not valid TOML: {msg}")
+    line, col = int(at.group(1)), int(at.group(2))
+    return ConfigError(f"kb.toml:{line}:{col}: not valid TOML: {msg[:at.start()]}", line)
+
+
+def _bad(text: str, section: str, key: str | None, message: str) -> ConfigError:
+    """A ConfigError about ``[section] key`` (``key`` None: the table), at its line of
+    kb.toml's ``text`` when it is found there."""
+    line = _line_of(text, section, key) if text else 0
+    return ConfigError(f"kb.toml:{line}: {message}" if line else f"kb.toml: {message}", line)
+
+
 def _line_of(text: str, section: str, key: str | None) -> int:
-    """1-based line of ``[section]`` (or of ``key`` inside it) in kb.toml; 0 if not found."""
+    """1-based line of ``[section]`` (or of ``key`` inside it) in kb.toml; 0 if not found.
+    ``section`` ``"[registry]"`` with ``key`` ``"N"``: the header of the array's
+    table N (0-based), ``[[registry]]``."""
+    if section == "[registry]" and key is not None:
+        heads = [i for i, raw in enumerate(text.splitlines(), 1)
+                 if raw.strip().replace(" ", "") == "[[registry]]"]
+        return heads[int(key)] if int(key) < len(heads) else 0
     in_section = False
     for i, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
@@ -167,39 +196,43 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
             warnings.append(_unknown(f"[{section}]", _line_of(text, section, None)))
             continue
         if not isinstance(body, dict):
-            raise ConfigError(f"kb.toml: [{section}] must be a table")
+            raise _bad(text, section, None, f"[{section}] must be a table")
         for key, value in body.items():
             want = _SCHEMA[section].get(key)
             if want is None:
                 warnings.append(_unknown(f"{section}.{key}", _line_of(text, section, key)))
             elif not isinstance(value, want) or isinstance(value, bool) and want is not bool:
-                raise ConfigError(
-                    f"kb.toml: {section}.{key} must be {_tname(want)}, not {type(value).__name__}"
-                )
+                raise _bad(text, section, key,
+                           f"{section}.{key} must be {_tname(want)}, not {type(value).__name__}")
             elif want is list and any(not isinstance(v, str) for v in value):
                 bad = next(v for v in value if not isinstance(v, str))
-                raise ConfigError(f"kb.toml: {section}.{key} must be a list of strings, and "
-                                  f"{bad!r} is {type(bad).__name__}")
+                raise _bad(text, section, key, f"{section}.{key} must be a list of strings, "
+                           f"and {bad!r} is {type(bad).__name__}")
     kb = data.get("kb", {})
     locale = kb.get("locale", "zh")
     if locale not in ("zh", "en"):
-        raise ConfigError(f"kb.toml: kb.locale must be 'zh' or 'en', not {locale!r}")
+        raise _bad(text, "kb", "locale", f"kb.locale must be 'zh' or 'en', not {locale!r}")
     grammar = kb.get("id_grammar")
     if grammar is not None:
         try:
             re.compile(grammar)
         except re.error as exc:
-            raise ConfigError(f"kb.toml: kb.id_grammar is not a valid regex: {exc}") from None
+            raise _bad(text, "kb", "id_grammar",
+                       f"kb.id_grammar is not a valid regex: {exc}") from None
     seps = tuple(kb.get("heading_separators", [":", "："]))
     paths = dict(DEFAULT_PATHS)
     paths.update(data.get("paths", {}))
     for key, value in paths.items():
-        check_inside(value, f"paths.{key}")
+        try:
+            check_inside(value, f"paths.{key}")
+        except ConfigError as exc:
+            raise _bad(text, "paths", key, str(exc).removeprefix("kb.toml: ")) from None
     rules = data.get("rules", {})
     severity = {}
     for code, sev in rules.get("severity", {}).items():
         if sev not in ("error", "warning", "info", "off"):
-            raise ConfigError(f"kb.toml: rules.severity.{code} must be error|warning|info|off")
+            raise _bad(text, "rules.severity", code,
+                       f"rules.severity.{code} must be error|warning|info|off")
         severity[code] = sev
     if "dashboard_stale" in rules:
         severity.setdefault("KB240", rules["dashboard_stale"])
@@ -208,16 +241,20 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
         raise ConfigError("kb.toml: registry must be an array of tables ([[registry]] sections)")
     for i, reg in enumerate(data.get("registry", []) or []):
         if not isinstance(reg, dict) or "path" not in reg:
-            raise ConfigError(f"kb.toml: [[registry]] #{i + 1} needs a path")
+            raise _bad(text, "[registry]", str(i), f"[[registry]] #{i + 1} needs a path")
         for key in ("path", "kind", "heading"):
             if key in reg and not isinstance(reg[key], str):
-                raise ConfigError(f"kb.toml: [[registry]] #{i + 1} {key} must be a string, not "
-                                  f"{type(reg[key]).__name__}")
+                raise _bad(text, "[registry]", str(i), f"[[registry]] #{i + 1} {key} must be a "
+                           f"string, not {type(reg[key]).__name__}")
         try:
             re.compile(reg.get("heading", Registry.heading))
         except re.error as exc:
-            raise ConfigError(f"kb.toml: registry heading is not a valid regex: {exc}") from None
-        check_inside(str(reg["path"]), f"registry #{i + 1} path")
+            raise _bad(text, "[registry]", str(i),
+                       f"registry heading is not a valid regex: {exc}") from None
+        try:
+            check_inside(str(reg["path"]), f"registry #{i + 1} path")
+        except ConfigError as exc:
+            raise _bad(text, "[registry]", str(i), str(exc).removeprefix("kb.toml: ")) from None
         regs.append(Registry(path=reg["path"], kind=reg.get("kind", "record"),
                              heading=reg.get("heading", Registry.heading)))
     return Config(

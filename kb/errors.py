@@ -78,7 +78,13 @@ class GitError(EnvironmentError_):
 
 
 class ConfigError(EnvironmentError_):
-    """``kb.toml`` cannot be read or has a value of the wrong type (exit 2)."""
+    """``kb.toml`` cannot be read or has a value of the wrong type (exit 2). ``line``:
+    the 1-based line of kb.toml it is about, 0 when unknown (the message names it too:
+    ``kb.toml:3: …``)."""
+
+    def __init__(self, message: str, line: int = 0) -> None:
+        super().__init__(message)
+        self.line = line
 
 
 class InternalError(KbError):

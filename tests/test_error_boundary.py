@@ -245,7 +245,7 @@ def test_kb_toml_of_the_wrong_types_is_an_environment_error(example_kb: Path, to
     for args in (("ls", "--json"), ("hyp", "add", "A new hypothesis", "--json")):
         r = run_script(*args, cwd=example_kb)
         err = _assert_kb_error(r, 2, "environment")
-        assert err["message"].startswith("kb.toml: ") and says in err["message"], err
+        assert err["message"].startswith("kb.toml:") and says in err["message"], err
     assert _files(example_kb) == before
 
 
@@ -506,3 +506,23 @@ def test_a_process_limit_is_an_environment_error_not_a_bug(nobody_env) -> None:
         assert got.returncode == 2, (args, got.returncode, got.stderr)
         err = json.loads(got.stdout)["error"]
         assert err["kind"] == "environment" and "ulimit -u" in err["message"], err
+
+
+@pytest.mark.parametrize("toml, says", [
+    ('[kb]\nlocale = "zh"\nid_grammar = 5\n', "kb.toml:3: kb.id_grammar must be a string, not int"),
+    ('[kb]\n\nlocale = "xx"\n', "kb.toml:3: kb.locale must be 'zh' or 'en', not 'xx'"),
+    ('[kb]\nlocale = "zh"\n[paths]\ntree = "../x.md"\n', "kb.toml:4: paths.tree = '../x.md' leaves"),
+    ('[kb]\nlocale = "zh"\n[rules.severity]\nKB101 = "loud"\n',
+     "kb.toml:4: rules.severity.KB101 must be error|warning|info|off"),
+    ('[kb]\nlocale = "zh"\n[[registry]]\npath = "a.md"\n[[registry]]\npath = "b.md"\nheading = "("\n',
+     "kb.toml:5: registry heading is not a valid regex"),
+    ('[kb]\nlocale = \n', "kb.toml:2:10: not valid TOML: Invalid value"),
+    ('[kb]\nlocale = "zh"\n[rules]\nseverity = { KB101 = "loud" }\n',
+     "kb.toml: rules.severity.KB101 must be"),  # inside an inline table: no line of its own
+], ids=["type", "locale", "path", "severity", "registry", "syntax", "inline"])
+def test_kb_toml_errors_name_their_line(example_kb: Path, toml: str, says: str) -> None:
+    """A value kb.toml cannot hold, or text that is not TOML, is an environment error
+    that names kb.toml's line (and column, for a syntax error), as a diagnostic does."""
+    (example_kb / "kb.toml").write_text(toml, encoding="utf-8")
+    err = _assert_kb_error(run_script("ls", "--json", cwd=example_kb), 2, "environment")
+    assert err["message"].startswith(says), err

@@ -559,3 +559,19 @@ def test_an_entry_numbered_as_an_earlier_one_of_its_kind_is_an_error():
     propo = ("# 命题｜T\n- 状态: 未定论\n- 概率: 0.5\n\n## 证明尝试\n### 证明 1｜a｜概率0.5｜状态未定论\n\n"
              "## 证伪尝试\n### 证伪 1｜b｜概率0.5｜状态未定论\n")
     assert not [d for d in parse("Propos/p1.md", propo).diagnostics if d.code == "KB142"]
+
+
+def test_a_tree_frontmatter_naming_no_hypothesis_of_the_file_is_a_warning():
+    """tree.md's frontmatter ``id:`` says which hypothesis its fields are about; naming
+    one the file does not declare, they apply to none: KB109 at the id line (they
+    were dropped silently before). Naming one, or giving no id, is quiet."""
+    body = "## H1: a\nStatus: 待验\n\n## H2: b\nStatus: 待验\n"
+    res = parse("tree.md", "---\ntitle: T\nid: H9\n---\n" + body)
+    d = diag(res, "KB109")
+    assert (d.line, d.severity) == (3, "warning") and "'id: H9'" in d.message
+    assert all(not h.frontmatter for h in res.objects)
+    res = parse("tree.md", "---\nid: H2\nowner: ann\n---\n" + body)
+    assert not [x for x in res.diagnostics if x.code == "KB109"]
+    assert [h.frontmatter for h in res.objects] == [{}, {"id": "H2", "owner": "ann"}]
+    assert not [x for x in parse("tree.md", "---\ntitle: T\n---\n" + body).diagnostics
+                if x.code == "KB109"]

@@ -151,7 +151,7 @@ def test_a_broken_kb_toml_of_another_kb_is_its_own_finding(make_kb):
     assert sorted(data["kbs"]) == [".", "other"]
     (bad,) = find(data, "KB003")
     assert bad["path"] == "other/kb.toml" and bad["kb"] == "other" and not bad["blocking"]
-    assert "other/kb.toml: kb.locale must be 'zh' or 'en'" in bad["message"]
+    assert "other/kb.toml:2: kb.locale must be 'zh' or 'en'" in bad["message"] and bad["line"] == 2
     assert find(data, "KB202") and rc == 1  # the top KB is still checked: its duplicate blocks
     write_files(root, {"tree.md": TREE})
     git(root, "add", "-A")
@@ -164,7 +164,7 @@ def test_a_broken_kb_toml_of_another_kb_is_its_own_finding(make_kb):
     rc, data = verify_json(root, "--range", "HEAD~1..HEAD")  # the commit that added it
     assert rc == 1 and find(data, "KB003")[0]["blocking"]
     res = invoke("verify", "--staged", "--kb", str(root / "other"), cwd=root)
-    assert res.code == 2 and "other/kb.toml: kb.locale" in res.stderr  # the one KB asked for
+    assert res.code == 2 and "other/kb.toml:2: kb.locale" in res.stderr  # the one KB asked for
 
 
 def test_first_commit_has_empty_history(make_kb):

@@ -79,6 +79,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "experiments where kb reads none (Problems/sub/P001.md, Propos/P001.md): kb does not read it",
        "move it to where its kind goes (Problems/<id>.md, Propos/<category>/<id>.md, …) with git "
        "mv, or out of the folder"),
+    _r("KB109", "warning", "snapshot", "parse", "tree.md's frontmatter names with 'id:' a "
+       "hypothesis the file does not declare: its fields apply to none",
+       "write the id of a hypothesis of the file, or declare it"),
     _r("KB110", "warning", "snapshot", "parse", "full-width colon '：' where ':' belongs",
        "write ':' (kb verify --fix)", True),
     _r("KB111", "error", "snapshot", "parse", "bold anchor in tree.md (anchors are never bold)",

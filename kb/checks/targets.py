@@ -17,7 +17,7 @@ from kb.errors import EnvironmentError_, KbError
 def kb_at(top: Path, prefix: str, blob_rev: Optional[str]) -> Any:
     """The KB at repository folder ``prefix`` (config from disk, else from ``blob_rev``:
     a commit, or ``""`` for the staged index)."""
-    from kb.config import config_from_dict, load_config
+    from kb.config import config_from_dict, load_config, toml_error
     from kb.errors import ConfigError
     from kb.repo import KnowledgeBase
 
@@ -31,15 +31,16 @@ def kb_at(top: Path, prefix: str, blob_rev: Optional[str]) -> Any:
             spec = f"{blob_rev}:{prefix}kb.toml" if blob_rev else f":{prefix}kb.toml"
             data = git.run(["cat-file", "blob", spec], top).stdout
             try:
-                cfg = config_from_dict(root, tomllib.loads(data.decode("utf-8")))
+                text = data.decode("utf-8")
+                cfg = config_from_dict(root, tomllib.loads(text), text)
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-                raise ConfigError(f"kb.toml is not valid TOML: {exc}") from None
+                raise toml_error(exc) from None
     except ConfigError as exc:
         # A repository holds several KBs: say which kb.toml (its messages say "kb.toml").
         msg = str(exc)
         if prefix:
             msg = prefix + msg if msg.startswith("kb.toml") else f"{prefix}kb.toml: {msg}"
-        raise ConfigError(msg) from None
+        raise ConfigError(msg, exc.line) from None
     return KnowledgeBase(root=root, top=top, prefix=prefix, config=cfg)
 
 
@@ -56,7 +57,8 @@ def unreadable_kb(top: Path, prefix: str, exc: KbError, diff: Optional[list[str]
         proc = git.run([*diff, "--name-only", "-z", "--", prefix or "."], top, check=False)
         touched = proc.returncode != 0 or bool(proc.stdout.strip(b"\0"))
     return Finding(
-        path=f"{prefix}kb.toml", line=1, col=1, code="KB003", severity="error",
+        path=f"{prefix}kb.toml", line=getattr(exc, "line", 0) or 1, col=1, code="KB003",
+        severity="error",
         message=f"{exc}; the KB in {prefix.rstrip('/') or '.'} is not checked until its kb.toml "
                 "can be read", family="snapshot", kb=prefix.rstrip("/") or ".", kb_path="kb.toml",
         kb_root=str(top / prefix if prefix else top), pre_existing=not touched, blocking=touched)

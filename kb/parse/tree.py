@@ -173,6 +173,7 @@ def iter_tree(
     section_end = _section_ends(_heading_levels(src), len(lines))
     lookalikes: list[tuple[int, str]] = []
     held: list[dict[str, Any]] | None = [] if fm and not isinstance(fm.get("id"), str) else None
+    fm_id = fm.get("id") if held is None and fm else None  # the hypothesis it names
     # True while inside the section of a heading already counted in `lookalikes`:
     # its stray anchor lines are explained by that one KB116 report, so they are
     # not reported again line by line (a bounded report for foreign files).
@@ -260,6 +261,8 @@ def iter_tree(
         if held is not None:
             held.append(node)
         else:
+            if node["id"] == fm_id:
+                fm_id = None  # applied
             yield _hypothesis(src, node, section_end, fm, False, late)
 
     if lookalikes:
@@ -270,6 +273,13 @@ def iter_tree(
             f"ID grammar `{grammar_label or grammar}` with separator "
             f"{' or '.join(repr(s) for s in separators)} ({first}); they are not read — "
             "set [kb] id_grammar / heading_separators in kb.toml if they are hypotheses"))
+    if fm_id is not None:
+        at = next((j + 1 for j in range(1, src.body_start) if lines[j].startswith("id:")), 1)
+        diags.append(Diagnostic(
+            path=path, line=at, code="KB109", severity="warning",
+            message=f"the frontmatter's 'id: {fm_id}' names no hypothesis of this file, so its "
+            f"fields apply to none; declare {fm_id} here or write the id of the hypothesis "
+            "they are about"))
     if masked and masked[-1]:  # a block reaches the end of the file: was it ever closed?
         unclosed = unclosed_block_warning(src, "declaration or anchor line")
         if unclosed is not None:
