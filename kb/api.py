@@ -87,7 +87,7 @@ def _priority_key(row: ObjectRow) -> tuple[int, int, str]:
 def _natural(obj_id: str) -> list[Any]:
     import re
 
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", obj_id)]
+    return [int(t) if t.isdecimal() else t for t in re.split(r"(\d+)", obj_id)]
 
 
 def list_objects(kind: str | None = None, status: str | None = None,

@@ -145,6 +145,10 @@ def toml_error(exc: Exception) -> ConfigError:
     the UnicodeDecodeError of bytes that are not UTF-8), at its line and column when
     tomllib gives them: ``kb.toml:3:14: not valid TOML: Invalid value``."""
     msg = str(exc)
+    if isinstance(exc, UnicodeDecodeError) and isinstance(exc.object, bytes):
+        line = exc.object.count(b"\n", 0, exc.start) + 1
+        return ConfigError(f"kb.toml:{line}: not UTF-8 text: {exc.reason} (byte "
+                           f"0x{exc.object[exc.start]:02x}); re-save it as UTF-8", line)
     at = _TOML_AT.search(msg)
     if at is None:
         return ConfigError(f"kb.toml: not valid TOML: {msg}")

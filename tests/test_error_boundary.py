@@ -517,12 +517,13 @@ def test_a_process_limit_is_an_environment_error_not_a_bug(nobody_env) -> None:
     ('[kb]\nlocale = "zh"\n[[registry]]\npath = "a.md"\n[[registry]]\npath = "b.md"\nheading = "("\n',
      "kb.toml:5: registry heading is not a valid regex"),
     ('[kb]\nlocale = \n', "kb.toml:2:10: not valid TOML: Invalid value"),
+    ('[kb]\n# caf\xe9\nlocale = "zh"\n', "kb.toml:2: not UTF-8 text: invalid continuation byte (byte 0xe9)"),
     ('[kb]\nlocale = "zh"\n[rules]\nseverity = { KB101 = "loud" }\n',
      "kb.toml: rules.severity.KB101 must be"),  # inside an inline table: no line of its own
-], ids=["type", "locale", "path", "severity", "registry", "syntax", "inline"])
+], ids=["type", "locale", "path", "severity", "registry", "syntax", "latin-1", "inline"])
 def test_kb_toml_errors_name_their_line(example_kb: Path, toml: str, says: str) -> None:
     """A value kb.toml cannot hold, or text that is not TOML, is an environment error
     that names kb.toml's line (and column, for a syntax error), as a diagnostic does."""
-    (example_kb / "kb.toml").write_text(toml, encoding="utf-8")
+    (example_kb / "kb.toml").write_bytes(toml.encode("latin-1" if "\xe9" in toml else "utf-8"))
     err = _assert_kb_error(run_script("ls", "--json", cwd=example_kb), 2, "environment")
     assert err["message"].startswith(says), err

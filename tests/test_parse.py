@@ -575,3 +575,21 @@ def test_a_tree_frontmatter_naming_no_hypothesis_of_the_file_is_a_warning():
     assert [h.frontmatter for h in res.objects] == [{}, {"id": "H2", "owner": "ann"}]
     assert not [x for x in parse("tree.md", "---\ntitle: T\n---\n" + body).diagnostics
                 if x.code == "KB109"]
+
+
+@pytest.mark.parametrize("number", ["²", "①", "½"])
+def test_an_entry_number_in_digits_that_are_no_decimal_digits_is_malformed_not_a_crash(number):
+    """``str.isdigit`` is true of '²' and '①', which ``int`` refuses: an entry numbered so
+    was an internal error. It is a malformed entry line (KB122), as any other
+    number kb cannot read, and the light reading refuses the card likewise."""
+    from kb.parse.light import light_card
+
+    text = (f"# 问题｜T\n- 状态: 求解中\n\n## 解法候选\n### 解法 {number}｜t｜概率0.5｜状态未定论\n"
+            "### 解法 ٣｜u｜概率0.5｜状态未定论\n")  # an Arabic-Indic 3 is a decimal digit: read
+    res = parse("Problems/q1.md", text)
+    assert diag(res, "KB122").line == 5
+    assert [e.number for e in res.objects[0].entries] == [3]
+    assert light_card("Problems/q1.md", "0" * 40, text.encode(), "problem") is None
+    from kb.research.dependencies import natural_key
+
+    assert sorted([f"q{number}", "q10", "q2"], key=natural_key)[:2] == ["q2", "q10"]

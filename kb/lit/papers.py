@@ -107,7 +107,7 @@ def from_arxiv_atom(text: str) -> list[dict[str, Any]]:
                          title=t("title"),
                          authors=[" ".join((a.findtext(f"{_ATOM}name") or "").split())
                                   for a in e.findall(f"{_ATOM}author")],
-                         year=int(published[:4]) if published[:4].isdigit() else None,
+                         year=int(published[:4]) if published[:4].isdecimal() else None,
                          venue="arXiv", abstract=t("summary"), arxiv_id=m.group(1) if m else None,
                          doi=t("doi", _ARXIV), pdf_url=pdf))
     return [p for p in out if p["title"] and p["title"].lower() != "error"]

@@ -158,7 +158,7 @@ def next_hypothesis_id(k: KnowledgeBase, existing: Iterable[str], parent: str | 
     nums = [0]
     for i in (*existing, *history):
         m = pat.match(i)
-        if m and i[m.end():].isdigit():
+        if m and i[m.end():].isdecimal():
             nums.append(int(i[m.end():]))
     n = max(nums) + 1
     return f"{parent}.{n}" if parent else f"H{n}"

@@ -228,7 +228,7 @@ def remove_index_litter(top: Path) -> list[Path]:
     gd = git.git_dir(top)
     for f in gd.glob("next-index-*.lock"):
         pid = f.name[len("next-index-"):-len(".lock")]
-        if pid.isdigit() and _alive(int(pid)):
+        if pid.isdecimal() and _alive(int(pid)):
             continue
         try:
             f.unlink()

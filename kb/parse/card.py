@@ -126,7 +126,7 @@ def canonical_entry_line(kind: str, rest: str) -> str | None:
         return None
     fields = [_SPACED.sub(r"\g<key>", f.strip(" \t")) for f in fields]
     number, title, prob, status = fields
-    if not number.isdigit() or not title or not prob.startswith("概率") \
+    if not number.isdecimal() or not title or not prob.startswith("概率") \
             or not status.startswith("状态") or parse_float(prob[2:]) is None:
         return None
     line = f"### {kind} {number}｜{title}｜{prob}｜{status}"
@@ -144,7 +144,7 @@ def canonical_application_line(line: str) -> str | None:
     back as an application with the same number, time and problem (checked here)."""
     rest = line.split("应用", 1)[1]
     fields = [f.strip(" \t") for f in (rest.split("｜") if "｜" in rest else rest.split("|"))]
-    if len(fields) != 3 or not fields[0].isdigit() or not all(fields):
+    if len(fields) != 3 or not fields[0].isdecimal() or not all(fields):
         return None
     fixed = f"### 应用 {fields[0]}｜{fields[1]}｜{fields[2]}"
     m = APPLICATION.match(fixed)
@@ -360,7 +360,7 @@ class _Card:
             return None
         kind, rest = m.groups()
         fields = split_fields(rest)
-        ok = len(fields) == 4 and fields[0].strip().isdigit() and fields[2].startswith("概率") \
+        ok = len(fields) == 4 and fields[0].strip().isdecimal() and fields[2].startswith("概率") \
             and fields[3].startswith("状态")
         if not ok:
             self._malformed(i, line, "entry", f"### {kind} N｜<title>｜概率<0..1>｜状态未定论",
@@ -555,7 +555,7 @@ def parse_direction(src: SourceText) -> tuple[list[KBObject], list[Diagnostic]]:
         id=f"{qid}/{did}", path=path, line=card.line, title=fields.get("方向", ""),
         status=status, anchors=dict(card.anchors), anchor_lines=dict(card.anchor_lines), frontmatter={},
         problem=qid, direction=did, survival=survival,
-        rounds=int(rounds) if rounds.isdigit() else None, lemmas=lemmas,
+        rounds=int(rounds) if rounds.isdecimal() else None, lemmas=lemmas,
     )
     return [obj], diags
 

@@ -152,7 +152,7 @@ def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightRes
                     return None  # a malformed application line (KB122)
                 continue
             fields = split_fields(h.group("rest"))
-            if not (len(fields) == 4 and fields[0].strip().isdigit() and fields[2].startswith("概率")
+            if not (len(fields) == 4 and fields[0].strip().isdecimal() and fields[2].startswith("概率")
                     and fields[3].startswith("状态")) or parse_float(fields[2][2:]) is None:
                 return None
             number = (h.group("kind"), int(fields[0].strip()))

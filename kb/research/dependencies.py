@@ -28,7 +28,7 @@ NEVER = "never"
 
 def natural_key(obj_id: str) -> list[Any]:
     """Sort key ordering IDs as people count: ``q2`` before ``q10``."""
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", obj_id)]
+    return [int(t) if t.isdecimal() else t for t in re.split(r"(\d+)", obj_id)]
 
 
 def is_settled(kind: str | None, status: Any = None, probability: Any = None,

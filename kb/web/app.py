@@ -225,7 +225,7 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
                     return c["obj"](ref)
                 path, _, line = ref.partition(":")
                 if safe_rel(path) and path in view.snap.files:
-                    return c["file"](path, int(line) if line.isdigit() else None)
+                    return c["file"](path, int(line) if line.isdecimal() else None)
                 return None
 
             return tr.trail_data(view, tr.graph_at(view), ref_url)
