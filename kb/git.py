@@ -410,7 +410,7 @@ class BlobReader:
                     # "<id> <type> <size>", or "<name> missing" / "<name> ambiguous",
                     # where a name such as HEAD:a b/kb.toml may hold spaces.
                     header = line.rstrip(b"\n").rsplit(b" ", 2)
-                    if len(header) < 3 or not header[2].isdecimal():
+                    if len(header) < 3 or not header[2].isdigit():
                         continue
                     size = int(header[2])
                     data = stdout.read(size + 1)  # the contents and their newline
