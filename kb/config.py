@@ -109,12 +109,10 @@ def load_config(root: Path) -> Config:
     """Read ``root/kb.toml``. Raises ConfigError for unreadable TOML or a wrong type."""
     path = root / "kb.toml"
     try:
-        text = path.read_text(encoding="utf-8")
-        data = tomllib.loads(text)
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise toml_error(exc) from None
+    text, data = read_toml(raw)
     cfg = config_from_dict(root, data, text)
     dirs = _file_paths_that_are_directories(cfg, text)
     return replace(cfg, warnings=cfg.warnings + dirs) if dirs else cfg
@@ -136,14 +134,31 @@ def _file_paths_that_are_directories(cfg: Config, text: str) -> tuple[Diagnostic
     return tuple(out)
 
 
-#: Where tomllib says a syntax error is (its message's end, "(at line 3, column 14)").
-_TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+#: Where tomllib says a syntax error is (its message's end, "(at line 3, column 14)",
+#: or "(at end of document)").
+_TOML_AT = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|(end of document))\)$")
 
 
-def toml_error(exc: Exception) -> ConfigError:
+def read_toml(raw: bytes) -> tuple[str, dict[str, Any]]:
+    """kb.toml's bytes ``raw`` as ``(text, data)``. A BOM (what some Windows editors write
+    first) is no TOML: it is dropped, as kb drops it from Markdown files, and the lines
+    stay where they were. Raises ConfigError (:func:`toml_error`) for bytes that are
+    not UTF-8 or text that is not TOML."""
+    try:
+        text = raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise toml_error(exc) from None
+    try:
+        return text, tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise toml_error(exc, text) from None
+
+
+def toml_error(exc: Exception, text: str = "") -> ConfigError:
     """The ConfigError of kb.toml text that is not TOML (``exc``: tomllib's error, or
     the UnicodeDecodeError of bytes that are not UTF-8), at its line and column when
-    tomllib gives them: ``kb.toml:3:14: not valid TOML: Invalid value``."""
+    tomllib gives them: ``kb.toml:3:14: not valid TOML: Invalid value`` (at the
+    end of ``text``, the file's, when tomllib says "end of document")."""
     msg = str(exc)
     if isinstance(exc, UnicodeDecodeError) and isinstance(exc.object, bytes):
         line = exc.object.count(b"\n", 0, exc.start) + 1
@@ -152,26 +167,45 @@ def toml_error(exc: Exception) -> ConfigError:
     at = _TOML_AT.search(msg)
     if at is None:
         return ConfigError(f"kb.toml: not valid TOML: {msg}")
+    if at.group(3):  # never closed: at the end of the file
+        line = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+        where = f"kb.toml:{line}:" if line else "kb.toml:"
+        return ConfigError(f"{where} not valid TOML: {msg[:at.start()]} (at the end of the "
+                           "file)", line)
     line, col = int(at.group(1)), int(at.group(2))
-    return ConfigError(f"kb.toml:{line}:{col}: not valid TOML: {msg[:at.start()]}", line)
+    return ConfigError(f"kb.toml:{line}:{col}: not valid TOML: {msg[:at.start()]}", line, col)
 
 
 def _bad(text: str, section: str, key: str | None, message: str) -> ConfigError:
     """A ConfigError about ``[section] key`` (``key`` None: the table), at its line of
     kb.toml's ``text`` when it is found there."""
     line = _line_of(text, section, key) if text else 0
+    if not line and "." in section:  # a key of an inline table: the line of that table
+        outer, _, inner = section.rpartition(".")
+        line = _line_of(text, outer, inner) if text else 0
     return ConfigError(f"kb.toml:{line}: {message}" if line else f"kb.toml: {message}", line)
 
 
 def _line_of(text: str, section: str, key: str | None) -> int:
     """1-based line of ``[section]`` (or of ``key`` inside it) in kb.toml; 0 if not found.
-    ``section`` ``"[registry]"`` with ``key`` ``"N"``: the header of the array's
-    table N (0-based), ``[[registry]]``."""
+    ``section`` ``""``: the top level, before any table. ``section`` ``"[registry]"``
+    with ``key`` ``"N"`` or ``"N.key"``: the header of the array's table N (0-based),
+    ``[[registry]]``, or that key's line in it."""
     if section == "[registry]" and key is not None:
-        heads = [i for i, raw in enumerate(text.splitlines(), 1)
-                 if raw.strip().replace(" ", "") == "[[registry]]"]
-        return heads[int(key)] if int(key) < len(heads) else 0
-    in_section = False
+        n, _, name = key.partition(".")
+        lines = text.splitlines()
+        heads = [i for i, raw in enumerate(lines, 1) if raw.strip().replace(" ", "") == "[[registry]]"]
+        if int(n) >= len(heads):
+            return 0
+        start = heads[int(n)]
+        if name:
+            for i in range(start, len(lines)):
+                if lines[i].strip().startswith("["):
+                    break
+                if re.match(rf'["\']?{re.escape(name)}["\']?\s*=', lines[i].strip()):
+                    return i + 1
+        return start
+    in_section = section == ""
     for i, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if line.startswith("["):
@@ -200,7 +234,8 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
             warnings.append(_unknown(f"[{section}]", _line_of(text, section, None)))
             continue
         if not isinstance(body, dict):
-            raise _bad(text, section, None, f"[{section}] must be a table")
+            where = section if _line_of(text, section, None) else ""  # `kb = 3`: top level
+            raise _bad(text, where, None if where else section, f"[{section}] must be a table")
         for key, value in body.items():
             want = _SCHEMA[section].get(key)
             if want is None:
@@ -218,12 +253,18 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
         raise _bad(text, "kb", "locale", f"kb.locale must be 'zh' or 'en', not {locale!r}")
     grammar = kb.get("id_grammar")
     if grammar is not None:
+        if not grammar.strip():
+            raise _bad(text, "kb", "id_grammar", "kb.id_grammar is empty: write a regex for the "
+                       "hypothesis IDs, or leave the key out for the default")
         try:
             re.compile(grammar)
         except re.error as exc:
             raise _bad(text, "kb", "id_grammar",
                        f"kb.id_grammar is not a valid regex: {exc}") from None
     seps = tuple(kb.get("heading_separators", [":", "："]))
+    if not seps or not all(x.strip() for x in seps):
+        raise _bad(text, "kb", "heading_separators", "kb.heading_separators must list at least "
+                   "one separator, none blank (the default is [\":\", \"：\"])")
     paths = dict(DEFAULT_PATHS)
     paths.update(data.get("paths", {}))
     for key, value in paths.items():
@@ -242,23 +283,29 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
         severity.setdefault("KB240", rules["dashboard_stale"])
     regs = []
     if not isinstance(data.get("registry", []), list):
-        raise ConfigError("kb.toml: registry must be an array of tables ([[registry]] sections)")
+        where = "registry" if _line_of(text, "registry", None) else ""
+        raise _bad(text, where, None if where else "registry",
+                   "registry must be an array of tables ([[registry]] sections)")
     for i, reg in enumerate(data.get("registry", []) or []):
         if not isinstance(reg, dict) or "path" not in reg:
             raise _bad(text, "[registry]", str(i), f"[[registry]] #{i + 1} needs a path")
         for key in ("path", "kind", "heading"):
             if key in reg and not isinstance(reg[key], str):
-                raise _bad(text, "[registry]", str(i), f"[[registry]] #{i + 1} {key} must be a "
-                           f"string, not {type(reg[key]).__name__}")
+                raise _bad(text, "[registry]", f"{i}.{key}", f"[[registry]] #{i + 1} {key} must "
+                           f"be a string, not {type(reg[key]).__name__}")
         try:
-            re.compile(reg.get("heading", Registry.heading))
+            pattern = re.compile(reg.get("heading", Registry.heading))
         except re.error as exc:
-            raise _bad(text, "[registry]", str(i),
+            raise _bad(text, "[registry]", f"{i}.heading",
                        f"registry heading is not a valid regex: {exc}") from None
+        if "id" not in pattern.groupindex:
+            raise _bad(text, "[registry]", f"{i}.heading", f"[[registry]] #{i + 1} heading must "
+                       "name each record's ID with a group (?P<id>…), e.g. "
+                       "'^## (?P<id>\\S+) (?P<title>.+)$'")
         try:
             check_inside(str(reg["path"]), f"registry #{i + 1} path")
         except ConfigError as exc:
-            raise _bad(text, "[registry]", str(i), str(exc).removeprefix("kb.toml: ")) from None
+            raise _bad(text, "[registry]", f"{i}.path", str(exc).removeprefix("kb.toml: ")) from None
         regs.append(Registry(path=reg["path"], kind=reg.get("kind", "record"),
                              heading=reg.get("heading", Registry.heading)))
     return Config(
@@ -295,6 +342,8 @@ def check_inside(value: str, key: str) -> str:
     why = None
     if not value.strip():
         why = "is empty"
+    elif "\0" in value:
+        why = "holds a NUL character"
     elif value.startswith(("/", "\\")) or _DRIVE.match(value):
         why = "is absolute"
     elif ".." in parts:

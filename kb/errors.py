@@ -78,13 +78,14 @@ class GitError(EnvironmentError_):
 
 
 class ConfigError(EnvironmentError_):
-    """``kb.toml`` cannot be read or has a value of the wrong type (exit 2). ``line``:
-    the 1-based line of kb.toml it is about, 0 when unknown (the message names it too:
-    ``kb.toml:3: …``)."""
+    """``kb.toml`` cannot be read or has a value of the wrong type (exit 2). ``line``
+    and ``col``: the 1-based line (and column) of kb.toml it is about, 0 when unknown
+    (the message names them too: ``kb.toml:3: …``, ``kb.toml:3:14: …``)."""
 
-    def __init__(self, message: str, line: int = 0) -> None:
+    def __init__(self, message: str, line: int = 0, col: int = 0) -> None:
         super().__init__(message)
         self.line = line
+        self.col = col
 
 
 class InternalError(KbError):

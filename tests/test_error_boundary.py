@@ -512,18 +512,38 @@ def test_a_process_limit_is_an_environment_error_not_a_bug(nobody_env) -> None:
     ('[kb]\nlocale = "zh"\nid_grammar = 5\n', "kb.toml:3: kb.id_grammar must be a string, not int"),
     ('[kb]\n\nlocale = "xx"\n', "kb.toml:3: kb.locale must be 'zh' or 'en', not 'xx'"),
     ('[kb]\nlocale = "zh"\n[paths]\ntree = "../x.md"\n', "kb.toml:4: paths.tree = '../x.md' leaves"),
+    ('[kb]\nlocale = "zh"\n[paths]\ntree = "tree.md\\u0000x"\n', "kb.toml:4: paths.tree = 'tree.md\\x00x' holds a NUL"),
     ('[kb]\nlocale = "zh"\n[rules.severity]\nKB101 = "loud"\n',
      "kb.toml:4: rules.severity.KB101 must be error|warning|info|off"),
-    ('[kb]\nlocale = "zh"\n[[registry]]\npath = "a.md"\n[[registry]]\npath = "b.md"\nheading = "("\n',
-     "kb.toml:5: registry heading is not a valid regex"),
-    ('[kb]\nlocale = \n', "kb.toml:2:10: not valid TOML: Invalid value"),
-    ('[kb]\n# caf\xe9\nlocale = "zh"\n', "kb.toml:2: not UTF-8 text: invalid continuation byte (byte 0xe9)"),
     ('[kb]\nlocale = "zh"\n[rules]\nseverity = { KB101 = "loud" }\n',
-     "kb.toml: rules.severity.KB101 must be"),  # inside an inline table: no line of its own
-], ids=["type", "locale", "path", "severity", "registry", "syntax", "latin-1", "inline"])
+     "kb.toml:4: rules.severity.KB101 must be"),  # an inline table: its line
+    ('[kb]\nlocale = "zh"\n[[registry]]\npath = "a.md"\n[[registry]]\npath = "b.md"\nheading = "("\n',
+     "kb.toml:7: registry heading is not a valid regex"),
+    ('[kb]\nlocale = "zh"\n[[registry]]\npath = "p.md"\nheading = "^## (.+)$"\n',
+     "kb.toml:5: [[registry]] #1 heading must name each record's ID with a group (?P<id>"),
+    ('[kb]\nlocale = "zh"\n[[registry]]\nkind = "log"\npath = "../p.md"\n', "kb.toml:5: registry #1 path"),
+    ('[kb]\nlocale = "zh"\n[registry]\npath = "p.md"\n', "kb.toml:3: registry must be an array of tables"),
+    ('kb = 3\n', "kb.toml:1: [kb] must be a table"),
+    ('[kb]\nlocale = "zh"\nheading_separators = []\n', "kb.toml:3: kb.heading_separators must list"),
+    ('[kb]\nlocale = "zh"\nid_grammar = " "\n', "kb.toml:3: kb.id_grammar is empty"),
+    ('[kb]\nlocale = \n', "kb.toml:2:10: not valid TOML: Invalid value"),
+    ('[kb]\nlocale = "zh"\n[rules]\ndisable = [\n', "kb.toml:4: not valid TOML: "),
+    ('[kb]\n# caf\xe9\nlocale = "zh"\n', "kb.toml:2: not UTF-8 text: invalid continuation byte (byte 0xe9)"),
+], ids=["type", "locale", "path", "nul", "severity", "inline", "registry", "registry-id",
+        "registry-path", "registry-table", "top-level", "separators", "grammar", "syntax", "end",
+        "latin-1"])
 def test_kb_toml_errors_name_their_line(example_kb: Path, toml: str, says: str) -> None:
     """A value kb.toml cannot hold, or text that is not TOML, is an environment error
     that names kb.toml's line (and column, for a syntax error), as a diagnostic does."""
     (example_kb / "kb.toml").write_bytes(toml.encode("latin-1" if "\xe9" in toml else "utf-8"))
     err = _assert_kb_error(run_script("ls", "--json", cwd=example_kb), 2, "environment")
     assert err["message"].startswith(says), err
+
+
+def test_kb_toml_with_a_bom_is_read(example_kb: Path) -> None:
+    """A BOM before kb.toml's first line (what some Windows editors write) is dropped,
+    as in Markdown files: the configuration reads as without it."""
+    toml = (example_kb / "kb.toml").read_bytes()
+    (example_kb / "kb.toml").write_bytes(b"\xef\xbb\xbf" + toml)
+    r = run_script("ls", "hypotheses", "--json", cwd=example_kb)
+    assert r.code == 0 and json.loads(r.stdout), r.stderr

@@ -575,6 +575,10 @@ def test_a_tree_frontmatter_naming_no_hypothesis_of_the_file_is_a_warning():
     assert [h.frontmatter for h in res.objects] == [{}, {"id": "H2", "owner": "ann"}]
     assert not [x for x in parse("tree.md", "---\ntitle: T\n---\n" + body).diagnostics
                 if x.code == "KB109"]
+    for fm, says in (("id:", "'id:' is empty"), ("id: [H1, H2]", "'id' is a list, not one hypothesis ID"),
+                     ("id: {a: 1}", "'id' is a mapping")):
+        d = diag(parse("tree.md", f"---\nowner: ann\n{fm}\n---\n" + body), "KB109")
+        assert d.line == 3 and says in d.message, d.message
 
 
 @pytest.mark.parametrize("number", ["²", "①", "½"])

@@ -17,7 +17,7 @@ from kb.errors import EnvironmentError_, KbError
 def kb_at(top: Path, prefix: str, blob_rev: Optional[str]) -> Any:
     """The KB at repository folder ``prefix`` (config from disk, else from ``blob_rev``:
     a commit, or ``""`` for the staged index)."""
-    from kb.config import config_from_dict, load_config, toml_error
+    from kb.config import config_from_dict, load_config, read_toml
     from kb.errors import ConfigError
     from kb.repo import KnowledgeBase
 
@@ -26,21 +26,15 @@ def kb_at(top: Path, prefix: str, blob_rev: Optional[str]) -> Any:
         if (root / "kb.toml").is_file():
             cfg = load_config(root)
         else:
-            import tomllib
-
             spec = f"{blob_rev}:{prefix}kb.toml" if blob_rev else f":{prefix}kb.toml"
-            data = git.run(["cat-file", "blob", spec], top).stdout
-            try:
-                text = data.decode("utf-8")
-                cfg = config_from_dict(root, tomllib.loads(text), text)
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-                raise toml_error(exc) from None
+            text, data = read_toml(git.run(["cat-file", "blob", spec], top).stdout)
+            cfg = config_from_dict(root, data, text)
     except ConfigError as exc:
         # A repository holds several KBs: say which kb.toml (its messages say "kb.toml").
         msg = str(exc)
         if prefix:
             msg = prefix + msg if msg.startswith("kb.toml") else f"{prefix}kb.toml: {msg}"
-        raise ConfigError(msg, exc.line) from None
+        raise ConfigError(msg, exc.line, exc.col) from None
     return KnowledgeBase(root=root, top=top, prefix=prefix, config=cfg)
 
 
@@ -57,8 +51,8 @@ def unreadable_kb(top: Path, prefix: str, exc: KbError, diff: Optional[list[str]
         proc = git.run([*diff, "--name-only", "-z", "--", prefix or "."], top, check=False)
         touched = proc.returncode != 0 or bool(proc.stdout.strip(b"\0"))
     return Finding(
-        path=f"{prefix}kb.toml", line=getattr(exc, "line", 0) or 1, col=1, code="KB003",
-        severity="error",
+        path=f"{prefix}kb.toml", line=getattr(exc, "line", 0) or 1, col=getattr(exc, "col", 0) or 1,
+        code="KB003", severity="error",
         message=f"{exc}; the KB in {prefix.rstrip('/') or '.'} is not checked until its kb.toml "
                 "can be read", family="snapshot", kb=prefix.rstrip("/") or ".", kb_path="kb.toml",
         kb_root=str(top / prefix if prefix else top), pre_existing=not touched, blocking=touched)
@@ -73,7 +67,7 @@ def config_at(k: Any, rev: Optional[str]) -> Any:
     then falls back to the configuration it has)."""
     if rev is None:
         return None
-    from kb.config import config_from_dict, tomllib
+    from kb.config import config_from_dict, read_toml
 
     spec = f"{rev}{'' if rev == ':' else ':'}{k.prefix}kb.toml"
     key = (str(k.top), k.prefix, spec)
@@ -90,9 +84,9 @@ def config_at(k: Any, rev: Optional[str]) -> Any:
         cfg = None
         if data is not None:
             try:
-                text = data.decode("utf-8")
-                cfg = config_from_dict(k.root, tomllib.loads(text), text)
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError, KbError):
+                text, parsed = read_toml(data)
+                cfg = config_from_dict(k.root, parsed, text)
+            except KbError:
                 cfg = None
         _CONFIGS[key] = cfg
     return _CONFIGS[key]

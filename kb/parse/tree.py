@@ -174,6 +174,11 @@ def iter_tree(
     lookalikes: list[tuple[int, str]] = []
     held: list[dict[str, Any]] | None = [] if fm and not isinstance(fm.get("id"), str) else None
     fm_id = fm.get("id") if held is None and fm else None  # the hypothesis it names
+    if fm and "id" in fm and not isinstance(fm["id"], str):  # a list, a number, nothing
+        diags.append(Diagnostic(
+            path=path, line=_frontmatter_line(src, "id"), code="KB109", severity="warning",
+            message=f"the frontmatter's 'id' is {_yaml_kind(fm['id'])}, not one hypothesis ID: "
+            "write the id of the hypothesis its fields are about ('id: H2')"))
     # True while inside the section of a heading already counted in `lookalikes`:
     # its stray anchor lines are explained by that one KB116 report, so they are
     # not reported again line by line (a bounded report for foreign files).
@@ -274,12 +279,12 @@ def iter_tree(
             f"{' or '.join(repr(s) for s in separators)} ({first}); they are not read — "
             "set [kb] id_grammar / heading_separators in kb.toml if they are hypotheses"))
     if fm_id is not None:
-        at = next((j + 1 for j in range(1, src.body_start) if lines[j].startswith("id:")), 1)
+        said = f"'id: {fm_id}' names no hypothesis of this file" if fm_id.strip() else \
+            "'id:' is empty"
         diags.append(Diagnostic(
-            path=path, line=at, code="KB109", severity="warning",
-            message=f"the frontmatter's 'id: {fm_id}' names no hypothesis of this file, so its "
-            f"fields apply to none; declare {fm_id} here or write the id of the hypothesis "
-            "they are about"))
+            path=path, line=_frontmatter_line(src, "id"), code="KB109", severity="warning",
+            message=f"the frontmatter's {said}, so its fields apply to none; write the id of "
+            "the hypothesis they are about"))
     if masked and masked[-1]:  # a block reaches the end of the file: was it ever closed?
         unclosed = unclosed_block_warning(src, "declaration or anchor line")
         if unclosed is not None:
@@ -404,6 +409,19 @@ def _read_block(src: SourceText, i: int, node: dict[str, Any], diags: list[Diagn
             anchor_lines[key] = i + 1
         i += 1
     return i
+
+
+def _frontmatter_line(src: SourceText, key: str) -> int:
+    """The 1-based line of ``key:`` in the file's frontmatter (1 when not found)."""
+    return next((j + 1 for j in range(1, src.body_start)
+                 if src.lines[j].startswith(key) and src.lines[j][len(key):].lstrip()[:1] == ":"), 1)
+
+
+def _yaml_kind(value: Any) -> str:
+    """What a frontmatter value that is not a string is, in a user's words (kb reads
+    every YAML scalar as a string: the others are a list or a mapping)."""
+    return "a list" if isinstance(value, list) else "a mapping" if isinstance(value, dict) else \
+        "no text"
 
 
 def _hypothesis(
