@@ -221,8 +221,10 @@ def test_frontmatter_shifts_every_line_exactly(case_bytes, case, prefix):
     plain, shifted = parse(case_bytes(case)), parse(prefix + data)
     assert [(h.id, h.line + shift, h.status, h.evidence) for h in plain.objects] == [
         (h.id, h.line, h.status, h.evidence) for h in shifted.objects]
-    assert sorted((d.code, d.line + shift, d.col) for d in plain.diagnostics) == sorted(
-        (d.code, d.line, d.col) for d in shifted.diagnostics)
+    got = sorted((d.code, d.line, d.col) for d in shifted.diagnostics)
+    if b"id: X9" in prefix and plain.objects:  # it names no hypothesis of the file: KB109
+        got.remove(("KB109", 2, 1))
+    assert sorted((d.code, d.line + shift, d.col) for d in plain.diagnostics) == got
 
 
 def test_heading_without_space_and_lookalike_id_is_not_a_heading_error():

@@ -174,6 +174,7 @@ def iter_tree(
     lookalikes: list[tuple[int, str]] = []
     held: list[dict[str, Any]] | None = [] if fm and not isinstance(fm.get("id"), str) else None
     fm_id = fm.get("id") if held is None and fm else None  # the hypothesis it names
+    declared = False
     if fm and "id" in fm and not isinstance(fm["id"], str):  # a list, a number, nothing
         diags.append(Diagnostic(
             path=path, line=_frontmatter_line(src, "id"), code="KB109", severity="warning",
@@ -263,6 +264,7 @@ def iter_tree(
             "line": i + 1, "anchors": {}, "anchor_lines": {},
         }
         i = _read_block(src, i + 1, node, diags)
+        declared = True
         if held is not None:
             held.append(node)
         else:
@@ -278,7 +280,7 @@ def iter_tree(
             f"ID grammar `{grammar_label or grammar}` with separator "
             f"{' or '.join(repr(s) for s in separators)} ({first}); they are not read — "
             "set [kb] id_grammar / heading_separators in kb.toml if they are hypotheses"))
-    if fm_id is not None:
+    if fm_id is not None and declared:  # without a declaration, KB126 says it all
         said = f"'id: {fm_id}' names no hypothesis of this file" if fm_id.strip() else \
             "'id:' is empty"
         diags.append(Diagnostic(
