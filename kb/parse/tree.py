@@ -175,7 +175,7 @@ def iter_tree(
     held: list[dict[str, Any]] | None = [] if fm and not isinstance(fm.get("id"), str) else None
     fm_id = fm.get("id") if held is None and fm else None  # the hypothesis it names
     declared = False
-    if fm and "id" in fm and not isinstance(fm["id"], str):  # a list, a number, nothing
+    if fm and "id" in fm and not isinstance(fm["id"], str):  # a list or a mapping
         diags.append(Diagnostic(
             path=path, line=_frontmatter_line(src, "id"), code="KB109", severity="warning",
             message=f"the frontmatter's 'id' is {_yaml_kind(fm['id'])}, not one hypothesis ID: "
