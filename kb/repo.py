@@ -20,7 +20,7 @@ from typing import Callable, Literal
 
 from kb import git
 from kb.config import Config, load_config
-from kb.errors import EnvironmentError_, NotAKnowledgeBase
+from kb.errors import ConfigError, EnvironmentError_, NotAKnowledgeBase
 from kb.parse import classifier, classify
 
 SnapshotKind = Literal["worktree", "staged", "commit"]
@@ -80,7 +80,24 @@ def open_kb(path: Path | None = None) -> KnowledgeBase:
     top = top.resolve()
     rel = root.relative_to(top).as_posix()
     prefix = "" if rel == "." else rel + "/"
-    return KnowledgeBase(root=root, top=top, prefix=prefix, config=load_config(root))
+    try:
+        config = load_config(root)
+    except ConfigError as exc:
+        raise _named_from_here(exc, root) from None
+    return KnowledgeBase(root=root, top=top, prefix=prefix, config=config)
+
+
+def _named_from_here(exc: ConfigError, root: Path) -> ConfigError:
+    """``exc`` (its message starting ``kb.toml…``) naming the file as the user opens it
+    from the current folder: ``sub/kb.toml:4: …`` for ``kb … --kb sub``."""
+    try:
+        shown = Path(os.path.relpath(root / "kb.toml")).as_posix()
+    except (OSError, ValueError):  # no current folder; another drive
+        return exc
+    msg = str(exc)
+    if shown == "kb.toml" or not msg.startswith("kb.toml"):
+        return exc
+    return ConfigError(shown + msg[len("kb.toml"):], exc.line, exc.col)
 
 
 def find_all_kbs(top: Path, rev: str | None = None) -> list[str]:

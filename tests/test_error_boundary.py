@@ -547,3 +547,16 @@ def test_kb_toml_with_a_bom_is_read(example_kb: Path) -> None:
     (example_kb / "kb.toml").write_bytes(b"\xef\xbb\xbf" + toml)
     r = run_script("ls", "hypotheses", "--json", cwd=example_kb)
     assert r.code == 0 and json.loads(r.stdout), r.stderr
+
+
+def test_kb_toml_errors_name_the_file_as_the_user_opens_it(example_kb: Path) -> None:
+    """Run from above the KB (``--kb``) or below it, a kb.toml error names the file as
+    it is opened from there: ``examples/kb.toml:2:``, ``../kb.toml:2:``."""
+    (example_kb / "kb.toml").write_text('[kb]\nlocale = "xx"\n', encoding="utf-8")
+    name = example_kb.name
+    cases = ((example_kb.parent, ("ls", "--kb", name, "--json")), (example_kb / "Problems", ("ls", "--json")),
+             (example_kb, ("ls", "--json")))
+    for cwd, args in cases:
+        err = _assert_kb_error(run_script(*args, cwd=cwd), 2, "environment")
+        want = {example_kb.parent: f"{name}/kb.toml:2:", example_kb: "kb.toml:2:"}.get(cwd, "../kb.toml:2:")
+        assert err["message"].startswith(want + " kb.locale must be 'zh' or 'en'"), (cwd, err)
