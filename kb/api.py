@@ -84,12 +84,6 @@ def _priority_key(row: ObjectRow) -> tuple[int, int, str]:
     return (1, 0, row.id)
 
 
-def _natural(obj_id: str) -> list[Any]:
-    import re
-
-    return [int(t) if t.isdecimal() else t for t in re.split(r"(\d+)", obj_id)]
-
-
 def list_objects(kind: str | None = None, status: str | None = None,
                  path: str | Path | None = None,
                  idx: Index | None = None, with_data: bool = True) -> tuple[KnowledgeBase, list[ObjectRow]]:
@@ -119,7 +113,9 @@ def list_objects(kind: str | None = None, status: str | None = None,
     if one == "problem":
         rows.sort(key=_priority_key)
     elif one != "hypothesis":
-        rows.sort(key=lambda r: (KIND_ORDER.index(r.kind), _natural(r.id)))
+        from kb.research.dependencies import natural_key
+
+        rows.sort(key=lambda r: (KIND_ORDER.index(r.kind), natural_key(r.id)))
     return k, rows
 
 

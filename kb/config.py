@@ -176,36 +176,51 @@ def toml_error(exc: Exception, text: str = "") -> ConfigError:
     return ConfigError(f"kb.toml:{line}:{col}: not valid TOML: {msg[:at.start()]}", line, col)
 
 
-def _bad(text: str, section: str, key: str | None, message: str) -> ConfigError:
-    """A ConfigError about ``[section] key`` (``key`` None: the table), at its line of
-    kb.toml's ``text`` when it is found there."""
-    line = _line_of(text, section, key) if text else 0
-    if not line and "." in section:  # a key of an inline table: the line of that table
-        outer, _, inner = section.rpartition(".")
-        line = _line_of(text, outer, inner) if text else 0
+def _at(line: int, message: str) -> ConfigError:
+    """A ConfigError at kb.toml's ``line`` (0: unknown, the message names the file alone)."""
     return ConfigError(f"kb.toml:{line}: {message}" if line else f"kb.toml: {message}", line)
+
+
+def _key_line(text: str, section: str, key: str | None) -> int:
+    """:func:`_line_of`, and for a key of an inline table (``severity = { KB101 = … }``,
+    ``section`` ``rules.severity``) or a top-level value where a table belongs
+    (``kb = 3``) the line of that value."""
+    line = _line_of(text, section, key)
+    if not line and key is None:
+        line = _line_of(text, "", section)
+    if not line and "." in section:
+        outer, _, inner = section.rpartition(".")
+        line = _line_of(text, outer, inner)
+    return line
+
+
+def _registry_line(text: str, n: int, key: str | None = None) -> int:
+    """1-based line of kb.toml's ``n``-th (0-based) ``[[registry]]`` header, or of its
+    ``key``; 0 if not found."""
+    lines = text.splitlines()
+    heads = [i for i, raw in enumerate(lines, 1) if raw.strip().replace(" ", "") == "[[registry]]"]
+    if n >= len(heads):
+        return 0
+    if key is not None:
+        pattern = _assigning(key)
+        for i in range(heads[n], len(lines)):
+            if lines[i].strip().startswith("["):
+                break
+            if pattern.match(lines[i].strip()):
+                return i + 1
+    return heads[n]
+
+
+def _assigning(key: str) -> re.Pattern[str]:
+    """A TOML line assigning ``key`` (bare or quoted)."""
+    return re.compile(rf'["\']?{re.escape(key)}["\']?\s*=')
 
 
 def _line_of(text: str, section: str, key: str | None) -> int:
     """1-based line of ``[section]`` (or of ``key`` inside it) in kb.toml; 0 if not found.
-    ``section`` ``""``: the top level, before any table. ``section`` ``"[registry]"``
-    with ``key`` ``"N"`` or ``"N.key"``: the header of the array's table N (0-based),
-    ``[[registry]]``, or that key's line in it."""
-    if section == "[registry]" and key is not None:
-        n, _, name = key.partition(".")
-        lines = text.splitlines()
-        heads = [i for i, raw in enumerate(lines, 1) if raw.strip().replace(" ", "") == "[[registry]]"]
-        if int(n) >= len(heads):
-            return 0
-        start = heads[int(n)]
-        if name:
-            for i in range(start, len(lines)):
-                if lines[i].strip().startswith("["):
-                    break
-                if re.match(rf'["\']?{re.escape(name)}["\']?\s*=', lines[i].strip()):
-                    return i + 1
-        return start
+    ``section`` ``""``: the top level, before any table."""
     in_section = section == ""
+    pattern = _assigning(key) if key is not None else None
     for i, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if line.startswith("["):
@@ -213,7 +228,7 @@ def _line_of(text: str, section: str, key: str | None) -> int:
             if in_section and key is None:
                 return i
             continue
-        if in_section and key is not None and re.match(rf'["\']?{re.escape(key)}["\']?\s*=', line):
+        if in_section and pattern is not None and pattern.match(line):
             return i
     return 0
 
@@ -234,78 +249,74 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
             warnings.append(_unknown(f"[{section}]", _line_of(text, section, None)))
             continue
         if not isinstance(body, dict):
-            where = section if _line_of(text, section, None) else ""  # `kb = 3`: top level
-            raise _bad(text, where, None if where else section, f"[{section}] must be a table")
+            raise _at(_key_line(text, section, None), f"[{section}] must be a table")
         for key, value in body.items():
             want = _SCHEMA[section].get(key)
             if want is None:
                 warnings.append(_unknown(f"{section}.{key}", _line_of(text, section, key)))
             elif not isinstance(value, want) or isinstance(value, bool) and want is not bool:
-                raise _bad(text, section, key,
+                raise _at(_key_line(text, section, key),
                            f"{section}.{key} must be {_tname(want)}, not {type(value).__name__}")
             elif want is list and any(not isinstance(v, str) for v in value):
                 bad = next(v for v in value if not isinstance(v, str))
-                raise _bad(text, section, key, f"{section}.{key} must be a list of strings, "
+                raise _at(_key_line(text, section, key), f"{section}.{key} must be a list of strings, "
                            f"and {bad!r} is {type(bad).__name__}")
     kb = data.get("kb", {})
     locale = kb.get("locale", "zh")
     if locale not in ("zh", "en"):
-        raise _bad(text, "kb", "locale", f"kb.locale must be 'zh' or 'en', not {locale!r}")
+        raise _at(_key_line(text, "kb", "locale"), f"kb.locale must be 'zh' or 'en', not {locale!r}")
     grammar = kb.get("id_grammar")
     if grammar is not None:
         if not grammar.strip():
-            raise _bad(text, "kb", "id_grammar", "kb.id_grammar is empty: write a regex for the "
+            raise _at(_key_line(text, "kb", "id_grammar"), "kb.id_grammar is empty: write a regex for the "
                        "hypothesis IDs, or leave the key out for the default")
         try:
             re.compile(grammar)
         except re.error as exc:
-            raise _bad(text, "kb", "id_grammar",
+            raise _at(_key_line(text, "kb", "id_grammar"),
                        f"kb.id_grammar is not a valid regex: {exc}") from None
     seps = tuple(kb.get("heading_separators", [":", "："]))
     if not seps or not all(x.strip() for x in seps):
-        raise _bad(text, "kb", "heading_separators", "kb.heading_separators must list at least "
+        raise _at(_key_line(text, "kb", "heading_separators"), "kb.heading_separators must list at least "
                    "one separator, none blank (the default is [\":\", \"：\"])")
     paths = dict(DEFAULT_PATHS)
     paths.update(data.get("paths", {}))
     for key, value in paths.items():
-        try:
-            check_inside(value, f"paths.{key}")
-        except ConfigError as exc:
-            raise _bad(text, "paths", key, str(exc).removeprefix("kb.toml: ")) from None
+        why = _outside(value)
+        if why:
+            raise _at(_key_line(text, "paths", key), _outside_message(f"paths.{key}", value, why))
     rules = data.get("rules", {})
     severity = {}
     for code, sev in rules.get("severity", {}).items():
         if sev not in ("error", "warning", "info", "off"):
-            raise _bad(text, "rules.severity", code,
+            raise _at(_key_line(text, "rules.severity", code),
                        f"rules.severity.{code} must be error|warning|info|off")
         severity[code] = sev
     if "dashboard_stale" in rules:
         severity.setdefault("KB240", rules["dashboard_stale"])
     regs = []
     if not isinstance(data.get("registry", []), list):
-        where = "registry" if _line_of(text, "registry", None) else ""
-        raise _bad(text, where, None if where else "registry",
-                   "registry must be an array of tables ([[registry]] sections)")
+        raise _at(_key_line(text, "registry", None), "registry must be an array of tables ([[registry]] sections)")
     for i, reg in enumerate(data.get("registry", []) or []):
         if not isinstance(reg, dict) or "path" not in reg:
-            raise _bad(text, "[registry]", str(i), f"[[registry]] #{i + 1} needs a path")
+            raise _at(_registry_line(text, i), f"[[registry]] #{i + 1} needs a path")
         for key in ("path", "kind", "heading"):
             if key in reg and not isinstance(reg[key], str):
-                raise _bad(text, "[registry]", f"{i}.{key}", f"[[registry]] #{i + 1} {key} must "
+                raise _at(_registry_line(text, i, key), f"[[registry]] #{i + 1} {key} must "
                            f"be a string, not {type(reg[key]).__name__}")
         try:
             pattern = re.compile(reg.get("heading", Registry.heading))
         except re.error as exc:
-            raise _bad(text, "[registry]", f"{i}.heading",
-                       f"registry heading is not a valid regex: {exc}") from None
+            raise _at(_registry_line(text, i, "heading"),
+                      f"registry heading is not a valid regex: {exc}") from None
         if "id" not in pattern.groupindex:
-            raise _bad(text, "[registry]", f"{i}.heading", f"[[registry]] #{i + 1} heading must "
+            raise _at(_registry_line(text, i, "heading"), f"[[registry]] #{i + 1} heading must "
                        "name each record's ID with a group (?P<id>…), e.g. "
                        "'^## (?P<id>\\S+) (?P<title>.+)$'")
-        try:
-            check_inside(str(reg["path"]), f"registry #{i + 1} path")
-        except ConfigError as exc:
-            raise _bad(text, "[registry]", f"{i}.path", str(exc).removeprefix("kb.toml: ")) from None
+        why = _outside(str(reg["path"]))
+        if why:
+            raise _at(_registry_line(text, i, "path"),
+                      _outside_message(f"registry #{i + 1} path", str(reg["path"]), why))
         regs.append(Registry(path=reg["path"], kind=reg.get("kind", "record"),
                              heading=reg.get("heading", Registry.heading)))
     return Config(
@@ -338,22 +349,31 @@ def check_inside(value: str, key: str) -> str:
     systems ignore it), ``\\`` counting as a separator as on Windows.
     Raises ConfigError naming ``key``; returns ``value``.
     """
-    parts = value.replace("\\", "/").split("/")
-    why = None
-    if not value.strip():
-        why = "is empty"
-    elif "\0" in value:
-        why = "holds a NUL character"
-    elif value.startswith(("/", "\\")) or _DRIVE.match(value):
-        why = "is absolute"
-    elif ".." in parts:
-        why = "leaves the KB folder ('..')"
-    elif any(x.strip().rstrip(".").lower() == ".git" for x in parts):
-        why = "is inside .git"
+    why = _outside(value)
     if why:
-        raise ConfigError(f"kb.toml: {key} = {value!r} {why}: every configured path must stay "
-                          "inside the KB folder and outside .git (nothing was read or written)")
+        raise _at(0, _outside_message(key, value, why))
     return value
+
+
+def _outside(value: str) -> str | None:
+    """Why the configured path ``value`` is refused (:func:`check_inside`), or None."""
+    parts = value.replace("\\", "/").split("/")
+    if not value.strip():
+        return "is empty"
+    if "\0" in value:
+        return "holds a NUL character"
+    if value.startswith(("/", "\\")) or _DRIVE.match(value):
+        return "is absolute"
+    if ".." in parts:
+        return "leaves the KB folder ('..')"
+    if any(x.strip().rstrip(".").lower() == ".git" for x in parts):
+        return "is inside .git"
+    return None
+
+
+def _outside_message(key: str, value: str, why: str) -> str:
+    return (f"{key} = {value!r} {why}: every configured path must stay inside the KB folder "
+            "and outside .git (nothing was read or written)")
 
 
 def _unknown(key: str, line: int = 0) -> Diagnostic:

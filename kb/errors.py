@@ -87,6 +87,14 @@ class ConfigError(EnvironmentError_):
         self.line = line
         self.col = col
 
+    def named(self, name: str) -> "ConfigError":
+        """This error with the file its message names (``kb.toml…``) called ``name``
+        (``sub/kb.toml``: another KB of the repository, or the file as seen from the
+        current folder); another message gets ``name:`` in front."""
+        msg = str(self)
+        msg = name + msg[len("kb.toml"):] if msg.startswith("kb.toml") else f"{name}: {msg}"
+        return ConfigError(msg, self.line, self.col)
+
 
 class InternalError(KbError):
     """A bug: something kb's own invariants say cannot happen (exit 3)."""

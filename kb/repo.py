@@ -94,10 +94,7 @@ def _named_from_here(exc: ConfigError, root: Path) -> ConfigError:
         shown = Path(os.path.relpath(root / "kb.toml")).as_posix()
     except (OSError, ValueError):  # no current folder; another drive
         return exc
-    msg = str(exc)
-    if shown == "kb.toml" or not msg.startswith("kb.toml"):
-        return exc
-    return ConfigError(shown + msg[len("kb.toml"):], exc.line, exc.col)
+    return exc if shown == "kb.toml" or not str(exc).startswith("kb.toml") else exc.named(shown)
 
 
 def find_all_kbs(top: Path, rev: str | None = None) -> list[str]:

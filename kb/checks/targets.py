@@ -31,10 +31,7 @@ def kb_at(top: Path, prefix: str, blob_rev: Optional[str]) -> Any:
             cfg = config_from_dict(root, data, text)
     except ConfigError as exc:
         # A repository holds several KBs: say which kb.toml (its messages say "kb.toml").
-        msg = str(exc)
-        if prefix:
-            msg = prefix + msg if msg.startswith("kb.toml") else f"{prefix}kb.toml: {msg}"
-        raise ConfigError(msg, exc.line, exc.col) from None
+        raise (exc.named(f"{prefix}kb.toml") if prefix else exc) from None
     return KnowledgeBase(root=root, top=top, prefix=prefix, config=cfg)
 
 
