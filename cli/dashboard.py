@@ -12,7 +12,8 @@ from kb_cli.output import emit_json, err, json_option, kb_option, write_kwargs, 
 
 @click.command("dashboard")
 @click.option("--check", is_flag=True,
-              help="Only check: exit 1 when DASHBOARD.md is stale; write nothing.")
+              help="Only check: exit 1 when DASHBOARD.md is stale, or refused when tree.md or an "
+                   "experiment has format errors (conflict markers): it cannot be judged; write nothing.")
 @write_options
 @json_option
 @kb_option

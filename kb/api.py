@@ -71,8 +71,19 @@ def index_kb(path: str | Path | None = None) -> IndexReport:
         stats = idx.refresh(check=True)  # `kb index`: every cached parse's check too
         raw = idx.counts()
         counts = {kind: raw[kind] for kind in KIND_ORDER if raw.get(kind)}
-        diags = list(k.config.warnings) + idx.diagnostics()
+        config = sorted([*k.config.warnings, *_unknown_codes(k.config)], key=lambda d: d.line)
+        diags = config + idx.diagnostics()
     return IndexReport(root=k.root, stats=stats, counts=counts, diagnostics=diags)
+
+
+def _unknown_codes(config: Any) -> list[Any]:
+    """KB001 for rule codes of kb.toml kb does not have; the catalogue is imported only
+    when kb.toml names codes (a cold ``kb index`` imports no rule module)."""
+    if not (config.disabled_rules or config.severity):
+        return []
+    from kb.checks.catalogue import unknown_codes
+
+    return unknown_codes(config)
 
 
 def _priority_key(row: ObjectRow) -> tuple[int, int, str]:

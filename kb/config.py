@@ -9,6 +9,7 @@ paths at it, e.g. ``problems = "VibeMath/Projects/demo/Problems"``.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import dataclass, field, replace
@@ -99,6 +100,17 @@ class Config:
         """1-based line of ``[section]`` / ``key`` in kb.toml; ``default`` when absent."""
         return _line_of(self.source, section, key) or default
 
+    def severity_line(self, code: str) -> int:
+        """kb.toml's 1-based line that sets ``code``'s severity (``[rules.severity] KBnnn = …``,
+        an inline ``severity = {…}``, or ``dashboard_stale`` for KB240); 1 when none does."""
+        for section, key in (("rules.severity", code), ("rules", "severity"),
+                             *((("rules", "dashboard_stale"),) if code == "KB240" else ()),
+                             ("rules", None)):
+            line = _line_of(self.source, section, key)
+            if line:
+                return line
+        return 1
+
     @property
     def recognise_grammar(self) -> str:
         """The regex the tree parser uses to recognise declarations."""
@@ -114,8 +126,8 @@ def load_config(root: Path) -> Config:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
     text, data = read_toml(raw)
     cfg = config_from_dict(root, data, text)
-    dirs = _file_paths_that_are_directories(cfg, text)
-    return replace(cfg, warnings=cfg.warnings + dirs) if dirs else cfg
+    found = _file_paths_that_are_directories(cfg, text) + _tree_missing(cfg, data, text)
+    return replace(cfg, warnings=cfg.warnings + found) if found else cfg
 
 
 def _file_paths_that_are_directories(cfg: Config, text: str) -> tuple[Diagnostic, ...]:
@@ -132,6 +144,21 @@ def _file_paths_that_are_directories(cfg: Config, text: str) -> tuple[Diagnostic
                 message=f"{rel} (paths.{key}) is a directory, not a file: kb reads nothing from it "
                         f"and refuses to write it; move the directory away or set [paths] {key}"))
     return tuple(out)
+
+
+def _tree_missing(cfg: Config, data: dict[str, Any], text: str) -> tuple[Diagnostic, ...]:
+    """KB004 when kb.toml sets ``[paths] tree`` and no such file is there: kb would read
+    no hypothesis and say nothing (a misspelt path). The default ``tree.md`` may be
+    absent (a KB of cards alone)."""
+    rel = data.get("paths", {}).get("tree")
+    if not isinstance(rel, str) or os.path.lexists(cfg.root / rel):
+        return ()
+    from kb.model import Diagnostic
+
+    return (Diagnostic(
+        path="kb.toml", line=_line_of(text, "paths", "tree") or 1, code="KB004", severity="warning",
+        message=f"paths.tree = {rel!r}: no such file, so kb reads no hypothesis and `kb hyp "
+                "add` refuses; correct the path, or create the file"),)
 
 
 #: Where tomllib says a syntax error is (its message's end, "(at line 3, column 14)",
@@ -317,6 +344,10 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
         if why:
             raise _at(_registry_line(text, i, "path"),
                       _outside_message(f"registry #{i + 1} path", str(reg["path"]), why))
+        if reg.get("kind", "record") != "record":
+            warnings.append(_not_read(_registry_line(text, i, "kind"), f"[[registry]] #{i + 1} kind = "
+                                      f"{reg['kind']!r}: a registry's entries are records (kind "
+                                      "'record'); no other kind is read from it"))
         regs.append(Registry(path=reg["path"], kind=reg.get("kind", "record"),
                              heading=reg.get("heading", Registry.heading)))
     return Config(
@@ -377,10 +408,15 @@ def _outside_message(key: str, value: str, why: str) -> str:
 
 
 def _unknown(key: str, line: int = 0) -> Diagnostic:
+    return _not_read(line, f"unknown key {key} in kb.toml")
+
+
+def _not_read(line: int, what: str) -> Diagnostic:
+    """KB001: something of kb.toml kb does not read, at ``line``."""
     from kb.model import Diagnostic
 
     return Diagnostic(path="kb.toml", line=line, code="KB001", severity="warning",
-                      message=f"unknown key {key} in kb.toml (ignored)")
+                      message=f"{what} (ignored)")
 
 
 def _tname(t: type | tuple[type, ...]) -> str:

@@ -424,6 +424,32 @@ def test_unknown_kb_toml_key_is_a_warning_with_its_line(make_kb, run_kb):
     assert "kb.toml:3:1: KB001" in r.stdout and "kb.colour" in r.stdout
 
 
+def test_what_kb_toml_names_and_kb_does_not_read_is_a_warning_with_its_line(make_kb, run_kb):
+    """A rule code kb does not have (``disable``, ``severity``), a registry kind other
+    than ``record`` and a ``[paths] tree`` with no file change nothing: each is a
+    warning at its line (KB001, KB004) in ``kb index`` and ``kb verify``, exit 0,
+    where they passed without a word."""
+    config = ('[paths]\ntree = "trees.md"\n\n[rules]\ndisable = ["KB999", "KB216"]\n'
+              'severity = { KB21 = "warning", KB240 = "error" }\n\n'
+              '[[registry]]\npath = "problems.md"\nkind = "problem"\n')
+    root = make_kb({"tree.md": "# Hypothesis Tree\n"}, config=config)
+    r = run_kb("index", cwd=root)
+    assert r.code == 0, r.stderr
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("kb.toml:")]
+    assert [ln.split(" [")[0] for ln in lines] == [
+        "kb.toml:2:1: KB004", "kb.toml:5:1: KB001", "kb.toml:6:1: KB001", "kb.toml:10:1: KB001"], lines
+    assert "'trees.md': no such file" in lines[0] and "KB999" in lines[1] and "KB21," in lines[2]
+    assert "kind = 'problem'" in lines[3] and "KB216" not in r.stdout and "KB240" not in r.stdout
+    r = run_kb("verify", "--json", cwd=root)
+    warned = sorted((d["code"], d["line"]) for d in r.json()["diagnostics"] if d["path"] == "kb.toml")
+    assert r.code == 0 and warned == [("KB001", 5), ("KB001", 6), ("KB001", 10), ("KB004", 2)], r.stdout
+    # the file named there, the warning goes; the default tree.md may be absent (a KB of cards)
+    (root / "tree.md").rename(root / "trees.md")
+    assert "KB004" not in run_kb("index", cwd=root).stdout
+    root = make_kb({"Problems/q1.md": "# 问题｜a\n- ID: q1\n"})
+    assert "KB004" not in run_kb("index", cwd=root).stdout
+
+
 def test_ctrl_c_while_the_command_line_is_imported_is_an_abort_not_a_traceback(tmp_path) -> None:
     """A Ctrl-C in the first milliseconds of a command, while Python imports click and
     kb, ends it as one during the command does: ``kb: aborted``, exit code 2. The

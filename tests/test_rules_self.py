@@ -59,6 +59,27 @@ def test_weakening_alone_needs_an_override(repo) -> None:
     assert find(data, "KB309")[0]["severity"] == "info"
 
 
+def test_a_code_kb_does_not_have_weakens_nothing(repo) -> None:
+    """``disable = ["KB999"]`` or a severity for ``KB21`` switches off no rule: no KB309
+    (whose words assume a rule), a KB001 warning at that line instead; the staged
+    check passes. A real code beside it is still KB309."""
+    _with_toml(repo, '\n[rules]\ndisable = ["KB999"]\nseverity = { KB21 = "off" }\n')
+    git(repo, "add", "-A")
+    rc, data = verify_json(repo, "--staged")
+    toml = (repo / "kb.toml").read_text(encoding="utf-8").splitlines()
+    at = {ln.split(" ")[0]: i for i, ln in enumerate(toml, 1) if ln.startswith(("disable", "severity"))}
+    assert rc == 0 and not find(data, "KB309"), data
+    assert sorted((d["line"], d["severity"]) for d in find(data, "KB001")) == [
+        (at["disable"], "warning"), (at["severity"], "warning")]
+    toml_path = repo / "kb.toml"
+    toml_path.write_text(toml_path.read_text(encoding="utf-8").replace(
+        '["KB999"]', '["KB999", "KB306"]'), encoding="utf-8")
+    git(repo, "add", "-A")
+    rc, data = verify_json(repo, "--staged")
+    assert rc == 1 and [d["message"].split(";")[0] for d in find(data, "KB309")] == [
+        "kb.toml disables KB306"], data
+
+
 def _forged_card_commit(repo, branch: str) -> None:
     """A commit on ``branch`` that edits a Verified card, made with --no-verify."""
     git(repo, "checkout", "-q", "-b", branch)

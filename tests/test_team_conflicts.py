@@ -190,6 +190,12 @@ def test_staged_check_during_a_stopped_pull_names_the_conflicts(team) -> None:
     assert "2 ours, 3 theirs" in found["Problems/q2.md"]["message"]  # added on both sides
     assert all(f["blocking"] and f["severity"] == "error" for f in found.values())
     assert not [f for f in data["diagnostics"] if f["code"] in ("KB301", "KB305", "KB302")], data
+    # `kb dashboard --check` cannot judge a tree with conflict markers: it says why, as
+    # `kb dashboard` does, instead of "stale" (which sends the user to a refused write)
+    res = invoke("dashboard", "--check", cwd=b)
+    assert res.code == 1 and "stale" not in res.stderr, res.stderr
+    assert "experiments/E001.md has format errors" in res.stderr and "KB190" in res.stderr
+    assert "cannot tell whether DASHBOARD.md is current" in res.stderr
     # resolved and added: KB191 is gone and the merge is judged as usual
     for path in ("tree.md", "experiments/E001.md", "Problems/q1.md", "Problems/q2.md"):
         git(b, "checkout", "--theirs", "--", path)

@@ -51,14 +51,17 @@ def _r(code: str, severity: str, family: Family, stage: Stage, summary: str, fix
 
 CATALOGUE: tuple[RuleInfo, ...] = (
     # -- configuration ------------------------------------------------------------
-    _r("KB001", "warning", "snapshot", "config", "unknown key in kb.toml (ignored)",
-       "remove the key or correct its spelling"),
+    _r("KB001", "warning", "snapshot", "config", "unknown key in kb.toml, or a value kb does not "
+       "read (a rule code it does not have, a registry kind other than record): ignored",
+       "remove the key or value or correct its spelling (`kb rules` lists the codes)"),
     _r("KB002", "error", "snapshot", "config", "a file path of kb.toml (tree, dashboard) is a directory",
        "move the directory away, or point [paths] at a file"),
     _r("KB003", "error", "snapshot", "config", "in a repository of several KBs, a KB's kb.toml "
        "cannot be read (TOML syntax, a value of the wrong type): that KB is not checked; it blocks "
        "when the change touches that KB", "correct that kb.toml (`kb verify` in its folder says what "
        "is wrong)"),
+    _r("KB004", "warning", "snapshot", "config", "kb.toml sets [paths] tree to a file that is "
+       "not there: no hypothesis is read", "correct the path, or create the file"),
     # -- parsing (kb index) -------------------------------------------------------
     _r("KB101", "error", "snapshot", "parse", "file is not valid UTF-8",
        "re-save the file as UTF-8"),
@@ -247,6 +250,24 @@ CATALOGUE: tuple[RuleInfo, ...] = (
 )
 
 BY_CODE: dict[str, RuleInfo] = {r.code: r for r in CATALOGUE}
+
+
+def unknown_codes(config: Any) -> list[Any]:
+    """KB001 warnings (``kb.model.Diagnostic``, path ``kb.toml``) for each rule code of
+    ``[rules] disable`` and ``[rules.severity]`` that kb does not have: a misspelt code
+    switches nothing off and would otherwise pass without a word."""
+    named = [(code, "rules.disable", config.line_of("rules", "disable")) for code in
+             sorted(config.disabled_rules) if code not in BY_CODE]
+    named += [(code, "rules.severity", config.severity_line(code)) for code in
+              sorted(config.severity) if code not in BY_CODE]
+    if not named:
+        return []
+    from kb.model import Diagnostic
+
+    return [Diagnostic(path="kb.toml", line=line, code="KB001", severity="warning",
+                       message=f"{key} names {code}, which is not a rule of kb: it changes nothing "
+                               "(ignored); `kb rules` lists the codes")
+            for code, key, line in named]
 
 
 def rule_info(code: str) -> Optional[RuleInfo]:

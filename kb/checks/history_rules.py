@@ -339,17 +339,6 @@ def ids_never_reused(c: Change) -> list:
 _STRENGTH = {"error": 3, "warning": 2, "info": 1, "off": 0}
 
 
-def _severity_line(cfg: Any, code: str) -> int:
-    """kb.toml's line that sets ``code``'s severity (``[rules.severity] KBnnn = …``,
-    an inline ``severity = {…}``, or ``dashboard_stale`` for KB240)."""
-    for section, key in (("rules.severity", code), ("rules", "severity"),
-                         *((("rules", "dashboard_stale"),) if code == "KB240" else ()), ("rules", None)):
-        line = cfg.line_of(section, key, default=0)
-        if line:
-            return line
-    return 1
-
-
 @history_rule("KB309")
 def rules_weakened(c: Change) -> list:
     """KB309: the change weakens a rule (``[rules] disable``, a lower severity),
@@ -364,18 +353,19 @@ def rules_weakened(c: Change) -> list:
     if old is None or new is None or old is new:
         return []
     out = []
-    for code in sorted(set(new.disabled_rules) - set(old.disabled_rules)):
+    # A code kb does not have weakens nothing: KB001 names it (kb.checks.catalogue.unknown_codes).
+    for code in sorted((set(new.disabled_rules) - set(old.disabled_rules)) & BY_CODE.keys()):
         out.append(c.violation(code, "kb.toml", new.line_of("rules", "disable"), "KB309",
                                f"kb.toml disables {code}; a change may not switch off a rule that "
                                f"judges the record (Kb-Override: {code} <reason> to accept it)"))
-    for code in sorted(set(new.severity) | set(old.severity)):
-        default = BY_CODE[code].severity if code in BY_CODE else "error"
+    for code in sorted((set(new.severity) | set(old.severity)) & BY_CODE.keys()):
+        default = BY_CODE[code].severity
         was = old.severity.get(code, "off" if code in old.disabled_rules else default)
         now = new.severity.get(code, "off" if code in new.disabled_rules else default)
         if code in new.disabled_rules and code not in old.disabled_rules:
             continue  # reported above
         if _STRENGTH.get(now, 3) < _STRENGTH.get(was, 3):
-            out.append(c.violation(code, "kb.toml", _severity_line(new, code), "KB309",
+            out.append(c.violation(code, "kb.toml", new.severity_line(code), "KB309",
                                    f"kb.toml lowers {code} from {was} to {now}; a change may not "
                                    f"weaken a rule that judges the record (Kb-Override: {code} "
                                    "<reason> to accept it)"))

@@ -117,9 +117,12 @@ def findings(diags: Iterable[_D], k: Any, family: str, *, commit: Optional[str] 
 
 def config_findings(k: Any) -> list[Finding]:
     """The diagnostics of KB ``k``'s kb.toml as snapshot findings: warnings (KB001, an
-    unknown key) and errors, which block in every mode (KB002: a file path that is a
-    directory, so nothing of it is read)."""
-    return findings([_D.of(w) for w in k.config.warnings], k, "snapshot", all_errors_block=True)
+    unknown key or rule code; KB004, a tree path with no file) and errors, which block in
+    every mode (KB002: a file path that is a directory, so nothing of it is read)."""
+    from kb.checks.catalogue import unknown_codes
+
+    diags = [*k.config.warnings, *unknown_codes(k.config)]
+    return findings([_D.of(w) for w in diags], k, "snapshot", all_errors_block=True)
 
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:

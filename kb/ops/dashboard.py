@@ -148,25 +148,33 @@ def check_dashboard_inputs(k: KnowledgeBase, idx: Any, commit: bool) -> None:
     """
     from kb.errors import RefusedError
 
-    paths = k.config.paths
-    tree, exps = paths["tree"], paths["experiments"].strip("/") + "/"
-    for d in idx.diagnostics():
-        if d.severity == "error" and (d.path == tree or d.path.startswith(exps)):
-            raise RefusedError(
-                f"{k.prefix}{d.path} has format errors ({d.format()}): the dashboard would "
-                "leave out what kb cannot read; fix the file first (kb index lists the errors) "
-                "— nothing was written")
+    bad = _format_error(k, idx)
+    if bad:
+        raise RefusedError(f"{bad}: the dashboard would leave out what kb cannot read; fix the "
+                           "file first (kb index lists the errors) — nothing was written")
     if not commit:
         return
+    paths = k.config.paths
     proc = git.run(["--literal-pathspecs", "status", "--porcelain=v1", "-z",
-                    "--untracked-files=all", "--", k.repo_path(tree),
-                    k.repo_path(exps.rstrip("/"))], k.top)
+                    "--untracked-files=all", "--", k.repo_path(paths["tree"]),
+                    k.repo_path(paths["experiments"].strip("/"))], k.top)
     dirty = [rec[3:] for rec in git.split_z(proc.stdout) if rec]
     if dirty:
         raise RefusedError(
             f"{', '.join(dirty[:5])} {'has' if len(dirty) == 1 else 'have'} uncommitted changes: a "
             "committed dashboard would describe a state no commit holds; commit them first (or "
             "use --no-commit) — nothing was written")
+
+
+def _format_error(k: KnowledgeBase, idx: Any) -> str | None:
+    """``<path> has format errors (<first error>)`` for the first error of the working
+    tree's tree file or experiments (what the dashboard is rendered from), or None."""
+    paths = k.config.paths
+    tree, exps = paths["tree"], paths["experiments"].strip("/") + "/"
+    for d in idx.diagnostics():
+        if d.severity == "error" and (d.path == tree or d.path.startswith(exps)):
+            return f"{k.prefix}{d.path} has format errors ({d.format()})"
+    return None
 
 
 def rendered_parse(rel: str, steps: list[str] | None, newline: str, bom: bool) -> Any:
@@ -226,6 +234,12 @@ def _inputs_from(k: KnowledgeBase, source: Any) -> tuple[list[Any], list[Any], b
             meta = idx.parse_meta(dash_rel, files[dash_rel]) if dash_rel in files else None
             return hyps, exps, existing, meta
         idx.refresh()
+        bad = _format_error(k, idx)
+        if bad:  # e.g. conflict markers of a stopped merge: "stale" would send the user astray
+            from kb.errors import RefusedError
+
+            raise RefusedError(f"{bad}: kb cannot tell whether {k.prefix}{dash_rel} is current "
+                               "until the file reads without errors (kb index lists them)")
         hyps = _hypotheses(_current_nodes(k, idx))
         exps = _experiments(idx)
         try:
@@ -240,7 +254,9 @@ def is_stale(kb: Any = None, source: Any = None) -> DashboardCheck:
     """Compare DASHBOARD.md with what :func:`dashboard_text` gives (read-only, no lock).
 
     ``source`` is a :class:`kb.repo.Snapshot` (e.g. the staged index or a
-    commit) or None for the working tree.
+    commit) or None for the working tree. Raises RefusedError when the working
+    tree's tree file or an experiment has format errors (conflict markers of a
+    stopped merge, say): the check cannot judge, as ``kb dashboard`` cannot render.
     """
     from kb.render.dashboard import render_dashboard
 
