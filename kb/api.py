@@ -71,19 +71,25 @@ def index_kb(path: str | Path | None = None) -> IndexReport:
         stats = idx.refresh(check=True)  # `kb index`: every cached parse's check too
         raw = idx.counts()
         counts = {kind: raw[kind] for kind in KIND_ORDER if raw.get(kind)}
-        config = sorted([*k.config.warnings, *_unknown_codes(k.config)], key=lambda d: d.line)
+        config = sorted([*k.config.warnings, *_config_checks(k, idx)], key=lambda d: d.line)
         diags = config + idx.diagnostics()
     return IndexReport(root=k.root, stats=stats, counts=counts, diagnostics=diags)
 
 
-def _unknown_codes(config: Any) -> list[Any]:
-    """KB001 for rule codes of kb.toml kb does not have; the catalogue is imported only
-    when kb.toml names codes (a cold ``kb index`` imports no rule module)."""
-    if not (config.disabled_rules or config.severity):
-        return []
-    from kb.checks.catalogue import unknown_codes
+def _config_checks(k: KnowledgeBase, idx: Index) -> list[Any]:
+    """KB001 for rule codes kb does not have, KB004 for a tree path the working tree does
+    not hold (:mod:`kb.checks.config_rules`), imported only when kb.toml names codes or
+    moves the tree: a cold ``kb index`` imports no rule module."""
+    from kb.config import DEFAULT_PATHS
 
-    return unknown_codes(config)
+    cfg = k.config
+    tree = cfg.paths["tree"]
+    if not (cfg.disabled_rules or cfg.severity or tree != DEFAULT_PATHS["tree"]):
+        return []
+    from kb.checks.config_rules import tree_missing, unknown_codes
+
+    held = () if idx.current_blob(tree) is None else (tree,)
+    return unknown_codes(cfg) + tree_missing(cfg, held)
 
 
 def _priority_key(row: ObjectRow) -> tuple[int, int, str]:

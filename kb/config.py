@@ -9,7 +9,6 @@ paths at it, e.g. ``problems = "VibeMath/Projects/demo/Problems"``.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from dataclasses import dataclass, field, replace
@@ -97,19 +96,36 @@ class Config:
     source: str = field(default="", compare=False, repr=False)
 
     def line_of(self, section: str, key: str | None = None, default: int = 1) -> int:
-        """1-based line of ``[section]`` / ``key`` in kb.toml; ``default`` when absent."""
-        return _line_of(self.source, section, key) or default
+        """1-based line of ``[section]`` / ``key`` in kb.toml, in any form of table
+        (:func:`_key_line`); ``default`` when absent."""
+        return _key_line(self.source, section, key) or default
 
     def severity_line(self, code: str) -> int:
         """kb.toml's 1-based line that sets ``code``'s severity (``[rules.severity] KBnnn = …``,
-        an inline ``severity = {…}``, or ``dashboard_stale`` for KB240); 1 when none does."""
-        for section, key in (("rules.severity", code), ("rules", "severity"),
+        an inline ``severity = {…}``, a dotted key, or ``dashboard_stale`` for KB240); 1 when
+        none does."""
+        line = _line_of(self.source, "rules.severity", code) or self.code_line(code)
+        if line:
+            return line
+        for section, key in (("rules", "severity"),
                              *((("rules", "dashboard_stale"),) if code == "KB240" else ()),
                              ("rules", None)):
             line = _line_of(self.source, section, key)
             if line:
                 return line
         return 1
+
+    def code_line(self, code: str) -> int:
+        """The 1-based line of kb.toml naming rule ``code`` (``"KB216"`` in a ``disable``
+        array, one code a line or not, or ``KB216 =`` in any form of table); 0 if none."""
+        quoted = re.compile(rf'"{re.escape(code)}"|\'{re.escape(code)}\'')
+        lines = [(i, raw) for i, raw in enumerate(self.source.splitlines(), 1)
+                 if not raw.lstrip().startswith("#")]
+        for named in (quoted, _assigning(code)):
+            for i, raw in lines:
+                if named.search(raw):
+                    return i
+        return 0
 
     @property
     def recognise_grammar(self) -> str:
@@ -126,8 +142,8 @@ def load_config(root: Path) -> Config:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
     text, data = read_toml(raw)
     cfg = config_from_dict(root, data, text)
-    found = _file_paths_that_are_directories(cfg, text) + _tree_missing(cfg, data, text)
-    return replace(cfg, warnings=cfg.warnings + found) if found else cfg
+    dirs = _file_paths_that_are_directories(cfg, text)
+    return replace(cfg, warnings=cfg.warnings + dirs) if dirs else cfg
 
 
 def _file_paths_that_are_directories(cfg: Config, text: str) -> tuple[Diagnostic, ...]:
@@ -144,21 +160,6 @@ def _file_paths_that_are_directories(cfg: Config, text: str) -> tuple[Diagnostic
                 message=f"{rel} (paths.{key}) is a directory, not a file: kb reads nothing from it "
                         f"and refuses to write it; move the directory away or set [paths] {key}"))
     return tuple(out)
-
-
-def _tree_missing(cfg: Config, data: dict[str, Any], text: str) -> tuple[Diagnostic, ...]:
-    """KB004 when kb.toml sets ``[paths] tree`` and no such file is there: kb would read
-    no hypothesis and say nothing (a misspelt path). The default ``tree.md`` may be
-    absent (a KB of cards alone)."""
-    rel = data.get("paths", {}).get("tree")
-    if not isinstance(rel, str) or os.path.lexists(cfg.root / rel):
-        return ()
-    from kb.model import Diagnostic
-
-    return (Diagnostic(
-        path="kb.toml", line=_line_of(text, "paths", "tree") or 1, code="KB004", severity="warning",
-        message=f"paths.tree = {rel!r}: no such file, so kb reads no hypothesis and `kb hyp "
-                "add` refuses; correct the path, or create the file"),)
 
 
 #: Where tomllib says a syntax error is (its message's end, "(at line 3, column 14)",
@@ -218,14 +219,36 @@ def _key_line(text: str, section: str, key: str | None) -> int:
     if not line and "." in section:
         outer, _, inner = section.rpartition(".")
         line = _line_of(text, outer, inner)
-    return line
+    return line or _loose_line(text, section, key)
+
+
+def _loose_line(text: str, section: str, key: str | None) -> int:
+    """For the forms the table walk does not follow (``paths = { tree = … }`` at the top,
+    a dotted ``rules.severity.KB1 = …``, ``registry = [ { … } ]``): the first line from
+    the first naming the section's last part that assigns ``key`` (``key`` None: that
+    line); 0 if there is none."""
+    name = re.compile(rf"(?<![\w-]){re.escape(section.rpartition('.')[2])}(?![\w-])")
+    lines = text.splitlines()
+    start = next((i for i, raw in enumerate(lines)
+                  if not raw.lstrip().startswith("#") and name.search(raw)), None)
+    if start is None:
+        return 0
+    if key is None:
+        return start + 1
+    assigns = _assigning(key)
+    for i in range(start, len(lines)):
+        if not lines[i].lstrip().startswith("#") and assigns.search(lines[i]):
+            return i + 1
+    return 0
 
 
 def _registry_line(text: str, n: int, key: str | None = None) -> int:
     """1-based line of kb.toml's ``n``-th (0-based) ``[[registry]]`` header, or of its
-    ``key``; 0 if not found."""
+    ``key`` (an inline array of tables: see :func:`_loose_line`); 0 if not found."""
     lines = text.splitlines()
     heads = [i for i, raw in enumerate(lines, 1) if raw.strip().replace(" ", "") == "[[registry]]"]
+    if not heads:  # ``registry = [ { … } ]``: its line, or the first table's ``key``
+        return _loose_line(text, "registry", key if n == 0 else None)
     if n >= len(heads):
         return 0
     if key is not None:
@@ -239,8 +262,9 @@ def _registry_line(text: str, n: int, key: str | None = None) -> int:
 
 
 def _assigning(key: str) -> re.Pattern[str]:
-    """A TOML line assigning ``key`` (bare or quoted)."""
-    return re.compile(rf'["\']?{re.escape(key)}["\']?\s*=')
+    """A TOML line assigning ``key`` (bare or quoted), or a dotted key under it
+    (``key.x = …``), at the line's start for ``match``, anywhere for ``search``."""
+    return re.compile(rf'(?<![\w-])["\']?{re.escape(key)}["\']?\s*[=.]')
 
 
 def _line_of(text: str, section: str, key: str | None) -> int:
@@ -273,14 +297,14 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
         if section == "registry":
             continue
         if section not in _SCHEMA:
-            warnings.append(_unknown(f"[{section}]", _line_of(text, section, None)))
+            warnings.append(_unknown(f"[{section}]", _key_line(text, section, None)))
             continue
         if not isinstance(body, dict):
             raise _at(_key_line(text, section, None), f"[{section}] must be a table")
         for key, value in body.items():
             want = _SCHEMA[section].get(key)
             if want is None:
-                warnings.append(_unknown(f"{section}.{key}", _line_of(text, section, key)))
+                warnings.append(_unknown(f"{section}.{key}", _key_line(text, section, key)))
             elif not isinstance(value, want) or isinstance(value, bool) and want is not bool:
                 raise _at(_key_line(text, section, key),
                            f"{section}.{key} must be {_tname(want)}, not {type(value).__name__}")
@@ -415,7 +439,7 @@ def _not_read(line: int, what: str) -> Diagnostic:
     """KB001: something of kb.toml kb does not read, at ``line``."""
     from kb.model import Diagnostic
 
-    return Diagnostic(path="kb.toml", line=line, code="KB001", severity="warning",
+    return Diagnostic(path="kb.toml", line=line or 1, code="KB001", severity="warning",
                       message=f"{what} (ignored)")
 
 

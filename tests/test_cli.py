@@ -438,7 +438,7 @@ def test_what_kb_toml_names_and_kb_does_not_read_is_a_warning_with_its_line(make
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("kb.toml:")]
     assert [ln.split(" [")[0] for ln in lines] == [
         "kb.toml:2:1: KB004", "kb.toml:5:1: KB001", "kb.toml:6:1: KB001", "kb.toml:10:1: KB001"], lines
-    assert "'trees.md': no such file" in lines[0] and "KB999" in lines[1] and "KB21," in lines[2]
+    assert "'trees.md': no such file" in lines[0] and "'KB999'" in lines[1] and "'KB21'" in lines[2]
     assert "kind = 'problem'" in lines[3] and "KB216" not in r.stdout and "KB240" not in r.stdout
     r = run_kb("verify", "--json", cwd=root)
     warned = sorted((d["code"], d["line"]) for d in r.json()["diagnostics"] if d["path"] == "kb.toml")
@@ -448,6 +448,54 @@ def test_what_kb_toml_names_and_kb_does_not_read_is_a_warning_with_its_line(make
     assert "KB004" not in run_kb("index", cwd=root).stdout
     root = make_kb({"Problems/q1.md": "# 问题｜a\n- ID: q1\n"})
     assert "KB004" not in run_kb("index", cwd=root).stdout
+
+
+@pytest.mark.parametrize("config, placed", [
+    ('registry = [ { path = "p.md", kind = "nope" } ]\n', [("KB001", 2)]),
+    ('paths = { tree = "gone.md" }\n', [("KB004", 2)]),
+    ('rules.severity.KB779 = "error"\n', [("KB001", 2)]),
+    ('rules = { disable = ["KB778"] }\n', [("KB001", 2)]),
+    ('[rules]\ndisable = [\n  "KB216",\n  "KB777",\n  "",\n]\n', [("KB001", 5), ("KB001", 6)]),
+    ('[rules]\nseverity.KB55 = "off"\ncolour.x = 1\n', [("KB001", 3), ("KB001", 4)]),
+    ('registry = [\n  { path = "p.md" },\n  { path = "q.md", kind = "x" },\n]\n', [("KB001", 2)]),
+])
+def test_kb_toml_warnings_are_placed_in_every_form_of_table(make_kb, run_kb, config: str,
+                                                               placed: list) -> None:
+    """Top-level inline tables, dotted keys and arrays of one code a line: each warning
+    at the line that names its key or code (line 1 is a comment), never line 0 or 1."""
+    root = make_kb({"tree.md": "# Hypothesis Tree\n"}, config="# settings\n" + config)
+    r = run_kb("index", "--json", cwd=root)
+    found = [(d["code"], d["line"]) for d in r.json()["diagnostics"] if d["path"] == "kb.toml"]
+    assert r.code == 0 and found == placed, r.stdout
+
+
+def test_kb004_judges_the_snapshot_checked(make_kb, run_kb) -> None:
+    """KB004 looks at the files of the snapshot being checked, not at the folder: a staged
+    kb.toml naming a tree that is only an untracked file is warned of; a tree staged and
+    then deleted from the folder is not; a committed tree path never committed is warned
+    of in a range whatever lies in the folder; a symlink to nothing holds no tree."""
+    root = make_kb({"tree.md": "# Hypothesis Tree\n"})
+    commit_all(root, "base")
+    toml = root / "kb.toml"
+    toml.write_text(toml.read_text(encoding="utf-8") + '\n[paths]\ntree = "t2.md"\n', encoding="utf-8")
+    (root / "t2.md").write_text("# Hypothesis Tree\n", encoding="utf-8")
+    git(root, "add", "kb.toml")
+
+    def kb004(*args: str) -> int:
+        r = run_kb("verify", *args, "--json", cwd=root)  # exit 1: KB309, the tree moved
+        return len([d for d in r.json()["diagnostics"] if d["code"] == "KB004"])
+
+    assert kb004("--staged") == 1 and kb004() == 0
+    git(root, "add", "t2.md")
+    (root / "t2.md").unlink()
+    assert kb004("--staged") == 0 and kb004() == 1
+    git(root, "rm", "-q", "--cached", "t2.md")
+    git(root, "commit", "-q", "--no-verify", "-m", "tree moved, not committed")
+    (root / "t2.md").write_text("# Hypothesis Tree\n", encoding="utf-8")
+    assert kb004("--range", "HEAD~1..HEAD") == 1
+    (root / "t2.md").unlink()
+    (root / "t2.md").symlink_to("nowhere.md")
+    assert "KB004" in run_kb("index", cwd=root).stdout
 
 
 def test_ctrl_c_while_the_command_line_is_imported_is_an_abort_not_a_traceback(tmp_path) -> None:

@@ -195,6 +195,7 @@ def test_staged_check_during_a_stopped_pull_names_the_conflicts(team) -> None:
     res = invoke("dashboard", "--check", cwd=b)
     assert res.code == 1 and "stale" not in res.stderr, res.stderr
     assert "experiments/E001.md has format errors" in res.stderr and "KB190" in res.stderr
+    assert "; tree.md has format errors" in res.stderr  # every file, not the first alone
     assert "cannot tell whether DASHBOARD.md is current" in res.stderr
     # resolved and added: KB191 is gone and the merge is judged as usual
     for path in ("tree.md", "experiments/E001.md", "Problems/q1.md", "Problems/q2.md"):

@@ -252,24 +252,6 @@ CATALOGUE: tuple[RuleInfo, ...] = (
 BY_CODE: dict[str, RuleInfo] = {r.code: r for r in CATALOGUE}
 
 
-def unknown_codes(config: Any) -> list[Any]:
-    """KB001 warnings (``kb.model.Diagnostic``, path ``kb.toml``) for each rule code of
-    ``[rules] disable`` and ``[rules.severity]`` that kb does not have: a misspelt code
-    switches nothing off and would otherwise pass without a word."""
-    named = [(code, "rules.disable", config.line_of("rules", "disable")) for code in
-             sorted(config.disabled_rules) if code not in BY_CODE]
-    named += [(code, "rules.severity", config.severity_line(code)) for code in
-              sorted(config.severity) if code not in BY_CODE]
-    if not named:
-        return []
-    from kb.model import Diagnostic
-
-    return [Diagnostic(path="kb.toml", line=line, code="KB001", severity="warning",
-                       message=f"{key} names {code}, which is not a rule of kb: it changes nothing "
-                               "(ignored); `kb rules` lists the codes")
-            for code, key, line in named]
-
-
 def rule_info(code: str) -> Optional[RuleInfo]:
     """The catalogue row of ``code``, or None for a code kb does not know."""
     return BY_CODE.get(code)

@@ -353,9 +353,10 @@ def rules_weakened(c: Change) -> list:
     if old is None or new is None or old is new:
         return []
     out = []
-    # A code kb does not have weakens nothing: KB001 names it (kb.checks.catalogue.unknown_codes).
+    # A code kb does not have weakens nothing: KB001 names it (kb.checks.config_rules).
     for code in sorted((set(new.disabled_rules) - set(old.disabled_rules)) & BY_CODE.keys()):
-        out.append(c.violation(code, "kb.toml", new.line_of("rules", "disable"), "KB309",
+        line = new.code_line(code) or new.line_of("rules", "disable")
+        out.append(c.violation(code, "kb.toml", line, "KB309",
                                f"kb.toml disables {code}; a change may not switch off a rule that "
                                f"judges the record (Kb-Override: {code} <reason> to accept it)"))
     for code in sorted((set(new.severity) | set(old.severity)) & BY_CODE.keys()):

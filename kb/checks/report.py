@@ -115,13 +115,14 @@ def findings(diags: Iterable[_D], k: Any, family: str, *, commit: Optional[str] 
     return out
 
 
-def config_findings(k: Any) -> list[Finding]:
+def config_findings(k: Any, paths: Iterable[str]) -> list[Finding]:
     """The diagnostics of KB ``k``'s kb.toml as snapshot findings: warnings (KB001, an
-    unknown key or rule code; KB004, a tree path with no file) and errors, which block in
-    every mode (KB002: a file path that is a directory, so nothing of it is read)."""
-    from kb.checks.catalogue import unknown_codes
+    unknown key or rule code; KB004, a tree path that ``paths``, the KB-relative paths of
+    the snapshot checked, does not hold) and errors, which block in every mode (KB002: a
+    file path that is a directory, so nothing of it is read)."""
+    from kb.checks.config_rules import tree_missing, unknown_codes
 
-    diags = [*k.config.warnings, *unknown_codes(k.config)]
+    diags = [*k.config.warnings, *unknown_codes(k.config), *tree_missing(k.config, paths)]
     return findings([_D.of(w) for w in diags], k, "snapshot", all_errors_block=True)
 
 

@@ -331,7 +331,7 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
         rows, found = _at_once(idx, snapshot, history)
         tip_found = [Finding(*r) for r in rows]
     report.findings += found
-    report.findings += config_findings(k)
+    report.findings += config_findings(k, tip_snap.files)
     report.findings += tip_found
     if scope is not None:
         skipped = sum(1 for p in tip_snap.files if p not in scope)

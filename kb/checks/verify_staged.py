@@ -105,7 +105,7 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
             prime_staged(new_f, base_f, listing, changes)
             change = Change(base_f, new_f, "staged", changes, overrides,
                             base_config=config_at(k, head), new_config=_staged_config(k, head, changes))
-            report.findings += config_findings(k)
+            report.findings += config_findings(k, new.files)
             found = history_findings(change, k, None)
             if found and merging:
                 # Only the allocation order (KB307) is judged against every merged head:

@@ -50,7 +50,7 @@ def verify_worktree(start: Path, kb_path: Optional[Path] = None,
         overrides = parse_overrides(env.get("KB_OVERRIDE", ""))
         change = Change(base_f, new_f, "worktree", changes, overrides,
                         base_config=config_at(k, head), new_config=k.config)
-        report.findings += config_findings(k)
+        report.findings += config_findings(k, new.files)
         report.findings += check_snapshots(k, new_f, base_f, strict=False)
         report.findings += history_findings(change, k, None)
     report.findings += _driver_findings(k)

@@ -167,14 +167,20 @@ def check_dashboard_inputs(k: KnowledgeBase, idx: Any, commit: bool) -> None:
 
 
 def _format_error(k: KnowledgeBase, idx: Any) -> str | None:
-    """``<path> has format errors (<first error>)`` for the first error of the working
-    tree's tree file or experiments (what the dashboard is rendered from), or None."""
+    """``<path> has format errors (<its first error>)`` for each file of the working tree
+    the dashboard is rendered from (the tree file, the experiments) that has errors,
+    the first five joined with ``; ``, or None."""
     paths = k.config.paths
     tree, exps = paths["tree"], paths["experiments"].strip("/") + "/"
+    first: dict[str, Any] = {}
     for d in idx.diagnostics():
         if d.severity == "error" and (d.path == tree or d.path.startswith(exps)):
-            return f"{k.prefix}{d.path} has format errors ({d.format()})"
-    return None
+            first.setdefault(d.path, d)
+    if not first:
+        return None
+    said = [f"{k.prefix}{path} has format errors ({d.format()})" for path, d in list(first.items())[:5]]
+    more = f"; and {len(first) - 5} more file(s)" if len(first) > 5 else ""
+    return "; ".join(said) + more
 
 
 def rendered_parse(rel: str, steps: list[str] | None, newline: str, bom: bool) -> Any:
