@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from contextlib import contextmanager
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional
 
 from kb.errors import EnvironmentError_
@@ -32,6 +33,10 @@ def _reading() -> Iterator[None]:
     except sqlite3.Error as exc:
         raise EnvironmentError_(f"kb's index cache cannot be read ({exc}); delete the .kb/ folder "
                                 "and run the command again") from None
+
+
+#: Files per JSON text that fills a snapshot's table (:attr:`SnapshotTable.name`).
+_JSON_PART = 8192
 
 
 class SnapshotTable:
@@ -56,10 +61,14 @@ class SnapshotTable:
             with _reading():
                 db.execute(f"CREATE TEMP TABLE {name} (path TEXT PRIMARY KEY, blob TEXT NOT NULL) "
                            "WITHOUT ROWID")
-                # One JSON text read by SQLite's json_each, not a Python tuple a row
-                # (executemany): half the time for the 104,000 files of a big KB.
-                db.execute(f"INSERT INTO {name} SELECT key, value FROM json_each(?)",
-                           (json.dumps(self.files, ensure_ascii=False, check_circular=False),))
+                # JSON texts read by SQLite's json_each, not a Python tuple a row
+                # (executemany): ~0.11 s instead of ~0.155 s for the 104,000 files of a
+                # big KB. In parts: one text of the whole listing (and SQLite's parse of
+                # it) added ~20 MB to the hook's peak memory.
+                items = iter(self.files.items())
+                while part := dict(islice(items, _JSON_PART)):
+                    db.execute(f"INSERT INTO {name} SELECT key, value FROM json_each(?)",
+                               (json.dumps(part, ensure_ascii=False, check_circular=False),))
                 # The inserts opened an implicit transaction: end it, or the index's next
                 # write (BEGIN IMMEDIATE) fails and kb falls back to an in-memory index.
                 db.commit()

@@ -202,6 +202,31 @@ def test_a_snapshots_unparsed_files_on_a_new_cache_and_after_a_parse(make_kb):
         assert "Problems/q3.md" in SnapshotTable(idx, other).unparsed()
 
 
+def test_a_snapshots_table_filled_in_parts_holds_every_file(make_kb, monkeypatch):
+    """The snapshot's table is filled from JSON texts of a few files each: with parts of
+    two files, every (path, blob) of the snapshot is there, paths with quotes, spaces,
+    backslashes and CJK read back as given, and the joins over it give what a snapshot
+    holds."""
+    import kb.index_facts
+    from kb.index import Index
+    from kb.index_facts import SnapshotTable
+    from kb.repo import open_kb
+    from test_verify_support import problem
+
+    monkeypatch.setattr(kb.index_facts, "_JSON_PART", 2)
+    files = {f"Problems/q{i}.md": problem(f"q{i}") for i in range(2, 7)}
+    files['Problems/引号 "x" \\y.md'] = problem("q9")
+    root = make_kb(files, commit=True)
+    with Index(open_kb(root)) as idx:
+        idx.refresh()
+        snap = idx.worktree().files
+        table = SnapshotTable(idx, snap)
+        assert dict(idx.db.execute(f"SELECT path, blob FROM {table.name}")) == snap
+        assert table.unparsed() == [] and len(snap) == 6
+        ids = sorted(i for i, *_ in table.objects())
+        assert len(ids) == 6 and ids == sorted(r.id for r in idx.objects()), ids
+
+
 def test_a_held_tree_version_is_stored_only_for_a_reader_of_its_rows(make_kb):
     """Index.put_derived holds a spliced tree version: has_parse and parse_meta answer
     for it, readers of other versions (and of the verify tables) leave it held, a reader
