@@ -331,7 +331,8 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
         raise _at(_key_line(text, "kb", "heading_separators"), "kb.heading_separators must list at least "
                    "one separator, none blank (the default is [\":\", \"：\"])")
     paths = dict(DEFAULT_PATHS)
-    paths.update(data.get("paths", {}))
+    # Only the keys kb reads: another is KB001 above, and its value (of any type) is no path.
+    paths.update((key, value) for key, value in data.get("paths", {}).items() if key in DEFAULT_PATHS)
     for key, value in paths.items():
         why = _outside(value)
         if why:

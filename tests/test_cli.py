@@ -469,6 +469,23 @@ def test_kb_toml_warnings_are_placed_in_every_form_of_table(make_kb, run_kb, con
     assert r.code == 0 and found == placed, r.stdout
 
 
+def test_an_unknown_paths_key_is_ignored_whatever_its_value(make_kb, run_kb) -> None:
+    """``[paths] bogus = 1`` was an internal error of every command (its value taken for
+    a path), and ``bogus = "x"`` staged was KB309 ("moves paths.bogus from None"): an
+    unknown key is KB001 and nothing else."""
+    root = make_kb({"tree.md": "# Hypothesis Tree\n"})
+    commit_all(root, "base")
+    toml = root / "kb.toml"
+    base = toml.read_text(encoding="utf-8")
+    for value in ("1", '"x"', "[1, 2]"):
+        toml.write_text(base + f"\n[paths]\nbogus = {value}\n", encoding="utf-8")
+        git(root, "add", "kb.toml")
+        for args in (("index", "--json"), ("verify", "--json"), ("verify", "--staged", "--json")):
+            r = run_kb(*args, cwd=root)
+            codes = [d["code"] for d in r.json()["diagnostics"] if d["path"] == "kb.toml"]
+            assert r.code == 0 and codes == ["KB001"], (value, args, r.stdout, r.stderr)
+
+
 def test_kb004_judges_the_snapshot_checked(make_kb, run_kb) -> None:
     """KB004 looks at the files of the snapshot being checked, not at the folder: a staged
     kb.toml naming a tree that is only an untracked file is warned of; a tree staged and
