@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kb_cli.output import emit_json, err, fmt_diag, json_option, kb_option
+from kb_cli.output import echo_lines, emit_json, err, fmt_diag, json_option, kb_option
 
 
 @click.command("index")
@@ -32,8 +32,7 @@ def command(as_json: bool, kb_path: str | None, stats: bool) -> int:
             "diagnostics": [d.to_dict() for d in report.diagnostics],
         })
     else:
-        for d in report.diagnostics:
-            click.echo(fmt_diag(d))
+        echo_lines(fmt_diag(d) for d in report.diagnostics)
         parts = ", ".join(f"{n} {k if n == 1 else plural.get(k, k)}"
                           for k, n in report.counts.items()) or "no objects"
         warn = sum(1 for d in report.diagnostics if d.severity == "warning")

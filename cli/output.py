@@ -7,7 +7,7 @@ import json
 import os
 import re
 import sys
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 import click
 
@@ -126,6 +126,14 @@ def console() -> Any:
         return Console(soft_wrap=False, highlight=False)
     return Console(soft_wrap=True, width=100_000, no_color=True, highlight=False,
                    color_system=None)
+
+
+def echo_lines(lines: Iterable[str]) -> None:
+    """Print ``lines`` on stdout in one write: a KB's thousands of pre-existing warnings
+    (6,000 on the 100,000-file cards corpus) cost ~60 ms as one ``click.echo`` each."""
+    text = "\n".join(lines)
+    if text:
+        click.echo(text)
 
 
 def err(msg: str) -> None:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Optional
 
 import click
 
-from kb_cli.output import emit_json, err, kb_option
+from kb_cli.output import echo_lines, emit_json, err, kb_option
 
 
 def _gh_escape(text: str, prop: bool = False) -> str:
@@ -44,14 +44,6 @@ def _codequality(f: Any) -> dict[str, Any]:
     return {"description": f"{f.code} {where}{f.message}", "check_name": f.code,
             "fingerprint": hashlib.sha1(key.encode("utf-8")).hexdigest(), "severity": sev,
             "location": {"path": f.path, "lines": {"begin": max(f.line, 1)}}}
-
-
-def _lines(lines: Iterable[str]) -> None:
-    """Print ``lines``, one write for them all: a KB's thousands of pre-existing warnings
-    (6,000 on the 100,000-file cards corpus) cost ~60 ms as one ``click.echo`` each."""
-    text = "\n".join(lines)
-    if text:
-        click.echo(text)
 
 
 def summary_line(report: Any, label: str) -> str:
@@ -174,13 +166,13 @@ def command(staged: bool, rev: Optional[str], range_: Optional[str], against: Op
             "diagnostics": [f.as_dict() for f in findings],
         })
     elif fmt == "github":
-        _lines(github_annotation(f) for f in findings)
+        echo_lines(github_annotation(f) for f in findings)
         err(summary_line(report, label))
     elif fmt == "codequality":
         emit_json([_codequality(f) for f in findings])
         err(summary_line(report, label))
     else:
-        _lines(f.format() for f in findings)
+        echo_lines(f.format() for f in findings)
         err(summary_line(report, label))
     if fmt != "json":
         for note in report.notes:

@@ -297,14 +297,15 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
         if section == "registry":
             continue
         if section not in _SCHEMA:
-            warnings.append(_unknown(f"[{section}]", _key_line(text, section, None)))
+            warnings.append(_not_read(_key_line(text, section, None), f"unknown key [{section}] in kb.toml"))
             continue
         if not isinstance(body, dict):
             raise _at(_key_line(text, section, None), f"[{section}] must be a table")
         for key, value in body.items():
             want = _SCHEMA[section].get(key)
             if want is None:
-                warnings.append(_unknown(f"{section}.{key}", _key_line(text, section, key)))
+                warnings.append(_not_read(_key_line(text, section, key),
+                                          f"unknown key {section}.{key} in kb.toml"))
             elif not isinstance(value, want) or isinstance(value, bool) and want is not bool:
                 raise _at(_key_line(text, section, key),
                            f"{section}.{key} must be {_tname(want)}, not {type(value).__name__}")
@@ -430,10 +431,6 @@ def _outside(value: str) -> str | None:
 def _outside_message(key: str, value: str, why: str) -> str:
     return (f"{key} = {value!r} {why}: every configured path must stay inside the KB folder "
             "and outside .git (nothing was read or written)")
-
-
-def _unknown(key: str, line: int = 0) -> Diagnostic:
-    return _not_read(line, f"unknown key {key} in kb.toml")
 
 
 def _not_read(line: int, what: str) -> Diagnostic:
