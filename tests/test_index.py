@@ -284,6 +284,42 @@ def test_parallel_cold_index_equals_serial(make_kb, monkeypatch):
     assert dump() == parallel
 
 
+def test_batch_size_gives_each_worker_many_small_tasks():
+    """Few files: tasks of at least 16 files, TASKS_PER_WORKER tasks a worker; many:
+    BATCH files a task."""
+    from kb.index_rows import BATCH, TASKS_PER_WORKER, batch_size
+
+    assert batch_size(1000, 2) == 32  # 1,000 files, two cores: 32 tasks of 32 (31 + 1 of 8)
+    assert batch_size(400, 2) == 16 and batch_size(100, 4) == 16  # never under 16 files
+    assert batch_size(7500, 2) == BATCH == batch_size(100_000, 4)
+    for files in (401, 999, 1000, 2047, 3999, 4001):
+        size = batch_size(files, 2)
+        assert 16 <= size <= BATCH and (-(-files // size) >= 2 * TASKS_PER_WORKER or size == 16)
+
+
+def test_parallel_cold_index_shares_the_files_out_in_small_tasks(make_kb, monkeypatch):
+    """With two workers, a cold index of 600 cards is parsed in tasks of batch_size(600, 2)
+    files (19): every file once, in the snapshot's order."""
+    import kb.parallel
+    from kb.index_rows import batch_size, parse_batches
+    from kb.repo import open_kb, worktree_snapshot
+
+    if not kb.parallel.can_fork():
+        pytest.skip("no os.fork here")
+    n = 600
+    root = make_kb({f"Problems/q{i:03}.md": f"# 问题｜P{i}\n- 状态: 求解中\n\n## 陈述\nS{i}\n"
+                    for i in range(n)}, commit=True)
+    monkeypatch.setattr(kb.parallel, "cpu_workers", lambda limit=4: 2)
+    k = open_kb(root)
+    snap = worktree_snapshot(k)
+    cards = sorted(p for p in snap.files if p.startswith("Problems/"))
+    parsed = [[r[0] for r in rows[0]] for rows in parse_batches(k, snap, cards)]
+    size = batch_size(n, 2)
+    assert size == 19
+    assert [len(b) for b in parsed] == [size] * (n // size) + [n % size]
+    assert [p for b in parsed for p in b] == cards
+
+
 def test_parallel_cold_index_reports_links_leaving_the_work_tree(make_kb, monkeypatch, tmp_path):
     """Over PARALLEL_MIN files, a card and a tree.md that are symlinks leaving the work
     tree get one KB106 each and are never read, in the workers as in one process."""
