@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Callable, Iterable, Literal
 
 from kb import git
 from kb.config import Config, load_config
@@ -133,6 +133,13 @@ class Snapshot:
     #: cherry-pick… stopped on a conflict): path -> the conflict stages held ("123": base,
     #: ours, theirs). Such a path has no staged version, so it is not in ``files``.
     unmerged: dict[str, str] = field(default_factory=dict)
+    #: (a snapshot patched from another, :func:`derived_snapshot`) that snapshot, and
+    #: the paths whose entry may differ from that one's: every other entry is the same.
+    differs_from: tuple["Snapshot", frozenset[str]] | None = field(default=None, repr=False,
+                                                                   compare=False)
+    #: (set by :func:`kb.checks.results.file_digests`) the paths in order and a digest of
+    #: each part of them, from which a snapshot derived from this one gets its own.
+    digests: tuple[list[str], list[bytes]] | None = field(default=None, repr=False, compare=False)
 
     def read(self, paths: list[str]) -> dict[str, bytes]:
         """Contents of ``paths`` (KB-relative) in this snapshot; missing files are
@@ -145,6 +152,34 @@ class Snapshot:
             unread = {**unread, **{p: "" for p in paths if unread_link(self.kb, p, files[p]) is not None}}
         blobs = git.read_blobs([files[p] for p in paths if p not in unread], self.kb.top)
         return {p: blobs[files[p]] for p in paths if files[p] in blobs and p not in unread}
+
+
+def derived_snapshot(source: Snapshot, files: dict[str, str], formats: dict[str, str],
+                     changed: Iterable[str], rev: str | None) -> Snapshot:
+    """A commit snapshot of ``files`` (``source``'s files with those of the paths
+    ``changed`` patched, :func:`kb.checks.changes.patch_files`), which remembers that only
+    those paths may differ from ``source`` (:func:`differing_paths`). The maps must not
+    change afterwards."""
+    return Snapshot(kb=source.kb, kind="commit", files=files, formats=formats, rev=rev,
+                    differs_from=(source, frozenset(changed)))
+
+
+def differing_paths(a: Snapshot, b: Snapshot) -> set[str] | None:
+    """The paths whose entry (blob, or presence) differs between ``a`` and ``b`` when one
+    is derived from the other through at most 8 :func:`derived_snapshot` steps, found in
+    the few paths those steps patched; None otherwise (the caller compares every file)."""
+    for start, goal in ((a, b), (b, a)):
+        paths: set[str] = set()
+        s: Snapshot | None = start
+        for _ in range(9):
+            if s is goal:
+                fa, fb = a.files, b.files
+                return {p for p in paths if fa.get(p) != fb.get(p)}
+            if s is None or s.differs_from is None:
+                break
+            s, step = s.differs_from
+            paths |= step
+    return None
 
 
 class Dangling(str):

@@ -330,8 +330,14 @@ class Facts:
         if ensure is not None:
             self._ensure({p: self.files[p] for p in ensure if p in self.files})
         elif derive_from is not None:
-            other = derive_from.files
-            changed = {p: b for p, b in self.files.items() if other.get(p) != b}
+            from kb.repo import differing_paths
+
+            near = differing_paths(snap, derive_from.snap)
+            if near is not None:  # derived from it: the paths patched are all that may differ
+                changed = {p: self.files[p] for p in near if p in self.files}
+            else:
+                other = derive_from.files
+                changed = {p: b for p, b in self.files.items() if other.get(p) != b}
             self._ensure(changed)
         if ensure is None and derive_from is None:
             lt = self._lt()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_left
 from collections import Counter
 from typing import Any, Optional
 
@@ -85,7 +86,8 @@ def file_rule_results(facts: Any, paths: Optional[list[str]] = None) -> list[_D]
 
 def snapshot_key(facts: Any) -> str:
     """The key a snapshot's results are stored under: ``snap:`` and a SHA-1 of its
-    ``{path: blob}`` map and of what else the rules read (the registry's key parts)."""
+    ``{path: blob}`` map (:func:`file_digests`) and of what else the rules read (the
+    registry's key parts)."""
     key = facts.results_key
     if key is None:
         import hashlib
@@ -93,15 +95,70 @@ def snapshot_key(facts: Any) -> str:
         from kb.checks.registry import KEY_PARTS, load_rules
 
         load_rules()
-        files = facts.files
-        paths = sorted(files)
-        # the blob ids (no newline), then the paths NUL-separated (never in a path)
-        body = "\0".join(map(files.__getitem__, paths)) + "\n" + "\0".join(paths)
-        body += "".join("\n\1" + part(facts) for part in KEY_PARTS)
-        body += "\n\2" + _RESULTS_LAYOUT
-        key = "snap:" + hashlib.sha1(body.encode("utf-8", "surrogateescape")).hexdigest()
+        digest = hashlib.sha1(b"".join(file_digests(facts.snap)[1]))
+        rest = "".join("\n\1" + part(facts) for part in KEY_PARTS) + "\n\2" + _RESULTS_LAYOUT
+        digest.update(rest.encode("utf-8", "surrogateescape"))
+        key = "snap:" + digest.hexdigest()
         facts.results_key = key
     return key
+
+
+#: Files per part of a snapshot's ``{path: blob}`` map in its key (:func:`file_digests`).
+_KEY_PART = 4096
+
+
+def file_digests(snap: Any) -> tuple[list[str], list[bytes]]:
+    """A snapshot's paths in order and the SHA-1 of each run of :data:`_KEY_PART` of them
+    (their blob ids, then the paths), kept on the :class:`kb.repo.Snapshot`. A snapshot
+    derived from another (:func:`kb.repo.derived_snapshot`) with the same paths hashes
+    again only the runs holding a changed blob: ~3 ms instead of ~40 ms at 104,000 files,
+    for each of the two snapshots the hook derives from the staged index."""
+    if snap.digests is not None:
+        return snap.digests
+    parts = None
+    if snap.differs_from is not None:
+        source, changed = snap.differs_from
+        parts = _patched(file_digests(source), source.files, snap.files, changed)
+    if parts is None:
+        files = snap.files
+        order = sorted(files)
+        parts = order, [_digest(order[i:i + _KEY_PART], files)
+                        for i in range(0, len(order), _KEY_PART)]
+    if snap.kind != "worktree":  # a listing's map never changes; a working tree's may
+        snap.digests = parts
+    return parts
+
+
+def _patched(parts: tuple[list[str], list[bytes]], old: dict[str, str], new: dict[str, str],
+             changed: frozenset[str]) -> Optional[tuple[list[str], list[bytes]]]:
+    """The digests of ``new``, given those of ``old`` and the paths where they may differ;
+    None when a path is added or removed (every later run moves)."""
+    order, digests = parts
+    if len(old) != len(new):
+        return None
+    dirty = set()
+    for p in changed:
+        a, b = old.get(p), new.get(p)
+        if a == b:
+            continue
+        if a is None or b is None:
+            return None
+        dirty.add(bisect_left(order, p) // _KEY_PART)
+    if not dirty:
+        return parts
+    out = list(digests)
+    for run in dirty:
+        out[run] = _digest(order[run * _KEY_PART:(run + 1) * _KEY_PART], new)
+    return order, out
+
+
+def _digest(paths: list[str], files: dict[str, str]) -> bytes:
+    """SHA-1 of the blob ids of ``paths`` (no newline), then the paths NUL-separated
+    (never in a path)."""
+    import hashlib
+
+    body = "\0".join(map(files.__getitem__, paths)) + "\n" + "\0".join(paths)
+    return hashlib.sha1(body.encode("utf-8", "surrogateescape")).digest()
 
 
 def _load_results(facts: Any, key: str) -> Optional[list[tuple[str, _D]]]:
@@ -134,6 +191,11 @@ def _origin(rule: Any) -> str:
 
 def _changed(facts: Any, src: Any) -> list[str]:
     """Paths whose blob differs between two snapshots (either side may lack them)."""
+    from kb.repo import differing_paths
+
+    near = differing_paths(facts.snap, src.snap)  # one derived from the other: few to compare
+    if near is not None:
+        return sorted(near)
     # the symmetric difference of the (path, blob) pairs, computed by the dict views
     return sorted({p for p, _blob in facts.files.items() ^ src.files.items()})
 

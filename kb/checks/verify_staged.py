@@ -43,7 +43,7 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
 
     load_rules()  # the rules in their order, before one of their modules is imported here
     from kb.checks.trail_rules import prime_staged
-    from kb.repo import Snapshot, commit_snapshot, staged_snapshot
+    from kb.repo import commit_snapshot, derived_snapshot, staged_snapshot
 
     env = os.environ if environ is None else environ
     top, head = _locate(start)
@@ -98,7 +98,7 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
                 changes = changes + retargeted_links(base, new, changes)
             else:
                 bfiles, bfmts = patch_files(new.files, new.formats, changes, k, forward=False)
-                base = Snapshot(kb=k, kind="commit", files=bfiles, formats=bfmts, rev=head)
+                base = derived_snapshot(new, bfiles, bfmts, [c.path for c in changes], head)
             new_f = Facts(idx, new, "the staged index")
             base_f = Facts(idx, base, "HEAD" if head else "the empty history", derive_from=new_f)
             # KB241's listing of TRAIL.md and the log files: out of the one just read
@@ -243,7 +243,7 @@ def before_head(idx: Any, k: Any, head_f: Any) -> Optional[Any]:
     before a pull, a merge or a reset), built from HEAD's without parsing; None when
     there is none, it is far away, or a version it holds is not in the index."""
     from kb.checks.facts import Facts
-    from kb.repo import Snapshot
+    from kb.repo import derived_snapshot
 
     head = head_f.snap.rev
     if not head:
@@ -260,7 +260,7 @@ def before_head(idx: Any, k: Any, head_f: Any) -> Optional[Any]:
         return None
     from kb.checks.trail_rules import prime_earlier
 
-    earlier = Facts(idx, Snapshot(kb=k, kind="commit", files=files, formats=fmts, rev=before),
+    earlier = Facts(idx, derived_snapshot(head_f.snap, files, fmts, [c.path for c in changes], before),
                     before[:10], ensure=())
     prime_earlier(earlier, head_f, changes)
     return earlier

@@ -1,0 +1,97 @@
+"""The key a snapshot's results are stored under (kb.checks.results.snapshot_key): a
+snapshot derived from another by a few changed files hashes again only what they touch,
+and gets the key its own listing would."""
+
+from __future__ import annotations
+
+import pytest
+
+import kb.checks.results as results
+from conftest import commit_all, git
+from kb.checks.changes import diff_commits, diff_staged, patch_files
+from kb.repo import commit_snapshot, derived_snapshot, differing_paths, open_kb, staged_snapshot
+from test_verify_support import make_repo, problem
+
+
+@pytest.fixture
+def pulled(make_kb):
+    """A KB of 9 cards: a commit, a pulled commit changing q3, q4 changed and staged."""
+    root = make_repo(make_kb, {f"Problems/q{i}.md": problem(f"q{i}") for i in range(2, 11)})
+    q3 = root / "Problems" / "q3.md"
+    q3.write_text(q3.read_text(encoding="utf-8") + "\nA pulled paragraph.\n", encoding="utf-8")
+    commit_all(root, "pulled")
+    q4 = root / "Problems" / "q4.md"
+    q4.write_text(q4.read_text(encoding="utf-8") + "\nMy own paragraph.\n", encoding="utf-8")
+    git(root, "add", "Problems/q4.md")
+    return root
+
+
+def _derive(k, source, changes, rev):
+    files, fmts = patch_files(source.files, source.formats, changes, k, forward=False)
+    return derived_snapshot(source, files, fmts, [c.path for c in changes], rev)
+
+
+def test_derived_snapshots_hash_again_only_the_runs_holding_a_change(pulled, monkeypatch):
+    """As the pre-commit hook derives them: HEAD from the staged index, the commit before
+    the pull from HEAD. Each hashes one run of files again, and gets the digests (so the
+    key) of the commit's own listing."""
+    k = open_kb(pulled)
+    head = git(pulled, "rev-parse", "HEAD").strip()
+    before = git(pulled, "rev-parse", "HEAD~1").strip()
+    monkeypatch.setattr(results, "_KEY_PART", 2)
+    hashed: list[list[str]] = []
+    real = results._digest
+    monkeypatch.setattr(results, "_digest", lambda paths, files: hashed.append(paths) or real(paths, files))
+
+    new = staged_snapshot(k)
+    runs = -(-len(new.files) // 2)
+    results.file_digests(new)
+    assert len(hashed) == runs >= 6
+    hashed.clear()
+    base = _derive(k, new, diff_staged(k, head), head)
+    assert results.file_digests(base)[1] != results.file_digests(new)[1]
+    assert len(hashed) == 1 and "Problems/q4.md" in hashed[0]  # the staged change, undone
+    hashed.clear()
+    earlier = _derive(k, base, diff_commits(k, before, head), before)
+    results.file_digests(earlier)
+    assert len(hashed) == 1 and "Problems/q3.md" in hashed[0]  # the pulled change, undone
+    hashed.clear()
+    assert results.file_digests(base) == results.file_digests(commit_snapshot(k, head))
+    assert results.file_digests(earlier) == results.file_digests(commit_snapshot(k, before))
+    assert len(hashed) == 2 * runs  # the commits' own listings: every run
+
+
+def test_a_derived_snapshot_adding_a_file_hashes_every_run(pulled, monkeypatch):
+    """A path added or removed moves every later run: the digests are computed whole
+    (and equal the listing's)."""
+    k = open_kb(pulled)
+    (pulled / "Problems" / "q11.md").write_text(problem("q11"), encoding="utf-8")
+    git(pulled, "add", "Problems/q11.md")
+    head = git(pulled, "rev-parse", "HEAD").strip()
+    monkeypatch.setattr(results, "_KEY_PART", 2)
+    new = staged_snapshot(k)
+    results.file_digests(new)
+    base = _derive(k, new, diff_staged(k, head), head)
+    assert len(base.files) == len(new.files) - 1
+    calls = []
+    real = results._digest
+    monkeypatch.setattr(results, "_digest", lambda paths, files: calls.append(1) or real(paths, files))
+    assert results.file_digests(base) == results.file_digests(commit_snapshot(k, head))
+    assert len(calls) == 2 * -(-len(base.files) // 2)
+
+
+def test_differing_paths_follows_the_derivation_either_way(pulled):
+    k = open_kb(pulled)
+    head = git(pulled, "rev-parse", "HEAD").strip()
+    before = git(pulled, "rev-parse", "HEAD~1").strip()
+    new = staged_snapshot(k)
+    base = _derive(k, new, diff_staged(k, head), head)
+    earlier = _derive(k, base, diff_commits(k, before, head), before)
+    assert differing_paths(new, base) == differing_paths(base, new) == {"Problems/q4.md"}
+    assert differing_paths(earlier, new) == {"Problems/q3.md", "Problems/q4.md"}
+    assert differing_paths(new, new) == set()
+    # a snapshot listed by git, not derived: every file has to be compared
+    assert differing_paths(new, commit_snapshot(k, head)) is None
+    # a path patched back to what it was is not a difference
+    same = derived_snapshot(base, dict(base.files), dict(base.formats), ["Problems/q5.md"], head)
+    assert differing_paths(same, base) == set()
