@@ -136,7 +136,7 @@ def _patched(parts: tuple[list[str], list[bytes]], old: dict[str, str], new: dic
     order, digests = parts
     if len(old) != len(new):
         return None
-    dirty = set()
+    dirty: set[int] = set()
     for p in changed:
         a, b = old.get(p), new.get(p)
         if a == b:
