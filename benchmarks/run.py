@@ -161,9 +161,12 @@ def stage_one_experiment(c: Ctx) -> None:
 
 def verify_head(c: Ctx) -> None:
     """Untimed: check the corpus commit once, as the hook did when it was committed
-    (a one-change check then starts from HEAD's stored results: the steady state)."""
+    (a one-change check then starts from HEAD's stored results: the steady state).
+    The hook's own check of the staged index, which then equals HEAD: it stores the
+    whole snapshot's results whatever HEAD's history (``--rev HEAD`` scopes the
+    per-file rules to HEAD's own changes when it has a parent, and stores those)."""
     reset_worktree(c)
-    subprocess.run(c.kb + ["verify", "--rev", "HEAD"], cwd=c.corpus, env=child_env(),
+    subprocess.run(c.kb + ["verify", "--staged"], cwd=c.corpus, env=child_env(),
                    capture_output=True)
 
 
