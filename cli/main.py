@@ -100,16 +100,16 @@ def main(argv: list[str] | None = None) -> int:
     An error is one line on stderr; with ``--json`` it is also the JSON object
     ``{"error": {"message", "exit_code", "kind"}}`` on stdout, for agents.
     """
-    from kb_cli.output import GuardedStream
+    from kb_cli.output import ErrorStream, GuardedStream
 
     args = sys.argv[1:] if argv is None else argv
     out, err = sys.stdout, sys.stderr
-    sys.stdout = GuardedStream(out)
+    sys.stdout, sys.stderr = GuardedStream(out), ErrorStream(err)
     if "--json" not in args:
         # Human output never carries a terminal escape from a file's text raw.
         from kb_cli.output import PrintableStream
 
-        sys.stdout, sys.stderr = PrintableStream(sys.stdout), PrintableStream(err)
+        sys.stdout, sys.stderr = PrintableStream(sys.stdout), PrintableStream(sys.stderr)
     try:
         code = _main(args, argv)
         sys.stdout.flush()  # what is left for the reader: its errors are the command's

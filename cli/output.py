@@ -113,6 +113,20 @@ class GuardedStream:
         return getattr(self.raw, name)
 
 
+class ErrorStream(GuardedStream):
+    """Standard error for the commands (``kb … 2>&1 | head``): a reader that goes away,
+    or a write that fails, drops what follows, and the command ends with its own exit
+    code. There is nowhere left to say that a message was lost."""
+
+    def _failed(self, exc: OSError) -> None:
+        self._drop()
+
+    def write(self, text: Any) -> int:
+        if self.raw is None:  # started with standard error closed
+            return len(text)
+        return super().write(text)
+
+
 def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 

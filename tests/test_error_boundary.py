@@ -460,6 +460,31 @@ def test_a_reader_that_goes_away_is_no_error(example_kb: Path, args: tuple[str, 
         assert (proc.returncode, said) == (code, [])
 
 
+@pytest.mark.parametrize("args,code", [(("index",), 0), (("verify",), 0), (("verify",), 1)])
+def test_a_reader_of_standard_error_that_goes_away_is_no_error(example_kb: Path,
+                                                               args: tuple[str, ...],
+                                                               code: int) -> None:
+    """``kb … 2>&1 | head``: the reader closed its end before kb wrote its notes and
+    summary there. The broken pipe on standard error was exit 1 whatever the command's
+    own code; now those messages are dropped and the command ends with its own code."""
+    import os
+
+    from conftest import commit_all, kb_script, source_env
+
+    if code:
+        tree = example_kb / "tree.md"
+        text = tree.read_text(encoding="utf-8")
+        tree.write_text(text.replace("Status: 待验", "Status: 不知道", 1), encoding="utf-8")
+        commit_all(example_kb, "a status word kb does not know")
+    for _ in range(3):
+        r, w = os.pipe()
+        os.close(r)  # the reader is gone before the first write
+        proc = subprocess.run([kb_script(), *args], cwd=example_kb, stdout=w, stderr=w,
+                              env=source_env(), timeout=60)
+        os.close(w)
+        assert proc.returncode == code
+
+
 @pytest.mark.parametrize("args", [("show", "q2"), ("ls", "hypotheses", "--json")])
 def test_standard_output_closed_is_an_environment_error(example_kb: Path,
                                                         args: tuple[str, ...]) -> None:
