@@ -191,6 +191,29 @@ def test_an_error_made_through_a_links_target_is_the_changes_own(make_kb, tmp_pa
         assert any("KB205" in ln and "Problems/q7.md" in ln for ln in ranged.stdout.splitlines())
 
 
+def test_the_hook_sees_a_linked_card_deleted(make_kb, tmp_path: Path) -> None:
+    """``git rm`` of a symlink that reads as a card kept outside the KB's folders: the
+    card was removed (KB301), in the pre-commit hook as in the range check. HEAD's
+    snapshot patched back from the diff read the link's target as dangling, so the
+    hook saw no card before and let the deletion through."""
+    from test_verify_support import problem
+
+    root = make_kb({"drafts/q70.md": problem("q70")}, commit=False)
+    (root / "Problems").mkdir(exist_ok=True)
+    (root / "Problems" / "q70.md").symlink_to("../drafts/q70.md")
+    start = commit_all(root, "a card kept in drafts, linked into Problems")
+    git(root, "rm", "-q", "Problems/q70.md")
+    for cache in ("warm", "cold"):
+        if cache == "cold":
+            shutil.rmtree(root / ".kb", ignore_errors=True)
+        staged = run_script("verify", "--staged", cwd=root)
+        assert staged.code == 1, (cache, staged.stdout, staged.stderr)
+        assert any("KB301" in ln and "q70" in ln for ln in staged.stdout.splitlines()), staged.stdout
+    git(root, "commit", "-q", "--no-verify", "-m", "the link deleted")
+    ranged = run_script("verify", "--range", f"{start}..HEAD", cwd=root)
+    assert ranged.code == 1 and "KB301" in ranged.stdout, (ranged.stdout, ranged.stderr)
+
+
 def test_a_link_climbing_above_the_top_is_outside_wherever_it_lands(make_kb) -> None:
     """A relative link whose text climbs above the work tree's top and back in leads
     elsewhere in every other clone: KB106 in the work tree as in the staged index, warm

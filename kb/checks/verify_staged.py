@@ -91,9 +91,11 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
                 # (no change of its own) and KB191 says what to do.
                 changes = _unmerged_as_head(new, changes)
                 report.findings += unmerged_findings(k, new.unmerged)
-            if new.links and head is not None:
-                # a symlink reads as its target: HEAD's links resolved in HEAD, and a
-                # link whose target changed is a change of the link (rare: git's own listing)
+            if head is not None and (new.links or any(c.old_link or c.new_link for c in changes)):
+                # a symlink reads as its target: HEAD's links resolved in HEAD (one the
+                # change deletes too: patched back from the diff, its target outside the
+                # KB's files would read as dangling), and a link whose target changed is
+                # a change of the link (rare: git's own listing)
                 base = commit_snapshot(k, head)
                 changes = changes + retargeted_links(base, new, changes)
             else:
@@ -253,8 +255,8 @@ def before_head(idx: Any, k: Any, head_f: Any) -> Optional[Any]:
     if proc.returncode != 0 or not before or before == head:
         return None
     changes = diff_commits(k, before, head)
-    if len(changes) > _EARLIER_MAX_CHANGES:
-        return None
+    if len(changes) > _EARLIER_MAX_CHANGES or any(c.old_link or c.new_link for c in changes):
+        return None  # far away, or a link patched back whose target only a listing resolves
     files, fmts = patch_files(head_f.files, head_f.formats, changes, k, forward=False)
     if any(c.old and c.path in files and not idx.has_parse(c.path, c.old) for c in changes):
         return None
