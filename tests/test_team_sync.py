@@ -123,6 +123,28 @@ def test_sync_names_the_drivers_in_gitattributes(team: dict[str, Path]) -> None:
     assert "Kb-Op: sync.attributes" in git(b, "log", "-1", "--format=%B", "--", ".gitattributes")
 
 
+def test_sync_names_the_drivers_and_renumbers_in_one_run(team: dict[str, Path]) -> None:
+    """An older KB (no driver lines) and an ID taken on both sides: kb sync commits the
+    driver lines, then renumbers on top of that commit and merges. It stopped with
+    "HEAD moved while kb sync was planning (nothing was written)" after writing one."""
+    a, b = team["a"], team["b"]
+    (a / ".gitattributes").write_text("DASHBOARD.md merge=kb-dashboard\n", encoding="utf-8")
+    commit_all(a, "an older KB: only the dashboard driver")
+    git(a, "push", "-q", "origin", "main")
+    git(b, "pull", "-q", "--ff-only")
+    _ok("problem", "add", "q1", "A problem", cwd=a)
+    git(a, "push", "-q", "origin", "main")
+    _ok("problem", "add", "q1", "B problem", cwd=b)
+    res = invoke("sync", "--json", cwd=b)
+    data = res.json()
+    assert res.code == 0, res.stdout + res.stderr
+    assert data["renumbered"] == {"q1": "q2"}, data
+    assert data["merge"] == "merged"
+    subjects = git(b, "log", "--first-parent", "-3", "--format=%s").splitlines()
+    assert subjects[1].startswith("kb sync: renumber q1 -> q2")
+    assert subjects[2] == "kb sync: name kb's merge drivers in .gitattributes"
+
+
 def test_sync_stops_on_a_contradiction_and_leaves_no_half_merge(team: dict[str, Path]) -> None:
     a, b = team["a"], team["b"]
     _ok("hyp", "add", "Shared idea", cwd=a)

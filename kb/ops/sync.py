@@ -175,6 +175,8 @@ def sync(start: Path, upstream: Optional[str] = None, *, dry_run: bool = False,
 
         res.drivers = register(top)
         res.attributes_changed = _attributes(k, on_wait)
+        if res.attributes_changed:  # committed: the renumbering goes on top of it
+            head = git.rev_parse("HEAD", top) or head
     mb = git.run(["merge-base", head, target], top, check=False).stdout.decode().strip() or None
     plan = _plan(k, head, target, mb, name, res)
     if dry_run:
