@@ -8,7 +8,7 @@ import pytest
 
 import kb.checks.results as results
 from conftest import commit_all, git
-from kb.checks.changes import diff_commits, diff_staged, patch_files
+from kb.checks.changes import diff_commits, diff_staged, undo
 from kb.repo import commit_snapshot, derived_snapshot, differing_paths, open_kb, staged_snapshot
 from test_verify_support import make_repo, problem
 
@@ -24,11 +24,6 @@ def pulled(make_kb):
     q4.write_text(q4.read_text(encoding="utf-8") + "\nMy own paragraph.\n", encoding="utf-8")
     git(root, "add", "Problems/q4.md")
     return root
-
-
-def _derive(k, source, changes, rev):
-    files, fmts = patch_files(source.files, source.formats, changes, k, forward=False)
-    return derived_snapshot(source, files, fmts, [c.path for c in changes], rev)
 
 
 def test_derived_snapshots_hash_again_only_the_runs_holding_a_change(pulled, monkeypatch):
@@ -48,11 +43,11 @@ def test_derived_snapshots_hash_again_only_the_runs_holding_a_change(pulled, mon
     results.file_digests(new)
     assert len(hashed) == runs >= 6
     hashed.clear()
-    base = _derive(k, new, diff_staged(k, head), head)
+    base = undo(new, diff_staged(k, head), k, head)
     assert results.file_digests(base)[1] != results.file_digests(new)[1]
     assert len(hashed) == 1 and "Problems/q4.md" in hashed[0]  # the staged change, undone
     hashed.clear()
-    earlier = _derive(k, base, diff_commits(k, before, head), before)
+    earlier = undo(base, diff_commits(k, before, head), k, before)
     results.file_digests(earlier)
     assert len(hashed) == 1 and "Problems/q3.md" in hashed[0]  # the pulled change, undone
     hashed.clear()
@@ -71,7 +66,7 @@ def test_a_derived_snapshot_adding_a_file_hashes_every_run(pulled, monkeypatch):
     monkeypatch.setattr(results, "_KEY_PART", 2)
     new = staged_snapshot(k)
     results.file_digests(new)
-    base = _derive(k, new, diff_staged(k, head), head)
+    base = undo(new, diff_staged(k, head), k, head)
     assert len(base.files) == len(new.files) - 1
     calls = []
     real = results._digest
@@ -85,8 +80,8 @@ def test_differing_paths_follows_the_derivation_either_way(pulled):
     head = git(pulled, "rev-parse", "HEAD").strip()
     before = git(pulled, "rev-parse", "HEAD~1").strip()
     new = staged_snapshot(k)
-    base = _derive(k, new, diff_staged(k, head), head)
-    earlier = _derive(k, base, diff_commits(k, before, head), before)
+    base = undo(new, diff_staged(k, head), k, head)
+    earlier = undo(base, diff_commits(k, before, head), k, before)
     assert differing_paths(new, base) == differing_paths(base, new) == {"Problems/q4.md"}
     assert differing_paths(earlier, new) == {"Problems/q3.md", "Problems/q4.md"}
     assert differing_paths(new, new) == set()

@@ -258,6 +258,23 @@ def worktree_verified(kb: Any, head: Optional[str]) -> list[Any]:
     return out
 
 
+def touches_links(changes: Iterable[Any]) -> bool:
+    """Whether a side of any of ``changes`` is a symlink. A snapshot patched across one
+    (:func:`patch_files`) resolves the link without the commit's tree, so a target outside
+    the KB's files reads as dangling: such callers read the commit's listing instead."""
+    return any(c.old_link or c.new_link for c in changes)
+
+
+def undo(source: Any, changes: list[Any], kb: Any, rev: Optional[str]) -> Any:
+    """The snapshot of commit ``rev``: ``source`` (a :class:`kb.repo.Snapshot`) with
+    ``changes`` (from ``rev`` to ``source``) undone, derived from it
+    (:func:`kb.repo.derived_snapshot`: what differs is then found in those paths only)."""
+    from kb.repo import derived_snapshot
+
+    files, fmts = patch_files(source.files, source.formats, changes, kb, forward=False)
+    return derived_snapshot(source, files, fmts, [c.path for c in changes], rev)
+
+
 def patch_files(files: dict[str, str], formats: dict[str, str], changes: Iterable[Any], kb: Any,
                 forward: bool) -> tuple[dict[str, str], dict[str, str]]:
     """Apply ``changes`` to a {path: blob} map (``forward``: old -> new, else new -> old)."""

@@ -314,6 +314,7 @@ class Facts:
         self.formats = snap.formats
         self.label = label
         self._parent = derive_from
+        self._differing: Optional[list[str]] = None  # :meth:`_differs`, once
         self._rows: Optional[list[Obj]] = None
         self._links: Optional[list[tuple[str, str, str, str]]] = None
         self._by_ns: Optional[dict[tuple[str, str], list[Obj]]] = None
@@ -336,8 +337,7 @@ class Facts:
             if near is not None:  # derived from it: the paths patched are all that may differ
                 changed = {p: self.files[p] for p in near if p in self.files}
             else:
-                other = derive_from.files
-                changed = {p: b for p, b in self.files.items() if other.get(p) != b}
+                changed = {p: self.files[p] for p in self._differs()}
             self._ensure(changed)
         if ensure is None and derive_from is None:
             lt = self._lt()
@@ -411,8 +411,12 @@ class Facts:
         self.index.ensure(part)
 
     def _differs(self) -> list[str]:
-        other = self._parent.files if self._parent else {}
-        return [p for p, b in self.files.items() if other.get(p) != b]
+        """The paths whose blob differs from the snapshot this one derives from, in this
+        one's order (a pass over every file: computed once)."""
+        if self._differing is None:
+            other = self._parent.files if self._parent else {}
+            self._differing = [p for p, b in self.files.items() if other.get(p) != b]
+        return self._differing
 
     def rows(self) -> list[Obj]:
         """Every object of the snapshot (light rows): by path, each file's in line order (a

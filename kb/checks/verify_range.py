@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from kb import git, index_results
-from kb.checks.changes import diff_commits, diff_many, patch_files, retargeted_links
+from kb.checks.changes import diff_commits, diff_many, patch_files, retargeted_links, touches_links
 from kb.checks.diagnostics import LightDiagnostic as _D
 from kb.checks.facts import known_history, light_versions
 from kb.checks import file_results
@@ -230,7 +230,7 @@ def _linked_snapshots(k: Any, commits: list[tuple[str, list[str]]], diffs: dict[
     None otherwise: the snapshots are patched from the diffs (no link to resolve)."""
     from kb.repo import commit_snapshot, empty_snapshot
 
-    if not tip_snap.links and not any(c.old_link or c.new_link for cs in diffs.values() for c in cs):
+    if not tip_snap.links and not any(touches_links(cs) for cs in diffs.values()):
         return None
     snaps: dict[str, Any] = {tip: tip_snap}
     for c, parents in commits:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from kb import git
-from kb.checks.changes import diff_commits, diff_staged, patch_files, raw_changes, retargeted_links
+from kb.checks.changes import diff_commits, diff_staged, raw_changes, retargeted_links, touches_links, undo
 from kb.checks.judge import check_snapshots, history_findings, judged_by_all_parents
 from kb.checks.overrides import merge_heads, merge_overrides, parse_overrides
 from kb.checks.report import Report, config_findings
@@ -43,7 +43,7 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
 
     load_rules()  # the rules in their order, before one of their modules is imported here
     from kb.checks.trail_rules import prime_staged
-    from kb.repo import commit_snapshot, derived_snapshot, staged_snapshot
+    from kb.repo import commit_snapshot, staged_snapshot
 
     env = os.environ if environ is None else environ
     top, head = _locate(start)
@@ -91,16 +91,14 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
                 # (no change of its own) and KB191 says what to do.
                 changes = _unmerged_as_head(new, changes)
                 report.findings += unmerged_findings(k, new.unmerged)
-            if head is not None and (new.links or any(c.old_link or c.new_link for c in changes)):
+            if head is not None and (new.links or touches_links(changes)):
                 # a symlink reads as its target: HEAD's links resolved in HEAD (one the
-                # change deletes too: patched back from the diff, its target outside the
-                # KB's files would read as dangling), and a link whose target changed is
-                # a change of the link (rare: git's own listing)
+                # change deletes too), and a link whose target changed is a change of
+                # the link (rare: git's own listing)
                 base = commit_snapshot(k, head)
                 changes = changes + retargeted_links(base, new, changes)
             else:
-                bfiles, bfmts = patch_files(new.files, new.formats, changes, k, forward=False)
-                base = derived_snapshot(new, bfiles, bfmts, [c.path for c in changes], head)
+                base = undo(new, changes, k, head)
             new_f = Facts(idx, new, "the staged index")
             base_f = Facts(idx, base, "HEAD" if head else "the empty history", derive_from=new_f)
             # KB241's listing of TRAIL.md and the log files: out of the one just read
@@ -245,7 +243,6 @@ def before_head(idx: Any, k: Any, head_f: Any) -> Optional[Any]:
     before a pull, a merge or a reset), built from HEAD's without parsing; None when
     there is none, it is far away, or a version it holds is not in the index."""
     from kb.checks.facts import Facts
-    from kb.repo import derived_snapshot
 
     head = head_f.snap.rev
     if not head:
@@ -255,14 +252,13 @@ def before_head(idx: Any, k: Any, head_f: Any) -> Optional[Any]:
     if proc.returncode != 0 or not before or before == head:
         return None
     changes = diff_commits(k, before, head)
-    if len(changes) > _EARLIER_MAX_CHANGES or any(c.old_link or c.new_link for c in changes):
-        return None  # far away, or a link patched back whose target only a listing resolves
-    files, fmts = patch_files(head_f.files, head_f.formats, changes, k, forward=False)
-    if any(c.old and c.path in files and not idx.has_parse(c.path, c.old) for c in changes):
+    if len(changes) > _EARLIER_MAX_CHANGES or touches_links(changes):
+        return None  # far away, or a link only that commit's listing resolves
+    snap = undo(head_f.snap, changes, k, before)
+    if any(c.old and c.path in snap.files and not idx.has_parse(c.path, c.old) for c in changes):
         return None
     from kb.checks.trail_rules import prime_earlier
 
-    earlier = Facts(idx, derived_snapshot(head_f.snap, files, fmts, [c.path for c in changes], before),
-                    before[:10], ensure=())
+    earlier = Facts(idx, snap, before[:10], ensure=())
     prime_earlier(earlier, head_f, changes)
     return earlier
