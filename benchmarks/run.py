@@ -305,6 +305,11 @@ def reset_and_forget(c: Ctx) -> None:
             for table in ("parsed", "objects", "links", "diagnostics"):
                 db.execute(f"DELETE FROM {table} AS t WHERE NOT EXISTS (SELECT 1 FROM files f "
                            "WHERE f.path = t.path AND f.blob = t.blob)")
+            # Parses forgotten as kb forgets them: its markers of runs parsed whole are void
+            # (an index of kb 0.1.9 or older has none).
+            if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'forgets'").fetchone():
+                db.execute("UPDATE forgets SET n = n + 1")
+                db.execute("DELETE FROM parsed_runs")
     finally:
         db.close()
 

@@ -16,6 +16,11 @@ of ``kb.toml`` or of kb's version, rebuilds the cache from scratch):
 - ``stale(path, blob, since)`` — parses the working tree stopped using at
   ``since`` (Unix seconds), forgotten :data:`STALE_SECONDS` later (a racing
   reader of another snapshot may still be reading them);
+- ``forgets(n)`` — one row: how many times parses were forgotten;
+  ``parsed_runs(digest, forgets)`` — digests of runs of a snapshot's files
+  (:func:`kb.digests.file_runs`) whose every version had a stored parse
+  when ``forgets`` was ``n`` (a marker of another ``n`` says nothing):
+  :func:`kb.index_facts.unparsed_runs` looks only at the other runs;
 - ``kb_check_kv(key, value)``, ``kb_check_files(path, blob)``,
   ``kb_check_diags(path, blob, line, col, code, severity, message, fix)`` —
   ``kb verify``'s results (:mod:`kb.index_results`).
@@ -53,7 +58,7 @@ import kb
 from kb.index_rows import Part, Rows, parse_batches, result_rows, rules_within, version_batches
 from kb.repo import KnowledgeBase, Snapshot, worktree_snapshot
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 #: SQLite page size of a new cache (bytes).
 PAGE_SIZE = 16384
@@ -62,7 +67,7 @@ PAGE_SIZE = 16384
 STALE_SECONDS = 600.0
 
 _TABLES = ("meta", "parsed", "objects", "links", "diagnostics", "files", "stale",
-           "kb_check_kv", "kb_check_files", "kb_check_diags")
+           "forgets", "parsed_runs", "kb_check_kv", "kb_check_files", "kb_check_diags")
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -84,6 +89,9 @@ CREATE INDEX diagnostics_pb ON diagnostics (path, blob);
 CREATE TABLE files (path TEXT PRIMARY KEY, blob TEXT NOT NULL, fmt TEXT NOT NULL);
 CREATE TABLE stale (path TEXT NOT NULL, blob TEXT NOT NULL, since REAL NOT NULL,
                     PRIMARY KEY (path, blob));
+CREATE TABLE forgets (n INTEGER NOT NULL);
+INSERT INTO forgets VALUES (0);
+CREATE TABLE parsed_runs (digest BLOB PRIMARY KEY, forgets INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE kb_check_kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE kb_check_files (path TEXT NOT NULL, blob TEXT NOT NULL, PRIMARY KEY (path, blob));
 CREATE TABLE kb_check_diags (path TEXT NOT NULL, blob TEXT NOT NULL, line INTEGER NOT NULL,
@@ -575,6 +583,11 @@ class Index:
         for table in ("parsed", "objects", "links", "diagnostics"):
             self.db.executemany(f"DELETE FROM {table} WHERE path=? AND blob=?", pairs)
         self.db.execute("DELETE FROM stale WHERE since < ?", (before,))
+        if pairs:
+            # A run marked parsed whole may have held one of them: every marker is void,
+            # and one written by a racing check that read the count before this commit too.
+            self.db.execute("UPDATE forgets SET n = n + 1")
+            self.db.execute("DELETE FROM parsed_runs")
 
     # -- reading the working-tree snapshot ------------------------------------
     _CUR = "JOIN files f ON f.path = o.path AND f.blob = o.blob"

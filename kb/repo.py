@@ -137,7 +137,7 @@ class Snapshot:
     #: the paths whose entry may differ from that one's: every other entry is the same.
     differs_from: tuple["Snapshot", frozenset[str]] | None = field(default=None, repr=False,
                                                                    compare=False)
-    #: (set by :func:`kb.checks.results.file_digests`) the paths in order and a digest of
+    #: (set by :func:`kb.digests.file_digests`) the paths in order and a digest of
     #: each part of them, from which a snapshot derived from this one gets its own.
     digests: tuple[list[str], list[bytes]] | None = field(default=None, repr=False, compare=False)
 

@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
     # text -> objects + diagnostics, objects -> text; kb.toml values; the git CLI; forked workers
     ("kb.text", "kb.parse", "kb.render", "kb.config", "kb.git", "kb.parallel", "kb.merge.markers"),
     # KB discovery and snapshots, lock refs, merge drivers
-    ("kb.repo", "kb.locks", "kb.lock_names", "kb.remote_locks", "kb.merge"),
+    ("kb.repo", "kb.digests", "kb.locks", "kb.lock_names", "kb.remote_locks", "kb.merge"),
     # derived caches: the index (SQLite, its queries, verify's results) and the
     # exploration graph's log, replay and TRAIL.md text (the rules read both)
     ("kb.index", "kb.index_rows", "kb.index_facts", "kb.index_results", "kb.trail.model", "kb.trail.log",

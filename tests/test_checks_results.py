@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-import kb.checks.results as results
+import kb.digests as digests
 from conftest import commit_all, git
 from kb.checks.changes import diff_commits, diff_staged, undo
 from kb.repo import commit_snapshot, derived_snapshot, differing_paths, open_kb, staged_snapshot
@@ -33,26 +33,26 @@ def test_derived_snapshots_hash_again_only_the_runs_holding_a_change(pulled, mon
     k = open_kb(pulled)
     head = git(pulled, "rev-parse", "HEAD").strip()
     before = git(pulled, "rev-parse", "HEAD~1").strip()
-    monkeypatch.setattr(results, "_KEY_PART", 2)
+    monkeypatch.setattr(digests, "RUN", 2)
     hashed: list[list[str]] = []
-    real = results._digest
-    monkeypatch.setattr(results, "_digest", lambda paths, files: hashed.append(paths) or real(paths, files))
+    real = digests._digest
+    monkeypatch.setattr(digests, "_digest", lambda paths, files: hashed.append(paths) or real(paths, files))
 
     new = staged_snapshot(k)
     runs = -(-len(new.files) // 2)
-    results.file_digests(new)
+    digests.file_digests(new)
     assert len(hashed) == runs >= 6
     hashed.clear()
     base = undo(new, diff_staged(k, head), k, head)
-    assert results.file_digests(base)[1] != results.file_digests(new)[1]
+    assert digests.file_digests(base)[1] != digests.file_digests(new)[1]
     assert len(hashed) == 1 and "Problems/q4.md" in hashed[0]  # the staged change, undone
     hashed.clear()
     earlier = undo(base, diff_commits(k, before, head), k, before)
-    results.file_digests(earlier)
+    digests.file_digests(earlier)
     assert len(hashed) == 1 and "Problems/q3.md" in hashed[0]  # the pulled change, undone
     hashed.clear()
-    assert results.file_digests(base) == results.file_digests(commit_snapshot(k, head))
-    assert results.file_digests(earlier) == results.file_digests(commit_snapshot(k, before))
+    assert digests.file_digests(base) == digests.file_digests(commit_snapshot(k, head))
+    assert digests.file_digests(earlier) == digests.file_digests(commit_snapshot(k, before))
     assert len(hashed) == 2 * runs  # the commits' own listings: every run
 
 
@@ -63,15 +63,15 @@ def test_a_derived_snapshot_adding_a_file_hashes_every_run(pulled, monkeypatch):
     (pulled / "Problems" / "q11.md").write_text(problem("q11"), encoding="utf-8")
     git(pulled, "add", "Problems/q11.md")
     head = git(pulled, "rev-parse", "HEAD").strip()
-    monkeypatch.setattr(results, "_KEY_PART", 2)
+    monkeypatch.setattr(digests, "RUN", 2)
     new = staged_snapshot(k)
-    results.file_digests(new)
+    digests.file_digests(new)
     base = undo(new, diff_staged(k, head), k, head)
     assert len(base.files) == len(new.files) - 1
     calls = []
-    real = results._digest
-    monkeypatch.setattr(results, "_digest", lambda paths, files: calls.append(1) or real(paths, files))
-    assert results.file_digests(base) == results.file_digests(commit_snapshot(k, head))
+    real = digests._digest
+    monkeypatch.setattr(digests, "_digest", lambda paths, files: calls.append(1) or real(paths, files))
+    assert digests.file_digests(base) == digests.file_digests(commit_snapshot(k, head))
     assert len(calls) == 2 * -(-len(base.files) // 2)
 
 

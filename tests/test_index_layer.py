@@ -202,6 +202,76 @@ def test_a_snapshots_unparsed_files_on_a_new_cache_and_after_a_parse(make_kb):
         assert "Problems/q3.md" in SnapshotTable(idx, other).unparsed()
 
 
+def test_unparsed_runs_looks_only_at_the_runs_not_marked_parsed_whole(make_kb, monkeypatch):
+    """unparsed_runs gives what SnapshotTable.unparsed gives, asking SQLite only about the
+    runs of files the index has not marked parsed whole: none once every run is marked,
+    the one run holding a version never parsed after a change."""
+    import kb.digests as digests
+    import kb.index_facts
+    from kb.index import Index
+    from kb.index_facts import SnapshotTable, unparsed_runs
+    from kb.repo import Snapshot, commit_snapshot, open_kb
+    from test_verify_support import problem
+
+    monkeypatch.setattr(digests, "RUN", 2)
+    asked: list[set[str]] = []
+
+    class Spy(SnapshotTable):
+        def __init__(self, index, files):
+            asked.append(set(files))
+            super().__init__(index, files)
+
+    monkeypatch.setattr(kb.index_facts, "SnapshotTable", Spy)
+    root = make_kb({f"Problems/q{i}.md": problem(f"q{i}") for i in range(2, 10)}, commit=True)
+    k = open_kb(root)
+    snap = commit_snapshot(k, "HEAD")
+    runs = digests.file_runs(snap)
+    assert len(runs) >= 4
+    with Index(k) as idx:
+        assert sorted(unparsed_runs(idx, snap.files, runs)) == sorted(snap.files)  # nothing parsed
+        idx.ensure(snap)
+        assert unparsed_runs(idx, snap.files, runs) == [] and asked[-1] == set(snap.files)
+        assert idx.db.execute("SELECT count(*) FROM parsed_runs").fetchone() == (len(runs),)
+        asked.clear()
+        assert unparsed_runs(idx, snap.files, runs) == [] and asked == []  # all marked
+        changed = Snapshot(kb=k, kind="commit", files={**snap.files, "Problems/q3.md": "0" * 40},
+                           formats=dict(snap.formats))
+        assert unparsed_runs(idx, changed.files, digests.file_runs(changed)) == ["Problems/q3.md"]
+        assert len(asked) == 1 and "Problems/q3.md" in asked[0] and len(asked[0]) == 2
+
+
+def test_a_forgotten_parse_voids_every_run_marker(make_kb, monkeypatch):
+    """A refresh that forgets a parse (STALE_SECONDS after the working tree stopped using
+    it) voids the markers: the run holding that version is looked at again, and a
+    marker written under the count read before the forget (a racing check's) is void."""
+    import kb.digests as digests
+    import kb.index
+    from kb.index import Index
+    from kb.index_facts import unparsed_runs
+    from kb.repo import open_kb
+    from test_verify_support import problem
+
+    monkeypatch.setattr(digests, "RUN", 2)
+    root = make_kb({f"Problems/q{i}.md": problem(f"q{i}") for i in range(2, 8)}, commit=True)
+    k = open_kb(root)
+    with Index(k) as idx:
+        idx.refresh()
+        before = idx.worktree()
+        runs = digests.file_runs(before)
+        assert unparsed_runs(idx, before.files, runs) == []
+        assert idx.db.execute("SELECT count(*) FROM parsed_runs").fetchone() == (len(runs),)
+        q3 = root / "Problems" / "q3.md"
+        q3.write_text(q3.read_text(encoding="utf-8") + "\nEdited.\n", encoding="utf-8")
+        monkeypatch.setattr(kb.index, "STALE_SECONDS", -1.0)  # forgotten at once
+        idx.refresh()
+        assert not idx.has_parse("Problems/q3.md", before.files["Problems/q3.md"])
+        assert idx.db.execute("SELECT n FROM forgets").fetchone() == (1,)
+        assert idx.db.execute("SELECT count(*) FROM parsed_runs").fetchone() == (0,)
+        idx.db.executemany("INSERT INTO parsed_runs VALUES (?, 0)", [(d,) for d, _ in runs])
+        idx.db.commit()
+        assert unparsed_runs(idx, before.files, runs) == ["Problems/q3.md"]
+
+
 def test_a_snapshots_table_filled_in_parts_holds_every_file(make_kb, monkeypatch):
     """The snapshot's table is filled from JSON texts of a few files each: with parts of
     two files, every (path, blob) of the snapshot is there, paths with quotes, spaces,

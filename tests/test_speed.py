@@ -752,6 +752,45 @@ def test_first_check_after_a_pull_equals_a_full_check(make_kb, monkeypatch, pull
     assert ("KB216" in codes) == (pulled == "anchor")
 
 
+def test_first_check_after_a_pull_asks_the_index_only_about_the_runs_it_changed(
+        make_kb, monkeypatch) -> None:
+    """The staged index's files without a stored parse are looked for in the runs of
+    files the index has not marked parsed whole: after a checked HEAD, a pull changing
+    one card and one staged change, only those two runs; the report is a full check's."""
+    import shutil
+
+    import kb.digests as digests
+    import kb.index_facts as index_facts
+    from conftest import commit_all, git
+    from test_verify_support import make_repo, problem, verify_json
+
+    monkeypatch.setattr(digests, "RUN", 32)
+    root = make_repo(make_kb, {f"Problems/q{i}.md": problem(f"q{i}") for i in range(2, 302)})
+    asked: list[int] = []
+    real = index_facts.SnapshotTable.unparsed
+    monkeypatch.setattr(index_facts.SnapshotTable, "unparsed",
+                        lambda self: asked.append(len(self.files)) or real(self))
+    assert verify_json(root, "--staged")[0] == 0  # HEAD checked, as the hook does
+    assert max(asked) > 300  # every run looked at once
+    # A run holding a file parsed by that check (none was stored before it) is marked
+    # by the next one; then every run is marked and none is looked at.
+    verify_json(root, "--staged")
+    asked.clear()
+    verify_json(root, "--staged")
+    assert asked == []
+    q3 = root / "Problems" / "q3.md"
+    q3.write_text(q3.read_text(encoding="utf-8") + "\nA pulled paragraph.\n", encoding="utf-8")
+    commit_all(root, "pulled")
+    q200 = root / "Problems" / "q200.md"
+    q200.write_text(q200.read_text(encoding="utf-8") + "\nMy own paragraph.\n", encoding="utf-8")
+    git(root, "add", "Problems/q200.md")
+    asked.clear()
+    got = verify_json(root, "--staged")
+    assert asked and sum(asked) <= 2 * 32, asked
+    shutil.rmtree(root / ".kb")
+    assert verify_json(root, "--staged") == got
+
+
 def test_range_per_file_results_from_the_parse_workers_equal_the_checks_own(make_kb, tmp_path,
                                                                             monkeypatch) -> None:
     import shutil

@@ -350,8 +350,11 @@ class Facts:
                 self._ensure({p: rest[p] for p in missing})
             elif len(self.files) > 256:
                 # What the cache lacks, found by SQLite (the index would load every
-                # (path, blob) it holds into Python to find out).
-                missing = self._table.unparsed()
+                # (path, blob) it holds into Python to find out), in the runs of files
+                # not known to be parsed whole (the digests are the results key's).
+                from kb.digests import file_runs
+
+                missing = index_facts.unparsed_runs(index, self.files, file_runs(snap))
                 self._ensure({p: self.files[p] for p in missing})
             else:
                 index.ensure(snap)

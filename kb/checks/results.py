@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import json
 import re
-from bisect import bisect_left
 from collections import Counter
 from typing import Any, Optional
 
 from kb import index_facts, index_results
+from kb.digests import file_digests
 from kb.checks.diagnostics import LightDiagnostic as _D
 from kb.checks.diagnostics import fix_of
 
@@ -101,64 +101,6 @@ def snapshot_key(facts: Any) -> str:
         key = "snap:" + digest.hexdigest()
         facts.results_key = key
     return key
-
-
-#: Files per part of a snapshot's ``{path: blob}`` map in its key (:func:`file_digests`).
-_KEY_PART = 4096
-
-
-def file_digests(snap: Any) -> tuple[list[str], list[bytes]]:
-    """A snapshot's paths in order and the SHA-1 of each run of :data:`_KEY_PART` of them
-    (their blob ids, then the paths), kept on the :class:`kb.repo.Snapshot`. A snapshot
-    derived from another (:func:`kb.repo.derived_snapshot`) with the same paths hashes
-    again only the runs holding a changed blob: ~3 ms instead of ~40 ms at 104,000 files,
-    for each of the two snapshots the hook derives from the staged index."""
-    if snap.digests is not None:
-        return snap.digests
-    parts = None
-    if snap.differs_from is not None:
-        source, changed = snap.differs_from
-        parts = _patched(file_digests(source), source.files, snap.files, changed)
-    if parts is None:
-        files = snap.files
-        order = sorted(files)
-        parts = order, [_digest(order[i:i + _KEY_PART], files)
-                        for i in range(0, len(order), _KEY_PART)]
-    if snap.kind != "worktree":  # a listing's map never changes; a working tree's may
-        snap.digests = parts
-    return parts
-
-
-def _patched(parts: tuple[list[str], list[bytes]], old: dict[str, str], new: dict[str, str],
-             changed: frozenset[str]) -> Optional[tuple[list[str], list[bytes]]]:
-    """The digests of ``new``, given those of ``old`` and the paths where they may differ;
-    None when a path is added or removed (every later run moves)."""
-    order, digests = parts
-    if len(old) != len(new):
-        return None
-    dirty: set[int] = set()
-    for p in changed:
-        a, b = old.get(p), new.get(p)
-        if a == b:
-            continue
-        if a is None or b is None:
-            return None
-        dirty.add(bisect_left(order, p) // _KEY_PART)
-    if not dirty:
-        return parts
-    out = list(digests)
-    for run in dirty:
-        out[run] = _digest(order[run * _KEY_PART:(run + 1) * _KEY_PART], new)
-    return order, out
-
-
-def _digest(paths: list[str], files: dict[str, str]) -> bytes:
-    """SHA-1 of the blob ids of ``paths`` (no newline), then the paths NUL-separated
-    (never in a path)."""
-    import hashlib
-
-    body = "\0".join(map(files.__getitem__, paths)) + "\n" + "\0".join(paths)
-    return hashlib.sha1(body.encode("utf-8", "surrogateescape")).digest()
 
 
 def _load_results(facts: Any, key: str) -> Optional[list[tuple[str, _D]]]:
