@@ -16,10 +16,11 @@ of ``kb.toml`` or of kb's version, rebuilds the cache from scratch):
 - ``stale(path, blob, since)`` — parses the working tree stopped using at
   ``since`` (Unix seconds), forgotten :data:`STALE_SECONDS` later (a racing
   reader of another snapshot may still be reading them);
-- ``forgets(n)`` — one row: how many times parses were forgotten;
-  ``parsed_runs(digest, forgets)`` — digests of runs of a snapshot's files
-  (:func:`kb.digests.file_runs`) whose every version had a stored parse
-  when ``forgets`` was ``n`` (a marker of another ``n`` says nothing):
+- ``forgets(n)`` — one row: a random number when the cache is made, plus one
+  each time parses are forgotten; ``parsed_runs(digest, forgets)`` — digests of
+  runs of a snapshot's files (:func:`kb.digests.file_runs`) whose every version
+  had a stored parse when ``forgets`` was ``n`` (a marker of another ``n`` says
+  nothing, one written into a cache made since among them):
   :func:`kb.index_facts.unparsed_runs` looks only at the other runs;
 - ``kb_check_kv(key, value)``, ``kb_check_files(path, blob)``,
   ``kb_check_diags(path, blob, line, col, code, severity, message, fix)`` —
@@ -90,7 +91,7 @@ CREATE TABLE files (path TEXT PRIMARY KEY, blob TEXT NOT NULL, fmt TEXT NOT NULL
 CREATE TABLE stale (path TEXT NOT NULL, blob TEXT NOT NULL, since REAL NOT NULL,
                     PRIMARY KEY (path, blob));
 CREATE TABLE forgets (n INTEGER NOT NULL);
-INSERT INTO forgets VALUES (0);
+INSERT INTO forgets VALUES (random() & 4611686018427387903);
 CREATE TABLE parsed_runs (digest BLOB PRIMARY KEY, forgets INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE kb_check_kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE kb_check_files (path TEXT NOT NULL, blob TEXT NOT NULL, PRIMARY KEY (path, blob));

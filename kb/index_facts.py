@@ -146,27 +146,32 @@ def unparsed_runs(index: Index, files: dict[str, str], runs: list[tuple[bytes, l
 
     The first check after a pull (issue 18) asked SQLite about every file of the
     staged index (~0.25 s at 104,000 files) although a pull changes a few runs of
-    4,096. A marker is void once parses are forgotten (``forgets``, read before the
-    runs are looked at: a marker written across a racing forget is void too).
-    Writing the markers is a cache's write: one that fails is skipped.
+    4,096. A marker is void once parses are forgotten or the cache is made anew
+    (``forgets``: random in each new cache, one more at each forget; read before
+    the runs are looked at, so that a marker written across a racing forget or
+    rebuild is void too). The markers are a cache's cache: tables that cannot be
+    read count as no marker, and a write that fails is skipped.
     """
     db = index.conn
-    with _reading():
-        forgets = db.execute("SELECT n FROM forgets").fetchone()[0]
-        digests = [d for d, _ in runs]
-        marked: set[bytes] = set()
-        for i in range(0, len(digests), 500):
+    digests = [d for d, _ in runs]
+    marked: set[bytes] = set()
+    try:
+        row = db.execute("SELECT n FROM forgets").fetchone()
+        forgets = row[0] if row else None
+        for i in range(0, len(digests), 500) if forgets is not None else ():
             chunk = digests[i:i + 500]
             marked.update(d for (d,) in db.execute(
                 f"SELECT digest FROM parsed_runs WHERE forgets = ? AND digest IN "
                 f"({','.join('?' * len(chunk))})", (forgets, *chunk)))
+    except sqlite3.Error:
+        forgets, marked = None, set()
     todo = [(d, paths) for d, paths in runs if d not in marked]
     if not todo:
         return []
     missing = SnapshotTable(index, {p: files[p] for _, paths in todo for p in paths}).unparsed()
     lost = set(missing)
     whole = [(d, forgets) for d, paths in todo if lost.isdisjoint(paths)]
-    if whole:
+    if whole and forgets is not None:
         try:
             with db:
                 if db.execute("SELECT count(*) FROM parsed_runs").fetchone()[0] + len(whole) > RUNS_KEPT:

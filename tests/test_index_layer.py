@@ -260,16 +260,53 @@ def test_a_forgotten_parse_voids_every_run_marker(make_kb, monkeypatch):
         runs = digests.file_runs(before)
         assert unparsed_runs(idx, before.files, runs) == []
         assert idx.db.execute("SELECT count(*) FROM parsed_runs").fetchone() == (len(runs),)
+        (n,) = idx.db.execute("SELECT n FROM forgets").fetchone()
         q3 = root / "Problems" / "q3.md"
         q3.write_text(q3.read_text(encoding="utf-8") + "\nEdited.\n", encoding="utf-8")
         monkeypatch.setattr(kb.index, "STALE_SECONDS", -1.0)  # forgotten at once
         idx.refresh()
         assert not idx.has_parse("Problems/q3.md", before.files["Problems/q3.md"])
-        assert idx.db.execute("SELECT n FROM forgets").fetchone() == (1,)
+        assert idx.db.execute("SELECT n FROM forgets").fetchone() == (n + 1,)
         assert idx.db.execute("SELECT count(*) FROM parsed_runs").fetchone() == (0,)
-        idx.db.executemany("INSERT INTO parsed_runs VALUES (?, 0)", [(d,) for d, _ in runs])
+        idx.db.executemany("INSERT INTO parsed_runs VALUES (?, ?)", [(d, n) for d, _ in runs])
         idx.db.commit()
         assert unparsed_runs(idx, before.files, runs) == ["Problems/q3.md"]
+
+
+def test_a_marker_written_across_a_rebuild_of_the_cache_is_void(make_kb, monkeypatch):
+    """A check reads the count, the cache is made anew under it (kb.toml edited, another
+    kb version), then the check writes its markers: each new cache starts at a count of
+    its own, so they vouch for nothing in it (they used to start at 0 alike, and the
+    hook then read a staged version the new cache never parsed). Tables that cannot be
+    read count as no marker."""
+    import kb.digests as digests
+    from kb.index import Index
+    from kb.index_facts import unparsed_runs
+    from kb.repo import open_kb
+    from test_verify_support import problem
+
+    monkeypatch.setattr(digests, "RUN", 2)
+    root = make_kb({f"Problems/q{i}.md": problem(f"q{i}") for i in range(2, 8)}, commit=True)
+    with Index(open_kb(root)) as idx:
+        idx.refresh()
+        snap = idx.worktree()
+        runs = digests.file_runs(snap)
+        assert unparsed_runs(idx, snap.files, runs) == []
+        (n,) = idx.db.execute("SELECT n FROM forgets").fetchone()
+    toml = root / "kb.toml"
+    toml.write_text(toml.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    with Index(open_kb(root)) as idx:
+        assert idx.rebuilt
+        assert idx.db.execute("SELECT n FROM forgets").fetchone() != (n,)
+        idx.db.executemany("INSERT INTO parsed_runs VALUES (?, ?)", [(d, n) for d, _ in runs])
+        idx.db.commit()  # the racing check's markers, written under the old cache's count
+        assert sorted(unparsed_runs(idx, snap.files, runs)) == sorted(snap.files)
+        idx.db.execute("DELETE FROM forgets")
+        idx.db.commit()
+        assert sorted(unparsed_runs(idx, snap.files, runs)) == sorted(snap.files)
+        idx.db.execute("DROP TABLE parsed_runs")
+        idx.db.commit()
+        assert sorted(unparsed_runs(idx, snap.files, runs)) == sorted(snap.files)
 
 
 def test_a_snapshots_table_filled_in_parts_holds_every_file(make_kb, monkeypatch):
