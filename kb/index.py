@@ -209,6 +209,10 @@ class Index:
         #: Tree versions derived in memory and not stored yet (:meth:`put_derived`),
         #: ``(path, blob) -> put_spliced arguments``, in the order they were derived.
         self._pending: dict[tuple[str, str], tuple[Any, ...]] = {}
+        #: The ``forgets`` count a check read first (:func:`kb.index_facts.unparsed_runs`),
+        #: None before: the verify results it computed are stored only into the cache
+        #: it read them from (:func:`kb.index_results.put_snapshot`).
+        self.generation: int | None = None
         self.db = self._open()
 
     @property

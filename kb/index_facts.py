@@ -165,6 +165,8 @@ def unparsed_runs(index: Index, files: dict[str, str], runs: list[tuple[bytes, l
                 f"({','.join('?' * len(chunk))})", (forgets, *chunk)))
     except sqlite3.Error:
         forgets, marked = None, set()
+    if index.generation is None:
+        index.generation = forgets
     todo = [(d, paths) for d, paths in runs if d not in marked]
     if not todo:
         return []
@@ -172,6 +174,10 @@ def unparsed_runs(index: Index, files: dict[str, str], runs: list[tuple[bytes, l
     lost = set(missing)
     whole = [(d, forgets) for d, paths in todo if lost.isdisjoint(paths)]
     if whole and forgets is not None:
+        # Never wait for another writer here: a check that waited through a rebuild
+        # went on reading the new cache, which lacks what it found parsed in the old.
+        wait = db.execute("PRAGMA busy_timeout").fetchone()[0]
+        db.execute("PRAGMA busy_timeout = 0")
         try:
             with db:
                 if db.execute("SELECT count(*) FROM parsed_runs").fetchone()[0] + len(whole) > RUNS_KEPT:
@@ -179,6 +185,8 @@ def unparsed_runs(index: Index, files: dict[str, str], runs: list[tuple[bytes, l
                 db.executemany("INSERT OR REPLACE INTO parsed_runs VALUES (?, ?)", whole)
         except sqlite3.Error:
             pass
+        finally:
+            db.execute(f"PRAGMA busy_timeout = {int(wait)}")
     return missing
 
 

@@ -77,15 +77,34 @@ def unchecked(index: "Index", files: dict[str, str], scope: list[str],
         raise _unreadable(exc) from None
 
 
+class _Moved(Exception):
+    """The cache is not the one the check read (rebuilt or parses forgotten since)."""
+
+
+def _same_cache(index: "Index") -> None:
+    """Raise :class:`_Moved` when the ``forgets`` count is not the one the check read
+    first (:attr:`kb.index.Index.generation`; no check when it read none). Called in
+    the write transaction, after its first write: under the write lock, what it
+    reads stays true until the commit."""
+    if index.generation is None:
+        return
+    row = index.conn.execute("SELECT n FROM forgets").fetchone()
+    if row is None or row[0] != index.generation:
+        raise _Moved
+
+
 def store_file_results(index: "Index", files: list[tuple[str, str]], rows: list[tuple]) -> None:
     """Store per-file results (:func:`kb.index.store_file_rows`) in their own transaction;
-    a failure (locked, read-only) is skipped: the results are computed again next time."""
+    a failure (locked, read-only) is skipped: the results are computed again next time.
+    Results computed from a cache rebuilt (or whose parses were forgotten) under the
+    check are not stored: the check may have read versions the new cache lacks."""
     from kb.index import store_file_rows
 
     try:
         with index.conn:
             store_file_rows(index.conn, files, rows)
-    except sqlite3.Error:
+            _same_cache(index)
+    except (sqlite3.Error, _Moved):
         pass
 
 
@@ -130,23 +149,27 @@ def get(index: "Index", key: str, touch: bool = False) -> Optional[str]:
 
 
 def put(index: "Index", pairs: Iterable[tuple[str, str]]) -> None:
-    """Store ``(key, value)`` pairs in ``kb_check_kv`` (a failure is skipped)."""
+    """Store ``(key, value)`` pairs in ``kb_check_kv`` (a failure is skipped; so are values
+    computed from a cache rebuilt under the check, as in :func:`store_file_results`)."""
     try:
         with index.conn:
             index.conn.executemany("INSERT OR REPLACE INTO kb_check_kv VALUES (?, ?)", list(pairs))
-    except sqlite3.Error:
+            _same_cache(index)
+    except (sqlite3.Error, _Moved):
         pass
 
 
 def put_snapshot(index: "Index", key: str, data: str, keep: int = KEEP_SNAPSHOTS) -> None:
     """Store a snapshot's results (``key`` starts with ``snap:``) and drop all but the
-    ``keep`` most recently stored or used ones (a failure is skipped)."""
+    ``keep`` most recently stored or used ones (a failure is skipped; so are results
+    computed from a cache rebuilt under the check, as in :func:`store_file_results`)."""
     db = index.conn
     try:
         with db:
             db.execute("INSERT OR REPLACE INTO kb_check_kv VALUES (?, ?)", (key, data))
+            _same_cache(index)
             db.execute(
                 "DELETE FROM kb_check_kv WHERE key LIKE 'snap:%' AND rowid NOT IN (SELECT rowid "
                 f"FROM kb_check_kv WHERE key LIKE 'snap:%' ORDER BY rowid DESC LIMIT {int(keep)})")
-    except sqlite3.Error:
+    except (sqlite3.Error, _Moved):
         pass

@@ -309,6 +309,74 @@ def test_a_marker_written_across_a_rebuild_of_the_cache_is_void(make_kb, monkeyp
         assert sorted(unparsed_runs(idx, snap.files, runs)) == sorted(snap.files)
 
 
+def test_markers_never_wait_for_another_writer(make_kb, monkeypatch):
+    """While another process holds the write lock (a rebuild, a long kb index), the
+    markers are skipped at once: a check that waited went on reading the cache built
+    meanwhile. The writer here lets go after a second: a check that waited would
+    have written them then."""
+    import sqlite3
+    import threading
+
+    import kb.digests as digests
+    from kb.index import Index
+    from kb.index_facts import unparsed_runs
+    from kb.repo import open_kb
+    from test_verify_support import problem
+
+    monkeypatch.setattr(digests, "RUN", 2)
+    root = make_kb({f"Problems/q{i}.md": problem(f"q{i}") for i in range(2, 8)}, commit=True)
+    with Index(open_kb(root)) as idx:
+        idx.refresh()
+        snap = idx.worktree()
+        other = sqlite3.connect(root / ".kb" / "index.sqlite", check_same_thread=False)
+        other.execute("BEGIN IMMEDIATE")
+        timer = threading.Timer(1.0, other.commit)
+        timer.start()
+        try:
+            assert unparsed_runs(idx, snap.files, digests.file_runs(snap)) == []
+        finally:
+            timer.join()
+            other.close()
+        assert idx.db.execute("SELECT count(*) FROM parsed_runs").fetchone() == (0,)
+        assert idx.db.execute("PRAGMA busy_timeout").fetchone() == (30000,)
+
+
+def test_results_of_a_check_are_not_stored_into_a_cache_that_moved_under_it(make_kb):
+    """A racing kb index forgets parses (or rebuilds the cache) while a check runs: what
+    the check computed may rest on versions the cache no longer holds, so its snapshot
+    results, per-file results and kept values are not stored."""
+    import sqlite3
+
+    from kb import index_results
+    from kb.index import Index
+    from kb.index_facts import unparsed_runs
+    from kb.repo import open_kb
+    from test_verify_support import problem
+
+    root = make_kb({f"Problems/q{i}.md": problem(f"q{i}") for i in range(2, 5)}, commit=True)
+    with Index(open_kb(root)) as idx:
+        idx.refresh()
+        snap = idx.worktree()
+        unparsed_runs(idx, snap.files, [(b"x", sorted(snap.files))])
+        assert idx.generation == idx.db.execute("SELECT n FROM forgets").fetchone()[0]
+        other = sqlite3.connect(root / ".kb" / "index.sqlite")
+        other.execute("UPDATE forgets SET n = n + 1")  # what a racing forget writes
+        other.commit()
+        other.close()
+        version = ("Problems/q2.md", snap.files["Problems/q2.md"])
+        index_results.put_snapshot(idx, "snap:x", "[]")
+        index_results.store_file_results(idx, [version], [])
+        index_results.put(idx, [("kept", "v")])
+        assert index_results.get(idx, "snap:x") is None and index_results.get(idx, "kept") is None
+        assert idx.db.execute("SELECT count(*) FROM kb_check_files").fetchone() == (0,)
+        idx.generation = None  # a check that starts now
+        unparsed_runs(idx, snap.files, [(b"x", sorted(snap.files))])
+        index_results.put_snapshot(idx, "snap:x", "[]")
+        index_results.store_file_results(idx, [version], [])
+        assert index_results.get(idx, "snap:x") == "[]"
+        assert idx.db.execute("SELECT count(*) FROM kb_check_files").fetchone() == (1,)
+
+
 def test_a_snapshots_table_filled_in_parts_holds_every_file(make_kb, monkeypatch):
     """The snapshot's table is filled from JSON texts of a few files each: with parts of
     two files, every (path, blob) of the snapshot is there, paths with quotes, spaces,
