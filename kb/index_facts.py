@@ -176,17 +176,18 @@ def unparsed_runs(index: Index, files: dict[str, str], runs: list[tuple[bytes, l
     if whole and forgets is not None:
         # Never wait for another writer here: a check that waited through a rebuild
         # went on reading the new cache, which lacks what it found parsed in the old.
-        wait = db.execute("PRAGMA busy_timeout").fetchone()[0]
-        db.execute("PRAGMA busy_timeout = 0")
         try:
-            with db:
-                if db.execute("SELECT count(*) FROM parsed_runs").fetchone()[0] + len(whole) > RUNS_KEPT:
-                    db.execute("DELETE FROM parsed_runs")
-                db.executemany("INSERT OR REPLACE INTO parsed_runs VALUES (?, ?)", whole)
+            wait = db.execute("PRAGMA busy_timeout").fetchone()[0]
+            db.execute("PRAGMA busy_timeout = 0")
+            try:
+                with db:
+                    if db.execute("SELECT count(*) FROM parsed_runs").fetchone()[0] + len(whole) > RUNS_KEPT:
+                        db.execute("DELETE FROM parsed_runs")
+                    db.executemany("INSERT OR REPLACE INTO parsed_runs VALUES (?, ?)", whole)
+            finally:
+                db.execute(f"PRAGMA busy_timeout = {int(wait)}")
         except sqlite3.Error:
             pass
-        finally:
-            db.execute(f"PRAGMA busy_timeout = {int(wait)}")
     return missing
 
 

@@ -7,22 +7,17 @@ from __future__ import annotations
 import pytest
 
 import kb.digests as digests
-from conftest import commit_all, git
+from conftest import git
 from kb.checks.changes import diff_commits, diff_staged, undo
 from kb.repo import commit_snapshot, derived_snapshot, differing_paths, open_kb, staged_snapshot
-from test_verify_support import make_repo, problem
+from test_verify_support import make_repo, problem, pull_and_stage
 
 
 @pytest.fixture
 def pulled(make_kb):
     """A KB of 9 cards: a commit, a pulled commit changing q3, q4 changed and staged."""
     root = make_repo(make_kb, {f"Problems/q{i}.md": problem(f"q{i}") for i in range(2, 11)})
-    q3 = root / "Problems" / "q3.md"
-    q3.write_text(q3.read_text(encoding="utf-8") + "\nA pulled paragraph.\n", encoding="utf-8")
-    commit_all(root, "pulled")
-    q4 = root / "Problems" / "q4.md"
-    q4.write_text(q4.read_text(encoding="utf-8") + "\nMy own paragraph.\n", encoding="utf-8")
-    git(root, "add", "Problems/q4.md")
+    pull_and_stage(root, "Problems/q3.md", "Problems/q4.md")
     return root
 
 

@@ -761,8 +761,7 @@ def test_first_check_after_a_pull_asks_the_index_only_about_the_runs_it_changed(
 
     import kb.digests as digests
     import kb.index_facts as index_facts
-    from conftest import commit_all, git
-    from test_verify_support import make_repo, problem, verify_json
+    from test_verify_support import make_repo, problem, pull_and_stage, verify_json
 
     monkeypatch.setattr(digests, "RUN", 32)
     root = make_repo(make_kb, {f"Problems/q{i}.md": problem(f"q{i}") for i in range(2, 302)})
@@ -778,12 +777,7 @@ def test_first_check_after_a_pull_asks_the_index_only_about_the_runs_it_changed(
     asked.clear()
     verify_json(root, "--staged")
     assert asked == []
-    q3 = root / "Problems" / "q3.md"
-    q3.write_text(q3.read_text(encoding="utf-8") + "\nA pulled paragraph.\n", encoding="utf-8")
-    commit_all(root, "pulled")
-    q200 = root / "Problems" / "q200.md"
-    q200.write_text(q200.read_text(encoding="utf-8") + "\nMy own paragraph.\n", encoding="utf-8")
-    git(root, "add", "Problems/q200.md")
+    pull_and_stage(root, "Problems/q3.md", "Problems/q200.md")
     asked.clear()
     got = verify_json(root, "--staged")
     assert asked and sum(asked) <= 2 * 32, asked

@@ -123,6 +123,17 @@ def commit_prose_edits(root: Path, qids) -> None:
         commit_all(root, f"edit {q}")
 
 
+def pull_and_stage(root: Path, pulled: str, staged: str) -> None:
+    """A paragraph appended to card ``pulled`` and committed with no hook (as a pull
+    brings it), then one appended to card ``staged`` and staged (paths under root)."""
+    for rel, text in ((pulled, "\nA pulled paragraph.\n"), (staged, "\nMy own paragraph.\n")):
+        card = root / rel
+        card.write_text(card.read_text(encoding="utf-8") + text, encoding="utf-8")
+        if rel == pulled:
+            commit_all(root, "pulled")
+    git(root, "add", staged)
+
+
 def verify_json(cwd: Path, *args: str):
     """Run ``kb verify --json ARGS`` in-process: (exit code, parsed JSON)."""
     res = invoke("verify", "--json", *args, cwd=cwd)
