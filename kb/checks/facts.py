@@ -354,7 +354,7 @@ class Facts:
                 # not known to be parsed whole (the digests are the results key's).
                 from kb.digests import file_runs
 
-                missing = index_facts.unparsed_runs(index, self.files, file_runs(snap))
+                missing = index_facts.unparsed_runs(index, self.files, file_runs(snap), self._table)
                 self._ensure({p: self.files[p] for p in missing})
             else:
                 index.ensure(snap)
