@@ -23,8 +23,8 @@ def _run(as_json: bool, call: Callable[[Any], Any], show: Callable[[Any], None],
     from kb.lit.context import open_client
     from kb.lit.errors import LitError
 
-    client, ctx = open_client(cache_dir, sandbox)
     try:
+        client, ctx = open_client(cache_dir, sandbox)  # a bad KB_LIT_BACKOFF is a LitError too
         data = call(client)
     except LitError as exc:
         err(f"kb: {exc}\nkb: fallback: {exc.fallback}")

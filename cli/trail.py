@@ -20,6 +20,36 @@ def command() -> None:
 # -- shared options -------------------------------------------------------------------
 
 
+class Count(click.ParamType):
+    """An integer of at least ``minimum``: every count of the trail commands (``--limit``,
+    ``--lease``, ``--depth``), so that they all refuse alike when parsed — a click usage
+    error, exit 2 (``kind`` "usage" with ``--json``), before any view is computed or
+    anything recorded. Unchecked, a negative ``--limit`` sliced the results away
+    (``find`` said "nothing matches", exit 0) and a negative ``--lease`` handed over a
+    lease already expired.
+
+    Named "integer" like ``click.INT`` (not a ``click.IntRange``, whose range the help
+    would add): the help, and docs/cli.md generated from it, read as before.
+    """
+
+    name = "integer"
+
+    def __init__(self, minimum: int = 1) -> None:
+        self.minimum = minimum
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        n: int = click.INT.convert(value, param, ctx)
+        if n < self.minimum:
+            self.fail(f"{n}: must be at least {self.minimum}", param, ctx)
+        return n
+
+
+#: A count of things (results, nodes, minutes): 1 or more.
+COUNT = Count(1)
+#: A depth counts levels below a node: 0 (the node alone) is one.
+DEPTH = Count(0)
+
+
 def record_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """Options every recording shares."""
     f = click.option("--expect-version", type=int, default=None, metavar="N",
@@ -191,7 +221,7 @@ def rollback(nid: str, version: int, as_json: bool, kb_path: str | None, **kw: A
 @command.command("assign")
 @click.argument("nid", metavar="ID")
 @click.option("--owner", default=None, help="Who takes the lease.")
-@click.option("--lease", "lease_minutes", type=int, default=30, show_default=True,
+@click.option("--lease", "lease_minutes", type=COUNT, default=30, show_default=True,
               help="Lease length in minutes.")
 @click.option("--renew", is_flag=True, help="Extend your own lease.")
 @click.option("--steal", is_flag=True, help="Take a live lease (role lead or curator).")
@@ -212,7 +242,7 @@ def assign(nid: str, owner: str | None, lease_minutes: int, renew: bool, steal: 
 @command.command("handoff")
 @click.argument("nid", metavar="ID")
 @click.option("--to", "to_actor", required=True, help="Who takes over.")
-@click.option("--lease", "lease_minutes", type=int, default=30, show_default=True)
+@click.option("--lease", "lease_minutes", type=COUNT, default=30, show_default=True)
 @record_options
 def handoff(nid: str, to_actor: str, lease_minutes: int, as_json: bool, kb_path: str | None,
             **kw: Any) -> int:
@@ -273,7 +303,7 @@ def brief(goal: str | None, as_json: bool, kb_path: str | None) -> int:
 
 @command.command("find")
 @click.argument("query")
-@click.option("--limit", type=int, default=20, show_default=True)
+@click.option("--limit", type=COUNT, default=20, show_default=True)
 @json_option
 @kb_option
 def find(query: str, limit: int, as_json: bool, kb_path: str | None) -> int:
@@ -290,7 +320,7 @@ def _id_view(name: str, doc: str, depth: int | None = None) -> None:
         return _view(name, as_json, kb_path, id=nid, **kw)
 
     if depth is not None:
-        click.option("--depth", type=int, default=depth, show_default=True)(cmd)
+        click.option("--depth", type=DEPTH, default=depth, show_default=True)(cmd)
 
 
 _id_view("node", "One node in full (version is the --expect-version token), children, edges.")
@@ -300,7 +330,7 @@ _id_view("subtree", "A node's details and its subtree.", depth=6)
 
 @command.command("tree")
 @click.argument("nid", metavar="[ID]", required=False)
-@click.option("--depth", type=int, default=3, show_default=True)
+@click.option("--depth", type=DEPTH, default=3, show_default=True)
 @json_option
 @kb_option
 def tree(nid: str | None, depth: int, as_json: bool, kb_path: str | None) -> int:
@@ -310,7 +340,7 @@ def tree(nid: str | None, depth: int, as_json: bool, kb_path: str | None) -> int
 
 @command.command("snapshot")
 @click.option("--focus", default=None, metavar="ID")
-@click.option("--limit", type=int, default=2000, show_default=True)
+@click.option("--limit", type=COUNT, default=2000, show_default=True)
 @json_option
 @kb_option
 def snapshot(focus: str | None, limit: int, as_json: bool, kb_path: str | None) -> int:

@@ -29,9 +29,10 @@ margin for clock skew between machines: a lease whose ``Expires-Epoch`` is
 ``E`` can be taken over by someone else only when their clock reads more than
 ``E + grace``.
 
-With a remote, the remote's ``refs/kb/locks/*`` is the truth and the local
-``refs/kb/locks/*`` is its mirror (fetched with ``--prune``): a KB shared
-through a remote should use ``--remote`` for every lock command.
+With a remote, the remote's ``refs/kb/locks/*`` is the truth; it is fetched (with
+``--prune``) into ``refs/kb/remote-locks/<remote>/``, never into this clone's own
+``refs/kb/locks/*``: a KB shared through a remote should name it as its lock remote
+(or use ``--remote`` for every lock command).
 
 This module holds the pieces: time, validation, reading locks, making lock
 commits, local ref transactions and pushes with leases. The checks writers
@@ -368,11 +369,41 @@ def lock_refs(top: Path, patterns: list[str]) -> Iterator[tuple[str, str, str]]:
             yield ref, parts[i + 1], parts[i + 3] if parts[i + 2] == "commit" else ""
 
 
-def read_locks(top: Path, refs: Iterable[str] | None = None) -> dict[str, Lock]:
-    """Every lock ref (or only ``refs``) -> :class:`Lock`, in one ``git for-each-ref``."""
+def read_locks(top: Path, refs: Iterable[str] | None = None,
+               remote: str | None = None) -> dict[str, Lock]:
+    """Every lock ref (or only ``refs``) -> :class:`Lock`, in one ``git for-each-ref``:
+    this clone's own locks, or (``remote``) the remote's as :func:`fetch_locks` last
+    fetched them, keyed by their refs on the remote (``refs/kb/locks/<h>``)."""
+    if remote is not None:
+        ns = remote_namespace(remote)
+        want = None if refs is None else set(refs)
+        out: dict[str, Lock] = {}
+        for ref, commit, msg in lock_refs(top, [f"{ns}locks", f"{ns}project-lock"]):
+            canon = PROJECT_REF if ref == f"{ns}project-lock" else "refs/kb/" + ref[len(ns):]
+            if want is None or canon in want:
+                out[canon] = parse_lock(canon, commit, msg)
+        return out
     patterns = list(refs) if refs is not None else [LOCKS_NS.rstrip("/"), PROJECT_REF]
     return {ref: parse_lock(ref, commit, msg) for ref, commit, msg in lock_refs(top, patterns)
             if ref == PROJECT_REF or ref.startswith(LOCKS_NS)}
+
+
+#: Where a remote's locks are fetched: ``refs/kb/remote-locks/<remote>/``, never this
+#: clone's own ``refs/kb/locks/`` (a copy there would block this clone's writes after
+#: the holder released it, and pruning it would delete this clone's own locks).
+REMOTE_LOCKS_NS = "refs/kb/remote-locks/"
+
+
+def remote_namespace(remote: str) -> str:
+    """Where ``remote``'s lock refs are fetched: ``refs/kb/remote-locks/<remote>/``."""
+    return f"{REMOTE_LOCKS_NS}{remote}/"
+
+
+def fetched_ref(ref: str, remote: str) -> str:
+    """The local copy of the remote's lock ref ``ref`` (``refs/kb/locks/<h>`` or the project
+    lock) in :func:`remote_namespace`."""
+    ns = remote_namespace(remote)
+    return ns + "project-lock" if ref == PROJECT_REF else ns + ref[len("refs/kb/"):]
 
 
 def lock_message(*, scope: str, path: str | None, owner: str, now: int, expires: int,
@@ -518,16 +549,18 @@ def push(top: Path, remote: str, refspecs: list[str], leases: dict[str, str | No
 
 
 def fetch_locks(top: Path, remote: str, extra: Iterable[str] = ()) -> None:
-    """Mirror the remote's locks into the local refs, with pruning (one ``git fetch``)."""
+    """Copy the remote's locks into :func:`remote_namespace`, with pruning (one ``git
+    fetch``; ``extra`` refspecs fetched with them)."""
+    ns = remote_namespace(remote)
     args = ["fetch", "--prune", "--no-tags", "--no-write-fetch-head", "--quiet", remote,
-            f"+{LOCKS_NS}*:{LOCKS_NS}*", f"+{PROJECT_REF}*:{PROJECT_REF}*", *extra]
+            f"+{LOCKS_NS}*:{ns}locks/*", f"+{PROJECT_REF}*:{ns}project-lock*", *extra]
     git.run(args, top, write=True)
 
 
 __all__ = [
     "LOCKS_NS", "PROJECT_REF", "Lock", "LockHeld", "LockLost", "NotLocked", "Settings",
-    "check_remote", "clock",
-    "default_owner", "fetch_locks", "format_duration", "iso", "lock_message", "lock_ref", "lock_refs",
+    "REMOTE_LOCKS_NS", "check_remote", "clock",
+    "default_owner", "fetch_locks", "fetched_ref", "remote_namespace", "format_duration", "iso", "lock_message", "lock_ref", "lock_refs",
     "make_lock_commit", "parse_duration", "parse_lock", "push", "read_locks",
     "ref_transaction", "repo_paths", "resolve_owner", "validate_owner", "validate_text",
     "worktree_blob",

@@ -7,8 +7,9 @@ clone in git config (``kb.lockRemote``, which wins). Then:
 - every kb write (the transaction) and the pre-commit hook (KB380) and the
   pre-push hook read the remote's locks, fetched with one bounded ``git
   fetch`` into a namespace of their own, ``refs/kb/remote-locks/<remote>/``
-  (so the clone's own ``refs/kb/locks/*`` — a possibly stale mirror — never
-  blocks anything, and a plain ``git fetch`` is never assumed to bring them);
+  (where ``kb lock … --remote`` fetches them too; the clone's own
+  ``refs/kb/locks/*`` are not read then, and a plain ``git fetch`` is never
+  assumed to bring them);
 - when the remote cannot be reached, the message says so and ``[locks]
   offline`` decides: ``refuse`` (the default: nothing is written) or ``warn``
   (the write goes ahead, unchecked, with a warning).
@@ -31,11 +32,11 @@ from kb import git
 from kb.errors import RefusedError
 from kb.lock_names import lock_remote  # noqa: F401 (re-exported)
 from kb.locks import (
-    PROJECT_REF, Lock, LockHeld, Settings, clock, default_owner, lock_ref,
-    lock_refs, parse_lock, read_locks,
+    REMOTE_LOCKS_NS, Lock, LockHeld, Settings, clock, default_owner, lock_ref, read_locks,
+    remote_namespace,
 )
 
-NS = "refs/kb/remote-locks/"
+NS = REMOTE_LOCKS_NS
 DEFAULT_TIMEOUT = 10.0
 Notify = Optional[Callable[[str], None]]
 
@@ -54,7 +55,7 @@ def offline_policy(config: Any, top: Optional[Path] = None) -> str:
 
 def namespace(remote: str) -> str:
     """Where the remote's lock refs are fetched: ``refs/kb/remote-locks/<remote>/``."""
-    return f"{NS}{remote}/"
+    return remote_namespace(remote)
 
 
 def refspecs(remote: str) -> list[str]:
@@ -113,14 +114,7 @@ def _fetch_failure(stderr: str, remote: str) -> str:
 
 def read(top: Path, remote: str, refs: Optional[Iterable[str]] = None) -> dict[str, Any]:
     """The fetched remote locks as ``{canonical ref: Lock}`` (``refs/kb/locks/<h>``)."""
-    ns = namespace(remote)
-    want = None if refs is None else set(refs)
-    out: dict[str, Any] = {}
-    for ref, commit, msg in lock_refs(top, [f"{ns}locks", f"{ns}project-lock"]):
-        canon = PROJECT_REF if ref == f"{ns}project-lock" else "refs/kb/" + ref[len(ns):]
-        if want is None or canon in want:
-            out[canon] = parse_lock(canon, commit, msg)
-    return out
+    return read_locks(top, refs, remote)
 
 
 @dataclass

@@ -4,7 +4,9 @@
 127.0.0.1 (an ephemeral port) from a thread, and records every request
 (arrival time, path, query, headers). ``script(path_prefix, [429, 200])``
 makes the next requests under a path answer those statuses in turn (200 =
-the recorded response). Use as a context manager; ``env()`` gives the
+the recorded response; ``"garbage"`` a body that is not JSON; ``"slow"`` the
+recorded response after a second; a dict or list: 200 with that value as the
+JSON body). Use as a context manager; ``env()`` gives the
 ``KB_LIT_*`` variables pointing the client at it.
 """
 
@@ -33,7 +35,7 @@ ROUTES = [
 class LitServer:
     def __init__(self) -> None:
         self.requests: list[dict] = []
-        self.scripts: dict[str, list[int | str]] = {}
+        self.scripts: dict[str, list[object]] = {}
         self.lock = threading.Lock()
         outer = self
 
@@ -47,7 +49,7 @@ class LitServer:
                     outer.requests.append({"t": time.time(), "path": parts.path,
                                            "query": parse_qs(parts.query, keep_blank_values=True),
                                            "headers": dict(self.headers.items())})
-                    status: int | str = 200
+                    status: object = 200
                     for prefix, seq in outer.scripts.items():
                         if parts.path.startswith(prefix) and seq:
                             status = seq.pop(0)
@@ -57,8 +59,10 @@ class LitServer:
                     status = 200
                 if status == "garbage":
                     return self._send(200, b"<html>not json</html>", "application/json")
+                if isinstance(status, (dict, list)):  # valid JSON, of whatever shape
+                    return self._send(200, json.dumps(status).encode("utf-8"), "application/json")
                 if status != 200:
-                    return self._send(int(status), b'{"message": "scripted"}', "application/json")
+                    return self._send(int(str(status)), b'{"message": "scripted"}', "application/json")
                 for prefix, name, ctype in ROUTES:
                     if parts.path.startswith(prefix):
                         if parts.path.endswith("/citations"):
@@ -84,7 +88,7 @@ class LitServer:
         return {"KB_LIT_S2_URL": self.base + "/s2", "KB_LIT_S2_RECOMMEND_URL": self.base + "/rec",
                 "KB_LIT_OPENALEX_URL": self.base + "/openalex", "KB_LIT_ARXIV_URL": self.base + "/arxiv"}
 
-    def script(self, prefix: str, statuses: list[int | str]) -> None:
+    def script(self, prefix: str, statuses: list[object]) -> None:
         with self.lock:
             self.scripts[prefix] = list(statuses)
 

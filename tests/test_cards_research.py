@@ -166,3 +166,60 @@ def test_brief_json_text_and_max_chars(ex: Path) -> None:
     small = invoke("brief", "--json", "--max-chars", "1200", cwd=ex)
     assert len(small.stdout) <= 1201 and "omitted" in json.loads(small.stdout)
     assert invoke("brief", "--max-chars", "0", cwd=ex).code == 2  # an out-of-range number is a usage mistake
+
+
+def test_progress_graded_judges_written_decimals_and_mirrors_alike(ex: Path) -> None:
+    """|0.675 − 0.5| and |0.325 − 0.5| are both 0.175: with three entries the score is
+    0.45 and 10 − 4.5 = 5.5 rounds up to 6 for both (binary floats gave 5 for 0.675)."""
+    from kb.ops.entries import add_entry
+    from kb.ops.propositions import add_proposition
+
+    for pid, prob in (("p7", 0.675), ("p8", 0.325)):
+        add_proposition(ex, "数论", pid, "Graded.", probability=prob, priority=1)
+        for kind in ("证明", "证明", "证伪"):
+            add_entry(ex, pid, kind, "a", 0.5, text="x")
+    r = invoke("priority", "adjust", "--mode", "progress-graded", "--dry-run", "--json", cwd=ex)
+    assert r.code == 0, r.stderr
+    assert r.json()["edits"] == [{"id": "p7", "kind": "proposition", "old": 1, "new": 6},
+                                 {"id": "p8", "kind": "proposition", "old": 1, "new": 6}]
+
+
+def test_priority_adjust_never_scores_a_value_outside_0_1(ex: Path) -> None:
+    """A 概率 of 1.5 (KB218) or a 存活率 of 1.5 is not clamped into a score: skipped, with why."""
+    from kb.ops.problems import add_problem
+
+    write_files(ex, {"Propos/数论/p7.md": """# 命题｜bad
+- 标题: bad
+- ID: p7
+- 类型: 命题
+- 状态: 未定论
+- 概率: 1.5
+- 优先级: 1
+- 依赖: []
+- 价值/关键性: 0.5
+
+## 陈述
+x
+
+## 证明尝试
+
+## 证伪尝试
+"""})
+    add_problem(ex, "q5", "Odd survival.", priority=3)
+    write_files(ex, {"Progress/q5/d1.md": "# 研究方向日志｜q5 / d1\n\n- 方向: a\n- 存活率: 1.5；状态: active；轮次: 2\n"})
+    commit_all(ex, "out-of-range values")
+    r = invoke("priority", "adjust", "--mode", "progress-graded", "--dry-run", "--json", cwd=ex)
+    assert r.code == 0 and r.json()["edits"] == [], r.stdout + r.stderr  # was p7: 1 -> 0
+    r = invoke("priority", "adjust", "--mode", "survival-map", "--dry-run", "--json", cwd=ex)
+    assert r.code == 0 and "q5" not in [c["id"] for c in r.json()["edits"]]  # was q5: 3 -> 0
+    # the notes of what was left out, and why
+    from kb.research.priority import priority_skips, priority_targets
+    from kb.views.brief import load_view
+
+    _k, view = load_view(ex)
+    assert [(i, kd) for i, kd, _why in priority_skips(view, "progress-graded")] == [("p7", "proposition")]
+    why = priority_skips(view, "progress-graded")[0][2]
+    assert "1.5" in why and "Propos/数论/p7.md" in why and "outside [0,1]" in why
+    assert [(i, kd) for i, kd, _why in priority_skips(view, "survival-map")] == [("q5", "problem")]
+    assert priority_skips(view, "deadend-deprioritize") == []
+    assert "p7" not in [c[0] for c in priority_targets(view, "progress-graded")]

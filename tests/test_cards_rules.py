@@ -148,3 +148,34 @@ def test_kb260_in_catalogue() -> None:
     load_rules()
     assert BY_CODE["KB260"].severity == "error" and BY_CODE["KB260"].family == "snapshot"
     assert any("KB260" in r.codes for r in FILE_RULES)
+
+
+def _codes(root: Path, codes: set[str]) -> list[tuple[str, int, str]]:
+    from kb.checks.verify_worktree import verify_worktree
+
+    return sorted((f.path, f.line, f.code) for f in verify_worktree(root).findings if f.code in codes)
+
+
+def test_closed_vocabularies_of_cards_and_calendar_dates(kb_with, example_kb: Path) -> None:
+    """KB205 for a problem's 来源 and a method's 类型 outside their vocabularies (DESIGN
+    §2.4), KB131 for an experiment date that is no day of the calendar; silent on every
+    word of the vocabularies, on 29 February of a leap year and on the example KB."""
+    exp = ("# E001: H1 - x\n\n**Hypothesis**: H1 x\n**Date**: {}\n**Status**: 进行中\n\n"
+           "## 实验设计\nd\n")
+    tree = "# Hypothesis Tree\n\n## H1: x\nStatus: 进行中\nEvidence: E001\n"
+    bad = kb_with({
+        "Problems/q1.md": problem("q1").replace("- 来源: 原始", "- 来源: 外星"),
+        "Methods/m1.md": method("m1").replace("- 类型: 方法", "- 类型: 魔法"),
+        "tree.md": tree, "experiments/E001.md": exp.format("2026-13-45"),
+        "experiments/E002.md": exp.format("2026-02-29").replace("E001", "E002"),
+    })
+    assert _codes(bad, {"KB205", "KB131"}) == [
+        ("Methods/m1.md", 4, "KB205"), ("Problems/q1.md", 9, "KB205"),
+        ("experiments/E001.md", 4, "KB131"), ("experiments/E002.md", 4, "KB131")]
+    files = {"tree.md": tree, "experiments/E001.md": exp.format("2024-02-29")}
+    for i, word in enumerate(("原始", "后生", "promote")):
+        files[f"Problems/q{i + 1}.md"] = problem(f"q{i + 1}").replace("- 来源: 原始", f"- 来源: {word}")
+    for i, word in enumerate(("理论体系", "框架", "工具", "方法", "思想", "范式", "技巧")):
+        files[f"Methods/m{i + 1}.md"] = method(f"m{i + 1}").replace("- 类型: 方法", f"- 类型: {word}")
+    assert _codes(kb_with(files), {"KB205", "KB131"}) == []
+    assert _codes(example_kb, {"KB205", "KB131"}) == []

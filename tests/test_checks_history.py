@@ -323,3 +323,32 @@ def test_highest_siblings_is_the_scan_it_replaced():
                 for n, i in enumerate(ids)]
         for new_id in parts + ids + ["H1.3", "H2.11", "H1.2.1", "Z"]:
             assert lookup(hyps, new_id) == scan(hyps, new_id), (ids, new_id)
+
+
+def test_an_id_added_and_removed_within_the_range_never_comes_back(make_kb):
+    """KB307 in a range whose origin never held the ID: H3 is added, withdrawn (with an
+    override), then declared again. The reuse is judged the same whether the range
+    starts before H3 existed or after (it used to pass from the earlier start), and
+    the commit that removed an experiment file keeps its ID too."""
+    from conftest import commit_all
+
+    hyp = "## {0}: Statement {0}\nStatus: 待验\nEvidence: (empty)\n\n"
+    tree = "# Hypothesis Tree\n\n" + hyp.format("H1") + hyp.format("H2")
+    root = make_repo(make_kb, {"tree.md": tree}, dashboard=False)
+    base = git(root, "rev-parse", "HEAD").strip()
+    write_files(root, {"tree.md": tree + hyp.format("H3"),
+                       "experiments/E002.md": experiment("E002", "H1")})
+    commit_all(root, "H3 and E002")
+    write_files(root, {"tree.md": tree})
+    git(root, "rm", "-q", "experiments/E002.md")
+    commit_all(root, "withdraw H3 and E002\n\nKb-Override: H3 withdrawn\nKb-Override: E002 withdrawn")
+    write_files(root, {"tree.md": tree + hyp.format("H3").replace("Statement H3", "Another"),
+                       "experiments/E002.md": experiment("E002", "H2")})
+    commit_all(root, "H3 and E002 again")
+    for start in (base, "HEAD~2"):
+        rc, data = verify_json(root, "--range", f"{start}..HEAD")
+        said = sorted(d["message"].split(" existed")[0] for d in find(data, "KB307") if d["blocking"])
+        assert said == ["E002", "H3"] and rc == 1, (start, data)
+    # the commit that withdrew them passes on its own (its override), the reuse is its own fault
+    rc, data = verify_json(root, "--range", f"{base}..HEAD~1")
+    assert rc == 0 and not find(data, "KB307"), data

@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -308,3 +309,199 @@ def test_backoff_doubles_from_two_seconds(lit, tmp_path, monkeypatch):
     with pytest.raises(LitUnavailable):
         f.get_json(lit.base + "/s2/snippet/search?query=x", "s2")
     assert slept == [2.0, 4.0, 8.0] and f.requests == 4
+
+
+# -- answers of the wrong shape (valid JSON, not what kb reads) ----------------------------
+
+def _s2_search(c: Any) -> Any:
+    return c.search("q", source="s2")
+
+
+def _openalex(c: Any) -> Any:
+    return c.search("q", source="openalex")
+
+
+#: (scripted path, the call, a 200 answer of the wrong shape, the place the error names)
+WRONG_SHAPES = [
+    ("/s2/paper/search", _s2_search, {"data": "oops"}, "data: expected an array"),
+    ("/s2/paper/search", _s2_search, [], "the answer: expected an object"),
+    ("/s2/paper/search", _s2_search, {"data": [{"title": "T", "citationCount": "12"}]},
+     "data[0].citationCount: expected an integer"),
+    ("/s2/paper/search", _s2_search, {"data": [{"title": 5}]}, "data[0].title: expected a string"),
+    ("/s2/snippet/search", lambda c: c.snippet("q"), {"data": "oops"}, "data: expected an array"),
+    ("/s2/snippet/search", lambda c: c.snippet("q"), {"data": [{"snippet": "text"}]},
+     "data[0].snippet: expected an object"),
+    ("/s2/paper/", lambda c: c.cite("a1b2", "references"),
+     {"data": [{"citedPaper": {"title": "T", "externalIds": ["DOI"]}}]},
+     "data[0].citedPaper.externalIds: expected an object"),
+    ("/s2/paper/", lambda c: c.cite("a1b2", "citations"),
+     {"data": [{"citingPaper": {"title": "T", "authors": [{"name": 7}]}}]},
+     "data[0].citingPaper.authors[0].name: expected a string"),
+    ("/rec/papers/forpaper/", lambda c: c.cite("a1b2", "recommend"),
+     {"recommendedPapers": {"paperId": "x"}}, "recommendedPapers: expected an array"),
+    ("/openalex/works", _openalex, {"results": 5}, "results: expected an array"),
+    ("/openalex/works", _openalex, {"results": [{"abstract_inverted_index": {"word": ["zero"]}}]},
+     "results[0].abstract_inverted_index.word[0]: expected an integer"),
+    ("/openalex/works", _openalex, {"results": [{"authorships": [{"author": {"display_name": ["A"]}}]}]},
+     "results[0].authorships[0].author.display_name: expected a string"),
+]
+
+
+@pytest.mark.parametrize("prefix, call, body, where", WRONG_SHAPES,
+                         ids=[f"{p}-{i}" for i, (p, *_rest) in enumerate(WRONG_SHAPES)])
+def test_an_answer_of_the_wrong_shape_fails_at_once_and_is_not_cached(lit, tmp_path, prefix, call,
+                                                                        body, where):
+    from kb.lit import LitResponseError
+
+    lit.script(prefix, [body])
+    c = client(tmp_path)
+    with pytest.raises(LitResponseError, match="not of the expected shape") as exc:
+        call(c)
+    assert where in str(exc.value), str(exc.value)
+    assert exc.value.exit_code == 1 and "web tools" in exc.value.fallback
+    assert c.requests == 1  # like a malformed body: not retried
+    assert not list((tmp_path / "cache").glob("*.json"))  # and never cached
+    again = client(tmp_path)  # so the same call asks again, and gets the good answer
+    assert call(again) and again.requests == 1
+
+
+@pytest.mark.parametrize("script", ["garbage", {"not": "xml"}])
+def test_an_arxiv_answer_that_is_no_atom_feed_is_not_cached(lit, tmp_path, script):
+    from kb.lit import LitResponseError
+
+    lit.script("/arxiv", [script])  # "garbage" is XML (<html>…), but no Atom feed
+    with pytest.raises(LitResponseError, match="not of the expected shape") as exc:
+        client(tmp_path).paper("2101.00001")
+    assert exc.value.kind == "refused" and len(lit.requests) == 1
+    assert not list((tmp_path / "cache").glob("*.json"))
+    assert client(tmp_path).paper("2101.00001")["arxiv_id"] == "2101.00001"
+
+
+def test_cli_wrong_shape_exits_1_with_the_fallback_and_caches_nothing(lit, tmp_path):
+    weird = {"data": "oops", "results": 5}  # the report's server: every API answers this
+    cache = tmp_path / "c"
+    lit.script("/s2", [weird, weird])
+    lit.script("/openalex", [weird])
+    r = invoke("lit", "search", "q", "--json", "--cache-dir", str(cache))
+    assert r.code == 1, r.stderr
+    assert r.json()["error"]["kind"] == "refused" and "web tools" in r.json()["fallback"]
+    assert "results: expected an array" in r.json()["error"]["message"]  # the last source's error
+    r = invoke("lit", "snippet", "q", "--json", "--cache-dir", str(cache))
+    assert r.code == 1 and "data: expected an array" in r.json()["error"]["message"]
+    assert "fallback" in r.stderr
+    assert not list(cache.glob("*.json"))
+    # nothing bad was cached: the same calls now get the server's good answers
+    assert invoke("lit", "search", "q", "--json", "--cache-dir", str(cache)).code == 0
+    assert invoke("lit", "snippet", "q", "--json", "--cache-dir", str(cache)).code == 0
+
+
+def test_a_cached_answer_of_the_wrong_shape_is_a_miss(lit, tmp_path):
+    from kb.lit.http import Cache, build_url, cache_key
+
+    # what an older kb cached from a server answering {"data": "oops"}
+    url = build_url(lit.base + "/s2", "/snippet/search", {"query": "q", "limit": 10})
+    key = cache_key("GET", url)
+    Cache(tmp_path / "cache").put(key, {"key": key, "method": "GET", "url": url, "status": 200,
+                                        "body": {"data": "oops"}})
+    c = client(tmp_path)
+    assert [s["kind"] for s in c.snippet("q")] == ["abstract", "Introduction", "body"]
+    assert c.requests == 1  # asked again instead of failing on the bad entry for ever
+    rec = json.loads((tmp_path / "cache" / f"{key}.json").read_text("utf-8"))
+    assert isinstance(rec["body"]["data"], list)  # replaced by the good answer
+
+
+def test_shapes_accept_the_recorded_answers_and_nulls_and_name_the_place():
+    from litserver import load
+
+    from kb.lit import shapes
+
+    for name, shape in [("s2_search.json", shapes.S2_SEARCH), ("s2_snippet.json", shapes.S2_SNIPPET),
+                        ("s2_references.json", shapes.S2_EDGES), ("s2_citations.json", shapes.S2_EDGES),
+                        ("s2_recommend.json", shapes.S2_RECOMMEND),
+                        ("openalex_works.json", shapes.OPENALEX_WORKS)]:
+        shapes.check(load(name), shape)
+    # the APIs omit and null fields freely: S2 sends no "data" when nothing matched
+    shapes.check({"total": 0, "offset": 0}, shapes.S2_SEARCH)
+    shapes.check({"data": [None, {"snippet": None, "paper": {"corpusId": 12}}]}, shapes.S2_SNIPPET)
+    shapes.check({"data": [{"citedPaper": None, "isInfluential": None}]}, shapes.S2_EDGES)
+    with pytest.raises(shapes.ShapeError, match=r"^data\[1\]\.year: expected an integer, got true or "
+                                                r"false \(true\)$"):
+        shapes.check({"data": [{}, {"year": True}]}, shapes.S2_SEARCH)
+    with pytest.raises(shapes.ShapeError, match="the answer: expected an object, got null"):
+        shapes.check(None, shapes.OPENALEX_WORKS)
+
+
+# -- malformed settings: exit 2 at once, no request --------------------------------------
+
+#: (value, what the message says about it)
+BAD_BASE_URLS = [("http://[::1", "Invalid IPv6 URL"), ("not a url", "a space"),
+                 ("notaurl", "http:// or https://"), ("ftp://example.org", "http:// or https://"),
+                 ("http://", "no host"), ("http://127.0.0.1:99999", "Port out of range"),
+                 ("http://127.0.0.1:8/api?x=1", "no ?query")]
+
+
+@pytest.mark.parametrize("value, why", BAD_BASE_URLS, ids=[v for v, _ in BAD_BASE_URLS])
+def test_a_malformed_base_url_is_an_environment_error_before_any_request(lit, tmp_path, monkeypatch,
+                                                                          value, why):
+    from kb.lit import LitError
+
+    monkeypatch.setenv("KB_LIT_S2_URL", value)
+    c = client(tmp_path)
+    with pytest.raises(LitError) as exc:
+        c.snippet("q")
+    assert exc.value.kind == "environment" and exc.value.exit_code == 2
+    assert f"KB_LIT_S2_URL={value!r}" in str(exc.value) and why in str(exc.value), str(exc.value)
+    assert c.requests == 0 and lit.requests == []  # no attempt, so no retries and no backoff
+
+
+@pytest.mark.parametrize("var, args", [
+    ("KB_LIT_S2_URL", ["snippet", "q"]),
+    ("KB_LIT_S2_RECOMMEND_URL", ["cite", "a1b2", "--direction", "recommend"]),
+    ("KB_LIT_OPENALEX_URL", ["search", "q", "--source", "openalex"]),
+    ("KB_LIT_ARXIV_URL", ["paper", "2101.00001"]),
+])
+def test_cli_malformed_base_url_exits_2_naming_the_variable(lit, tmp_path, monkeypatch, var, args):
+    monkeypatch.setenv(var, "http://[::1")
+    r = invoke("lit", *args, "--json", "--cache-dir", str(tmp_path / "c"))
+    assert r.code == 2, r.stderr
+    err = r.json()["error"]
+    assert err["kind"] == "environment" and f"{var}='http://[::1'" in err["message"]
+    assert var in r.stderr and "fallback" in r.stderr
+    assert lit.requests == []
+
+
+def test_cli_search_both_sources_fails_on_one_malformed_base_url(lit, tmp_path, monkeypatch):
+    # S2 would answer, but a setting to fix is no source that is down: no quiet half answer
+    monkeypatch.setenv("KB_LIT_OPENALEX_URL", "not a url")
+    r = invoke("lit", "search", "q", "--json", "--cache-dir", str(tmp_path / "c"))
+    assert r.code == 2 and "KB_LIT_OPENALEX_URL='not a url'" in r.json()["error"]["message"]
+    assert "/openalex/works" not in lit.paths()
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "nan", "inf"])
+def test_cli_malformed_backoff_exits_2_naming_the_variable(lit, tmp_path, monkeypatch, value):
+    monkeypatch.setenv("KB_LIT_BACKOFF", value)
+    r = invoke("lit", "snippet", "q", "--json", "--cache-dir", str(tmp_path / "c"))
+    assert r.code == 2, r.stderr
+    assert r.json()["error"]["kind"] == "environment"
+    assert f"KB_LIT_BACKOFF={value!r}" in r.json()["error"]["message"]
+    assert "web tools" in r.json()["fallback"]  # read as the client opens: still a LitError
+    assert lit.requests == []
+
+
+def test_cli_paper_id_with_a_control_character_is_a_usage_error(lit, tmp_path):
+    r = invoke("lit", "cite", "ab\x01c", "--json", "--cache-dir", str(tmp_path / "c"))
+    assert r.code == 2 and r.json()["error"]["kind"] == "usage", r.stderr
+    assert lit.requests == []
+
+
+@pytest.mark.parametrize("url", ["not a url", "http://127.0.0.1:1/a\x01b"])
+def test_fetcher_refuses_a_url_httpx_cannot_use_at_once(tmp_path, url):
+    from kb.lit import LitError
+    from kb.lit.http import Fetcher
+
+    # what slips past the base URL check still fails at once as a kb error, not InvalidURL
+    f = Fetcher(tmp_path / "c", intervals=FAST, backoff=0.001)
+    with pytest.raises(LitError, match="not a usable URL") as exc:
+        f.get_json(url, "s2")
+    assert exc.value.kind == "environment" and f.requests == 1

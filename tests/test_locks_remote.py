@@ -61,7 +61,9 @@ def test_remote_claim_release_and_pull(cluster):
     assert r.code == 0, r.stderr
     lock = r.json()["locks"][0]["commit"]
     assert remote_refs(bare) == f"{ref_of('Notes/a.md')} {lock}"
-    assert git(a, "rev-parse", ref_of("Notes/a.md")) == lock   # the local mirror
+    # the local copy, in the remote's namespace: never among this clone's own locks
+    copy = ref_of("Notes/a.md").replace("refs/kb/", "refs/kb/remote-locks/origin/")
+    assert git(a, "rev-parse", copy) == lock and git(a, "for-each-ref", "refs/kb/locks") == ""
     r = invoke("lock", "claim", "Notes/a.md", "--owner", "bob", "--remote", "origin", cwd=b)
     assert r.code == 1 and "locked by alice" in r.stderr
     assert remote_refs(bare) == f"{ref_of('Notes/a.md')} {lock}"
@@ -266,3 +268,30 @@ def test_four_clones_race_through_a_bare_remote(cluster, capsys):
     with capsys.disabled():
         print(f"\n[lock distributed] 4 clones x {ROUNDS} rounds: winners {winners}, "
               f"{retries} release retries after pull --rebase")
+
+
+def test_remote_lock_commands_never_touch_this_clones_own_locks(cluster):
+    """`kb lock status --remote` (a read) and a refused `kb lock claim --remote` copy the
+    remote's locks into refs/kb/remote-locks/<remote>/ only: after the holder releases,
+    the copy never blocks a write of this clone (no lock remote configured), and the
+    fetch's pruning never deletes a lock this clone holds itself."""
+    bare, clones = cluster
+    a, d = clones(2)
+    (a / "tree.md").write_text("# Hypothesis Tree\n", encoding="utf-8")
+    git(a, "add", "tree.md")
+    git(a, "commit", "-q", "-m", "tree")
+    git(a, "push", "-q", "origin", "HEAD")
+    git(d, "pull", "-q", "--ff-only")
+    assert invoke("lock", "claim", "tree.md", "--owner", "alice", "--remote", "origin", cwd=a).code == 0
+    assert invoke("lock", "claim", "own3.md", "--owner", "dave", cwd=d).code == 0  # dave's own
+    st = invoke("lock", "status", "--remote", "origin", "--json", cwd=d)
+    assert [(x["path"], x["owner"]) for x in st.json()["locks"]] == [("tree.md", "alice")]
+    r = invoke("lock", "claim", "tree.md", "--owner", "dave", "--remote", "origin", cwd=d)
+    assert r.code == 1 and "locked by alice" in r.stderr
+    mine = invoke("lock", "status", "--json", cwd=d).json()["locks"]
+    assert [(x["path"], x["owner"]) for x in mine] == [("own3.md", "dave")]
+    assert invoke("lock", "release", "tree.md", "--owner", "alice", "--remote", "origin",
+                  cwd=a).code == 0
+    r = invoke("hyp", "add", "Dave's idea", "--owner", "dave", cwd=d)
+    assert r.code == 0, r.stderr
+    assert "## H1: Dave's idea" in (d / "tree.md").read_text(encoding="utf-8")

@@ -302,3 +302,34 @@ def test_each_change_names_its_commits_in_a_kb_below_the_repository_top(tmp_path
     assert logged["id"] == "E004" and logged["commits"] == [first, second]
     [hyp] = d["hypotheses"]["added"]
     assert hyp["id"] == "H1.3" and hyp["commits"] == [added]
+
+
+def test_a_changed_card_anchor_is_named_not_called_prose(example_kb: Path) -> None:
+    """A card's anchor that no list reports (价值/关键性, 计划) is named in ``edited``
+    (it used to read "text only"), also beside a change another list reports; a change
+    of prose alone still reads "text only"."""
+    root = example_kb
+    p1 = root / "Propos/数论/p1.md"
+    q2 = root / "Problems/q2.md"
+    p1.write_text(p1.read_text(encoding="utf-8").replace("- 价值/关键性: 0.9", "- 价值/关键性: 0.2"),
+                  encoding="utf-8")
+    q2.write_text(q2.read_text(encoding="utf-8").replace("- 计划: 待调度", "- 计划: 先算小情形")
+                  + "\nOne more line of prose.\n", encoding="utf-8")
+    commit_all(root, "value and plan")
+    d = _diff(root, "HEAD~1..HEAD")
+    assert sorted((x["id"], x["fields"]) for x in d["cards"]["edited"]) == \
+        [("p1", ["value"]), ("q2", ["plan"])]
+    text = invoke("diff", "HEAD~1..HEAD", cwd=root).stdout
+    assert "edited proposition p1 (value)" in text and "text only" not in text
+    _kb(root, "problem", "priority", "q2", "4")  # a listed change beside an unlisted one
+    q2.write_text(q2.read_text(encoding="utf-8").replace("- 计划: 先算小情形", "- 计划: 再想"),
+                  encoding="utf-8")
+    commit_all(root, "plan again")
+    d = _diff(root, "HEAD~2..HEAD")
+    assert [x["fields"] for x in d["cards"]["edited"] if x["id"] == "q2"] == [["plan"]]
+    assert [x["to"] for x in d["cards"]["priorities"]] == [4]
+    q2.write_text(q2.read_text(encoding="utf-8") + "\nProse only.\n", encoding="utf-8")
+    commit_all(root, "prose")
+    d = _diff(root, "HEAD~1..HEAD")
+    assert [(x["id"], x["fields"]) for x in d["cards"]["edited"]] == [("q2", [])]
+    assert "edited problem q2 (text only)" in invoke("diff", "HEAD~1..HEAD", cwd=root).stdout

@@ -210,3 +210,22 @@ def test_sync_renumbers_an_experiment_on_the_same_hypothesis(team: dict[str, Pat
     assert (b / "experiments" / "E002.md").read_text(encoding="utf-8").startswith("# E002: H1 - B measures")
     assert "Status: 进行中" in (b / "tree.md").read_text(encoding="utf-8")
     assert invoke("verify", "--range", "origin/main..HEAD", "--against", "origin/main", cwd=b).code == 0
+
+
+def test_an_id_sync_renumbered_to_is_never_handed_out_again(team: dict[str, Path]) -> None:
+    """`kb sync` writes `Kb-Renumber: H1 -> H2`, not `Kb-Id: H2`: the allocator reads
+    both, so H2 withdrawn later is not allocated again (IDs are never reused)."""
+    a, b = team["a"], team["b"]
+    _ok("hyp", "add", "B idea", cwd=b)
+    _ok("hyp", "add", "A idea", cwd=a)
+    git(a, "push", "-q", "origin", "main")
+    git(b, "fetch", "-q")
+    res = invoke("sync", "--json", cwd=b)
+    assert res.code == 0 and res.json()["renumbered"] == {"H1": "H2"}, res.stderr
+    tree = (b / "tree.md").read_text(encoding="utf-8")
+    at = tree.index("## H2: B idea")
+    (b / "tree.md").write_text(tree[:at].rstrip("\n") + "\n", encoding="utf-8")
+    commit_all(b, "withdraw H2\n\nKb-Override: H2 withdrawn")
+    res = invoke("hyp", "add", "C idea", cwd=b)
+    assert res.code == 0, res.stderr
+    assert "## H3: C idea" in (b / "tree.md").read_text(encoding="utf-8")

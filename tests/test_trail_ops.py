@@ -126,6 +126,35 @@ def test_handoff_moves_the_lease_and_writes_a_package(kb: Path) -> None:
     assert pkg["id"] not in [lf["id"] for lf in tr["leaves"]]  # a package is not a leaf root
 
 
+def test_a_lease_below_one_minute_is_a_usage_error(kb: Path) -> None:
+    """``--lease`` is a count like ``--limit``: below 1 it is refused (exit 2) and nothing is
+    recorded; ``handoff --lease -5`` used to hand over a lease already expired."""
+    t = ok(kb, "add", "--kind", "topic", "--title", "Prefix stability")["ids"][0]
+    ok(kb, "assign", t, "--owner", "agent-a")
+    head = git(kb, "rev-parse", "HEAD")
+    logs = sorted(p.name for p in (kb / ".explore-tree").rglob("*.jsonl"))
+    for args in (["handoff", t, "--to", "agent-b", "--lease", "-5"],
+                 ["handoff", t, "--to", "agent-b", "--lease", "0"],
+                 ["assign", t, "--owner", "agent-a", "--renew", "--lease", "-1"]):
+        err = fail(kb, 2, *args)
+        assert err["kind"] == "usage" and "--lease" in err["message"], args
+    assert git(kb, "rev-parse", "HEAD") == head
+    assert sorted(p.name for p in (kb / ".explore-tree").rglob("*.jsonl")) == logs
+    assert ok(kb, "node", t)["owner"] == "agent-a"
+
+
+def test_handoff_in_the_library_refuses_a_lease_that_is_not_positive(kb: Path) -> None:
+    """As ``assign`` does: the MCP tool calls the library without the CLI's check."""
+    from kb.errors import UsageError
+    from kb.trail import ops
+
+    t = ops.add(kb, kind="topic", title="Prefix stability", no_commit=True).ids[0]
+    for seconds in (-300, 0):
+        with pytest.raises(UsageError, match="lease must be a positive"):
+            ops.handoff(kb, t, "agent-b", lease_seconds=seconds, no_commit=True)
+    assert ok(kb, "node", t)["owner"] is None
+
+
 def test_move_merge_promote_archive(kb: Path) -> None:
     g = ok(kb, "add", "--kind", "goal", "--title", "g")["ids"][0]
     a = ok(kb, "add", "--kind", "question", "--title", "a", "--parent", g)["ids"][0]

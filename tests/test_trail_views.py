@@ -176,6 +176,40 @@ def test_snapshot_for_a_panel(kb: Path, graph: dict[str, str]) -> None:
         assert n["parent"] is None or n["parent"] in ids
 
 
+def test_a_count_below_its_minimum_is_a_usage_error(kb: Path, graph: dict[str, str]) -> None:
+    """Every count option of the trail views refuses alike (exit 2, kind "usage"), as
+    ``snapshot --limit -1`` did: a negative ``find --limit`` used to answer "nothing
+    matches" with exit 0, and ``--limit 0`` fell back to the default."""
+    cases = [["find", "prefix", "--limit", "-5"], ["find", "prefix", "--limit", "0"],
+             ["snapshot", "--limit", "-1"], ["snapshot", "--limit", "0"],
+             ["tree", "--depth", "-1"], ["subtree", graph["t1"], "--depth", "-2"]]
+    for args in cases:
+        option = args[-2]
+        r = invoke("trail", *args, cwd=kb)
+        assert r.code == 2, (args, r.stdout, r.stderr)
+        assert option in r.stderr and "nothing matches" not in r.stdout, args
+        r = invoke("trail", *args, "--json", cwd=kb)
+        err = r.json()["error"]
+        assert r.code == 2 and err["kind"] == "usage" and option in err["message"], args
+    # The smallest accepted values still answer.
+    assert len(ok(kb, "find", "prefix", "--limit", "1")["results"]) == 1
+    assert ok(kb, "tree", "--depth", "0")["roots"][0]["children"] == []
+
+
+def test_the_library_refuses_a_limit_below_1(kb: Path, graph: dict[str, str]) -> None:
+    """``run_view`` (what the MCP tool calls) refuses as the CLI does; a limit of 0 is
+    refused too, not read as "no limit given"."""
+    from kb.errors import UsageError
+    from kb.trail.views import run_view
+
+    for name, params in [("find", {"query": "prefix", "limit": -5}),
+                         ("find", {"query": "prefix", "limit": 0}),
+                         ("snapshot", {"limit": 0})]:
+        with pytest.raises(UsageError, match="limit must be at least 1"):
+            run_view(kb, name, **params)
+    assert run_view(kb, "find", query="prefix")["total"] == 3  # no limit given: the default
+
+
 def test_every_view_has_a_text_form(kb: Path, graph: dict[str, str]) -> None:
     outs = {v: text(kb, *args) for v, args in {
         "overview": ["overview"], "trunk": ["trunk"], "brief": ["brief"],

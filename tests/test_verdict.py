@@ -90,6 +90,58 @@ def test_min_votes_and_mode() -> None:
     assert compute_verdict({"a": None, "b": 0.5}) == 0.5  # a missing result counts 0.5
 
 
+#: Mirror images (each vote v against 1 - v) with the verdict of the first in flat mode.
+#: (0.1 + 0.2) / 2 is 0.15000000000000002 in binary floating point: the thresholds must
+#: judge the decimals written, or the low side of a mirror pair misses the consensus.
+MIRRORS = [
+    ((0.9, 0.8), 0.85),            # mean 0.85: a consensus on both sides
+    ((0.85, 0.85), 0.85),          # exactly at the thresholds
+    ((0.7, 1.0), 0.85),            # 0.3 / 0.0 on the low side
+    ((0.98, 0.72), 0.85),
+    ((0.93, 0.77), 0.85),
+    ((0.87, 0.83), 0.85),
+    ((0.89, 0.83, 0.83), 0.85),    # three votes
+    ((0.9, 0.7), 0.5),             # mean 0.8: split on both sides
+    ((0.9, 0.79), 0.5),            # mean 0.845: just below
+    ((0.9, 0.4), 0.5),             # both sides of 0.5
+]
+
+
+def test_mirror_image_votes_are_judged_alike() -> None:
+    from kb.research.verdict import compute_verdict, verdict_branch
+
+    for high, want in MIRRORS:
+        low = tuple(round(1 - x, 2) for x in high)
+        hv = {f"v{i}": x for i, x in enumerate(high)}
+        lv = {f"v{i}": x for i, x in enumerate(low)}
+        assert verdict_branch(hv) == verdict_branch(lv), (high, low)
+        assert compute_verdict(hv, {}, "flat") == want, high
+        assert compute_verdict(lv, {}, "flat") == round(1 - want, 10), low
+        # forced: equal accuracy, so a split is the plain mean and mirrors too
+        assert compute_verdict(lv, {}, "forced") == pytest.approx(1 - compute_verdict(hv, {}, "forced"))
+    assert verdict_branch({"a": 0.1, "b": 0.2}) == "consensus"
+    assert compute_verdict({"a": 0.1, "b": 0.2}, {}, "flat") == 0.15  # printed as 0.15, not 0.15000000000000002
+    assert compute_verdict({"a": 0.15, "b": 0.15}, {}, "flat") == 0.15
+    assert compute_verdict({"a": 0.5, "b": 0.2, "c": 0.05, "d": 0.0, "e": 0.0}, {}, "flat") == 0.15
+    assert compute_verdict({"a": 0.1, "b": 0.2, "c": 0.16}, {}, "flat") == 0.5  # mean 0.1533…
+
+
+def test_mirror_verdict_end_to_end(ex: Path) -> None:
+    """The CLI judges 0.1/0.2 the way it judges 0.9/0.8: a consensus at 0.15, either mode."""
+    from kb.ops.propositions import add_proposition
+
+    add_proposition(ex, "数论", "p7", "High.", probability=0.5)
+    add_proposition(ex, "数论", "p8", "Low.", probability=0.5)
+    add_proposition(ex, "数论", "p9", "Low, flat.", probability=0.5)
+    r = invoke("verdict", "p7", "--vote", "a=0.9", "--vote", "b=0.8", cwd=ex)
+    assert r.code == 0 and "verdict 0.85 from 2 votes (consensus)" in r.stdout, r.stdout + r.stderr
+    r = invoke("verdict", "p8", "--vote", "a=0.1", "--vote", "b=0.2", cwd=ex)
+    assert r.code == 0 and "verdict 0.15 from 2 votes (consensus)" in r.stdout, r.stdout + r.stderr
+    r = invoke("verdict", "p9", "--vote", "a=0.1", "--vote", "b=0.2", "--mode", "flat", cwd=ex)
+    assert r.code == 0 and "verdict 0.15 from 2 votes (consensus)" in r.stdout, r.stdout + r.stderr
+    assert "- 概率: 0.15\n" in (ex / "Propos/数论/p9.md").read_text(encoding="utf-8")
+
+
 # ---------------------------------------------------------------------------
 # accuracy: against outcomes that settled later
 

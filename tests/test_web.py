@@ -176,6 +176,80 @@ def test_object_page_links_file_line_history_and_lock(server: Server, kbdir: Pat
     assert "not locked" in get(server, "/o/E002").text
 
 
+#: Pages the link crawl below fetches at most (the example KB and its history: under 200).
+CRAWL_LIMIT = 1500
+_LINK = re.compile(r'(?:href|src|data-src)="([^"]*)"')
+
+
+def test_every_link_the_view_generates_resolves(server: Server) -> None:
+    """Crawl every same-origin link (and the Trail's ref URLs) reachable from the index,
+    bounded: none may be a 404. A research direction's ID holds a slash (``q2/d1``): its
+    object and history links carry it encoded as %2F and must still land on a page."""
+    import html as htmllib
+    from urllib.parse import urldefrag
+
+    seen: set[str] = set()
+    todo = ["/"]
+    broken: list[tuple[str, str, int]] = []
+    parent: dict[str, str] = {"/": "(start)"}
+    with httpx.Client(base_url=server.url, timeout=60, follow_redirects=True) as client:
+        for _ in range(CRAWL_LIMIT):
+            if not todo:
+                break
+            url = todo.pop()
+            r = client.get(url)
+            if r.status_code != 200:
+                broken.append((parent[url], url, r.status_code))
+                continue
+            kind = r.headers.get("content-type", "")
+            if kind.startswith("application/json"):  # /trail.json: its refs are links too
+                found = list(r.json().get("ref_urls", {}).values())
+            elif kind.startswith("text/html"):
+                found = [htmllib.unescape(m) for m in _LINK.findall(r.text)]
+            else:
+                continue
+            for link in found:
+                link = urldefrag(link)[0]
+                if not link:  # a fragment of the page itself (#problems)
+                    continue
+                assert link.startswith("/") and not link.startswith("//"), (url, link)
+                if link not in seen:
+                    seen.add(link)
+                    parent[link] = url
+                    todo.append(link)
+        assert not todo, f"more than {CRAWL_LIMIT} pages: raise CRAWL_LIMIT"
+    assert not broken, broken
+    # The crawl met the direction and its encoded slash (else it proves nothing).
+    assert "/o/q2%2Fd1" in seen
+    if __import__("kb.web.review", fromlist=["available"]).available():
+        assert any(u.startswith("/log/q2%2Fd1") for u in seen), sorted(seen)
+
+
+def test_a_direction_id_with_a_slash_has_its_pages(server: Server) -> None:
+    """``q2/d1`` links as ``/o/q2%2Fd1``; the server decodes %2F before routing, and the
+    page (and its history) must still be found, while a slash never reaches a file."""
+    html = get(server, "/o/q2").text
+    assert 'href="/o/q2%2Fd1"' in html
+    for path in ("/o/q2%2Fd1", "/o/q2/d1"):
+        r = get(server, path)
+        assert r.status_code == 200 and 'class="oid">q2/d1<' in r.text, path
+        assert 'href="/file/Progress/q2/d1.md#L1"' in r.text
+    # The ID is looked up, never opened: an encoded or plain traversal is an unknown ID.
+    for path in ("/o/..%2F..%2Fkb.toml", "/o/%2e%2e%2Fkb.toml", "/o/.git%2Fconfig",
+                 "/o/.kb/index.sqlite", "/o/q2%2F..%2Fkb.toml"):
+        status, body = server.raw_get(path)
+        assert status == 404 and "[kb]" not in body, path
+    if not __import__("kb.web.review", fromlist=["available"]).available():
+        return
+    assert 'class="historylink" href="/log/q2%2Fd1"' in get(server, "/o/q2%2Fd1").text
+    r = get(server, "/log/q2%2Fd1")
+    assert r.status_code == 200 and "History of" in r.text
+    assert re.search(r'href="/o/q2%2Fd1\?rev=[0-9a-f]{40}"', r.text)
+    for path in ("/log/..%2Fkb.toml", "/log/%2e%2e%2F.git%2Fconfig"):
+        status, body = server.raw_get(path)
+        assert status == 404 and "[kb]" not in body, path
+
+
 def test_unknown_object_is_404(server: Server) -> None:
     r = get(server, "/o/H99")
     assert r.status_code == 404 and "no object with ID" in r.text

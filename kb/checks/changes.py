@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 from kb import git
 from kb.checks.diagnostics import diag
@@ -83,7 +83,8 @@ class Change:
     def __init__(self, base: Facts, new: Facts, mode: str, changes: list[RawChange],
                  overrides: Optional[dict[str, str]] = None, commit: Optional[str] = None,
                  origin: Optional[Facts] = None, base_config: Any = None,
-                 new_config: Any = None) -> None:
+                 new_config: Any = None,
+                 removed_before: Optional[Mapping[tuple[str, str], str]] = None) -> None:
         self.base = base
         self.new = new
         self.mode = mode
@@ -91,6 +92,7 @@ class Change:
         self.overrides = overrides or {}
         self.commit = commit
         self.origin = origin
+        self.removed_before = removed_before or {}
         self.kb = new.kb
         # The rules that judge a change come from its base (HEAD, or the parent
         # commit): a change cannot switch off the rules it is judged by.

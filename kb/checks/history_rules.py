@@ -276,7 +276,8 @@ def _taken(c: Change, tree: str) -> dict[str, set[str]]:
 
 @history_rule("KB307")
 def ids_never_reused(c: Change) -> list:
-    """KB307: a new ID is above every ID that existed before it (never reused)."""
+    """KB307: a new ID is above every ID that existed before it (never reused), and is
+    none that the range's origin held or an earlier commit of the range removed."""
     base = c.lights(c.base, KINDS)
     new = c.lights(c.new, KINDS)
     fresh = [n for key, n in new.items() if key not in base and not c.base.find(n.id, _kinds_of(n.ns))]
@@ -288,10 +289,13 @@ def ids_never_reused(c: Change) -> list:
     exp_max: Optional[int] = None
     taken: Optional[dict[str, set[str]]] = None  # declared IDs, and those suggested here
     for n in fresh:
-        if c.origin is not None and c.origin.find(n.id, _kinds_of(n.ns)):
+        was = c.removed_before.get((n.ns, n.id))
+        if was is None and c.origin is not None and c.origin.find(n.id, _kinds_of(n.ns)):
+            was = c.origin.label
+        if was is not None:
             out.append(c.violation(
                 n.id, n.path, n.line, "KB307",
-                f"{n.id} existed before (in {c.origin.label}) and was removed; IDs are never "
+                f"{n.id} existed before (in {was}) and was removed; IDs are never "
                 "reused — give this one the next free ID"))
             continue
         if n.kind == "hypothesis":
@@ -333,6 +337,15 @@ def ids_never_reused(c: Change) -> list:
                     f"experiment {n.id} is new but not above E{exp_max:0{width}d}, the highest "
                     f"experiment ID that existed before; IDs are never reused — use {nxt}"))
     return out
+
+
+def removed_ids(c: Change) -> dict[tuple[str, str], str]:
+    """The ``(namespace, id)`` of every object of :data:`KINDS` the change removes (declared
+    in its base, declared nowhere in its new side), mapped to the base's label: what a
+    range remembers for KB307 in the commits that descend from this one."""
+    base, new = c.lights(c.base, KINDS), c.lights(c.new, KINDS)
+    return {key: c.base.label for key, n in base.items()
+            if key not in new and not c.new.find(n.id, _kinds_of(n.ns))}
 
 
 #: Severity order: a move to the right weakens a rule.

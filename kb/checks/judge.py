@@ -55,7 +55,7 @@ def _finding_key(f: Finding) -> tuple[str, str, str]:
 
 def judged_by_all_parents(found: list[Finding], idx: Any, k: Any, commit: Optional[str],
                           others: list[str], new: Any, mode: str, overrides: dict[str, str],
-                          origin_f: Any, diff: Any = None,
+                          origin_f: Any, diff: Any = None, removed_before: Any = None,
                           codes: Optional[set[str]] = None) -> list[Finding]:
     """Keep the findings of a merge commit (judged against its first parent)
     that it also earns against every other parent: what a merge takes over
@@ -75,7 +75,8 @@ def judged_by_all_parents(found: list[Finding], idx: Any, k: Any, commit: Option
         if new_f is None:
             new_f = Facts(idx, new, commit[:10] if commit else "the staged index", ensure=touched)
         old_f = Facts(idx, commit_snapshot(k, p), p[:10], ensure=touched)
-        change = Change(old_f, new_f, mode, changes, overrides, commit=commit, origin=origin_f)
+        change = Change(old_f, new_f, mode, changes, overrides, commit=commit, origin=origin_f,
+                        removed_before=removed_before)
         keep &= {_finding_key(f) for f in history_findings(change, k, commit)}
     return [f for f in found if _finding_key(f) in keep or f.severity == "info"
             or (codes is not None and f.code not in codes)]

@@ -22,6 +22,8 @@ from kb.vocab import (
     EXPERIMENT_STATUS,
     HYPOTHESIS_STATUS,
     METHOD_STATUS,
+    METHOD_TYPE,
+    PROBLEM_SOURCE,
     PROBLEM_STATUS,
     PROPOSITION_STATUS,
 )
@@ -206,6 +208,14 @@ def status_words(f: FileFacts) -> list:
                 out.append(diag(o.path, lines.get("状态", o.line), "KB205",
                                 f"unknown 状态 {o.status!r} of {o.kind} {o.id}; use one of "
                                 f"{', '.join(vocab)}"))
+            # The other closed vocabularies of the cards (DESIGN §2.4): a problem's
+            # 来源 and a method's 类型.
+            for key, value, words in (("来源", o.source, PROBLEM_SOURCE if o.kind == "problem" else ()),
+                                      ("类型", o.type, METHOD_TYPE if o.kind == "method" else ())):
+                if words and value and value not in words:
+                    out.append(diag(o.path, lines.get(key, o.line), "KB205",
+                                    f"unknown {key} {value!r} of {o.kind} {o.id}; use one of "
+                                    f"{', '.join(words)}"))
             for e in o.entries or []:
                 if e.status and e.status not in ENTRY_STATUS:
                     out.append(diag(o.path, e.line, "KB205",

@@ -274,9 +274,19 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
 
     def history() -> list[Finding]:
         """The history findings of every commit, in commit order."""
+        from kb.checks.history_rules import removed_ids
+
         out: list[Finding] = []
+        # commit -> the objects removed in it or its ancestors within the range
+        # (KB307: an ID removed on the way never comes back, whatever the origin held).
+        # A commit that removes nothing shares its parent's map.
+        gone: dict[str, dict[tuple[str, str], str]] = {}
         for c, parents in commits:
             parent = parents[0] if parents else None
+            inherited = [gone[p] for p in parents if p in gone]
+            before = inherited[0] if len(inherited) == 1 else \
+                {key: label for g in inherited for key, label in g.items()}
+            gone[c] = before
             if c in shallow:
                 out.append(Finding(
                     path=k.prefix + "kb.toml", line=0, col=1, code="KB390", severity="error",
@@ -303,12 +313,16 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
             overrides.update(merge_ovs.get(c, {}))
             seen_origin = origin_f if after_origin is None or c in after_origin else None
             change = Change(old_f, new_f, mode, changes, overrides, commit=c, origin=seen_origin,
-                            base_config=config_at(k, parent), new_config=config_at(k, c))
+                            base_config=config_at(k, parent), new_config=config_at(k, c),
+                            removed_before=before)
             found = history_findings(change, k, c)
             if len(parents) > 1 and found:
                 found = judged_by_all_parents(found, idx, k, c, parents[1:], new, mode,
-                                              overrides, origin_f)
+                                              overrides, origin_f, removed_before=before)
             out += found
+            removed = removed_ids(change)
+            if removed:
+                gone[c] = {**before, **removed}
         return out
 
     if origin_f is not None and scope is not None and scoped_stored(tip_f, scope) is None:

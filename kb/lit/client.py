@@ -3,8 +3,11 @@
 ``LitClient(cache_dir, on_key=None, intervals=None, backoff=None, timeout=60)``;
 the base URLs come from ``KB_LIT_S2_URL``, ``KB_LIT_S2_RECOMMEND_URL``,
 ``KB_LIT_OPENALEX_URL`` and ``KB_LIT_ARXIV_URL`` (defaults: the public APIs),
-the keys from :mod:`kb.lit.keys`. Every method returns JSON-ready data and
-raises only :class:`kb.lit.errors.LitError` subclasses.
+the keys from :mod:`kb.lit.keys`. Every answer is checked against its
+endpoint's shape (:mod:`kb.lit.shapes`) before it is read or cached, so the
+parsing below may trust it. Every method returns JSON-ready data and raises
+only :class:`kb.lit.errors.LitError` subclasses (and UsageError for a bad
+argument).
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from typing import Any, Callable, Mapping
 
 from kb.errors import UsageError
 from kb.lit import papers as P
-from kb.lit.errors import LitError, LitNotFound, LitResponseError, LitUnavailable
+from kb.lit import shapes
+from kb.lit.errors import LitConfigError, LitError, LitNotFound, LitUnavailable
 from kb.lit.http import Fetcher, build_url
 from kb.lit.keys import base_url, load_keys
 
@@ -63,11 +67,12 @@ class LitClient:
         key = self.keys.get("S2_API_KEY")
         return {"x-api-key": key} if key else {}
 
-    def _s2(self, path: str, params: Mapping[str, Any], base_var: str = "KB_LIT_S2_URL") -> Any:
+    def _s2(self, path: str, params: Mapping[str, Any], shape: shapes.Shape,
+            base_var: str = "KB_LIT_S2_URL") -> dict[str, Any]:
+        """The answer (an object fitting ``shape``) of a Semantic Scholar GET."""
         url = build_url(base_url(base_var), path, params)
-        data = self.fetcher.get_json(url, "s2", self._s2_headers())
-        if not isinstance(data, dict):
-            raise LitResponseError(f"Semantic Scholar {path}: expected a JSON object")
+        data: dict[str, Any] = self.fetcher.get_json(url, "s2", self._s2_headers(),
+                                                     check=shapes.checker(shape))
         return data
 
     def s2_search(self, query: str, limit: int = 12, year: str | None = None,
@@ -77,18 +82,19 @@ class LitClient:
         yr = None if lo is None and hi is None else f"{lo or ''}-{hi or ''}" if lo != hi else str(lo)
         params = {"query": query, "fields": S2_FIELDS, "limit": min(max(3 * limit, limit), 100),
                   "year": yr, "openAccessPdf": "" if open_access else None}
-        data = self._s2("/paper/search", params)
-        out = [P.from_s2(p) for p in data.get("data") or [] if isinstance(p, dict)]
+        data = self._s2("/paper/search", params, shapes.S2_SEARCH)
+        out = [P.from_s2(p) for p in data.get("data") or []]
         out = [p for p in out if (p["citations"] or 0) >= min_citations]
         return out[:limit]
 
     def snippet(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
         """Semantic Scholar snippet search: ``[{text, kind, paper_id, title}]`` (limit ≤ 100)."""
         _positive(limit, "--limit")
-        data = self._s2("/snippet/search", {"query": query, "limit": min(limit, 100)})
+        data = self._s2("/snippet/search", {"query": query, "limit": min(limit, 100)},
+                        shapes.S2_SNIPPET)
         out = []
         for item in data.get("data") or []:
-            snip = (item or {}).get("snippet") or {}
+            snip = (item or {}).get("snippet") or {}  # null items and fields: S2_SNIPPET allows them
             pap = (item or {}).get("paper") or {}
             if not snip.get("text"):
                 continue
@@ -106,14 +112,14 @@ class LitClient:
         pid = _paper_id(paper_id)
         if direction == "recommend":
             data = self._s2(f"/papers/forpaper/{pid}", {"fields": S2_FIELDS, "limit": min(limit, 500)},
-                            "KB_LIT_S2_RECOMMEND_URL")
-            return [P.from_s2(p) for p in data.get("recommendedPapers") or [] if isinstance(p, dict)]
+                            shapes.S2_RECOMMEND, "KB_LIT_S2_RECOMMEND_URL")
+            return [P.from_s2(p) for p in data.get("recommendedPapers") or []]
         nested = "citedPaper" if direction == "references" else "citingPaper"
         data = self._s2(f"/paper/{pid}/{direction}",
-                        {"fields": S2_EDGE_FIELDS, "limit": min(limit, S2_EDGE_CAP)})
+                        {"fields": S2_EDGE_FIELDS, "limit": min(limit, S2_EDGE_CAP)}, shapes.S2_EDGES)
         out = []
         for edge in data.get("data") or []:
-            if not isinstance(edge, dict) or not isinstance(edge.get(nested), dict):
+            if edge.get(nested) is None:  # S2 nulls the paper of an edge it cannot resolve
                 continue
             if influential_only and not edge.get("isInfluential"):
                 continue
@@ -144,10 +150,8 @@ class LitClient:
                   "filter": ",".join(filters) or None, "sort": SORTS[sort],
                   "mailto": self.keys.get("OPENALEX_EMAIL")}
         url = build_url(base_url("KB_LIT_OPENALEX_URL"), "/works", params)
-        data = self.fetcher.get_json(url, "search")
-        if not isinstance(data, dict):
-            raise LitResponseError("OpenAlex /works: expected a JSON object")
-        return [P.from_openalex(w) for w in data.get("results") or [] if isinstance(w, dict)][:limit]
+        data = self.fetcher.get_json(url, "search", check=shapes.checker(shapes.OPENALEX_WORKS))
+        return [P.from_openalex(w) for w in data.get("results") or []][:limit]
 
     def paper(self, arxiv_id: str) -> dict[str, Any]:
         """arXiv metadata (title, summary, authors, …) of one arXiv id, normalised."""
@@ -156,11 +160,8 @@ class LitClient:
         if not re.fullmatch(r"\d{4}\.\d{4,5}(v\d+)?|[a-z\-]+(\.[A-Z]{2})?/\d{7}(v\d+)?", aid):
             raise UsageError(f"{arxiv_id!r} is not an arXiv id (e.g. 2101.00001 or hep-th/9901001)")
         url = build_url(base_url("KB_LIT_ARXIV_URL"), "", {"id_list": aid})
-        text = self.fetcher.get_text(url, "search")
-        try:
-            found = P.from_arxiv_atom(text)
-        except Exception as exc:  # ElementTree.ParseError and friends
-            raise LitResponseError(f"arXiv: the response is not an Atom feed ({exc})") from None
+        text = self.fetcher.get_text(url, "search", check=shapes.atom_feed)
+        found = P.from_arxiv_atom(text)  # an Atom feed: shapes.atom_feed parsed it already
         if not found:
             raise LitNotFound(f"arXiv has no paper {aid}", fallback="check the id")
         return found[0]
@@ -190,6 +191,8 @@ class LitClient:
                 else:
                     found += self.openalex_search(query, limit, year, min_citations, open_access, sort)
                 status[name] = "ok"
+            except LitConfigError:
+                raise  # a setting to fix, not a source that is down: no quiet half answer
             except LitError as exc:
                 status[name] = str(exc)
                 last = exc
@@ -206,7 +209,8 @@ def _positive(n: int, what: str) -> None:
 def _paper_id(pid: str) -> str:
     """An S2 paper id as the API takes it (``649def34…``, ``DOI:…``, ``ARXIV:…``, ``CorpusId:…``)."""
     pid = pid.strip()
-    if not pid or any(c.isspace() for c in pid) or "?" in pid or "#" in pid:
+    # a control character would make httpx refuse the URL (InvalidURL) instead
+    if not pid or any(c.isspace() or not c.isprintable() for c in pid) or "?" in pid or "#" in pid:
         raise UsageError(f"{pid!r} is not a paper id (an S2 id, DOI:…, ARXIV:…, CorpusId:…)")
     return pid
 

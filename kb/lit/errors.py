@@ -38,8 +38,25 @@ class LitOffline(LitUnavailable):
     exit_code = 2
 
 
+#: What to do when a literature setting (``KB_LIT_*``) is unusable.
+CONFIG_FALLBACK = ("fix the setting named above, or unset it for kb's default; meanwhile use your web "
+                   "tools (web search / fetch) and mark that evidence source \"web\" with its URL")
+
+
+class LitConfigError(LitError):
+    """A ``KB_LIT_*`` setting is unusable (a malformed base URL, a backoff that is no number):
+    kind ``environment``, exit 2, raised before any request (retrying cannot help)."""
+
+    kind = "environment"
+    exit_code = 2
+
+    def __init__(self, message: str, fallback: str = CONFIG_FALLBACK) -> None:
+        super().__init__(message, fallback)
+
+
 class LitResponseError(LitError):
-    """The API answered, but not usefully: a 4xx other than 429, or a malformed body."""
+    """The API answered, but not usefully: a 4xx other than 429, or a malformed body (not
+    JSON, or JSON of the wrong shape: :mod:`kb.lit.shapes`)."""
 
 
 class LitNotFound(LitResponseError):

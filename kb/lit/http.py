@@ -7,17 +7,21 @@
   folder (``throttle-<bucket>.lock`` / ``.ts``).
 - JSON requests: 60 s timeout, 4 attempts, backoff ``base·2^attempt`` seconds
   after failed attempt 0, 1, 2 (2, 4, 8 s; ``KB_LIT_BACKOFF`` sets the base) on
-  429, 500, 502, 503, 504, timeouts and network errors; another 4xx or a
-  malformed JSON body fails at once.
+  429, 500, 502, 503, 504, timeouts and network errors; another 4xx, a
+  malformed JSON body or an answer of the wrong shape (the caller's ``check``,
+  :mod:`kb.lit.shapes`) fails at once. A URL httpx cannot use fails at once too.
 - Cache: one file per request, key = the first 32 hex digits of SHA-256 over
   ``method + "\\n" + url + "\\n" + json(body, sorted keys)``; written after each
-  success, never expires. A hit makes no request and waits for no throttle.
+  success (an answer that passed its check), never expires. A hit makes no
+  request and waits for no throttle; a cached body that fails the check (cached
+  by an older kb) is a miss.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import time
 from pathlib import Path
@@ -25,7 +29,9 @@ from typing import Any, Callable, Mapping
 from urllib.parse import urlencode
 
 from kb.errors import os_failure
-from kb.lit.errors import LitNotFound, LitOffline, LitResponseError, LitUnavailable
+from kb.lit.errors import (LitConfigError, LitNotFound, LitOffline, LitResponseError,
+                           LitUnavailable)
+from kb.lit.shapes import Check, ShapeError
 
 INTERVALS: dict[str, float] = {"s2": 1.1, "search": 1.0, "default": 0.2}
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -127,10 +133,12 @@ class Cache:
 class Fetcher:
     """GET with throttle, retries, cache; ``on_key`` hears every cache key served.
 
-    ``get_json(url, bucket, headers)`` returns the parsed JSON body;
+    ``get_json(url, bucket, headers, check)`` returns the parsed JSON body;
     ``get_text`` the body text (arXiv's Atom). Raises :class:`LitUnavailable`
-    when every attempt failed with a retryable status or a network error, and
-    :class:`LitResponseError` on another 4xx or a malformed JSON body.
+    when every attempt failed with a retryable status or a network error,
+    :class:`LitResponseError` on another 4xx, a malformed JSON body or a body
+    ``check`` refuses, and :class:`LitConfigError` when ``KB_LIT_BACKOFF`` or the
+    URL is unusable.
     """
 
     def __init__(self, cache_dir: Path, *, on_key: OnKey | None = None,
@@ -140,35 +148,46 @@ class Fetcher:
         self.cache = Cache(cache_dir)
         self.throttle = Throttle(cache_dir, intervals)
         self.on_key = on_key
-        env_backoff = os.environ.get("KB_LIT_BACKOFF", "").strip()
-        self.backoff = backoff if backoff is not None else float(env_backoff or 2.0)
+        self.backoff = backoff if backoff is not None else _env_backoff()
         self.timeout = timeout
         self.attempts = attempts
         self.sleep = sleep
         self.requests = 0  # network requests made (cache hits excluded)
 
-    def get_json(self, url: str, bucket: str, headers: Mapping[str, str] | None = None) -> Any:
-        """GET ``url`` (throttled by ``bucket``, cached) and return its parsed JSON body.
+    def get_json(self, url: str, bucket: str, headers: Mapping[str, str] | None = None,
+                 check: Check | None = None) -> Any:
+        """GET ``url`` (throttled by ``bucket``, cached) and return its parsed JSON body, which
+        passed ``check`` (:mod:`kb.lit.shapes`; raises ShapeError on a body of the wrong shape).
 
-        Raises LitUnavailable (every attempt failed) or LitResponseError (another 4xx, bad
-        JSON).
+        Raises LitUnavailable (every attempt failed), LitResponseError (another 4xx, bad JSON,
+        a body ``check`` refuses; nothing cached) or LitConfigError (an unusable URL).
         """
-        return self._get(url, bucket, headers, as_json=True)
+        return self._get(url, bucket, headers, as_json=True, check=check)
 
-    def get_text(self, url: str, bucket: str, headers: Mapping[str, str] | None = None) -> str:
-        """GET ``url`` (throttled by ``bucket``, cached) and return its body text.
+    def get_text(self, url: str, bucket: str, headers: Mapping[str, str] | None = None,
+                 check: Check | None = None) -> str:
+        """GET ``url`` (throttled by ``bucket``, cached) and return its body text, which passed
+        ``check`` (e.g. :func:`kb.lit.shapes.atom_feed`).
 
-        Raises LitUnavailable (every attempt failed) or LitResponseError (another 4xx).
+        Raises LitUnavailable (every attempt failed), LitResponseError (another 4xx, a body
+        ``check`` refuses; nothing cached) or LitConfigError (an unusable URL).
         """
-        return self._get(url, bucket, headers, as_json=False)
+        return self._get(url, bucket, headers, as_json=False, check=check)
 
-    def _get(self, url: str, bucket: str, headers: Mapping[str, str] | None, as_json: bool) -> Any:
+    def _get(self, url: str, bucket: str, headers: Mapping[str, str] | None, as_json: bool,
+             check: Check | None) -> Any:
         key = cache_key("GET", url)
         hit = self.cache.get(key)
-        if hit is not None and "body" in hit:
+        # A cached body that fails the check was cached before bodies were checked: a miss,
+        # so that one bad answer does not fail the same call for ever.
+        if hit is not None and _problem(check, hit["body"]) is None:
             self._served(key)
             return hit["body"]
         body = self._fetch(url, bucket, headers, as_json)
+        problem = _problem(check, body)
+        if problem is not None:  # like a malformed body: not retried, and never cached
+            raise LitResponseError(f"GET {_redact(url)}: the answer is not of the expected "
+                                   f"shape: {problem}")
         self.cache.put(key, {"key": key, "method": "GET", "url": url, "status": 200, "body": body})
         self._served(key)
         return body
@@ -190,6 +209,11 @@ class Fetcher:
                 self.requests += 1
                 try:
                     resp = http.get(url, headers=dict(headers or {}))
+                except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
+                    # keys.base_url checks the base URLs; this catches what slips past it. The
+                    # same URL fails the same way on every attempt: no retry.
+                    raise LitConfigError(f"GET {_redact(url)}: not a usable URL ({exc}); check the "
+                                         "KB_LIT_*_URL base URLs") from None
                 except httpx.ConnectError as exc:  # DNS failure or connection refused
                     last = f"cannot connect: {exc}"
                     if _unresolvable(exc):  # a name that does not resolve will not in seconds
@@ -222,6 +246,33 @@ class Fetcher:
             raise LitOffline(f"GET {_redact(url)}: no connection to the server ({last}); check the "
                              "network, or the KB_LIT_*_URL base URLs")
         raise LitUnavailable(f"GET {_redact(url)} failed {self.attempts} times; last: {last}")
+
+
+def _problem(check: Check | None, body: Any) -> str | None:
+    """Why ``check`` refuses ``body`` (its ShapeError's message), or None when it passes."""
+    if check is None:
+        return None
+    try:
+        check(body)
+    except ShapeError as exc:
+        return str(exc)
+    return None
+
+
+def _env_backoff() -> float:
+    """``KB_LIT_BACKOFF`` (seconds; unset: 2.0). Raises LitConfigError when it is no finite
+    number ≥ 0 (time.sleep would raise ValueError or OverflowError on it, mid-retries)."""
+    raw = os.environ.get("KB_LIT_BACKOFF", "").strip()
+    if not raw:
+        return 2.0
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise LitConfigError(f"KB_LIT_BACKOFF={raw!r} is not a number of seconds >= 0; "
+                             "unset it for the default 2")
+    return value
 
 
 def _unresolvable(exc: BaseException) -> bool:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from kb.errors import EnvironmentError_, os_failure
+from kb.lit.errors import LitConfigError
 
 KEYS_FILE = "keys.env"
 
@@ -136,5 +138,37 @@ def ensure_ignored(top: Path, name: str) -> bool:
 
 
 def base_url(var: str) -> str:
-    """The base URL for ``var`` (one of :data:`BASE_URLS`), without a trailing slash."""
-    return (os.environ.get(var, "").strip() or BASE_URLS[var]).rstrip("/")
+    """The base URL for ``var`` (one of :data:`BASE_URLS`), without a trailing slash.
+
+    Raises LitConfigError (kind ``environment``, exit 2) naming ``var`` and its value when the
+    environment sets it to something that is no ``http(s)://host[:port][/path]`` URL.
+    """
+    value = os.environ.get(var, "").strip()
+    if not value:
+        return BASE_URLS[var].rstrip("/")
+    problem = url_problem(value)
+    if problem:
+        # Checked here, before any request: httpx would raise InvalidURL (not a kb error) or
+        # retry a URL without a scheme with backoff, though no attempt can ever succeed.
+        raise LitConfigError(f"{var}={value!r} is not a usable base URL: {problem}; write "
+                             f"http(s)://host[:port][/path], or unset {var} to use {BASE_URLS[var]}")
+    return value.rstrip("/")
+
+
+def url_problem(url: str) -> str | None:
+    """What makes ``url`` unusable as a base URL (``"it has no host"``, …), or None when it is
+    an ``http(s)://host[:port][/path]`` URL."""
+    if any(not c.isprintable() or c.isspace() for c in url):
+        return "it contains a space or a control character"
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # parsed on access: ValueError when it is no number 0-65535
+    except ValueError as exc:  # "Invalid IPv6 URL", "Port out of range 0-65535", …
+        return str(exc)
+    if parts.scheme.lower() not in ("http", "https"):
+        return "it does not start with http:// or https://"
+    if not parts.hostname:
+        return "it has no host"
+    if parts.query or parts.fragment:
+        return "a base URL takes no ?query or #fragment (kb appends the path and the query)"
+    return None

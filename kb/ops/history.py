@@ -2,9 +2,10 @@
 
 ID allocation (DESIGN.md §4 "IDs never reused"): a new ID is one more than the
 largest of its siblings among the IDs in the current tree *and* the IDs
-named in the ``Kb-Id:`` trailers of the commits that touched ``tree.md``
-(``git log --format=%(trailers:key=Kb-Id,valueonly) -- tree.md``), so an ID
-that kb ever wrote is never handed out again even after its block was
+named in the ``Kb-Id:`` and ``Kb-Renumber:`` trailers of the commits that
+touched ``tree.md`` (``git log --format=%(trailers:key=Kb-Id,valueonly) -- tree.md``;
+``kb sync`` names the IDs it renumbered to as ``Kb-Renumber: H7 -> H9``), so an
+ID that kb ever wrote is never handed out again even after its block was
 removed. An ID that only ever existed in a hand-made commit and was deleted
 again is not seen (a scan of every past version of ``tree.md`` would cost
 seconds on a long history; ``kb verify``'s history rule catches such a
@@ -36,9 +37,14 @@ def _cache_file(k: KnowledgeBase) -> Path:
     return k.root / ".kb" / "history-ids.json"
 
 
+#: Bumped when what the scan collects changes: a cache of another version is
+#: read again from the history (v2: the ``Kb-Renumber:`` trailers too).
+_CACHE_VERSION = 2
+
+
 def _history_key(k: KnowledgeBase) -> str:
     tree_path = k.repo_path(k.config.paths["tree"])
-    return f"{tree_path}\0{_exp_pathspec(k)}"
+    return f"{tree_path}\0{_exp_pathspec(k)}\0v{_CACHE_VERSION}"
 
 
 def _exp_pathspec(k: KnowledgeBase) -> str:
@@ -88,7 +94,7 @@ def history_ids_with_head(k: KnowledgeBase) -> tuple[set[str], set[str], str | N
     """``(trailer IDs, deleted experiment stems, HEAD)`` from the history of HEAD.
 
     The first set holds every ``Kb-Id:`` value of the commits that touched
-    ``tree.md``; the second the names (without ``.md``) of every file ever
+    ``tree.md``, and both IDs of each of their ``Kb-Renumber: <old> -> <new>`` values; the second the names (without ``.md``) of every file ever
     deleted from the experiments folder; the third the HEAD they were read at.
     Cached in ``.kb/history-ids.json`` for the last few commits seen, and
     extended incrementally from a cached commit that is an ancestor of HEAD.
@@ -112,8 +118,9 @@ def history_ids_with_head(k: KnowledgeBase) -> tuple[set[str], set[str], str | N
                 rev = f"{base}..{head}"
                 break
     tree_path = k.repo_path(k.config.paths["tree"])
-    out = git.out(["log", "--format=%(trailers:key=Kb-Id,valueonly)", rev, "--", tree_path], k.top)
-    ids.update(out.split())
+    out = git.out(["log", "--format=%(trailers:key=Kb-Id,valueonly)"
+                   "%(trailers:key=Kb-Renumber,valueonly)", rev, "--", tree_path], k.top)
+    ids.update(t for t in out.split() if t != "->")
     out = git.out(["log", "--no-renames", "--diff-filter=D", "--name-only", "--format=", rev,
                    "--", _exp_pathspec(k)], k.top)
     for p in out.splitlines():

@@ -18,8 +18,9 @@ from pathlib import Path
 from kb import git
 from kb.errors import ConflictError
 from kb.locks import (
-    PROJECT_REF, Lock, LockHeld, NotLocked, Settings, check_remote, clock, fetch_locks, lock_message,
-    make_lock_commit, push, read_locks, ref_transaction, resolve_owner, validate_text, worktree_blob,
+    PROJECT_REF, Lock, LockHeld, NotLocked, Settings, check_remote, clock, fetch_locks,
+    fetched_ref, lock_message, make_lock_commit, push, read_locks, ref_transaction, resolve_owner,
+    validate_text, worktree_blob,
 )
 from kb.ops.git_state import current_branch
 from kb.ops.lock_common import (
@@ -70,7 +71,7 @@ def _acquire(kb: KnowledgeBase, targets: list[LockTarget], owner: str, mode: str
         if known is None:
             if remote:
                 fetch_locks(top, remote)
-            cur = read_locks(top, refs)
+            cur = read_locks(top, refs, remote)
             known = {r: cur.get(r) for r in refs}
         plan: list[tuple[LockTarget, str, Lock | None]] = []
         refusals: list[Exception] = []
@@ -108,8 +109,8 @@ def _acquire(kb: KnowledgeBase, targets: list[LockTarget], owner: str, mode: str
                 last_error = f"{last} {res.message}".strip()
                 known = None
                 continue
-            ok, _ = ref_transaction(top, [("update", a.ref, a.commit, None) for a in made],
-                                    f"kb lock {mode} (mirror of {remote})")
+            ok, _ = ref_transaction(top, [("update", fetched_ref(a.ref, remote), a.commit, None)
+                                          for a in made], f"kb lock {mode} (copy of {remote}'s)")
         else:
             ops: list[tuple] = [("update", a.ref, a.commit, a.previous.commit) if a.previous
                                 else ("create", a.ref, a.commit) for a in made]
@@ -227,7 +228,7 @@ def project_unlock(kb: KnowledgeBase, owner: str | None = None,
     for _attempt in range(ATTEMPTS):
         if remote:
             fetch_locks(top, remote)
-        cur = read_locks(top, [PROJECT_REF]).get(PROJECT_REF)
+        cur = read_locks(top, [PROJECT_REF], remote).get(PROJECT_REF)
         now = clock()
         if cur is None:
             raise NotLocked("the project is not locked; nothing to unlock")
@@ -238,7 +239,8 @@ def project_unlock(kb: KnowledgeBase, owner: str | None = None,
             res = push(top, remote, [f":{PROJECT_REF}"], {PROJECT_REF: cur.commit}, atomic=True)
             if not res.ok:
                 continue
-            ref_transaction(top, [("delete", PROJECT_REF, None)], "kb project unlock (mirror)")
+            ref_transaction(top, [("delete", fetched_ref(PROJECT_REF, remote), None)],
+                            f"kb project unlock (copy of {remote}'s)")
         else:
             ok, _ = ref_transaction(top, [("delete", PROJECT_REF, cur.commit)], "kb project unlock")
             if not ok:

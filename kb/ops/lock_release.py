@@ -28,7 +28,7 @@ from typing import Any
 from kb import git
 from kb.errors import ConflictError, GitError, RefusedError, os_failure
 from kb.locks import (
-    LockHeld, LockLost, NotLocked, Settings, check_remote, clock, fetch_locks,
+    LockHeld, LockLost, NotLocked, Settings, check_remote, clock, fetch_locks, fetched_ref,
     push, read_locks, ref_transaction, resolve_owner,
 )
 from kb.checks.fix import regenerate_dashboard
@@ -280,7 +280,7 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
                 synced = True
             now = clock()
             if targets is None:
-                mine = [lk for lk in read_locks(top).values()
+                mine = [lk for lk in read_locks(top, remote=remote).values()
                         if lk.scope == "file" and lk.owner == owner and lk.path]
                 tg = [LockTarget(lk.ref, "file", lk.path) for lk in mine]
                 if not tg:
@@ -289,7 +289,7 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
                     return ReleaseResult(owner, [], [], None, branch, [], remote)
             else:
                 tg = targets
-            locks = read_locks(top, [t.ref for t in tg])
+            locks = read_locks(top, [t.ref for t in tg], remote)
             if remote and not synced and any(
                     locks.get(t.ref) is None or locks[t.ref].owner != owner for t in tg):
                 continue  # the mirror may be stale: fetch before refusing
@@ -334,7 +334,7 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
                     journal.unlink(missing_ok=True)
                     if any("stale info" in (res.rejected(t.ref) or "") for t in tg):
                         fetch_locks(top, remote)
-                        _raise_if_lost(top, tg, owner, now, s)
+                        _raise_if_lost(top, tg, owner, now, s, remote)
                         continue
                     if _hard_rejection(res):
                         summary = "; ".join(f"{r}: {x[1]}" for r, x in res.refs.items()
@@ -342,7 +342,7 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
                         raise RefusedError(f"{remote} refused the release (nothing was changed, "
                                            f"your locks are kept): {summary}\n{res.message}".strip())
                     continue  # the branch or a lock moved on the remote: sync and look again
-                ops: list[tuple] = [("delete", t.ref, None) for t in tg]
+                ops: list[tuple] = [("delete", fetched_ref(t.ref, remote), None) for t in tg]
                 name = branch[len("refs/heads/"):]
                 if commit:
                     ops += [("update", branch, commit, head or "0" * 40),
@@ -434,8 +434,9 @@ def _hard_rejection(res: Any) -> bool:
     return not all(any(w in r or w in res.message for w in _RACE_WORDS) for r in rejected)
 
 
-def _raise_if_lost(top: Path, tg: list[LockTarget], owner: str, now: int, s: Settings) -> None:
-    cur = read_locks(top, [t.ref for t in tg])
+def _raise_if_lost(top: Path, tg: list[LockTarget], owner: str, now: int, s: Settings,
+                   remote: str | None = None) -> None:
+    cur = read_locks(top, [t.ref for t in tg], remote)
     for t in tg:
         c = cur.get(t.ref)
         if c is None or c.owner != owner:

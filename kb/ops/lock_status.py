@@ -13,8 +13,8 @@ from pathlib import Path
 
 from kb import git
 from kb.locks import (
-    PROJECT_REF, Lock, Settings, check_remote, clock, fetch_locks, push, read_locks, ref_transaction,
-    worktree_blob,
+    PROJECT_REF, Lock, Settings, check_remote, clock, fetch_locks, fetched_ref, push, read_locks,
+    ref_transaction, worktree_blob,
 )
 from kb.ops.git_state import head_entries, read_interrupted
 from kb.ops.lock_common import LockState, StatusReport, lock_settings
@@ -58,7 +58,7 @@ def status(kb: KnowledgeBase, remote: str | None = None) -> StatusReport:
     """Every lock (with ``remote``: the remote's, fetched fresh with pruning), explained
     at the current time (:func:`kb.locks.clock`), as a :class:`StatusReport`."""
     top, s, now = _fresh(kb, remote)
-    locks = read_locks(top)
+    locks = read_locks(top, remote=remote)
     files = sorted((lk for lk in locks.values() if lk.ref != PROJECT_REF),
                    key=lambda lk: (lk.path or "", lk.ref))
     proj = locks.get(PROJECT_REF)
@@ -76,7 +76,7 @@ def prune(kb: KnowledgeBase, remote: str | None = None) -> list[Lock]:
     """Delete every expired lock (grace included), each with a compare-and-swap;
     returns the locks deleted (one that changed meanwhile is kept)."""
     top, s, now = _fresh(kb, remote)
-    expired = [lk for lk in read_locks(top).values() if lk.expired(now, s.grace)]
+    expired = [lk for lk in read_locks(top, remote=remote).values() if lk.expired(now, s.grace)]
     done: list[Lock] = []
     if not expired:
         return done
@@ -85,7 +85,8 @@ def prune(kb: KnowledgeBase, remote: str | None = None) -> list[Lock]:
                    {lk.ref: lk.commit for lk in expired}, atomic=False)
         for lk in expired:
             if lk.ref in res.refs and res.refs[lk.ref][0] != "!":
-                ref_transaction(top, [("delete", lk.ref, None)], "kb lock prune (mirror)")
+                ref_transaction(top, [("delete", fetched_ref(lk.ref, remote), None)],
+                                f"kb lock prune (copy of {remote}'s)")
                 done.append(lk)
         return done
     for lk in expired:

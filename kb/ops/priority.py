@@ -15,7 +15,7 @@ from kb.ops.result import OpResult
 from kb.ops.workspace import Workspace, run_op
 from kb.repo import KnowledgeBase
 from kb.research.cardview import card_view
-from kb.research.priority import PRIORITY_MODES, priority_targets
+from kb.research.priority import PRIORITY_MODES, priority_skips, priority_targets
 from kb.views.brief import load_view
 
 
@@ -34,17 +34,24 @@ def priority_adjust(kb: Union[KnowledgeBase, str, Path, None] = None, mode: str 
     if dry_run:
         _k, view = load_view(kb)
         ch = priority_targets(view, mode)
-        return OpResult.dry("priority.adjust", [f"{i}: 优先级 {o} → {n}" for i, _k2, o, n in ch],
+        sk = priority_skips(view, mode)
+        return OpResult.dry("priority.adjust", [f"{i}: 优先级 {o} → {n}" for i, _k2, o, n in ch]
+                            + [f"{i}: not scored ({why})" for i, _kd, why in sk],
                             {"mode": mode, "edits": [dict(id=i, kind=kd, old=o, new=n)
-                                                        for i, kd, o, n in ch]})
+                                                        for i, kd, o, n in ch],
+                             "skipped": [dict(id=i, kind=kd, reason=why) for i, kd, why in sk]})
 
     def build(ws: Workspace) -> tuple[list[str], dict[str, Any]]:
-        ch = priority_targets(card_view(ws.idx), mode)
+        view = card_view(ws.idx)
+        ch = priority_targets(view, mode)
+        sk = priority_skips(view, mode)
         for obj_id, kind, _old, new in ch:
             ws.edit(obj_id, (kind,)).set_anchor("优先级", str(new))
         lines = [f"{i}: 优先级 {o} → {n}" for i, _kd, o, n in ch] or [f"no priority changes ({mode})"]
+        lines += [f"{i}: not scored ({why})" for i, _kd, why in sk]
         return lines, {"mode": mode, "edits": [dict(id=i, kind=kd, old=o, new=n)
-                                                 for i, kd, o, n in ch]}
+                                                 for i, kd, o, n in ch],
+                       "skipped": [dict(id=i, kind=kd, reason=why) for i, kd, why in sk]}
 
     return run_op(kb, "priority.adjust", f"kb priority adjust --mode {mode}", build,
                   no_commit=no_commit, owner=owner, on_wait=on_wait)

@@ -5,6 +5,12 @@ The rule (which propositions, the new ID) is :mod:`kb.research.priority`; one
 :class:`kb.ops.result.OpResult` (``promoted``, ``skipped``). Raises
 :class:`kb.errors.UsageError` for a bad threshold and
 :class:`kb.ops.card_edit.CardError` when a promoted card would be malformed.
+
+A proposition whose card has error diagnostics — those ``kb verify`` reports
+for it: the parse's (a malformed entry) and the per-file rules' (KB218, a
+probability outside [0, 1], never clamped) — is skipped with its first error:
+the new card would copy what cannot be read as written, and kb's own commit
+would fail the range check CI runs.
 """
 
 from __future__ import annotations
@@ -12,8 +18,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Union
 
+from kb import git
+from kb.checks.catalogue import effective_severity
+from kb.checks.diagnostics import LightDiagnostic
+from kb.checks.file_results import parsed_rule_rows
 from kb.model import Entry, Problem
-from kb.ops.card_edit import CardError
+from kb.ops.card_edit import CardEdit, CardError
 from kb.ops.result import OpResult
 from kb.ops.workspace import Workspace, run_op
 from kb.render.card import fmt_number, render_card
@@ -28,6 +38,9 @@ def promote(kb: Union[KnowledgeBase, str, Path, None] = None, threshold: Union[f
             *, no_commit: bool = False, owner: str | None = None,
             on_wait: Callable[[str], None] | None = None) -> OpResult:
     """Turn undecided propositions with 价值/关键性 ≥ ``threshold`` into judge problems.
+
+    A proposition whose card has format errors (:func:`card_errors`) is skipped, named with
+    its first error in ``skipped`` and the output lines; nothing is written for it.
 
     Raises UsageError for a threshold outside [0, 1], CardError (refused) when a promoted card
     would be malformed; every write also raises LockedError (another owner's lock), StaleError
@@ -55,7 +68,18 @@ def promote(kb: Union[KnowledgeBase, str, Path, None] = None, threshold: Union[f
                 skipped.append({"id": pid, "reason": f"{qid} exists and does not judge {pid}"})
                 lines.append(f"{pid}: not promoted ({qid} exists and does not judge {pid})")
                 continue
-            pm = ws.edit(pid, ("proposition",)).model()  # the card: the index keeps no entry text
+            card = ws.edit(pid, ("proposition",))  # the card: the index keeps no entry text
+            errors = card_errors(ws.kb, card)
+            if errors:
+                first = errors[0]
+                where = f"{ws.kb.prefix}{card.rel}:{first.line}"
+                reason = (f"{where} {first.code}: {first.message}; {len(errors)} format error(s) in "
+                          "all, `kb verify` lists them — fix the card first")
+                skipped.append({"id": pid, "reason": reason, "code": first.code,
+                                "path": ws.kb.prefix + card.rel, "line": first.line})
+                lines.append(f"{pid}: not promoted ({reason})")
+                continue
+            pm = card.model()
             entries = []
             for kind in ("证明", "证伪"):
                 for e in pm.entries:
@@ -90,4 +114,23 @@ def promote(kb: Union[KnowledgeBase, str, Path, None] = None, threshold: Union[f
                   owner=owner, on_wait=on_wait)
 
 
-__all__ = ["promote"]
+def card_errors(k: KnowledgeBase, card: CardEdit) -> list[LightDiagnostic]:
+    """The error diagnostics ``kb verify`` gives ``card`` as it reads now, in line order.
+
+    The parse's diagnostics (what the transaction's format guard reads) and those of the
+    per-file rules (KB2xx; KB218: a probability outside [0, 1]) that ``kb verify``, the
+    pre-commit hook and ``kb verify --range`` run — the same rules on the same parse
+    (:func:`kb.checks.file_results.parsed_rule_rows`) — with kb.toml's severities
+    applied, so a rule the KB turned into a warning does not block.
+    """
+    res = card.result()
+    data = card.to_bytes()
+    found = [LightDiagnostic.of(d) for d in res.diagnostics]
+    found += [LightDiagnostic(path, line, col, code, severity, message)
+              for path, _blob, line, col, code, severity, message, _fix
+              in parsed_rule_rows(k.config, card.rel, git.blob_id(data), res, data)]
+    errors = [d for d in found if effective_severity(d.code, d.severity, k.config) == "error"]
+    return sorted(errors, key=lambda d: (d.line, d.col, d.code))
+
+
+__all__ = ["promote", "card_errors"]

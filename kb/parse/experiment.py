@@ -30,6 +30,19 @@ _READ_FIRST = frozenset("#*") | BLOCK_FIRST
 _HYP_ACTION = re.compile(r"(?P<h>\S+)\s+-\s+(?P<a>.*)$")
 _WORD_END = re.compile(r"[\s—\-–,，。:：(（+]")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+#: Days of each month (February of a leap year: 29).
+_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _on_calendar(date: str) -> bool:
+    """Whether ``YYYY-MM-DD`` names a day of the Gregorian calendar (not 2026-13-45,
+    2026-02-30): what ``datetime.date.fromisoformat`` accepts, without importing it
+    into every parse."""
+    y, m, d = int(date[:4]), int(date[5:7]), int(date[8:10])
+    if not 1 <= m <= 12 or d < 1:
+        return False
+    leap = m == 2 and y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
+    return d <= _DAYS[m - 1] + leap
 
 
 def parse_experiment(src: SourceText) -> tuple[list[Experiment], list[Diagnostic]]:
@@ -130,10 +143,10 @@ def parse_experiment(src: SourceText) -> tuple[list[Experiment], list[Diagnostic
             path=path, line=first + 1, code="KB130", severity="warning",
             message="experiment has no title line '# Exxx: <hypothesis ID> - <action>'"))
     date = anchors.get("Date")
-    if date is not None and not _DATE.fullmatch(date):
+    if date is not None and not (_DATE.fullmatch(date) and _on_calendar(date)):
         diags.append(Diagnostic(
             path=path, line=anchor_lines["Date"], code="KB131", severity="error",
-            message=f"**Date** must be YYYY-MM-DD, not {date!r}"))
+            message=f"**Date** must be a date written YYYY-MM-DD, not {date!r}"))
     raw_status = anchors.get("Status", "")
     status = EXPERIMENT_STATUS.canonical(raw_status) or raw_status
     if result_line and conclusion_line == 0 and status == "已完成":

@@ -14,6 +14,11 @@ outside [0, 1] is refused. A non-unanimous vote never yields 0 or 1. Means
 are rounded to 10 decimals (no binary noise such as 0.20000000000000004 in
 the cards).
 
+The thresholds judge the decimals the verifiers wrote, as a person would
+(:func:`decimal_value`): votes 0.1 and 0.2 have the mean 0.15 exactly, a
+consensus like their mirror image 0.9 and 0.8, although the binary sum gives
+0.15000000000000002.
+
 A verifier's accuracy is derived, never stored: among the append-only
 records ``Logs/Verification/*.json``, take every target whose final verdict
 (its latest record) is 0 or 1 — it *settled* — and count the verifier's votes
@@ -33,6 +38,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from fractions import Fraction
 from typing import Any, Iterable, Mapping, Sequence, Union
 
 from kb.clock import iso_time
@@ -42,6 +48,28 @@ from kb.research.values import parse_probability
 MODES = ("forced", "flat")
 NEAR_HIGH = 0.85
 NEAR_LOW = 0.15
+#: Decimals a verdict is rounded to.
+PLACES = 10
+
+
+def decimal_value(x: Union[float, int]) -> Fraction:
+    """``x`` exactly as the decimal it was written as (``0.1`` -> 1/10, not the binary
+    0.1000000000000000055…).
+
+    ``repr`` of a float is the shortest decimal that reads back as that float, so for a
+    value written with at most 15 significant digits it is the text a person or an agent
+    wrote. Sums, means and products of these are exact, and so is every comparison with a
+    decimal threshold (VIBEMATH-V3's 0.85, 0.15, 0.5), where binary arithmetic would put
+    0.1 + 0.2 above 0.3.
+    """
+    return Fraction(repr(float(x)))
+
+
+_HIGH = decimal_value(NEAR_HIGH)
+_LOW = decimal_value(NEAR_LOW)
+_HALF = Fraction(1, 2)
+_FLOOR = Fraction(1, 100)   # a non-unanimous verdict stays in [0.01, 0.99]
+_CEILING = Fraction(99, 100)
 
 
 def _clamp(x: float, lo: float, hi: float) -> float:
@@ -50,6 +78,21 @@ def _clamp(x: float, lo: float, hi: float) -> float:
 
 # ---------------------------------------------------------------------------
 # The rule
+
+
+def _near_consensus(vals: Sequence[float]) -> Fraction | None:
+    """The exact mean of ``vals`` when they are a near-consensus, else None.
+
+    All on one side of 0.5 (0.5 itself on both) and the mean at least 0.85 or at most
+    0.15, judged on the written decimals (:func:`decimal_value`) so that mirror-image votes
+    (0.9/0.8 and 0.1/0.2) are judged alike.
+    """
+    exact = [decimal_value(x) for x in vals]
+    if not exact:
+        return None
+    mean = sum(exact, Fraction(0)) / len(exact)
+    one_side = all(x >= _HALF for x in exact) or all(x <= _HALF for x in exact)
+    return mean if one_side and (mean >= _HIGH or mean <= _LOW) else None
 
 
 def vote_values(votes: Mapping[str, Union[float, None]]) -> list[float]:
@@ -66,13 +109,10 @@ def vote_values(votes: Mapping[str, Union[float, None]]) -> list[float]:
 def verdict_branch(votes: Mapping[str, Union[float, None]]) -> str:
     """Which rule decides: ``unanimous``, ``consensus`` or ``split`` (mode decides)."""
     vals = vote_values(votes)
+    # A float is exactly 0 or 1 only when 0 or 1 was written: no arithmetic to judge here.
     if all(x == 1 for x in vals) or all(x == 0 for x in vals):
         return "unanimous"
-    mean = sum(vals) / len(vals) if vals else 0.5
-    if (all(x >= 0.5 for x in vals) or all(x <= 0.5 for x in vals)) and \
-            (mean >= NEAR_HIGH or mean <= NEAR_LOW):
-        return "consensus"
-    return "split"
+    return "consensus" if _near_consensus(vals) is not None else "split"
 
 
 def compute_verdict(votes: Mapping[str, Union[float, None]],
@@ -95,10 +135,9 @@ def compute_verdict(votes: Mapping[str, Union[float, None]],
         return 1.0
     if all(x == 0 for x in vals):
         return 0.0
-    mean = sum(vals) / len(vals)
-    if (all(x >= 0.5 for x in vals) or all(x <= 0.5 for x in vals)) and \
-            (mean >= NEAR_HIGH or mean <= NEAR_LOW):
-        return round(_clamp(mean, 0.01, 0.99), 10)
+    mean = _near_consensus(vals)
+    if mean is not None:
+        return float(round(max(_FLOOR, min(_CEILING, mean)), PLACES))
     if mode == "flat":
         return 0.5
     acc = accuracy or {}
@@ -108,7 +147,9 @@ def compute_verdict(votes: Mapping[str, Union[float, None]],
         w = _clamp(a + (0.1 if x in (0.0, 1.0) else 0.0), 0.05, 0.95)
         num += w * x
         den += w
-    return round(_clamp(num / den, 0.01, 0.99), 10) if den > 0 else 0.5
+    # Weights are measured rates, not written decimals, and no threshold judges this mean:
+    # binary arithmetic, rounded, is exact enough.
+    return round(_clamp(num / den, 0.01, 0.99), PLACES) if den > 0 else 0.5
 
 
 # ---------------------------------------------------------------------------
@@ -275,6 +316,6 @@ def parse_target(text: str) -> Target:
 
 
 
-__all__ = ["MODES", "NEAR_HIGH", "NEAR_LOW", "vote_values", "verdict_branch", "compute_verdict",
-           "Vote", "VerificationRecord", "parse_record", "record_order", "Accuracy",
-           "verifier_accuracy", "Target", "parse_target"]
+__all__ = ["MODES", "NEAR_HIGH", "NEAR_LOW", "PLACES", "decimal_value", "vote_values",
+           "verdict_branch", "compute_verdict", "Vote", "VerificationRecord", "parse_record",
+           "record_order", "Accuracy", "verifier_accuracy", "Target", "parse_target"]

@@ -29,7 +29,8 @@ class DiffOutput(_Open):
         description="added, finished (conclusion, data), conclusion_changed, logged, edited, removed")
     cards: dict[str, list[dict[str, Any]]] = Field(
         description="added, removed, status, settled, priorities, dependencies, entries_added, "
-                    "entries_changed, probabilities, applications, edited")
+                    "entries_changed, probabilities, applications, edited (fields: those no other "
+                    "list names; empty when only prose changed)")
     verified: dict[str, list[dict[str, Any]]] = Field(description="added, changed")
     verdicts: list[dict[str, Any]] = Field(description="records added: r, target, verdict, mode, votes")
     renumberings: list[dict[str, Any]] = Field(description="{from, to, commit} (Kb-Renumber)")

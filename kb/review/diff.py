@@ -385,9 +385,16 @@ def _cards(ctx: _Ctx, old: dict, new: dict, pairs: list, added: list, removed: l
                 out["applications"].append({"id": cid, "number": a["number"], "problem": a["problem"],
                                             "direction": a.get("direction", ""), "time": a["time"], **where})
                 listed = True
-        if not listed and (kind != "record" or not _same(o, n)):
-            out["edited"].append({"id": cid, **where})
+        # Fields no list above reports (价值/关键性, 计划, 来源, the statement…): named,
+        # so that a changed anchor never reads as a change of prose.
+        rest = [f for f in _changed_fields(o, n) if f not in _CARD_LISTED]
+        if rest or (not listed and (kind != "record" or not _same(o, n))):
+            out["edited"].append({"id": cid, "fields": rest, **where})
     return out
+
+
+#: Card fields the lists of :func:`_cards` other than ``edited`` report.
+_CARD_LISTED = frozenset({"status", "priority", "depends", "probability", "entries", "applications"})
 
 
 def _entry(card: dict, e: dict, ctx: _Ctx) -> dict[str, Any]:

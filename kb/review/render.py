@@ -154,7 +154,8 @@ def _sections(d: dict[str, Any], st: _Style) -> list[tuple[str, list[str]]]:
     for x in c["settled"]:
         lines.append(st.b(f"settled {x['kind']} {i(x['id'])}: {t(x['status'])}"))
     for x in c["edited"]:
-        lines.append(f"edited {x['kind']} {i(x['id'])} (text only)")
+        what = ", ".join(t(f) for f in x.get("fields") or []) or "text only"
+        lines.append(f"edited {x['kind']} {i(x['id'])} ({what})")
     for x in c["removed"]:
         lines.append(f"removed {x['kind']} {i(x['id'])}")
     if lines:

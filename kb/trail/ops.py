@@ -556,6 +556,8 @@ def handoff(kb: Any, nid: str, to_actor: str, *, lease_seconds: int = DEFAULT_LE
     from kb.locks import validate_owner
 
     to = validate_owner(to_actor)
+    if lease_seconds <= 0:  # as assign: else the new owner gets a lease already expired
+        raise UsageError("the lease must be a positive number of seconds")
 
     def build(ctx: Ctx) -> None:
         n = ctx.node(nid)

@@ -299,6 +299,8 @@ def find(g: Graph, query: str, limit: int = 20) -> dict[str, Any]:
     words = [w for w in (query or "").lower().split() if w]
     if not words:
         raise UsageError("give words to find")
+    if limit < 1:  # as snapshot: a negative limit would slice the hits away ("total 1, results []")
+        raise UsageError("limit must be at least 1")
     hits = []
     for n in g.nodes.values():
         if n.merged_into is not None:
@@ -455,13 +457,17 @@ _VIEW_FNS: dict[str, Callable[..., dict[str, Any]]] = {
     "brief": lambda g, p: brief(g, p.get("now"), p.get("id")),
     "frontier": lambda g, p: frontier(g, p.get("now")),
     "stats": lambda g, p: stats(g),
-    "find": lambda g, p: find(g, p.get("query") or "", int(p.get("limit") or 20)),
+    # A given limit is passed on as given (0 included: refused), only a missing one defaults.
+    "find": lambda g, p: find(g, p.get("query") or "",
+                              int(p["limit"]) if p.get("limit") is not None else 20),
     "node": lambda g, p: node(g, p.get("id"), p.get("now")),
     "path": lambda g, p: path(g, p.get("id")),
     "tree": lambda g, p: tree(g, p.get("id"), int(p["depth"]) if p.get("depth") is not None else 3),
     "subtree": lambda g, p: subtree(g, p.get("id"),
                                     int(p["depth"]) if p.get("depth") is not None else 6),
-    "snapshot": lambda g, p: snapshot(g, p.get("id"), int(p.get("limit") or 2000), p.get("now")),
+    "snapshot": lambda g, p: snapshot(g, p.get("id"),
+                                      int(p["limit"]) if p.get("limit") is not None else 2000,
+                                      p.get("now")),
 }
 
 

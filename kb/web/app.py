@@ -4,7 +4,8 @@ Routes (every one ``GET``/``HEAD`` only; ``?rev=`` picks the commit, default
 the server's ``--rev``, itself default ``HEAD``):
 
 - ``/`` → ``/tree``; ``/tree`` the hypothesis tree; ``/board`` the Vibe Math board;
-- ``/o/<ID>`` one object (an experiment's page is its object page);
+- ``/o/<ID>`` one object (an experiment's page is its object page; an ID holding a
+  slash, a direction's ``q2/d1``, is linked as ``/o/q2%2Fd1``);
 - ``/file/<KB-relative path>`` a file of the KB at the commit, with line anchors;
 - ``/static/<name>`` the page's CSS and JavaScript (a fixed list);
 - with :mod:`kb.trail`: ``/trail`` and ``/trail.json``; with :mod:`kb.review`:
@@ -93,8 +94,11 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
             p = {**({"rev": asked} if asked else {}), **{a: b for a, b in params.items() if b}}
             return path + ("?" + urlencode(p) if p else "")
 
+        # An ID is quoted whole (a direction's ``q2/d1`` as ``q2%2Fd1``): the routes take
+        # the rest of the path as the ID (see ``routes``), so it lands either way.
         return {"rev": view.rev, "commit": view.commit, "q": q, "link": link, "asked": asked,
-                "obj": lambda i: link("/o/" + quote(str(i), safe="")),
+                "obj": lambda i, **params: link("/o/" + quote(str(i), safe=""), **params),
+                "history": lambda i: link("/log/" + quote(str(i), safe="")),
                 "file": lambda p, line=None: link("/file/" + quote(p, safe="/"))
                 + (f"#L{int(line)}" if line else ""),
                 "kb_name": k.root.name, "features": features, **kw}
@@ -248,13 +252,17 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
     def not_found(request: Request, exc: Exception) -> Response:
         return error(request, 404, "no such page")
 
+    # An ID route takes the rest of the path (``:path``): the server decodes %2F before
+    # routing, so a direction's ``/o/q2%2Fd1`` arrives as ``/o/q2/d1``, which a one-segment
+    # ``{obj_id}`` never matches. The ID is only looked up in the index, never opened as
+    # a file, so ``/o/..%2Fkb.toml`` is an unknown ID (404), as before.
     routes = [Route("/", home), Route("/tree", tree), Route("/board", board),
-              Route("/o/{obj_id}", obj), Route("/file/{path:path}", file),
+              Route("/o/{obj_id:path}", obj), Route("/file/{path:path}", file),
               Route("/static/{name}", static), Route("/favicon.ico", favicon)]
     if features["trail"]:  # kb.trail installed: the Trail page exists
         routes += [Route("/trail", trail), Route("/trail.json", trail_json)]
     if features["diff"]:  # kb.review installed: the Diff and History pages exist
-        routes += [Route("/diff", diff), Route("/log/{obj_id}", history),
+        routes += [Route("/diff", diff), Route("/log/{obj_id:path}", history),
                    Route("/at/{commit}/file/{path:path}", at_file)]
     def prepare() -> None:
         try:
