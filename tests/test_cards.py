@@ -491,3 +491,27 @@ def test_library_api_result(ex: Path) -> None:
     assert r.tx.op == "problem.add" and r.tx.ids == ["q7"] and r.tx.commit == head(ex)
     text = (ex / "Problems/q7.md").read_text(encoding="utf-8")
     assert "- 优先级: never\n" in text and "## 来源与动机\nFrom q2.\n\n## 解法候选" in text
+
+
+def test_a_withdrawn_card_id_is_never_handed_out_again(tmp_path) -> None:
+    """`kb problem add q1` / `kb propo add … p1` after q1 / p1 was deleted (with an
+    override) is refused, exit 1, nothing written: the range check would refuse the
+    commit (KB307). A fresh ID is still accepted."""
+    from conftest import git, git_init, invoke, write_files
+
+    root = git_init(tmp_path / "kb")
+    write_files(root, {"kb.toml": "[kb]\n", ".gitignore": ".kb/\n"})
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "init")
+    assert invoke("problem", "add", "q1", "P", "--title", "A", cwd=root).code == 0
+    assert invoke("propo", "add", "数论", "p1", "x", "--prob", "0.5", "--new-category", cwd=root).code == 0
+    git(root, "rm", "-q", "Problems/q1.md", "Propos/数论/p1.md")
+    git(root, "commit", "-q", "-m", "withdraw\n\nKb-Override: q1 withdrawn\nKb-Override: p1 withdrawn")
+    head = git(root, "rev-parse", "HEAD")
+    for args in (("problem", "add", "q1", "P again", "--title", "B"),
+                 ("propo", "add", "数论", "p1", "y", "--prob", "0.5", "--new-category")):
+        r = invoke(*args, "--json", cwd=root)
+        assert r.code == 1 and r.json()["error"]["kind"] == "refused", (args, r.stdout, r.stderr)
+        assert "never reused" in r.json()["error"]["message"]
+    assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain") == ""
+    assert invoke("problem", "add", "q2", "P2", "--title", "C", cwd=root).code == 0

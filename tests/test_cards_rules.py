@@ -168,10 +168,13 @@ def test_closed_vocabularies_of_cards_and_calendar_dates(kb_with, example_kb: Pa
         "Methods/m1.md": method("m1").replace("- 类型: 方法", "- 类型: 魔法"),
         "tree.md": tree, "experiments/E001.md": exp.format("2026-13-45"),
         "experiments/E002.md": exp.format("2026-02-29").replace("E001", "E002"),
+        "experiments/E003.md": exp.format("２０２６-01-01").replace("E001", "E003"),
+        "experiments/E004.md": exp.format("2026-01-0١").replace("E001", "E004"),
+        "experiments/E005.md": exp.format("0000-01-01").replace("E001", "E005"),
     })
     assert _codes(bad, {"KB205", "KB131"}) == [
         ("Methods/m1.md", 4, "KB205"), ("Problems/q1.md", 9, "KB205"),
-        ("experiments/E001.md", 4, "KB131"), ("experiments/E002.md", 4, "KB131")]
+        *[(f"experiments/E00{i}.md", 4, "KB131") for i in range(1, 6)]]
     files = {"tree.md": tree, "experiments/E001.md": exp.format("2024-02-29")}
     for i, word in enumerate(("原始", "后生", "promote")):
         files[f"Problems/q{i + 1}.md"] = problem(f"q{i + 1}").replace("- 来源: 原始", f"- 来源: {word}")
@@ -179,3 +182,16 @@ def test_closed_vocabularies_of_cards_and_calendar_dates(kb_with, example_kb: Pa
         files[f"Methods/m{i + 1}.md"] = method(f"m{i + 1}").replace("- 类型: 方法", f"- 类型: {word}")
     assert _codes(kb_with(files), {"KB205", "KB131"}) == []
     assert _codes(example_kb, {"KB205", "KB131"}) == []
+
+
+def test_numbers_are_read_in_ascii_digits_only(kb_with) -> None:
+    """A probability, value or priority written with full-width digits (０.５, ３) or with
+    Python's digit separator (0_5) is an error with its line, not read as a number
+    (``float`` and ``int`` take them; the record's other readers do not)."""
+    card = proposition("p1", prob="０.５", value="0_5").replace("- 优先级: 1", "- 优先级: ３")
+    root = kb_with({"Propos/数论/p1.md": card})
+    assert _codes(root, {"KB124", "KB125"}) == [
+        ("Propos/数论/p1.md", 6, "KB124"), ("Propos/数论/p1.md", 7, "KB125"),
+        ("Propos/数论/p1.md", 9, "KB124")]
+    ok = kb_with({"Propos/数论/p1.md": proposition("p1", prob="0.5", value="5e-1")})
+    assert _codes(ok, {"KB124", "KB125"}) == []

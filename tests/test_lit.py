@@ -431,6 +431,107 @@ def test_shapes_accept_the_recorded_answers_and_nulls_and_name_the_place():
         shapes.check(None, shapes.OPENALEX_WORKS)
 
 
+# -- answers that are no answer: none of the fields the endpoint always sends ------------
+
+#: An error note served with 200: valid JSON, but none of the fields any endpoint documents.
+RATE_LIMITED = {"error": "rate limited"}
+
+#: (scripted path, the call, the always-sent fields the error names)
+NO_ANSWER = [
+    ("/s2/paper/search", _s2_search, '"total"'),
+    ("/openalex/works", _openalex, '"meta" and "results"'),
+    ("/s2/snippet/search", lambda c: c.snippet("q"), '"data"'),
+    ("/s2/paper/", lambda c: c.cite("DOI:10.1/x"), '"data"'),
+    ("/s2/paper/", lambda c: c.cite("a1b2", "citations"), '"data"'),
+    ("/rec/papers/forpaper/", lambda c: c.cite("a1b2", "recommend"), '"recommendedPapers"'),
+]
+
+
+@pytest.mark.parametrize("prefix, call, fields", NO_ANSWER,
+                         ids=[f"{p}-{i}" for i, (p, *_rest) in enumerate(NO_ANSWER)])
+def test_an_answer_without_the_fields_its_endpoint_always_sends_is_refused_not_cached(
+        lit, tmp_path, prefix, call, fields):
+    from kb.lit import LitResponseError
+
+    lit.script(prefix, [RATE_LIMITED])
+    c = client(tmp_path)
+    with pytest.raises(LitResponseError, match="not of the expected shape") as exc:
+        call(c)  # not an empty result
+    msg = str(exc.value)
+    assert f"the answer: no {fields}, which every answer of this endpoint has" in msg, msg
+    assert '{"error": "rate limited"}' in msg  # the server's note, quoted
+    assert exc.value.exit_code == 1 and "web tools" in exc.value.fallback
+    assert c.requests == 1 and not list((tmp_path / "cache").glob("*.json"))
+    again = client(tmp_path)  # nothing cached: the same call asks again, and gets the answer
+    assert call(again) and again.requests == 1
+
+
+def test_cli_an_error_note_from_every_endpoint_exits_1_quoting_it_and_caches_nothing(lit, tmp_path):
+    note = {"error": "rate limited", "message": "Too Many Requests. Please wait and try again."}
+    cache = tmp_path / "c"
+    lit.script("/s2", [note] * 3)  # search (s2 of both), snippet, cite
+    lit.script("/rec", [note])
+    lit.script("/openalex", [note])
+    calls = [["search", "x"], ["snippet", "x"], ["cite", "DOI:10.1/x"],
+             ["cite", "DOI:10.1/x", "--direction", "recommend"]]
+    for args in calls:
+        r = invoke("lit", *args, "--json", "--cache-dir", str(cache))
+        assert r.code == 1, (args, r.stdout, r.stderr)
+        err = r.json()["error"]
+        assert err["kind"] == "refused" and "web tools" in r.json()["fallback"]
+        assert json.dumps(note) in err["message"] and "fallback" in r.stderr, err
+    assert len(lit.requests) == 5 and not list(cache.glob("*.json"))
+    for args, asked in zip(calls, [2, 1, 1, 1]):  # later runs ask again, get the real answers
+        r = invoke("lit", *args, "--json", "--cache-dir", str(cache))
+        assert r.code == 0 and r.json()["requests"] == asked, (args, r.stderr)
+
+
+def test_a_cached_error_note_is_a_miss(lit, tmp_path):
+    from kb.lit.http import Cache, build_url, cache_key
+
+    # what an older kb cached from an OpenAlex answering 200 {"error": "rate limited"}
+    url = build_url(lit.base + "/openalex", "/works", {"search": "q", "per-page": 12})
+    key = cache_key("GET", url)
+    Cache(tmp_path / "cache").put(key, {"key": key, "method": "GET", "url": url, "status": 200,
+                                        "body": RATE_LIMITED})
+    c = client(tmp_path)
+    assert [p["source"] for p in c.search("q", source="openalex")["papers"]] == ["openalex"] * 2
+    assert c.requests == 1  # asked again instead of serving "no papers" for ever
+    assert "results" in json.loads((tmp_path / "cache" / f"{key}.json").read_text("utf-8"))["body"]
+
+
+def test_shapes_require_the_fields_every_answer_of_an_endpoint_has():
+    from kb.lit import shapes
+
+    # empty answers, as the APIs send them, still pass (S2 search sends no "data" then)
+    for body, shape in [({"total": 0, "offset": 0}, shapes.S2_SEARCH),
+                        ({"data": []}, shapes.S2_SNIPPET),
+                        ({"offset": 0, "data": []}, shapes.S2_EDGES),
+                        ({"recommendedPapers": []}, shapes.S2_RECOMMEND),
+                        ({"meta": {"count": 0}, "results": []}, shapes.OPENALEX_WORKS)]:
+        shapes.check(body, shape)
+    note = {"error": "Not Found", "message": "Paper with id x not found"}
+    for shape, fields in [(shapes.S2_SEARCH, '"total"'), (shapes.S2_SNIPPET, '"data"'),
+                          (shapes.S2_EDGES, '"data"'), (shapes.S2_RECOMMEND, '"recommendedPapers"'),
+                          (shapes.OPENALEX_WORKS, '"meta" and "results"')]:
+        with pytest.raises(shapes.ShapeError,
+                           match=rf"^the answer: no {fields}, which every answer of this endpoint "
+                                 rf"has; got \{{"):
+            shapes.check(note, shape)
+    with pytest.raises(shapes.ShapeError) as exc:
+        shapes.check(note, shapes.S2_SEARCH)
+    assert str(exc.value).endswith('got {"error": "Not Found", "message": "Paper with id x not found"}')
+    # null is no better than absent; a long note is quoted briefly
+    with pytest.raises(shapes.ShapeError, match=r'^the answer: no "total",'):
+        shapes.check({"total": None, "data": []}, shapes.S2_SEARCH)
+    with pytest.raises(shapes.ShapeError) as exc:
+        shapes.check({"error": "x" * 1000}, shapes.S2_SNIPPET)
+    assert len(str(exc.value)) < 250 and str(exc.value).endswith("…")
+    # a required field is still checked for its shape
+    with pytest.raises(shapes.ShapeError, match=r"^meta: expected an object, got an integer"):
+        shapes.check({"meta": 5, "results": []}, shapes.OPENALEX_WORKS)
+
+
 # -- malformed settings: exit 2 at once, no request --------------------------------------
 
 #: (value, what the message says about it)

@@ -11,12 +11,18 @@ A shape is one of:
 - ``str``, ``int`` (never a bool), ``bool``, or a tuple of those: a JSON scalar;
 - ``{name: shape}``: a JSON object; each named field may be absent or null (the APIs omit
   and null fields freely), else it must fit its shape; other fields are not looked at;
+- :class:`Required` ``(shape)``, as a field's shape: a field the endpoint always sends, so it
+  must be there and not null. An answer without it is no answer, but (say) an error note
+  served with 200 (``{"error": "rate limited"}``), whose "no data" must not pass for an
+  empty result and be cached for ever; the message quotes the answer;
 - ``[shape]``: a JSON array whose items all fit ``shape`` (null items only with
   :class:`Maybe`);
 - :class:`MapOf` ``(shape)``: a JSON object with any keys, every value fitting ``shape``;
 - :class:`Maybe` ``(shape)``: ``shape`` or null (for array items).
 
-Only the fields kb reads are described (kb/lit/papers.py, kb/lit/client.py).
+Only the fields kb reads are described (kb/lit/papers.py, kb/lit/client.py), and each
+endpoint's top-level fields that every answer carries (its API's documented response),
+marked :class:`Required`.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Any, Callable, Union
 
-Shape = Union[type, tuple, dict, list, "MapOf", "Maybe"]
+Shape = Union[type, tuple, dict, list, "MapOf", "Maybe", "Required"]
 #: A check of one answer (parsed JSON, or text): returns nothing, raises ShapeError.
 Check = Callable[[Any], None]
 
@@ -49,6 +55,17 @@ class Maybe:
     shape: Shape
 
 
+@dataclass(frozen=True)
+class Required:
+    """An object field that fits ``shape`` and is always there: absent or null fails.
+
+    For the fields an endpoint sends in every answer, empty ones included (S2 search's
+    ``total``, OpenAlex's ``meta`` and ``results``). Anywhere else it is just ``shape``.
+    """
+
+    shape: Shape
+
+
 _NAMES = {str: "a string", int: "an integer", bool: "true or false", dict: "an object",
           list: "an array", float: "a number", type(None): "null"}
 
@@ -57,6 +74,12 @@ def _got(value: Any) -> str:
     """``an integer (5)``: the JSON type of ``value`` and a short view of it."""
     shown = json.dumps(value, ensure_ascii=False)[:40]
     return f"{_NAMES.get(type(value), type(value).__name__)} ({shown})"
+
+
+def _quote(value: Any, limit: int = 160) -> str:
+    """``value`` as compact JSON, cut to ``limit`` characters (the message quotes an answer)."""
+    shown = json.dumps(value, ensure_ascii=False)
+    return shown if len(shown) <= limit else shown[:limit - 1] + "…"
 
 
 def _fits(value: Any, kind: type) -> bool:
@@ -73,12 +96,21 @@ def check(value: Any, shape: Shape, where: str = "the answer") -> None:
     if isinstance(shape, Maybe):
         if value is not None:
             check(value, shape.shape, where)
+    elif isinstance(shape, Required):  # not as a field: its presence is the object's to check
+        check(value, shape.shape, where)
     elif isinstance(shape, dict):
         if not isinstance(value, dict):
             raise ShapeError(f"{where}: expected an object, got {_got(value)}")
         for name, sub in shape.items():
             if value.get(name) is not None:
                 check(value[name], sub, name if where == "the answer" else f"{where}.{name}")
+        # after the fields that are there: a wrong one is the more precise report
+        missing = [name for name, sub in shape.items()
+                   if isinstance(sub, Required) and value.get(name) is None]
+        if missing:
+            names = " and ".join(f'"{name}"' for name in missing)
+            raise ShapeError(f"{where}: no {names}, which every answer of this endpoint has; "
+                             f"got {_quote(value)}")
     elif isinstance(shape, list):
         if not isinstance(value, list):
             raise ShapeError(f"{where}: expected an array, got {_got(value)}")
@@ -109,15 +141,19 @@ S2_PAPER: dict[str, Shape] = {
     "externalIds": {"ArXiv": str, "DOI": str}, "tldr": {"text": str},
     "openAccessPdf": {"url": str}, "authors": [{"name": str}],
 }
-S2_SEARCH: dict[str, Shape] = {"data": [S2_PAPER]}
-S2_SNIPPET: dict[str, Shape] = {"data": [Maybe({
+#: ``/paper/search``: ``total`` and ``offset`` always, ``data`` only when something matched.
+S2_SEARCH: dict[str, Shape] = {"total": Required(int), "data": [S2_PAPER]}
+#: ``/snippet/search``: ``data`` always (``[]`` when nothing matched).
+S2_SNIPPET: dict[str, Shape] = {"data": Required([Maybe({
     "snippet": {"text": str, "snippetKind": str, "section": str},
     "paper": {"title": str, "paperId": str, "corpusId": (str, int)},
-})]}
-#: ``/paper/{id}/references`` (``citedPaper``) and ``/citations`` (``citingPaper``).
-S2_EDGES: dict[str, Shape] = {"data": [{"isInfluential": bool, "citedPaper": S2_PAPER,
-                                         "citingPaper": S2_PAPER}]}
-S2_RECOMMEND: dict[str, Shape] = {"recommendedPapers": [S2_PAPER]}
+})])}
+#: ``/paper/{id}/references`` (``citedPaper``) and ``/citations`` (``citingPaper``): ``data``
+#: always (``[]`` past the last edge).
+S2_EDGES: dict[str, Shape] = {"data": Required([{"isInfluential": bool, "citedPaper": S2_PAPER,
+                                                  "citingPaper": S2_PAPER}])}
+#: ``/papers/forpaper/{id}``: ``recommendedPapers`` always.
+S2_RECOMMEND: dict[str, Shape] = {"recommendedPapers": Required([S2_PAPER])}
 
 # -- OpenAlex ---------------------------------------------------------------------------
 
@@ -130,7 +166,8 @@ OPENALEX_WORK: dict[str, Shape] = {
     "authorships": [Maybe({"author": {"display_name": str}})],
     "abstract_inverted_index": MapOf([int]),
 }
-OPENALEX_WORKS: dict[str, Shape] = {"results": [OPENALEX_WORK]}
+#: ``/works``: a list answer always has ``meta`` (the count, the page) and ``results``.
+OPENALEX_WORKS: dict[str, Shape] = {"meta": Required({}), "results": Required([OPENALEX_WORK])}
 
 # -- arXiv ------------------------------------------------------------------------------
 

@@ -2,7 +2,16 @@
 
 A tree is a preamble and one *block* per hypothesis (its heading, its anchor
 lines up to the first blank line, then its prose). The merge works on blocks
-keyed by ID, where git's line merge sees only neighbouring lines:
+keyed by ID, where git's line merge sees only neighbouring lines.
+
+A block is its text without the blank lines that follow it: those are the
+*gap* to the next block (or, after the last block, the end of the file), so
+what a block is never depends on what comes after it — a block that became
+the last one (the blocks after it removed) or stopped being the last one (a
+block appended after it) is unchanged. Gaps are layout, merged apart from the
+blocks: one side's changed gap is taken, a block followed by another keeps at
+least one blank line, and the end of the file (blank lines, final newline) is
+merged on its own.
 
 - a block added on one side is kept; blocks added on both sides are both kept,
   placed in ID order (``H1.2`` < ``H1.10`` < ``H2``);
@@ -27,39 +36,65 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Optional, TypeVar
 
 from kb.config import Config
 
 _ANCHOR = re.compile(r"^([A-Za-z\u4e00-\u9fff]+)\s*[:：]\s?(.*)$")
 _SPLIT = re.compile(r"\s*[,，、;]\s*")
+T = TypeVar("T")
 
 
 @dataclass
 class Block:
     """One hypothesis: ``heading`` line, ``anchors`` (key -> (raw line, value)) in
-    file order, and ``rest`` (the lines after the anchor block: blank + prose)."""
+    file order, ``rest`` (the lines after the anchor block: blank + prose, without
+    the blank lines that end the block) and ``gap`` (those blank lines: the layout
+    up to the next block or the end of the file, never part of the block's text)."""
 
     id: str
     statement: str
     heading: str
     anchors: dict[str, tuple[str, str]] = field(default_factory=dict)
     rest: list[str] = field(default_factory=list)
+    gap: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        """The block's lines in file order: heading, anchor lines, then the rest."""
+        """The block's text in file order: heading, anchor lines, then the rest
+        (without the ``gap``: two sides' blocks are compared by these lines)."""
         return [self.heading, *(raw for raw, _ in self.anchors.values()), *self.rest]
 
 
 @dataclass
 class Tree:
-    """A parsed tree: ``preamble`` lines, blocks in file order, the newline, a final newline."""
+    """A parsed tree: ``preamble`` lines (without the blank lines that end it, kept
+    in ``preamble_gap``), blocks in file order, the newline, a final newline."""
 
     preamble: list[str]
     blocks: list[Block]
     newline: str = "\n"
     final_newline: bool = True
     bom: bool = False
+    preamble_gap: list[str] = field(default_factory=list)
+
+    def tail(self) -> list[str]:
+        """The blank lines that end the file (the gap of its last part)."""
+        return self.blocks[-1].gap if self.blocks else self.preamble_gap
+
+    def separators(self) -> dict[str, tuple[str, ...]]:
+        """ID (``""``: the preamble) -> the gap after it, for every part another part
+        follows (the last part's gap is the end of the file, not a separator)."""
+        parts: list[tuple[str, list[str]]] = [("", self.preamble_gap)]
+        parts += [(b.id, b.gap) for b in self.blocks]
+        return {hid: tuple(gap) for hid, gap in parts[:-1]}
+
+
+def _split_gap(lines: list[str]) -> tuple[list[str], list[str]]:
+    """``lines`` without its trailing blank (or whitespace-only) lines, and those lines."""
+    end = len(lines)
+    while end and not lines[end - 1].strip():
+        end -= 1
+    return lines[:end], lines[end:]
 
 
 @dataclass
@@ -121,14 +156,15 @@ def read_tree(data: bytes, config: Config, path: str = "tree.md") -> Tree:
                 break
             anchors[m.group(1)] = (body[i], m.group(2).strip())
             i += 1
-        blocks.append(Block(h.id, h.statement, lines[a], anchors, body[i:]))
-    preamble = lines[: starts[0]] if starts else list(lines)
+        rest, gap = _split_gap(body[i:])
+        blocks.append(Block(h.id, h.statement, lines[a], anchors, rest, gap))
+    preamble, pre_gap = _split_gap(lines[: starts[0]] if starts else list(lines))
     final = text.endswith("\n") or not text
-    return Tree(preamble, blocks, src.newline, final, bom)
+    return Tree(preamble, blocks, src.newline, final, bom, pre_gap)
 
 
-def _three(base: Optional[str], ours: Optional[str], theirs: Optional[str]) -> tuple[Optional[str], bool]:
-    """Scalar three-way merge: (value, conflict)."""
+def _three(base: Optional[T], ours: Optional[T], theirs: Optional[T]) -> tuple[Optional[T], bool]:
+    """Scalar three-way merge: (value, conflict; ours when both changed it differently)."""
     if ours == theirs:
         return ours, False
     if ours == base:
@@ -244,6 +280,8 @@ def merge_trees(base: bytes, ours: bytes, theirs: bytes, config: Config,
     for blk in A.blocks:
         o, b = ob.get(blk.id), bb.get(blk.id)
         if b is None:
+            # Compared without the gap: the blank lines after a block (or the end of
+            # the file right after it) tell what follows the block, not what it says.
             if o is not None and o.lines() != blk.lines():
                 conflicts.append(f"{blk.id} was removed on their side and changed on ours")
                 out.append((blk.id, _conflict_lines(blk, None, blk.id)))
@@ -274,7 +312,7 @@ def merge_trees(base: bytes, ours: bytes, theirs: bytes, config: Config,
     pre, bad = _merge_lines(O.preamble, A.preamble, B.preamble)
     if bad:
         conflicts.append("the text above the first hypothesis was changed in the same place on both sides")
-    lines = pre + [ln for _, ls in out for ln in ls]
+    lines = _lay_out([("", pre), *out], O, A, B)
     # A block that lost its trailing blank line by moving to the end (or away from it) keeps
     # the next heading apart: a heading directly after an anchor would read as an anchor.
     fixed: list[str] = []
@@ -283,11 +321,41 @@ def merge_trees(base: bytes, ours: bytes, theirs: bytes, config: Config,
             fixed.append("")
         fixed.append(ln)
     nl = A.newline
-    text = nl.join(fixed) + (nl if A.final_newline else "")
+    final, _ = _three(O.final_newline, A.final_newline, B.final_newline)
+    text = nl.join(fixed) + (nl if final else "")
     data = text.encode("utf-8")
     if A.bom:
         data = b"\xef\xbb\xbf" + data
     return MergeResult(data, conflicts)
+
+
+def _lay_out(parts: list[tuple[str, list[str]]], O: Tree, A: Tree, B: Tree) -> list[str]:
+    """The merged parts (``""``: the preamble, then blocks by ID) joined by their gaps.
+
+    The gap after a part another part follows is taken three-way from the sides on
+    which another part followed it too (the last part of a side says nothing about
+    separators); a block followed by another keeps at least one blank line. The end
+    of the file (blank lines after the last part) is merged three-way on its own.
+    """
+    seps = (O.separators(), A.separators(), B.separators())
+    tail, _ = _three(tuple(O.tail()), tuple(A.tail()), tuple(B.tail()))
+    lines: list[str] = []
+    for n, (hid, ls) in enumerate(parts):
+        lines.extend(ls)
+        if n == len(parts) - 1:
+            lines.extend(tail or ())
+            break
+        o, a, b = (s.get(hid) for s in seps)
+        if a is None and b is None:
+            gap = o
+        elif a is None or b is None:
+            gap = a if b is None else b
+        else:
+            gap, _ = _three(o, a, b)  # both changed it differently: ours
+        if not gap and (hid or ls):  # a block (or preamble text) followed by a block
+            gap = ("",)
+        lines.extend(gap or ())
+    return lines
 
 
 def _is_decl(line: str, *sides: dict[str, Block]) -> bool:

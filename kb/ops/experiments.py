@@ -54,7 +54,7 @@ def today(date: str | None = None) -> str:
     """
     d = (date or os.environ.get("KB_TODAY") or _dt.date.today().isoformat()).strip()
     try:
-        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", d):
+        if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", d):  # ASCII digits (\d: ２０２６ too)
             raise ValueError
         _dt.date.fromisoformat(d)
     except ValueError:

@@ -38,13 +38,24 @@ def _cache_file(k: KnowledgeBase) -> Path:
 
 
 #: Bumped when what the scan collects changes: a cache of another version is
-#: read again from the history (v2: the ``Kb-Renumber:`` trailers too).
-_CACHE_VERSION = 2
+#: read again from the history (v2: the ``Kb-Renumber:`` trailers too; v3: the card
+#: folders' commits and deleted cards too).
+_CACHE_VERSION = 3
 
 
 def _history_key(k: KnowledgeBase) -> str:
     tree_path = k.repo_path(k.config.paths["tree"])
-    return f"{tree_path}\0{_exp_pathspec(k)}\0v{_CACHE_VERSION}"
+    return "\0".join([tree_path, _exp_pathspec(k), *_card_pathspecs(k), f"v{_CACHE_VERSION}"])
+
+
+def _card_pathspecs(k: KnowledgeBase) -> list[str]:
+    """The card folders (problems, propositions, methods): a card's file is named by its ID."""
+    out = []
+    for key in ("problems", "propositions", "methods"):
+        folder = k.config.paths[key].strip("/")
+        if folder not in ("", "."):
+            out.append(k.repo_path(folder + "/"))
+    return out
 
 
 def _exp_pathspec(k: KnowledgeBase) -> str:
@@ -94,8 +105,10 @@ def history_ids_with_head(k: KnowledgeBase) -> tuple[set[str], set[str], str | N
     """``(trailer IDs, deleted experiment stems, HEAD)`` from the history of HEAD.
 
     The first set holds every ``Kb-Id:`` value of the commits that touched
-    ``tree.md``, and both IDs of each of their ``Kb-Renumber: <old> -> <new>`` values; the second the names (without ``.md``) of every file ever
-    deleted from the experiments folder; the third the HEAD they were read at.
+    ``tree.md`` or a card folder, and both IDs of each of their ``Kb-Renumber: <old> ->
+    <new>`` values; the second the names (without ``.md``) of every file ever deleted
+    from the experiments folder or a card folder (a card's name is its ID); the third
+    the HEAD they were read at.
     Cached in ``.kb/history-ids.json`` for the last few commits seen, and
     extended incrementally from a cached commit that is an ancestor of HEAD.
     """
@@ -118,11 +131,12 @@ def history_ids_with_head(k: KnowledgeBase) -> tuple[set[str], set[str], str | N
                 rev = f"{base}..{head}"
                 break
     tree_path = k.repo_path(k.config.paths["tree"])
+    cards = _card_pathspecs(k)
     out = git.out(["log", "--format=%(trailers:key=Kb-Id,valueonly)"
-                   "%(trailers:key=Kb-Renumber,valueonly)", rev, "--", tree_path], k.top)
+                   "%(trailers:key=Kb-Renumber,valueonly)", rev, "--", tree_path, *cards], k.top)
     ids.update(t for t in out.split() if t != "->")
     out = git.out(["log", "--no-renames", "--diff-filter=D", "--name-only", "--format=", rev,
-                   "--", _exp_pathspec(k)], k.top)
+                   "--", _exp_pathspec(k), *cards], k.top)
     for p in out.splitlines():
         name = p.rsplit("/", 1)[-1]
         if name.endswith(".md"):

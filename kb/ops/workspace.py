@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
 from kb import git
-from kb.errors import ConflictError, NotFoundError, UsageError
+from kb.errors import ConflictError, NotFoundError, RefusedError, UsageError
 from kb.index import Index
 from kb.ops.card_edit import CARD_KINDS, CardEdit, CardError
 from kb.ops.result import OpResult
@@ -305,11 +305,20 @@ def check_depends(ws: Workspace, depends: Iterable[str], self_id: str) -> tuple[
 
 
 def check_free_id(ws: Workspace, obj_id: str) -> None:
-    """Raise :class:`kb.errors.ConflictError` when ``obj_id`` is taken (indexed or new here)."""
+    """Raise :class:`kb.errors.ConflictError` when ``obj_id`` is taken (indexed or new here),
+    :class:`kb.errors.RefusedError` when the history had it (a card of that name deleted,
+    or kb's commit trailers naming it: :func:`kb.ops.history.history_ids`) — IDs are never
+    reused (DESIGN §4; ``kb verify --range`` would refuse the commit, KB307)."""
     rows = ws.rows(obj_id)
     if rows or obj_id in ws.by_id:
         where = f" ({ws.kb.prefix}{rows[0].path})" if rows else ""
         raise ConflictError(f"ID {obj_id!r} already exists{where}; choose another ID")
+    from kb.ops.history import history_ids
+
+    ids, deleted = history_ids(ws.kb)
+    if obj_id in ids or obj_id in deleted:
+        raise RefusedError(f"ID {obj_id!r} existed before and was removed (git history); IDs are "
+                           "never reused — choose another ID (nothing was written)")
 
 
 def proposition_categories(k: KnowledgeBase, idx: Any) -> list[str]:

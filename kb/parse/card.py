@@ -32,6 +32,7 @@ from kb.model import (
 from kb.parse.common import (
     NESTED_FIRST,
     NESTED_HEADING,
+    ascii_decimal,
     duplicate_key_error,
     fullwidth_colon_warning,
     nested_container,
@@ -56,7 +57,7 @@ CARD_ANCHOR = re.compile(r"^- (?P<key>[A-Za-z\u4e00-\u9fff/·]+)[ \t]*(?P<colon>
 ENTRY_HEAD = re.compile(r"^###[ \t]+(?P<kind>解法|证明|证伪)[ \t]*(?P<rest>.*)$")
 #: An application line of a method: ``### 应用 N｜<time>｜问题 <qid> 方向 <dir>`` (方向 optional).
 APPLICATION = re.compile(
-    r"^###[ \t]+应用[ \t]*(?P<n>\d+)｜(?P<time>[^｜]*)｜问题[ \t]*(?P<q>\S+)(?:[ \t]+方向[ \t]*(?P<d>\S+))?[ \t]*$"
+    r"^###[ \t]+应用[ \t]*(?P<n>[0-9]+)｜(?P<time>[^｜]*)｜问题[ \t]*(?P<q>\S+)(?:[ \t]+方向[ \t]*(?P<d>\S+))?[ \t]*$"
 )
 #: A heading meant as an application line of a method (``### 应用 N…``, or ``### 应用``
 #: with separators), whether it reads as one (:data:`APPLICATION`) or not.
@@ -126,7 +127,7 @@ def canonical_entry_line(kind: str, rest: str) -> str | None:
         return None
     fields = [_SPACED.sub(r"\g<key>", f.strip(" \t")) for f in fields]
     number, title, prob, status = fields
-    if not number.isdecimal() or not title or not prob.startswith("概率") \
+    if not ascii_decimal(number) or not title or not prob.startswith("概率") \
             or not status.startswith("状态") or parse_float(prob[2:]) is None:
         return None
     line = f"### {kind} {number}｜{title}｜{prob}｜{status}"
@@ -144,7 +145,7 @@ def canonical_application_line(line: str) -> str | None:
     back as an application with the same number, time and problem (checked here)."""
     rest = line.split("应用", 1)[1]
     fields = [f.strip(" \t") for f in (rest.split("｜") if "｜" in rest else rest.split("|"))]
-    if len(fields) != 3 or not fields[0].isdecimal() or not all(fields):
+    if len(fields) != 3 or not ascii_decimal(fields[0]) or not all(fields):
         return None
     fixed = f"### 应用 {fields[0]}｜{fields[1]}｜{fields[2]}"
     m = APPLICATION.match(fixed)
@@ -360,7 +361,7 @@ class _Card:
             return None
         kind, rest = m.groups()
         fields = split_fields(rest)
-        ok = len(fields) == 4 and fields[0].strip().isdecimal() and fields[2].startswith("概率") \
+        ok = len(fields) == 4 and ascii_decimal(fields[0]) and fields[2].startswith("概率") \
             and fields[3].startswith("状态")
         if not ok:
             self._malformed(i, line, "entry", f"### {kind} N｜<title>｜概率<0..1>｜状态未定论",

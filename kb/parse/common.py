@@ -73,10 +73,22 @@ def duplicate_key_error(path: str, key: str, first: int, second: int, owner: str
     )
 
 
+def ascii_decimal(raw: str) -> bool:
+    """Whether ``raw`` (blanks around it aside) is a whole number written in ASCII digits:
+    ``str.isdecimal`` and ``int`` also take ``１`` and ``١``, which other readers do not."""
+    s = raw.strip()
+    return s.isascii() and s.isdecimal()
+
+
 def parse_float(raw: str) -> Optional[float]:
     """Parse a probability-like number (exponent notation allowed); None if not a number."""
+    s = raw.strip()
+    # float() also reads full-width and other Unicode digits (０.５) and underscores
+    # (0_5): not what the record's other readers (Vibe Math's parseFloat) read.
+    if not s.isascii() or "_" in s:
+        return None
     try:
-        x = float(raw.strip())
+        x = float(s)
     except ValueError:
         return None
     if x != x or x in (float("inf"), float("-inf")):
@@ -91,7 +103,7 @@ def parse_priority(raw: str) -> Union[int, str, None]:
         return "never"
     if v.isascii() and v.isdigit():
         return int(v)
-    if re.fullmatch(r"-?\d+", v):
+    if re.fullmatch(r"-?[0-9]+", v):  # ASCII digits: \d also matches ３
         return int(v)
     return None
 

@@ -15,10 +15,10 @@ from kb.parse.common import duplicate_key_error, fullwidth_colon_warning, path_s
 from kb.text import BLOCK_FIRST, SourceText, unclosed_block_warning
 from kb.vocab import CONCLUSION, EXPERIMENT_STATUS
 
-EXPERIMENT_ID = re.compile(r"E\d{3,}")
+EXPERIMENT_ID = re.compile(r"E[0-9]{3,}")
 # The rest is taken whole and stripped of trailing blanks in Python (what
 # `(?P<rest>.*?)[ \t]*$` gives; the lazy group cost 3 µs a title).
-_TITLE = re.compile(r"^#[ \t]+(?P<id>E\d{3,})[ \t]*(?P<colon>[:：])[ \t]*(?P<rest>.*)$")
+_TITLE = re.compile(r"^#[ \t]+(?P<id>E[0-9]{3,})[ \t]*(?P<colon>[:：])[ \t]*(?P<rest>.*)$")
 # The values are taken whole and stripped of trailing blanks in Python (what
 # `(?P<value>.*?)[ \t]*$` gives: a lazy group tries the end at every character).
 _BOLD = re.compile(r"^\*\*(?P<key>[^*]+?)\*\*[ \t]*(?P<colon>[:：])[ \t]*(?P<value>.*)$")
@@ -29,7 +29,9 @@ _SINGLE = {"Hypothesis", "Date", "Status"}
 _READ_FIRST = frozenset("#*") | BLOCK_FIRST
 _HYP_ACTION = re.compile(r"(?P<h>\S+)\s+-\s+(?P<a>.*)$")
 _WORD_END = re.compile(r"[\s—\-–,，。:：(（+]")
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+#: ASCII digits only: ``\d`` also matches full-width and Arabic-Indic digits (２０２６), which
+#: ``int`` reads too, so a date written with them would pass unnoticed.
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 #: Days of each month (February of a leap year: 29).
 _DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
@@ -39,7 +41,7 @@ def _on_calendar(date: str) -> bool:
     2026-02-30): what ``datetime.date.fromisoformat`` accepts, without importing it
     into every parse."""
     y, m, d = int(date[:4]), int(date[5:7]), int(date[8:10])
-    if not 1 <= m <= 12 or d < 1:
+    if y < 1 or not 1 <= m <= 12 or d < 1:
         return False
     leap = m == 2 and y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
     return d <= _DAYS[m - 1] + leap

@@ -22,7 +22,7 @@ from typing import Optional
 
 from kb.parse.card import (APPLICATION, APPLICATION_HEAD, CARD_ANCHOR, CARD_H1, ENTRY_HEAD,
                            KIND_WORDS, nested_entry_lines, split_fields)
-from kb.parse.common import parse_float, parse_list, parse_priority, path_stem
+from kb.parse.common import ascii_decimal, parse_float, parse_list, parse_priority, path_stem
 from kb.text import BLOCK_FIRST, MAYBE_BLOCK, SourceText, unclosed_block
 
 __all__ = ["LIGHT_FORMATS", "LIGHT_READ_FORMATS", "LightResult", "light_card", "light_experiment", "light_read"]
@@ -152,7 +152,7 @@ def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightRes
                     return None  # a malformed application line (KB122)
                 continue
             fields = split_fields(h.group("rest"))
-            if not (len(fields) == 4 and fields[0].strip().isdecimal() and fields[2].startswith("概率")
+            if not (len(fields) == 4 and ascii_decimal(fields[0]) and fields[2].startswith("概率")
                     and fields[3].startswith("状态")) or parse_float(fields[2][2:]) is None:
                 return None
             number = (h.group("kind"), int(fields[0].strip()))

@@ -58,7 +58,7 @@ def parse_priority_arg(raw: Union[str, int, None]) -> Union[int, str]:
     v = str(raw).strip()
     if v == "never":
         return "never"
-    if re.fullmatch(r"\d+", v):
+    if re.fullmatch(r"[0-9]+", v):  # ASCII digits: \d also matches ３
         return int(v)
     raise UsageError(f"priority {raw!r} is not valid; give an integer ≥ 0 (smaller runs first) or never")
 
