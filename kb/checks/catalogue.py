@@ -172,7 +172,7 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        True),
     _r("KB204", "error", "snapshot", "verify", "Parent:/Children: lines disagree with the IDs",
        "write the derived Parent:/Children: lines (kb verify --fix)", True),
-    _r("KB205", "error", "snapshot", "verify", "unknown status or conclusion word",
+    _r("KB205", "error", "snapshot", "verify", "unknown status, conclusion, 来源 or 类型 word",
        "use a word of the vocabulary (kb rules lists them in the message)"),
     _r("KB206", "error", "snapshot", "verify", "被支持/被推翻 hypothesis without evidence",
        "add the experiment IDs to Evidence:, or set the status back with kb hyp status --force"),
