@@ -84,6 +84,15 @@ def _base(nl: str, end: str, *blocks: str) -> str:
     return text.rstrip("\n").replace("\n", nl) + end
 
 
+def _remove_on(root: Path, remover: str, text: str, message: str) -> None:
+    """Branch ``side`` off ``main``; on the remover's branch (``ours``: main, ``theirs``:
+    side) commit ``text`` as tree.md; end on the other branch, for its own change."""
+    git(root, "checkout", "-qb", "side")
+    git(root, "checkout", "-q", "main" if remover == "ours" else "side")
+    _write(root, text, message)
+    git(root, "checkout", "-q", "side" if remover == "ours" else "main")
+
+
 @pytest.mark.parametrize("ending", list(ENDINGS))
 @pytest.mark.parametrize("remover", ["theirs", "ours"])
 def test_last_block_removed_on_one_side_and_a_block_appended_on_the_other(
@@ -91,11 +100,8 @@ def test_last_block_removed_on_one_side_and_a_block_appended_on_the_other(
     nl, end = ENDINGS[ending]
     root = _kb(tmp_path, _base(nl, end, H1, H2))
     base = _tree(root)
-    git(root, "checkout", "-qb", "side")
     # ours (main) vs theirs (side): the remover removes H2, the other appends H3 with kb.
-    git(root, "checkout", "-q", "main" if remover == "ours" else "side")
-    _write(root, _cut(base, "## H2:"), "remove H2")
-    git(root, "checkout", "-q", "side" if remover == "ours" else "main")
+    _remove_on(root, remover, _cut(base, "## H2:"), "remove H2")
     assert invoke("hyp", "add", "Batch size hides the stall", cwd=root).code == 0
     appended = _tree(root)
     assert "## H3: Batch size hides the stall" in appended
@@ -115,11 +121,8 @@ def test_last_child_removed_on_one_side_and_a_child_added_on_the_other(
     c2 = "### H1.2: Disk reads dominate\nStatus: 待验\nEvidence: (empty)\nParent: H1\n"
     root = _kb(tmp_path, _base(nl, nl, parent, c1, c2))
     base = _tree(root)
-    git(root, "checkout", "-qb", "side")
-    git(root, "checkout", "-q", "main" if remover == "ours" else "side")
-    _write(root, _cut(base, "### H1.2:").replace("Children: H1.1, H1.2", "Children: H1.1"),
-           "remove H1.2")
-    git(root, "checkout", "-q", "side" if remover == "ours" else "main")
+    removed = _cut(base, "### H1.2:").replace("Children: H1.1, H1.2", "Children: H1.1")
+    _remove_on(root, remover, removed, "remove H1.2")
     assert invoke("hyp", "add", "--parent", "H1", "Page cache misses", cwd=root).code == 0
     assert "### H1.3: Page cache misses" in _tree(root)
     git(root, "checkout", "-q", "main")
@@ -140,10 +143,7 @@ def test_the_end_of_the_file_is_not_the_last_blocks_text(
     other removed that last block: a clean removal, the file ending as the first side made it."""
     root = _kb(tmp_path, _base(nl, before, H1, H2))
     base = _tree(root)
-    git(root, "checkout", "-qb", "side")
-    git(root, "checkout", "-q", "main" if remover == "ours" else "side")
-    _write(root, _cut(base, "## H2:"), "remove H2")
-    git(root, "checkout", "-q", "side" if remover == "ours" else "main")
+    _remove_on(root, remover, _cut(base, "## H2:"), "remove H2")
     _write(root, base[:-len(before)] + after, "end the file differently")
     git(root, "checkout", "-q", "main")
     text = _clean(_merge(root, "side"), root)
@@ -157,10 +157,7 @@ def test_blank_lines_after_a_block_are_not_its_text(tmp_path: Path, remover: str
     root = _kb(tmp_path, _base("\n", "\n", H1, H2, H3))
     base = _tree(root)
     respaced = base.replace(H2 + "\n", H2 + "\n\n")
-    git(root, "checkout", "-qb", "side")
-    git(root, "checkout", "-q", "main" if remover == "ours" else "side")
-    _write(root, _cut(base, "## H2:", "## H3:"), "remove H2")
-    git(root, "checkout", "-q", "side" if remover == "ours" else "main")
+    _remove_on(root, remover, _cut(base, "## H2:", "## H3:"), "remove H2")
     _write(root, respaced, "space the blocks")
     git(root, "checkout", "-q", "main")
     text = _clean(_merge(root, "side"), root)
@@ -192,10 +189,7 @@ def test_a_block_removed_and_really_changed_is_still_the_only_conflict(
     its prose) and appends H4. H2 is a conflict — and only H2: H3 is removed, H4 kept."""
     root = _kb(tmp_path, _base(nl, nl, H1, H2, H3))
     base = _tree(root)
-    git(root, "checkout", "-qb", "side")
-    git(root, "checkout", "-q", "main" if remover == "ours" else "side")
-    _write(root, _cut(base, "## H2:"), "remove H2 and H3")
-    git(root, "checkout", "-q", "side" if remover == "ours" else "main")
+    _remove_on(root, remover, _cut(base, "## H2:"), "remove H2 and H3")
     if remover == "theirs":
         assert invoke("hyp", "status", "H2", "进行中", cwd=root).code == 0
     else:
