@@ -181,6 +181,10 @@ def parent_children(f: FileFacts) -> list:
     return out
 
 
+#: The other closed vocabularies of the cards (DESIGN §2.4): kind -> (anchor, field, words).
+_CARD_WORDS = {"problem": ("来源", "source", PROBLEM_SOURCE), "method": ("类型", "type", METHOD_TYPE)}
+
+
 @file_rule("KB205")
 def status_words(f: FileFacts) -> list:
     """KB205: status (and conclusion) words come from their vocabulary."""
@@ -208,11 +212,11 @@ def status_words(f: FileFacts) -> list:
                 out.append(diag(o.path, lines.get("状态", o.line), "KB205",
                                 f"unknown 状态 {o.status!r} of {o.kind} {o.id}; use one of "
                                 f"{', '.join(vocab)}"))
-            # The other closed vocabularies of the cards (DESIGN §2.4): a problem's
-            # 来源 and a method's 类型.
-            for key, value, words in (("来源", o.source, PROBLEM_SOURCE if o.kind == "problem" else ()),
-                                      ("类型", o.type, METHOD_TYPE if o.kind == "method" else ())):
-                if words and value and value not in words:
+            closed = _CARD_WORDS.get(o.kind)
+            if closed is not None:
+                key, fld, words = closed
+                value = o.get(fld)
+                if value and value not in words:
                     out.append(diag(o.path, lines.get(key, o.line), "KB205",
                                     f"unknown {key} {value!r} of {o.kind} {o.id}; use one of "
                                     f"{', '.join(words)}"))

@@ -9,6 +9,7 @@ is free text.
 from __future__ import annotations
 
 import re
+from datetime import date as _date
 
 from kb.model import Diagnostic, Experiment
 from kb.parse.common import duplicate_key_error, fullwidth_colon_warning, path_stem
@@ -32,19 +33,17 @@ _WORD_END = re.compile(r"[\s—\-–,，。:：(（+]")
 #: ASCII digits only: ``\d`` also matches full-width and Arabic-Indic digits (２０２６), which
 #: ``int`` reads too, so a date written with them would pass unnoticed.
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-#: Days of each month (February of a leap year: 29).
-_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
 def _on_calendar(date: str) -> bool:
-    """Whether ``YYYY-MM-DD`` names a day of the Gregorian calendar (not 2026-13-45,
-    2026-02-30): what ``datetime.date.fromisoformat`` accepts, without importing it
-    into every parse."""
-    y, m, d = int(date[:4]), int(date[5:7]), int(date[8:10])
-    if y < 1 or not 1 <= m <= 12 or d < 1:
+    """Whether ``YYYY-MM-DD`` (ASCII digits, :data:`_DATE`) names a day of the calendar
+    (not 2026-13-45, 2026-02-30, 0000-01-01). ``datetime`` is loaded with kb.config
+    already (tomllib imports it)."""
+    try:
+        _date.fromisoformat(date)
+    except ValueError:
         return False
-    leap = m == 2 and y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
-    return d <= _DAYS[m - 1] + leap
+    return True
 
 
 def parse_experiment(src: SourceText) -> tuple[list[Experiment], list[Diagnostic]]:
