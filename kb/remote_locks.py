@@ -101,11 +101,15 @@ def fetch(top: Path, remote: str, timeout: float = DEFAULT_TIMEOUT) -> Optional[
 
 def _fetch_failure(stderr: str, remote: str) -> str:
     """git's reason in one line: its first ``fatal:``/``error:`` line (the last line
-    is often the tail of a hint: "and the repository exists.")."""
+    is often the tail of a hint: "and the repository exists."), with the line it ends
+    on a colon to introduce (git://: "unable to connect to HOST:" then the errno)."""
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
-    for ln in lines:
+    for i, ln in enumerate(lines):
         if ln.startswith(("fatal:", "error:")):
             why = ln.split(":", 1)[1].strip()
+            if why.endswith(":") and i + 1 < len(lines) \
+                    and not lines[i + 1].startswith(("fatal:", "error:", "hint:")):
+                why += " " + lines[i + 1]
             if "does not appear to be a git repository" in why:
                 why += f" (no git remote named {remote!r} here? see `git remote -v`)"
             return why
@@ -140,7 +144,11 @@ def effective_locks(top: Path, config: Any, refs: Optional[Iterable[str]] = None
     why = fetch(top, remote)
     if why is not None:
         policy = offline_policy(config, top)
-        msg = (f"cannot read the locks of the lock remote {remote} ({why}); "
+        # The remote's URL as configured: git's reason may name only the host (a git:// URL
+        # gives "unable to connect to 127.0.0.1:", its port gone), so say where kb looked.
+        url = git.config(f"remote.{remote}.url", top)
+        at = f" at {url}" if url and url != remote else ""
+        msg = (f"cannot read the locks of the lock remote {remote}{at} ({why}); "
                f"[locks] offline = {policy}")
         if policy == "refuse":
             raise RefusedError(msg + " — nothing was written (retry when the remote answers, or "

@@ -184,3 +184,21 @@ def test_full_loop_to_saturation_then_adopt(lit, tree_kb: Path, tmp_path: Path):
 
     # every gen and lit command ran once and its output matched its contract model
     assert VALIDATED == {k for k in OUTPUTS if k.split()[0] in ("gen", "lit")}
+
+
+def test_status_after_the_budget_stop_names_the_last_round_run(lit, tmp_path: Path):
+    """A run stopped by its budget of one round is at "round 1/1", not "round 2/1"."""
+    sb = tmp_path / "sandbox"
+    S = ("--sandbox", str(sb))
+    ok("gen", "init", "--question", "How does practice spacing shape motor-skill retention?",
+       "--gen-n", "3", "--budget", "1", *S, cwd=tmp_path)
+    ok("lit", "snippet", "spacing procedural retention", *S)
+    ok("gen", "submit", "candidates", str(DATA / "round1/candidates.json"), *S)
+    ok("gen", "submit", "litscout", str(DATA / "round1/litscout.json"), *S)
+    v = ok("gen", "submit", "verdict", str(DATA / "round1/verdict.json"), *S)
+    assert v["stopped"] == "budget" and v["next_round"] is None
+    st = ok("gen", "status", *S)
+    assert st["stopped"] == "budget" and st["round"] == 1 and st["budget"] == 1
+    r = invoke("gen", "status", *S)
+    assert r.code == 0, r.stderr
+    assert "round 1/1 · stopped (budget)" in r.stdout, r.stdout

@@ -606,3 +606,38 @@ def test_fetcher_refuses_a_url_httpx_cannot_use_at_once(tmp_path, url):
     with pytest.raises(LitError, match="not a usable URL") as exc:
         f.get_json(url, "s2")
     assert exc.value.kind == "environment" and f.requests == 1
+
+
+@pytest.mark.parametrize("call", [
+    lambda c: c.search("   ", source="both"), lambda c: c.search("", source="s2"),
+    lambda c: c.s2_search(" \t\n"), lambda c: c.openalex_search(""), lambda c: c.snippet("  "),
+    lambda c: c.search("q", year="2023-2019"), lambda c: c.s2_search("q", year="2023-2019"),
+    lambda c: c.openalex_search("q", year="2023-2019")])
+def test_a_blank_query_or_an_inverted_year_range_is_refused_before_any_request(lit, tmp_path, call):
+    from kb.errors import UsageError
+
+    c = client(tmp_path)
+    with pytest.raises(UsageError):
+        call(c)
+    assert lit.requests == [] and c.requests == 0
+    assert not list((tmp_path / "cache").glob("*.json"))
+
+
+INVERTED = "the from-year 2023 is after the to-year 2019"
+
+
+@pytest.mark.parametrize("args, words", [
+    (("search", "   "), "empty query"), (("search", ""), "empty query"),
+    (("snippet", " \t"), "empty query"),
+    (("search", "spacing", "--year", "2023-2019"), INVERTED),
+    (("search", "spacing", "--year", "2023-2019", "--source", "openalex"), INVERTED)])
+def test_cli_blank_query_or_inverted_years_exit_2_and_cache_nothing(lit, tmp_path, args, words):
+    cache = tmp_path / "c"
+    r = invoke("lit", *args, "--json", "--cache-dir", str(cache))
+    assert r.code == 2, (r.stdout, r.stderr)
+    assert r.json()["error"]["kind"] == "usage" and words in r.json()["error"]["message"], r.stdout
+    assert lit.requests == [] and not list(cache.glob("*.json"))
+    assert invoke("lit", *args, "--cache-dir", str(cache)).code == 2
+    # a range of one year (from = to) is no inverted range: it still goes out
+    assert invoke("lit", "search", "spacing", "--year", "2019-2019", "--source", "s2", "--json",
+                  "--cache-dir", str(cache)).code == 0

@@ -295,3 +295,26 @@ def test_remote_lock_commands_never_touch_this_clones_own_locks(cluster):
     r = invoke("hyp", "add", "Dave's idea", "--owner", "dave", cwd=d)
     assert r.code == 0, r.stderr
     assert "## H1: Dave's idea" in (d / "tree.md").read_text(encoding="utf-8")
+
+
+def test_offline_message_names_the_lock_remote_as_configured(tree_kb: Path) -> None:
+    """An unreachable lock remote is named with its URL as configured, port included: git's
+    own reason for a git:// URL names the host alone ("unable to connect to 127.0.0.1:")."""
+    import socket
+
+    with socket.socket() as s:  # a loopback port nobody listens on: refused at once
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"git://127.0.0.1:{port}/team/kb.git"
+    git(tree_kb, "remote", "add", "origin", url)
+    git(tree_kb, "config", "kb.lockRemote", "origin")
+    head = git(tree_kb, "rev-parse", "HEAD")
+    r = invoke("hyp", "add", "Offline idea", "--owner", "bob", cwd=tree_kb)
+    assert r.code == 1, (r.stdout, r.stderr)
+    assert f"cannot read the locks of the lock remote origin at {url} (" in r.stderr, r.stderr
+    assert "unable to connect to 127.0.0.1: " in r.stderr  # git's reason, not cut at its line end
+    assert git(tree_kb, "rev-parse", "HEAD") == head
+    git(tree_kb, "config", "kb.lockOffline", "warn")
+    r = invoke("hyp", "add", "Offline idea", "--owner", "bob", cwd=tree_kb)
+    assert r.code == 0 and f"warning: cannot read the locks of the lock remote origin at {url} (" \
+        in r.stderr, r.stderr

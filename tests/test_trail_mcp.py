@@ -74,3 +74,33 @@ def test_explore_tree_tools_over_mcp(kb: Path, tmp_path: Path) -> None:
     asyncio.run(session())
     assert git(kb, "status", "--porcelain") == ""
     assert int(git(kb, "rev-list", "--count", "HEAD")) == 1 + 3
+
+
+def test_counts_of_zero_or_less_are_refused_over_mcp_as_by_the_cli(kb: Path) -> None:
+    """A ``limit`` or ``leaseMinutes`` of 0 (or less) is a usage error, as ``kb trail``'s
+    COUNT type makes it; never the default (``leaseMinutes: 0`` used to lease 30 minutes)."""
+    from kb.mcp import build_server
+
+    async def session() -> None:
+        async with Client(build_server(kb)) as c:
+            err, t = await call(c, "explore_tree_record", action="add", kind="topic", title="建树")
+            topic = t["data"]["id"]
+            for limit in (0, -1):
+                err, out = await call(c, "explore_tree", action="find", query="建树", limit=limit)
+                assert err and out["error"]["kind"] == "usage", out
+                assert "limit must be at least 1" in out["error"]["message"]
+            err, out = await call(c, "explore_tree", action="tree", depth=-1)
+            assert err and out["error"]["kind"] == "usage"
+            head = git(kb, "rev-parse", "HEAD")
+            for minutes in (0, -5):
+                for action, who in (("assign", {"owner": "alice"}), ("handoff", {"toActor": "bob"})):
+                    err, out = await call(c, "explore_tree_record", action=action, id=topic,
+                                          leaseMinutes=minutes, **who)
+                    assert err and out["error"]["kind"] == "usage", (action, minutes, out)
+                    assert "leaseMinutes must be at least 1" in out["error"]["message"], out
+            assert git(kb, "rev-parse", "HEAD") == head  # nothing recorded
+            err, out = await call(c, "explore_tree_record", action="assign", id=topic,
+                                  owner="alice", leaseMinutes=1)
+            assert not err and out["data"]["op"] == "trail.assign", out
+
+    asyncio.run(session())

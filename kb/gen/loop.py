@@ -110,10 +110,15 @@ def init_run(sandbox: str | Path | None, question: str, *, gen_n: int = 6, keep_
 
 def status(sandbox: str | Path | Sandbox | None = None) -> dict[str, Any]:
     """``{run_id, question, round, step, stopped, dry, patience, budget, keep_threshold,
-    pool: [{hid, statement, total}], gaps: [...], trajectory, adopted, sandbox}``."""
+    pool: [{hid, statement, total}], gaps: [...], trajectory, adopted, sandbox}``.
+
+    ``round`` is the current round, or once the run has stopped the last round run."""
     sb = open_run(sandbox)
     st, run = sb.state, sb.run
-    return {"run_id": st["run_id"], "question": run["question"], "round": st["round"],
+    # The verdict advances the counter before it decides to stop, so a stopped state points
+    # one past the last round: shown as is, a budget of 1 read "round 2/1".
+    shown = st["round"] - 1 if st["stopped"] else st["round"]
+    return {"run_id": st["run_id"], "question": run["question"], "round": shown,
             "step": None if st["stopped"] else st["step"], "stopped": st["stopped"],
             "dry": st["dry"], "patience": run["patience"], "budget": run["budget"],
             "keep_threshold": run["keep_threshold"], "gen_n": run["gen_n"],

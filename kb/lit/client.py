@@ -35,7 +35,10 @@ SORTS = {"relevance": None, "citations": "cited_by_count:desc", "date": "publica
 
 
 def parse_years(year: str | None) -> tuple[int | None, int | None]:
-    """``"2019"``, ``"2019-2023"``, ``"2019-"``, ``"-2023"`` -> (from, to); None -> (None, None)."""
+    """``"2019"``, ``"2019-2023"``, ``"2019-"``, ``"-2023"`` -> (from, to); None -> (None, None).
+
+    Raises UsageError for any other text, and for a range whose from-year is after its to-year
+    (the APIs answer one with nothing, or with an error, instead of saying why)."""
     if not year:
         return None, None
     m = re.fullmatch(r"\s*(\d{4})?\s*(-)?\s*(\d{4})?\s*", year)
@@ -43,6 +46,9 @@ def parse_years(year: str | None) -> tuple[int | None, int | None]:
         raise UsageError(f"--year {year!r}: write 2019, 2019-2023, 2019- or -2023")
     lo = int(m.group(1)) if m.group(1) else None
     hi = int(m.group(3)) if m.group(3) else (lo if not m.group(2) else None)
+    if lo is not None and hi is not None and lo > hi:
+        raise UsageError(f"--year {year!r}: the from-year {lo} is after the to-year {hi}; "
+                         f"write {hi}-{lo}")
     return lo, hi
 
 
@@ -78,6 +84,7 @@ class LitClient:
     def s2_search(self, query: str, limit: int = 12, year: str | None = None,
                   min_citations: int = 0, open_access: bool = False) -> list[dict[str, Any]]:
         """Semantic Scholar paper search; over-fetches and filters citations locally."""
+        _query(query)
         lo, hi = parse_years(year)
         yr = None if lo is None and hi is None else f"{lo or ''}-{hi or ''}" if lo != hi else str(lo)
         params = {"query": query, "fields": S2_FIELDS, "limit": min(max(3 * limit, limit), 100),
@@ -90,6 +97,7 @@ class LitClient:
     def snippet(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
         """Semantic Scholar snippet search: ``[{text, kind, paper_id, title}]`` (limit ≤ 100)."""
         _positive(limit, "--limit")
+        _query(query)
         data = self._s2("/snippet/search", {"query": query, "limit": min(limit, 100)},
                         shapes.S2_SNIPPET)
         out = []
@@ -134,6 +142,7 @@ class LitClient:
                         min_citations: int = 0, open_access: bool = False,
                         sort: str = "relevance") -> list[dict[str, Any]]:
         """OpenAlex works search (``per-page`` ≤ 50), normalised."""
+        _query(query)
         if sort not in SORTS:
             raise UsageError(f"--sort {sort!r}: use one of {', '.join(SORTS)}")
         lo, hi = parse_years(year)
@@ -178,6 +187,8 @@ class LitClient:
         when every asked source fails, the last error is raised (with the fallback).
         """
         _positive(limit, "--limit")
+        _query(query)
+        parse_years(year)  # refused before the first source is asked, not recorded as its failure
         if source not in SOURCES:
             raise UsageError(f"--source {source!r}: use one of {', '.join(SOURCES)}")
         names = ["s2", "openalex"] if source == "both" else [source]
@@ -204,6 +215,13 @@ class LitClient:
 def _positive(n: int, what: str) -> None:
     if n < 1:
         raise UsageError(f"{what} must be at least 1, not {n}")
+
+
+def _query(query: str) -> None:
+    """Refuse a blank query: the APIs would answer it (cached, counted) with papers unrelated to
+    anything, or with an error blamed on the source."""
+    if not query.strip():
+        raise UsageError("empty query: give the words to search for")
 
 
 def _paper_id(pid: str) -> str:

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from kb.errors import KbError, UsageError
-from kb.trail.model import EDGE_KINDS, KINDS, STATUSES
+from kb.trail.model import DEFAULT_LEASE_SECONDS, EDGE_KINDS, KINDS, STATUSES
 
 VIEW_ACTIONS = ("overview", "trunk", "brief", "frontier", "stats", "find", "node", "path", "tree",
                 "subtree")
@@ -153,7 +153,14 @@ def record_action(action: str, *, kb: Any = None, **params: Any) -> dict[str, An
     kw = {"actor": p.pop("actor", None), "role": p.pop("role", None),
           "expect_version": p.pop("expectedRevision", None)}
     nid = str(p.get("id") or "")
-    lease = int(p.get("leaseMinutes") or 30) * 60
+    # Only a missing leaseMinutes defaults: ``or 30`` made a given 0 a 30-minute lease, where
+    # the CLI's ``--lease`` (a COUNT) refuses it.
+    lease = DEFAULT_LEASE_SECONDS
+    minutes = p.get("leaseMinutes")
+    if minutes is not None:
+        if isinstance(minutes, bool) or not isinstance(minutes, int) or minutes < 1:
+            raise UsageError(f"leaseMinutes must be at least 1 (whole minutes), not {minutes!r}")
+        lease = minutes * 60
     if action == "add":
         res = ops.add(kb, kind=p.get("kind") or "", title=p.get("title") or "",
                       summary=p.get("summary"), parent=p.get("parentId"),
