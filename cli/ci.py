@@ -103,5 +103,7 @@ def init_cmd(base: Optional[str], install_spec: Optional[str], gitlab: bool, for
         click.echo(f"wrote {rel}")
         err(f"kb is installed in CI with: pip install {install_spec}  ({how})")
         err(f"{'merge' if gitlab else 'pull'} requests into {branch} run `kb verify --range "
-            f"origin/{branch}..HEAD`, `kb dashboard --check` and `kb diff`; commit the file to enable it")
+            f"origin/{branch}..HEAD --against origin/{branch}`, `kb dashboard --check` and `kb diff`; "
+            f"pushes to {branch} `kb verify --range BEFORE..HEAD` (a force push: its old tip fetched "
+            "and judged against the new one); commit the file to enable it")
     return 0

@@ -149,7 +149,7 @@ def pre_receive_cmd(fmt: str) -> int:
     top = repo_top(Path.cwd())
     total = Report(mode="range")
     for base, tip, ref in pre_receive_ranges(top, sys.stdin.read().splitlines()):
-        rep = verify_commit_range(top, base, tip, allow_root=True)
+        rep = verify_commit_range(top, base, tip, allow_root=True, rewrite=True)
         for f in sort_findings(rep.findings):
             err(github_annotation(f) if fmt == "github" else f.format())
         err(summary_line(rep, f"kb pre-receive {ref} ({(base or 'root')[:10]}..{tip[:10]})"))

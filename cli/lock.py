@@ -10,7 +10,7 @@ from kb.repo import resolve_kb
 from kb_cli.output import emit_json, err, json_option, kb_option
 
 
-def _with_remote(kb_path: str | None, remote: str | None) -> tuple[Any, str | None]:
+def with_remote(kb_path: str | None, remote: str | None) -> tuple[Any, str | None]:
     """The KB and the remote to act on: --remote, else the configured lock remote
     (``[locks] remote`` / ``git config kb.lockRemote``), else None (this clone)."""
     from kb.remote_locks import lock_remote
@@ -76,7 +76,7 @@ def claim_cmd(paths: tuple[str, ...], owner: str | None, ttl: str | None, remote
     holds one; an expired lease is taken over."""
     from kb.ops.lock_claim import claim
 
-    k, remote = _with_remote(kb_path, remote)
+    k, remote = with_remote(kb_path, remote)
     res = claim(k, list(paths), owner=owner, ttl=ttl, remote=remote)
     print_acquired(res, "locked", as_json)
     return 0
@@ -102,7 +102,7 @@ def release_cmd(paths: tuple[str, ...], owner: str | None, message: str | None, 
         raise UsageError("name the PATHS to release, or pass --all")
     if paths and all_held:
         raise UsageError("give PATHS or --all, not both")
-    k, remote = _with_remote(kb_path, remote)
+    k, remote = with_remote(kb_path, remote)
     res = release(k, list(paths), owner=owner, message=message, remote=remote,
                   all_held=all_held, verify=not no_verify)
     if as_json:
@@ -130,7 +130,7 @@ def status_cmd(remote: str | None, as_json: bool, kb_path: str | None) -> int:
     from kb.locks import format_duration, iso
     from kb.ops.lock_status import status
 
-    k, remote = _with_remote(kb_path, remote)
+    k, remote = with_remote(kb_path, remote)
     rep = status(k, remote=remote)
     source = f"remote {remote} (fetched now)" if remote else "this clone"
     if as_json:
@@ -173,7 +173,7 @@ def renew_cmd(paths: tuple[str, ...], owner: str | None, ttl: str | None, remote
     """Extend your own leases on PATHS (holder only)."""
     from kb.ops.lock_claim import renew
 
-    k, remote = _with_remote(kb_path, remote)
+    k, remote = with_remote(kb_path, remote)
     res = renew(k, list(paths), owner=owner, ttl=ttl, remote=remote)
     print_acquired(res, "renewed", as_json)
     return 0
@@ -193,7 +193,7 @@ def steal_cmd(paths: tuple[str, ...], reason: str, owner: str | None, ttl: str |
     for an owner listed in [locks] leads."""
     from kb.ops.lock_claim import steal
 
-    k, remote = _with_remote(kb_path, remote)
+    k, remote = with_remote(kb_path, remote)
     res = steal(k, list(paths), reason, owner=owner, ttl=ttl, remote=remote)
     print_acquired(res, "stole", as_json)
     return 0
@@ -207,7 +207,7 @@ def prune_cmd(remote: str | None, as_json: bool, kb_path: str | None) -> int:
     """Delete every expired lock (each with a compare-and-swap)."""
     from kb.ops.lock_status import prune
 
-    k, remote = _with_remote(kb_path, remote)
+    k, remote = with_remote(kb_path, remote)
     done = prune(k, remote=remote)
     if as_json:
         emit_json({"pruned": [lk.as_dict() for lk in done], "remote": remote})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from pathlib import PurePath
 from typing import Any
 
 import click
@@ -69,6 +70,9 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(kb.__version__, "--version", prog_name="kb", message="%(prog)s %(version)s")
 @click.option("-C", "directory", metavar="DIR", default=None,
+              # A path (bytes that need not be UTF-8, _refuse_arguments_not_utf8); no
+              # checks of click's: os.chdir below says what is wrong with it.
+              type=click.Path(readable=False),
               help="Run as if kb was started in DIR (like git -C).")
 def cli(directory: str | None) -> None:
     """kb — a git-backed Markdown knowledge base for research.
@@ -134,6 +138,7 @@ def _print_notes() -> None:
 
 def _main(args: list[str], argv: list[str] | None) -> int:
     try:
+        _refuse_arguments_not_utf8(args)
         rv: Any = cli.main(args=argv, prog_name="kb", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return exc.exit_code
@@ -159,6 +164,74 @@ def _main(args: list[str], argv: list[str] | None) -> int:
             raise
         return _json_error(args, msg, 3, "internal")
     return int(rv or 0)
+
+
+def _refuse_arguments_not_utf8(args: list[str]) -> None:
+    """Raise UsageError for an argument whose bytes are not UTF-8, before any command runs
+    (nothing read, recovered or written).
+
+    Python hands such bytes (a shell's ``$'\\xff'``) over as lone surrogates, which no
+    text kb writes -- a file, a commit message, JSON -- can hold: every command failed
+    somewhere inside with an internal error. A path is bytes, not text (kb keeps such
+    names with ``surrogateescape``), so the value of a ``click.Path`` parameter (-C,
+    --kb, kb init's folder, …) is let through.
+    """
+    bad = [(i, a) for i, a in enumerate(args) if not _is_utf8(a)]
+    if not bad:
+        return
+    paths = _path_values(args)
+    for i, arg in bad:
+        # A path, or an option with its path attached (--kb=DIR, -CDIR); each value lets
+        # one argument through (`kb -C DIR show DIR`: the ID is text).
+        given = next((p for p in paths if p in (arg, str(PurePath(arg)))
+                      or (arg.startswith("-") and arg.endswith(p))), None)
+        if given is not None:
+            paths.remove(given)
+            continue
+        try:
+            raw = os.fsencode(arg)  # the bytes given
+        except UnicodeEncodeError:  # a surrogate no decoding made (an in-process caller's)
+            raw = arg.encode("utf-8", "backslashreplace")
+        shown = raw.decode("utf-8", "backslashreplace")
+        raise UsageError(f"argument {i + 1} '{shown}' is not valid UTF-8; kb reads text "
+                         "arguments as UTF-8 (only a path may hold other bytes)")
+
+
+def _is_utf8(arg: str) -> bool:
+    try:
+        arg.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: bytes the locale could not decode
+        return False
+    return True
+
+
+def _path_values(args: list[str]) -> list[str]:
+    """The values the command line gives ``click.Path`` parameters, found by a parse that
+    runs nothing (click's resilient parsing: no callback, no conversion error), from
+    ``kb`` down to the command named (``kb hyp add``)."""
+    out: list[str] = []
+    try:
+        ctx = cli.make_context("kb", list(args), resilient_parsing=True)
+        while True:
+            for param in ctx.command.params:
+                if isinstance(param.type, click.Path):
+                    value = ctx.params.get(param.name or "")
+                    for v in value if isinstance(value, (tuple, list)) else [value]:
+                        if v is not None:
+                            out.append(os.fspath(v))
+            if not isinstance(ctx.command, click.Group):
+                return out
+            # What follows the group's own options (click 8.2 made protected_args private).
+            protected = getattr(ctx, "_protected_args", None)
+            if protected is None:
+                protected = ctx.protected_args
+            rest = [*protected, *ctx.args]
+            name, cmd, sub_args = ctx.command.resolve_command(ctx, rest) if rest else (None, None, [])
+            if cmd is None:
+                return out
+            ctx = cmd.make_context(name, sub_args, parent=ctx, resilient_parsing=True)
+    except click.ClickException:  # no such command: no path of its to let through
+        return out
 
 
 def _json_error(args: list[str], message: str, code: int, kind: str) -> int:

@@ -21,7 +21,7 @@ from kb_cli.output import err
 @click.argument("base", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("ours", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("theirs", type=click.Path(dir_okay=False, path_type=Path))
-@click.argument("path")
+@click.argument("path", type=click.Path(readable=False))  # git's %P: bytes, maybe not UTF-8
 def command(kind: str, base: Path, ours: Path, theirs: Path, path: str) -> int:
     """Git merge driver (git calls it): tree.md block by block, DASHBOARD.md regenerated."""
     from kb.merge.run import run_driver

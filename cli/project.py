@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kb.repo import resolve_kb
-from kb_cli.lock import owner_option, print_acquired, remote_option, ttl_option
+from kb_cli.lock import owner_option, print_acquired, remote_option, ttl_option, with_remote
 from kb_cli.output import emit_json, json_option, kb_option
 
 
@@ -27,8 +26,8 @@ def lock_cmd(owner: str | None, ttl: str | None, steal_reason: str | None, remot
     """Take the project lease; the holder running it again renews it."""
     from kb.ops.lock_claim import project_lock
 
-    res = project_lock(resolve_kb(kb_path), owner=owner, ttl=ttl, remote=remote,
-                       steal_reason=steal_reason)
+    k, remote = with_remote(kb_path, remote)  # the configured lock remote, as kb lock does
+    res = project_lock(k, owner=owner, ttl=ttl, remote=remote, steal_reason=steal_reason)
     print_acquired(res, "locked", as_json)
     return 0
 
@@ -42,9 +41,10 @@ def unlock_cmd(owner: str | None, remote: str | None, as_json: bool, kb_path: st
     """Give the project lease back (holder only)."""
     from kb.ops.lock_claim import project_unlock
 
-    res = project_unlock(resolve_kb(kb_path), owner=owner, remote=remote)
+    k, remote = with_remote(kb_path, remote)
+    res = project_unlock(k, owner=owner, remote=remote)
     if as_json:
-        emit_json(res.op_result(resolve_kb(kb_path).top).to_json())
+        emit_json(res.op_result(k.top).to_json())
     else:
         click.echo(f"unlocked the project ({res.owner})")
     return 0

@@ -39,14 +39,21 @@ def command(codes: tuple[str, ...], family: Optional[str], as_json: bool, kb_pat
     rows = [r for r in CATALOGUE if (not wanted or r.code in wanted)
             and (family is None or r.family == family)]
     unknown = wanted - {r.code for r in CATALOGUE}
+    if as_json and unknown:
+        from kb.errors import UsageError
+
+        # The error object every usage error prints under --json (kb_cli.main), not a
+        # catalogue an agent could take for an answer.
+        names = sorted(unknown)
+        raise UsageError(f"unknown rule code{'s' if len(names) > 1 else ''} {', '.join(names)}")
     if as_json:
         out = []
         for r in rows:
             d = r.as_dict()
             d["effective_severity"] = effective_severity(r.code, r.severity, config) or "off"
             out.append(d)
-        emit_json({"rules": out, "unknown": sorted(unknown)})
-        return 2 if unknown else 0
+        emit_json({"rules": out, "unknown": []})  # unknown codes are a usage error (above)
+        return 0
     for r in rows:
         sev = effective_severity(r.code, r.severity, config) or "off"
         shown = sev if sev == r.severity else f"{sev} (default {r.severity})"

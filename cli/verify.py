@@ -82,6 +82,10 @@ def summary_line(report: Any, label: str) -> str:
 @click.option("--against", "against", metavar="REF", default=None,
               help="With --range: the branch the range merges into (e.g. origin/main); an ID the "
                    "range adds that REF already has with other content is an error.")
+@click.option("--rewrite", is_flag=True,
+              help="With --range A..B: B replaces A (a branch's old and new tip, e.g. after a "
+                   "force push); when A is not an ancestor of B, what B removed or changed of "
+                   "A's history is judged too (the push hooks do this).")
 @click.option("--fix", is_flag=True,
               help="Apply the fixes diagnostics carry to working-tree files (never in hook or CI modes).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "codequality"]),
@@ -90,7 +94,7 @@ def summary_line(report: Any, label: str) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @kb_option
 def command(staged: bool, rev: Optional[str], range_: Optional[str], against: Optional[str],
-            fix: bool, fmt: str, as_json: bool, kb_path: Optional[str]) -> int:
+            rewrite: bool, fix: bool, fmt: str, as_json: bool, kb_path: Optional[str]) -> int:
     """Check the rules of the research record (`kb rules` lists them).
 
     Without options: the KB containing the current directory, working tree
@@ -109,12 +113,15 @@ def command(staged: bool, rev: Optional[str], range_: Optional[str], against: Op
     if as_json:
         fmt = "json"
     mode = resolve_mode(staged, rev, range_)
-    if against is not None:
+    if against is not None or rewrite:
         if mode.kind != "range":
-            raise UsageError("--against works with --range A..B (the range's target branch)")
+            raise UsageError("--against and --rewrite work with --range A..B")
+        if against is not None and rewrite:
+            raise UsageError("use one of --against (a branch merging into A) and --rewrite "
+                             "(B replaces A)")
         import dataclasses
 
-        mode = dataclasses.replace(mode, against=against)
+        mode = dataclasses.replace(mode, against=against, rewrite=rewrite)
     if fix and mode.kind != "worktree":
         why = "the hook never fixes" if mode.source != "options" else "fixes apply to the working tree"
         raise UsageError(f"--fix works only without --staged/--rev/--range ({why}); "

@@ -57,7 +57,9 @@ _SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
     "kb": {"locale": str, "id_grammar": str, "heading_separators": list, "owner": str},
     "paths": {k: str for k in DEFAULT_PATHS},
     "rules": {"disable": list, "severity": dict, "dashboard_stale": str},
-    "verdict": {"mode": str, "threshold": (int, float), "min_votes": int},
+    # (No "threshold": VIBEMATH-V3 fixes the near-consensus bounds at 0.85/0.15; a key kb
+    # accepted and never read looked like a setting. It is an unknown key now: a warning.)
+    "verdict": {"mode": str, "min_votes": int},
     "locks": {"ttl": str, "grace": str, "leads": list, "remote": str, "offline": str},
 }
 

@@ -22,9 +22,11 @@ import atexit
 import contextlib
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Optional, Union
@@ -423,3 +425,57 @@ def make_team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toml_extra: str =
 def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     """A bare remote and two clones of one KB: `a` (kb init) and `b` (a plain git clone)."""
     return make_team(tmp_path, monkeypatch)
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (for a server a test starts)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """``(git:// URL, bare repo path)`` of a repository served by git daemon."""
+    srv = tmp_path / "srv"
+    srv.mkdir()
+    bare = srv / "kb.git"
+    git(srv, "init", "-q", "--bare", "-b", "main", str(bare))
+    port = free_port()
+    proc = subprocess.Popen(
+        ["git", "daemon", "--enable=receive-pack", "--export-all", "--reuseaddr",
+         "--listen=127.0.0.1", f"--port={port}", f"--base-path={srv}", "--informative-errors", str(srv)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        for _ in range(100):  # bounded: at most ~10 s for the daemon to listen
+            if proc.poll() is not None:
+                pytest.fail(f"git daemon exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            pytest.fail("git daemon did not listen within 10 s")
+        yield f"git://127.0.0.1:{port}/kb.git", bare
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@pytest.fixture
+def kb_with(tmp_path: Path) -> Callable[[dict[str, str]], Path]:
+    """``make(files)``: a new committed KB (``[kb]`` only, ``.kb/`` ignored) holding ``files``."""
+    counter = iter(range(100))
+
+    def make(files: dict[str, str]) -> Path:
+        root = git_init(tmp_path / f"r{next(counter)}")
+        write_files(root, {"kb.toml": "[kb]\n", ".gitignore": ".kb/\n", **files})
+        commit_all(root, "cards")
+        return root
+
+    return make

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git_init, write_files
+from conftest import write_files
 
-CARD_CODES = {"KB209", "KB212", "KB213", "KB214", "KB215", "KB216", "KB217", "KB218", "KB260"}
+CARD_CODES = {"KB209", "KB212", "KB213", "KB214", "KB215", "KB216", "KB217", "KB218", "KB220", "KB221", "KB260"}
 
 
 def problem(qid: str, *, status: str = "求解中", depends: str = "[]", depended_by: str = "[]",
@@ -43,19 +43,6 @@ def findings(root: Path) -> list[tuple[str, int, str]]:
 
     report = verify_worktree(root)
     return sorted((f.path, f.line, f.code) for f in report.findings if f.code in CARD_CODES)
-
-
-@pytest.fixture
-def kb_with(tmp_path: Path):
-    counter = iter(range(100))
-
-    def make(files: dict[str, str]) -> Path:
-        root = git_init(tmp_path / f"r{next(counter)}")
-        write_files(root, {"kb.toml": "[kb]\n", ".gitignore": ".kb/\n", **files})
-        commit_all(root, "cards")
-        return root
-
-    return make
 
 
 def test_rules_silent_on_example_kb(example_kb: Path) -> None:
@@ -138,7 +125,7 @@ def test_verified_cards_and_settled_objects(kb_with) -> None:
         "Verified/问题/q9.md": verified("q9", "问题"),                            # no object
     })
     assert findings(root) == [("Problems/q1.md", 1, "KB217"), ("Propos/数论/p2.md", 1, "KB217"),
-                              ("Verified/命题/p1.md", 1, "KB217"), ("Verified/问题/q9.md", 1, "KB217")]
+                              ("Verified/命题/p1.md", 1, "KB221"), ("Verified/问题/q9.md", 1, "KB221")]
 
 
 def test_kb260_in_catalogue() -> None:

@@ -155,14 +155,18 @@ def test_card_and_experiment_rules_fire(make_kb):
     assert kb216["severity"] == "warning" and kb216["fix"]["new"] == '- 被依赖: ["q4"]'
 
 
-def test_verified_card_consistency_is_a_warning(make_kb):
+def test_a_settled_object_without_its_card_warns_a_card_without_its_object_blocks(make_kb):
+    """KB217 (a warning): kb verdict writes the missing card. KB221 (an error): a Verified
+    card kb did not write, for an object never settled, is immutable once committed and
+    made `kb verdict` refuse the real verdict for good."""
     files = {"Propos/数论/p3.md": proposition("p3", status="已验证·假", prob="0"),
              "Verified/问题/q7.md": verified("q7", kind="问题")}
     root = make_repo(make_kb, files, dashboard=False)
     rc, data = verify_json(root)
-    hits = find(data, "KB217")
-    assert {h["path"] for h in hits} == {"Propos/数论/p3.md", "Verified/问题/q7.md"}
-    assert all(h["severity"] == "warning" for h in hits) and rc == 0
+    assert [(h["path"], h["severity"]) for h in find(data, "KB217")] == \
+        [("Propos/数论/p3.md", "warning")]
+    assert [(h["path"], h["severity"]) for h in find(data, "KB221")] == \
+        [("Verified/问题/q7.md", "error")] and rc == 1
 
 
 def test_unknown_words_in_cards_and_experiments(make_kb):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,16 @@ def _checkout(origin: Path, dest: Path, head: str) -> Path:
     git(dest.parent, "clone", "-q", "--no-checkout", str(origin), str(dest))
     git(dest, "checkout", "-q", "--detach", head)
     return dest
+
+
+def _merge_request(project: Path, head: str, api: str) -> dict[str, str]:
+    """The variables GitLab gives a merge-request pipeline of branch feat into main."""
+    return {"GITLAB_CI": "true", "CI": "true", "CI_PIPELINE_SOURCE": "merge_request_event",
+            "CI_MERGE_REQUEST_IID": "3", "CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main",
+            "CI_MERGE_REQUEST_SOURCE_BRANCH_NAME": "feat", "CI_COMMIT_SHA": head,
+            "CI_PROJECT_DIR": str(project), "CI_PROJECT_ID": "42",
+            "CI_PROJECT_URL": "https://gitlab.example/group/research",
+            "CI_API_V4_URL": api + "/api/v4"}
 
 
 def _write_template(repo: Path, *args: str) -> Path:
@@ -167,13 +178,8 @@ def test_gitlab_job_runs_in_a_simulated_merge_request(toolchain, tmp_path: Path,
     assert job["artifacts"]["reports"]["codequality"] == "gl-code-quality-report.json"
     bindir = fresh_venv(tmp_path / "venv", deps)
     with Api() as api:
-        env = clean_env(bindir, {
-            "GITLAB_CI": "true", "CI": "true", "CI_PIPELINE_SOURCE": "merge_request_event",
-            "CI_MERGE_REQUEST_IID": "3", "CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main",
-            "CI_MERGE_REQUEST_SOURCE_BRANCH_NAME": "feat", "CI_COMMIT_SHA": head,
-            "CI_PROJECT_DIR": str(project), "CI_PROJECT_ID": "42",
-            "CI_PROJECT_URL": "https://gitlab.example/group/research",
-            "CI_API_V4_URL": api.url + "/api/v4", "KB_MR_NOTE_TOKEN": "glpat-test"})
+        env = clean_env(bindir, {**_merge_request(project, head, api.url),
+                                 "KB_MR_NOTE_TOKEN": "glpat-test"})
         proc = run_gitlab_job(config, "kb", project, env)
     assert proc.returncode == (1 if bad else 0), proc.stdout + proc.stderr
     report = json.loads((project / "gl-code-quality-report.json").read_text(encoding="utf-8"))
@@ -205,3 +211,163 @@ def test_ci_init_refuses_without_a_reachable_source(tmp_path: Path) -> None:
     assert "editable" in msg or "local install" in msg
     assert "kb-research" not in msg  # never the distribution name as if an index served it
     assert not (repo / ".gitlab-ci.yml").exists()
+
+
+# -- what the templates pass: the merge request's target, a push's old tip ---------------
+
+
+def test_both_templates_pass_the_target_and_never_fall_back_silently(tmp_path: Path) -> None:
+    """The text `kb ci init` writes: a pull (merge) request is checked `--against` its
+    target in both; a push's old tip is fetched when this clone lacks it (a force push),
+    the job fails when it cannot be; only a push with no old tip checks the last commit,
+    and says so."""
+    repo = git_init(tmp_path / "r")
+    shutil.copy(EXAMPLES / "kb.toml", repo / "kb.toml")
+    texts = {}
+    for flag in ("", "--gitlab"):
+        args = [flag] if flag else []
+        texts[flag or "github"] = _write_template(repo, *args, "--install", "kb-research==0.1.11",
+                                                  "--base", "trunk").read_text(encoding="utf-8")
+    github, gitlab = texts["github"], texts["--gitlab"]
+    assert 'echo "against=origin/$KB_BASE"' in github and '--against "$KB_AGAINST"' in github
+    assert 'KB_AGAINST="origin/$KB_BASE"' in gitlab
+    job = yaml.safe_load(gitlab)["kb"]
+    [verify] = [line for line in job["script"] if line.startswith("kb verify")]
+    assert '${KB_AGAINST:+--against "$KB_AGAINST"}' in verify
+    for text, before, last in ((github, "$BEFORE", "range=HEAD~1..HEAD"),
+                               (gitlab, "$CI_COMMIT_BEFORE_SHA", 'KB_RANGE="HEAD~1..HEAD"')):
+        assert f'git fetch --no-tags --quiet origin "{before}"' in text
+        assert "cannot be fetched" in text and "exit 2" in text
+        # HEAD~1..HEAD only when there is no old tip, and said
+        assert text.count(last) == 1 and text.count("HEAD~1..HEAD") == 2 and "no old tip" in text
+        assert "it never checks less than the push" in text  # the comments say which
+
+
+def _origin_with_force_push(tmp: Path) -> tuple[Path, str, str]:
+    """A bare ``origin`` whose ``main`` was force-pushed: the old tip (H1.3 and E005
+    added to the example KB) replaced by the example KB plus another H1.3.
+    Returns (origin, old tip, new tip)."""
+    dev = tmp / "dev"
+    shutil.copytree(EXAMPLES, dev, ignore=shutil.ignore_patterns(".kb", "__pycache__"))
+    git_init(dev)
+    commit_all(dev, "example KB")
+    start = git(dev, "rev-parse", "HEAD")
+    origin = tmp / "origin.git"
+    git(tmp, "init", "-q", "--bare", str(origin))
+    git(dev, "remote", "add", "origin", str(origin))
+    for args in (("hyp", "add", "Caching wheels halves setup", "--parent", "H1"),
+                 ("exp", "new", "--hyp", "H1.3", "Warm the cache")):
+        r = invoke(*args, cwd=dev)
+        assert r.code == 0, r.stderr
+    git(dev, "push", "-q", "origin", "main")
+    old = git(dev, "rev-parse", "HEAD")
+    git(dev, "reset", "-q", "--hard", start)
+    r = invoke("hyp", "add", "Sharding the suite over runners", "--parent", "H1", cwd=dev)
+    assert r.code == 0, r.stderr
+    git(dev, "push", "-q", "--force", "origin", "main")
+    return origin, old, git(dev, "rev-parse", "HEAD")
+
+
+def _fresh_clone(origin: Path, dest: Path, head: str, lacks: str) -> Path:
+    """A clone over git's transport (not a local copy of every object), HEAD detached at
+    ``head``: a force push's old tip ``lacks`` is on no branch, so it is not here."""
+    git(dest.parent, "clone", "-q", "--no-local", "--no-checkout", str(origin), str(dest))
+    git(dest, "checkout", "-q", "--detach", head)
+    assert subprocess.run(["git", "cat-file", "-e", f"{lacks}^{{commit}}"], cwd=dest,
+                          capture_output=True).returncode != 0
+    return dest
+
+
+GONE = "1234567890" * 4
+
+
+@pytest.mark.parametrize("before", ["old-tip", "gone"])
+def test_github_push_job_judges_a_force_push(toolchain, tmp_path: Path, before: str) -> None:
+    wheel, deps, _ = toolchain
+    origin, old, new = _origin_with_force_push(tmp_path)
+    ws = _fresh_clone(origin, tmp_path / "workspace", new, old)
+    wf_path = _write_template(ws, "--install", str(wheel), "--base", "main")
+    workflow = yaml.safe_load(wf_path.read_text(encoding="utf-8"))
+    wf_path.unlink()
+    bindir = fresh_venv(tmp_path / "venv", deps)
+    temp = tmp_path / "runner-temp"
+    temp.mkdir()
+    summary = temp / "summary.md"
+    summary.write_text("")
+    sha = old if before == "old-tip" else GONE
+    with Api() as api:
+        env = clean_env(bindir, {
+            "GITHUB_ACTIONS": "true", "CI": "true", "GITHUB_EVENT_NAME": "push", "GITHUB_SHA": new,
+            "GITHUB_REF": "refs/heads/main", "GITHUB_REPOSITORY": HEAD_REPO,
+            "GITHUB_SERVER_URL": "https://github.com", "GITHUB_API_URL": api.url,
+            "GITHUB_WORKSPACE": str(ws), "GITHUB_STEP_SUMMARY": str(summary), "RUNNER_TEMP": str(temp)})
+        ctx = {"github": {"event_name": "push", "base_ref": "", "sha": new, "token": "ghs_test",
+                          "repository": HEAD_REPO, "event": {"before": sha}},
+               "vars": {"KB_PR_COMMENT": "true"}}
+        steps = {s["name"]: s for s in run_github_job(workflow, "kb", ws, ctx, env, temp)}
+    assert steps["Install kb"]["code"] == 0, steps["Install kb"]["stderr"]
+    rng, verify = steps["Range"], steps["kb verify (every commit of the range)"]
+    if before == "old-tip":
+        assert rng["code"] == 0, rng
+        assert ctx["steps"]["range"]["outputs"]["range"] == f"{old}..HEAD"
+        assert verify["code"] == 1, verify
+        errors = [ln for ln in verify["stdout"].splitlines() if ln.startswith("::error")]
+        assert any("KB301" in ln and "E005" in ln for ln in errors), verify["stdout"]
+        assert any("KB302" in ln and "H1.3" in ln for ln in errors), verify["stdout"]
+        assert "not an ancestor" in verify["stderr"]
+    else:
+        assert rng["code"] == 2 and f"::error title=kb::the push's old tip {GONE}" in rng["stdout"], rng
+        assert not verify["ran"] and not steps["Research diff (job summary)"]["ran"]
+    assert api.posts == []
+
+
+@pytest.mark.parametrize("before", ["old-tip", "gone"])
+def test_gitlab_push_job_judges_a_force_push(toolchain, tmp_path: Path, before: str) -> None:
+    wheel, deps, _ = toolchain
+    origin, old, new = _origin_with_force_push(tmp_path)
+    project = _fresh_clone(origin, tmp_path / "project", new, old)
+    path = _write_template(project, "--gitlab", "--install", str(wheel), "--base", "main")
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    path.unlink()
+    bindir = fresh_venv(tmp_path / "venv", deps)
+    sha = old if before == "old-tip" else GONE
+    env = clean_env(bindir, {
+        "GITLAB_CI": "true", "CI": "true", "CI_PIPELINE_SOURCE": "push", "CI_COMMIT_BRANCH": "main",
+        "CI_COMMIT_BEFORE_SHA": sha, "CI_COMMIT_SHA": new, "CI_PROJECT_DIR": str(project),
+        "CI_PROJECT_ID": "42", "CI_PROJECT_URL": "https://gitlab.example/group/research",
+        "CI_API_V4_URL": "http://127.0.0.1:9/api/v4"})
+    proc = run_gitlab_job(config, "kb", project, env)
+    if before == "old-tip":
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        report = json.loads((project / "gl-code-quality-report.json").read_text(encoding="utf-8"))
+        crit = [i for i in report if i["severity"] == "critical"]
+        assert any(i["check_name"] == "KB301" and "E005" in i["description"] for i in crit), report
+        assert "not an ancestor" in proc.stderr
+    else:
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert f"kb: the push's old tip {GONE} cannot be fetched" in proc.stderr
+        assert not (project / "gl-code-quality-report.json").exists()
+
+
+def test_gitlab_merge_request_is_checked_against_its_target(toolchain, tmp_path: Path) -> None:
+    """Both the merge request and its target, since they parted, added H1.3: KB350, as
+    GitHub's pull-request check reports it (the target is passed with --against)."""
+    wheel, deps, _ = toolchain
+    origin, head = _origin_with_pr(tmp_path, bad=False)
+    dev = tmp_path / "dev"
+    git(dev, "checkout", "-q", "main")
+    r = invoke("hyp", "add", "Sharding the suite over runners", "--parent", "H1", cwd=dev)
+    assert r.code == 0, r.stderr
+    git(dev, "push", "-q", "origin", "main")
+    project = _checkout(origin, tmp_path / "project", head)
+    path = _write_template(project, "--gitlab", "--install", str(wheel), "--base", "main")
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    path.unlink()
+    bindir = fresh_venv(tmp_path / "venv", deps)
+    env = clean_env(bindir, _merge_request(project, head, "http://127.0.0.1:9"))
+    proc = run_gitlab_job(config, "kb", project, env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    report = json.loads((project / "gl-code-quality-report.json").read_text(encoding="utf-8"))
+    hits = [i for i in report if i["check_name"] == "KB350"]
+    assert hits and all(i["severity"] == "critical" for i in hits), report
+    assert any("H1.3" in i["description"] for i in hits)

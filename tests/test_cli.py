@@ -458,6 +458,8 @@ def test_what_kb_toml_names_and_kb_does_not_read_is_a_warning_with_its_line(make
     ('[rules]\ndisable = [\n  "KB216",\n  "KB777",\n  "",\n]\n', [("KB001", 5), ("KB001", 6)]),
     ('[rules]\nseverity.KB55 = "off"\ncolour.x = 1\n', [("KB001", 3), ("KB001", 4)]),
     ('registry = [\n  { path = "p.md" },\n  { path = "q.md", kind = "x" },\n]\n', [("KB001", 2)]),
+    # accepted and never read before: the verdict's bounds are VIBEMATH-V3's, not a setting
+    ('[verdict]\nmode = "flat"\nthreshold = 0.8\n', [("KB001", 4)]),
 ])
 def test_kb_toml_warnings_are_placed_in_every_form_of_table(make_kb, run_kb, config: str,
                                                                placed: list) -> None:
@@ -540,3 +542,116 @@ def test_ctrl_c_while_the_command_line_is_imported_is_an_abort_not_a_traceback(t
     got = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          cwd=tmp_path, timeout=60)
     assert got.returncode == 0 and got.stdout.startswith("kb") and "Traceback" not in got.stderr
+
+
+# -- arguments that are not UTF-8 ---------------------------------------------------------
+
+
+def _run_bytes(args: list[bytes], cwd: Path):
+    """The installed ``kb`` with byte arguments (a shell's ``$'\\xff'``): Python hands kb
+    undecodable bytes as lone surrogates."""
+    import subprocess
+
+    from conftest import kb_script, source_env
+
+    return subprocess.run([kb_script().encode(), *args], cwd=cwd, capture_output=True,
+                          env=source_env(), timeout=60)
+
+
+@pytest.mark.parametrize("args, number", [
+    ([b"show", b"\xff", b"--json"], 2),
+    ([b"find", b"x\xffy", b"--json"], 2),
+    ([b"log", b"\xff", b"--json"], 2),
+    ([b"verdict", b"q2#\xff", b"--vote", b"alice=1", b"--json"], 2),
+    ([b"hyp", b"add", b"\xff", b"--parent", b"H1", b"--json"], 3),
+    ([b"hyp", b"add", b"A statement", b"--parent", b"H\xff", b"--json"], 5),
+    ([b"--json", b"hyp", b"add", b"caf\xc3\xa9 \xff", b"--json"], 4),
+])
+def test_an_argument_not_utf8_is_a_usage_error_naming_it(example_kb: Path, args: list[bytes],
+                                                        number: int) -> None:
+    """Every command, reads and writes: exit 2 (not 3, an internal error), the usage error
+    object under --json naming the argument (its bytes escaped), and nothing written."""
+    before = tree_snapshot(example_kb)
+    proc = _run_bytes(args, example_kb)
+    out, errs = proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
+    assert proc.returncode == 2, (out, errs)
+    error = json.loads(out)["error"]
+    assert (error["kind"], error["exit_code"]) == ("usage", 2)
+    shown = args[number - 1].decode("utf-8", "backslashreplace")
+    assert error["message"].startswith(f"argument {number} '{shown}' is not valid UTF-8"), error
+    assert errs == f"kb: {error['message']}\n"
+    assert "internal error" not in errs and "Traceback" not in errs
+    assert tree_snapshot(example_kb) == before
+
+
+def test_an_argument_not_utf8_in_text_mode(example_kb: Path) -> None:
+    """Without --json: the one stderr line, no JSON on stdout."""
+    proc = _run_bytes([b"show", b"\xff"], example_kb)
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert proc.stderr.decode("utf-8").startswith("kb: argument 2 '\\xff' is not valid UTF-8")
+
+
+def test_a_path_argument_not_utf8_still_works(tmp_path: Path) -> None:
+    """A folder name is bytes, not text: -C, --kb and kb init take one that is not UTF-8."""
+    from conftest import copy_example
+
+    name = b"ex\xff"
+    root = copy_example(tmp_path / name.decode("utf-8", "surrogateescape"))
+    ran = _run_bytes([b"-C", name, b"ls", b"hypotheses", b"--json"], tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["count"] >= 3
+    ran = _run_bytes([b"ls", b"hypotheses", b"--json", b"--kb=" + name], tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    ran = _run_bytes([b"init", b"new\xff"], tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert (tmp_path / "new\udcff" / "kb.toml").is_file() and root.is_dir()
+    ran = _run_bytes([b"-C", name, b"show", name, b"--json"], tmp_path)  # the ID is text
+    assert ran.returncode == 2 and b"argument 4 'ex\\xff' is not valid UTF-8" in ran.stderr
+    # git's %P (the merged file's path) for a KB in such a folder: judged by the driver.
+    ran = _run_bytes([b"merge-driver", b"tree", b"no-base", b"no-ours", b"no-theirs",
+                      name + b"/tree.md"], tmp_path)
+    assert b"not valid UTF-8" not in ran.stderr and b"no-base" in ran.stderr
+
+
+# -- kb ls --status ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind, word, says", [
+    ("hypotheses", "bogus", "待验|untested, 进行中|in-progress, 被支持|supported, 被推翻|refuted"),
+    ("experiments", "supported", "进行中|in-progress, 已完成|completed"),
+    ("problems", "solved", "原始, 求解中, 等待依赖, 已解决, 死路"),
+    ("propositions", "真", "未定论, 已验证·真, 已验证·假"),
+    ("methods", "bogus", "经验, 应用验证, 含已验证断言"),
+    ("directions", "paused", "active, success, dead-end, queued"),
+])
+def test_ls_status_outside_the_kinds_words_is_a_usage_error(example_kb: Path, kind: str, word: str,
+                                                             says: str) -> None:
+    """A status no object of KIND can have: exit 2 naming the accepted words (an empty
+    list with exit 0 read as "none has it"), in text and under --json."""
+    r = run_script("ls", kind, "--status", word, "--json", cwd=example_kb)
+    assert r.code == 2, r.stdout
+    error = r.json()["error"]
+    assert error["kind"] == "usage" and repr(word) in error["message"] and says in error["message"]
+    text = run_script("ls", kind, "--status", word, cwd=example_kb)
+    assert text.code == 2 and text.stdout == "" and says in text.stderr
+
+
+@pytest.mark.parametrize("kind, word, ids", [
+    ("hypotheses", "被支持", ["H1", "H1.1"]),
+    ("hypotheses", "Supported", ["H1", "H1.1"]),  # either language, any case (kb.vocab)
+    ("hypotheses", "open", ["H2"]),  # an alias
+    ("experiments", "completed", ["E001", "E002", "E003"]),
+    ("problems", "已解决", ["q1"]),
+    ("propositions", "已验证·真", ["p1"]),
+    ("methods", "含已验证断言", ["m1"]),
+    ("directions", "active", ["q2/d1"]),
+    ("verified", "真", ["p1", "q1"]),  # 结论: no closed list of words
+    (None, "completed", ["E001", "E002", "E003"]),  # every kind: either vocabulary
+    (None, "in-progress", ["H1.1.1", "E004"]),
+])
+def test_ls_status_in_the_kinds_words_filters(example_kb: Path, kind, word: str, ids: list) -> None:
+    args = ["ls", *([kind] if kind else []), "--status", word, "--json"]
+    r = run_script(*args, cwd=example_kb)
+    assert r.code == 0, r.stderr
+    out = r.json()
+    assert sorted(o["id"] for o in out["objects"]) == sorted(ids) and out["status"] == word

@@ -78,3 +78,18 @@ def test_hyp_add_never_takes_an_id_the_file_shows(tree_kb: Path, line: str) -> N
         assert r.code == 1 and r.json()["error"]["kind"] == "refused"
         assert "KB119" in r.json()["error"]["message"]
         assert (root / "tree.md").read_text(encoding="utf-8").count("H5") == 1  # nothing added
+
+
+def test_hyp_add_reads_an_id_mentioned_in_a_statement_as_no_declaration(tree_kb: Path) -> None:
+    """An ID further along a heading is a mention, not the heading's own: the next new
+    ID follows the declarations (it was H51 after a statement naming H50)."""
+    root = tree_kb
+    assert invoke("hyp", "add", "A", cwd=root).code == 0
+    assert invoke("hyp", "add", "Compare with H50 and | H60 |", cwd=root).code == 0
+    tree = root / "tree.md"
+    tree.write_text(tree.read_text(encoding="utf-8") + "\n| H7 | a table row naming H70 |\n",
+                    encoding="utf-8")
+    git(root, "commit", "-qam", "hand edit")
+    r = invoke("hyp", "add", "B", "--json", cwd=root)
+    assert r.code == 0, r.stderr
+    assert r.json()["id"] == "H8"  # after H7, the row's own ID; not H51, H61 or H71

@@ -110,6 +110,28 @@ def test_release_pushes_the_holders_own_commit_of_the_locked_file(cluster):
     assert git(a, "rev-parse", "refs/remotes/origin/main") == head
 
 
+def test_release_of_a_committed_change_behind_the_remote_says_pull_first(cluster):
+    """The holder's change is committed already (by hand, or by a kb write) and the
+    remote's branch moved on meanwhile: the release says to pull first (it said "the
+    branch kept moving … try again" after 8 tries, and trying again never helps)."""
+    bare, clones = cluster
+    a, b = clones(2)
+    assert invoke("lock", "claim", "Notes/a.md", "--owner", "alice", "--remote", "origin", cwd=a).code == 0
+    (a / "Notes/a.md").write_text("a\nalice by hand\n")
+    git(a, "commit", "-q", "--no-verify", "-am", "by hand")
+    (b / "shared.md").write_text("bob\n")
+    git(b, "commit", "-q", "--no-verify", "-am", "bob's other work")
+    git(b, "push", "-q", "origin", "main")
+    main = git(bare, "rev-parse", "main")
+    r = invoke("lock", "release", "Notes/a.md", "--owner", "alice", "--remote", "origin", cwd=a)
+    assert r.code == 1 and "pull them first" in r.stderr and "kept moving" not in r.stderr, r.stderr
+    assert git(bare, "rev-parse", "main") == main and remote_refs(bare) != ""  # locks kept
+    git(a, "pull", "-q", "--rebase", "origin", "main")
+    r = invoke("lock", "release", "Notes/a.md", "--owner", "alice", "--remote", "origin", cwd=a)
+    assert r.code == 0, r.stderr
+    assert remote_refs(bare) == "" and "alice by hand" in git(bare, "show", "main:Notes/a.md")
+
+
 def test_lock_stolen_on_the_remote_during_release_pushes_nothing(cluster):
     """The lease on the lock's value makes the atomic push refuse the branch too."""
     bare, clones = cluster

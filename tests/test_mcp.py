@@ -259,31 +259,28 @@ def test_stdio_session_with_the_console_script(ex: Path) -> None:
     assert (ex / ".git/hooks/pre-commit").exists()  # the commit ran kb's hook, quietly
 
 
-def test_only_protocol_on_stdout_even_when_a_hook_prints(ex: Path) -> None:
-    """A raw stdio session: a pre-commit hook that prints to stdout runs during a write
-    tool; every stdout line is still a JSON-RPC message."""
-    hook = ex / ".git/hooks/pre-commit"
-    hook.write_text("#!/bin/sh\necho HOOK NOISE\necho hook-err >&2\ntouch .git/hook-ran\nexit 0\n",
-                    encoding="utf-8")
-    hook.chmod(0o755)
-    env = source_env()
-    env["KB_NOW"] = NOW
-    proc = subprocess.Popen([kb_script(), "mcp"], cwd=ex, env=env, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    msgs = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+#: The opening of a raw stdio session: initialize (id 1), then initialized.
+INIT = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
          "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                     "clientInfo": {"name": "test", "version": "1"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-         "params": {"name": "problem_plan", "arguments": {"id": "q2", "next_step": "raw"}}},
-    ]
+        {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+
+
+def stdio_session(cwd: Path, msgs: list[dict[str, Any]], last_id: int
+                  ) -> tuple[list[dict[str, Any]], str, str]:
+    """Send ``msgs`` to a real ``kb mcp`` process over stdio, read until the reply to
+    ``last_id`` (bounded: 60 s), then close stdin: its JSON-RPC replies (every stdout line
+    parsed as JSON), its whole stdout and its stderr."""
+    env = source_env()
+    env["KB_NOW"] = NOW
+    proc = subprocess.Popen([kb_script(), "mcp"], cwd=cwd, env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in msgs))
     proc.stdin.flush()
     out = b""
     deadline = time.monotonic() + 60
-    while b'"id":2' not in out.replace(b" ", b"") and time.monotonic() < deadline:
+    while f'"id":{last_id}'.encode() not in out.replace(b" ", b"") and time.monotonic() < deadline:
         ready, _, _ = select.select([proc.stdout], [], [], 1.0)
         if ready:
             chunk = os.read(proc.stdout.fileno(), 65536)
@@ -294,12 +291,24 @@ def test_only_protocol_on_stdout_even_when_a_hook_prints(ex: Path) -> None:
         rest, err = proc.communicate(timeout=60)  # closes stdin: the server ends
     finally:
         proc.kill()
-    lines = (out + rest).decode("utf-8").splitlines()
-    replies = [json.loads(ln) for ln in lines]  # every line is JSON …
-    assert all(m.get("jsonrpc") == "2.0" for m in replies)  # … and JSON-RPC
+    text = (out + rest).decode("utf-8")
+    return [json.loads(ln) for ln in text.splitlines()], text, err.decode()
+
+
+def test_only_protocol_on_stdout_even_when_a_hook_prints(ex: Path) -> None:
+    """A raw stdio session: a pre-commit hook that prints to stdout runs during a write
+    tool; every stdout line is still a JSON-RPC message."""
+    hook = ex / ".git/hooks/pre-commit"
+    hook.write_text("#!/bin/sh\necho HOOK NOISE\necho hook-err >&2\ntouch .git/hook-ran\nexit 0\n",
+                    encoding="utf-8")
+    hook.chmod(0o755)
+    replies, out, _ = stdio_session(ex, [*INIT, {
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "problem_plan", "arguments": {"id": "q2", "next_step": "raw"}}}], 2)
+    assert all(m.get("jsonrpc") == "2.0" for m in replies)  # every line is JSON-RPC
     call = next(m for m in replies if m.get("id") == 2)
     assert not call["result"].get("isError"), call
-    assert (ex / ".git/hook-ran").exists() and "HOOK NOISE" not in (out + rest).decode()
+    assert (ex / ".git/hook-ran").exists() and "HOOK NOISE" not in out
     assert "- 计划: raw\n" in (ex / "Problems/q2.md").read_text(encoding="utf-8")
 
 

@@ -331,5 +331,108 @@ def test_a_changed_card_anchor_is_named_not_called_prose(example_kb: Path) -> No
     q2.write_text(q2.read_text(encoding="utf-8") + "\nProse only.\n", encoding="utf-8")
     commit_all(root, "prose")
     d = _diff(root, "HEAD~1..HEAD")
-    assert [(x["id"], x["fields"]) for x in d["cards"]["edited"]] == [("q2", [])]
-    assert "edited problem q2 (text only)" in invoke("diff", "HEAD~1..HEAD", cwd=root).stdout
+    assert [(x["id"], x["fields"], x["sections"]) for x in d["cards"]["edited"]] == \
+        [("q2", [], ["解法候选"])]  # the prose went into the card's last section
+    assert "edited problem q2 (§ 解法候选)" in invoke("diff", "HEAD~1..HEAD", cwd=root).stdout
+
+
+def test_markdown_bold_labels_close_on_text_and_rules_line_counts_errors_once(example_kb: Path) -> None:
+    """A hand edit and a deletion of Verified cards (each a blocking error): Markdown bold
+    closes right after the label (``**… modified:**``; ``**… modified: **`` does not render
+    bold), and the Rules line counts each error once, saying how many block."""
+    root = example_kb
+    card = root / "Verified/命题/p1.md"
+    card.write_text(card.read_text(encoding="utf-8").replace("- 概率: 1", "- 概率: 0.9"), encoding="utf-8")
+    (root / "Verified/命题/p2.md").unlink()
+    commit_all(root, "edit and delete Verified cards by hand")
+    d = _diff(root, "HEAD~1..HEAD")
+    fsum = d["findings_summary"]
+    assert fsum["errors"] >= 2 and fsum["blocking"] == fsum["errors"]
+    md = invoke("diff", "HEAD~1..HEAD", "--format", "markdown", cwd=root).stdout
+    assert "- **Verified card modified:** `Verified/命题/p1.md`" in md
+    assert "- **Verified card deleted:** `Verified/命题/p2.md`" in md
+    assert not re.search(r"\*\*[^*\n]*\s\*\*", md), md  # no bold closing after a space
+    n, w = fsum["errors"], fsum["warnings"]
+    assert f"**Rules:** {n} error(s) (all blocking), {w} warning(s)" in md
+    text = invoke("diff", "HEAD~1..HEAD", cwd=root).stdout
+    assert f"Rules: {n} error(s) (all blocking), {w} warning(s)" in text
+    assert "blocking error(s)" not in text
+
+
+@pytest.mark.parametrize("errors, blocking, warnings, line", [
+    (0, 0, 0, "Rules: no problems"),
+    (0, 0, 2, "Rules: 0 error(s), 2 warning(s)"),
+    (3, 3, 0, "Rules: 3 error(s) (all blocking), 0 warning(s)"),
+    (3, 1, 1, "Rules: 3 error(s) (1 blocking), 1 warning(s)"),
+    (2, 0, 0, "Rules: 2 error(s) (none blocking), 0 warning(s)"),
+])
+def test_rules_line_wording(example_kb: Path, errors: int, blocking: int, warnings: int,
+                            line: str) -> None:
+    """Every mix of the summary's counts reads as what it is (blocking errors are a
+    part of the errors, never added to them)."""
+    from kb.review.render import render
+
+    d = _diff(example_kb)
+    d["findings_summary"] = {"errors": errors, "warnings": warnings, "blocking": blocking,
+                             "exit_code": 1 if blocking else 0, "notes": []}
+    assert line in render(d, "text").splitlines()
+    assert "**" + line.replace(": ", ":** ", 1) in render(d, "markdown").splitlines()
+
+
+def test_a_verification_record_modified_or_deleted_is_shown(example_kb: Path) -> None:
+    """Records are append-only (KB310): a hand edit and a deletion are in the diff's data,
+    text and Markdown, with the rule's findings; before, the diff said "No research
+    objects changed"."""
+    root = example_kb
+    recs = sorted((root / "Logs" / "Verification").glob("*.json"))
+    assert len(recs) >= 2
+    edited, dropped = recs[0], recs[1]
+    edited.write_text(edited.read_text(encoding="utf-8").replace('"verdict": ', '"verdict": 0.2, "was": '),
+                      encoding="utf-8")
+    dropped.unlink()
+    commit_all(root, "tamper with the records")
+    d = _diff(root, "HEAD~1..HEAD")
+    got = {(x["path"], x["deleted"]) for x in d["records_changed"]}
+    rel = lambda p: p.relative_to(root).as_posix()  # noqa: E731
+    assert got == {(rel(edited), False), (rel(dropped), True)}
+    assert not d["empty"]
+    assert {f["code"] for f in d["findings"]} >= {"KB310"}
+    text = invoke("diff", "HEAD~1..HEAD", cwd=root).stdout
+    assert "No research objects changed" not in text
+    assert f"Verification record modified: {rel(edited)}" in text
+    md = invoke("diff", "HEAD~1..HEAD", "--format", "markdown", cwd=root).stdout
+    assert f"- **Verification record deleted:** `{rel(dropped)}` (records are append-only)" in md
+
+
+def test_sections_and_titles_a_reviewer_did_not_see(example_kb: Path) -> None:
+    """An experiment's design edited after its result, a method's improvement history and
+    a retitled entry: each named (they read "text only", vanished beside the result, or
+    showed an entry as changed into itself)."""
+    root = example_kb
+    eid = invoke("exp", "new", "--hyp", "H1", "Design then result", "--goal", "g", "--json",
+                 cwd=root).json()["id"]
+    _kb(root, "exp", "result", eid, "--data", "d", "--conclusion", "支持", "--reason", "r")
+    base = git(root, "rev-parse", "HEAD")
+    _kb(root, "exp", "update", eid, "a sharper expectation", "--section", "预期")
+    d = _diff(root, f"{base}..HEAD")
+    assert [(x["id"], x["sections"]) for x in d["experiments"]["edited"]] == [(eid, ["实验设计"])]
+    assert f"edited {eid} (§ 实验设计)" in invoke("diff", f"{base}..HEAD", cwd=root).stdout
+    # the same edit in a range that also finishes another experiment's result: still named
+    eid2 = invoke("exp", "new", "--hyp", "H1", "Second", "--goal", "g", "--json",
+                  cwd=root).json()["id"]
+    base = git(root, "rev-parse", "HEAD")
+    _kb(root, "exp", "update", eid2, "a new goal", "--section", "目标")
+    _kb(root, "exp", "result", eid2, "--data", "d", "--conclusion", "支持", "--reason", "r")
+    d = _diff(root, f"{base}..HEAD")
+    assert [x["id"] for x in d["experiments"]["finished"]] == [eid2]
+    assert [(x["id"], x["sections"]) for x in d["experiments"]["edited"]] == [(eid2, ["实验设计"])]
+    # an entry retitled by hand: old and new title in the text
+    q2 = root / "Problems/q2.md"
+    text = q2.read_text(encoding="utf-8")
+    head = next(ln for ln in text.splitlines() if ln.startswith("### 解法 1｜"))
+    title = head.split("｜")[1]
+    q2.write_text(text.replace(head, head.replace(f"｜{title}｜", "｜A better title｜")),
+                  encoding="utf-8")
+    commit_all(root, "retitle")
+    out = invoke("diff", "HEAD~1..HEAD", cwd=root).stdout
+    assert f"entry q2 解法 1: {title} → A better title" in out, out

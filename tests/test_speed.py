@@ -1056,7 +1056,7 @@ def test_range_reads_untouched_cards_light_and_reports_exactly_what_their_full_p
     files["Methods/m0.md"] = method("m0")
     files["Methods/m1.md"] = method("m1", parents='["m0"]', claims='["p9"]')  # KB215, KB214
     files["Propos/数论/p3.md"] = proposition("p3", status="已验证·真", prob="1")  # KB217
-    files["Verified/命题/p4.md"] = verified("p4")                          # KB217: no p4
+    files["Verified/命题/p4.md"] = verified("p4")                          # KB221: no p4
     files["experiments/E0005.md"] = experiment("E0005", hyp="H9")        # KB211, untouched
     files["experiments/E0006.md"] = experiment("E0006", date="2026-03-04")
     files["experiments/E0008.md"] = experiment("E0008") + "\n```\n**Status**: x\n# E9: H9 - y\n```\n"
@@ -1118,7 +1118,7 @@ def test_range_reads_untouched_cards_light_and_reports_exactly_what_their_full_p
     assert any(d["code"] == "KB202" and "Problems/q2.md" in d["message"] for d in got["diagnostics"])
     assert {("KB212", "Problems/q5.md"), ("KB216", "Problems/q7.md"),
             ("KB216", "Problems/q11.md"), ("KB215", "Methods/m1.md"), ("KB214", "Methods/m1.md"),
-            ("KB217", "Propos/数论/p3.md"), ("KB217", "Verified/命题/p4.md"),
+            ("KB217", "Propos/数论/p3.md"), ("KB221", "Verified/命题/p4.md"),
             ("KB120", "Problems/q12.md"), ("KB211", "experiments/E0005.md")} <= found
     assert any(d["code"] == "KB202" and "E0005" in d["message"] for d in got["diagnostics"])
     assert any(c == "KB213" for c, _ in found)

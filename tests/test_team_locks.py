@@ -121,3 +121,19 @@ def test_release_as_another_owner_passes_its_own_pre_push(shared: dict[str, Path
     assert git(remote, "rev-parse", "main") == git(a, "rev-parse", "HEAD")
     assert "By alice" in git(remote, "show", "main:tree.md")
     assert git(remote, "for-each-ref", "refs/kb/locks") == ""
+
+
+def test_project_lock_follows_the_configured_lock_remote(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``[locks] remote`` set, `kb project lock` takes the lease on the remote as
+    `kb lock claim` does: a second clone's lease is refused (both held "the" lease)."""
+    monkeypatch.setenv("KB_NOW", "2026-11-29T10:00:00Z")
+    team = make_team(tmp_path, monkeypatch, '\n[locks]\nremote = "origin"\n', "shared locks")
+    a, b = team["a"], team["b"]
+    r = invoke("project", "lock", "--owner", "alice", "--json", cwd=a)
+    assert r.code == 0, r.stderr
+    assert "refs/kb/project-lock" in git(team["remote"], "for-each-ref")  # on the shared remote
+    r = invoke("project", "lock", "--owner", "bob", cwd=b)
+    assert r.code == 1 and "alice" in r.stderr, (r.stdout, r.stderr)
+    assert invoke("project", "unlock", "--owner", "alice", cwd=a).code == 0
+    assert invoke("project", "lock", "--owner", "bob", cwd=b).code == 0

@@ -14,57 +14,15 @@ clean over the whole history, ``git fsck`` clean.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
-import time
 from collections import Counter
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from conftest import git, invoke, run_script
 
 NOW = 1_800_000_000
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """``(git:// URL, bare repo path)`` of a repository served by git daemon."""
-    srv = tmp_path / "srv"
-    srv.mkdir()
-    bare = srv / "kb.git"
-    git(srv, "init", "-q", "--bare", "-b", "main", str(bare))
-    port = _free_port()
-    proc = subprocess.Popen(
-        ["git", "daemon", "--enable=receive-pack", "--export-all", "--reuseaddr",
-         "--listen=127.0.0.1", f"--port={port}", f"--base-path={srv}", "--informative-errors", str(srv)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        for _ in range(100):  # bounded: at most ~10 s for the daemon to listen
-            if proc.poll() is not None:
-                pytest.fail(f"git daemon exited: {proc.stderr.read().decode() if proc.stderr else ''}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            pytest.fail("git daemon did not listen within 10 s")
-        yield f"git://127.0.0.1:{port}/kb.git", bare
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 def _ok(*args: str, cwd: Path) -> str:

@@ -340,6 +340,27 @@ def test_bare_proposition_write_back(ex: Path, votes: dict, want_status: str,
     assert list((ex / "Logs/Verification").glob("r-p7_20261102T100000.json"))
 
 
+def test_a_bare_verdict_on_a_proposition_with_entries_is_refused(ex: Path) -> None:
+    """VIBEMATH-V3: a bare proposition is a target only without entries. With entries a
+    bare verdict added a second proof/refutation pair beside them; now it is refused and
+    nothing is written (no record, no card change, no commit)."""
+    from kb.ops.card_edit import CardError
+    from kb.ops.entries import add_entry
+    from kb.ops.propositions import add_proposition
+    from kb.ops.verdict import record_verdict
+
+    add_proposition(ex, "数论", "p7", "Bare claim.", probability=0.5)
+    add_entry(ex, "p7", "证明", "an argument", 0.4, text="Sketch.")
+    card = (ex / "Propos/数论/p7.md").read_bytes()
+    head = git(ex, "rev-parse", "HEAD")
+    with pytest.raises(CardError, match=r"p7 has entries \(p7#证明1\)"):
+        record_verdict(ex, "p7", {"v1": 0.2, "v2": 0.4})
+    assert (ex / "Propos/数论/p7.md").read_bytes() == card
+    assert git(ex, "rev-parse", "HEAD") == head
+    assert not list((ex / "Logs/Verification").glob("r-p7_*.json"))
+    record_verdict(ex, "p7#证明1", {"v1": 0.2, "v2": 0.4})  # its entry is the target
+
+
 def test_judge_problem_writes_back_to_its_proposition(ex: Path) -> None:
     """kb promote, then a verdict on a 【证明】 solution settles the proposition and the problem."""
     from kb.ops.entries import add_entry
@@ -423,3 +444,42 @@ def test_verdict_on_an_entry_that_does_not_exist_is_not_found(ex: Path) -> None:
     assert r.code == 1 and r.json()["error"]["kind"] == "not_found", r.stdout
     assert "q2 has no entry 解法 9" in r.json()["error"]["message"]
     assert git(ex, "rev-parse", "HEAD") == head
+
+
+@pytest.mark.parametrize("edit", ["probability", "status", "title", "removed"])
+def test_a_settled_entry_edited_by_hand_is_refused_kb311(ex: Path, edit: str) -> None:
+    """KB311: an entry a verdict settled (状态已验 at 0 or 1) stays as written, in the hook
+    and in CI; a new entry beside it, and kb's own verdicts, pass."""
+    q1 = ex / "Problems/q1.md"
+    text = q1.read_text(encoding="utf-8")
+    line = "### 解法 1｜Minimal denominator and parity｜概率1｜状态已验"
+    assert line in text
+    new = {"probability": line.replace("概率1", "概率0.2"),
+           "status": line.replace("状态已验", "状态未定论"),
+           "title": line.replace("Minimal denominator", "Some other"),
+           "removed": "### 解法 9｜Replacement｜概率0.5｜状态未定论"}[edit]
+    q1.write_text(text.replace(line, new), encoding="utf-8")
+    git(ex, "add", "-A")
+    res = invoke("verify", "--staged", "--json", cwd=ex)
+    hits = [d for d in res.json()["diagnostics"] if d["code"] == "KB311"]
+    assert res.code == 1 and [(d["path"], d["severity"]) for d in hits] == \
+        [("Problems/q1.md", "error")], res.stdout
+    git(ex, "commit", "-qm", "hand edit", "--no-verify")
+    res = invoke("verify", "--range", "HEAD~1..HEAD", "--json", cwd=ex)
+    assert res.code == 1 and [d["code"] for d in res.json()["diagnostics"]].count("KB311") == 1
+
+
+def test_kb_verdicts_and_new_entries_pass_kb311(ex: Path) -> None:
+    from kb.ops.entries import add_entry
+    from kb.ops.propositions import add_proposition
+    from kb.ops.verdict import record_verdict
+
+    base = git(ex, "rev-parse", "HEAD")
+    add_proposition(ex, "数论", "p7", "Twin primes are infinite.", probability=0.6)
+    add_entry(ex, "p7", "证明", "sieve", 0.2, text="Maybe.")
+    record_verdict(ex, "p7#证明1", {"v1": 0.7, "v2": 0.8})  # a split: 已验 between 0 and 1
+    add_entry(ex, "p7", "证明", "second", 0.5, text="Again.")
+    record_verdict(ex, "p7#证明2", {"v1": 1, "v2": 1})  # settles p7
+    add_entry(ex, "q2", "解法", "another idea", 0.3, text="Try.")
+    res = invoke("verify", "--range", f"{base}..HEAD", "--json", cwd=ex)
+    assert res.code == 0 and "KB311" not in res.stdout, res.stdout

@@ -34,6 +34,24 @@ def test_rules_show_the_kbs_severity_overrides(make_kb):
     assert invoke("rules", "KB999").code == 2
 
 
+
+def test_rules_unknown_code_is_a_usage_error_in_json_as_in_text(make_kb):
+    """An unknown code: exit 2 with the error object every usage error prints under
+    --json (not a catalogue with an ``unknown`` list); the text output lists the known
+    codes asked for and names each unknown one on stderr."""
+    root = make_repo(make_kb)
+    res = invoke("rules", "KB240", "kb999", "--json", cwd=root)
+    assert res.code == 2
+    assert res.json() == {"error": {"message": "unknown rule code KB999", "exit_code": 2,
+                                    "kind": "usage"}}
+    assert "unknown rule code KB999" in res.stderr
+    two = invoke("rules", "KB998", "KB999", "--json", cwd=root)
+    assert two.code == 2 and two.json()["error"]["message"] == "unknown rule codes KB998, KB999"
+    text = invoke("rules", "KB240", "KB999", cwd=root)
+    assert text.code == 2 and text.stdout.startswith("KB240 ")
+    assert text.stderr == "kb: unknown rule code KB999\n"
+
+
 def test_ci_init_writes_the_workflow(make_kb):
     root = make_repo(make_kb)
     wf = root / ".github" / "workflows" / "kb-verify.yml"

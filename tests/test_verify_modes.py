@@ -558,3 +558,36 @@ def test_a_committed_kb_toml_change_is_not_answered_from_the_old_results(make_kb
     assert after and "`[KH][1-9][0-9]*` with separator '.'" in after[0], after
     shutil.rmtree(root / ".kb")
     assert kb116() == after  # the same answer as from scratch
+
+
+def test_verification_records_are_append_only_in_every_mode(make_kb):
+    """KB310: a verification record (JSON, read by no parser) modified or deleted is an
+    error in the working tree, the staged index, a commit and a range; a new record
+    (what `kb verdict` writes) is not. It was seen by no rule and no diff."""
+    rec = "Logs/Verification/r-q1-s1_20261201T100000Z.json"
+    body = '{"r": "q1#解法1", "verdict": 0.9, "results": [{"verifier": "v1", "result": 0.9}]}\n'
+    root = make_repo(make_kb, {rec: body})
+    base = git(root, "rev-parse", "HEAD")
+    write_files(root, {"Logs/Verification/r-q1-s1_20261201T110000Z.json": body})  # a new one
+    git(root, "add", "-A")
+    for args in ([], ["--staged"]):
+        rc, data = verify_json(root, *args)
+        assert rc == 0 and not find(data, "KB310"), (args, data["diagnostics"])
+    commit_all(root, "a second record")
+    write_files(root, {rec: body.replace("0.9", "0.2")})
+    rc, data = verify_json(root)
+    (d,) = find(data, "KB310")
+    assert rc == 1 and d["path"] == rec and d["line"] == 1 and "modified" in d["message"]
+    git(root, "add", "-A")
+    rc, data = verify_json(root, "--staged")
+    assert rc == 1 and find(data, "KB310")
+    git(root, "commit", "-qm", "tamper", "--no-verify")
+    tampered = git(root, "rev-parse", "HEAD")
+    git(root, "rm", "-q", "Logs/Verification/r-q1-s1_20261201T110000Z.json")
+    git(root, "commit", "-qm", "drop a record", "--no-verify")
+    rc, data = verify_json(root, "--rev", tampered)
+    assert rc == 1 and [d["path"] for d in find(data, "KB310")] == [rec]
+    rc, data = verify_json(root, "--range", f"{base}..HEAD")
+    found = sorted((d["path"], "deleted" in d["message"]) for d in find(data, "KB310"))
+    assert rc == 1 and found == [(rec, False),
+                                 ("Logs/Verification/r-q1-s1_20261201T110000Z.json", True)]

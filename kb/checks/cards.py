@@ -2,7 +2,8 @@
 method and Verified cards.
 
 Per card file (:class:`kb.checks.facts.FileFacts`): KB209 the ``- ID:`` anchor
-equals the file name, KB218 probabilities in [0, 1], KB260 (error) an unsafe ID
+equals the file name, KB218 probabilities in [0, 1], KB220 the anchors of the card's
+state (状态; 概率, 结论) and a title are there, KB260 (error) an unsafe ID
 anywhere in a card — the object's own ID (its file name), the ``- ID:`` anchor,
 the IDs of the list anchors (依赖, 被依赖, 可信断言, 上级体系, 子方法, 相关) and
 of 来源问题 / 来源方向 / 判断命题 / 来源命题 (and a Verified card's 来源).
@@ -10,7 +11,7 @@ Unsafe: a path separator (``/`` or ``\\``), ``..``, or a control character
 (VIBEMATH-V3.md "Safe IDs"; kb refuses such IDs instead of rewriting them).
 
 Across cards (:class:`kb.checks.facts.Facts`): KB215 method hierarchy (上级体系
-⇄ 子方法), KB216 被依赖 is the reverse of 依赖, KB217 Verified cards. Card
+⇄ 子方法), KB216 被依赖 is the reverse of 依赖, KB217 and KB221 Verified cards. Card
 references to missing IDs (KB212, KB214) and dependency cycles (KB213) are in
 :mod:`kb.checks.id_rules`.
 
@@ -113,6 +114,51 @@ def card_rules(f: FileFacts) -> list:
     return out
 
 
+#: Per card format: the header anchors that hold its state, as (anchor, the field kb
+#: reads from it, also the frontmatter key that may give it: DESIGN.md §2.5).
+#: VIBEMATH-V3.md lists the anchors each card is written with; these are the ones
+#: without which kb has no state for the card. The others are redundant or have a
+#: value when absent: ``ID`` is the file name, ``类型`` the folder's (a method's is 方法
+#: by default), ``优先级`` 1, ``依赖``/``被依赖`` [], ``价值/关键性`` 0.5; no rule reads
+#: ``来源``, ``计划``, ``分类`` or ``时间`` as the card's state.
+_STATE_ANCHORS = {
+    "problem": (("状态", "status"),),
+    "proposition": (("状态", "status"), ("概率", "probability")),
+    "method": (("状态", "status"),),
+    "verified": (("结论", "conclusion"), ("概率", "probability")),
+}
+
+
+@file_rule("KB220")
+def missing_state(f: FileFacts) -> list:
+    """KB220: a card has the header anchors of its state (:data:`_STATE_ANCHORS`) and a
+    title (its ``- 标题:`` or its H1's); reported at the card's H1 line. A card holding
+    only its H1, or no anchor at all, was indexed with an empty status and no word.
+    An anchor that is there with an empty or unknown value is not this rule's (KB205,
+    KB124 judge values)."""
+    out = []
+    for o in f.objects:
+        keys = _STATE_ANCHORS.get(o.kind)
+        if keys is None or "\r" in (o.title or ""):
+            continue  # (a CR in the title: the file was read as one line, KB100 says why)
+        anchors, fm = o.anchors or {}, o.frontmatter or {}
+        missing = [(key, what) for key, what in keys if key not in anchors and what not in fm]
+        untitled = not (o.title or "").strip() and "title" not in fm
+        if not missing and not untitled:
+            continue
+        parts = []
+        if missing:
+            lines = " or ".join(f"'- {key}:'" for key, _ in missing)
+            parts.append(f"no {lines} line in its header (kb reads no "
+                         f"{' and no '.join(what for _, what in missing)})")
+        if untitled:
+            parts.append("no title (neither '- 标题:' nor the H1 gives one)")
+        out.append(diag(o.path, o.line, "KB220",
+                        f"{o.kind} card {o.id} has {' and '.join(parts)}; write the header "
+                        "anchors under the H1, as VIBEMATH-V3.md lists them"))
+    return out
+
+
 @snapshot_rule("KB215", reads="refs")
 def method_hierarchy(s: Facts) -> list:
     """KB215: 上级体系 and 子方法 name each other."""
@@ -192,9 +238,11 @@ def depended_by(s: Facts) -> list:
     return out
 
 
-@snapshot_rule("KB217", reads="rows")
+@snapshot_rule("KB217", "KB221", reads="rows")
 def verified_cards(s: Facts) -> list:
-    """KB217: every Verified card has its settled object, and every settled object its card."""
+    """KB221: every Verified card has its settled object (an error: a card kb did not write,
+    immutable once committed, made `kb verdict` refuse the real verdict for good); KB217:
+    every settled object its card (a warning: `kb verdict` writes the card when it settles)."""
     vpath = s.config.paths["verified"].strip("/")
     cards: dict[tuple[str, str], Obj] = {}
     for r in s.of_kind("verified"):
@@ -212,9 +260,10 @@ def verified_cards(s: Facts) -> list:
             continue
         obj = objects.get(key)
         why = "does not exist" if obj is None else f"is not settled (状态 {obj.status})"
-        out.append(diag(card.path, card.line, "KB217",
+        out.append(diag(card.path, card.line, "KB221",
                         f"Verified card {card.id}: its {'proposition' if key[0] == '命题' else 'problem'} "
-                        f"{why}"))
+                        f"{why}; kb writes this card when a verdict settles it (kb verdict) — "
+                        "remove the card"))
     for key, obj in sorted(settled.items()):
         if key not in cards:
             out.append(diag(obj.path, obj.line, "KB217",

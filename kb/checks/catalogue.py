@@ -63,6 +63,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
     _r("KB004", "warning", "snapshot", "config", "kb.toml sets [paths] tree to a file that is "
        "not there: no hypothesis is read", "correct the path, or create the file"),
     # -- parsing (kb index) -------------------------------------------------------
+    _r("KB100", "error", "snapshot", "parse", "a file whose lines end in CR alone (classic Mac "
+       "OS line ends, no LF at all): kb reads it as one line, so nothing in it is read",
+       "convert the line ends to LF (or CRLF)"),
     _r("KB101", "error", "snapshot", "parse", "file is not valid UTF-8",
        "re-save the file as UTF-8"),
     _r("KB102", "error", "snapshot", "parse", "frontmatter is not valid YAML",
@@ -149,6 +152,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
     _r("KB142", "error", "snapshot", "parse", "a card's entry numbered as an earlier entry of its "
        "kind ('### 解法 1' twice): kb verdict and the verification records name an entry by its "
        "number", "renumber the later entry (the message names a free number)"),
+    _r("KB143", "error", "snapshot", "parse", "a card's entry numbered 0 ('### 解法 0'): entries "
+       "are numbered from 1 (VIBEMATH-V3) and kb verdict names no entry 0",
+       "renumber the entry (the message names a free number)"),
     _r("KB150", "warning", "snapshot", "parse", "oddity in a progress direction log",
        "correct the direction header (logs never fail a check)"),
     _r("KB190", "error", "snapshot", "parse", "unresolved merge conflict (git's <<<<<<< ======= "
@@ -195,13 +201,19 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "must name each other", "add the missing side, or remove the one-sided link"),
     _r("KB216", "warning", "snapshot", "verify", "被依赖 disagrees with the problems' 依赖 lists",
        "write the derived 被依赖 list (kb verify --fix)", True),
-    _r("KB217", "warning", "snapshot", "verify", "Verified card without its settled object, or a "
-       "settled object without its Verified card", "write the missing card, or settle the object"),
+    _r("KB217", "warning", "snapshot", "verify", "a settled object without its Verified card",
+       "settle it with kb verdict (which writes the card), or write the card"),
     _r("KB218", "error", "snapshot", "verify", "probability outside [0,1] (never clamped)",
        "write a number between 0 and 1"),
     _r("KB219", "error", "snapshot", "verify",
        "a path Windows reserves, or two paths that differ only in case or normalisation",
        "rename the file (git mv) to a portable, distinct name"),
+    _r("KB220", "error", "snapshot", "verify", "a card without the header anchor of its state "
+       "('- 状态:'; a proposition's '- 概率:', a Verified card's '- 结论:' and '- 概率:') or without "
+       "a title ('- 标题:' or the H1's): kb reads it as empty",
+       "write the missing anchor lines under the H1 (VIBEMATH-V3.md lists each card's)"),
+    _r("KB221", "error", "snapshot", "verify", "a Verified card whose object is not settled or "
+       "does not exist", "remove the card: kb verdict writes it when the object settles"),
     _r("KB240", "warning", "snapshot", "verify", "DASHBOARD.md is stale (not what `kb dashboard` "
        "renders for this tree); [rules] dashboard_stale = \"error\" makes it an error",
        "run `kb dashboard` (or kb verify --fix) and commit DASHBOARD.md", True),
@@ -234,6 +246,13 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "before (IDs are never reused)", "use the next free ID (above every existing sibling)"),
     _r("KB308", "error", "history", "verify", "the recorded conclusion of an experiment was changed",
        "restore it and record a new experiment (or Kb-Override: <ID> <reason>)"),
+    _r("KB310", "error", "history", "verify", "a verification record (Logs/Verification/) was "
+       "modified or deleted (records are append-only)",
+       "restore it: git restore --source=HEAD --staged --worktree -- <path>; a new verdict is a "
+       "new record (kb verdict)"),
+    _r("KB311", "error", "history", "verify", "an entry a verdict settled (状态已验 at 概率0 or 1) "
+       "was changed or removed", "restore the entry as the verdict wrote it; or record "
+       "Kb-Override: <ID> <reason>"),
     _r("KB350", "error", "history", "verify", "an ID the branch adds is already taken on the target "
        "branch with other content (--against)",
        "run `kb sync` to renumber the branch's IDs and every reference in one commit"),

@@ -234,8 +234,16 @@ def diff_staged(kb: Any, head: Optional[str]) -> list[Any]:
     return raw_changes(proc.stdout, kb)
 
 
-def worktree_verified(kb: Any, head: Optional[str]) -> list[Any]:
-    """Changes under Verified/ between HEAD and the working tree, on blob ids.
+def records_prefix(config: Any) -> str:
+    """The verification records' folder as a KB path prefix: ``<logs>/Verification/``."""
+    logs = config.paths["logs"].strip("/")
+    return ("" if logs in ("", ".") else logs + "/") + "Verification/"
+
+
+def worktree_kept(kb: Any, head: Optional[str]) -> list[Any]:
+    """Changes between HEAD and the working tree, on blob ids, of the files kept as
+    committed: under Verified/ (KB304) and the verification records (KB310), which
+    kb does not parse (a record is JSON) and so never lists in a snapshot.
 
     ``git diff-index`` says which files may differ; a file whose stat info
     changed is re-hashed by ``git hash-object`` with git's own filters
@@ -245,8 +253,11 @@ def worktree_verified(kb: Any, head: Optional[str]) -> list[Any]:
     if head is None:
         return []
     folder = kb.config.paths["verified"].strip("/")
-    spec = kb.prefix + (folder + "/" if folder not in ("", ".") else "")
-    proc = git.run(["diff-index", "-z", "--raw", "--no-renames", head, "--", spec or "."], kb.top)
+    specs = [kb.prefix + (folder + "/" if folder not in ("", ".") else ""),
+             kb.prefix + records_prefix(kb.config)]
+    if "" in specs:  # Verified/ at the KB's root of a KB at the top: every path
+        specs = ["."]
+    proc = git.run(["diff-index", "-z", "--raw", "--no-renames", head, "--", *specs], kb.top)
     changes = raw_changes(proc.stdout, kb)
     dirty = [c for c in changes if c.old and c.new == ""]
     out = [c for c in changes if c.new != ""]

@@ -16,7 +16,7 @@ import re
 from pathlib import PurePosixPath
 from typing import Any, Optional
 
-from kb.checks.changes import Change
+from kb.checks.changes import Change, records_prefix
 from kb.checks.facts import CARD_KINDS, NAMESPACE, Light
 from kb.checks.registry import history_rule
 from kb.merge.renumber import next_child, next_experiment
@@ -152,11 +152,9 @@ def evidence_append_only(c: Change) -> list:
     return out
 
 
-@history_rule("KB304")
-def verified_immutable(c: Change) -> list:
-    """KB304: a file under Verified/ is never modified or deleted (decided on blob ids)."""
-    folder = c.config.paths["verified"].strip("/")
-    prefix = "" if folder in ("", ".") else folder + "/"
+def _kept_files(c: Change, prefix: str, code: str, why: str) -> list:
+    """``code`` for each file under ``prefix`` the change modified or deleted (decided on
+    blob ids), its message saying ``why`` such files stay as committed."""
     out = []
     for ch in c.changes:
         if not ch.path.startswith(prefix) or ch.old is None or ch.old == ch.new:
@@ -167,11 +165,28 @@ def verified_immutable(c: Change) -> list:
         else:
             how = f"restore it from {c.base.label}"
         what = "deleted" if ch.new is None else "modified"
-        out.append(c.violation(
-            PurePosixPath(ch.path).stem, ch.path, 1, "KB304",
-            f"{ch.path} was {what}; files under {prefix or 'Verified/'} are immutable once "
-            f"committed — {how}"))
+        out.append(c.violation(PurePosixPath(ch.path).stem, ch.path, 1, code,
+                               f"{ch.path} was {what}; {why} — {how}"))
     return out
+
+
+@history_rule("KB304")
+def verified_immutable(c: Change) -> list:
+    """KB304: a file under Verified/ is never modified or deleted (decided on blob ids)."""
+    folder = c.config.paths["verified"].strip("/")
+    prefix = "" if folder in ("", ".") else folder + "/"
+    return _kept_files(c, prefix, "KB304",
+                       f"files under {prefix or 'Verified/'} are immutable once committed")
+
+
+@history_rule("KB310")
+def records_append_only(c: Change) -> list:
+    """KB310: a verification record (``Logs/Verification/*``) is never modified or deleted:
+    the records are append-only (DESIGN.md §1); verdicts, the write-back and every
+    verifier's accuracy (the weights of later verdicts) are read from them."""
+    return _kept_files(c, records_prefix(c.config), "KB310",
+                       "verification records are append-only (a new verdict is a new record: "
+                       "kb verdict)")
 
 
 def _status_word(status: str, kind: str, locale: str) -> str:
@@ -210,6 +225,46 @@ def status_moves(c: Change) -> list:
         out.append(c.violation(
             n.id, n.path, n.status_line or n.line, "KB306",
             f"{n.id}: status {old_w} -> {new_w} is not allowed ({why}); restore it {hint}"))
+    return out
+
+
+@history_rule("KB311")
+def settled_entries_stay(c: Change) -> list:
+    """KB311: an entry a verdict settled (``状态已验`` at 概率 0 or 1) keeps its title,
+    probability and status, and stays: the card's settlement and its Verified card rest
+    on it, and `kb verdict` refuses to judge it again (compared on the index's rows;
+    an entry's body text is not stored there)."""
+    out = []
+    # the changed files holding a card (light rows): a tree.md's versions are never read whole
+    cards = {o.path for o in c.lights(c.base, ("problem", "proposition")).values()}
+    for path in c.paths:
+        if path not in cards:
+            continue
+        before = [r for r in c.base.records(path) if r.kind in ("problem", "proposition")]
+        if not any(e.status == "已验" and e.probability in (0, 1)
+                   for r in before for e in r.entries or ()):
+            continue
+        after = {r.id: r for r in c.new.records(path)} if path in c.new.files else {}
+        for r in before:
+            now = after.get(r.id)
+            if now is None:
+                continue  # the card itself removed: KB301's
+            entries = {(e.kind, e.number): e for e in now.entries or ()}
+            for e in r.entries or ():
+                if e.status != "已验" or e.probability not in (0, 1):
+                    continue
+                n = entries.get((e.kind, e.number))
+                was = f"### {e.kind} {e.number}｜{e.title}｜概率{e.probability:g}｜状态{e.status}"
+                if n is None:
+                    what, line = "was removed", now.line
+                elif (n.title, n.probability, n.status) != (e.title, e.probability, e.status):
+                    what, line = f"was changed (it was '{was}')", n.line
+                else:
+                    continue
+                out.append(c.violation(
+                    r.id, path, line, "KB311",
+                    f"{r.id}'s settled entry {e.kind} {e.number} {what}; a verdict settled it "
+                    f"and it stays as written — restore it {_override_hint(r.id)}"))
     return out
 
 

@@ -8,6 +8,7 @@ earns against every parent.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any, Optional
 
@@ -53,30 +54,122 @@ def _finding_key(f: Finding) -> tuple[str, str, str]:
     return f.code, f.path, m.group(0) if m else ""
 
 
+#: History codes about one object (its ID first in the message), with the Light field a
+#: merge that undid a parent's change gives back as the merge base had it (None: whether
+#: the object is there at all).
+_OBJECT_FIELD = {"KB301": None, "KB302": "statement", "KB303": "evidence_json",
+                 "KB306": "status"}
+#: History codes about one file, judged on its blob id.
+_FILE_CODES = ("KB304", "KB308", "KB310")
+
+
 def judged_by_all_parents(found: list[Finding], idx: Any, k: Any, commit: Optional[str],
                           others: list[str], new: Any, mode: str, overrides: dict[str, str],
                           origin_f: Any, diff: Any = None, removed_before: Any = None,
-                          codes: Optional[set[str]] = None) -> list[Finding]:
-    """Keep the findings of a merge commit (judged against its first parent)
-    that it also earns against every other parent: what a merge takes over
-    from one of its parents is that parent's change, checked on its own path
-    (issue: team work — a renumbered branch merged with its target passes)."""
+                          codes: Optional[set[str]] = None, first: Optional[str] = None
+                          ) -> list[Finding]:
+    """The history findings of a merge commit (``found``: judged against its first
+    parent ``first``; ``others``: the other parents).
+
+    A finding is kept when the merge earns it against every parent: what a merge
+    takes over from one parent is that parent's change, checked on its own path (a
+    renumbered branch merged with its target passes). And a finding against any one
+    parent is kept when the merge *undid* that parent's change: the object or file is
+    back as the merge base had it (an experiment the parent added, gone; Evidence it
+    appended, dropped; a status it moved, moved back; a Verified card or a verification
+    record it wrote, changed), which neither side did on its own path -- ``git merge -s
+    ours``, or a conflict resolved by taking one side's whole file, threw the other
+    side's record away and passed. ``codes``, when given, limits the first test to
+    those codes (the others are kept as found).
+    """
     from kb.checks.changes import Change
     from kb.checks.facts import Facts
     from kb.repo import commit_snapshot
 
     keep = {_finding_key(f) for f in found}
+    label = commit[:10] if commit else "the staged index"
     new_f = None
+    against: list[list[Finding]] = []
     for p in others:
         changes = diff(p) if diff is not None else diff_commits(k, p, commit)
-        if not changes:
-            return []
+        if not changes:  # the merge is this parent's tree: nothing is earned against it
+            keep = set()
+            continue
         touched = [ch.path for ch in changes]
         if new_f is None:
-            new_f = Facts(idx, new, commit[:10] if commit else "the staged index", ensure=touched)
+            new_f = Facts(idx, new, label, ensure=touched)
         old_f = Facts(idx, commit_snapshot(k, p), p[:10], ensure=touched)
         change = Change(old_f, new_f, mode, changes, overrides, commit=commit, origin=origin_f,
                         removed_before=removed_before)
-        keep &= {_finding_key(f) for f in history_findings(change, k, commit)}
-    return [f for f in found if _finding_key(f) in keep or f.severity == "info"
-            or (codes is not None and f.code not in codes)]
+        theirs = history_findings(change, k, commit)
+        against.append(theirs)
+        keep &= {_finding_key(f) for f in theirs}
+    out = [f for f in found if _finding_key(f) in keep or f.severity == "info"
+           or (codes is not None and f.code not in codes)]
+    base = _merge_base(k, [first, *others]) if first else None
+    if base is None:
+        return out
+    seen = {_finding_key(f) for f in out}
+    undone = [f for f in found if _finding_key(f) not in seen]
+    undone += [f for fs in against for f in fs if _finding_key(f) not in seen]
+    if not undone:
+        return out
+    paths = sorted({f.kb_path for f in undone})
+    if new_f is None:
+        new_f = Facts(idx, new, label, ensure=paths)
+    base_f = Facts(idx, commit_snapshot(k, base), base[:10], ensure=paths)
+    new_rev = commit if commit else ""
+    for f in undone:
+        key = _finding_key(f)
+        if key in seen or f.severity == "info" or not _undone(f, key[2], k, new_f, base_f,
+                                                             new_rev, base):
+            continue
+        seen.add(key)
+        out.append(dataclasses.replace(
+            f, message=f"{f.message} (the merge undid that change: it is as the merge base "
+                       f"{base[:10]} had it)"))
+    return out
+
+
+def _merge_base(k: Any, heads: list[Optional[str]]) -> Optional[str]:
+    """The best common ancestor of ``heads`` (an octopus merge's too), or None."""
+    from kb import git
+
+    proc = git.run(["merge-base", "--octopus", *[h for h in heads if h]], k.top, check=False)
+    out = proc.stdout.decode().strip()
+    return out or None
+
+
+def _undone(f: Finding, oid: str, k: Any, new_f: Any, base_f: Any, new_rev: str,
+            base: str) -> bool:
+    """Whether the subject of history finding ``f`` (about object ``oid``) is in the
+    merge result as the merge base had it."""
+    if f.code in _FILE_CODES:
+        # the merge result's blob as its snapshot lists it (a working tree's too); a file
+        # kb does not parse (a verification record) as git has it
+        ours = new_f.files.get(f.kb_path) if f.kb_path in new_f.files else \
+            _blob(k, new_rev, f.kb_path)
+        return ours == _blob(k, base, f.kb_path)
+    if f.code not in _OBJECT_FIELD or not oid:
+        return False
+    field = _OBJECT_FIELD[f.code]
+    ours, was = _light(new_f, f.kb_path, oid), _light(base_f, f.kb_path, oid)
+    if field is None:  # KB301: gone from the merge, and not in the base either
+        return ours is None and was is None
+    return ours is not None and was is not None and getattr(ours, field) == getattr(was, field)
+
+
+def _light(side: Any, path: str, oid: str) -> Any:
+    """The first object ``oid`` of ``path`` in snapshot ``side`` (its Light), or None."""
+    if path not in side.files:
+        return None
+    return next((r for r in side.light(path) if r.id == oid), None)
+
+
+def _blob(k: Any, rev: str, path: str) -> Optional[str]:
+    """The blob id of KB path ``path`` at commit ``rev`` (``""``: the staged index), or None."""
+    from kb import git
+
+    proc = git.run(["rev-parse", "-q", "--verify", f"{rev}:{k.repo_path(path)}"], k.top,
+                   check=False)
+    return proc.stdout.decode().strip() or None

@@ -2,11 +2,15 @@
 
 ``git push`` gives its pre-push hook one line per ref (``<local ref> <local
 sha> <remote ref> <remote sha>``); :func:`pre_push_ranges` turns them
-into ranges and each range is checked like ``kb verify --range``.
+into ranges and each range is checked like ``kb verify --range``. A forced,
+non-fast-forward update (a rewritten history) is also judged as one change from
+the remote's old tip to the new one; when that old tip is not here and cannot be
+fetched, the push is refused rather than judged on less.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
@@ -15,7 +19,7 @@ from kb import git
 from kb.checks.changes import ZERO
 from kb.checks.report import Report
 from kb.checks.verify_range import verify_commit_range
-from kb.errors import EnvironmentError_
+from kb.errors import EnvironmentError_, GitError
 
 
 @dataclass
@@ -38,8 +42,39 @@ def check_push(start: Path, remote: str, lines: Iterable[str]) -> list[PushCheck
     if top is None:
         raise EnvironmentError_(f"{start.resolve()} is not inside a git work tree")
     top = top.resolve()
-    return [PushCheck(ref, base, tip, verify_commit_range(top, base, tip, allow_root=True))
-            for base, tip, ref in pre_push_ranges(top, remote, lines)]
+    out = []
+    for base, tip, ref in pre_push_ranges(top, remote, lines):
+        if base is not None and git.rev_parse(base, top) is None:
+            out.append(PushCheck(ref, base, tip, _unjudged(remote, ref, base)))
+        else:
+            # (the remote's old tip of this ref and its new one: a non-ancestor is a rewrite)
+            out.append(PushCheck(ref, base, tip, verify_commit_range(top, base, tip,
+                                                                     allow_root=True,
+                                                                     rewrite=True)))
+    return out
+
+
+def _unjudged(remote: str, ref: str, old: str) -> Report:
+    """The report of a push over a remote tip ``old`` this clone lacks and could not fetch:
+    an environment error (exit 2, the push refused), never a check of less."""
+    why = (f"{ref}: the remote's branch is at {old[:10]}, which this clone lacks and could not "
+           f"fetch from {remote}; the push replaces it (a force push), and what that removes "
+           f"of its history cannot be judged here — run `git fetch {remote}` and push again")
+    return Report(mode="range", notes=[why], env_error=why)
+
+
+def _fetch_commit(top: Path, remote: str, sha: str) -> bool:
+    """Fetch commit ``sha`` (a remote branch's current tip) from ``remote`` into the object
+    store, no ref written, bounded (:func:`kb.git.network_timeout`); whether it is here
+    afterwards."""
+    env = {"GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND":
+           os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes -o ConnectTimeout=5")}
+    try:
+        git.run(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, sha], top,
+                check=False, write=True, env=env)
+    except GitError:  # no answer in time
+        return False
+    return git.rev_parse(sha, top) is not None
 
 
 def check_push_locks(start: Path, pushes: list[PushCheck], owner: Optional[str] = None) -> list[str]:
@@ -53,15 +88,23 @@ def check_push_locks(start: Path, pushes: list[PushCheck], owner: Optional[str] 
     if top is None or not pushes:
         return []
     top = top.resolve()
-    return pushed_lock_conflicts(top, [(p.base, p.tip) for p in pushes], owner or default_owner(top))
+    # (a push over a remote tip this clone lacks is refused already: nothing to diff from)
+    ranges = [(p.base, p.tip) for p in pushes if p.base is None or git.rev_parse(p.base, top)]
+    if not ranges:
+        return []
+    return pushed_lock_conflicts(top, ranges, owner or default_owner(top))
 
 
 def pre_push_ranges(top: Path, remote: str, lines: Iterable[str]) -> list[tuple[Optional[str], str, str]]:
     """``(base or None, tip, ref)`` to check for each line git gives a pre-push hook.
 
     A deleted ref is skipped; an updated ref is checked from the remote's old
-    value; a new branch from its merge base with the remote's default branch
-    (else from the first commit the remote lacks; None = from the root).
+    value (fetched first when this clone lacks it: a force push over commits it never
+    fetched; the base is then a commit missing here when that fails, which
+    :func:`check_push` refuses); a new branch from its merge base with the remote's
+    default branch (else from the first commit the remote lacks; None = from the root).
+    A base that is not an ancestor of the tip (a rewritten history) is judged as the
+    change from the old tip to the new one too (:func:`kb.checks.verify_range.verify_commit_range`).
     """
     out: list[tuple[Optional[str], str, str]] = []
     for line in lines:
@@ -71,7 +114,11 @@ def pre_push_ranges(top: Path, remote: str, lines: Iterable[str]) -> list[tuple[
         local_ref, local_sha, _remote_ref, remote_sha = parts
         if local_sha == ZERO:
             continue
-        if remote_sha != ZERO and git.rev_parse(remote_sha, top):
+        if remote_sha != ZERO:
+            # (git gives the hook a non-fast-forward update only when forced: the
+            # remote's old tip is replaced, so it is judged, never guessed past)
+            if not git.rev_parse(remote_sha, top):
+                _fetch_commit(top, remote, remote_sha)
             out.append((remote_sha, local_sha, local_ref))
             continue
         base: Optional[str] = None

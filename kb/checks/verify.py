@@ -62,6 +62,8 @@ class Mode:
     tip: Optional[str] = None
     source: str = "options"
     against: Optional[str] = None
+    #: ``--rewrite``: B replaces A (one branch's old and new tip, as a push hook sees them)
+    rewrite: bool = False
 
 
 def resolve_mode(staged: bool = False, rev: Optional[str] = None, range_: Optional[str] = None,
@@ -92,7 +94,8 @@ def resolve_mode(staged: bool = False, rev: Optional[str] = None, range_: Option
     stage = env.get("PRE_COMMIT_HOOK_STAGE", "")
     frm, to = env.get("PRE_COMMIT_FROM_REF"), env.get("PRE_COMMIT_TO_REF")
     if frm and to and stage not in ("pre-commit", "commit", "pre-merge-commit"):
-        return Mode("range", base=frm, tip=to, source="pre-commit framework")
+        # (pre-push: the remote's old tip of the ref and the new one)
+        return Mode("range", base=frm, tip=to, source="pre-commit framework", rewrite=True)
     if stage in ("pre-push", "push") or (env.get("PRE_COMMIT") == "1" and env.get("PRE_COMMIT_REMOTE_NAME")
                                          and env.get("PRE_COMMIT_LOCAL_BRANCH")):
         branch = env.get("PRE_COMMIT_LOCAL_BRANCH") or "HEAD"
@@ -121,5 +124,6 @@ def run(mode: Mode, start: Optional[Path] = None, kb_path: Optional[Path] = None
         return verify_rev(start, mode.rev or "HEAD", kb_path)
     if mode.kind == "range":
         return verify_commit_range(start, mode.base, mode.tip or "HEAD", kb_path,
-                                   allow_root=mode.base is None, against=mode.against)
+                                   allow_root=mode.base is None, against=mode.against,
+                                   rewrite=mode.rewrite)
     raise UsageError(f"unknown verify mode {mode.kind!r}")

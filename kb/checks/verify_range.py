@@ -3,11 +3,16 @@
 Every commit of ``A..B`` is checked against its first parent (history
 rules), then the final snapshot (snapshot rules; errors already present
 where the range started are pre-existing). This catches ``--no-verify``
-commits and IDs allocated twice on parallel branches at their merge.
+commits and IDs allocated twice on parallel branches at their merge. When
+``A`` is not an ancestor of ``B`` a note says so; when ``B`` replaces ``A`` (one
+branch's old and new tip: a force push, a rebase, a reset; ``rewrite``, which
+the push hooks set) the change from ``A`` to ``B`` is judged as one as well.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import astuple
@@ -60,12 +65,19 @@ def verify_range(start: Path, spec: str, kb_path: Optional[Path] = None) -> Repo
 
 
 def verify_commit_range(start: Path, a: Optional[str], b: str, kb_path: Optional[Path] = None,
-                        allow_root: bool = True, against: Optional[str] = None) -> Report:
+                        allow_root: bool = True, against: Optional[str] = None,
+                        rewrite: bool = False) -> Report:
     """``a..b`` (``a`` None: every commit reachable from ``b``, from the root).
 
     ``against`` names the branch the range is meant to merge into: IDs the range
     adds (``b`` against its merge-base with ``against``) that ``against`` already
     holds with other content are KB350 errors (:mod:`kb.merge.collide`).
+    When ``a`` is not an ancestor of ``b`` a note says so. With ``rewrite`` (``b`` replaces
+    ``a``: one branch's old and new tip, what the push hooks check) the change from ``a``'s
+    tip to ``b``'s is judged as one by the history rules too: what a force push, a rebase
+    or a reset removed or changed of ``a``'s history. Without it, ``a..b`` may be a branch
+    and the target it forked from, which moved on (``kb verify --range origin/main..HEAD``):
+    nothing ``a`` holds and ``b`` lacks is a removal, so only each commit is judged.
     Returns the :class:`kb.checks.report.Report` (mode ``range``, ``commits`` the
     number checked). Raises :class:`kb.errors.UsageError` when ``a``, ``b`` or
     ``against`` names no commit (or ``a`` is None without ``allow_root``),
@@ -94,11 +106,14 @@ def verify_commit_range(start: Path, a: Optional[str], b: str, kb_path: Optional
     elif not allow_root:
         raise UsageError("--range needs A..B")
     spec = [f"{base}..{tip}"] if base else [tip]
+    # merge-base(A, B) is A exactly when A is an ancestor of B (None: unrelated histories)
+    found_base: list[Optional[str]] = []
 
     def merge_base() -> Optional[str]:
         if base is None:
             return None
         mb = git.run(["merge-base", base, tip], top, check=False)
+        found_base.append(mb.stdout.decode().strip() or None if mb.returncode == 0 else None)
         return mb.stdout.decode().strip() or base if mb.returncode == 0 else base
 
     from kb.parallel import concurrently
@@ -116,9 +131,104 @@ def verify_commit_range(start: Path, a: Optional[str], b: str, kb_path: Optional
     with gc_paused():
         report = _verify_commits(top, commits, tip, origin, kb_path, mode="range",
                                  trailer_spec=spec)
+    if base is not None and found_base[:1] != [base]:
+        _not_an_ancestor(top, report, a or base, base, b, tip, found_base[0] if found_base else None,
+                         kb_path, against, rewrite)
     if target is not None:
         _against(top, report, tip, target, against or target, kb_path)
     return report
+
+
+def _not_an_ancestor(top: Path, report: Report, a: str, base: str, b: str, tip: str,
+                     mb: Optional[str], kb_path: Optional[Path], against: Optional[str],
+                     rewrite: bool) -> None:
+    """A range ``a..b`` whose start ``base`` is not an ancestor of its end ``tip`` (``mb``:
+    their merge base, None for unrelated histories): said in a note, and with ``rewrite``
+    (and no ``against``) judged as a rewrite of ``a``'s history (:func:`_rewritten`): a
+    force push, a rebase or a reset replaces ``base`` by ``tip``, and the commits it adds,
+    each against its parent, do not show what the replacement removes or changes."""
+    def name(rev: str, sha: str) -> str:
+        return sha[:10] if rev.startswith(sha[:7]) else f"{rev} ({sha[:10]})"
+
+    start, end = name(a, base), name(b, tip)
+    if mb is None and shallow_commits(top):  # the history joining them may be cut off here
+        why = (f"kb cannot tell whether {start} is an ancestor of {end}: this is a shallow clone "
+               "(fetch full history with `git fetch --unshallow`, or fetch-depth: 0 in "
+               "actions/checkout)")
+        report.notes.append(why)
+        report.env_error = report.env_error or why
+        return
+    since = f"their merge base {mb[:10]}" if mb else "the root (the histories share no commit)"
+    if against is not None:
+        report.notes.append(
+            f"{start} is not an ancestor of {end}: {end} is judged from {since}, as a branch "
+            f"that merges into {against} (--against)")
+        return
+    if not rewrite:
+        report.notes.append(
+            f"{start} is not an ancestor of {end}: each commit of the range is judged against "
+            f"its parent, the tip from {since}; when {end} replaces {start} (a force push, a "
+            f"rebase, a reset) pass --rewrite to judge what that removed or changed of its "
+            f"history; for a branch that merges into {start}, pass --against {a}")
+        return
+    report.notes.append(
+        f"{start} is not an ancestor of {end}: history was rewritten (a force push, a rebase "
+        f"or a reset); besides each commit against its parent, the change from the old tip "
+        f"{base[:10]} to the new tip {tip[:10]} is judged as one")
+    _rewritten(top, report, base, tip, kb_path)
+
+
+#: The first ID-like word of a message (what a history finding is about).
+_ABOUT = re.compile(r"[A-Za-z][\w.-]*\d[\w.-]*")
+
+
+def _about(f: Finding) -> tuple[str, str, str]:
+    """What a history finding is about: code, path and the first ID-like word of its
+    message (messages name their base snapshot, which differs between the two checks)."""
+    m = _ABOUT.search(f.message)
+    return f.code, f.path, m.group(0) if m else ""
+
+
+def _rewritten(top: Path, report: Report, base: str, tip: str, kb_path: Optional[Path]) -> None:
+    """The history rules on the change from ``base`` (the old tip) to ``tip`` (the new one)
+    as one :class:`kb.checks.changes.Change`, for every KB of either side, into
+    ``report``: what a rewrite removed or changed of the old history (a Verified card
+    amended where it was added, experiments dropped by a reset) breaks the rules as it
+    would in one commit. The ``Kb-Override:`` trailers of the commits of ``base..tip``
+    accept a change, as in a commit; a finding the commit-by-commit check made already
+    is not repeated."""
+    from kb.checks.changes import Change
+    from kb.checks.facts import Facts
+    from kb.repo import commit_snapshot, empty_snapshot, find_all_kbs
+
+    overrides: dict[str, str] = {}
+    for found in trailers(top, [f"{base}..{tip}"]).values():
+        overrides.update(found)
+    at_tip = set(find_all_kbs(top, tip))
+    seen = {_about(f) for f in report.findings if f.family == "history"}
+    note = f" (history rewritten: judged as one change from the old tip {base[:10]} to {tip[:10]})"
+    for prefix in selected_kbs(top, kb_path, sorted(at_tip | set(find_all_kbs(top, base)))):
+        try:
+            k = kb_at(top, prefix, tip if prefix in at_tip else base)
+        except (GitError, ConfigError):
+            continue  # its kb.toml unreadable (KB003 says so at the tip)
+        changes = diff_commits(k, base, tip)
+        if not changes:
+            continue
+        with open_index(k) as idx:
+            old = commit_snapshot(k, base)
+            new = commit_snapshot(k, tip) if prefix in at_tip else empty_snapshot(k)
+            changes = changes + retargeted_links(old, new, changes)
+            touched = [c.path for c in changes]
+            change = Change(Facts(idx, old, base[:10], ensure=touched),
+                            Facts(idx, new, tip[:10], ensure=touched), "range", changes,
+                            overrides, commit=tip, base_config=config_at(k, base),
+                            new_config=config_at(k, tip))
+            for f in history_findings(change, k, tip):
+                if _about(f) in seen:
+                    continue
+                seen.add(_about(f))
+                report.findings.append(dataclasses.replace(f, message=f.message + note))
 
 
 def _against(top: Path, report: Report, tip: str, target: str, label: str,
@@ -275,15 +385,21 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
     def history() -> list[Finding]:
         """The history findings of every commit, in commit order."""
         from kb.checks.history_rules import removed_ids
+        from kb.checks.id_history import gone_before
 
         out: list[Finding] = []
         # commit -> the objects removed in it or its ancestors within the range
         # (KB307: an ID removed on the way never comes back, whatever the origin held).
         # A commit that removes nothing shares its parent's map.
         gone: dict[str, dict[tuple[str, str], str]] = {}
+        # What the history up to the origin used and the origin no longer holds: an ID
+        # removed on the target branch before the range began never comes back either.
+        earlier = gone_before(k, origin, origin_f) if origin and origin_f is not None else {}
         for c, parents in commits:
             parent = parents[0] if parents else None
             inherited = [gone[p] for p in parents if p in gone]
+            if not inherited:  # a first commit of the range: its parent is the origin's side
+                inherited = [earlier]
             before = inherited[0] if len(inherited) == 1 else \
                 {key: label for g in inherited for key, label in g.items()}
             gone[c] = before
@@ -297,8 +413,8 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
             if snaps is None:
                 nfiles, nfmts, pfiles, pfmts = _patched(k, c, parent, tip, tip_snap, changes, maps,
                                                         left)
-            if not changes:
-                continue
+            if not changes and len(parents) < 2:
+                continue  # (a merge that is one parent's tree may undo the other's changes)
             touched = [ch.path for ch in changes]
             if snaps is not None:  # the snapshots read, with their links
                 new = snaps[c]
@@ -316,9 +432,10 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
                             base_config=config_at(k, parent), new_config=config_at(k, c),
                             removed_before=before)
             found = history_findings(change, k, c)
-            if len(parents) > 1 and found:
+            if len(parents) > 1:
                 found = judged_by_all_parents(found, idx, k, c, parents[1:], new, mode,
-                                              overrides, origin_f, removed_before=before)
+                                              overrides, origin_f, removed_before=before,
+                                              first=parent)
             out += found
             removed = removed_ids(change)
             if removed:

@@ -107,13 +107,14 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
                             base_config=config_at(k, head), new_config=_staged_config(k, head, changes))
             report.findings += config_findings(k, new.files)
             found = history_findings(change, k, None)
-            if found and merging:
+            if merging:
                 # Only the allocation order (KB307) is judged against every merged head:
                 # the merged commits are not checked here (pre-push and CI check them),
-                # so what they bring in is still this merge's to answer for.
+                # so what they bring in is still this merge's to answer for. And a change
+                # of a merged head that the merge undoes is found (git merge -s ours).
                 found = judged_by_all_parents(found, idx, k, None, merging, new, "staged",
                                               overrides, None, diff=lambda p: diff_staged(k, p),
-                                              codes={"KB307"})
+                                              codes={"KB307"}, first=head)
             report.findings += found
             report.findings += check_snapshots(k, new_f, base_f, strict=True,
                                                earlier=lambda: before_head(idx, k, base_f))

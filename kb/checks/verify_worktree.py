@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from kb import git
-from kb.checks.changes import worktree_verified
+from kb.checks.changes import worktree_kept
 from kb.checks.diagnostics import LightDiagnostic as _D
-from kb.checks.judge import check_snapshots, history_findings
-from kb.checks.overrides import parse_overrides
+from kb.checks.judge import check_snapshots, history_findings, judged_by_all_parents
+from kb.checks.overrides import merge_heads, parse_overrides
 from kb.checks.report import Finding, Report, config_findings, findings
 from kb.checks.targets import config_at, open_index
 
@@ -46,13 +46,29 @@ def verify_worktree(start: Path, kb_path: Optional[Path] = None,
         changes = [RawChange(p, base.files.get(p), new.files.get(p))
                    for p in sorted(set(new.files) | set(base.files))
                    if base.files.get(p) != new.files.get(p) and not p.startswith(vprefix)]
-        changes += worktree_verified(k, head)
+        changes += worktree_kept(k, head)
         overrides = parse_overrides(env.get("KB_OVERRIDE", ""))
         change = Change(base_f, new_f, "worktree", changes, overrides,
                         base_config=config_at(k, head), new_config=k.config)
         report.findings += config_findings(k, new.files)
         report.findings += check_snapshots(k, new_f, base_f, strict=False)
-        report.findings += history_findings(change, k, None)
+        found = history_findings(change, k, None)
+        merging = [h for h in merge_heads(k.top, env) if h != head] if head else []
+        if merging:
+            # A stopped merge: the allocation order (KB307) is judged against every merged
+            # head, as the pre-merge-commit hook does (the incoming side's E005 is no
+            # reason to renumber it against ours), and a merged head's change the
+            # working tree undoes is found.
+            def diff_to(rev: str) -> list:
+                snap = commit_snapshot(k, rev)
+                return [RawChange(p, snap.files.get(p), new.files.get(p))
+                        for p in sorted(set(new.files) | set(snap.files))
+                        if snap.files.get(p) != new.files.get(p)]
+
+            found = judged_by_all_parents(found, idx, k, None, merging, new, "worktree",
+                                          overrides, None, diff=diff_to, codes={"KB307"},
+                                          first=head)
+        report.findings += found
     report.findings += _driver_findings(k)
     if head is None:
         report.notes.append("HEAD has no commit yet: history is empty")

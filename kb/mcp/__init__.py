@@ -22,8 +22,11 @@ from pathlib import Path
 from typing import Optional
 
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR
 
 import kb as _kb_pkg
+from kb.errors import KbError, error_object
 from kb.mcp.registry import KbServer, Registry
 from kb.mcp.warm import WarmKB
 
@@ -63,18 +66,26 @@ def build_server(kb: Optional[Path] = None) -> MCPServer:
             continue
         mod.register(reg)
 
+    def prime() -> str:
+        """kb prime's text; a kb error (outside a KB, …) is a protocol error carrying kb's
+        message and error object. The SDK would answer any other exception with a generic
+        message and log its traceback, as for a bug; this is the client's situation."""
+        from kb.prime import prime_text
+
+        try:
+            return prime_text(served())
+        except KbError as exc:
+            raise MCPError(code=INTERNAL_ERROR, message=str(exc),
+                           data=error_object(exc)["error"]) from None
+
     @server.resource("kb://prime", name="prime", mime_type="text/markdown",
                      description="kb prime: the session-start context of this KB (≤ 8,000 chars).")
     def prime_resource() -> str:
-        from kb.prime import prime_text
-
-        return prime_text(served())
+        return prime()
 
     @server.prompt(name="prime", description="Start a session on this KB with the kb prime text.")
     def prime_prompt() -> str:
-        from kb.prime import prime_text
-
-        return prime_text(served())
+        return prime()
 
     server.kb_tools = reg.names  # type: ignore[attr-defined]  # for tests and docs
     return server

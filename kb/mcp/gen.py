@@ -180,12 +180,12 @@ def lit_paper(kb: KnowledgeBase, arxiv_id: str, sandbox: Optional[str] = None) -
 
 
 def lit_keys(kb: KnowledgeBase) -> Any:
-    """Tool ``lit_keys``: ``{keys: {name: present}}``, which literature API keys are set (never
-    their values).
+    """Tool ``lit_keys``: ``{path, keys: {name: present}}``, the keys file and which literature
+    API keys are set (never their values), as ``kb lit keys --json`` prints them.
     """
-    from kb.lit.keys import key_presence
+    from kb.lit.keys import key_presence, keys_path
 
-    return {"keys": key_presence(kb.top)}
+    return {"path": str(keys_path(kb.top)), "keys": key_presence(kb.top)}
 
 
 def register(reg: Registry) -> None:

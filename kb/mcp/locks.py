@@ -1,12 +1,23 @@
 """MCP tools of the write locks (git refs): ``kb lock claim|renew|release|steal|prune|status``.
 
 ``paths`` are relative to the KB folder; ``owner`` defaults to git config
-``kb.owner``, else ``user.email``; ``remote`` locks on a shared remote."""
+``kb.owner``, else ``user.email``; ``remote`` locks on a shared remote, by default
+the configured lock remote (``[locks] remote`` / ``git config kb.lockRemote``), as
+``kb lock …`` does; ``project_lock`` / ``project_unlock`` take ``remote`` as given,
+as ``kb project lock|unlock`` do."""
 
 from typing import Optional
 
 from kb.mcp.registry import Registry
 from kb.repo import KnowledgeBase
+
+
+def _remote(kb: KnowledgeBase, remote: Optional[str]) -> Optional[str]:
+    """``remote``, else the configured lock remote, else None (this clone's locks). Without
+    it a claim made here would stay in this clone while teammates' writes read the remote."""
+    from kb.lock_names import lock_remote
+
+    return remote or lock_remote(kb.top, kb.config)
 
 
 def lock_claim(kb: KnowledgeBase, paths: list[str], owner: Optional[str] = None,
@@ -19,7 +30,7 @@ def lock_claim(kb: KnowledgeBase, paths: list[str], owner: Optional[str] = None,
     """
     from kb.ops.lock_claim import claim
 
-    return claim(kb, paths, owner=owner, ttl=ttl, remote=remote, cwd=kb.root)
+    return claim(kb, paths, owner=owner, ttl=ttl, remote=_remote(kb, remote), cwd=kb.root)
 
 
 def lock_renew(kb: KnowledgeBase, paths: list[str], owner: Optional[str] = None,
@@ -30,7 +41,7 @@ def lock_renew(kb: KnowledgeBase, paths: list[str], owner: Optional[str] = None,
     """
     from kb.ops.lock_claim import renew
 
-    return renew(kb, paths, owner=owner, ttl=ttl, remote=remote, cwd=kb.root)
+    return renew(kb, paths, owner=owner, ttl=ttl, remote=_remote(kb, remote), cwd=kb.root)
 
 
 def lock_steal(kb: KnowledgeBase, paths: list[str], reason: str, owner: Optional[str] = None,
@@ -42,7 +53,8 @@ def lock_steal(kb: KnowledgeBase, paths: list[str], reason: str, owner: Optional
     """
     from kb.ops.lock_claim import steal
 
-    return steal(kb, paths, reason, owner=owner, ttl=ttl, remote=remote, cwd=kb.root)
+    return steal(kb, paths, reason, owner=owner, ttl=ttl, remote=_remote(kb, remote),
+                 cwd=kb.root)
 
 
 def lock_release(kb: KnowledgeBase, paths: Optional[list[str]] = None, owner: Optional[str] = None,
@@ -62,8 +74,8 @@ def lock_release(kb: KnowledgeBase, paths: Optional[list[str]] = None, owner: Op
         raise UsageError("name the paths to release, or pass all")
     if paths and all:
         raise UsageError("give paths or all, not both")
-    res = release(kb, list(paths or []), owner=owner, message=message, remote=remote,
-                  all_held=all, verify=not no_verify, cwd=kb.root)
+    res = release(kb, list(paths or []), owner=owner, message=message,
+                  remote=_remote(kb, remote), all_held=all, verify=not no_verify, cwd=kb.root)
     return res.op_result(kb.top)
 
 
@@ -74,6 +86,7 @@ def lock_prune(kb: KnowledgeBase, remote: Optional[str] = None) -> object:
     """
     from kb.ops.lock_status import prune
 
+    remote = _remote(kb, remote)
     return {"pruned": [lk.as_dict() for lk in prune(kb, remote=remote)], "remote": remote}
 
 
@@ -84,7 +97,7 @@ def lock_status(kb: KnowledgeBase, remote: Optional[str] = None) -> object:
     """
     from kb.ops.lock_status import status
 
-    return status(kb, remote=remote)
+    return status(kb, remote=_remote(kb, remote))
 
 
 def project_lock(kb: KnowledgeBase, owner: Optional[str] = None, ttl: Optional[str] = None,
@@ -96,7 +109,7 @@ def project_lock(kb: KnowledgeBase, owner: Optional[str] = None, ttl: Optional[s
     """
     from kb.ops.lock_claim import project_lock as take
 
-    return take(kb, owner=owner, ttl=ttl, remote=remote, steal_reason=steal)
+    return take(kb, owner=owner, ttl=ttl, remote=_remote(kb, remote), steal_reason=steal)
 
 
 def project_unlock(kb: KnowledgeBase, owner: Optional[str] = None,
@@ -107,7 +120,7 @@ def project_unlock(kb: KnowledgeBase, owner: Optional[str] = None,
     """
     from kb.ops.lock_claim import project_unlock as give
 
-    return give(kb, owner=owner, remote=remote).op_result(kb.top)
+    return give(kb, owner=owner, remote=_remote(kb, remote)).op_result(kb.top)
 
 
 def register(reg: Registry) -> None:

@@ -124,11 +124,23 @@ def verify(kb: KnowledgeBase, staged: bool = False, rev: Optional[str] = None,
 def rules(kb: KnowledgeBase, codes: Optional[list[str]] = None,
           family: Optional[str] = None) -> object:
     """Tool ``rules``: the rule catalogue (``codes`` and ``family`` filter it) with each rule's
-    effective severity; ``{rules, unknown}`` (codes asked for that do not exist).
-    """
-    from kb.checks.catalogue import CATALOGUE, effective_severity
+    effective severity; ``{rules, unknown}`` (``unknown`` is always empty: see below).
 
+    Raises UsageError naming a code that does not exist or a family that is not
+    ``snapshot`` / ``history``, as ``kb rules KB999`` and ``kb rules --family bogus`` exit 2.
+    """
+    import typing
+
+    from kb.checks.catalogue import CATALOGUE, Family, effective_severity
+
+    families = typing.get_args(Family)
+    if family is not None and family not in families:
+        raise UsageError(f"unknown rule family {family!r} (one of: {', '.join(families)})")
     wanted = {c.upper() for c in codes or []}
+    unknown = sorted(wanted - {r.code for r in CATALOGUE})
+    if unknown:
+        raise UsageError(f"unknown rule code{'s' if len(unknown) > 1 else ''} "
+                         f"{', '.join(unknown)} (the rules tool without codes lists every rule)")
     out: list[dict[str, Any]] = []
     for r in CATALOGUE:
         if (wanted and r.code not in wanted) or (family and r.family != family):
@@ -136,7 +148,7 @@ def rules(kb: KnowledgeBase, codes: Optional[list[str]] = None,
         d = r.as_dict()
         d["effective_severity"] = effective_severity(r.code, r.severity, kb.config) or "off"
         out.append(d)
-    return {"rules": out, "unknown": sorted(wanted - {r.code for r in CATALOGUE})}
+    return {"rules": out, "unknown": unknown}
 
 
 def verifiers(kb: KnowledgeBase) -> object:

@@ -9,7 +9,9 @@ in snake_case (with full type hints: the SDK builds the input schema from them):
         reg.read("explore_tree", explore_tree, "The exploration tree of a problem …")
         reg.write("explore_tree_record", record_node, "Record a node …", idempotent=False)
 
-The registry drops the KB parameter from the advertised signature, calls the
+The registry drops the KB parameter from the advertised signature, makes every
+boolean and number parameter strict (:func:`strict`: no ``"yes"`` for true, no
+``true`` for 1, no ``"0.9"`` for 0.9), calls the
 function with the served KB, and turns what it returns (an ``OpResult``, an
 object with ``to_json``/``as_dict``, a pydantic model, plain JSON data) into
 the tool result: the CLI's ``--json`` text, plus ``structuredContent`` when it is
@@ -20,7 +22,8 @@ of a tool. Descriptions are static text: the tool list never depends on the KB.
 
 :class:`KbServer` answers what the SDK refuses before a tool runs with the same
 error object, of kind ``usage``: an unknown tool, an unknown argument, a missing
-or ill-typed one (the SDK's own answer is pydantic's text, without a kind).
+or ill-typed one (the SDK's own answer is pydantic's text, without a kind). It
+answers an unknown prompt with the protocol's invalid-params error, never a traceback.
 """
 
 import functools
@@ -28,13 +31,15 @@ import inspect
 import json
 import logging
 import threading
+import types
 import typing
-from typing import Any, Callable
+from typing import Annotated, Any, Callable, Literal, Union
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import ValidationError
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
+from pydantic import Strict, ValidationError
 
 from kb import git
 from kb.errors import InternalError, UsageError, error_object
@@ -60,6 +65,29 @@ def _result(data: Any, is_error: bool = False) -> CallToolResult:
     structured = json.loads(text) if isinstance(data, dict) else None
     return CallToolResult(content=[TextContent(type="text", text=text)],
                           structured_content=structured, is_error=is_error)
+
+
+def strict(annotation: Any) -> Any:
+    """``annotation`` with every ``bool``, ``int`` and ``float`` in it (in lists, dict values,
+    optionals) validated strictly: a boolean is a JSON boolean and a number a JSON number.
+
+    pydantic's lax mode reads ``true`` as 1, ``"0.9"`` as 0.9 and ``"no"`` as False, so a
+    verdict's ``{"v1": true}`` would settle a target and ``no_commit: "no"`` commit; the CLI
+    refuses the same values as usage errors. Only these three change meaning when coerced
+    (a string argument is never made from a number, even in lax mode), and ``Strict()``
+    leaves the JSON Schema the SDK publishes as it was. An integer stays a valid float.
+    """
+    if annotation in (bool, int, float):
+        return Annotated[annotation, Strict()]
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is None or origin is Literal or not args:
+        return annotation
+    if origin is Annotated:  # keep its metadata (an alias), make what it annotates strict
+        return Annotated[(strict(args[0]), *annotation.__metadata__)]
+    inner = tuple(strict(a) for a in args)
+    if origin in (Union, types.UnionType):
+        return Union[inner]
+    return origin[inner]
 
 
 def _usage_text(tool: str, exc: ValidationError) -> str:
@@ -112,6 +140,18 @@ class KbServer(MCPServer):
             log.error("tool %s failed outside kb: %r", name, exc, exc_info=cause or exc)
             return _result(error_object(InternalError(f"{name}: {exc}")), is_error=True)
 
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None,
+                         context: Any = None) -> Any:
+        """Render prompt ``name``. An unknown name is the protocol's invalid-params error.
+
+        The SDK raises a plain ValueError there, which its dispatcher logs with a full
+        traceback on stderr for what is only a client's typo; an :class:`MCPError` is
+        answered as it is, without a log line.
+        """
+        if name not in {p.name for p in await self.list_prompts()}:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {name}")
+        return await super().get_prompt(name, arguments, context)
+
 
 class Registry:
     """Registers kb tools on one :class:`MCPServer` serving one KB."""
@@ -135,7 +175,7 @@ class Registry:
         served: Callable[[], Any] | None = None
         if takes_kb:
             served = (lambda: self.warm) if hints.get(first) is WarmKB else self.warm.get
-        params = [p.replace(annotation=hints.get(p.name, p.annotation))
+        params = [p.replace(annotation=strict(hints.get(p.name, p.annotation)))
                   for p in list(sig.parameters.values())[1 if takes_kb else 0:]]
         # The SDK calls with a parameter's alias (``from`` for ``from_``): map it back.
         aliases = {m.alias: p.name for p in params for m in getattr(p.annotation, "__metadata__", ())

@@ -13,8 +13,11 @@ blocks: one side's changed gap is taken, a block followed by another keeps at
 least one blank line, and the end of the file (blank lines, final newline) is
 merged on its own.
 
-- a block added on one side is kept; blocks added on both sides are both kept,
-  placed in ID order (``H1.2`` < ``H1.10`` < ``H2``);
+- a block added on one side is kept where that side put it: in the same
+  section, after the same neighbour as in that side's file (top-level blocks need
+  not be in ID order: ``kb sync`` leaves a renumbered block where it was); blocks
+  both sides added at the same place are both kept, siblings in ID order
+  (``H1.2`` < ``H1.10`` < ``H2``);
 - a statement, status or other anchor changed on one side only is taken, even
   when the other side changed a neighbouring line of the same block;
 - Evidence and Children added on both sides are the union, in order (the
@@ -58,6 +61,7 @@ class Block:
     anchors: dict[str, tuple[str, str]] = field(default_factory=dict)
     rest: list[str] = field(default_factory=list)
     gap: list[str] = field(default_factory=list)
+    level: int = 0  # the number of ``#`` of its heading
 
     def lines(self) -> list[str]:
         """The block's text in file order: heading, anchor lines, then the rest
@@ -157,7 +161,7 @@ def read_tree(data: bytes, config: Config, path: str = "tree.md") -> Tree:
             anchors[m.group(1)] = (body[i], m.group(2).strip())
             i += 1
         rest, gap = _split_gap(body[i:])
-        blocks.append(Block(h.id, h.statement, lines[a], anchors, rest, gap))
+        blocks.append(Block(h.id, h.statement, lines[a], anchors, rest, gap, h.level))
     preamble, pre_gap = _split_gap(lines[: starts[0]] if starts else list(lines))
     final = text.endswith("\n") or not text
     return Tree(preamble, blocks, src.newline, final, bom, pre_gap)
@@ -277,6 +281,9 @@ def merge_trees(base: bytes, ours: bytes, theirs: bytes, config: Config,
     ab = {x.id: x for x in A.blocks}
     conflicts: list[str] = []
     out: list[tuple[str, list[str]]] = []  # (id, lines)
+    levels = {x.id: x.level for x in B.blocks}
+    levels.update((x.id, x.level) for x in A.blocks)
+    their_order = {x.id: n for n, x in enumerate(B.blocks)}
     for blk in A.blocks:
         o, b = ob.get(blk.id), bb.get(blk.id)
         if b is None:
@@ -306,9 +313,7 @@ def merge_trees(base: bytes, ours: bytes, theirs: bytes, config: Config,
                 continue  # removed by us, unchanged by them
         else:
             lines = blk.lines()
-        key = id_key(blk.id)
-        at = next((i for i, (hid, _) in enumerate(out) if id_key(hid) > key), len(out))
-        out.insert(at, (blk.id, lines))
+        out.insert(_place(blk, B, their_order, out, levels), (blk.id, lines))
     pre, bad = _merge_lines(O.preamble, A.preamble, B.preamble)
     if bad:
         conflicts.append("the text above the first hypothesis was changed in the same place on both sides")
@@ -327,6 +332,34 @@ def merge_trees(base: bytes, ours: bytes, theirs: bytes, config: Config,
     if A.bom:
         data = b"\xef\xbb\xbf" + data
     return MergeResult(data, conflicts)
+
+
+def _place(blk: Block, B: Tree, theirs: dict[str, int], out: list[tuple[str, list[str]]],
+           levels: dict[str, int]) -> int:
+    """Where in ``out`` (ours' blocks in our order, theirs' placed so far) a block only
+    their side has goes: after the block that precedes it in their file (the nearest
+    one ``out`` has), then past what belongs to another section there — blocks
+    deeper than it (the subtree of that neighbour or of a sibling before it),
+    siblings that precede it in their file and siblings only we added with a lower
+    ID — stopping at a block of a higher level (its parent's section ends) or a
+    sibling that follows it. Never by ID order alone: top-level blocks need not be
+    in ID order (``kb sync`` leaves a renumbered block in place)."""
+    mine = theirs[blk.id]
+    at = {hid: n for n, (hid, _) in enumerate(out)}
+    prev = next((at[B.blocks[n].id] for n in range(mine - 1, -1, -1) if B.blocks[n].id in at), -1)
+    key = id_key(blk.id)
+    i = prev + 1
+    while i < len(out):
+        hid = out[i][0]
+        level = levels.get(hid, blk.level)
+        if level < blk.level:
+            break
+        if level == blk.level:
+            n = theirs.get(hid)
+            if (id_key(hid) > key) if n is None else (n > mine):
+                break
+        i += 1
+    return i
 
 
 def _lay_out(parts: list[tuple[str, list[str]]], O: Tree, A: Tree, B: Tree) -> list[str]:

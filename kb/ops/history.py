@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from kb import git
+from kb.checks.id_history import card_pathspecs, exp_pathspec, scan_ids
 from kb.errors import RefusedError
 from kb.repo import KnowledgeBase
 from kb.text import compute_mask
@@ -45,22 +46,7 @@ _CACHE_VERSION = 3
 
 def _history_key(k: KnowledgeBase) -> str:
     tree_path = k.repo_path(k.config.paths["tree"])
-    return "\0".join([tree_path, _exp_pathspec(k), *_card_pathspecs(k), f"v{_CACHE_VERSION}"])
-
-
-def _card_pathspecs(k: KnowledgeBase) -> list[str]:
-    """The card folders (problems, propositions, methods): a card's file is named by its ID."""
-    out = []
-    for key in ("problems", "propositions", "methods"):
-        folder = k.config.paths[key].strip("/")
-        if folder not in ("", "."):
-            out.append(k.repo_path(folder + "/"))
-    return out
-
-
-def _exp_pathspec(k: KnowledgeBase) -> str:
-    exp_dir = k.config.paths["experiments"].strip("/")
-    return k.repo_path(exp_dir + "/") if exp_dir not in ("", ".") else (k.prefix or ".")
+    return "\0".join([tree_path, exp_pathspec(k), *card_pathspecs(k), f"v{_CACHE_VERSION}"])
 
 
 _CACHE_HEADS = 16  # commits remembered (a reset or a branch switch still hits)
@@ -130,17 +116,9 @@ def history_ids_with_head(k: KnowledgeBase) -> tuple[set[str], set[str], str | N
                 deleted = set(cache["heads"][base].get("deleted", []))
                 rev = f"{base}..{head}"
                 break
-    tree_path = k.repo_path(k.config.paths["tree"])
-    cards = _card_pathspecs(k)
-    out = git.out(["log", "--format=%(trailers:key=Kb-Id,valueonly)"
-                   "%(trailers:key=Kb-Renumber,valueonly)", rev, "--", tree_path, *cards], k.top)
-    ids.update(t for t in out.split() if t != "->")
-    out = git.out(["log", "--no-renames", "--diff-filter=D", "--name-only", "--format=", rev,
-                   "--", _exp_pathspec(k), *cards], k.top)
-    for p in out.splitlines():
-        name = p.rsplit("/", 1)[-1]
-        if name.endswith(".md"):
-            deleted.add(name[:-3])
+    more_ids, more_deleted = scan_ids(k, rev)
+    ids |= more_ids
+    deleted |= more_deleted
     _write_cache(k, head, ids, deleted)
     return ids, deleted, head
 
@@ -152,17 +130,20 @@ _ANY_ID = re.compile(r"(?<![\w.])H[0-9]+(?:\.[0-9]+)*(?![\w])")
 
 
 def ids_in_headings(lines: Iterable[str]) -> set[str]:
-    """Every hypothesis-shaped ID on a heading, table row or bold list item of
-    the tree, read or not (``## **H5** …``, ``| H6 | … |``): a new hypothesis
+    """The first hypothesis-shaped ID on each heading, table row or bold list item
+    of the tree, read or not (``## **H5** …``, ``| H6 | … |``): a new hypothesis
     never takes an ID the file already shows somewhere a reader would see it as
-    one, even where kb's parser does not. Examples are not declarations (case
-    MD-03): fenced and indented code and HTML blocks (comments) are skipped, with
-    the parser's own mask."""
+    one, even where kb's parser does not. Only the first: an ID further along the
+    line is a mention (``## H3: Compare with H50``), not the line's own, and took
+    the next new ID to H51. Examples are not declarations (case MD-03): fenced and
+    indented code and HTML blocks (comments) are skipped, with the parser's own mask."""
     lines = list(lines)
     out: set[str] = set()
     for line, masked in zip(lines, compute_mask(lines)):
         if not masked and _CARRIER.match(line):
-            out.update(_ANY_ID.findall(line))
+            m = _ANY_ID.search(line)
+            if m is not None:
+                out.add(m.group(0))
     return out
 
 

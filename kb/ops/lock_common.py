@@ -135,12 +135,17 @@ class StatusReport:
     interrupted: dict[str, Any] | None
     remote: str | None = None
 
+    @property
+    def source(self) -> str:
+        """Where the locks came from: ``this clone``, or ``remote <name> (fetched now)``."""
+        return f"remote {self.remote} (fetched now)" if self.remote else "this clone"
+
     def as_dict(self) -> dict[str, Any]:
-        """The JSON object of ``kb lock status --json``."""
+        """The JSON object of ``kb lock status --json`` (every front end prints this one)."""
         return {"now": iso(self.now), "now_epoch": self.now, "grace": self.grace,
                 "remote": self.remote, "locks": [s.as_dict() for s in self.locks],
                 "project": self.project.as_dict() if self.project else None,
-                "interrupted_release": self.interrupted}
+                "interrupted_release": self.interrupted, "source": self.source}
 
 
 # -- helpers ------------------------------------------------------------------------------

@@ -311,9 +311,13 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
             head = git.rev_parse("HEAD", top)
             commit, changed, entries = _build_commit(kb, rps, head, owner, message, lock_commits,
                                                      hook)
-            if remote and commit and remote_tip and remote_tip != head and git.run(
+            # changes to the locked paths committed by hand (or by a kb write) and not
+            # pushed yet go with the release: the next holder must find them on the remote
+            unpushed = None if commit or not remote else _unpushed(top, remote, branch, head, rps)
+            if remote and (commit or unpushed) and remote_tip and remote_tip != head and git.run(
                     ["merge-base", "--is-ancestor", remote_tip, head or remote_tip], top,
                     check=False).returncode != 0:
+                # (retrying could never push: the branch lacks the remote's commits)
                 raise ConflictError(
                     f"{remote}/{branch[len('refs/heads/'):]} has commits your branch lacks: pull "
                     f"them first (git pull --rebase --autostash {remote}), then release again "
@@ -323,9 +327,6 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
                     {"branch": branch, "commit": commit, "parent": head, "paths": changed,
                      "pid": os.getpid()}), encoding="utf-8")
             if remote:
-                # changes to the locked paths committed by hand and not pushed yet go
-                # with the release: the next holder must find them on the remote
-                unpushed = None if commit else _unpushed(top, remote, branch, head, rps)
                 tip = commit or unpushed
                 specs = ([f"{tip}:{branch}"] if tip else []) + [f":{t.ref}" for t in tg]
                 res = push(top, remote, specs, {t.ref: locks[t.ref].commit for t in tg},

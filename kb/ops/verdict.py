@@ -305,6 +305,13 @@ def record_verdict(kb: Union[KnowledgeBase, str, Path, None], target: Union[str,
         if ws.tx.read(ws.verified_rel(word, t.obj_id)) is not None:
             raise CardError(f"{ws.kb.prefix}{ws.verified_rel(word, t.obj_id)} exists although "
                             f"{t.obj_id} is not settled; fix that first (kb verify reports it)")
+        if t.kind is None and o.entries:
+            # VIBEMATH-V3 "Verification": a bare proposition is a target only without
+            # entries; with them, a bare verdict added a second proof/refutation pair
+            # beside the entries the verifiers never judged.
+            names = ", ".join(f"{t.obj_id}#{e.kind}{e.number}" for e in o.entries)
+            raise CardError(f"{t.obj_id} has entries ({names}); a bare verdict is only for a "
+                            "proposition without entries — verify one of its entries")
         if t.kind is not None:
             e = ws.edit(t.obj_id, kinds).entry(t.kind, t.number or 0)
             if e.probability in (0.0, 1.0):

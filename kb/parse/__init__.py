@@ -148,6 +148,8 @@ def parse_file(path: str, data: bytes, config: Config, fmt: str | None = None) -
         res = _parse(src, fmt, config)
         if b"\x00" in data:  # (UTF-8 writes U+0000, and only it, as a zero byte: a quicker search)
             res = _with_nul(res, text)
+        if len(src.lines) < 2 and _lone_cr(text):  # (a file of two lines or more has an LF)
+            res = _with_lone_cr(res)
         return res
     except RecursionError:
         from kb.model import Diagnostic, ParseResult
@@ -215,6 +217,8 @@ def iter_parse_file(path: str, data: bytes, config: Config,
     res = ParseResult(path=path, kind=fmt, diagnostics=tuple(diags), meta=_tree_meta(src, meta))
     if "\x00" in text:
         res = _with_nul(res, text)
+    if len(src.lines) < 2 and _lone_cr(text):
+        res = _with_lone_cr(res)
     return res
 
 
@@ -291,6 +295,36 @@ def _with_nul(res: ParseResult, text: str) -> ParseResult:
                    message=f"the file holds {n} NUL byte{'s' if n > 1 else ''} (first here): git "
                            "shows it as binary and other tools may stop reading at it; delete them")
     return replace(res, diagnostics=(*res.diagnostics, d))
+
+
+def _lone_cr(text: str) -> bool:
+    """True when ``text``'s lines end in CR alone (classic Mac OS): a CR and no LF at all.
+
+    kb splits lines at LF (:meth:`kb.text.SourceText.from_text`; a CR before it is the
+    CRLF style), so such a file is one line to every parser. A stray CR inside a line of
+    a file that has LF (or CRLF) line ends is not reported: kb reads that file's lines
+    and the CR stays text of its line, and finding it would cost a pass over every
+    file. The callers ask only about a file kb read as at most one line (every other
+    file has an LF), so the check costs a comparison on the common path."""
+    return "\r" in text and "\n" not in text
+
+
+def _with_lone_cr(res: ParseResult) -> ParseResult:
+    """``res`` plus KB100 at line 1 (its KB126 dropped: KB100 says why nothing was read).
+
+    An error, as KB101 (not UTF-8) and KB107 (NUL) are, the other faults of a file's
+    bytes: kb reads none of the file's headings and anchors (what it read of the one
+    line, an H1 holding the whole file, is nothing a rule can trust), so a commit that
+    brings it in must not pass as if the objects it holds were recorded."""
+    from dataclasses import replace
+
+    from kb.model import Diagnostic
+
+    d = Diagnostic(path=res.path, line=1, col=1, code="KB100", severity="error",
+                   message="the file's lines end in CR alone (classic Mac OS line ends), which kb "
+                           "does not read as line breaks: the whole file is one line to kb, so "
+                           "nothing in it is read; convert the line ends to LF")
+    return replace(res, diagnostics=(d, *(x for x in res.diagnostics if x.code != "KB126")))
 
 
 def _parse(src: SourceText, fmt: str, config: Config) -> ParseResult:

@@ -194,8 +194,9 @@ class _Card:
         self.entries: list[Entry] = []
         self.applications: list[Application] = []
         self._scan()
-        if len(self.entries) > 1:
-            self._repeated_numbers()
+        entries = self.entries
+        if len(entries) > 1 or (entries and not entries[0].number):
+            self._numbers()
         if src.masked and src.masked[-1]:  # a block reaches the end: was it ever closed?
             unclosed = unclosed_block_warning(src, "entry or anchor line")
             if unclosed is not None:
@@ -274,16 +275,28 @@ class _Card:
                 continue
             self._close(entry, lines[j + 1:end])
 
-    def _repeated_numbers(self) -> None:
+    def _numbers(self) -> None:
         """KB142 for each entry numbered as an earlier entry of its kind (``### 解法 1``
         twice): an entry's number names it (``kb verdict``, its verification records),
         so each entry of a kind has a number of its own. No fix: records may name
-        either entry already."""
+        either entry already. KB143 for each entry numbered 0: VIBEMATH-V3 numbers
+        entries from 1 ("N is 1-based") and ``kb verdict`` refuses a number below 1, so
+        the entry could never be verified. Each message names a free number (above the
+        kind's highest, one for each entry to renumber). Gaps (1, 3) are not reported:
+        nothing in VIBEMATH-V3 says that an entry's number may not be left unused."""
         first: dict[tuple[str, int], int] = {}
         top: dict[str, int] = {}
         for e in self.entries:
             top[e.kind] = max(top.get(e.kind, 0), e.number)
         for e in self.entries:
+            if not e.number:
+                top[e.kind] += 1
+                self.diags.append(Diagnostic(
+                    path=self.path, line=e.line, code="KB143", severity="error",
+                    message=f"'{e.kind} 0': entries are numbered from 1 (VIBEMATH-V3) and kb "
+                    f"verdict names no entry 0, so this one can never be verified; renumber it "
+                    f"('{e.kind} {top[e.kind]}' is free)"))
+                continue
             at = first.setdefault((e.kind, e.number), e.line)
             if at == e.line:
                 continue
@@ -508,7 +521,7 @@ def parse_card(src: SourceText, fmt: str) -> tuple[list[KBObject], list[Diagnost
     """Parse one card of format ``fmt`` (problem, proposition, method, verified).
 
     The ID is the file name without ``.md``. Codes: KB110, KB112, KB120–KB125,
-    KB140, KB141.
+    KB127–KB129, KB140–KB143.
     """
     card = _Card(src, fmt)
     obj = _BUILDERS[fmt](card, path_stem(src.path))
@@ -519,7 +532,10 @@ _DIRECTION_H1 = re.compile(r"^#[ \t]+研究方向日志｜(?P<q>\S+)[ \t]*/[ \t]
 
 
 def parse_direction(src: SourceText) -> tuple[list[KBObject], list[Diagnostic]]:
-    """``Progress/<qid>/<dir>.md``: the direction header. Oddities are warnings (KB150)."""
+    """``Progress/<qid>/<dir>.md``: the direction header. Oddities are warnings (KB150):
+    a survival outside [0,1], an unknown status, an H1 naming another direction, and a
+    survival or status kb did not read (no ``- 存活率: …；状态: …`` line, or one it does
+    not read as an anchor)."""
     path = src.path
     parts = path_parts(path)
     qid, did = (parts[-2], path_stem(path)) if len(parts) >= 2 else ("", "")
@@ -541,6 +557,8 @@ def parse_direction(src: SourceText) -> tuple[list[KBObject], list[Diagnostic]]:
                                 message=f"direction survival {fields['存活率']!r} is not in [0,1]"))
     rounds = fields.get("轮次", "")
     status = fields.get("状态", "")
+    if (not status or not fields.get("存活率")) and not (len(src.lines) < 2 and "\r" in src.text):
+        diags.append(_no_survival_status(src, card, fields))  # (a CR-only file: KB100 says why)
     if status and status not in ("active", "success", "dead-end", "queued"):
         diags.append(Diagnostic(path=path, line=card.anchor_lines.get("存活率", card.line),
                                 code="KB150", severity="warning",
@@ -559,6 +577,40 @@ def parse_direction(src: SourceText) -> tuple[list[KBObject], list[Diagnostic]]:
         rounds=int(rounds) if rounds.isdecimal() else None, lemmas=lemmas,
     )
     return [obj], diags
+
+
+#: A header line that names the survival or the status without reading as them.
+_SURVIVAL_STATUS = re.compile(r"存活率|状态")
+#: How the direction header gives them (VIBEMATH-V3.md, Progress).
+_SURVIVAL_FORM = "'- 存活率: 0.6；状态: active；轮次: 2'"
+
+
+def _no_survival_status(src: SourceText, card: _Card, fields: dict[str, str]) -> Diagnostic:
+    """KB150 for a direction header whose survival (``存活率``) or status (``状态``) kb
+    did not read (missing, empty, or on a line that is no anchor), at the line that
+    holds them: the ``存活率`` (or ``状态``) anchor; else the first line of the header
+    (above the first heading after the H1) naming either that kb read as no anchor
+    (``- 存活率 0.9；状态 active``, without colons); else the H1. Runs only for such a
+    header, never on the usual path."""
+    what = " and ".join(f"'{k}'" for k in ("存活率", "状态") if not fields.get(k))
+    path, where = src.path, card.anchor_lines
+    line = where.get("存活率") or where.get("状态")
+    if line is not None:
+        return Diagnostic(path=path, line=line, code="KB150", severity="warning",
+                          message=f"direction {what} not read from this line (missing, empty or "
+                          f"without its ':'), so listed empty; write {_SURVIVAL_FORM}")
+    lines, read = src.lines, set(where.values())
+    end = next((j for j in src.heading_indices() if j >= card.line), len(lines))
+    for i in range(card.line - 1, end):
+        text = lines[i]
+        if text[:1] != "#" and i + 1 not in read and _SURVIVAL_STATUS.search(text) \
+                and not src.is_masked(i):
+            return Diagnostic(path=path, line=i + 1, code="KB150", severity="warning",
+                              message=f"direction header line not read (an anchor is '- key: "
+                              f"value'), so its {what} are listed empty; write {_SURVIVAL_FORM}")
+    return Diagnostic(path=path, line=card.line, code="KB150", severity="warning",
+                      message=f"direction header has no '- 存活率: …；状态: …' line, so its {what} "
+                      f"are listed empty; write {_SURVIVAL_FORM} under the H1")
 
 
 def parse_registry(src: SourceText, heading: str, kind: str) -> tuple[list[KBObject], list[Diagnostic]]:

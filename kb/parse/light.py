@@ -10,7 +10,7 @@ is plain enough that the full parse (:func:`kb.parse.parse_file`) provably
 gives the same values and no diagnostic at all. Anything else (a BOM, CRLF, a
 NUL, a conflict marker, frontmatter, a header anchor line, the heading that ends
 the header or an entry line that a code or HTML block masks, a missing or odd H1, a full-width colon, a repeated key, a list or a
-number that does not read cleanly, a malformed or repeated entry line, no anchor) returns
+number that does not read cleanly, a malformed, repeated or 0-numbered entry line, no anchor) returns
 None and the caller parses the file in full. Tests compare the two on every
 card of the shared cases and of the generated corpora.
 """
@@ -156,8 +156,8 @@ def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightRes
                     and fields[3].startswith("状态")) or parse_float(fields[2][2:]) is None:
                 return None
             number = (h.group("kind"), int(fields[0].strip()))
-            if number in numbers:
-                return None  # an entry numbered as an earlier one (KB142)
+            if number in numbers or not number[1]:
+                return None  # an entry numbered as an earlier one (KB142), or 0 (KB143)
             numbers.add(number)
     for key in _NUMBERS[fmt]:
         v = anchors.get(key)

@@ -26,13 +26,17 @@ class DiffOutput(_Open):
     hypotheses: dict[str, list[dict[str, Any]]] = Field(
         description="added, removed, corrected, status (with evidence), evidence, renumbered")
     experiments: dict[str, list[dict[str, Any]]] = Field(
-        description="added, finished (conclusion, data), conclusion_changed, logged, edited, removed")
+        description="added, finished (conclusion, data), conclusion_changed, logged, edited "
+                    "(fields, sections: the `## ` sections whose text changed), removed")
     cards: dict[str, list[dict[str, Any]]] = Field(
         description="added, removed, status, settled, priorities, dependencies, entries_added, "
                     "entries_changed, probabilities, applications, edited (fields: those no other "
-                    "list names; empty when only prose changed)")
+                    "list names; sections: the `## ` sections whose text changed)")
     verified: dict[str, list[dict[str, Any]]] = Field(description="added, changed")
     verdicts: list[dict[str, Any]] = Field(description="records added: r, target, verdict, mode, votes")
+    records_changed: list[dict[str, Any]] = Field(
+        description="verification records modified or deleted (append-only, KB310): path, "
+                    "deleted, commits")
     renumberings: list[dict[str, Any]] = Field(description="{from, to, commit} (Kb-Renumber)")
     overrides: list[dict[str, Any]] = Field(description="{id, reason, commit} (Kb-Override; "
                                                         "commit null: KB_OVERRIDE)")

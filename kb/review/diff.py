@@ -15,6 +15,7 @@ MCP tool and a web page render that same dict (:mod:`kb.review.render`)::
      "cards": {"added", "removed", "status", "settled", "priorities", "dependencies",
                "entries_added", "entries_changed", "probabilities", "applications", "edited"},
      "verified": {"added", "changed"}, "verdicts": [...],
+     "records_changed": [{"path", "deleted", "commits"}],  # records modified/deleted (KB310)
      "renumberings": [{"from", "to", "commit"}], "overrides": [{"id", "reason", "commit"}],
      "trail": {"added", "closed"} | None,
      "unreadable": [{"path", "line", "code", "message"}],  # changed files kb cannot read
@@ -82,6 +83,7 @@ def _build(s: Sides) -> dict[str, Any]:
         "cards": _cards(ctx, old, new, pairs, added, removed),
         "verified": _verified(ctx, old, new, pairs, added, removed),
         "verdicts": _verdicts(ctx),
+        "records_changed": _records_changed(ctx),
         "renumberings": [{"from": a, "to": b, "commit": c.commit}
                          for c in s.commits for a, b in c.renumbers],
         "overrides": [{"id": i, "reason": r, "commit": c} for (i, c), r in overrides.items()],
@@ -240,6 +242,34 @@ def _experiment_states(ctx: _Ctx, ids: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _sections_changed(ctx: _Ctx, rel: str) -> list[str]:
+    """The ``## `` sections of file ``rel`` whose text differs between the two sides of
+    the diff (new side's order, then those only the old side has); [] when the file did
+    not change or a side cannot be read."""
+    old, new = ctx.s.changes.get(rel, (None, None))
+    if not old or not new:
+        return []
+    data = ctx.s.read([old, new])
+    if old not in data or new not in data:
+        return []
+    before, after = _sections(data[old]), _sections(data[new])
+    names = list(dict.fromkeys([*after, *before]))
+    return [x for x in names if before.get(x) != after.get(x)]
+
+
+def _sections(data: bytes) -> dict[str, list[str]]:
+    """``## `` heading -> its lines (a heading written twice: both bodies, in order)."""
+    out: dict[str, list[str]] = {}
+    name: Optional[str] = None
+    for line in data.decode("utf-8", "replace").splitlines():
+        if line.startswith("## "):
+            name = line[3:].strip()
+            out.setdefault(name, [])
+        elif name is not None:
+            out[name].append(line.rstrip())
+    return {k: [ln for ln in v if ln] for k, v in out.items()}
+
+
 def _data_line(ctx: _Ctx, rel: str, blob: Optional[str]) -> Optional[str]:
     """The ``**数据**`` anchor of an experiment's ``## 结果`` section, read from that version."""
     if not blob:
@@ -279,15 +309,24 @@ def _experiments(ctx: _Ctx, old: dict, new: dict, pairs: list, added: list, remo
         o, n = old[ok], new[nk]
         eid = n["id"]
         where = {"path": n["path"], "line": n["line"], "commits": ctx.commits(eid, n["path"])}
+        # The `## ` sections whose text changed, but what the lists below say already (the
+        # result a finished experiment records, the log entries `kb exp log` appends): a
+        # design edited after the result was read as "text only", or not at all.
+        rel = ctx.s.kb.rel(n["path"]) or n["path"]
+        said = {"结果", "Result", "Results"} | ({"执行记录"} if _log_count(ctx, eid) else set())
+        sections = [x for x in _sections_changed(ctx, rel) if x not in said]
         if (o["status"] != n["status"] and n["status"] in done) or (n.get("conclusion") and not o.get("conclusion")):
             finishing.append(n)
+            if sections:
+                out["edited"].append({"id": eid, "fields": [], "sections": sections, **where})
         elif o.get("conclusion") and n.get("conclusion") != o.get("conclusion"):
             out["conclusion_changed"].append({"id": eid, "from": o.get("conclusion"), "to": n.get("conclusion"),
                                               "reason": ctx.reason(eid), **where})
         elif not _same(o, n):
-            out["edited"].append({"id": eid, "fields": _changed_fields(o, n), **where})
-        elif not _log_count(ctx, eid):
-            out["edited"].append({"id": eid, "fields": [], **where})  # prose only
+            out["edited"].append({"id": eid, "fields": _changed_fields(o, n), "sections": sections,
+                                  **where})
+        elif sections or not _log_count(ctx, eid):
+            out["edited"].append({"id": eid, "fields": [], "sections": sections, **where})
     for n in finishing:
         rel = ctx.s.kb.rel(n["path"]) or n["path"]
         out["finished"].append({"id": n["id"], "hypothesis": n.get("hypothesis"), "status": n["status"],
@@ -389,7 +428,9 @@ def _cards(ctx: _Ctx, old: dict, new: dict, pairs: list, added: list, removed: l
         # so that a changed anchor never reads as a change of prose.
         rest = [f for f in _changed_fields(o, n) if f not in _CARD_LISTED]
         if rest or (not listed and (kind != "record" or not _same(o, n))):
-            out["edited"].append({"id": cid, "fields": rest, **where})
+            rel = ctx.s.kb.rel(n["path"]) or n["path"]
+            out["edited"].append({"id": cid, "fields": rest,
+                                  "sections": _sections_changed(ctx, rel), **where})
     return out
 
 
@@ -447,6 +488,16 @@ def _verdicts(ctx: _Ctx) -> list[dict[str, Any]]:
     return out
 
 
+def _records_changed(ctx: _Ctx) -> list[dict[str, Any]]:
+    """Verification records the range modified or deleted (records are append-only: KB310),
+    which a reviewer must see although no object of the index changed."""
+    folder = records_dir(ctx.s.kb) + "/"
+    return [{"path": ctx.s.kb.repo_path(p), "deleted": n is None,
+             "commits": ctx.s.path_commits.get(p, [])}
+            for p, (o, n) in sorted(ctx.s.changes.items())
+            if o and o != n and p.startswith(folder)]
+
+
 def _target(r: str) -> str:
     """``r-q1-s2`` -> ``q1#解法2``, ``r-p3-pf1`` -> ``p3#证明1``, ``r-p3-rf1`` -> ``p3#证伪1``, ``r-p3`` -> ``p3``."""
     m = re.fullmatch(r"r-(.+?)(?:-(s|pf|rf)(\d+))?", r)
@@ -501,5 +552,5 @@ def _is_empty(out: dict[str, Any]) -> bool:
     for sec in ("hypotheses", "experiments", "cards", "verified"):
         if any(out[sec].values()):
             return False
-    return not (out["verdicts"] or out["renumberings"] or out["overrides"] or out["unreadable"]
+    return not (out["verdicts"] or out["records_changed"] or out["renumberings"] or out["overrides"] or out["unreadable"]
                 or (out["trail"] and any(out["trail"].values())))

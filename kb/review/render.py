@@ -38,7 +38,16 @@ class _Style:
         return s
 
     def b(self, x: str) -> str:
-        return f"**{x}**" if self.md else x
+        """``x`` in bold (Markdown). Spaces at its ends go outside the markers: ``**a: **``
+        does not render bold (a closing ``**`` must follow text), and empty text stays
+        empty (``****`` is no emphasis)."""
+        if not self.md:
+            return x
+        core = x.strip()
+        if not core:
+            return x
+        lead, trail = x[:len(x) - len(x.lstrip())], x[len(x.rstrip()):]
+        return f"{lead}**{core}**{trail}"
 
     def where(self, path: str, line: int) -> str:
         loc = f"{path}:{line}" if line else path
@@ -59,6 +68,13 @@ def _url_path(path: str) -> str:
     from urllib.parse import quote
 
     return quote(path, safe="/")
+
+
+def _what(x: dict[str, Any], t: Any) -> str:
+    """What an ``edited`` entry changed: its fields, then its sections (``§ 实验设计``);
+    "text only" when neither is named."""
+    named = [t(f) for f in x.get("fields") or []] + [f"§ {t(s)}" for s in x.get("sections") or []]
+    return ", ".join(named) or "text only"
 
 
 def _num(x: Any) -> str:
@@ -121,8 +137,7 @@ def _sections(d: dict[str, Any], st: _Style) -> list[tuple[str, list[str]]]:
     for x in e["logged"]:
         lines.append(f"log of {i(x['id'])}: {x['entries']} entr{'y' if x['entries'] == 1 else 'ies'} appended")
     for x in e["edited"]:
-        what = ", ".join(t(f) for f in x.get("fields") or []) or "text only"
-        lines.append(f"edited {i(x['id'])} ({what})")
+        lines.append(f"edited {i(x['id'])} ({_what(x, t)})")
     for x in e["removed"]:
         lines.append(f"removed {i(x['id'])}")
     if lines:
@@ -137,8 +152,13 @@ def _sections(d: dict[str, Any], st: _Style) -> list[tuple[str, list[str]]]:
                      f"(概率{_num(x['probability'])}, {t(x['status'])})")
     for x in c["entries_changed"]:
         f = x["from"]
-        lines.append(f"entry {i(x['id'])} {t(x['entry'])} {x['number']}: 概率{_num(f['probability'])} "
-                     f"{t(f['status'])} → 概率{_num(x['probability'])} {t(x['status'])}")
+        parts = []
+        if f.get("title") is not None and f["title"] != x["title"]:  # a retitled entry
+            parts.append(f"{t(f['title'])} → {t(x['title'])}")
+        if (f["probability"], f["status"]) != (x["probability"], x["status"]) or not parts:
+            parts.append(f"概率{_num(f['probability'])} {t(f['status'])} → 概率{_num(x['probability'])} "
+                         f"{t(x['status'])}")
+        lines.append(f"entry {i(x['id'])} {t(x['entry'])} {x['number']}: " + "; ".join(parts))
     for x in c["status"]:
         lines.append(f"status {x['kind']} {i(x['id'])}: {t(x['from'])} → {st.b(t(x['to']))}")
     for x in c["probabilities"]:
@@ -154,8 +174,7 @@ def _sections(d: dict[str, Any], st: _Style) -> list[tuple[str, list[str]]]:
     for x in c["settled"]:
         lines.append(st.b(f"settled {x['kind']} {i(x['id'])}: {t(x['status'])}"))
     for x in c["edited"]:
-        what = ", ".join(t(f) for f in x.get("fields") or []) or "text only"
-        lines.append(f"edited {x['kind']} {i(x['id'])} ({what})")
+        lines.append(f"edited {x['kind']} {i(x['id'])} ({_what(x, t)})")
     for x in c["removed"]:
         lines.append(f"removed {x['kind']} {i(x['id'])}")
     if lines:
@@ -172,8 +191,11 @@ def _sections(d: dict[str, Any], st: _Style) -> list[tuple[str, list[str]]]:
         lines.append(f"Verified card {i(x['id'])} ({t(x['object_type'])}): {t(x['conclusion'])} — "
                      f"{st.where(x['path'], 0)}")
     for x in d["verified"]["changed"]:
-        lines.append(st.b(f"Verified card {'deleted' if x['deleted'] else 'modified'}: ")
+        lines.append(st.b(f"Verified card {'deleted' if x['deleted'] else 'modified'}:") + " "
                      + st.where(x["path"], 0))
+    for x in d.get("records_changed") or []:
+        lines.append(st.b(f"Verification record {'deleted' if x['deleted'] else 'modified'}:")
+                     + " " + st.where(x["path"], 0) + " (records are append-only)")
     if lines:
         out.append(("Verification", lines))
     tr = d.get("trail")
@@ -223,6 +245,19 @@ def render(d: dict[str, Any], fmt: str = "text", link_base: Optional[str] = None
     return "\n".join(kept) + "\n"
 
 
+def _rules_verdict(errors: int, blocking: int, warnings: int) -> str:
+    """The Rules line's counts. The blocking errors are some of the errors, so they are
+    said inside the error count ("3 error(s) (all blocking)"), never beside it ("3
+    blocking error(s), 3 error(s)" read as six)."""
+    if not (errors or warnings):
+        return "no problems"
+    which = ""
+    if errors:
+        which = " (all blocking)" if blocking >= errors else \
+            f" ({blocking} blocking)" if blocking else " (none blocking)"
+    return f"{errors} error(s){which}, {warnings} warning(s)"
+
+
 def _render(d: dict[str, Any], fmt: str, link_base: Optional[str], with_diagram: bool) -> str:
     st = _Style(fmt == "markdown", link_base)
     base = d["base"][:12] if d["base"] else "the empty history"
@@ -235,8 +270,7 @@ def _render(d: dict[str, Any], fmt: str, link_base: Optional[str], with_diagram:
     secs = _sections(d, st)
     fsum = d.get("findings_summary")
     if fsum is not None:
-        verdict = "no problems" if not (fsum["errors"] or fsum["warnings"]) else \
-            f"{fsum['blocking']} blocking error(s), {fsum['errors']} error(s), {fsum['warnings']} warning(s)"
+        verdict = _rules_verdict(fsum["errors"], fsum["blocking"], fsum["warnings"])
         out += [("**Rules:** " if st.md else "Rules: ") + verdict, ""]
     if d["empty"]:
         out += ["No research objects changed.", ""]

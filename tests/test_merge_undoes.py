@@ -1,0 +1,107 @@
+"""A merge that undoes one parent's change (``git merge -s ours``, a conflict resolved by
+taking one side's whole file) is judged: what that parent added, appended or moved on its
+own path comes back as the merge base had it, and neither parent's path did that."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from conftest import git, invoke
+
+
+def _verify(root: Path, *args: str) -> tuple[int, list[dict]]:
+    res = invoke("verify", "--json", *args, cwd=root)
+    return res.code, json.loads(res.stdout)["diagnostics"]
+
+
+def _branches(root: Path) -> str:
+    """H1 on both; the branch `feature` adds q1; main records E001 on H1 (Evidence, a
+    status move). Returns the merge base."""
+    assert invoke("hyp", "add", "A claim", cwd=root).code == 0
+    base = git(root, "rev-parse", "HEAD")
+    git(root, "checkout", "-q", "-b", "feature")
+    assert invoke("problem", "add", "q1", "Feature work", cwd=root).code == 0
+    git(root, "checkout", "-q", "main")
+    assert invoke("exp", "new", "--hyp", "H1", "Main's experiment", "--goal", "g", cwd=root).code == 0
+    r = invoke("exp", "result", "E001", "--data", "d", "--conclusion", "支持", "--reason", "r",
+               cwd=root)
+    assert r.code == 0, r.stderr
+    git(root, "checkout", "-q", "feature")
+    return base
+
+
+def test_a_merge_keeping_one_side_whole_is_refused_in_every_mode(tree_kb: Path) -> None:
+    root = tree_kb
+    base = _branches(root)
+    git(root, "merge", "-q", "-s", "ours", "--no-commit", "main")
+    code, diags = _verify(root, "--staged")
+    got = {(d["code"], d["path"]) for d in diags if d["severity"] == "error"}
+    assert code == 1 and {("KB301", "experiments/E001.md"), ("KB303", "tree.md"),
+                          ("KB306", "tree.md")} <= got, diags
+    assert all("the merge undid that change" in d["message"] for d in diags
+               if d["code"] in ("KB301", "KB303", "KB306"))
+    git(root, "commit", "-q", "--no-verify", "-m", "merge main, keeping ours")
+    merge = git(root, "rev-parse", "HEAD")
+    for args in (["--range", f"{base}..feature"], ["--rev", merge],
+                 ["--range", "main..feature", "--against", "main"]):
+        code, diags = _verify(root, *args)
+        hits = {(d["code"], d["path"], d.get("commit")) for d in diags if d["severity"] == "error"}
+        assert code == 1 and ("KB301", "experiments/E001.md", merge) in hits, (args, diags)
+        assert ("KB303", "tree.md", merge) in hits and ("KB306", "tree.md", merge) in hits
+
+
+def test_an_honest_merge_passes(tree_kb: Path) -> None:
+    """The same branches merged as git merges them: every side's change kept."""
+    root = tree_kb
+    base = _branches(root)
+    git(root, "merge", "-q", "--no-edit", "main")
+    assert (root / "experiments" / "E001.md").exists()
+    for args in (["--range", f"{base}..feature"], ["--range", "main..feature", "--against", "main"],
+                 ["--rev", "HEAD"]):
+        code, diags = _verify(root, *args)
+        assert code == 0, (args, diags)
+
+
+def test_a_conflict_resolved_by_taking_the_other_sides_file_is_found(tree_kb: Path) -> None:
+    """Only tree.md taken whole from the branch (git checkout --ours): main's Evidence and
+    status move on H1 are dropped, its experiment file stays."""
+    root = tree_kb
+    base = _branches(root)
+    git(root, "merge", "-q", "--no-commit", "--no-ff", "main")
+    git(root, "checkout", "feature", "--", "tree.md")
+    git(root, "commit", "-q", "--no-verify", "-m", "merge main, our tree.md")
+    code, diags = _verify(root, "--range", f"{base}..feature")
+    got = {d["code"] for d in diags if d["severity"] == "error" and d["path"] == "tree.md"}
+    assert code == 1 and {"KB303", "KB306"} <= got, diags
+
+
+def test_a_stopped_merge_judges_the_allocation_order_against_every_head(tree_kb: Path) -> None:
+    """`kb verify` in the working tree of a stopped merge: the incoming side's E001, below
+    our E002, is no reason to renumber it (it was "KB307 … use E003"); the pre-merge-commit
+    hook judges it the same way."""
+    root = tree_kb
+    assert invoke("hyp", "add", "A claim", cwd=root).code == 0
+    (root / "notes.txt").write_text("base\n", encoding="utf-8")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "notes")
+    git(root, "checkout", "-q", "-b", "feature")
+    for title in ("first", "second"):
+        assert invoke("exp", "new", "--hyp", "H1", title, cwd=root).code == 0
+    git(root, "rm", "-q", "experiments/E001.md")
+    (root / "notes.txt").write_text("ours\n", encoding="utf-8")
+    git(root, "commit", "-qam", "drop E001", "-m", "Kb-Override: E001 a mistake", "--no-verify")
+    git(root, "checkout", "-q", "main")
+    assert invoke("exp", "new", "--hyp", "H1", "main's", cwd=root).code == 0
+    (root / "notes.txt").write_text("theirs\n", encoding="utf-8")
+    git(root, "commit", "-qam", "notes on main")
+    git(root, "checkout", "-q", "feature")
+    r = subprocess.run(["git", "merge", "main"], cwd=root, capture_output=True)
+    assert r.returncode != 0 and (root / ".git" / "MERGE_HEAD").exists()  # notes.txt conflicts
+    code, diags = _verify(root)
+    assert not [d for d in diags if d["code"] == "KB307"], diags
+    (root / "notes.txt").write_text("both\n", encoding="utf-8")
+    git(root, "add", "-A")
+    code, diags = _verify(root, "--staged")
+    assert code == 0 and not [d for d in diags if d["code"] == "KB307"], diags
