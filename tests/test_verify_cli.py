@@ -62,7 +62,7 @@ def test_ci_init_writes_the_workflow(make_kb):
     res = invoke("ci", "init", "--install", spec, cwd=root)
     assert res.code == 0, res.stderr
     text = wf.read_text(encoding="utf-8")
-    assert 'kb verify --range "$KB_RANGE" ${KB_AGAINST:+--against "$KB_AGAINST"} --format github' \
+    assert 'kb verify --range "$KB_RANGE" ${KB_AGAINST:+--against "$KB_AGAINST"} ${KB_REWRITE:+--rewrite} --format github' \
         in text and "kb-research" not in text
     assert 'echo "against=origin/$KB_BASE"' in text  # a pull request passes its target
     data = yaml.safe_load(text)
