@@ -13,6 +13,7 @@ from conftest import git, invoke
 
 def _verify(root: Path, *args: str) -> tuple[int, list[dict]]:
     res = invoke("verify", "--json", *args, cwd=root)
+    assert "diagnostics" in json.loads(res.stdout), (res.stdout, res.stderr)
     return res.code, json.loads(res.stdout)["diagnostics"]
 
 
@@ -105,3 +106,33 @@ def test_a_stopped_merge_judges_the_allocation_order_against_every_head(tree_kb:
     git(root, "add", "-A")
     code, diags = _verify(root, "--staged")
     assert code == 0 and not [d for d in diags if d["code"] == "KB307"], diags
+
+
+def test_a_merge_writing_a_value_neither_side_has_is_judged(tree_kb: Path) -> None:
+    """A conflict resolved with a third value: the branch recorded 推翻 (E001, H1 被推翻);
+    the merge writes 支持 and 被支持, which neither side has. Each is the finding one
+    commit making that change gets (KB308, KB306), named as the merge's own."""
+    root = tree_kb
+    assert invoke("hyp", "add", "A claim", cwd=root).code == 0
+    base = git(root, "rev-parse", "HEAD")
+    git(root, "checkout", "-q", "-b", "bob")
+    assert invoke("exp", "new", "--hyp", "H1", "test it", "--goal", "g", cwd=root).code == 0
+    r = invoke("exp", "result", "E001", "--data", "d", "--conclusion", "推翻", "--reason", "r",
+               cwd=root)
+    assert r.code == 0, r.stderr
+    git(root, "checkout", "-q", "main")
+    assert invoke("hyp", "add", "Another", cwd=root).code == 0
+    git(root, "merge", "-q", "--no-commit", "bob")
+    exp = root / "experiments" / "E001.md"
+    exp.write_text(exp.read_text(encoding="utf-8").replace("**结论**: 推翻", "**结论**: 支持"),
+                   encoding="utf-8")
+    tree = root / "tree.md"
+    tree.write_text(tree.read_text(encoding="utf-8").replace("Status: 被推翻", "Status: 被支持"),
+                    encoding="utf-8")
+    git(root, "add", "-A")
+    code, diags = _verify(root, "--staged")
+    own = {(d["code"], d["path"]) for d in diags if "neither side has it" in d["message"]}
+    assert code == 1 and {("KB308", "experiments/E001.md"), ("KB306", "tree.md")} <= own, diags
+    git(root, "commit", "-q", "--no-verify", "-m", "merge bob, rewritten")
+    code, diags = _verify(root, "--range", f"{base}..main")
+    assert code == 1 and {"KB308", "KB306"} <= {d["code"] for d in diags if d["severity"] == "error"}

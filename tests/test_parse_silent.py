@@ -78,11 +78,11 @@ def test_cr_only_tree_is_reported_when_read_in_parts():
     "# 问题｜T\n- 状态: 求解中\n\n## 陈述\na\rb\n",             # LF with a stray CR
     "# 问题｜T\n- 状态: 求解中\n\n## 陈述\na\rb\r",             # a CR at the end, an LF before
 ])
-def test_a_stray_cr_in_a_file_with_line_feeds_is_quiet(text):
-    """A CR inside a line of a file that has LF line ends is not KB100: kb reads the
-    file's lines (the CR stays text of its line); only a file without any LF is
-    read as one line."""
-    assert not coded(parse("Problems/q1.md", text), "KB100")
+def test_a_stray_cr_in_a_file_with_line_feeds_is_kb100_at_its_line(text):
+    """A CR alone inside a file that has LF line ends joins the lines it ends into one
+    (an acceptance test found header anchors lost that way without a word): KB100 at its
+    line, as for a file of CR line ends alone (line 1)."""
+    assert [d.line for d in coded(parse("Problems/q1.md", text), "KB100")] == [5]
 
 
 # -- KB220: a card without its state or title ----------------------------------------
@@ -208,3 +208,19 @@ def test_the_silent_inputs_are_reported_in_the_example_kb(example_kb: Path):
                    ("Problems/q9.md", 16, "KB143"), ("Progress/q2/d2.md", 1, "KB150"),
                    ("Progress/q2/d3.md", 4, "KB150")]
     assert rc == 1
+
+
+def test_a_cr_alone_inside_a_file_with_lf_is_kb100_at_its_line() -> None:
+    """Header lines joined by CRs alone in a file whose other lines end in LF: their
+    anchors were misread without a word (the status lost, the title swallowing them)."""
+    from kb.config import Config
+    from kb.parse import parse_file
+
+    lines = ["# 问题｜t", "- 标题: t", "- ID: q9", "- 类型: 问题", "- 状态: 求解中", "- 优先级: 1"]
+    text = "\n".join(lines[:2]) + "\n" + "\r".join(lines[2:]) + "\n\n## 陈述\n\nx\n"
+    res = parse_file("Problems/q9.md", text.encode("utf-8"), Config(root=Path(".")), "problem")
+    (d,) = [x for x in res.diagnostics if x.code == "KB100"]
+    assert (d.line, d.severity) == (3, "error") and "CR alone" in d.message
+    crlf = "\r\n".join(lines) + "\r\n\r\n## 陈述\r\n\r\nx\r\n"  # CRLF is read as it was
+    res = parse_file("Problems/q9.md", crlf.encode("utf-8"), Config(root=Path(".")), "problem")
+    assert not [x for x in res.diagnostics if x.code == "KB100"]

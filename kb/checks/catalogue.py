@@ -143,6 +143,8 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "write '# Exxx: <hypothesis ID> - <action>' as the first heading"),
     _r("KB131", "error", "snapshot", "parse", "experiment **Date** is not YYYY-MM-DD",
        "write the date as YYYY-MM-DD"),
+    _r("KB133", "warning", "snapshot", "verify", "a .md file whose name is not UTF-8 (kb does not "
+       "read it)", "rename it to a UTF-8 name (git mv)"),
     _r("KB132", "error", "snapshot", "parse", "finished experiment whose '## 结果' has no '**结论**' line",
        "add '**结论**: 支持|推翻|不确定 …' under '## 结果'"),
     _r("KB140", "warning", "snapshot", "parse", "card without its H1 '# <kind>｜<title>'",

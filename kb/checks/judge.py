@@ -118,16 +118,25 @@ def judged_by_all_parents(found: list[Finding], idx: Any, k: Any, commit: Option
     if new_f is None:
         new_f = Facts(idx, new, label, ensure=paths)
     base_f = Facts(idx, commit_snapshot(k, base), base[:10], ensure=paths)
+    heads = [h for h in (first, *others) if h]
+    parents_f = [Facts(idx, commit_snapshot(k, h), h[:10], ensure=paths) for h in heads]
     new_rev = commit if commit else ""
     for f in undone:
         key = _finding_key(f)
-        if key in seen or f.severity == "info" or not _undone(f, key[2], k, new_f, base_f,
-                                                             new_rev, base):
+        if key in seen or f.severity == "info":
+            continue
+        subject = _Subject(f, key[2], k)
+        if not subject.judged:
+            continue
+        ours = subject.of(new_f, new_rev)
+        if ours == subject.of(base_f, base):
+            why = f"the merge undid that change: it is as the merge base {base[:10]} had it"
+        elif all(ours != subject.of(s, h) for s, h in zip(parents_f, heads)):
+            why = "the merge wrote it: neither side has it so"
+        else:
             continue
         seen.add(key)
-        out.append(dataclasses.replace(
-            f, message=f"{f.message} (the merge undid that change: it is as the merge base "
-                       f"{base[:10]} had it)"))
+        out.append(dataclasses.replace(f, message=f"{f.message} ({why})"))
     return out
 
 
@@ -140,23 +149,29 @@ def _merge_base(k: Any, heads: list[Optional[str]]) -> Optional[str]:
     return out or None
 
 
-def _undone(f: Finding, oid: str, k: Any, new_f: Any, base_f: Any, new_rev: str,
-            base: str) -> bool:
-    """Whether the subject of history finding ``f`` (about object ``oid``) is in the
-    merge result as the merge base had it."""
-    if f.code in _FILE_CODES:
-        # the merge result's blob as its snapshot lists it (a working tree's too); a file
-        # kb does not parse (a verification record) as git has it
-        ours = new_f.files.get(f.kb_path) if f.kb_path in new_f.files else \
-            _blob(k, new_rev, f.kb_path)
-        return ours == _blob(k, base, f.kb_path)
-    if f.code not in _OBJECT_FIELD or not oid:
-        return False
-    field = _OBJECT_FIELD[f.code]
-    ours, was = _light(new_f, f.kb_path, oid), _light(base_f, f.kb_path, oid)
-    if field is None:  # KB301: gone from the merge, and not in the base either
-        return ours is None and was is None
-    return ours is not None and was is not None and getattr(ours, field) == getattr(was, field)
+class _Subject:
+    """What history finding ``f`` (about object ``oid``) is about, read on a side of a
+    merge: a file's blob id (KB304, KB308, KB310) or an object's field (KB301: whether
+    it is there); ``judged`` False for codes a merge is not judged on this way (KB307:
+    the allocation order)."""
+
+    def __init__(self, f: Finding, oid: str, k: Any) -> None:
+        self.f, self.oid, self.k = f, oid, k
+        self.judged = f.code in _FILE_CODES or (f.code in _OBJECT_FIELD and bool(oid))
+
+    def of(self, side: Any, rev: str) -> Any:
+        """The subject in snapshot ``side`` (its Facts) of revision ``rev`` (``""``: the
+        staged index)."""
+        path = self.f.kb_path
+        if self.f.code in _FILE_CODES:
+            # the blob as the snapshot lists it (a working tree's too); a file kb does not
+            # parse (a verification record) as git has it
+            return side.files.get(path) if path in side.files else _blob(self.k, rev, path)
+        light = _light(side, path, self.oid)
+        field = _OBJECT_FIELD[self.f.code]
+        if light is None or field is None:
+            return light is not None
+        return getattr(light, field)
 
 
 def _light(side: Any, path: str, oid: str) -> Any:

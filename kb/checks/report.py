@@ -126,6 +126,25 @@ def config_findings(k: Any, paths: Iterable[str]) -> list[Finding]:
     return findings([_D.of(w) for w in diags], k, "snapshot", all_errors_block=True)
 
 
+def name_findings(k: Any, listing: bytes) -> list[Finding]:
+    """KB133 for each ``.md`` file of KB ``k`` in git's ``-z`` ``listing`` (``ls-files``
+    records, with or without ``-s``) whose name is not UTF-8: kb does not read it (its
+    name cannot go into the index), and says so instead of failing or keeping silent."""
+    from kb.parse import not_utf8
+
+    out = []
+    for rec in listing.decode("utf-8", "surrogateescape").split("\0"):
+        path = rec.rpartition("\t")[2]
+        rel = k.rel(path) if path else None
+        if rel is None or not rel.endswith(".md") or not not_utf8(rel):
+            continue
+        shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        out.append(_D(shown, 1, 1, "KB133", "warning",
+                      f"{shown}: the file's name is not UTF-8, so kb does not read it; rename "
+                      f"it (git mv) to a UTF-8 name", None))
+    return findings(out, k, "snapshot") if out else []
+
+
 def sort_findings(findings: list[Finding]) -> list[Finding]:
     """Blocking first, then other errors, warnings, info; by path and line within."""
     rank = {"error": 0, "warning": 1, "info": 2}

@@ -18,7 +18,7 @@ from kb import git
 from kb.checks.changes import diff_commits, diff_staged, raw_changes, retargeted_links, touches_links, undo
 from kb.checks.judge import check_snapshots, history_findings, judged_by_all_parents
 from kb.checks.overrides import merge_heads, merge_overrides, parse_overrides
-from kb.checks.report import Report, config_findings
+from kb.checks.report import Report, config_findings, name_findings
 from kb.checks.targets import (config_at, kb_at, kbs_in_listing, open_index, repo_top, selected_kbs,
                                staged_kbs, unreadable_kb)
 from kb.errors import ConfigError
@@ -105,7 +105,7 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
             prime_staged(new_f, base_f, listing, changes)
             change = Change(base_f, new_f, "staged", changes, overrides,
                             base_config=config_at(k, head), new_config=_staged_config(k, head, changes))
-            report.findings += config_findings(k, new.files)
+            report.findings += config_findings(k, new.files) + name_findings(k, listing)
             found = history_findings(change, k, None)
             if merging:
                 # Only the allocation order (KB307) is judged against every merged head:

@@ -11,7 +11,7 @@ from kb.checks.changes import worktree_kept
 from kb.checks.diagnostics import LightDiagnostic as _D
 from kb.checks.judge import check_snapshots, history_findings, judged_by_all_parents
 from kb.checks.overrides import merge_heads, parse_overrides
-from kb.checks.report import Finding, Report, config_findings, findings
+from kb.checks.report import Finding, Report, config_findings, findings, name_findings
 from kb.checks.targets import config_at, open_index
 
 
@@ -51,6 +51,10 @@ def verify_worktree(start: Path, kb_path: Optional[Path] = None,
         change = Change(base_f, new_f, "worktree", changes, overrides,
                         base_config=config_at(k, head), new_config=k.config)
         report.findings += config_findings(k, new.files)
+        # (a name that is not UTF-8, tracked or not: read by no snapshot, said here)
+        listing = git.run(["ls-files", "-z", "--cached", "--others", "--exclude-standard",
+                           "--", k.prefix or "."], k.top).stdout
+        report.findings += name_findings(k, listing)
         report.findings += check_snapshots(k, new_f, base_f, strict=False)
         found = history_findings(change, k, None)
         merging = [h for h in merge_heads(k.top, env) if h != head] if head else []

@@ -73,15 +73,29 @@ def _prepared(config: Config) -> "re.Pattern[str]":
 def classify(path: str, config: Config) -> str | None:
     """The format of the KB-relative ``path``, or None when kb does not read it.
 
-    Only ``.md`` files are read; ``Reliable/`` and ``Notes/`` never are.
+    Only ``.md`` files are read; ``Reliable/`` and ``Notes/`` never are; nor is a path
+    that is not UTF-8 (:func:`not_utf8`: the index and every text kb writes hold UTF-8).
     """
-    if not path.endswith(".md"):
+    if not path.endswith(".md") or not_utf8(path):
         return None
     m = _prepared(config).match(path)
     if m is None:
         return None
     fmt = m.lastgroup or ""
     return "registry" if fmt.startswith("registry") else fmt
+
+
+def not_utf8(path: str) -> bool:
+    """Whether ``path`` (decoded from git's bytes with ``surrogateescape``) holds bytes that
+    are not UTF-8: kb does not read such a file (its name cannot go into the index);
+    ``kb verify`` says so (KB133)."""
+    if path.isascii():
+        return False
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 _CLASSIFIERS: dict[int, tuple[Config, Any]] = {}
@@ -103,7 +117,7 @@ def classifier(config: Config) -> Callable[[str], str | None]:
     by_folder: dict[str, str | None] = {}
 
     def fast(path: str) -> str | None:
-        if not path.endswith(".md"):
+        if not path.endswith(".md") or not_utf8(path):
             return None
         if path in exact:
             return classify(path, config)
@@ -148,8 +162,8 @@ def parse_file(path: str, data: bytes, config: Config, fmt: str | None = None) -
         res = _parse(src, fmt, config)
         if b"\x00" in data:  # (UTF-8 writes U+0000, and only it, as a zero byte: a quicker search)
             res = _with_nul(res, text)
-        if len(src.lines) < 2 and _lone_cr(text):  # (a file of two lines or more has an LF)
-            res = _with_lone_cr(res)
+        if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):  # (a memchr mostly)
+            res = _with_lone_cr(res, text)
         return res
     except RecursionError:
         from kb.model import Diagnostic, ParseResult
@@ -217,8 +231,8 @@ def iter_parse_file(path: str, data: bytes, config: Config,
     res = ParseResult(path=path, kind=fmt, diagnostics=tuple(diags), meta=_tree_meta(src, meta))
     if "\x00" in text:
         res = _with_nul(res, text)
-    if len(src.lines) < 2 and _lone_cr(text):
-        res = _with_lone_cr(res)
+    if "\r" in text and text.count("\r") != text.count("\r\n"):
+        res = _with_lone_cr(res, text)
     return res
 
 
@@ -297,20 +311,25 @@ def _with_nul(res: ParseResult, text: str) -> ParseResult:
     return replace(res, diagnostics=(*res.diagnostics, d))
 
 
-def _lone_cr(text: str) -> bool:
-    """True when ``text``'s lines end in CR alone (classic Mac OS): a CR and no LF at all.
+def _lone_cr_line(text: str) -> int:
+    """The 1-based line of ``text``'s first CR that is not part of a CRLF line end (0: none).
 
     kb splits lines at LF (:meth:`kb.text.SourceText.from_text`; a CR before it is the
-    CRLF style), so such a file is one line to every parser. A stray CR inside a line of
-    a file that has LF (or CRLF) line ends is not reported: kb reads that file's lines
-    and the CR stays text of its line, and finding it would cost a pass over every
-    file. The callers ask only about a file kb read as at most one line (every other
-    file has an LF), so the check costs a comparison on the common path."""
-    return "\r" in text and "\n" not in text
+    CRLF style), so a CR alone (classic Mac OS line ends, or a file pasted from one)
+    joins the lines it ends into one: their anchors are read as part of another line's
+    value, or not at all. The callers ask only about a text holding more CRs than CRLFs
+    (a search for CR first, which finds none in most files)."""
+    at = text.find("\r")
+    while at != -1:
+        if text[at + 1:at + 2] != "\n":
+            return text.count("\n", 0, at) + 1
+        at = text.find("\r", at + 1)
+    return 0
 
 
-def _with_lone_cr(res: ParseResult) -> ParseResult:
-    """``res`` plus KB100 at line 1 (its KB126 dropped: KB100 says why nothing was read).
+def _with_lone_cr(res: ParseResult, text: str) -> ParseResult:
+    """``res`` plus KB100 at the line of the first CR alone (its KB126 dropped: KB100 says
+    why nothing was read).
 
     An error, as KB101 (not UTF-8) and KB107 (NUL) are, the other faults of a file's
     bytes: kb reads none of the file's headings and anchors (what it read of the one
@@ -320,10 +339,15 @@ def _with_lone_cr(res: ParseResult) -> ParseResult:
 
     from kb.model import Diagnostic
 
-    d = Diagnostic(path=res.path, line=1, col=1, code="KB100", severity="error",
-                   message="the file's lines end in CR alone (classic Mac OS line ends), which kb "
-                           "does not read as line breaks: the whole file is one line to kb, so "
-                           "nothing in it is read; convert the line ends to LF")
+    line = _lone_cr_line(text) or 1
+    whole = "\n" not in text
+    d = Diagnostic(path=res.path, line=line, col=1, code="KB100", severity="error",
+                   message=("the file's lines end in CR alone (classic Mac OS line ends), which kb "
+                            "does not read as line breaks: the whole file is one line to kb, so "
+                            "nothing in it is read; convert the line ends to LF") if whole else
+                   ("this line holds a CR alone (a classic Mac OS line end), which kb does not "
+                    "read as a line break: the lines it ends are one line to kb, so their "
+                    "anchors are misread; convert the line ends to LF"))
     return replace(res, diagnostics=(d, *(x for x in res.diagnostics if x.code != "KB126")))
 
 
