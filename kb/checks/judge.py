@@ -2,8 +2,9 @@
 
 :func:`check_snapshots` marks the errors a change introduces as blocking
 (the others as pre-existing); :func:`history_findings` runs the history
-rules; :func:`judged_by_all_parents` keeps, of a merge's findings, those it
-earns against every parent.
+rules; :func:`judge_merge` keeps, of a merge's findings, those it
+earns against every parent, and those about what it undid of one parent's change or
+wrote with a value neither parent has.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def history_findings(change: Any, k: Any, commit: Optional[str]) -> list[Finding
 _ID_TOKEN = re.compile(r"[A-Za-z][\w.-]*\d[\w.-]*")
 
 
-def _finding_key(f: Finding) -> tuple[str, str, str]:
+def finding_key(f: Finding) -> tuple[str, str, str]:
     """What a history finding is about: code, path and the first ID-like word of
     its message (messages name their base snapshot, which differs per parent)."""
     m = _ID_TOKEN.search(f.message)
@@ -63,7 +64,7 @@ _OBJECT_FIELD = {"KB301": None, "KB302": "statement", "KB303": "evidence_json",
 _FILE_CODES = ("KB304", "KB308", "KB310")
 
 
-def judged_by_all_parents(found: list[Finding], idx: Any, k: Any, commit: Optional[str],
+def judge_merge(found: list[Finding], idx: Any, k: Any, commit: Optional[str],
                           others: list[str], new: Any, mode: str, overrides: dict[str, str],
                           origin_f: Any, diff: Any = None, removed_before: Any = None,
                           codes: Optional[set[str]] = None, first: Optional[str] = None
@@ -79,14 +80,15 @@ def judged_by_all_parents(found: list[Finding], idx: Any, k: Any, commit: Option
     appended, dropped; a status it moved, moved back; a Verified card or a verification
     record it wrote, changed), which neither side did on its own path -- ``git merge -s
     ours``, or a conflict resolved by taking one side's whole file, threw the other
-    side's record away and passed. ``codes``, when given, limits the first test to
-    those codes (the others are kept as found).
+    side's record away and passed. So is one whose subject the merge wrote with a value
+    no parent has (a conflict resolved with a third conclusion). ``codes``, when given,
+    limits the first test to those codes (the others are kept as found).
     """
     from kb.checks.changes import Change
     from kb.checks.facts import Facts
     from kb.repo import commit_snapshot
 
-    keep = {_finding_key(f) for f in found}
+    keep = {finding_key(f) for f in found}
     label = commit[:10] if commit else "the staged index"
     new_f = None
     against: list[list[Finding]] = []
@@ -103,15 +105,15 @@ def judged_by_all_parents(found: list[Finding], idx: Any, k: Any, commit: Option
                         removed_before=removed_before)
         theirs = history_findings(change, k, commit)
         against.append(theirs)
-        keep &= {_finding_key(f) for f in theirs}
-    out = [f for f in found if _finding_key(f) in keep or f.severity == "info"
+        keep &= {finding_key(f) for f in theirs}
+    out = [f for f in found if finding_key(f) in keep or f.severity == "info"
            or (codes is not None and f.code not in codes)]
     base = _merge_base(k, [first, *others]) if first else None
     if base is None:
         return out
-    seen = {_finding_key(f) for f in out}
-    undone = [f for f in found if _finding_key(f) not in seen]
-    undone += [f for fs in against for f in fs if _finding_key(f) not in seen]
+    seen = {finding_key(f) for f in out}
+    undone = [f for f in found if finding_key(f) not in seen]
+    undone += [f for fs in against for f in fs if finding_key(f) not in seen]
     if not undone:
         return out
     paths = sorted({f.kb_path for f in undone})
@@ -122,7 +124,7 @@ def judged_by_all_parents(found: list[Finding], idx: Any, k: Any, commit: Option
     parents_f = [Facts(idx, commit_snapshot(k, h), h[:10], ensure=paths) for h in heads]
     new_rev = commit if commit else ""
     for f in undone:
-        key = _finding_key(f)
+        key = finding_key(f)
         if key in seen or f.severity == "info":
             continue
         subject = _Subject(f, key[2], k)

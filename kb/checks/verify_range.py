@@ -12,7 +12,6 @@ the push hooks set) the change from ``A`` to ``B`` is judged as one as well.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import astuple
@@ -24,7 +23,7 @@ from kb.checks.changes import diff_commits, diff_many, patch_files, retargeted_l
 from kb.checks.diagnostics import LightDiagnostic as _D
 from kb.checks.facts import known_history, light_versions
 from kb.checks import file_results
-from kb.checks.judge import check_snapshots, history_findings, judged_by_all_parents
+from kb.checks.judge import check_snapshots, finding_key, history_findings, judge_merge
 from kb.checks.overrides import trailers
 from kb.checks.report import Finding, Report, config_findings, findings
 from kb.checks.results import (FILE_PART, prepare_cache, scoped_parts, scoped_stored,
@@ -178,17 +177,6 @@ def _not_an_ancestor(top: Path, report: Report, a: str, base: str, b: str, tip: 
     _rewritten(top, report, base, tip, kb_path)
 
 
-#: The first ID-like word of a message (what a history finding is about).
-_ABOUT = re.compile(r"[A-Za-z][\w.-]*\d[\w.-]*")
-
-
-def _about(f: Finding) -> tuple[str, str, str]:
-    """What a history finding is about: code, path and the first ID-like word of its
-    message (messages name their base snapshot, which differs between the two checks)."""
-    m = _ABOUT.search(f.message)
-    return f.code, f.path, m.group(0) if m else ""
-
-
 def _rewritten(top: Path, report: Report, base: str, tip: str, kb_path: Optional[Path]) -> None:
     """The history rules on the change from ``base`` (the old tip) to ``tip`` (the new one)
     as one :class:`kb.checks.changes.Change`, for every KB of either side, into
@@ -205,7 +193,7 @@ def _rewritten(top: Path, report: Report, base: str, tip: str, kb_path: Optional
     for found in trailers(top, [f"{base}..{tip}"]).values():
         overrides.update(found)
     at_tip = set(find_all_kbs(top, tip))
-    seen = {_about(f) for f in report.findings if f.family == "history"}
+    seen = {finding_key(f) for f in report.findings if f.family == "history"}
     note = f" (history rewritten: judged as one change from the old tip {base[:10]} to {tip[:10]})"
     for prefix in selected_kbs(top, kb_path, sorted(at_tip | set(find_all_kbs(top, base)))):
         try:
@@ -225,9 +213,9 @@ def _rewritten(top: Path, report: Report, base: str, tip: str, kb_path: Optional
                             overrides, commit=tip, base_config=config_at(k, base),
                             new_config=config_at(k, tip))
             for f in history_findings(change, k, tip):
-                if _about(f) in seen:
+                if finding_key(f) in seen:
                     continue
-                seen.add(_about(f))
+                seen.add(finding_key(f))
                 report.findings.append(dataclasses.replace(f, message=f.message + note))
 
 
@@ -433,7 +421,7 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
                             removed_before=before)
             found = history_findings(change, k, c)
             if len(parents) > 1:
-                found = judged_by_all_parents(found, idx, k, c, parents[1:], new, mode,
+                found = judge_merge(found, idx, k, c, parents[1:], new, mode,
                                               overrides, origin_f, removed_before=before,
                                               first=parent)
             out += found

@@ -16,7 +16,7 @@ from typing import Any, Mapping, Optional
 
 from kb import git
 from kb.checks.changes import diff_commits, diff_staged, raw_changes, retargeted_links, touches_links, undo
-from kb.checks.judge import check_snapshots, history_findings, judged_by_all_parents
+from kb.checks.judge import check_snapshots, history_findings, judge_merge
 from kb.checks.overrides import merge_heads, merge_overrides, parse_overrides
 from kb.checks.report import Report, config_findings, name_findings
 from kb.checks.targets import (config_at, kb_at, kbs_in_listing, open_index, repo_top, selected_kbs,
@@ -112,7 +112,7 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
                 # the merged commits are not checked here (pre-push and CI check them),
                 # so what they bring in is still this merge's to answer for. And a change
                 # of a merged head that the merge undoes is found (git merge -s ours).
-                found = judged_by_all_parents(found, idx, k, None, merging, new, "staged",
+                found = judge_merge(found, idx, k, None, merging, new, "staged",
                                               overrides, None, diff=lambda p: diff_staged(k, p),
                                               codes={"KB307"}, first=head)
             report.findings += found

@@ -9,7 +9,7 @@ from typing import Any, Mapping, Optional
 from kb import git
 from kb.checks.changes import worktree_kept
 from kb.checks.diagnostics import LightDiagnostic as _D
-from kb.checks.judge import check_snapshots, history_findings, judged_by_all_parents
+from kb.checks.judge import check_snapshots, history_findings, judge_merge
 from kb.checks.overrides import merge_heads, parse_overrides
 from kb.checks.report import Finding, Report, config_findings, findings, name_findings
 from kb.checks.targets import config_at, open_index
@@ -69,7 +69,7 @@ def verify_worktree(start: Path, kb_path: Optional[Path] = None,
                         for p in sorted(set(new.files) | set(snap.files))
                         if snap.files.get(p) != new.files.get(p)]
 
-            found = judged_by_all_parents(found, idx, k, None, merging, new, "worktree",
+            found = judge_merge(found, idx, k, None, merging, new, "worktree",
                                           overrides, None, diff=diff_to, codes={"KB307"},
                                           first=head)
         report.findings += found
