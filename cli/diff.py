@@ -23,10 +23,16 @@ from kb_cli.output import emit_json, err, kb_option
                    "the diagram goes first, then the last lines, and it says so.")
 @click.option("--exit-code", is_flag=True,
               help="Exit 1 when the change has blocking rule findings (as kb verify would).")
+@click.option("--against", metavar="REV", default=None,
+              help="Range: judge the findings as `kb verify --range A..B --against REV` (a pull "
+                   "request into REV: an ID its target already has is KB350).")
+@click.option("--rewrite", is_flag=True,
+              help="Range: B replaces A (a force push): judge A -> B as one change too, as "
+                   "`kb verify --range A..B --rewrite`.")
 @kb_option
 def command(revs: tuple[str, ...], staged: bool, fmt: str, as_json: bool, no_findings: bool,
             link_base: Optional[str], max_chars: Optional[int], exit_code: bool,
-            kb_path: Optional[str]) -> int:
+            against: Optional[str], rewrite: bool, kb_path: Optional[str]) -> int:
     """The research diff: hypotheses added, corrected and moved (with the evidence
     that moved them), experiments added and finished, cards, entries, priorities,
     dependencies, verdicts, settled objects and Verified cards, renumberings and
@@ -52,7 +58,7 @@ def command(revs: tuple[str, ...], staged: bool, fmt: str, as_json: bool, no_fin
         raise UsageError("use either a range or --staged")
     source = "range" if a else ("staged" if staged else "worktree")
     k = open_kb(kb_path)
-    d = research_diff(k, source, a, b, findings=not no_findings)
+    d = research_diff(k, source, a, b, findings=not no_findings, against=against, rewrite=rewrite)
     if fmt == "json":
         emit_json(d)
     else:

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from kb.repo import resolve_kb
-from kb_cli.output import emit_json, err, json_option, kb_option
+from kb_cli.output import emit_json, err, json_option, kb_option, note_landed
 
 
 def with_remote(kb_path: str | None, remote: str | None) -> tuple[Any, str | None]:
@@ -37,6 +37,9 @@ def remote_option(f: Any) -> Any:
 def print_acquired(res: Any, verb: str, as_json: bool) -> None:
     from kb.locks import format_duration, iso
 
+    for a in res.locks:  # said should the output fail: the lock is held (a retry is not blind)
+        note_landed(None, [], f"{verb} {a.path if a.scope == 'file' else 'the project'} for "
+                              f"{a.owner} until {iso(a.expires)}")
     if as_json:
         emit_json(res.as_dict())
         return
@@ -105,6 +108,9 @@ def release_cmd(paths: tuple[str, ...], owner: str | None, message: str | None, 
     k, remote = with_remote(kb_path, remote)
     res = release(k, list(paths), owner=owner, message=message, remote=remote,
                   all_held=all_held, verify=not no_verify)
+    note_landed(res.commit, res.committed)  # said should the output fail (a retry is not blind)
+    if res.released:
+        note_landed(None, [], f"released {', '.join(res.released)}")
     if as_json:
         emit_json(res.op_result(resolve_kb(kb_path).top).to_json())
     else:

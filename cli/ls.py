@@ -6,46 +6,11 @@ import re
 
 import click
 
-from kb.errors import UsageError
-from kb.vocab import (DIRECTION_STATUS, EXPERIMENT_STATUS, HYPOTHESIS_STATUS, KIND_PLURALS,
-                      METHOD_STATUS, PROBLEM_STATUS, PROPOSITION_STATUS, Vocabulary,
-                      display_status)
+from kb.vocab import display_status
 from kb_cli.output import emit_json, json_option, kb_option
 
 KINDS = ["hypotheses", "experiments", "problems", "propositions", "methods", "verified",
          "directions", "records"]
-
-#: The status words of each kind that has a closed list (kb.vocab): hypotheses and
-#: experiments in either language, the cards in the one Vibe Math writes. A Verified
-#: card's status is its 结论 and a record's is its registry's: no list to hold them to.
-STATUS_WORDS: dict[str, Vocabulary | tuple[str, ...]] = {
-    "hypotheses": HYPOTHESIS_STATUS, "experiments": EXPERIMENT_STATUS,
-    "problems": PROBLEM_STATUS, "propositions": PROPOSITION_STATUS,
-    "methods": METHOD_STATUS, "directions": DIRECTION_STATUS,
-}
-
-
-def status_word(kind: str | None, status: str | None) -> str | None:
-    """``--status`` as the index stores it (the canonical word), for ``kb ls [KIND]``.
-
-    Raises UsageError, naming the accepted words, for a word no object of KIND can have:
-    listing none would read as "none has it". Every kind at once takes either
-    vocabulary of kb.vocab's two languages (``completed``: experiments).
-    """
-    if not status:
-        return status
-    if kind is None:
-        return HYPOTHESIS_STATUS.canonical(status) or EXPERIMENT_STATUS.canonical(status) or status
-    words = STATUS_WORDS.get(kind)
-    if words is None:
-        return status
-    if isinstance(words, Vocabulary):
-        word, accepted = words.canonical(status), words.accepted()
-    else:
-        word, accepted = (status.strip() if status.strip() in words else None), ", ".join(words)
-    if word is None:
-        raise UsageError(f"unknown {KIND_PLURALS[kind]} status {status!r}; use one of: {accepted}")
-    return word
 
 
 def _columns(row, locale: str) -> list[str]:
@@ -130,16 +95,9 @@ def command(kind: str | None, status: str | None, fmt: str, as_json: bool,
     with probability."""
     from kb.api import list_objects
 
-    word = status_word(kind, status)
-    # kb.api.list_objects reads any kind's word in the hypothesis vocabulary too ("active",
-    # a direction's status, is its alias of 进行中): a card kind's word is matched here.
-    mine = bool(word) and kind not in (None, "hypotheses", "experiments")
     # A hypothesis row shows only ID, status and statement (its title): the object
     # JSON is not read unless --json prints it.
-    k, rows = list_objects(kind, None if mine else word, kb_path,
-                           with_data=as_json or kind != "hypotheses")
-    if mine:
-        rows = [r for r in rows if r.status == word]
+    k, rows = list_objects(kind, status, kb_path, with_data=as_json or kind != "hypotheses")
     locale = k.config.locale
     if as_json:
         from kb.contract import ls_data

@@ -104,8 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     An error is one line on stderr; with ``--json`` it is also the JSON object
     ``{"error": {"message", "exit_code", "kind"}}`` on stdout, for agents.
     """
-    from kb_cli.output import ErrorStream, GuardedStream
+    from kb_cli.output import ErrorStream, GuardedStream, forget_landed
 
+    forget_landed()  # an in-process caller's earlier command landed nothing of this one
     args = sys.argv[1:] if argv is None else argv
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = GuardedStream(out), ErrorStream(err)

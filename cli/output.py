@@ -69,9 +69,7 @@ class GuardedStream:
         if isinstance(exc, BrokenPipeError):
             self._drop()
             return
-        from kb.errors import EnvironmentError_
-
-        raise EnvironmentError_(f"cannot write the output: {exc.strerror or exc}") from None
+        raise _output_failed(str(exc.strerror or exc))
 
     def _drop(self) -> None:
         """Point the descriptor at the null device: what is still buffered is flushed
@@ -92,9 +90,7 @@ class GuardedStream:
                 raise TypeError("write() argument must be str")  # as a text stream says
             return len(text)
         if self.raw is None:  # started with standard output closed
-            from kb.errors import EnvironmentError_
-
-            raise EnvironmentError_("cannot write the output: standard output is closed")
+            raise _output_failed("standard output is closed")
         try:
             return self.raw.write(text)
         except OSError as exc:
@@ -113,6 +109,52 @@ class GuardedStream:
         return getattr(self.raw, name)
 
 
+#: What this process's write already did (``committed <sha> (paths)``, ``wrote paths
+#: (not committed)``), noted by the printers before they print: an output that then cannot
+#: be written says it, so that a caller does not retry a write that landed (and duplicate it).
+_LANDED: list[str] = []
+
+
+def note_landed(commit: str | None, paths: Iterable[str], what: str = "") -> None:
+    """Note a write that landed (a commit, or files written but not committed), before
+    its output is printed. ``what`` replaces the default wording when given."""
+    paths = list(paths)
+    if what:
+        said = what
+    elif commit:
+        said = f"committed {commit[:12]}" + (f" ({', '.join(paths)})" if paths else "")
+    elif paths:
+        said = f"wrote {', '.join(paths)} (not committed)"
+    else:
+        return
+    if said not in _LANDED:
+        _LANDED.append(said)
+
+
+def forget_landed() -> None:
+    """Start a command with nothing landed (:func:`kb_cli.main.main`)."""
+    _LANDED.clear()
+
+
+def note_sync(data: dict[str, Any]) -> None:
+    """Note the commits ``kb sync`` made (its JSON object's fields)."""
+    for key, what in (("renumber_commit", "renumbered in"), ("merge_commit", "merged in"),
+                      ("dashboard_commit", "regenerated DASHBOARD.md in")):
+        if data.get(key):
+            note_landed(None, [], f"{what} {str(data[key])[:12]}")
+
+
+def _output_failed(why: str) -> Exception:
+    """The environment error of an output that cannot be written, saying what this
+    process's write already did (so a retry is not blind)."""
+    from kb.errors import EnvironmentError_
+
+    if _LANDED:
+        return EnvironmentError_(f"{'; '.join(_LANDED)}, but its output could not be "
+                                 f"written: {why}")
+    return EnvironmentError_(f"cannot write the output: {why}")
+
+
 class ErrorStream(GuardedStream):
     """Standard error for the commands (``kb … 2>&1 | head``): a reader that goes away,
     or a write that fails, drops what follows, and the command ends with its own exit
@@ -128,6 +170,10 @@ class ErrorStream(GuardedStream):
 
 
 def emit_json(data: Any) -> None:
+    if isinstance(data, dict) and {"op", "blobs", "commit"} <= data.keys():
+        note_landed(data["commit"], [str(p) for p in data.get("paths") or []])  # a write's result
+    elif isinstance(data, dict) and {"renumber_commit", "merge_commit"} <= data.keys():
+        note_sync(data)  # kb sync's result
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
@@ -201,6 +247,7 @@ def print_result(res: Any, as_json: bool) -> int:
     ``to_json()`` with ``--json``; else its change lines on stdout and what was
     committed or written on stderr. A rolled-back interrupted write is said
     first, on stderr, either way. Returns exit code 0."""
+    note_landed(res.commit, res.paths)
     if res.recovered:
         err(f"kb: rolled back an interrupted kb write first: {', '.join(res.recovered)}")
     if as_json:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from kb_cli.lock import owner_option, print_acquired, remote_option, ttl_option, with_remote
-from kb_cli.output import emit_json, json_option, kb_option
+from kb_cli.output import emit_json, json_option, kb_option, note_landed
 
 
 @click.group("project")
@@ -43,6 +43,7 @@ def unlock_cmd(owner: str | None, remote: str | None, as_json: bool, kb_path: st
 
     k, remote = with_remote(kb_path, remote)
     res = project_unlock(k, owner=owner, remote=remote)
+    note_landed(None, [], f"unlocked the project ({res.owner})")  # said should the output fail
     if as_json:
         emit_json(res.op_result(k.top).to_json())
     else:

@@ -7,7 +7,7 @@ from typing import Optional
 
 import click
 
-from kb_cli.output import emit_json, err, json_option, kb_option, print_waiting
+from kb_cli.output import emit_json, err, json_option, kb_option, note_sync, print_waiting
 
 
 @click.command("sync")
@@ -33,6 +33,8 @@ def command(upstream: Optional[str], dry_run: bool, no_fetch: bool, as_json: boo
     if as_json:
         emit_json(res.to_json())
         return 0 if res.ok else 1
+    if not dry_run:
+        note_sync(res.to_json())  # said should the output fail (a retry is not blind)
     for c in res.collisions:
         err(f"kb sync: {c['id']} ({c['kind']}) at {c['ours']} is taken on {res.upstream} ({c['theirs']})")
     for old, new in res.renumbered.items():

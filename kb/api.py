@@ -108,8 +108,9 @@ def list_objects(kind: str | None = None, status: str | None = None,
 
     Problems are sorted by priority with ``never`` last; hypotheses in tree
     order; other kinds by natural ID order. ``status`` accepts either
-    language for hypotheses and experiments. Raises UsageError for an
-    unknown kind. ``with_data=False`` leaves every row's JSON out (``data``
+    language for hypotheses and experiments (:func:`kb.vocab.status_word`).
+    Raises UsageError for an unknown kind, or a status word no object of
+    the kind can have. ``with_data=False`` leaves every row's JSON out (``data``
     is ``"{}"``): ID, kind, status, title, path and line only, for listings of
     100,000 rows (the problems' priority order still reads it).
     """
@@ -119,14 +120,19 @@ def list_objects(kind: str | None = None, status: str | None = None,
         if one is None:
             raise UsageError(f"unknown kind {kind!r}; use one of: {', '.join(KIND_PLURALS)}")
     if status:
-        from kb.vocab import EXPERIMENT_STATUS, HYPOTHESIS_STATUS
+        from kb.vocab import status_word
 
-        vocab = EXPERIMENT_STATUS if one == "experiment" else HYPOTHESIS_STATUS
-        status = vocab.canonical(status) or status
+        status = status_word(one, status)
     k, opened = _open(path, idx)
     with opened as ix:
         rows = ix.objects(one, status, with_data=with_data or one in (None, "problem"))
-        _note_unreadable(ix)
+        _note_unreadable(ix, hypotheses=one in (None, "hypothesis"))
+    if status and one is None and not rows:
+        from kb.vocab import known_status
+
+        if not known_status(status):  # none listed for a word no kind has reads as "none has it"
+            raise UsageError(f"unknown status {status!r}: no kind of object has it (kb ls KIND "
+                             "--status names the words of a kind)")
     if one == "problem":
         rows.sort(key=_priority_key)
     elif one != "hypothesis":
@@ -136,8 +142,10 @@ def list_objects(kind: str | None = None, status: str | None = None,
     return k, rows
 
 
-def _note_unreadable(ix: Index) -> None:
-    """One note when files kb cannot read may hide objects from a listing."""
+def _note_unreadable(ix: Index, hypotheses: bool = True) -> None:
+    """One note when files kb cannot read may hide objects from a listing; another when
+    kb.toml moves the tree to a file that is not there (KB004) and the listing may hold
+    hypotheses (``hypotheses``): an empty listing is no answer then."""
     n, first = ix.unreadable()
     bad = [d for d in ix.kb.config.warnings if d.severity == "error"]
     if bad:  # a configuration error (a file path that is a directory) hides more
@@ -145,6 +153,14 @@ def _note_unreadable(ix: Index) -> None:
     if n:
         note(f"kb: {n} file(s) have errors and may hold objects not listed (first: {first}); "
              f"`kb index` lists them")
+    from kb.config import DEFAULT_PATHS
+
+    tree = ix.kb.config.paths["tree"]
+    if hypotheses and tree != DEFAULT_PATHS["tree"] and ix.current_blob(tree) is None:
+        from kb.checks.config_rules import tree_missing
+
+        for d in tree_missing(ix.kb.config, ()):
+            note(f"kb: kb.toml:{d.line}: {d.code} [{d.severity}] {d.message}")
 
 
 def show_object(obj_id: str, path: str | Path | None = None,

@@ -239,7 +239,7 @@ def install(start: Path, hooks: Iterable[str] = HOOKS, python: Optional[str] = N
         from kb.merge.drivers import register
 
         # kb's merge drivers (tree.md, DASHBOARD.md): issue "team work through git".
-        res.merge_driver = _summary(register(top, python))
+        res.merge_driver = _summary(register(top, python, mark=True))
     from kb.remote_locks import ensure_refspecs, lock_remote
     from kb.repo import find_all_kbs, open_kb
 
@@ -264,7 +264,8 @@ def install(start: Path, hooks: Iterable[str] = HOOKS, python: Optional[str] = N
 @_file_errors("remove kb's hooks")
 def uninstall(start: Path, hooks: Iterable[str] = HOOKS, merge_driver: bool = True,
               shared: bool = False) -> HookResult:
-    """Remove kb's hooks, put chained hooks back, unregister kb's merge driver.
+    """Remove kb's hooks, put chained hooks back, unregister the merge drivers that
+    :func:`install` registered (a driver ``kb init`` or ``kb sync`` registered stays).
 
     ``shared``: allow a hooks folder outside the repository (:func:`check_own_hooks`).
 
@@ -291,7 +292,8 @@ def uninstall(start: Path, hooks: Iterable[str] = HOOKS, merge_driver: bool = Tr
     if merge_driver:
         from kb.merge.drivers import unregister
 
-        res.merge_driver = _summary(unregister(top))
+        # Only the drivers install registered: those kb init or kb sync did stay (KB245).
+        res.merge_driver = _summary(unregister(top, only_marked=True))
     return res
 
 

@@ -312,6 +312,39 @@ def staged_snapshot(kb: KnowledgeBase, _stdout: bytes | None = None) -> Snapshot
                     unmerged=unmerged)
 
 
+_LISTING_META = re.compile(rb"[0-7]{6} [0-9a-f]{40,64} [0-3]")
+
+
+def staged_entries(kb: KnowledgeBase, data: bytes,
+                   specs: tuple[str, ...]) -> dict[str, tuple[str, str]] | None:
+    """The stage-0 entries under the KB paths ``specs`` (a file, or a folder and what is in
+    it), read out of the KB's whole ``git ls-files -s -z`` output ``data`` without a git
+    process (what ``git ls-files -s -z -- <specs>`` gives): KB path -> (mode, blob id).
+    None when git's pathspec could match otherwise (a prefix with glob characters,
+    case-insensitive pathspecs): then the caller asks git."""
+    prefix = kb.prefix
+    if set(prefix) & set("*?[\\") or os.environ.get("GIT_ICASE_PATHSPECS"):
+        return None
+    out: dict[str, tuple[str, str]] = {}
+    for spec in specs:
+        full = (prefix + spec.rstrip("/")).encode("utf-8", "surrogateescape")
+        needle = b"\t" + full
+        pos = data.find(needle)
+        while pos >= 0:
+            start = data.rfind(b"\0", 0, pos) + 1
+            end = data.find(b"\0", pos)
+            end = len(data) if end < 0 else end
+            path = data[pos + 1:end]
+            meta = data[start:pos]
+            if _LISTING_META.fullmatch(meta) and (path == full or path.startswith(full + b"/")):
+                mode, blob, stage = meta.decode("ascii").split(" ")
+                rel = kb.rel(path.decode("utf-8", "surrogateescape"))
+                if stage == "0" and rel is not None:
+                    out[rel] = (mode, blob)
+            pos = data.find(needle, pos + 1)
+    return out
+
+
 def commit_snapshot(kb: KnowledgeBase, rev: str) -> Snapshot:
     """The tree of commit ``rev`` (``git ls-tree -r -z``). ``rev`` must exist."""
     proc = git.run(["ls-tree", "-r", "-z", rev, *_pathspec(kb)], kb.top)
@@ -587,6 +620,25 @@ def colliding(paths: list[str]) -> list[tuple[str, str]]:
             out.append((seen[k], p))
         else:
             seen.setdefault(k, p)
+    return out
+
+
+def colliding_folders(paths: list[str]) -> list[tuple[str, str, str]]:
+    """Pairs of distinct folders of ``paths`` that some file systems take for one folder
+    (``Propos/Algebra`` and ``Propos/algebra``): ``(folder, other folder, a path in the
+    other)``, each pair once."""
+    first_path: dict[str, str] = {}  # each folder (and its parents) -> its first path
+    for p in sorted(paths):
+        d = p.rpartition("/")[0]
+        while d and d not in first_path:  # a folder seen once is folded once
+            first_path[d] = p
+            d = d.rpartition("/")[0]
+    seen: dict[str, str] = {}
+    out = []
+    for d in sorted(first_path):
+        first = seen.setdefault(fold(d), d)
+        if first != d:
+            out.append((first, d, first_path[d]))
     return out
 
 

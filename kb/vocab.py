@@ -120,3 +120,46 @@ def display_status(kind: str, status: str, locale: str) -> str:
     words, :data:`HYPOTHESIS_STATUS` / :data:`EXPERIMENT_STATUS`); other kinds' as is."""
     vocab = {"hypothesis": HYPOTHESIS_STATUS, "experiment": EXPERIMENT_STATUS}.get(kind)
     return vocab.word(status, locale) if vocab and status else status
+
+
+#: The status words of each kind that has a closed list: hypotheses and experiments in
+#: either language, the cards in the one Vibe Math writes, a Verified card's 结论. A
+#: record's status is its registry's: no list to hold it to.
+STATUS_WORDS: dict[str, Vocabulary | tuple[str, ...]] = {
+    "hypothesis": HYPOTHESIS_STATUS, "experiment": EXPERIMENT_STATUS,
+    "problem": PROBLEM_STATUS, "proposition": PROPOSITION_STATUS,
+    "method": METHOD_STATUS, "direction": DIRECTION_STATUS,
+    "verified": ("真", "假"),  # a Verified card's 结论 (VIBEMATH-V3: 真 or 假)
+}
+
+
+def known_status(status: str) -> bool:
+    """Whether some kind's closed list holds ``status`` (either language of the
+    hypotheses' and experiments'); a record's status has no list."""
+    w = status.strip()
+    return any(words.canonical(w) is not None if isinstance(words, Vocabulary) else w in words
+               for words in STATUS_WORDS.values())
+
+
+def status_word(kind: str | None, status: str) -> str:
+    """``status`` as the index stores it (the canonical word) for objects of ``kind``
+    (``"problem"``; None: every kind, which takes either vocabulary of the hypotheses'
+    and experiments' two languages, ``completed`` an experiment's).
+
+    Raises UsageError, naming the accepted words, for a word no object of ``kind`` can
+    have: listing none would read as "none has it".
+    """
+    if kind is None:
+        return HYPOTHESIS_STATUS.canonical(status) or EXPERIMENT_STATUS.canonical(status) or status
+    words = STATUS_WORDS.get(kind)
+    if words is None:
+        return status
+    if isinstance(words, Vocabulary):
+        word, accepted = words.canonical(status), words.accepted()
+    else:
+        word, accepted = (status.strip() if status.strip() in words else None), ", ".join(words)
+    if word is None:
+        from kb.errors import UsageError
+
+        raise UsageError(f"unknown {kind} status {status!r}; use one of: {accepted}")
+    return word

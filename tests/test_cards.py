@@ -515,3 +515,40 @@ def test_a_withdrawn_card_id_is_never_handed_out_again(tmp_path) -> None:
         assert "never reused" in r.json()["error"]["message"]
     assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain") == ""
     assert invoke("problem", "add", "q2", "P2", "--title", "C", cwd=root).code == 0
+
+
+@pytest.mark.parametrize("card, args, section", [
+    ("Problems/q1.md", ("entry", "add", "q1", "--kind", "解法", "--title", "Parity", "--text", "body"),
+     "## 解法候选"),
+    ("Propos/数论/p1.md", ("entry", "add", "p1", "--kind", "证明", "--title", "Wilson", "--text",
+                         "body"), "## 证明尝试"),
+    ("Methods/m1.md", ("method", "improve", "m1", "covers more", "--text", "body"), "## 改进历史"),
+])
+def test_an_entry_goes_after_the_users_prose_beside_a_placeholder(tree_kb: Path, card: str,
+                                                                  args: tuple, section: str) -> None:
+    """A note the user wrote under a section's placeholder (``（暂无解法候选）``) stays
+    where it is, out of the new block: put in the placeholder's place, the note became
+    the entry's text and the write was refused as a change of structure (or, for a
+    method, kept with the note in its text)."""
+    repo = tree_kb
+    for cmd in (("problem", "add", "q1", "Prove X"), ("method", "add", "m1", "Descent")):
+        assert invoke(*cmd, cwd=repo).code == 0
+    if card.startswith("Propos"):
+        assert invoke("propo", "add", "数论", "p1", "A claim", "--new-category", cwd=repo).code == 0
+    path = repo / card
+    text = path.read_text(encoding="utf-8")
+    at = text.index(section)
+    start = text.index("\n", at) + 1
+    stop = text.find("\n## ", start)
+    part = text[start:stop if stop != -1 else len(text)]
+    assert part.strip().startswith("（暂无"), part  # the section holds its placeholder alone
+    path.write_text(text[:start] + part.rstrip("\n") + "\nMy note on this.\n"
+                    + text[start + len(part):], encoding="utf-8")
+    commit_all(repo, "a note")
+    r = invoke(*args, cwd=repo)
+    assert r.code == 0, r.stderr
+    after = path.read_text(encoding="utf-8")
+    part = after[after.index(section):].split("\n## ")[0]
+    assert "（暂无" not in part and part.endswith("\nbody\n")
+    assert "\nMy note on this.\n\n### " in part
+    check_all(repo)

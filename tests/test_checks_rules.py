@@ -167,6 +167,8 @@ def test_a_settled_object_without_its_card_warns_a_card_without_its_object_block
         [("Propos/数论/p3.md", "warning")]
     assert [(h["path"], h["severity"]) for h in find(data, "KB221")] == \
         [("Verified/问题/q7.md", "error")] and rc == 1
+    # the way out names the override a committed card's removal needs (KB304)
+    assert "`Kb-Override: q7 <reason>`" in find(data, "KB221")[0]["message"]
 
 
 def test_unknown_words_in_cards_and_experiments(make_kb):

@@ -371,3 +371,6 @@ def test_gitlab_merge_request_is_checked_against_its_target(toolchain, tmp_path:
     hits = [i for i in report if i["check_name"] == "KB350"]
     assert hits and all(i["severity"] == "critical" for i in hits), report
     assert any("H1.3" in i["description"] for i in hits)
+    # the reviewer's research diff says what the check says (it was "no problems")
+    diff = (project / "kb-diff.md").read_text(encoding="utf-8")
+    assert "KB350" in diff and "H1.3" in diff

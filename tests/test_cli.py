@@ -450,6 +450,27 @@ def test_what_kb_toml_names_and_kb_does_not_read_is_a_warning_with_its_line(make
     assert "KB004" not in run_kb("index", cwd=root).stdout
 
 
+@pytest.mark.parametrize("tree", ["tree.md/", "trees.md"])
+def test_a_tree_path_with_no_file_warns_a_listing_and_refuses_a_write(tree_kb, run_kb, tree):
+    """``[paths] tree = "tree.md/"`` names a folder (pathlib dropped the '/': kb read
+    tree.md, then git could not hash 'tree.md/', exit 2) and "trees.md" no file: `kb ls`
+    says KB004 on stderr (it printed "(none)" without a word), `kb hyp add` refuses (1)
+    and writes nothing."""
+    with open(tree_kb / "kb.toml", "a", encoding="utf-8") as f:
+        f.write(f'[paths]\ntree = "{tree}"\n')
+    git(tree_kb, "commit", "-qam", "move the tree")
+    r = run_kb("ls", "hypotheses", cwd=tree_kb)
+    assert r.code == 0 and "KB004" in r.stderr and f"paths.tree = '{tree}'" in r.stderr, r.stderr
+    assert "KB004" not in run_kb("ls", "problems", cwd=tree_kb).stderr
+    before = git(tree_kb, "rev-parse", "HEAD")
+    for args in (("hyp", "add", "x"), ("hyp", "add", "x", "--json")):
+        r = run_kb(*args, cwd=tree_kb)
+        assert r.code == 1, (r.code, r.stderr)
+        assert "git hash-object" not in r.stderr and tree in r.stderr, r.stderr
+    assert git(tree_kb, "rev-parse", "HEAD") == before
+    assert git(tree_kb, "status", "--porcelain") == ""
+
+
 @pytest.mark.parametrize("config, placed", [
     ('registry = [ { path = "p.md", kind = "nope" } ]\n', [("KB001", 2)]),
     ('paths = { tree = "gone.md" }\n', [("KB004", 2)]),
@@ -623,16 +644,19 @@ def test_a_path_argument_not_utf8_still_works(tmp_path: Path) -> None:
     ("propositions", "真", "未定论, 已验证·真, 已验证·假"),
     ("methods", "bogus", "经验, 应用验证, 含已验证断言"),
     ("directions", "paused", "active, success, dead-end, queued"),
+    ("verified", "true", "真, 假"),
+    (None, "bogus", "no kind of object has it"),
 ])
 def test_ls_status_outside_the_kinds_words_is_a_usage_error(example_kb: Path, kind: str, word: str,
                                                              says: str) -> None:
     """A status no object of KIND can have: exit 2 naming the accepted words (an empty
     list with exit 0 read as "none has it"), in text and under --json."""
-    r = run_script("ls", kind, "--status", word, "--json", cwd=example_kb)
+    kinds = [kind] if kind else []
+    r = run_script("ls", *kinds, "--status", word, "--json", cwd=example_kb)
     assert r.code == 2, r.stdout
     error = r.json()["error"]
     assert error["kind"] == "usage" and repr(word) in error["message"] and says in error["message"]
-    text = run_script("ls", kind, "--status", word, cwd=example_kb)
+    text = run_script("ls", *kinds, "--status", word, cwd=example_kb)
     assert text.code == 2 and text.stdout == "" and says in text.stderr
 
 

@@ -517,6 +517,46 @@ def test_output_that_cannot_be_written_is_an_environment_error(example_kb: Path,
     assert lines == ["kb: cannot write the output: No space left on device"]
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("extra, landed", [
+    ((), "committed {head} (tree.md, DASHBOARD.md)"),
+    (("--json",), "committed {head} (tree.md, DASHBOARD.md)"),
+    (("--no-commit",), "wrote tree.md, DASHBOARD.md (not committed)"),
+])
+def test_a_write_whose_output_cannot_be_written_says_what_landed(
+        tree_kb: Path, extra: tuple[str, ...], landed: str) -> None:
+    """A write that landed and then could not print says what it committed (or wrote):
+    the exit code stays 2, but a caller that retries is not blind (it duplicated H1)."""
+    from conftest import git, kb_script, source_env
+
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([kb_script(), "hyp", "add", "first", *extra], cwd=tree_kb,
+                              stdout=full, stderr=subprocess.PIPE, env=source_env(), timeout=60)
+    head = git(tree_kb, "rev-parse", "HEAD")[:12]
+    assert proc.returncode == 2
+    assert proc.stderr.decode().splitlines()[-1] == (
+        f"kb: {landed.format(head=head)}, but its output could not be written: "
+        "No space left on device")
+
+
+@pytest.mark.parametrize("args, landed", [
+    (("lock", "claim", "tree.md", "--owner", "ann"), "locked tree.md for ann until "),
+    (("project", "lock", "--owner", "ann"), "locked the project for ann until "),
+])
+def test_a_lock_whose_output_cannot_be_written_says_it_is_held(tree_kb: Path, args: tuple,
+                                                               landed: str) -> None:
+    """A lock taken and then not printed is held till its lease ends: the error says so
+    (a caller reading only "cannot write the output" would think the claim failed)."""
+    from conftest import kb_script, source_env
+
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([kb_script(), *args], cwd=tree_kb, stdout=full,
+                              stderr=subprocess.PIPE, env=source_env(), timeout=60)
+    last = proc.stderr.decode().splitlines()[-1]
+    assert proc.returncode == 2 and last.startswith(f"kb: {landed}"), last
+    assert last.endswith("but its output could not be written: No space left on device"), last
+
+
 def test_a_process_limit_is_an_environment_error_not_a_bug(nobody_env) -> None:
     """Under a process limit (RLIMIT_NPROC, which binds users other than root) git cannot
     be started: kb says so as an environment error (exit 2), not an internal error."""

@@ -288,3 +288,39 @@ def test_a_correction_by_hand_passes_the_hook_and_the_push(repo, tmp_path):
     proc = git_run(repo, "push", "origin", "main")
     assert proc.returncode == 0, _out(proc)
     assert git(bare, "rev-parse", "main") == git(repo, "rev-parse", "HEAD")
+
+
+def test_uninstall_keeps_the_merge_drivers_kb_init_registered(tree_kb):
+    """`kb hooks uninstall` removes exactly what install added: the drivers `kb init`
+    registered (install found them "already registered") stay, and kb verify does not
+    warn KB245; a driver install registered itself is removed."""
+    drivers = {n: git(tree_kb, "config", f"merge.{n}.driver") for n in ("kb-tree", "kb-dashboard")}
+    res = invoke("hooks", "install", cwd=tree_kb)
+    assert res.code == 0 and "kb-dashboard: already registered" in res.stdout, res.stdout
+    res = invoke("hooks", "uninstall", cwd=tree_kb)
+    assert res.code == 0, res.stderr
+    assert "unregistered" not in res.stdout, res.stdout
+    assert {n: git(tree_kb, "config", f"merge.{n}.driver") for n in drivers} == drivers
+    res = invoke("verify", cwd=tree_kb)
+    assert "KB245" not in res.stdout + res.stderr, res.stdout
+    # One driver gone (a clone kb init never ran in): install registers it, uninstall removes it.
+    git(tree_kb, "config", "--remove-section", "merge.kb-tree")
+    assert invoke("hooks", "install", cwd=tree_kb).code == 0
+    res = invoke("hooks", "uninstall", cwd=tree_kb)
+    assert "kb-tree: unregistered" in res.stdout, res.stdout
+    assert git(tree_kb, "config", "--get", "merge.kb-tree.driver", check=False) == ""
+    assert git(tree_kb, "config", "merge.kb-dashboard.driver") == drivers["kb-dashboard"]
+
+
+def test_install_writes_no_attribute_line_for_a_tree_path_naming_a_folder(tree_kb):
+    """kb.toml's `tree = "tree.md/"` (KB004: a folder, not the file): `kb hooks install`
+    adds no `tree.md/ merge=kb-tree` line to the tracked .gitattributes."""
+    toml = tree_kb / "kb.toml"
+    toml.write_text(toml.read_text(encoding="utf-8") + '\n[paths]\ntree = "tree.md/"\n',
+                    encoding="utf-8")
+    (tree_kb / ".gitattributes").unlink()
+    git(tree_kb, "add", "-A")
+    git(tree_kb, "commit", "-qm", "tree path with a slash", "--no-verify")
+    assert invoke("hooks", "install", cwd=tree_kb).code == 0
+    text = (tree_kb / ".gitattributes").read_text(encoding="utf-8")
+    assert "tree.md/" not in text and "merge=kb-dashboard" in text, text

@@ -169,6 +169,31 @@ def test_unportable_names_are_refused_on_write_and_reported(tree_kb: Path) -> No
     assert "KB219" in {d["code"] for d in r.json()["diagnostics"]}, r.stdout
 
 
+def test_categories_differing_only_in_case_or_normalisation_are_one_folder(tree_kb: Path) -> None:
+    """A category typed in another Unicode form is the folder that is there; one that
+    differs only in case is refused even with --new-category (macOS and Windows take the
+    two folders for one); a second such folder committed by hand is KB219."""
+    root = tree_kb
+    nfc, nfd = "G\u00e9om", "Ge\u0301om"
+    assert invoke("propo", "add", nfc, "p1", "A statement", "--new-category", cwd=root).code == 0
+    assert invoke("propo", "add", "Algebra", "a1", "A statement", "--new-category", cwd=root).code == 0
+    r = invoke("propo", "add", nfd, "p2", "Another statement", cwd=root)
+    assert r.code == 0, r.stderr
+    assert (root / "Propos" / nfc / "p2.md").is_file()
+    assert sorted(os.listdir(root / "Propos")) == sorted(["Algebra", nfc])
+    commits = git(root, "rev-list", "--count", "HEAD")
+    for flags in ((), ("--new-category",)):
+        r = invoke("propo", "add", "algebra", "a2", "A statement", *flags, cwd=root)
+        assert r.code == 2 and "only in case" in r.stderr and "'Algebra'" in r.stderr, r.stderr
+    assert git(root, "rev-list", "--count", "HEAD") == commits
+    (root / "Propos" / "algebra").mkdir()
+    (root / "Propos" / "algebra" / "a3.md").write_bytes(
+        (root / "Propos" / "Algebra" / "a1.md").read_bytes().replace(b"a1", b"a3"))
+    r = invoke("verify", "--json", cwd=root)
+    hits = [d for d in r.json()["diagnostics"] if d["code"] == "KB219"]
+    assert hits and hits[0]["path"] == "Propos/algebra/a3.md" and "folders" in hits[0]["message"]
+
+
 def test_nul_bytes_are_a_diagnostic(tree_kb: Path) -> None:
     root = tree_kb
     tree = root / "tree.md"

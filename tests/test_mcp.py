@@ -168,6 +168,12 @@ def test_stale_expect_and_locked_file_are_tool_errors(ex: Path) -> None:
             assert err["kind"] == "not_found"
             err = await refused(c, "hyp_status", id="H1", status="maybe")
             assert err["kind"] == "usage" and err["exit_code"] == 2
+            # a status no problem can have: the usage error `kb ls` gives, not an empty list
+            err = await refused(c, "ls", kind="problems", status="solved")
+            assert err["kind"] == "usage" and "已解决" in err["message"]
+            assert (await call(c, "ls", kind="directions", status="active"))["objects"]
+            err = await refused(c, "ls", status="bogus")  # every kind: no kind has the word
+            assert err["kind"] == "usage"
             # the server survived every error
             assert (await call(c, "ls", kind="problems"))["objects"]
 

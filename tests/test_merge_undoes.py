@@ -136,3 +136,90 @@ def test_a_merge_writing_a_value_neither_side_has_is_judged(tree_kb: Path) -> No
     git(root, "commit", "-q", "--no-verify", "-m", "merge bob, rewritten")
     code, diags = _verify(root, "--range", f"{base}..main")
     assert code == 1 and {"KB308", "KB306"} <= {d["code"] for d in diags if d["severity"] == "error"}
+
+
+def test_a_merge_dropping_a_verdict_names_every_rule_and_the_parent_to_restore_from(
+        example_kb: Path) -> None:
+    """main settles q2's 解法 1 (`kb verdict`: a record, the entry, the status, a Verified
+    card); the branch merges main keeping its own tree (``-s ours``). Each of the four is
+    refused, the settled entry (KB311) too, and the restore hints name main's commit, the
+    side that has the files (HEAD, the branch, never had them)."""
+    root = example_kb
+    git(root, "checkout", "-q", "-b", "feature")
+    assert invoke("hyp", "add", "Another claim", cwd=root).code == 0
+    git(root, "checkout", "-q", "main")
+    r = invoke("verdict", "q2#解法1", "--vote", "v1=1", "--vote", "v2=1", "--reason", "v1=ok",
+               cwd=root)
+    assert r.code == 0, r.stderr
+    settled = git(root, "rev-parse", "HEAD")
+    git(root, "checkout", "-q", "feature")
+    git(root, "merge", "-q", "-s", "ours", "--no-commit", "main")
+    code, diags = _verify(root, "--staged")
+    errors = {d["code"]: d["message"] for d in diags if d["severity"] == "error"}
+    assert code == 1 and {"KB304", "KB306", "KB310", "KB311"} <= errors.keys(), diags
+    assert "settled entry 解法 1" in errors["KB311"]
+    for code_ in ("KB304", "KB310"):
+        assert f"--source={settled[:10]} " in errors[code_] and "--source=HEAD" not in errors[code_]
+
+
+def _results_on_both_sides(root: Path, experiments: int, branch: str,
+                           theirs: tuple[str, str], ours: tuple[str, str]) -> str:
+    """H1 with ``experiments`` open experiments; ``branch`` records ``theirs``, main then
+    ``ours`` (each ``(experiment, conclusion)``); main is checked out at the end. Returns
+    the commit both start from."""
+    assert invoke("hyp", "add", "A claim", cwd=root).code == 0
+    for n in range(experiments):
+        assert invoke("exp", "new", "--hyp", "H1", f"e{n}", "--goal", "g", cwd=root).code == 0
+    base = git(root, "rev-parse", "HEAD")
+    for args, (eid, conclusion) in ((["-b", branch], theirs), (["main"], ours)):
+        git(root, "checkout", "-q", *args)
+        r = invoke("exp", "result", eid, "--data", "d", "--conclusion", conclusion,
+                   "--reason", "r", cwd=root)
+        assert r.code == 0, r.stderr
+    return base
+
+def test_a_merge_keeping_one_sides_evidence_drops_what_the_other_appended(tree_kb: Path) -> None:
+    """Both sides record a result on H1 (main E001, the branch E002): tree.md conflicts,
+    and the branch resolves it with its own half. Evidence `E002` is neither the merge
+    base's nor new, yet main's E001 is gone from an append-only list: KB303, in the hook
+    of the stopped merge and in the range CI checks."""
+    root = tree_kb
+    base = _results_on_both_sides(root, 2, "feature", ("E002", "推翻"), ("E001", "支持"))
+    git(root, "checkout", "-q", "feature")
+    r = subprocess.run(["git", "merge", "main"], cwd=root, capture_output=True)
+    assert r.returncode != 0  # tree.md conflicts: H1's status and Evidence differ
+    for name in ("tree.md", "DASHBOARD.md"):
+        git(root, "checkout", "--ours", "--", name)
+    git(root, "add", "-A")
+    code, diags = _verify(root, "--staged")
+    kb303 = [d for d in diags if d["code"] == "KB303" and d["severity"] == "error"]
+    assert code == 1 and kb303, diags
+    assert "E001" in kb303[0]["message"] and "appended since the merge base" in kb303[0]["message"]
+    git(root, "commit", "-q", "--no-verify", "-m", "merge main, keeping our tree")
+    code, diags = _verify(root, "--range", f"{base}..feature")
+    assert code == 1 and "KB303" in {d["code"] for d in diags if d["severity"] == "error"}, diags
+
+
+def test_evidence_both_sides_appended_merges_through_kbs_own_hooks(tree_kb: Path) -> None:
+    """Both sides record a result on H1 (main E002, the branch E003): kb's tree driver
+    unites Evidence in ID order, which against one side reads as reordered. No item is
+    lost, so the merge passes the pre-merge-commit hook and every range; a merge that
+    then drops one side's item is still KB303."""
+    root = tree_kb
+    assert invoke("hooks", "install", cwd=root).code == 0
+    base = _results_on_both_sides(root, 3, "side", ("E003", "支持"), ("E002", "支持"))
+    merged = subprocess.run(["git", "merge", "--no-edit", "side"], cwd=root, capture_output=True)
+    assert merged.returncode == 0, merged.stderr.decode()  # the hook passed it
+    assert "Evidence: E002, E003" in (root / "tree.md").read_text(encoding="utf-8")
+    for args in (["--range", f"{base}..main"], ["--rev", "HEAD"]):
+        code, diags = _verify(root, *args)
+        assert code == 0, (args, diags)
+    # the same merge, resolved by dropping the branch's E003: refused
+    git(root, "reset", "-q", "--hard", "HEAD~1")
+    git(root, "merge", "-q", "--no-commit", "side")
+    tree = root / "tree.md"
+    tree.write_text(tree.read_text(encoding="utf-8").replace("Evidence: E002, E003",
+                                                             "Evidence: E002"), encoding="utf-8")
+    git(root, "add", "-A")
+    code, diags = _verify(root, "--staged")
+    assert code == 1 and any(d["code"] == "KB303" and "E003" in d["message"] for d in diags), diags

@@ -156,6 +156,15 @@ def test_a_direction_without_survival_and_status_is_a_warning(survival, line, sa
     assert res.objects[0].status == ("active" if says == "存活率" else "")
 
 
+def test_a_direction_log_without_its_h1_is_told_the_logs_h1():
+    """KB140 names the H1 of a direction log (VIBEMATH-V3 Progress), not a problem card's."""
+    res = parse("Progress/q1/d1.md", "- 存活率: 0.7；状态: active\n")
+    [d] = coded(res, "KB140")
+    assert "'# 研究方向日志｜<problem> / <direction>'" in d.message and "问题" not in d.message
+    [d] = coded(parse("Problems/q1.md", "- 状态: 求解中\n"), "KB140")
+    assert "'# 问题｜<title>'" in d.message
+
+
 # -- KB143: entries are numbered from 1 ------------------------------------------------
 
 

@@ -141,11 +141,21 @@ def test_force_push_from_a_stale_clone_judges_the_commits_it_never_fetched(serve
     git(stale, "add", "-A")
     _commit(stale, "-m", "p3")
     assert git_run(stale, "cat-file", "-e", f"{newest}^{{commit}}").returncode != 0
+    # A plain push first (git runs the hook before it finds it must fetch first): the
+    # hook cannot tell it from a forced one, and says to pull first, not only how to
+    # override what a force push would remove.
+    proc = git_run(stale, "push", "origin", "HEAD:main")
+    out = _out(proc)
+    assert proc.returncode != 0 and "never fetched" in out and "pull first" in out, out
+    assert "history was rewritten" not in out, out
     proc = git_run(stale, "push", "--force", "origin", "HEAD:main")
     out = _out(proc)
     assert proc.returncode != 0, out
     assert any("KB301" in ln and "E003" in ln for ln in out.splitlines()), out
     assert git(bare, "rev-parse", "main") == newest
+    git(stale, "fetch", "-q", "origin")  # seen now: a force push is a deliberate rewrite
+    proc = git_run(stale, "push", "--force", "origin", "HEAD:main")
+    assert "KB301" in _out(proc) and "never fetched" not in _out(proc), _out(proc)
 
 
 def test_pre_push_refuses_when_the_remote_old_tip_cannot_be_fetched(served) -> None:

@@ -436,3 +436,20 @@ def test_sections_and_titles_a_reviewer_did_not_see(example_kb: Path) -> None:
     commit_all(root, "retitle")
     out = invoke("diff", "HEAD~1..HEAD", cwd=root).stdout
     assert f"entry q2 解法 1: {title} → A better title" in out, out
+
+
+def test_against_judges_the_findings_as_the_pull_requests_check(tree_kb: Path) -> None:
+    """A branch and its target both added H1 since they parted: `kb verify --range
+    main..feat --against main` refuses it (KB350), and so does the research diff's rules
+    line with the same --against (it said "no problems" under a failing check)."""
+    root = tree_kb
+    git(root, "checkout", "-q", "-b", "feat")
+    assert invoke("hyp", "add", "The branch's claim", cwd=root).code == 0
+    git(root, "checkout", "-q", "main")
+    assert invoke("hyp", "add", "The target's claim", cwd=root).code == 0
+    plain = invoke("diff", "main..feat", "--exit-code", cwd=root)
+    assert plain.code == 0 and "KB350" not in plain.stdout
+    r = invoke("diff", "main..feat", "--against", "main", "--exit-code", cwd=root)
+    assert r.code == 1 and "KB350" in r.stdout, r.stdout + r.stderr
+    assert invoke("verify", "--range", "main..feat", "--against", "main", cwd=root).code == 1
+    assert invoke("diff", "--against", "main", cwd=root).code == 2  # a range only

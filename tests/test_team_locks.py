@@ -137,3 +137,28 @@ def test_project_lock_follows_the_configured_lock_remote(tmp_path: Path,
     assert r.code == 1 and "alice" in r.stderr, (r.stdout, r.stderr)
     assert invoke("project", "unlock", "--owner", "alice", cwd=a).code == 0
     assert invoke("project", "lock", "--owner", "bob", cwd=b).code == 0
+
+
+def test_a_release_refused_after_a_steal_says_who_holds_the_lock(
+        shared: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """alice's lock, stolen by bob after it expired: her release is refused by the
+    pre-commit hook (KB380), and the refusal says bob holds it now (it said "the lock
+    is still yours"). Nothing is changed: her edit stays in the working tree."""
+    a, b, remote = shared["a"], shared["b"], shared["remote"]
+    assert invoke("hooks", "install", cwd=a).code == 0
+    assert invoke("lock", "claim", "tree.md", "--owner", "alice", "--ttl", "1m", cwd=a).code == 0
+    monkeypatch.setenv("KB_NOW", "2026-11-29T10:05:00Z")  # expired, past the grace
+    res = invoke("lock", "steal", "tree.md", "--owner", "bob@lab", "--reason", "idle", cwd=b)
+    assert res.code == 0, res.stderr
+    text = (a / "tree.md").read_text(encoding="utf-8")
+    (a / "tree.md").write_text(text + "\n## H1: Late\nStatus: 待验\nEvidence: (empty)\n",
+                               encoding="utf-8")
+    head = git(a, "rev-parse", "HEAD")
+    res = invoke("lock", "release", "tree.md", "--owner", "alice", "-m", "late", "--json", cwd=a)
+    assert res.code == 1, res.stdout + res.stderr
+    err = res.json()["error"]
+    assert "still yours" not in err["message"], err
+    assert "tree.md is now locked on origin by bob@lab" in err["message"], err
+    assert err["kind"] == "locked" and "KB380" in err["message"], err
+    assert git(a, "rev-parse", "HEAD") == head and "Late" in (a / "tree.md").read_text(encoding="utf-8")
+    assert git(remote, "rev-parse", "main") == head

@@ -104,3 +104,27 @@ def test_counts_of_zero_or_less_are_refused_over_mcp_as_by_the_cli(kb: Path) -> 
             assert not err and out["data"]["op"] == "trail.assign", out
 
     asyncio.run(session())
+
+
+def test_a_title_or_summary_over_its_limit_is_a_usage_error_over_mcp(kb: Path) -> None:
+    """``explore_tree_record`` add/set with a title over 120 characters or a summary over
+    1,200 is a usage error naming the limit, as ``kb trail add`` (it was cut without a word)."""
+    from kb.mcp import build_server
+
+    async def session() -> None:
+        async with Client(build_server(kb)) as c:
+            head = git(kb, "rev-parse", "HEAD")
+            for args, limit in (({"title": "x" * 130}, "at most 120"),
+                                ({"title": "t", "summary": "s" * 1300}, "at most 1200"),
+                                ({"title": "t", "children": [{"kind": "note", "title": "c" * 121}]},
+                                 "at most 120")):
+                err, out = await call(c, "explore_tree_record", action="add", kind="note", **args)
+                assert err and out["error"]["kind"] == "usage", out
+                assert limit in out["error"]["message"], out
+            assert git(kb, "rev-parse", "HEAD") == head  # nothing recorded
+            err, t = await call(c, "explore_tree_record", action="add", kind="note", title="t")
+            err, out = await call(c, "explore_tree_record", action="set", id=t["data"]["id"],
+                                  title="x" * 121)
+            assert err and out["error"]["kind"] == "usage" and "at most 120" in out["error"]["message"]
+
+    asyncio.run(session())

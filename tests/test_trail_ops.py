@@ -47,9 +47,30 @@ def test_add_with_children_in_one_recording(kb: Path, tmp_path: Path) -> None:
     assert f"{kids}:2:" in err["message"]
 
 
-def test_title_is_clipped_to_120(kb: Path) -> None:
-    n = ok(kb, "add", "--kind", "note", "--title", "x" * 300)["nodes"][0]
-    assert len(n["title"]) == 120 and n["title"].endswith("…")
+def test_a_title_or_summary_over_its_limit_is_a_usage_error(kb: Path, tmp_path: Path) -> None:
+    """A title over 120 characters or a summary over 1,200 was cut without a word (exit 0,
+    "…"): it is a usage error naming the limit, and nothing is written (add, a child, set,
+    a link's note). At the limit (white space runs counted as one space) it passes whole."""
+    t = ok(kb, "add", "--kind", "note", "--title", "x" * 60 + " \n " + "y" * 59)["nodes"][0]
+    assert t["title"] == "x" * 60 + " " + "y" * 59
+    head = git(kb, "rev-parse", "HEAD")
+    assert "at most 120" in fail(kb, 2, "add", "--kind", "note", "--title", "x" * 130,
+                                 "--summary", "s" * 1300)["message"]
+    assert "at most 1200" in fail(kb, 2, "add", "--kind", "note", "--title", "t",
+                                  "--summary", "s" * 1300)["message"]
+    kids = tmp_path / "kids.json"
+    kids.write_text(json.dumps([{"kind": "note", "title": "x" * 121}]))
+    assert "at most 120" in fail(kb, 2, "add", "--kind", "topic", "--title", "t",
+                                 "--children-json", str(kids))["message"]
+    nid = t["id"]
+    assert "at most 120" in fail(kb, 2, "set", nid, "--title", "x" * 121)["message"]
+    assert "at most 1200" in fail(kb, 2, "set", nid, "--summary", "s" * 1201)["message"]
+    other = ok(kb, "add", "--kind", "note", "--title", "o")["id"]
+    head = git(kb, "rev-parse", "HEAD")
+    assert "at most 1200" in fail(kb, 2, "link", nid, other, "--kind", "supports", "--note",
+                                  "n" * 1201)["message"]
+    assert git(kb, "rev-parse", "HEAD") == head and git(kb, "status", "--porcelain") == ""
+    assert ok(kb, "node", nid)["version"] == 1
 
 
 def test_cas_stale_revision(kb: Path) -> None:

@@ -263,10 +263,12 @@ def verified_cards(s: Facts) -> list:
         out.append(diag(card.path, card.line, "KB221",
                         f"Verified card {card.id}: its {'proposition' if key[0] == '命题' else 'problem'} "
                         f"{why}; kb writes this card when a verdict settles it (kb verdict) — "
-                        "remove the card"))
+                        f"remove the card (once committed, in a commit with the trailer "
+                        f"`Kb-Override: {card.id} <reason>`, and the same text in KB_OVERRIDE "
+                        "for the hook: files under Verified/ stay as committed, KB304)"))
     for key, obj in sorted(settled.items()):
         if key not in cards:
             out.append(diag(obj.path, obj.line, "KB217",
                             f"{obj.id} is {obj.status} but has no Verified card "
-                            f"({vpath}/{key[0]}/{obj.id}.md)"))
+                            f"({s.kb.prefix}{vpath}/{key[0]}/{obj.id}.md)"))
     return out

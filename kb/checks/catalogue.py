@@ -225,6 +225,12 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "has a torn or corrupt entry, or an operation replay cannot apply (what `kb trail check` "
        "lists); kb reads the log without it", "restore a torn or corrupt entry from git history; an "
        "operation that no longer applies after a merge needs nothing (re-record it if it still matters)"),
+    _r("KB243", "warning", "snapshot", "verify", "a verification record (Logs/Verification/*.json) "
+       "is not JSON or not a valid record (r not a record ID; verdict or a result not a number in "
+       "[0,1]; a result without a verifier; at not a time): kb leaves it out of verifiers' "
+       "accuracy, verdict weights and reports", "correct or remove a record not yet committed; a "
+       "committed one stays (records are append-only, KB310) and is left out — record the verdict "
+       "again with `kb verdict` if it still matters"),
     _r("KB260", "error", "snapshot", "verify", "unsafe ID in a card (path separator, '..' or a "
        "control character) — the file name, '- ID:' or an ID an anchor names",
        "rename to a safe ID (letters, digits, CJK, '-', '_'); correct the anchor"),

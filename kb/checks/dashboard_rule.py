@@ -217,6 +217,7 @@ def stale_dashboard(s: Facts) -> list:
     if verdict == "fresh":
         return []
     line = int(verdict.split(":", 1)[1]) if ":" in verdict else 1
+    at = s.kb.prefix  # messages name repository paths, as the location does
     return [diag(dash, line, "KB240",
-                 f"{dash} is stale: it is not what `kb dashboard` renders from {tree} and the "
+                 f"{at}{dash} is stale: it is not what `kb dashboard` renders from {at}{tree} and the "
                  "experiments (first difference at this line); run `kb dashboard` and commit it")]

@@ -16,10 +16,11 @@ import re
 from pathlib import PurePosixPath
 from typing import Any, Optional
 
+from kb import git
 from kb.checks.changes import Change, records_prefix
 from kb.checks.facts import CARD_KINDS, NAMESPACE, Light
 from kb.checks.registry import history_rule
-from kb.merge.renumber import next_child, next_experiment
+from kb.merge.renumber import next_child, next_experiment, renamed_record
 from kb.vocab import EXPERIMENT_MOVES, HYPOTHESIS_MOVES, HYPOTHESIS_STATUS, is_legal_move
 
 #: Kinds whose objects are never removed or reassigned.
@@ -65,6 +66,7 @@ def removed(c: Change) -> list:
     """KB301: nothing is removed; KB305: an experiment file keeps its name."""
     base = c.lights(c.base, KINDS)
     new = c.lights(c.new, KINDS)
+    at = c.kb.prefix  # messages name repository paths, as the location does
     out = []
     for key, b in base.items():
         here = [new[key]] if key in new else c.new.find(b.id, _kinds_of(b.ns))
@@ -73,7 +75,7 @@ def removed(c: Change) -> list:
                 dest = here[0].path
                 out.append(c.violation(
                     b.id, dest, here[0].line, "KB305",
-                    f"experiment {b.id} was renamed from {b.path} to {dest}; experiment files "
+                    f"experiment {b.id} was renamed from {at}{b.path} to {at}{dest}; experiment files "
                     f"keep their name — move it back {_override_hint(b.id)}"))
             continue
         if b.kind == "hypothesis":
@@ -82,10 +84,10 @@ def removed(c: Change) -> list:
             advice = "experiment files are never deleted"
         else:
             advice = "cards are never deleted"
-        gone = "" if b.path in c.new.files else f" ({b.path} was deleted)"
+        gone = "" if b.path in c.new.files else f" ({at}{b.path} was deleted)"
         out.append(c.violation(
             b.id, b.path, b.line, "KB301",
-            f"{_WORD[b.kind]} {b.id} was removed{gone}; it was declared at {b.path}:{b.line} "
+            f"{_WORD[b.kind]} {b.id} was removed{gone}; it was declared at {at}{b.path}:{b.line} "
             f"in {c.base.label}; {advice} {_override_hint(b.id)}"))
     return out
 
@@ -166,7 +168,7 @@ def _kept_files(c: Change, prefix: str, code: str, why: str) -> list:
             how = f"restore it from {c.base.label}"
         what = "deleted" if ch.new is None else "modified"
         out.append(c.violation(PurePosixPath(ch.path).stem, ch.path, 1, code,
-                               f"{ch.path} was {what}; {why} — {how}"))
+                               f"{repo_path} was {what}; {why} — {how}"))
     return out
 
 
@@ -183,10 +185,40 @@ def verified_immutable(c: Change) -> list:
 def records_append_only(c: Change) -> list:
     """KB310: a verification record (``Logs/Verification/*``) is never modified or deleted:
     the records are append-only (DESIGN.md §1); verdicts, the write-back and every
-    verifier's accuracy (the weights of later verdicts) are read from them."""
-    return _kept_files(c, records_prefix(c.config), "KB310",
-                       "verification records are append-only (a new verdict is a new record: "
-                       "kb verdict)")
+    verifier's accuracy (the weights of later verdicts) are read from them.
+
+    Under ``Kb-Renumber:`` trailers (``kb sync``), a record of a renumbered card that
+    is now exactly what the renumbering makes of it (:func:`kb.merge.renumber.renamed_record`:
+    file name and target renumbered, nothing else changed) is accepted, as its card's
+    Verified card is (KB304)."""
+    out = _kept_files(c, records_prefix(c.config), "KB310",
+                      "verification records are append-only (a new verdict is a new record: "
+                      "kb verdict)")
+    renames = _renames(c)
+    if not renames or not out:
+        return out
+    return [_renumbered_record(c, d, renames) for d in out]
+
+
+def _renumbered_record(c: Change, d: Any, renames: dict[str, str]) -> Any:
+    """KB310's diagnostic ``d`` turned into the ``info`` of an accepted renumbering when
+    the new side holds, in the record's place, exactly what ``kb sync`` makes of it
+    (compared on blob ids: the snapshots list no records)."""
+    by_path = {x.path: x for x in c.changes}
+    ch = by_path.get(d.path)
+    if ch is None or ch.old is None or ch.old_link or ch.new_link or d.severity != "error":
+        return d
+    old = git.read_blobs([ch.old], c.kb.top).get(ch.old)
+    moved = renamed_record(d.path, old, renames) if old is not None else None
+    if moved is None or not moved.owner:
+        return d
+    dest = by_path.get(moved.path)
+    # the rename kb sync writes: a new file (no record overwritten) holding exactly that
+    fresh = dest is not None and (dest.old is None or dest is ch) and not dest.new_link
+    if not fresh or dest.new != git.object_id("blob", moved.data, ch.old):
+        return d
+    return c.violation(moved.owner, d.path, d.line, "KB310",
+                       f"{d.path} was renamed to {moved.path} with {moved.owner}'s new ID")
 
 
 def _status_word(status: str, kind: str, locale: str) -> str:

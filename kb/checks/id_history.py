@@ -1,8 +1,9 @@
 """The IDs a KB's history used (DESIGN.md §4 "IDs never reused").
 
-Two reads of ``git log`` up to a commit: the ``Kb-Id:`` and ``Kb-Renumber:`` trailers
+Three reads of ``git log`` up to a commit: the ``Kb-Id:`` and ``Kb-Renumber:`` trailers
 of the commits that touched ``tree.md`` or a card folder (every ID kb ever wrote,
-``kb sync``'s renumberings both ways), and the names of the files ever deleted from
+``kb sync``'s renumberings both ways), the IDs ``Kb-Override:`` trailers name (an
+empty commit's too: the trace of a reset's force push), and the names of the files ever deleted from
 the experiments folder or a card folder (a card's or an experiment's file is named by
 its ID, whoever deleted it). The allocator (:mod:`kb.ops.history`) never hands one of
 them out again; the range check (KB307) refuses one that comes back after it was
@@ -42,6 +43,7 @@ def scan_ids(k: Any, rev: str) -> tuple[set[str], set[str]]:
     out = git.out(["log", "--format=%(trailers:key=Kb-Id,valueonly)"
                    "%(trailers:key=Kb-Renumber,valueonly)", rev, "--", tree_path, *cards], k.top)
     ids = {t for t in out.split() if t != "->"}
+    ids |= _overridden(k, rev)
     out = git.out(["log", "--no-renames", "--diff-filter=D", "--name-only", "--format=", rev,
                    "--", exp_pathspec(k), *cards], k.top)
     deleted = set()
@@ -50,6 +52,25 @@ def scan_ids(k: Any, rev: str) -> tuple[set[str], set[str]]:
         if name.endswith(".md"):
             deleted.add(name[:-3])
     return ids, deleted
+
+
+def _overridden(k: Any, rev: str) -> set[str]:
+    """The IDs named by the ``Kb-Override:`` trailers of the commits ``rev`` names that
+    touch the KB or nothing: the empty commit of a reset's force push (``git commit
+    --allow-empty --trailer "Kb-Override: H3 <reason>"``, the README's way) is the one
+    trace of an ID whose commits the push dropped. A rule code or a path key among them
+    only makes the allocator skip a word no ID has."""
+    from kb.checks.overrides import parse_overrides
+
+    out = git.out(["log", "-E", "--grep=^Kb-Override:", "--no-renames", "--name-only",
+                   "--format=%x00%(trailers:key=Kb-Override,valueonly)", rev], k.top)
+    ids: set[str] = set()
+    for chunk in out.split("\0")[1:]:
+        values, _, names = chunk.partition("\n\n")
+        touched = names.split()
+        if not touched or any(n.startswith(k.prefix) for n in touched):
+            ids |= set(parse_overrides(values))
+    return ids
 
 
 _HYPOTHESIS = re.compile(r"H[0-9]+(?:\.[0-9]+)*")

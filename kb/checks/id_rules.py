@@ -22,11 +22,12 @@ def duplicate_ids(s: Facts) -> list:
     for (ns, oid), decls in sorted(s.duplicates().items()):
         if ns == "direction":
             continue
-        places = [d.where for d in decls]
-        for d in decls[1:]:
-            others = ", ".join(p for p in places if p != d.where)
+        # Repository paths, as the location before the message (a KB in a folder: sub/tree.md)
+        places = [s.kb.prefix + d.where for d in decls]
+        for d, here in zip(decls[1:], places[1:]):
+            others = ", ".join(p for p in places if p != here)
             out.append(diag(d.path, d.line, "KB202",
-                            f"{oid} is declared more than once: at {d.where} and at {others}; "
+                            f"{oid} is declared more than once: at {here} and at {others}; "
                             "give this one the next free ID"))
     return out
 
@@ -121,9 +122,9 @@ def _cycle_path(graph: dict[str, list[str]], start: str, comp: set[str]) -> list
 
 @snapshot_rule("KB219", reads="paths")
 def unportable_paths(s: Facts) -> list:
-    """KB219: a file name Windows reserves (``CON.md``, ``aux``), or two paths that
-    differ only in case or Unicode normalisation (one file on macOS/Windows)."""
-    from kb.repo import colliding, unportable
+    """KB219: a file name Windows reserves (``CON.md``, ``aux``), or two paths (or two
+    folders) that differ only in case or Unicode normalisation (one on macOS/Windows)."""
+    from kb.repo import colliding, colliding_folders, unportable
 
     out = []
     for p in sorted(s.files):
@@ -133,4 +134,8 @@ def unportable_paths(s: Facts) -> list:
     for a, b in colliding(list(s.files)):
         out.append(diag(b, 1, "KB219", f"{b} and {a} differ only in case or Unicode "
                                        "normalisation: macOS and Windows take them for one file"))
+    for a, b, p in colliding_folders(list(s.files)):
+        out.append(diag(p, 1, "KB219", f"folders {b}/ and {a}/ differ only in case or Unicode "
+                                       "normalisation: macOS and Windows take them for one "
+                                       f"folder (move {p} into {a}/)"))
     return out

@@ -10,6 +10,7 @@ wrote with a value neither parent has.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from typing import Any, Optional
 
@@ -91,7 +92,7 @@ def judge_merge(found: list[Finding], idx: Any, k: Any, commit: Optional[str],
     keep = {finding_key(f) for f in found}
     label = commit[:10] if commit else "the staged index"
     new_f = None
-    against: list[list[Finding]] = []
+    against: list[tuple[str, list[Finding]]] = []
     for p in others:
         changes = diff(p) if diff is not None else diff_commits(k, p, commit)
         if not changes:  # the merge is this parent's tree: nothing is earned against it
@@ -104,7 +105,7 @@ def judge_merge(found: list[Finding], idx: Any, k: Any, commit: Optional[str],
         change = Change(old_f, new_f, mode, changes, overrides, commit=commit, origin=origin_f,
                         removed_before=removed_before)
         theirs = history_findings(change, k, commit)
-        against.append(theirs)
+        against.append((p, theirs))
         keep &= {finding_key(f) for f in theirs}
     out = [f for f in found if finding_key(f) in keep or f.severity == "info"
            or (codes is not None and f.code not in codes)]
@@ -112,34 +113,70 @@ def judge_merge(found: list[Finding], idx: Any, k: Any, commit: Optional[str],
     if base is None:
         return out
     seen = {finding_key(f) for f in out}
-    undone = [f for f in found if finding_key(f) not in seen]
-    undone += [f for fs in against for f in fs if finding_key(f) not in seen]
+    # (finding, the parent it was judged against: None for the first)
+    undone = [(f, None) for f in found if finding_key(f) not in seen]
+    undone += [(f, p) for p, fs in against for f in fs if finding_key(f) not in seen]
     if not undone:
         return out
-    paths = sorted({f.kb_path for f in undone})
+    paths = sorted({f.kb_path for f, _p in undone})
     if new_f is None:
         new_f = Facts(idx, new, label, ensure=paths)
     base_f = Facts(idx, commit_snapshot(k, base), base[:10], ensure=paths)
     heads = [h for h in (first, *others) if h]
     parents_f = [Facts(idx, commit_snapshot(k, h), h[:10], ensure=paths) for h in heads]
     new_rev = commit if commit else ""
-    for f in undone:
+    for f, parent in undone:
         key = finding_key(f)
         if key in seen or f.severity == "info":
             continue
         subject = _Subject(f, key[2], k)
         if not subject.judged:
             continue
-        ours = subject.of(new_f, new_rev)
-        if ours == subject.of(base_f, base):
+        ours, was = subject.of(new_f, new_rev), subject.of(base_f, base)
+        side = parent or first
+        lost = _dropped(f.code, was, ours, subject.of(parents_f[heads.index(side)], side)) \
+            if side in heads else ()
+        if f.code == "KB303" and not lost:
+            # An append-only list merged from two sides that both appended holds both
+            # sides' items in some order (kb's driver: ID order): against each side it
+            # reads as "reordered", which no merge can avoid. Only a lost item counts.
+            continue
+        if ours == was:
             why = f"the merge undid that change: it is as the merge base {base[:10]} had it"
+        elif lost:
+            # Both sides appended, the merge took one side's list: the other's items are gone.
+            why = f"the merge dropped what {side[:10]} appended since the merge base: {', '.join(lost)}"
         elif all(ours != subject.of(s, h) for s, h in zip(parents_f, heads)):
             why = "the merge wrote it: neither side has it so"
         else:
             continue
         seen.add(key)
-        out.append(dataclasses.replace(f, message=f"{f.message} ({why})"))
+        message = f.message
+        if parent is not None:  # what to restore is that parent's file, not HEAD's
+            message = message.replace("--source=HEAD ", f"--source={parent[:10]} ")
+        out.append(dataclasses.replace(f, message=f"{message} ({why})"))
     return out
+
+
+def _dropped(code: str, base: Any, merged: Any, side: Any) -> tuple[str, ...]:
+    """For an append-only list (KB303, Evidence as JSON): the items ``side`` added since
+    the merge ``base`` that the ``merged`` list lacks; () for any other code."""
+    if code != "KB303":
+        return ()
+    have = set(_items(merged))
+    before = set(_items(base))
+    return tuple(i for i in _items(side) if i not in before and i not in have)
+
+
+def _items(evidence_json: Any) -> list[str]:
+    """The IDs of an Evidence JSON array ([] for none, or an object absent: False/None)."""
+    if not isinstance(evidence_json, str) or not evidence_json:
+        return []
+    try:
+        items = json.loads(evidence_json)
+    except ValueError:
+        return []
+    return [str(i) for i in items] if isinstance(items, list) else []
 
 
 def _merge_base(k: Any, heads: list[Optional[str]]) -> Optional[str]:
@@ -151,15 +188,21 @@ def _merge_base(k: Any, heads: list[Optional[str]]) -> Optional[str]:
     return out or None
 
 
+#: A KB311 message's entry: ``… settled entry 解法 1 was …`` (kind, number).
+_SETTLED_ENTRY = re.compile(r"settled entry (\S+) (\d+) ")
+
+
 class _Subject:
     """What history finding ``f`` (about object ``oid``) is about, read on a side of a
-    merge: a file's blob id (KB304, KB308, KB310) or an object's field (KB301: whether
-    it is there); ``judged`` False for codes a merge is not judged on this way (KB307:
-    the allocation order)."""
+    merge: a file's blob id (KB304, KB308, KB310), an object's field (KB301: whether
+    it is there) or a card's entry (KB311: its title, probability and status); ``judged``
+    False for codes a merge is not judged on this way (KB307: the allocation order)."""
 
     def __init__(self, f: Finding, oid: str, k: Any) -> None:
         self.f, self.oid, self.k = f, oid, k
-        self.judged = f.code in _FILE_CODES or (f.code in _OBJECT_FIELD and bool(oid))
+        self.entry = _SETTLED_ENTRY.search(f.message) if f.code == "KB311" else None
+        self.judged = f.code in _FILE_CODES or (bool(oid) and (f.code in _OBJECT_FIELD
+                                                               or self.entry is not None))
 
     def of(self, side: Any, rev: str) -> Any:
         """The subject in snapshot ``side`` (its Facts) of revision ``rev`` (``""``: the
@@ -169,6 +212,8 @@ class _Subject:
             # the blob as the snapshot lists it (a working tree's too); a file kb does not
             # parse (a verification record) as git has it
             return side.files.get(path) if path in side.files else _blob(self.k, rev, path)
+        if self.entry is not None:
+            return _entry(side, path, self.oid, self.entry.group(1), int(self.entry.group(2)))
         light = _light(side, path, self.oid)
         field = _OBJECT_FIELD[self.f.code]
         if light is None or field is None:
@@ -181,6 +226,19 @@ def _light(side: Any, path: str, oid: str) -> Any:
     if path not in side.files:
         return None
     return next((r for r in side.light(path) if r.id == oid), None)
+
+
+def _entry(side: Any, path: str, oid: str, kind: str, number: int) -> Any:
+    """Entry ``kind number`` of card ``oid`` at ``path`` in snapshot ``side``: its
+    (title, probability, status), or None."""
+    if path not in side.files:
+        return None
+    for r in side.records(path):
+        if r.id == oid:
+            for e in r.entries or ():
+                if (e.kind, e.number) == (kind, number):
+                    return e.title, e.probability, e.status
+    return None
 
 
 def _blob(k: Any, rev: str, path: str) -> Optional[str]:

@@ -48,10 +48,35 @@ def check_push(start: Path, remote: str, lines: Iterable[str]) -> list[PushCheck
             out.append(PushCheck(ref, base, tip, _unjudged(remote, ref, base)))
         else:
             # (the remote's old tip of this ref and its new one: a non-ancestor is a rewrite)
-            out.append(PushCheck(ref, base, tip, verify_commit_range(top, base, tip,
-                                                                     allow_root=True,
-                                                                     rewrite=True)))
+            rep = verify_commit_range(top, base, tip, allow_root=True, rewrite=True)
+            if base is not None and _unseen(top, base, tip):
+                # said instead of "history was rewritten": nobody here rewrote anything yet
+                rep.notes[:] = [_pull_first(remote, ref, base)] + [
+                    n for n in rep.notes if "history was rewritten" not in n]
+            out.append(PushCheck(ref, base, tip, rep))
     return out
+
+
+def _unseen(top: Path, old: str, tip: str) -> bool:
+    """Whether the remote's old tip ``old`` is not an ancestor of ``tip`` and no ref of
+    this clone holds it: commits a teammate pushed that this clone never fetched (the
+    hook fetched ``old`` itself, writing no ref)."""
+    if git.run(["merge-base", "--is-ancestor", old, tip], top, check=False).returncode == 0:
+        return False
+    held = git.run(["for-each-ref", "--count=1", "--format=%(refname)", "--contains", old],
+                   top, check=False)
+    return held.returncode == 0 and not held.stdout.strip()
+
+
+def _pull_first(remote: str, ref: str, old: str) -> str:
+    """The note of a push over commits this clone never fetched (:func:`_unseen`): git's
+    hook input does not say whether the push is forced, and a plain push over them is the
+    usual case (a teammate pushed first), which git refuses anyway."""
+    return (f"{ref}: the remote's branch is at {old[:10]}, with commits this clone never "
+            f"fetched (a teammate's push): to add to them, pull first (`git pull {remote}`, "
+            "or `kb sync`) and push again — git refuses this push without --force anyway. "
+            "The findings judge what a force push would remove of them: do not override "
+            "them to get the push through")
 
 
 def _unjudged(remote: str, ref: str, old: str) -> Report:

@@ -97,6 +97,9 @@ def snapshot_key(facts: Any) -> str:
         load_rules()
         digest = hashlib.sha1(b"".join(file_digests(facts.snap)[1]))
         rest = "".join("\n\1" + part(facts) for part in KEY_PARTS) + "\n\2" + _RESULTS_LAYOUT
+        # Messages name repository paths (KB202's "at sub/tree.md:3"): a KB moved to another
+        # folder keeps its .kb/ cache, not its results.
+        rest += "\n\3" + facts.kb.prefix
         digest.update(rest.encode("utf-8", "surrogateescape"))
         key = "snap:" + digest.hexdigest()
         facts.results_key = key
@@ -122,8 +125,8 @@ def _store_results(facts: Any, key: str, results: list[tuple[str, _D]]) -> None:
 
 
 #: Version of the stored snapshot results' layout (part of their key): origins name
-#: each cross-file rule (``x`` and its first code).
-_RESULTS_LAYOUT = "2"
+#: each cross-file rule (``x`` and its first code); 3: messages name repository paths.
+_RESULTS_LAYOUT = "3"
 
 
 def _origin(rule: Any) -> str:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import re
 import weakref
 from typing import Any, Optional
 
@@ -42,7 +40,6 @@ def _listing(s: Facts, paths: list[str]) -> dict[str, str]:
 
 #: The pathspec of the listing (the key the rule and the key part read it under).
 _SPEC = (TRAIL_FILE, _LOG_PREFIX.rstrip("/"))
-_META = re.compile(rb"[0-7]{6} [0-9a-f]{40,64} [0-3]")
 
 
 def _is_trail(path: str) -> bool:
@@ -52,33 +49,15 @@ def _is_trail(path: str) -> bool:
 
 def from_staged_listing(kb: Any, data: bytes) -> Optional[tuple[dict[str, str], dict[str, str]]]:
     """The listing of :data:`_SPEC` read out of the KB's whole ``git ls-files -s -z`` output
-    (what ``git ls-files -s -z -- TRAIL.md .explore-tree/ops`` gives), without a git process:
-    (every stage-0 entry, the blobs only: what ``git ls-tree -r`` lists of a commit with the
-    same entries). None when git's pathspec could match otherwise (a prefix with glob
-    characters, case-insensitive pathspecs): then git lists them."""
-    prefix = kb.prefix
-    if set(prefix) & set("*?[\\") or os.environ.get("GIT_ICASE_PATHSPECS"):
+    (:func:`kb.repo.staged_entries`): (every stage-0 entry, the blobs only: what ``git
+    ls-tree -r`` lists of a commit with the same entries); None when git must list them."""
+    from kb.repo import staged_entries
+
+    found = staged_entries(kb, data, _SPEC)
+    if found is None:
         return None
-    staged: dict[str, str] = {}
-    blobs: dict[str, str] = {}
-    for spec in _SPEC:
-        full = (prefix + spec).encode("utf-8", "surrogateescape")
-        needle = b"\t" + full
-        pos = data.find(needle)
-        while pos >= 0:
-            start = data.rfind(b"\0", 0, pos) + 1
-            end = data.find(b"\0", pos)
-            end = len(data) if end < 0 else end
-            path = data[pos + 1:end]
-            meta = data[start:pos]
-            if (_META.fullmatch(meta) and (path == full or path.startswith(full + b"/"))):
-                mode, blob, stage = meta.decode("ascii").split(" ")
-                rel = kb.rel(path.decode("utf-8", "surrogateescape"))
-                if stage == "0" and rel is not None:
-                    staged[rel] = blob
-                    if mode != "160000":
-                        blobs[rel] = blob
-            pos = data.find(needle, pos + 1)
+    staged = {rel: blob for rel, (_mode, blob) in found.items()}
+    blobs = {rel: blob for rel, (mode, blob) in found.items() if mode != "160000"}
     return staged, blobs
 
 

@@ -42,6 +42,7 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
     from kb.checks.registry import load_rules
 
     load_rules()  # the rules in their order, before one of their modules is imported here
+    from kb.checks.record_rules import prime_staged as prime_records
     from kb.checks.trail_rules import prime_staged
     from kb.repo import commit_snapshot, staged_snapshot
 
@@ -103,6 +104,7 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
             base_f = Facts(idx, base, "HEAD" if head else "the empty history", derive_from=new_f)
             # KB241's listing of TRAIL.md and the log files: out of the one just read
             prime_staged(new_f, base_f, listing, changes)
+            prime_records(new_f, base_f, listing, changes)  # KB243's, the same way
             change = Change(base_f, new_f, "staged", changes, overrides,
                             base_config=config_at(k, head), new_config=_staged_config(k, head, changes))
             report.findings += config_findings(k, new.files) + name_findings(k, listing)
@@ -206,20 +208,21 @@ def unmerged_findings(k: Any, unmerged: Mapping[str, str]) -> list[Any]:
     out = []
     for rel, stages in sorted(unmerged.items()):
         held = _stages_named(stages)
+        repo = f"{k.prefix}{rel}"  # messages name repository paths, as the location does
         if op is not None and op[0] == "MERGE_HEAD":
             what = "a merge (`git merge`, `git pull`)"
-            how = (f"resolve them (`kb verify` shows each conflict region), then `git add {rel}` "
+            how = (f"resolve them (`kb verify` shows each conflict region), then `git add {repo}` "
                    "and commit; or `git merge --abort`, then `kb sync` (it merges tree.md by "
                    "meaning and renumbers clashing IDs)")
         elif op is None:  # `git stash pop`, `git checkout -m`: no operation to abort
             what = "a conflicted `git stash pop` or `git checkout -m`"
-            how = (f"resolve them (`kb verify` shows each conflict region), then `git add {rel}`; "
-                   f"or keep HEAD's version: `git restore --source=HEAD --staged --worktree -- {rel}`")
+            how = (f"resolve them (`kb verify` shows each conflict region), then `git add {repo}`; "
+                   f"or keep HEAD's version: `git restore --source=HEAD --staged --worktree -- {repo}`")
         else:
-            what, how = op[1], f"resolve them and `git add {rel}`, then {op[2]}"
+            what, how = op[1], f"resolve them and `git add {repo}`, then {op[2]}"
         out.append(Finding(
-            path=f"{k.prefix}{rel}", line=1, col=1, code="KB191", severity=severity,
-            message=f"{rel} has unresolved merge conflicts from {what}: the index holds git's "
+            path=repo, line=1, col=1, code="KB191", severity=severity,
+            message=f"{repo} has unresolved merge conflicts from {what}: the index holds git's "
             f"conflict stages ({held}) and no resolved version, so kb checks HEAD's version in "
             f"its place; {how}", family="snapshot", kb=k.prefix.rstrip("/") or ".",
             kb_path=rel, kb_root=str(k.root), blocking=severity == "error"))
@@ -258,8 +261,10 @@ def before_head(idx: Any, k: Any, head_f: Any) -> Optional[Any]:
     snap = undo(head_f.snap, changes, k, before)
     if any(c.old and c.path in snap.files and not idx.has_parse(c.path, c.old) for c in changes):
         return None
+    from kb.checks.record_rules import prime_earlier as prime_records
     from kb.checks.trail_rules import prime_earlier
 
     earlier = Facts(idx, snap, before[:10], ensure=())
     prime_earlier(earlier, head_f, changes)
+    prime_records(earlier, head_f, changes)  # KB243's listing, the same way
     return earlier

@@ -88,9 +88,17 @@ def _driver_findings(k: Any) -> list[Finding]:
     sev = effective_severity("KB245", "warning", k.config)
     if sev is None:
         return []
-    diags = [_D(m.path, m.line, 1, "KB245", sev,
-                f"{m.path} names the merge driver {m.driver}, which this clone has not registered: "
-                "git merges the file line by line instead (conflicts kb would avoid); run "
-                "`kb hooks install` (or `kb sync`) to register kb's drivers", None)
-             for m in missing_drivers(k.top, k.root)]
-    return findings(diags, k, "snapshot")
+    import dataclasses
+    import posixpath
+
+    out = []
+    for m in missing_drivers(k.top, k.root):
+        # m.path is KB-relative (a parent folder's file is ../.gitattributes): the location
+        # and the message name the repository path (sub/../.gitattributes was neither)
+        repo = posixpath.normpath(k.prefix + m.path)
+        d = _D(m.path, m.line, 1, "KB245", sev,
+               f"{repo} names the merge driver {m.driver}, which this clone has not registered: "
+               "git merges the file line by line instead (conflicts kb would avoid); run "
+               "`kb hooks install` (or `kb sync`) to register kb's drivers", None)
+        out.extend(dataclasses.replace(f, path=repo) for f in findings([d], k, "snapshot"))
+    return out

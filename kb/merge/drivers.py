@@ -53,8 +53,17 @@ def _get(top: Path, key: str) -> Optional[str]:
     return proc.stdout.decode("utf-8", "replace").strip() if proc.returncode == 0 else None
 
 
-def register(top: Path, python: Optional[str] = None) -> dict[str, str]:
+#: The git config key (``merge.<driver>.<key>``) that says ``kb hooks install`` defined the
+#: driver: ``kb hooks uninstall`` removes only those (``kb init`` and ``kb sync`` define
+#: the drivers ``.gitattributes`` names, and they stay). git ignores keys it does not know.
+INSTALLED_KEY = "kbHooksInstall"
+
+
+def register(top: Path, python: Optional[str] = None, mark: bool = False) -> dict[str, str]:
     """Define kb's drivers in the clone's git config (``.git/config``).
+
+    ``mark``: note (:data:`INSTALLED_KEY`) each driver this call newly defines, so that
+    :func:`unregister` with ``only_marked`` removes exactly those.
 
     Returns driver name -> ``registered`` | ``updated`` | ``already registered`` |
     ``left as configured (<cmd>)`` (a driver someone defined by hand is kept).
@@ -71,17 +80,22 @@ def register(top: Path, python: Optional[str] = None) -> dict[str, str]:
             continue
         git.run(["config", f"merge.{name}.name", label], top, write=True)
         git.run(["config", f"merge.{name}.driver", want], top, write=True)
+        if mark and have is None:
+            git.run(["config", f"merge.{name}.{INSTALLED_KEY}", "true"], top, write=True)
         out[name] = "updated" if have is not None else "registered"
     return out
 
 
-def unregister(top: Path) -> dict[str, str]:
-    """Remove the drivers kb defined (a hand-made definition is left alone)."""
+def unregister(top: Path, only_marked: bool = False) -> dict[str, str]:
+    """Remove the drivers kb defined (a hand-made definition is left alone); with
+    ``only_marked``, only those ``register(mark=True)`` defined (``kb hooks install``)."""
     out = {}
     for name in DRIVERS:
         have = _get(top, f"merge.{name}.driver")
         if have is None:
             out[name] = "not registered"
+        elif only_marked and is_kb_command(have) and _get(top, f"merge.{name}.{INSTALLED_KEY}") is None:
+            out[name] = "kept (`kb hooks install` did not register it)"
         elif is_kb_command(have):
             git.run(["config", "--remove-section", f"merge.{name}"], top, write=True, check=False)
             out[name] = "unregistered"
@@ -96,8 +110,10 @@ def registered(top: Path) -> dict[str, bool]:
 
 
 def attribute_lines(tree: str, dashboard: str) -> list[str]:
-    """The ``.gitattributes`` lines of a KB (paths relative to the KB folder)."""
-    return [f"{dashboard} merge=kb-dashboard", f"{tree} merge=kb-tree"]
+    """The ``.gitattributes`` lines of a KB (paths relative to the KB folder); a path
+    ending in ``/`` names a folder, not the file (kb.toml's KB004): no line for it."""
+    return [f"{p} merge={driver}" for p, driver in ((dashboard, "kb-dashboard"), (tree, "kb-tree"))
+            if not p.endswith("/")]
 
 
 def ensure_attributes(kb_root: Path, tree: str, dashboard: str) -> bool:

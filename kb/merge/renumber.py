@@ -10,13 +10,22 @@ merge-base — headings, Parent/Children/Evidence, experiment titles and
 renames files named by an ID (``experiments/E002.md``, ``Problems/q3.md``,
 ``Progress/q3/…``). Files the branch did not touch cannot refer to an ID it
 created, and are left alone.
+
+A renumbered card's verification records (``<records>/r-q3-s1_<time>.json``)
+follow it: the record ID in the file name and in the fields naming the target
+(``"r"``, Vibe Math's ``{"rId": …}``) is renumbered — :func:`rename_record`,
+:func:`rewrite_record` — and references to a record in prose
+(``r-q3-s1_<time>.json``) with it. Votes, reasons and the transcript stay as the
+verifiers wrote them. The history rules accept exactly this rewrite under the
+commit's ``Kb-Renumber:`` trailers (KB310, :func:`renamed_record`).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Union
 
 from kb.merge.collide import Collision
 
@@ -121,10 +130,33 @@ def id_pattern(ids: list[str]) -> "re.Pattern[str]":
 
 
 def rewrite_text(text: str, p: Plan) -> str:
-    """``text`` with every token of ``p.ids`` replaced by its new ID."""
+    """``text`` with every token of ``p.ids`` replaced by its new ID, and every record
+    ID of a renumbered card (``r-q3-s1``, also in a record's file name) with it."""
     if not p.ids:
         return text
-    return id_pattern(list(p.ids)).sub(lambda m: p.ids[m.group(0)], text)
+    text = id_pattern(list(p.ids)).sub(lambda m: p.ids[m.group(0)], text)
+    cards = _card_ids(p)
+    if not cards:
+        return text
+    return rid_pattern(list(cards)).sub(lambda m: f"r-{cards[m.group('id')]}{m.group('rest')}", text)
+
+
+def _card_ids(p: Union[Plan, Mapping[str, str]]) -> dict[str, str]:
+    """old -> new of the renumbered IDs that can own verification records (not
+    hypotheses or experiments; a bare map, as the history rules read the trailers,
+    is taken whole: its record IDs name cards anyway)."""
+    if isinstance(p, Plan):
+        return {a: b for a, b in p.ids.items() if p.kinds.get(a) not in ("hypothesis", "experiment")}
+    return dict(p)
+
+
+def rid_pattern(ids: list[str]) -> "re.Pattern[str]":
+    """One regex matching a record ID of any of ``ids`` as a whole token (``r-q3``,
+    ``r-q3-s1``, ``r-p2-pf1``, ``r-p2-rf1``, also before a record file's ``_<time>``):
+    group ``id`` the object's ID, ``rest`` the entry suffix (may be empty)."""
+    alts = "|".join(re.escape(i) for i in sorted(ids, key=len, reverse=True))
+    return re.compile(rf"(?<![\w.-])r-(?P<id>{alts})(?P<rest>(?:-(?:s|pf|rf)\d+)?)"
+                      rf"(?=_|(?![\w-]|\.\d))")
 
 
 def rename_path(rel: str, p: Plan) -> str:
@@ -142,24 +174,118 @@ def rename_path(rel: str, p: Plan) -> str:
     return "/".join(out)
 
 
-def rewrite(paths: list[str], read: Callable[[str], Optional[bytes]], p: Plan) -> dict[str, Optional[bytes]]:
+#: The fields of a verification record that name its target (kb writes ``r``; Vibe
+#: Math writes ``r`` as ``{"rId": …}``; ``target`` and ``id`` if a writer adds them).
+_TARGET_FIELDS = ("r", "target", "id")
+
+
+def _renamed_value(value: Any, cards: Mapping[str, str]) -> Any:
+    """A target-naming value with a renumbered card's ID replaced: a record ID
+    (``r-q3-s1``), the bare ID (``q3``) or a target (``q3#解法1``); in a mapping
+    (Vibe Math's ``{"rId": …}``), each such value. Anything else as it was."""
+    if isinstance(value, dict):
+        return {k: _renamed_value(v, cards) if isinstance(v, str) else v for k, v in value.items()}
+    if not isinstance(value, str):
+        return value
+    m = rid_pattern(list(cards)).fullmatch(value)
+    if m:
+        return f"r-{cards[m.group('id')]}{m.group('rest')}"
+    head, hash_, tail = value.partition("#")
+    return cards[head] + hash_ + tail if head in cards else value
+
+
+def rename_record(rel: str, p: Union[Plan, Mapping[str, str]]) -> str:
+    """A record's KB path with its file name's record ID renumbered
+    (``…/r-q3-s1_20270115T080000-2.json`` -> ``…/r-q9-s1_20270115T080000-2.json``);
+    ``rel`` itself when the name holds no renumbered card's record ID."""
+    cards = _card_ids(p)
+    folder, slash, name = rel.rpartition("/")
+    m = rid_pattern(list(cards)).match(name) if cards else None
+    if m is None:
+        return rel
+    return f"{folder}{slash}r-{cards[m.group('id')]}{m.group('rest')}{name[m.end():]}"
+
+
+def rewrite_record(data: bytes, p: Union[Plan, Mapping[str, str]]) -> bytes:
+    """A record's bytes with the fields naming its target (:data:`_TARGET_FIELDS`)
+    renumbered; written as ``kb verdict`` writes a record (indented JSON, UTF-8, a final
+    newline). ``data`` itself when no field names a renumbered card, or when it is
+    not a JSON object (kb reads no such record: nothing in it to follow)."""
+    cards = _card_ids(p)
+    try:
+        obj = json.loads(data.decode("utf-8")) if cards else None
+    except (UnicodeDecodeError, ValueError):
+        return data
+    if not isinstance(obj, dict):
+        return data
+    changed = False
+    for key in _TARGET_FIELDS:
+        if key in obj:
+            new = _renamed_value(obj[key], cards)
+            changed = changed or new != obj[key]
+            obj[key] = new
+    if not changed:
+        return data
+    return (json.dumps(obj, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+
+
+class MovedRecord(NamedTuple):
+    """What the renumbering makes of one record: its new KB path and bytes, and the
+    old ID of the card it follows."""
+
+    path: str
+    data: bytes
+    owner: str
+
+
+def renamed_record(rel: str, data: bytes, renames: Mapping[str, str]) -> Optional[MovedRecord]:
+    """What ``kb sync``'s renumbering under ``renames`` (old ID -> new ID, the
+    ``Kb-Renumber:`` trailers) makes of the record ``rel`` holding ``data``; None when
+    it leaves the record as it is. What KB310 accepts in its place."""
+    new_rel, new_data = rename_record(rel, renames), rewrite_record(data, renames)
+    if (new_rel, new_data) == (rel, data):
+        return None
+    cards = _card_ids(renames)
+    m = rid_pattern(list(cards)).match(rel.rpartition("/")[2])
+    owner = m.group("id") if m else next(
+        (a for a in sorted(cards, key=len, reverse=True)
+         if rid_pattern([a]).search(data.decode("utf-8", "replace"))), "")
+    return MovedRecord(new_rel, new_data, owner)
+
+
+def rewrite(paths: list[str], read: Callable[[str], Optional[bytes]], p: Plan,
+            records: Optional[str] = None) -> dict[str, Optional[bytes]]:
     """New contents for the KB-relative ``paths`` (the branch's added/changed
     files): path -> bytes, and ``None`` for an old path that was renamed away.
-    Non-UTF-8 files are left as they are."""
+    ``records`` is the verification records' folder (``Logs/Verification/``): its
+    ``.json`` files follow their card (:func:`renamed_record`). Non-UTF-8 files are
+    left as they are."""
     out: dict[str, Optional[bytes]] = {}
     for rel in paths:
         data = read(rel)
-        if data is None or not rel.endswith(".md"):
+        if data is None:
+            continue
+        if records and rel.startswith(records) and rel.endswith(".json"):
+            moved = renamed_record(rel, data, _card_ids(p))
+            if moved is not None:
+                _put(out, rel, moved.path, moved.data)
+            continue
+        if not rel.endswith(".md"):
             continue
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             continue
         new_text = rewrite_text(text, p)
-        new_rel = rename_path(rel, p)
-        if new_rel != rel:
-            out[rel] = None
-            out[new_rel] = new_text.encode("utf-8")
-        elif new_text != text:
-            out[rel] = new_text.encode("utf-8")
+        _put(out, rel, rename_path(rel, p), new_text.encode("utf-8"), changed=new_text != text)
     return out
+
+
+def _put(out: dict[str, Optional[bytes]], rel: str, new_rel: str, data: bytes,
+         changed: bool = True) -> None:
+    """Record ``rel``'s new version at ``new_rel`` (``rel`` removed when renamed)."""
+    if new_rel != rel:
+        out[rel] = None
+        out[new_rel] = data
+    elif changed:
+        out[rel] = data

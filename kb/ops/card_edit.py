@@ -175,9 +175,11 @@ class CardEdit:
     def add_block(self, section: str, block: list[str], placeholder: str | None = None) -> None:
         """Append ``block`` (lines) at the end of ``section``, creating the section if needed.
 
-        A placeholder line (``（暂无解法候选）``) is replaced by the block; blocks
-        are separated by one blank line, and one blank line is kept before the
-        next section.
+        A placeholder line (``（暂无解法候选）``) is replaced by the block when it is
+        all the section holds; beside prose of the user's it is removed and the block
+        appended after the prose (put in its place, the prose would have become the
+        block's text). Blocks are separated by one blank line, and one blank line is
+        kept before the next section.
         """
         lines = self.doc.lines
         sec = self.section(section)
@@ -189,9 +191,14 @@ class CardEdit:
         if placeholder:
             for i in range(h + 1, end):
                 if lines[i].strip() == placeholder and not src.is_masked(i):
-                    self.doc.replace(i + 1, "\n".join(block))
+                    if not any(lines[j].strip() for j in range(h + 1, end) if j != i):
+                        self.doc.replace(i + 1, "\n".join(block))
+                        self._invalidate()
+                        return
+                    self.doc.delete(i + 1)  # `lines` is the document's list: end moves up
                     self._invalidate()
-                    return
+                    end -= 1
+                    break
         last = max(i for i in range(h, end) if i == h or lines[i].strip())
         ins = list(block) if last == h else [""] + list(block)
         if end < len(lines) and last + 1 == end:

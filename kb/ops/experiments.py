@@ -108,11 +108,13 @@ def new_experiment(kb: Any, hid: str, action: str, goal: str | None = None, *,
         tree = s.tree()
         s.tx.expect = expect_map(k, expect, tree.rel)
         h = tree.find(hid)
-        _, deleted = s.history()
+        used, deleted = s.history()
         # Every experiment file gives one object (its ID from the title, else the file name).
         rows = idx.extract("experiment", ("date",), fmt="experiment")
         names = [r[1] for r in rows] + [r[0].rsplit("/", 1)[-1][:-3] for r in rows]
-        eid = next_experiment_id(names, deleted)
+        # (the history's trailer IDs too: a reset's `Kb-Override: E001` is all that is left
+        # of an experiment whose commit a force push dropped)
+        eid = next_experiment_id(names, deleted | used)
         rel = _exp_rel(k, eid)
         if s.tx.read(rel) is not None:
             raise ConflictError(f"{k.prefix}{rel} exists already (nothing was written)")

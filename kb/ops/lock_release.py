@@ -115,8 +115,50 @@ def _run_pre_commit(top: Path, hook: Path, env: dict[str, str]) -> None:
     text = (proc.stderr + proc.stdout).decode("utf-8", "replace").strip()
     if "is not a git command" in text:
         return  # git older than 2.36 has no `git hook run`
-    raise RefusedError(f"the pre-commit hook refused the release commit (nothing was changed; "
-                       f"the lock is still yours):\n{text}")
+    raise _HookRefused(text)
+
+
+class _HookRefused(RefusedError):
+    """The pre-commit hook refused the release commit; ``text`` is what it said. The
+    release says whose the locks are then (:func:`_hook_refusal`): one stolen meanwhile
+    is the usual cause, and "the lock is still yours" was then wrong."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(f"the pre-commit hook refused the release commit (nothing was "
+                         f"changed):\n{text}")
+        self.text = text
+
+
+def _hook_refusal(top: Path, tg: list[LockTarget], owner: str, s: Settings,
+                  remote: str | None, text: str) -> RefusedError:
+    """The refusal of a release whose commit the pre-commit hook refused, saying who holds
+    each lock now (the remote's locks fetched afresh): still the owner's, or taken over by
+    someone else, or gone. Nothing was changed either way."""
+    where = f" on {remote}" if remote else ""
+    try:
+        if remote:
+            fetch_locks(top, remote)
+        cur = read_locks(top, [t.ref for t in tg], remote)
+    except GitError:  # the remote cannot be read now: say nothing about whose they are
+        return RefusedError(f"the pre-commit hook refused the release commit (nothing was "
+                            f"changed; whose the locks are{where} could not be read):\n{text}")
+    now = clock()
+    lost, holder = [], None
+    for t in tg:
+        c = cur.get(t.ref)
+        if c is None:
+            lost.append(f"{t.path} is no longer locked{where} (pruned after expiry?)")
+        elif c.owner != owner:
+            holder = holder or c
+            lost.append(f"{t.path} is now locked{where} by {c.describe(now, s.grace)}, not by "
+                        f"{owner}")
+    if lost:
+        msg = (f"the pre-commit hook refused the release commit (nothing was changed; "
+               f"{'; '.join(lost)}: your edits are still in the working tree):\n{text}")
+        # kind ``locked`` when another owner holds one now, else ``conflict`` (a lock gone)
+        return LockHeld(msg, holder) if holder is not None else LockLost(msg)
+    return RefusedError(f"the pre-commit hook refused the release commit (nothing was changed; "
+                        f"the lock is still yours):\n{text}")
 
 
 def _derived_paths(kb: KnowledgeBase, paths: list[str], owner: str, s: Any, now: int) -> list[str]:
@@ -309,8 +351,11 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
             rps += [p for p in derived if p not in rps]  # the dashboard may be locked too
             lock_commits = [locks[t.ref].commit for t in tg]
             head = git.rev_parse("HEAD", top)
-            commit, changed, entries = _build_commit(kb, rps, head, owner, message, lock_commits,
-                                                     hook)
+            try:
+                commit, changed, entries = _build_commit(kb, rps, head, owner, message,
+                                                         lock_commits, hook)
+            except _HookRefused as exc:  # say whose the locks are now (not "still yours")
+                raise _hook_refusal(top, tg, owner, s, remote, exc.text) from None
             # changes to the locked paths committed by hand (or by a kb write) and not
             # pushed yet go with the release: the next holder must find them on the remote
             unpushed = None if commit or not remote else _unpushed(top, remote, branch, head, rps)

@@ -47,7 +47,22 @@ def check_category(ws: Workspace, category: str | None, new_category: bool) -> s
         why = "holds a character not allowed in a folder name"
     if why:
         raise UsageError(f"category {category!r} {why}; give a folder name such as 数论")
-    if c not in cats and not new_category:
+    if c in cats:
+        return c
+    import unicodedata
+
+    from kb.repo import fold
+
+    nfc = unicodedata.normalize("NFC", c)
+    for cat in cats:
+        if unicodedata.normalize("NFC", cat) == nfc:
+            return cat  # the same name, typed in another Unicode form: the folder there is
+    twin = next((cat for cat in cats if fold(cat) == fold(c)), None)
+    if twin is not None:
+        # a second folder macOS and Windows take for the first: refused even when new
+        raise UsageError(f"category {c!r} differs from the category {twin!r} only in case; "
+                         f"use {twin!r}")
+    if not new_category:
         raise UsageError(f"unknown category {c!r}; use one of: {', '.join(cats) or '(none yet)'} "
                         "(or pass --new-category to create it)")
     return c

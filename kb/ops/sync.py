@@ -6,7 +6,9 @@
 4. find the IDs this branch added that the upstream holds with other content
    (:mod:`kb.merge.collide`), renumber them with every reference
    (:mod:`kb.merge.renumber`) in one commit with ``Kb-Renumber: H7 -> H9``
-   trailers (the history rules accept them);
+   trailers (the history rules accept them); a renumbered card's verification
+   records that the branch added (none the upstream holds) are renamed and
+   rewritten with it, as its Verified card is;
 5. merge the upstream (``git merge``, kb's drivers doing tree.md and
    DASHBOARD.md); on a conflict the merge is aborted, the renumber commit kept,
    and each conflict reported;
@@ -182,7 +184,7 @@ def sync(start: Path, upstream: Optional[str] = None, *, dry_run: bool = False,
     if dry_run:
         return res
     if plan is not None and plan.ids:
-        res.renumber_commit = _renumber_commit(k, head, mb, plan, name, on_wait)
+        res.renumber_commit = _renumber_commit(k, head, mb, target, plan, name, on_wait)
     _merge(k, target, name, res)
     if res.conflicts:
         return res
@@ -246,8 +248,10 @@ def _plan(k: Any, head: str, target: str, mb: Optional[str], name: str, res: Syn
     return p
 
 
-def _renumber_commit(k: Any, head: str, mb: Optional[str], p: Any, name: str, on_wait: Any) -> str:
+def _renumber_commit(k: Any, head: str, mb: Optional[str], target: str, p: Any, name: str,
+                     on_wait: Any) -> str:
     """The one renumber commit (see the module docstring for its guarantees)."""
+    from kb.checks.changes import records_prefix
     from kb.merge.renumber import rewrite
     from kb.ops.transaction import acquire_write_lock, format_guard, release_write_lock
 
@@ -256,14 +260,18 @@ def _renumber_commit(k: Any, head: str, mb: Optional[str], p: Any, name: str, on
         ["diff", "--name-only", "-z", "--no-renames", "--diff-filter=AM", *rng, "--",
          k.prefix or "."], k.top).stdout)]
     changed = [c for c in changed if c is not None]
+    records = records_prefix(k.config)
+    # Records are append-only: one the upstream holds too is not the branch's to rename.
+    shared = _held_by(k, target, [c for c in changed if c.startswith(records)])
+    changed = [c for c in changed if c not in shared]
 
     def read(rel: str) -> Optional[bytes]:
         proc = git.run(["cat-file", "blob", f"{head}:{k.prefix}{rel}"], k.top, check=False)
         return proc.stdout if proc.returncode == 0 else None
 
-    files = rewrite(changed, read, p)
+    files = rewrite(changed, read, p, records=records)
     for rel, data in files.items():
-        if data is not None:
+        if data is not None and rel.endswith(".md"):  # records are JSON: no format to guard
             old = read(rel)
             format_guard(k, rel, old, data)
     trailers = "\n".join(f"Kb-Renumber: {t}" for t in p.trailers())
@@ -287,6 +295,15 @@ def _renumber_commit(k: Any, head: str, mb: Optional[str], p: Any, name: str, on
     finally:
         release_write_lock(lock)
     return commit
+
+
+def _held_by(k: Any, commit: str, rels: list[str]) -> set[str]:
+    """Those of the KB-relative ``rels`` that ``commit``'s tree holds."""
+    if not rels:
+        return set()
+    out = git.run(["ls-tree", "-z", "--name-only", commit, "--", *(k.prefix + r for r in rels)],
+                  k.top).stdout
+    return {r for r in (k.rel(x) for x in git.split_z(out)) if r is not None}
 
 
 def _tree_with(k: Any, head: str, files: dict[str, Optional[bytes]]) -> str:

@@ -262,6 +262,10 @@ class Transaction:
         if rel in self._writes:
             return self._writes[rel]
         self._inside(rel)
+        if rel.endswith("/"):  # kb.toml's [paths] "tree.md/": pathlib would drop the '/'
+            raise RefusedError(f"{self.kb.prefix}{rel} ends in '/': it names a folder, not a "
+                               "file, so kb cannot read or write it (set the file's path in "
+                               "kb.toml [paths]) — nothing was written")
         try:
             return self.path(rel).read_bytes()
         except FileNotFoundError:

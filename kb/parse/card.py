@@ -45,6 +45,9 @@ from kb.parse.common import (
 from kb.text import SourceText, unclosed_block_warning
 
 KIND_WORDS = {"problem": "问题", "proposition": "命题", "method": "方法", "verified": "已验证"}
+#: The H1 a card of each format opens with (KB140 names it when it is missing).
+_H1_SHAPES = {**{fmt: f"# {word}｜<title>" for fmt, word in KIND_WORDS.items()},
+              "direction": "# 研究方向日志｜<problem> / <direction>"}
 LIST_KEYS = ("依赖", "被依赖", "可信断言", "上级体系", "子方法", "相关")
 
 #: A card's H1, ``# 问题｜title`` (word, title: strip its trailing spaces and tabs, as
@@ -217,7 +220,7 @@ class _Card:
         else:
             self.diags.append(Diagnostic(
                 path=path, line=i + 1 if i < n else 1, code="KB140", severity="warning",
-                message=f"card has no H1 '# {KIND_WORDS.get(self.fmt, '问题')}｜<title>'"))
+                message=f"card has no H1 '{_H1_SHAPES.get(self.fmt, '# 问题｜<title>')}'"))
         # Header anchors: up to the first `## ` line outside a fence.
         if i < n:
             src.is_masked(i)  # computes src.masked, read directly below

@@ -35,6 +35,7 @@ is :mod:`kb.ops.verdict`; reading the records of a KB is
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -184,35 +185,178 @@ def _record_time(v: Any) -> str:
     return str(v or "")
 
 
-def parse_record(path: str, data: Any) -> VerificationRecord | None:
-    """Read a record written by kb (``results`` a list) or by Vibe Math (a map of results)."""
-    if not isinstance(data, dict):
+#: A record ID: ``r-`` and a target's ID (:attr:`Target.rid`), no space or control character.
+_RECORD_ID = re.compile(r"^r-[^\s\x00-\x1f\x7f]+$")
+
+
+#: The ISO 8601 times records hold: kb's ``2026-11-02T10:00:00``, JavaScript's
+#: ``…T10:00:00.000Z``, a date alone. Records are ordered by this text, so only the
+#: extended form (which sorts as time does) is read.
+_ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{3}(?:\d{3})?)?)?"
+                       r"(?:Z|[+-]\d{2}:\d{2})?)?$")
+
+
+def _probability(x: Any) -> bool:
+    """Whether ``x`` is a JSON number in [0, 1] (not a boolean, NaN or an infinity)."""
+    return (isinstance(x, (int, float)) and not isinstance(x, bool)
+            and 0 <= x <= 1)  # NaN compares False
+
+
+#: JSON's names of the types ``json.loads`` returns.
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", int: "a number",
+               float: "a number", bool: "a boolean", type(None): "null"}
+
+
+def _shown(x: Any) -> str:
+    """``x`` as JSON for a message, cut to 40 characters."""
+    try:
+        text = json.dumps(x, ensure_ascii=False, default=str)
+    except (RecursionError, ValueError):  # nested past what the encoder follows
+        return _JSON_TYPES.get(type(x), "a value")
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def _time_problem(v: Any) -> str | None:
+    """What is wrong with a record's ``at``: kb reads an ISO 8601 time (``2026-11-02T10:00:00``,
+    an offset or ``Z`` allowed) or epoch seconds or milliseconds (Vibe Math's), as
+    :func:`_record_time` does."""
+    if v is None:
+        return "`at` is missing (the time of the verdict orders a target's records)"
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        try:
+            _record_time(v)
+        except (OverflowError, OSError, ValueError):
+            return f"`at` {_shown(v)} is not a time (epoch seconds or milliseconds)"
         return None
+    if isinstance(v, str):
+        bad = f"`at` {_shown(v)} is not an ISO 8601 time (2026-11-02T10:00:00)"
+        if not _ISO_TIME.match(v):
+            return bad
+        try:  # the calendar: no month 13; Python 3.10's fromisoformat reads no Z
+            datetime.fromisoformat(v[:-1] + "+00:00" if v.endswith("Z") else v)
+        except ValueError:
+            return bad
+        return None
+    return f"`at` {_shown(v)} is not a time (an ISO 8601 string or epoch seconds)"
+
+
+def _result_items(res: Union[list[Any], dict[str, Any]]) -> list[tuple[Any, Any]]:
+    """``(verifier, result)`` of each result (None where absent): kb's list of objects or
+    Vibe Math's map verifier -> ``{"Result", "Reason"}`` (or a bare number)."""
+    if isinstance(res, dict):
+        return [(k, v.get("result", v.get("Result")) if isinstance(v, dict) else v)
+                for k, v in res.items()]
+    return [(it.get("verifier", it.get("name")), it.get("result", it.get("Result")))
+            if isinstance(it, dict) else (None, it) for it in res]
+
+
+def _results_problems(res: Any) -> list[str]:
+    """What is wrong with a record's ``results``; a missing result (absent or null) is
+    allowed: VIBEMATH-V3 "Verification" counts it 0.5 in the verdict, accuracy skips it."""
+    if res is None:
+        return ["`results` is missing"]
+    if not isinstance(res, (list, dict)):
+        return [f"`results` {_shown(res)} is neither a list nor a map of results"]
+    out = []
+    for i, (name, x) in enumerate(_result_items(res), 1):
+        who = f"result {i}" + (f" ({name})" if isinstance(name, str) and name else "")
+        if not isinstance(name, str) or not name.strip():
+            out.append(f"{who} has no verifier name")
+        if x is not None and not _probability(x):
+            out.append(f"{who} {_shown(x)} is not a number in [0, 1]")
+    return out
+
+
+def record_problems(data: Any) -> list[str]:
+    """What is wrong with one verification record (its file's JSON value); [] when kb reads it.
+
+    kb reads two forms: kb's own ``{"r": "r-q1-s1", "verdict": 0.85, "results":
+    [{"verifier", "result", "reason"}…], "at": "2026-11-02T10:00:00", …}`` and Vibe
+    Math's, where ``r`` may be ``{"rId": …}``, ``results`` a map verifier ->
+    ``{"Result", "Reason"}`` and ``at`` epoch milliseconds. Each problem is one
+    sentence naming the field: ``r`` missing or not a record ID (``r-…``); ``verdict``
+    missing or not a number in [0, 1]; ``results`` not a list or map, a result without a
+    verifier name or not a number in [0, 1] (null: a missing result, allowed); ``at``
+    missing or not a time :func:`_record_time` reads. Never raises.
+    """
+    if not isinstance(data, dict):
+        return [f"not a JSON object but {_JSON_TYPES.get(type(data), 'a value')}"]
+    out = []
     r = data.get("r")
     if isinstance(r, dict):
-        r = r.get("rId") or r.get("r") or ""
-    if not isinstance(r, str) or not r:
-        return None
-    votes: list[Vote] = []
-    res = data.get("results")
-    items: Iterable[Any] = []
-    if isinstance(res, list):
-        items = res
-    elif isinstance(res, dict):
-        items = [{"verifier": k, **(v if isinstance(v, dict) else {"result": v})}
-                 for k, v in res.items()]
-    for it in items:
-        if not isinstance(it, dict):
-            continue
-        name = it.get("verifier", it.get("name"))
-        x = it.get("result", it.get("Result"))
-        if not isinstance(name, str) or isinstance(x, bool) or not isinstance(x, (int, float)):
-            continue
-        votes.append(Vote(name, float(x), str(it.get("reason", it.get("Reason", "")) or "")))
+        r = r.get("rId") or r.get("r")
+    if r is None or r == "":
+        out.append("`r` (the record ID, r-<target>) is missing")
+    elif not isinstance(r, str) or not _RECORD_ID.match(r):
+        out.append(f"`r` {_shown(r)} is not a record ID (r-<target>, e.g. r-q1-s1)")
     v = data.get("verdict")
-    verdict = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-    return VerificationRecord(path=path, r=r, verdict=verdict, results=votes,
-                              at=_record_time(data.get("at")), raw=data)
+    if v is None:
+        out.append("`verdict` is missing")
+    elif not _probability(v):
+        out.append(f"`verdict` {_shown(v)} is not a number in [0, 1]")
+    out += _results_problems(data.get("results"))
+    at = _time_problem(data.get("at"))
+    if at is not None:
+        out.append(at)
+    return out
+
+
+def _votes(res: Union[list[Any], dict[str, Any]]) -> list[Vote]:
+    """The results of a valid record that carry a number (a missing result is no vote)."""
+    items = res.items() if isinstance(res, dict) else [(None, it) for it in res]
+    out = []
+    for key, it in items:
+        it = it if isinstance(it, dict) else {"result": it}
+        name = key if key is not None else it.get("verifier", it.get("name"))
+        x = it.get("result", it.get("Result"))
+        if x is not None:
+            out.append(Vote(name, float(x), str(it.get("reason", it.get("Reason", "")) or "")))
+    return out
+
+
+def parse_record(path: str, data: Any) -> VerificationRecord | None:
+    """Read a record written by kb (``results`` a list) or by Vibe Math (a map of results).
+
+    None when :func:`record_problems` finds anything wrong: a malformed record is left
+    out of accuracy, verdict weighting and reports alike (``kb verify`` warns, KB243).
+    """
+    return None if record_problems(data) else _record(path, data)
+
+
+def _record(path: str, data: dict[str, Any]) -> VerificationRecord:
+    """The record of ``data``, which :func:`record_problems` found nothing wrong with."""
+    r = data["r"]
+    if isinstance(r, dict):
+        r = r.get("rId") or r.get("r")
+    return VerificationRecord(path=path, r=r, verdict=float(data["verdict"]),
+                              results=_votes(data["results"]), at=_record_time(data["at"]),
+                              raw=data)
+
+
+@dataclass(frozen=True)
+class BadRecord:
+    """A record file kb leaves out: its KB path and what is wrong (one line)."""
+
+    path: str
+    why: str
+
+
+def read_record(path: str, raw: bytes) -> VerificationRecord | BadRecord:
+    """One record file's bytes read as :func:`parse_record` does, or why it is left out
+    (not UTF-8, not JSON, or :func:`record_problems`). Never raises."""
+    try:
+        # utf-8, not utf-8-sig: every reader of the records (kb diff, kb serve) refuses a BOM
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return BadRecord(path, "not UTF-8")
+    except json.JSONDecodeError as exc:
+        return BadRecord(path, f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})")
+    except ValueError as exc:  # a number too long for int()
+        return BadRecord(path, f"not JSON ({exc})")
+    except RecursionError:
+        return BadRecord(path, "not JSON kb reads (nested too deeply)")
+    problems = record_problems(data)
+    return BadRecord(path, "; ".join(problems)) if problems else _record(path, data)
 
 _NAME = re.compile(r"^(?P<stem>.*?)(?:-(?P<n>\d+))?\.json$")
 
@@ -318,4 +462,5 @@ def parse_target(text: str) -> Target:
 
 __all__ = ["MODES", "NEAR_HIGH", "NEAR_LOW", "PLACES", "decimal_value", "vote_values",
            "verdict_branch", "compute_verdict", "Vote", "VerificationRecord", "parse_record",
+           "record_problems", "BadRecord", "read_record",
            "record_order", "Accuracy", "verifier_accuracy", "Target", "parse_target"]

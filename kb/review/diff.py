@@ -30,6 +30,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
+from kb.errors import UsageError
 from kb.repo import KnowledgeBase
 from kb.review.sides import Sides, open_sides, records_dir
 
@@ -41,21 +42,28 @@ _DATA = re.compile(r"^\s*\*\*(?:数据|Data)\*\*\s*[:：]\s*(?P<v>.*?)\s*$")
 
 def research_diff(k: KnowledgeBase, source: str = "worktree", a: Optional[str] = None,
                   b: Optional[str] = None, *, findings: bool = True,
-                  environ: Optional[dict[str, str]] = None) -> dict[str, Any]:
+                  environ: Optional[dict[str, str]] = None, against: Optional[str] = None,
+                  rewrite: bool = False) -> dict[str, Any]:
     """The research diff of ``k`` for ``source`` (``range`` with ``a``..``b``,
     ``staged`` or ``worktree``), as a dict (module docstring).
 
     ``findings`` also runs the rules over the same change (``kb verify`` in the
-    matching mode) and lists their errors and warnings with file and line.
-    Raises UsageError (bad range), EnvironmentError_ (git failures).
+    matching mode) and lists their errors and warnings with file and line; for a
+    range, ``against`` and ``rewrite`` judge it as ``kb verify --range a..b --against
+    …`` / ``--rewrite`` do (what a pull request's or a push's CI job runs), so the
+    diff's rules line says what the job's check says.
+    Raises UsageError (bad range, or ``against``/``rewrite`` without one),
+    EnvironmentError_ (git failures).
     """
     from kb.checks.targets import open_index
 
+    if source != "range" and (against or rewrite):
+        raise UsageError("--against and --rewrite judge a range (kb diff A..B)")
     with open_index(k) as idx:
         s = open_sides(k, idx, source, a, b, environ)
         out = _build(s)
     if findings:
-        out["findings"], out["findings_summary"] = _findings(k, s, environ)
+        out["findings"], out["findings_summary"] = _findings(k, s, environ, a, against, rewrite)
     out["empty"] = _is_empty(out)
     return out
 
@@ -526,7 +534,8 @@ def _trail(s: Sides) -> Optional[dict[str, list]]:
     return {"added": got.get("added", []), "closed": got.get("closed", [])}
 
 
-def _findings(k: KnowledgeBase, s: Sides, environ: Optional[dict[str, str]]) -> tuple[list, dict]:
+def _findings(k: KnowledgeBase, s: Sides, environ: Optional[dict[str, str]], a: Optional[str] = None,
+              against: Optional[str] = None, rewrite: bool = False) -> tuple[list, dict]:
     from kb.checks.report import sort_findings
     from kb.checks.verify_range import verify_commit_range
     from kb.checks.verify_staged import verify_staged
@@ -534,7 +543,10 @@ def _findings(k: KnowledgeBase, s: Sides, environ: Optional[dict[str, str]]) -> 
 
     kb_dir = Path(k.root)
     if s.source == "range":
-        rep = verify_commit_range(kb_dir, s.base, s.tip, kb_dir) if s.commits else None
+        # (--rewrite: from A itself, the old tip, which is no ancestor of B after a rewrite)
+        start = a if rewrite and a else s.base
+        rep = verify_commit_range(kb_dir, start, s.tip, kb_dir, against=against,
+                                  rewrite=rewrite) if s.commits or rewrite else None
     elif s.source == "staged":
         rep = verify_staged(kb_dir, kb_dir, environ)
     else:

@@ -221,17 +221,29 @@ def record(kb: Any, op: str, build: Callable[[Ctx], None], *, actor: str | None 
 
 
 def _title(text: Any) -> str:
+    """A title given by the caller: one line of text, at most MAX_TITLE characters (its
+    white space runs made one space). Longer is a usage error, never a silent cut."""
     if not isinstance(text, str) or not text.strip():
         raise UsageError("the title is empty; give one line of text")
-    return clip(text, MAX_TITLE)
+    one = " ".join(clean(text).split())
+    if len(one) > MAX_TITLE:
+        raise UsageError(f"the title is {len(one)} characters; a title is at most {MAX_TITLE} "
+                         "(put the rest in the summary) — nothing was written")
+    return one
 
 
-def _summary(text: Any) -> str:
+def _summary(text: Any, what: str = "summary") -> str:
+    """A summary (or a link's note) given by the caller: at most MAX_SUMMARY characters.
+    Longer is a usage error, never a silent cut."""
     if text is None:
         return ""
     if not isinstance(text, str):
-        raise UsageError("the summary must be text")
-    return clean(text).strip()[:MAX_SUMMARY]
+        raise UsageError(f"the {what} must be text")
+    out = clean(text).strip()
+    if len(out) > MAX_SUMMARY:
+        raise UsageError(f"the {what} is {len(out)} characters; a {what} is at most "
+                         f"{MAX_SUMMARY} — nothing was written")
+    return out
 
 
 def _strings(values: Any, what: str) -> list[str]:
@@ -325,7 +337,7 @@ def link(kb: Any, src: str, dst: str, edge_kind: str, note: str | None = None, *
         ctx.cas(a, expect_version)
         ctx.scope(a)
         ctx.emit({"op": "link", "from": a.id, "to": b.id, "kind": edge_kind,
-                  "note": clip(note, MAX_SUMMARY)}, a.id, f"linked {a.id} -[{edge_kind}]-> {b.id}")
+                  "note": _summary(note, "note")}, a.id, f"linked {a.id} -[{edge_kind}]-> {b.id}")
         if b.id not in ctx.ids:
             ctx.ids.append(b.id)
         ctx.summary = f"{a.id} {edge_kind} {b.id}"
@@ -572,8 +584,10 @@ def handoff(kb: Any, nid: str, to_actor: str, *, lease_seconds: int = DEFAULT_LE
         until = ctx.now + int(lease_seconds)
         ctx.emit({"op": "handoff", "node": n.id, "owner": to, "from": n.owner or ctx.actor,
                   "until": until}, n.id, f"{n.id}: lease handed from {n.owner or ctx.actor} to {to}")
-        spec = node_spec(ctx, {"kind": "note", "title": f"Handoff {n.owner or ctx.actor} → {to}",
-                               "summary": pkg, "tags": ["handoff"]}, n.id)
+        # kb's own title (two actors' names): cut to fit, as a generated title is
+        spec = node_spec(ctx, {"kind": "note",
+                               "title": clip(f"Handoff {n.owner or ctx.actor} → {to}", MAX_TITLE),
+                               "summary": pkg[:MAX_SUMMARY], "tags": ["handoff"]}, n.id)
         ctx.emit({"op": "add", "node": spec}, spec["id"], f"added handoff package {spec['id']}")
         ctx.summary = f"{n.id} to {to}"
 

@@ -28,7 +28,8 @@ from __future__ import annotations
 from typing import Any
 
 from kb.errors import KbError, UsageError
-from kb.trail.model import DEFAULT_LEASE_SECONDS, EDGE_KINDS, KINDS, STATUSES
+from kb.trail.model import (DEFAULT_LEASE_SECONDS, EDGE_KINDS, KINDS, MAX_DIGEST, MAX_SUMMARY,
+                            MAX_TITLE, STATUSES)
 
 VIEW_ACTIONS = ("overview", "trunk", "brief", "frontier", "stats", "find", "node", "path", "tree",
                 "subtree")
@@ -63,8 +64,9 @@ EXPLORE_TREE_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 _CHILD = {"type": "object", "properties": {
-    "kind": {"type": "string", "enum": list(KINDS)}, "title": {"type": "string"},
-    "summary": {"type": "string"}, "status": {"type": "string", "enum": list(STATUSES)},
+    "kind": {"type": "string", "enum": list(KINDS)},
+    "title": {"type": "string", "maxLength": MAX_TITLE},
+    "summary": {"type": "string", "maxLength": MAX_SUMMARY}, "status": {"type": "string", "enum": list(STATUSES)},
     "tags": {"type": "array", "items": {"type": "string"}},
     "refs": {"type": "array", "items": {"type": "string"}}},
     "required": ["kind", "title"], "additionalProperties": False}
@@ -74,8 +76,8 @@ EXPLORE_TREE_RECORD_SCHEMA: dict[str, Any] = {
         "action": {"type": "string", "enum": list(RECORD_ACTIONS)},
         "id": _ID,
         "kind": {"type": "string", "enum": list(KINDS)},
-        "title": {"type": "string", "maxLength": 400},
-        "summary": {"type": "string"},
+        "title": {"type": "string", "maxLength": MAX_TITLE},  # longer: a usage error
+        "summary": {"type": "string", "maxLength": MAX_SUMMARY},
         "status": {"type": "string", "enum": list(STATUSES)},
         "tags": {"type": "array", "items": {"type": "string"}},
         "refs": {"type": "array", "items": {"type": "string"}},
@@ -83,10 +85,10 @@ EXPLORE_TREE_RECORD_SCHEMA: dict[str, Any] = {
         "children": {"type": "array", "items": _CHILD, "maxItems": 20},
         "from": _ID, "to": _ID,
         "edgeKind": {"type": "string", "enum": list(EDGE_KINDS)},
-        "note": {"type": "string"},
+        "note": {"type": "string", "maxLength": MAX_SUMMARY},
         "into": _ID,
         "unarchive": {"type": "boolean"},
-        "text": {"type": "string", "maxLength": 120},
+        "text": {"type": "string", "maxLength": MAX_DIGEST},
         "auto": {"type": "boolean"},
         "version": {"type": "integer", "minimum": 0},
         "owner": {"type": ["string", "null"]},

@@ -1,19 +1,21 @@
 """The verification records of a KB (``Logs/Verification/*.json``) and ``kb verifiers``.
 
-Records are parsed by :func:`kb.research.verdict.parse_record`; unreadable
-files are skipped (rule checks report them). The accuracy rule is
-:func:`kb.research.verdict.verifier_accuracy`.
+Records are read by :func:`kb.research.verdict.read_record`; a file that is not
+JSON or not a valid record (:func:`kb.research.verdict.record_problems`) is left
+out of everything read here — accuracy, the weights of a forced verdict, reports —
+and :func:`load_records_checked` says which and why (``kb verify`` warns, KB243).
+The accuracy rule is :func:`kb.research.verdict.verifier_accuracy`.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Union
 
 from kb.errors import os_failure
 from kb.repo import KnowledgeBase, resolve_kb
-from kb.research.verdict import Accuracy, VerificationRecord, parse_record, record_order, verifier_accuracy
+from kb.research.verdict import (Accuracy, BadRecord, VerificationRecord, read_record, record_order,
+                                 verifier_accuracy)
 
 
 def records_dir(k: KnowledgeBase) -> str:
@@ -21,40 +23,67 @@ def records_dir(k: KnowledgeBase) -> str:
     return f"{k.config.paths['logs'].strip('/')}/Verification"
 
 
-def load_records(kb: Union[KnowledgeBase, str, Path, None] = None) -> list[VerificationRecord]:
-    """Every readable verification record of the KB, oldest first (:func:`record_order`).
+def load_records_checked(kb: Union[KnowledgeBase, str, Path, None] = None
+                         ) -> tuple[list[VerificationRecord], list[BadRecord]]:
+    """Every valid verification record of the KB in the working tree, oldest first
+    (:func:`record_order`), and the files left out (by path: unreadable, not JSON, or
+    :func:`kb.research.verdict.record_problems`).
 
     Raises NotAKnowledgeBase or ConfigError (environment, exit 2) when there is no readable KB,
-    GitError when git fails. Unreadable records are skipped.
+    GitError when git fails, EnvironmentError_ when the folder cannot be listed.
     """
     k = resolve_kb(kb)
     base = k.root / records_dir(k)
-    out = []
     try:
-        names = sorted(base.glob("*.json")) if base.is_dir() else []
+        # files only, as KB243 lists them (kb.checks.record_rules)
+        names = [p for p in sorted(base.glob("*.json")) if p.is_file()] if base.is_dir() else []
     except OSError as exc:  # a folder the user may not read
         raise os_failure(exc, f"list the verification records in {records_dir(k)}") from None
-    if names:
-        for p in names:
-            try:
-                data = json.loads(p.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
-            rec = parse_record(f"{records_dir(k)}/{p.name}", data)
-            if rec is not None:
-                out.append(rec)
+    out: list[VerificationRecord] = []
+    bad: list[BadRecord] = []
+    for p in names:
+        rel = f"{records_dir(k)}/{p.name}"
+        try:
+            rec = read_record(rel, p.read_bytes())
+        except OSError as exc:  # unreadable (a folder named *.json, permissions)
+            rec = BadRecord(rel, f"not readable ({exc.strerror or exc})")
+        (bad if isinstance(rec, BadRecord) else out).append(rec)
     out.sort(key=record_order)
-    return out
+    return out, bad
 
 
-def accuracy_table(kb: Union[KnowledgeBase, str, Path, None] = None) -> list[Accuracy]:
-    """``kb verifiers``: every verifier with its accuracy, best first.
+def load_records(kb: Union[KnowledgeBase, str, Path, None] = None) -> list[VerificationRecord]:
+    """Every valid verification record of the KB, oldest first (:func:`record_order`);
+    malformed ones are left out (:func:`load_records_checked` says which).
 
     Raises NotAKnowledgeBase or ConfigError (environment, exit 2) when there is no readable KB,
     GitError when git fails.
     """
-    acc = verifier_accuracy(load_records(kb))
-    return sorted(acc.values(), key=lambda a: (-a.rate, -a.counted, a.verifier))
+    return load_records_checked(kb)[0]
 
 
-__all__ = ["records_dir", "load_records", "accuracy_table"]
+def accuracy_report(kb: Union[KnowledgeBase, str, Path, None] = None
+                    ) -> tuple[list[Accuracy], list[BadRecord]]:
+    """``kb verifiers``: every verifier with its accuracy, best first, and the record files
+    left out of it (:func:`load_records_checked`).
+
+    Raises NotAKnowledgeBase or ConfigError (environment, exit 2) when there is no readable KB,
+    GitError when git fails.
+    """
+    records, bad = load_records_checked(kb)
+    acc = verifier_accuracy(records)
+    return sorted(acc.values(), key=lambda a: (-a.rate, -a.counted, a.verifier)), bad
+
+
+def accuracy_table(kb: Union[KnowledgeBase, str, Path, None] = None) -> list[Accuracy]:
+    """Every verifier with its accuracy, best first (:func:`accuracy_report` without the
+    files left out).
+
+    Raises NotAKnowledgeBase or ConfigError (environment, exit 2) when there is no readable KB,
+    GitError when git fails.
+    """
+    return accuracy_report(kb)[0]
+
+
+__all__ = ["records_dir", "load_records", "load_records_checked", "accuracy_report",
+           "accuracy_table"]
