@@ -31,7 +31,9 @@ def _report(res, as_json: bool, verb: str) -> None:
 
 @command.command("install")
 @click.option("--no-pre-push", is_flag=True, help="Do not install the pre-push hook.")
-@click.option("--no-merge-driver", is_flag=True, help="Do not register the DASHBOARD.md merge driver.")
+@click.option("--no-merge-driver", is_flag=True,
+              help="Do not register kb's merge drivers (tree.md, DASHBOARD.md, TRAIL.md, "
+                   "kb report's report).")
 @click.option("--shared", is_flag=True,
               help="Also when core.hooksPath points outside the repository (hooks other "
                    "repositories may share).")
@@ -42,7 +44,8 @@ def _report(res, as_json: bool, verb: str) -> None:
 def install_cmd(no_pre_push: bool, no_merge_driver: bool, shared: bool, server: bool,
                 as_json: bool) -> int:
     """Install the hooks where git runs them (core.hooksPath respected); an existing
-    hook is kept and run first. Also registers the kb-dashboard merge driver."""
+    hook is kept and run first. Also registers kb's merge drivers (tree.md, DASHBOARD.md,
+    TRAIL.md, kb report's report) and names them in the KB's .gitattributes."""
     from kb.hooks import HOOKS, install, install_server
 
     if server:

@@ -78,18 +78,30 @@ def index_kb(path: str | Path | None = None) -> IndexReport:
 
 def _config_checks(k: KnowledgeBase, idx: Index) -> list[Any]:
     """KB001 for rule codes kb does not have, KB004 for a tree path the working tree does
-    not hold (:mod:`kb.checks.config_rules`), imported only when kb.toml names codes or
-    moves the tree: a cold ``kb index`` imports no rule module."""
+    not hold, KB005 for a folder of the layout that is a symlink there
+    (:mod:`kb.checks.config_rules`), imported only when kb.toml names codes or moves the
+    tree, or the working tree holds such a link: a cold ``kb index`` imports no rule module."""
     from kb.config import DEFAULT_PATHS
 
     cfg = k.config
     tree = cfg.paths["tree"]
-    if not (cfg.disabled_rules or cfg.severity or tree != DEFAULT_PATHS["tree"]):
+    if not (cfg.disabled_rules or cfg.severity or tree != DEFAULT_PATHS["tree"] or idx.folder_links):
         return []
     from kb.checks.config_rules import tree_missing, unknown_codes
 
     held = () if idx.current_blob(tree) is None else (tree,)
-    return unknown_codes(cfg) + tree_missing(cfg, held)
+    return unknown_codes(cfg) + tree_missing(cfg, held) + _folder_links(idx)
+
+
+def _folder_links(idx: Index) -> list[Any]:
+    """KB005 for each symlink at a folder of the layout that the index's last refresh of
+    the working tree listed (:attr:`Index.folder_links`; none: nothing imported)."""
+    if not idx.folder_links:
+        return []
+    from kb.checks.config_rules import folder_links
+    from kb.repo import Snapshot
+
+    return folder_links(Snapshot(kb=idx.kb, kind="worktree", folder_links=idx.folder_links))
 
 
 def _priority_key(row: ObjectRow) -> tuple[int, int, str]:
@@ -153,6 +165,8 @@ def _note_unreadable(ix: Index, hypotheses: bool = True) -> None:
     if n:
         note(f"kb: {n} file(s) have errors and may hold objects not listed (first: {first}); "
              f"`kb index` lists them")
+    for d in _folder_links(ix):  # a folder of cards that is a symlink: none of its cards listed
+        note(f"kb: {d.path}:{d.line}: {d.code} [{d.severity}] {d.message}")
     from kb.config import DEFAULT_PATHS
 
     tree = ix.kb.config.paths["tree"]

@@ -292,7 +292,8 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
     ``text`` is the file's text, used only to give warnings their line numbers.
 
     Raises ConfigError (environment, exit 2) for a table or value of the wrong type, an unknown
-    locale or severity, a regex that does not compile, or a path that leaves the KB folder.
+    locale or severity, a regex that does not compile or can backtrack catastrophically
+    (exponential time on a long heading), or a path that leaves the KB folder.
     """
     warnings: list[Diagnostic] = []
     for section, body in data.items():
@@ -324,11 +325,9 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
         if not grammar.strip():
             raise _at(_key_line(text, "kb", "id_grammar"), "kb.id_grammar is empty: write a regex for the "
                        "hypothesis IDs, or leave the key out for the default")
-        try:
-            re.compile(grammar)
-        except re.error as exc:
-            raise _at(_key_line(text, "kb", "id_grammar"),
-                       f"kb.id_grammar is not a valid regex: {exc}") from None
+        _check_embedded_grammar(grammar, _key_line(text, "kb", "id_grammar"))
+        _refuse_backtracking(grammar, _key_line(text, "kb", "id_grammar"), "kb.id_grammar",
+                             " (or leave the key out for the default)")
     seps = tuple(kb.get("heading_separators", [":", "："]))
     if not seps or not all(x.strip() for x in seps):
         raise _at(_key_line(text, "kb", "heading_separators"), "kb.heading_separators must list at least "
@@ -361,13 +360,15 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
                            f"be a string, not {type(reg[key]).__name__}")
         try:
             pattern = re.compile(reg.get("heading", Registry.heading))
-        except re.error as exc:
+        except (re.error, RecursionError, OverflowError) as exc:  # too deep or too large too
             raise _at(_registry_line(text, i, "heading"),
                       f"registry heading is not a valid regex: {exc}") from None
         if "id" not in pattern.groupindex:
             raise _at(_registry_line(text, i, "heading"), f"[[registry]] #{i + 1} heading must "
                        "name each record's ID with a group (?P<id>…), e.g. "
                        "'^## (?P<id>\\S+) (?P<title>.+)$'")
+        _refuse_backtracking(pattern.pattern, _registry_line(text, i, "heading"),
+                             f"[[registry]] #{i + 1} heading")
         why = _outside(str(reg["path"]))
         if why:
             raise _at(_registry_line(text, i, "path"),
@@ -428,6 +429,49 @@ def _outside(value: str) -> str | None:
     if any(x.strip().rstrip(".").lower() == ".git" for x in parts):
         return "is inside .git"
     return None
+
+
+#: The named groups kb's declaration patterns put around ``id_grammar``
+#: (:mod:`kb.parse.tree`): a grammar naming one of them cannot be embedded.
+_EMBEDDING = r"^(?P<link>\[)?(?P<open>\*\*)?(?P<id>{})[ \t]*(?P<sep>:)(?P<stmt>.*)(?P<rest>)$"
+
+
+def _check_embedded_grammar(grammar: str, line: int) -> None:
+    """Raise ConfigError when ``grammar`` does not compile alone or where kb embeds it
+    (inside ``(?P<id>…)`` of its heading patterns): a named group of kb's own (``id``,
+    ``sep``…), or a global flag such as ``(?i)``, which Python allows only at the start of
+    a whole pattern, would otherwise be an internal error at the first heading."""
+    try:
+        re.compile(grammar)
+    except (re.error, RecursionError, OverflowError) as exc:  # too deep or too large too
+        raise _at(line, f"kb.id_grammar is not a valid regex: {exc or type(exc).__name__}") from None
+    try:
+        re.compile(_EMBEDDING.format(grammar))
+    except (re.error, RecursionError, OverflowError) as exc:
+        raise _at(line, f"kb.id_grammar cannot be used inside kb's heading patterns: {exc}; write "
+                        "it without named groups and without global flags (`(?i)H\\d+` as "
+                        "`(?i:H)\\d+`)") from None
+
+
+def _refuse_backtracking(pattern: str, line: int, what: str, default: str = "") -> None:
+    """Raise ConfigError when the regex ``pattern`` (``what``, at kb.toml's ``line``) can
+    backtrack catastrophically: kb matches it against every heading line, in ``kb index``,
+    the hooks and CI, and one long heading would keep them matching for hours."""
+    # Imported here: kb.parse's package imports this module (a top-level import would be a cycle).
+    from kb.parse.regex_safety import catastrophic_backtracking
+
+    found = catastrophic_backtracking(pattern)
+    if found is None:
+        return
+    fix = ("write no repetition directly inside another (`(\\d+)*`) and no alternatives that read "
+           "the same text (`(H|H)*`): start each repeated part with a separator, e.g. "
+           "`H\\d+(\\.\\d+)*`" + default)
+    if not found.unit:
+        raise _at(line, f"{what} `{pattern}` is too large for kb to check that it cannot take "
+                        f"exponential time on a long heading; {fix}")
+    raise _at(line, f"{what} `{pattern}` can take exponential time: a repetition in it reads "
+                    f"{found.text!r} in more than one way, and each further {found.unit!r} doubles "
+                    f"the ways, so one long heading would hang kb index, the hooks and CI; {fix}")
 
 
 def _outside_message(key: str, value: str, why: str) -> str:

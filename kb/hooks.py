@@ -1,4 +1,4 @@
-"""Git hooks and the DASHBOARD.md merge driver (``kb hooks``).
+"""Git hooks and kb's merge drivers (``kb hooks``).
 
 ``install`` writes kb's hooks into the folder git runs hooks from
 (``git rev-parse --git-path hooks``, so ``core.hooksPath`` and linked
@@ -12,11 +12,12 @@ worktrees are respected):
 A hook already there is kept: it is renamed ``<hook>.kb-chained`` (bytes and
 mode unchanged) and kb's hook runs it first with the same arguments and
 input. ``uninstall`` removes exactly what ``install`` added and renames the
-chained hook back. ``install`` also registers the merge driver that ``kb
-init``'s ``.gitattributes`` names for DASHBOARD.md (``merge=kb-dashboard``):
-it keeps one side (``%A``, ours) without conflict markers, so parallel
-branches never conflict on the generated file; ``kb verify`` then reports it
-stale until ``kb dashboard`` runs.
+chained hook back. ``install`` also registers kb's merge drivers
+(:mod:`kb.merge.drivers`: tree.md merged block by block, the generated
+DASHBOARD.md and TRAIL.md rendered again from what the merge holds, ``kb report``'s
+report kept from our side) and adds
+the ``.gitattributes`` lines naming them that the KB lacks, so that a plain
+``git merge`` or ``git pull`` never stops on a generated file.
 """
 
 from __future__ import annotations
@@ -36,9 +37,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 HOOKS = ("pre-commit", "pre-merge-commit", "pre-push", "post-commit", "post-rewrite")
 MARK = "# kb-managed-hook:"
 CHAINED = ".kb-chained"
-DRIVER = "kb-dashboard"
-DRIVER_NAME = "kb: DASHBOARD.md is generated; keep our side (run `kb dashboard` after the merge)"
-DRIVER_CMD = "true"
 _ARGS = {"pre-commit": "verify --staged", "pre-merge-commit": "verify --staged",
          "pre-push": 'hooks pre-push "$@"', "post-commit": "hooks post-commit",
          "post-rewrite": 'hooks post-rewrite "$@"', "pre-receive": "hooks pre-receive"}
@@ -198,7 +196,7 @@ def check_own_hooks(top: Path, d: Path, shared: bool) -> None:
 @_file_errors("install kb's hooks")
 def install(start: Path, hooks: Iterable[str] = HOOKS, python: Optional[str] = None,
             merge_driver: bool = True, shared: bool = False) -> HookResult:
-    """Install kb's hooks (chaining existing ones) and the DASHBOARD.md merge driver.
+    """Install kb's hooks (chaining existing ones) and kb's merge drivers.
 
     ``shared``: allow a hooks folder outside the repository (:func:`check_own_hooks`).
 
@@ -238,7 +236,7 @@ def install(start: Path, hooks: Iterable[str] = HOOKS, python: Optional[str] = N
     if merge_driver:
         from kb.merge.drivers import register
 
-        # kb's merge drivers (tree.md, DASHBOARD.md): issue "team work through git".
+        # kb's merge drivers (tree.md, DASHBOARD.md, TRAIL.md, the report): issue "team work through git".
         res.merge_driver = _summary(register(top, python, mark=True))
     from kb.remote_locks import ensure_refspecs, lock_remote
     from kb.repo import find_all_kbs, open_kb
@@ -254,7 +252,8 @@ def install(start: Path, hooks: Iterable[str] = HOOKS, python: Optional[str] = N
         if merge_driver:
             from kb.merge.drivers import ensure_attributes
 
-            if ensure_attributes(k.root, k.config.paths["tree"], k.config.paths["dashboard"]):
+            if ensure_attributes(k.root, k.config.paths["tree"], k.config.paths["dashboard"],
+                                 k.config.paths["logs"]):
                 res.merge_driver += f"; {prefix}.gitattributes now names them (commit it)"
         if remote is not None and git.run(["remote", "get-url", remote], top, check=False).returncode == 0:
             ensure_refspecs(top, remote)

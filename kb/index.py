@@ -213,6 +213,9 @@ class Index:
         #: None before: the verify results it computed are stored only into the cache
         #: it read them from (:func:`kb.index_results.put_snapshot`).
         self.generation: int | None = None
+        #: The working tree's symlinks at folders of the layout, as the last refresh of
+        #: the whole KB listed them (:attr:`kb.repo.Snapshot.folder_links`; KB005).
+        self.folder_links: dict[str, str] = {}
         self.db = self._open()
 
     @property
@@ -520,6 +523,8 @@ class Index:
         t0 = time.perf_counter()
         # A new cache parses every file: its parsers are imported while git runs.
         snap = worktree_snapshot(self.kb, only, meanwhile=_preload_parsers if self.rebuilt else None)
+        if only is None:
+            self.folder_links = snap.folder_links
         try:
             parsed, removed = self._refresh(snap, only, check)
         except sqlite3.Error as exc:
@@ -577,7 +582,8 @@ class Index:
         for p, b, f in self.db.execute("SELECT path, blob, fmt FROM files"):
             files[p] = b
             fmts[p] = f
-        return Snapshot(kb=self.kb, kind="worktree", files=files, formats=fmts)
+        return Snapshot(kb=self.kb, kind="worktree", files=files, formats=fmts,
+                        folder_links=self.folder_links)
 
     def _forget(self, before: float) -> None:
         """Forget parses the working tree stopped using before ``before`` (Unix

@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Literal
 from kb import git
 from kb.config import Config, load_config
 from kb.errors import ConfigError, EnvironmentError_, NotAKnowledgeBase
-from kb.parse import classifier, classify
+from kb.parse import classifier, classify, layout_folders
 
 SnapshotKind = Literal["worktree", "staged", "commit"]
 
@@ -133,6 +133,10 @@ class Snapshot:
     #: cherry-pick… stopped on a conflict): path -> the conflict stages held ("123": base,
     #: ours, theirs). Such a path has no staged version, so it is not in ``files``.
     unmerged: dict[str, str] = field(default_factory=dict)
+    #: symlinks listed at a folder of kb.toml's ``[paths]`` or above one
+    #: (:func:`kb.parse.layout_folders`): path -> the link's blob id. git tracks the link,
+    #: not the files under it, so kb reads nothing there (KB005 says so).
+    folder_links: dict[str, str] = field(default_factory=dict)
     #: (a snapshot patched from another, :func:`derived_snapshot`) that snapshot, and
     #: the paths whose entry may differ from that one's: every other entry is the same.
     differs_from: tuple["Snapshot", frozenset[str]] | None = field(default=None, repr=False,
@@ -278,6 +282,7 @@ def staged_snapshot(kb: KnowledgeBase, _stdout: bytes | None = None) -> Snapshot
     fmts: dict[str, str] = {}
     links: dict[str, str] = {}
     unmerged: dict[str, str] = {}
+    folder_links: dict[str, str] = {}
     fmt_of = classifier(kb.config)
     prefix = kb.prefix
     cut = len(prefix)
@@ -296,6 +301,8 @@ def staged_snapshot(kb: KnowledgeBase, _stdout: bytes | None = None) -> Snapshot
         if fmt is None:
             if meta[-1] != "0" and path == "kb.toml":
                 unmerged[path] = unmerged.get(path, "") + meta[-1]
+            elif meta[1] == "2":  # 120000, a symlink: one hiding a folder of cards is said
+                _folder_link(kb, path, meta[7:-2], folder_links)
             continue
         if meta[-1] != "0":
             # a conflict stage (1 base, 2 ours, 3 theirs): no staged version of the file
@@ -309,7 +316,37 @@ def staged_snapshot(kb: KnowledgeBase, _stdout: bytes | None = None) -> Snapshot
         fmts[path] = fmt
     unread = resolve_links(kb, "staged", None, links, files) if links else {}
     return Snapshot(kb=kb, kind="staged", files=files, formats=fmts, unread=unread, links=links,
-                    unmerged=unmerged)
+                    unmerged=unmerged, folder_links=folder_links)
+
+
+def _folder_link(kb: KnowledgeBase, path: str, blob: str, found: dict[str, str]) -> None:
+    """Add the symlink ``path`` (KB-relative, at ``blob``) to ``found`` when it stands at a
+    folder of the layout or above one (:func:`kb.parse.layout_folders`). Called for the
+    few symlinks of a listing that kb does not read as files: no cost without them."""
+    if path in layout_folders(kb.config):
+        found[path] = blob
+
+
+def folder_link_targets(snap: Snapshot) -> dict[str, str]:
+    """Where each of ``snap``'s :attr:`Snapshot.folder_links` leads, named as KB106 names
+    a link's target: the link's text read on disk (the working tree) or from git (one
+    batched read), resolved against the link's folder."""
+    kb = snap.kb
+    if snap.kind == "worktree":
+        texts = {p: _readlink(kb.root / p) for p in snap.folder_links}
+    else:
+        blobs = git.read_blobs(snap.folder_links.values(), kb.top)
+        texts = {p: blobs.get(b, b"").decode("utf-8", "surrogateescape")
+                 for p, b in snap.folder_links.items()}
+    return {p: _link_display(kb, kb.repo_path(p), text) for p, text in texts.items()}
+
+
+def _readlink(path: Path) -> str:
+    """The text of the symlink ``path``; "" when it is no longer one (changed meanwhile)."""
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
 
 
 _LISTING_META = re.compile(rb"[0-7]{6} [0-9a-f]{40,64} [0-3]")
@@ -351,6 +388,7 @@ def commit_snapshot(kb: KnowledgeBase, rev: str) -> Snapshot:
     files: dict[str, str] = {}
     fmts: dict[str, str] = {}
     links: dict[str, str] = {}
+    folder_links: dict[str, str] = {}
     fmt_of = classifier(kb.config)
     prefix = kb.prefix
     cut = len(prefix)
@@ -369,9 +407,11 @@ def commit_snapshot(kb: KnowledgeBase, rev: str) -> Snapshot:
             fmts[path] = fmt
             if mode == "120000":
                 links[path] = blob
+        elif mode == "120000":
+            _folder_link(kb, path, blob, folder_links)
     unread = resolve_links(kb, "commit", rev, links, files) if links else {}
     return Snapshot(kb=kb, kind="commit", files=files, formats=fmts, rev=rev, unread=unread,
-                    links=links)
+                    links=links, folder_links=folder_links)
 
 
 def empty_snapshot(kb: KnowledgeBase) -> Snapshot:
@@ -419,12 +459,15 @@ def worktree_snapshot(kb: KnowledgeBase, only: list[str] | None = None,
             started, list(git.split_z(changed)))
     snap = staged_snapshot(kb, staged)
     files, fmts = snap.files, snap.formats
+    # A folder link the index holds counts while it is one on disk (the few listed).
+    folder_links = {p: b for p, b in snap.folder_links.items() if os.path.islink(kb.root / p)}
     for repo_path in [*git.split_z(changed), *git.split_z(untracked)]:
         rel = kb.rel(repo_path)
         if rel is None:
             continue
         fmt = classify(rel, kb.config)
         if fmt is None:
+            _worktree_folder_link(kb, rel, folder_links)  # a link not committed, or changed
             continue
         full = kb.root / rel
         if outside_links(kb, [rel]):
@@ -443,7 +486,15 @@ def worktree_snapshot(kb: KnowledgeBase, only: list[str] | None = None,
             continue
         files[rel] = git.blob_id(data)
         fmts[rel] = fmt
-    return Snapshot(kb=kb, kind="worktree", files=files, formats=fmts)
+    return Snapshot(kb=kb, kind="worktree", files=files, formats=fmts, folder_links=folder_links)
+
+
+def _worktree_folder_link(kb: KnowledgeBase, rel: str, found: dict[str, str]) -> None:
+    """Add ``rel`` (a changed or untracked path kb does not read as a file) to ``found``
+    when it stands at a folder of the layout or above one and is a symlink on disk; its
+    value is the blob id git would give the link."""
+    if rel in layout_folders(kb.config) and os.path.islink(kb.root / rel):
+        found[rel] = git.blob_id(os.fsencode(_readlink(kb.root / rel)))
 
 
 def outside_links(kb: KnowledgeBase, paths: list[str]) -> dict[str, str]:

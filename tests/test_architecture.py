@@ -20,16 +20,19 @@ KB = ROOT / "kb"
 LAYERS: list[tuple[str, ...]] = [
     # values, words, errors, pure research rules, the literature client
     ("kb", "kb.model", "kb.vocab", "kb.errors", "kb.clock", "kb.resources", "kb.research", "kb.lit"),
-    # text -> objects + diagnostics, objects -> text; kb.toml values; the git CLI; forked workers
-    ("kb.text", "kb.parse", "kb.render", "kb.config", "kb.git", "kb.parallel", "kb.merge.markers"),
+    # text -> objects + diagnostics, objects -> text; kb.toml values; the git CLI; forked workers;
+    # where the exploration graph shows (names only: kb's merge drivers name TRAIL.md)
+    ("kb.text", "kb.parse", "kb.render", "kb.config", "kb.git", "kb.parallel", "kb.merge.markers",
+     "kb.trail.files"),
     # KB discovery and snapshots, lock refs, merge drivers
     ("kb.repo", "kb.digests", "kb.locks", "kb.lock_names", "kb.remote_locks", "kb.merge"),
     # derived caches: the index (SQLite, its queries, verify's results) and the
     # exploration graph's log, replay and TRAIL.md text (the rules read both)
     ("kb.index", "kb.index_rows", "kb.index_facts", "kb.index_results", "kb.trail.model", "kb.trail.log",
-     "kb.trail.digest", "kb.trail.replay", "kb.trail.files", "kb.trail.render"),
-    # the rules (and the ID-collision finder that kb sync and kb verify share)
-    ("kb.checks", "kb.merge.collide", "kb.merge.renumber"),
+     "kb.trail.digest", "kb.trail.replay", "kb.trail.render"),
+    # the rules (and the ID-collision finder that kb sync and kb verify share); what git runs
+    # as kb's merge drivers (TRAIL.md's replays the merged exploration log)
+    ("kb.checks", "kb.merge.collide", "kb.merge.renumber", "kb.merge.run"),
     # write use cases, reads, read models
     ("kb.ops", "kb.api", "kb.views"),
     # areas built on the pipeline

@@ -324,3 +324,21 @@ def test_install_writes_no_attribute_line_for_a_tree_path_naming_a_folder(tree_k
     assert invoke("hooks", "install", cwd=tree_kb).code == 0
     text = (tree_kb / ".gitattributes").read_text(encoding="utf-8")
     assert "tree.md/" not in text and "merge=kb-dashboard" in text, text
+
+
+def test_install_names_paths_with_spaces_and_glob_characters_so_git_reads_them(tree_kb):
+    """A tree, dashboard and logs folder whose names hold a space, `[` or `*`, or start
+    with `#`: the .gitattributes lines `kb hooks install` writes are quoted and escaped,
+    so that git gives each file its driver (an unquoted `Lab notes/tree.md merge=kb-tree`
+    names no file: git splits the line at the space), and nothing else."""
+    toml = tree_kb / "kb.toml"
+    toml.write_text(toml.read_text(encoding="utf-8") + '\n[paths]\ntree = "Lab notes/tree [v2].md"\n'
+                    'dashboard = "#board/DASH*.md"\nlogs = "Daily logs"\n', encoding="utf-8")
+    (tree_kb / ".gitattributes").unlink()
+    assert invoke("hooks", "install", cwd=tree_kb).code == 0
+    files = {"Lab notes/tree [v2].md": "kb-tree", "#board/DASH*.md": "kb-dashboard",
+             "Daily logs/报告.md": "kb-report", "TRAIL.md": "kb-trail",
+             "Lab notes/tree v.md": "unspecified", "#board/DASH1.md": "unspecified",
+             "notes/tree [v2].md": "unspecified"}
+    out = git(tree_kb, "check-attr", "-z", "merge", "--", *files).split("\0")
+    assert dict(zip(out[0::3], out[2::3])) == files

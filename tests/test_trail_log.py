@@ -42,8 +42,10 @@ def test_two_recording_branches_merge_without_conflict_and_replay_to_the_union(t
             "--parent", goal)["ids"][0]
     invoke("trail", "set", goal, "--status", "active", cwd=trail_kb)
     # A plain merge, no drivers configured (as a forge's merge button does): kb init
-    # registered kb's tree/dashboard drivers, which a forge would not have.
-    for driver in ("kb-tree", "kb-dashboard"):
+    # registered kb's drivers, which a forge would not have.
+    from kb.merge.drivers import DRIVERS
+
+    for driver in DRIVERS:
         git(trail_kb, "config", "--remove-section", f"merge.{driver}", check=False)
     assert git(trail_kb, "config", "--get-regexp", r"^merge\.", check=False) == ""
     ops_file = git(trail_kb, "ls-files", ".explore-tree").splitlines()[0]

@@ -62,6 +62,11 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "is wrong)"),
     _r("KB004", "warning", "snapshot", "config", "kb.toml sets [paths] tree to a file that is "
        "not there: no hypothesis is read", "correct the path, or create the file"),
+    _r("KB005", "error", "snapshot", "config", "a folder of kb.toml's [paths] (Problems, "
+       "experiments…) or a folder above one or above tree.md is a symlink: git tracks the link, "
+       "not the files under it, so kb reads nothing there and writes nothing through it",
+       "replace the link by the folder itself (its files copied in and added with git add -A), "
+       "or, when it leads inside the KB, point the [paths] key at where it leads"),
     # -- parsing (kb index) -------------------------------------------------------
     _r("KB100", "error", "snapshot", "parse", "a file whose lines end in CR alone (classic Mac "
        "OS line ends, no LF at all): kb reads it as one line, so nothing in it is read",

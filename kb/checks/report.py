@@ -115,15 +115,34 @@ def findings(diags: Iterable[_D], k: Any, family: str, *, commit: Optional[str] 
     return out
 
 
-def config_findings(k: Any, paths: Iterable[str]) -> list[Finding]:
-    """The diagnostics of KB ``k``'s kb.toml as snapshot findings: warnings (KB001, an
-    unknown key or rule code; KB004, a tree path that ``paths``, the KB-relative paths of
-    the snapshot checked, does not hold) and errors, which block in every mode (KB002: a
-    file path that is a directory, so nothing of it is read)."""
+def config_findings(k: Any, snap: Any, before: Optional[dict[str, str]] = None) -> list[Finding]:
+    """The diagnostics of KB ``k``'s kb.toml as findings of the snapshot ``snap`` (a
+    :class:`kb.repo.Snapshot`): warnings (KB001, an unknown key or rule code; KB004, a
+    tree path the snapshot does not hold) and errors, which block in every mode (KB002: a
+    file path that is a directory, so nothing of it is read), and KB005 for each folder of
+    the layout that is a symlink (:func:`folder_link_findings`, judged against ``before``)."""
     from kb.checks.config_rules import tree_missing, unknown_codes
 
-    diags = [*k.config.warnings, *unknown_codes(k.config), *tree_missing(k.config, paths)]
-    return findings([_D.of(w) for w in diags], k, "snapshot", all_errors_block=True)
+    diags = [*k.config.warnings, *unknown_codes(k.config), *tree_missing(k.config, snap.files)]
+    out = findings([_D.of(w) for w in diags], k, "snapshot", all_errors_block=True)
+    return out + folder_link_findings(k, snap, before) if snap.folder_links else out
+
+
+def folder_link_findings(k: Any, snap: Any, before: Optional[dict[str, str]]) -> list[Finding]:
+    """KB005 for each symlink ``snap`` lists at a folder of KB ``k``'s layout. ``before``
+    holds the base snapshot's such links (path -> the link's blob id): one it holds as
+    it is is pre-existing and does not block, as a file's pre-existing KB106 does not
+    (a link committed once must not refuse every later commit); None (the working tree)
+    blocks every error."""
+    from kb.checks.config_rules import folder_links
+
+    diags = [_D.of(d) for d in folder_links(snap)]
+    if before is None:
+        return findings(diags, k, "snapshot", all_errors_block=True)
+    held = snap.folder_links
+    pre = {id(d) for d in diags if d.path in before and before[d.path] == held.get(d.path)}
+    blocking = {id(d) for d in diags if d.severity == "error" and id(d) not in pre}
+    return findings(diags, k, "snapshot", blocking=blocking, pre=pre)
 
 
 def name_findings(k: Any, listing: bytes) -> list[Finding]:

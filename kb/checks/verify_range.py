@@ -450,7 +450,7 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
         rows, found = _at_once(idx, snapshot, history)
         tip_found = [Finding(*r) for r in rows]
     report.findings += found
-    report.findings += config_findings(k, tip_snap.files)
+    report.findings += config_findings(k, tip_snap, _origin_folder_links(k, tip_snap, origin))
     report.findings += tip_found
     if scope is not None:
         skipped = sum(1 for p in tip_snap.files if p not in scope)
@@ -458,6 +458,16 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
             report.notes.append(
                 f"{k.prefix.rstrip('/') or '.'}: {skipped} file(s) untouched by the range not "
                 "re-checked by the per-file rules (their findings predate the range)")
+
+
+def _origin_folder_links(k: Any, tip_snap: Any, origin: Optional[str]) -> dict[str, str]:
+    """The origin's symlinks at folders of the layout (KB005's base: one the origin holds
+    as it is does not block), listed only when the tip holds one (none: no git process)."""
+    if not (tip_snap.folder_links and origin):
+        return {}
+    from kb.repo import commit_snapshot
+
+    return commit_snapshot(k, origin).folder_links
 
 
 #: The parts of the tip's snapshot check (:func:`kb.checks.results.scoped_parts`) that a

@@ -92,10 +92,10 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
                 # (no change of its own) and KB191 says what to do.
                 changes = _unmerged_as_head(new, changes)
                 report.findings += unmerged_findings(k, new.unmerged)
-            if head is not None and (new.links or touches_links(changes)):
+            if head is not None and (new.links or new.folder_links or touches_links(changes)):
                 # a symlink reads as its target: HEAD's links resolved in HEAD (one the
                 # change deletes too), and a link whose target changed is a change of
-                # the link (rare: git's own listing)
+                # the link (rare: git's own listing); HEAD's folder links judge KB005's
                 base = commit_snapshot(k, head)
                 changes = changes + retargeted_links(base, new, changes)
             else:
@@ -107,7 +107,7 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
             prime_records(new_f, base_f, listing, changes)  # KB243's, the same way
             change = Change(base_f, new_f, "staged", changes, overrides,
                             base_config=config_at(k, head), new_config=_staged_config(k, head, changes))
-            report.findings += config_findings(k, new.files) + name_findings(k, listing)
+            report.findings += config_findings(k, new, base.folder_links) + name_findings(k, listing)
             found = history_findings(change, k, None)
             if merging:
                 # Only the allocation order (KB307) is judged against every merged head:

@@ -50,7 +50,7 @@ def verify_worktree(start: Path, kb_path: Optional[Path] = None,
         overrides = parse_overrides(env.get("KB_OVERRIDE", ""))
         change = Change(base_f, new_f, "worktree", changes, overrides,
                         base_config=config_at(k, head), new_config=k.config)
-        report.findings += config_findings(k, new.files)
+        report.findings += config_findings(k, new)
         # (a name that is not UTF-8, tracked or not: read by no snapshot, said here)
         listing = git.run(["ls-files", "-z", "--cached", "--others", "--exclude-standard",
                            "--", k.prefix or "."], k.top).stdout

@@ -1,14 +1,25 @@
 """kb's git merge drivers and their registration in a clone.
 
-Two drivers, named by ``.gitattributes`` (``kb init`` writes the lines) and
-defined in each clone's git config (``kb init``, ``kb hooks install`` and
-``kb sync`` register them; git config is never shared by a push):
+Four drivers, named by ``.gitattributes`` (``kb init`` writes the lines,
+``kb hooks install`` and ``kb sync`` add those an older KB lacks) and defined
+in each clone's git config (``kb init``, ``kb hooks install`` and ``kb sync``
+register them; git config is never shared by a push):
 
 - ``kb-tree`` — tree.md, merged block by block (:mod:`kb.merge.tree`);
 - ``kb-dashboard`` — DASHBOARD.md, regenerated from the merged tree and
-  experiments of the two commits being merged (:func:`merge_dashboard`).
+  experiments of the two commits being merged (:mod:`kb.merge.run`);
+- ``kb-trail`` — TRAIL.md, rendered again from the merged exploration log of
+  the two commits being merged (:mod:`kb.merge.run`);
+- ``kb-report`` — the project report ``<logs>/报告.md`` (:func:`report_path`):
+  our side is kept, with a hint to run ``kb report``. It is built from the whole KB
+  (cards, verification records) and carries a date, which a driver cannot rebuild
+  mid-merge; it is a view, so nothing is lost.
 
-A forge's merge button runs neither: what they would do must also be caught
+Every file kb generates whole has a driver here: two branches that both
+regenerated it (``kb dashboard``, ``kb trail render``, ``kb report``) would otherwise
+stop a merge on a line conflict in a file nobody edits by hand.
+
+A forge's merge button runs none of them: what they would do must also be caught
 without them (``kb verify --range --against`` in CI) and repaired locally
 (``kb sync``). ``kb verify`` warns (KB245) when ``.gitattributes`` names a kb
 driver this clone has not registered.
@@ -25,13 +36,20 @@ from pathlib import Path
 from typing import Optional
 
 from kb import git
+from kb.trail.files import TRAIL_FILE
 
 #: driver name -> (git config ``name``, the kind passed to ``kb merge-driver``).
 DRIVERS = {
     "kb-tree": ("kb: tree.md merged hypothesis by hypothesis (kb merge-driver tree)", "tree"),
     "kb-dashboard": ("kb: DASHBOARD.md regenerated from the merged tree (kb merge-driver dashboard)",
                      "dashboard"),
+    "kb-trail": ("kb: TRAIL.md rendered from the merged exploration log (kb merge-driver trail)",
+                 "trail"),
+    "kb-report": ("kb: the project report keeps our side; run `kb report` after the merge "
+                  "(kb merge-driver report)", "report"),
 }
+#: The project report's file name, in the KB's logs folder (``kb report``).
+REPORT_FILE = "报告.md"
 #: What earlier kb versions registered for kb-dashboard (keep ours); upgraded in place.
 LEGACY = ("true",)
 _ATTR = re.compile(r"^\s*(\S+)\s.*\bmerge=(kb-[\w-]+)")
@@ -109,19 +127,48 @@ def registered(top: Path) -> dict[str, bool]:
     return {name: _get(top, f"merge.{name}.driver") is not None for name in DRIVERS}
 
 
-def attribute_lines(tree: str, dashboard: str) -> list[str]:
-    """The ``.gitattributes`` lines of a KB (paths relative to the KB folder); a path
-    ending in ``/`` names a folder, not the file (kb.toml's KB004): no line for it."""
-    return [f"{p} merge={driver}" for p, driver in ((dashboard, "kb-dashboard"), (tree, "kb-tree"))
-            if not p.endswith("/")]
+def report_path(logs: str) -> str:
+    """Where ``kb report`` writes, relative to the KB folder, given kb.toml's ``[paths] logs``:
+    one definition for the report (:mod:`kb.views.report`) and its ``.gitattributes`` line."""
+    folder = logs.strip("/")
+    return REPORT_FILE if folder in ("", ".") else f"{folder}/{REPORT_FILE}"
 
 
-def ensure_attributes(kb_root: Path, tree: str, dashboard: str) -> bool:
+def attribute_lines(tree: str, dashboard: str, logs: str) -> list[str]:
+    """The ``.gitattributes`` lines of a KB (paths relative to the KB folder, where that
+    file is): one per driver (TRAIL.md is always at the KB root; the report is in the
+    ``logs`` folder, :func:`report_path`); a path ending in ``/`` names a folder, not the
+    file (kb.toml's KB004): no line for it."""
+    named = ((dashboard, "kb-dashboard"), (tree, "kb-tree"), (TRAIL_FILE, "kb-trail"),
+             (report_path(logs), "kb-report"))
+    return [f"{attribute_pattern(p)} merge={driver}" for p, driver in named if not p.endswith("/")]
+
+
+_GLOB_CHARS = re.compile(r"[*?\[\\]")
+_NEEDS_QUOTES = re.compile(r'[\s"\\]')
+
+
+def attribute_pattern(path: str) -> str:
+    """``path`` (a file, relative to the KB folder) as a ``.gitattributes`` pattern that
+    matches that one file: glob characters and a leading ``#`` or ``!`` escaped with a
+    backslash, and the whole C-quoted when it holds white space, a quote or a backslash
+    (git splits an unquoted line at white space: ``Lab notes/tree.md merge=kb-tree``
+    would name the attribute ``notes/tree.md``)."""
+    pattern = _GLOB_CHARS.sub(lambda m: "\\" + m.group(0), path)
+    if pattern[:1] in ("#", "!"):
+        pattern = "\\" + pattern
+    if not _NEEDS_QUOTES.search(pattern):
+        return pattern
+    quoted = pattern.replace("\\", "\\\\").replace('"', '\\"').replace("\t", "\\t")
+    return f'"{quoted}"'
+
+
+def ensure_attributes(kb_root: Path, tree: str, dashboard: str, logs: str) -> bool:
     """Append the driver lines ``kb_root/.gitattributes`` lacks. True if it changed."""
     path = kb_root / ".gitattributes"
     old = path.read_text(encoding="utf-8", errors="surrogateescape") if path.exists() else ""
     have = {ln.strip() for ln in old.splitlines()}
-    new = [ln for ln in attribute_lines(tree, dashboard) if ln not in have]
+    new = [ln for ln in attribute_lines(tree, dashboard, logs) if ln not in have]
     if not new:
         return False
     sep = "" if old.endswith("\n") or not old else "\n"

@@ -47,7 +47,8 @@ def line_merge(ours: Path, base: Path, theirs: Path) -> int:
 
 def run_driver(kind: str, base: Path, ours: Path, theirs: Path, repo_path: str,
                cwd: Path) -> tuple[int, list[str]]:
-    """Merge ``repo_path`` as driver ``kind`` (``tree`` | ``dashboard``).
+    """Merge ``repo_path`` as driver ``kind`` (``tree`` | ``dashboard`` | ``trail`` |
+    ``report``).
 
     Returns ``(0, [])`` when merged, ``(1, messages)`` for a conflict left in ``ours``,
     ``(2, [why])`` for an unknown kind or a file git gave that cannot be read or
@@ -69,7 +70,11 @@ def _run_driver(kind: str, base: Path, ours: Path, theirs: Path, repo_path: str,
         return _tree(base, ours, theirs, repo_path, config)
     if kind == "dashboard":
         return _dashboard(top, root, base, ours, theirs, repo_path, config)
-    return 2, [f"unknown merge driver kind {kind!r} (tree or dashboard)"]
+    if kind == "trail":
+        return _trail(top, root, base, ours, theirs, repo_path)
+    if kind == "report":
+        return _report(top, root, base, ours, theirs, repo_path, config)
+    return 2, [f"unknown merge driver kind {kind!r} (tree, dashboard, trail or report)"]
 
 
 def _tree(base: Path, ours: Path, theirs: Path, repo_path: str, config: Config) -> tuple[int, list[str]]:
@@ -141,7 +146,7 @@ def _dashboard(top: Path, root: Optional[Path], base: Path, ours: Path, theirs: 
     if pair is None or root is None:
         return keep
     their_rev, base_rev = pair
-    prefix = "" if root.resolve() == top.resolve() else root.resolve().relative_to(top.resolve()).as_posix() + "/"
+    prefix = _prefix(top, root)
     tree_path = prefix + config.paths["tree"]
     trees = [_rev_bytes(top, r, tree_path) for r in (base_rev, "HEAD", their_rev)]
     if trees[1] is None or trees[2] is None:
@@ -163,6 +168,59 @@ def _dashboard(top: Path, root: Optional[Path], base: Path, ours: Path, theirs: 
     return 0, []
 
 
+def _prefix(top: Path, root: Path) -> str:
+    """The KB folder ``root`` as a path prefix in the repository (``""`` at its top)."""
+    if root.resolve() == top.resolve():
+        return ""
+    return root.resolve().relative_to(top.resolve()).as_posix() + "/"
+
+
+def _trail(top: Path, root: Optional[Path], base: Path, ours: Path, theirs: Path,
+           repo_path: str) -> tuple[int, list[str]]:
+    """Render TRAIL.md from the exploration log the merge will hold.
+
+    The log's files are only ever added, each under a name no other writer picks
+    (:mod:`kb.trail.log`), so git merges the log without conflict: it is the files of
+    the two commits, each taken from the side that changed it (:func:`_merged_listing`).
+    When the commit being merged cannot be told, our side is kept (``kb verify`` reports
+    it stale, KB241, until ``kb trail render``); a TRAIL.md that is not a KB's own (no
+    ``kb.toml`` above it, or not at the KB root) is git's to merge line by line.
+    """
+    from kb.trail.files import TRAIL_FILE
+    from kb.trail.log import OPS_DIR
+    from kb.trail.render import file_bytes, render
+    from kb.trail.replay import replay_blobs
+
+    prefix = _prefix(top, root) if root is not None else None
+    if prefix is None or repo_path != prefix + TRAIL_FILE:
+        return line_merge(ours, base, theirs), []
+    pair = _theirs_and_base(top)
+    if pair is None:
+        return 0, [f"{repo_path}: kept our side; run `kb trail render` after the merge"]
+    chosen = _merged_listing(top, prefix + OPS_DIR + "/", pair[1], pair[0])
+    blobs = git.read_blobs(list(set(chosen.values())), top)
+    logs = {path[len(prefix):]: blobs[blob] for path, blob in chosen.items()
+            if path.endswith(".jsonl") and blob in blobs}
+    ours.write_bytes(file_bytes(render(replay_blobs(logs)), ours.read_bytes()))
+    return 0, []
+
+
+def _report(top: Path, root: Optional[Path], base: Path, ours: Path, theirs: Path,
+            repo_path: str, config: Config) -> tuple[int, list[str]]:
+    """Keep our side of the project report (``kb report``), with a hint to refresh it.
+
+    The report is built from the whole KB (cards, verification records) and carries a
+    date: a driver cannot rebuild it mid-merge, and it is a view (nothing is lost). Our
+    bytes are already in ``ours``. A file that is not a KB's own report (no ``kb.toml``
+    above it, or not at ``<logs>/报告.md`` of its KB) is git's to merge line by line.
+    """
+    from kb.merge.drivers import report_path
+
+    if root is None or repo_path != _prefix(top, root) + report_path(config.paths["logs"]):
+        return line_merge(ours, base, theirs), []
+    return 0, [f"{repo_path}: kept our side (both sides changed it); run `kb report` to refresh it"]
+
+
 def _listing(top: Path, rev: str, folder: str) -> dict[str, str]:
     data = git.run(["ls-tree", "-r", "-z", rev, "--", folder], top, check=False).stdout
     out = {}
@@ -172,10 +230,11 @@ def _listing(top: Path, rev: str, folder: str) -> dict[str, str]:
     return out
 
 
-def _merged_experiments(top: Path, folder: str, base_rev: str, their_rev: str, config: Config,
-                        prefix: str) -> list:
-    from kb.parse import parse_file
-
+def _merged_listing(top: Path, folder: str, base_rev: str, their_rev: str) -> dict[str, str]:
+    """Path -> blob of the files under ``folder`` that the merge of HEAD and ``their_rev``
+    will hold: each file from the side that changed it since ``base_rev`` (ours when both
+    did: git reports that conflict itself). A file removed on our side only is left out,
+    one removed on theirs only is kept (unlike git; the log's files are never removed)."""
     b, o, t = (_listing(top, r, folder) for r in (base_rev, "HEAD", their_rev))
     chosen: dict[str, str] = {}
     for path in sorted(set(o) | set(t)):
@@ -183,6 +242,14 @@ def _merged_experiments(top: Path, folder: str, base_rev: str, their_rev: str, c
         pick = ob if (tb is None or tb == bb) else (tb if (ob is None or ob == bb) else ob)
         if pick is not None:
             chosen[path] = pick
+    return chosen
+
+
+def _merged_experiments(top: Path, folder: str, base_rev: str, their_rev: str, config: Config,
+                        prefix: str) -> list:
+    from kb.parse import parse_file
+
+    chosen = _merged_listing(top, folder, base_rev, their_rev)
     blobs = git.read_blobs(list(set(chosen.values())), top)
     exps = []
     for path, blob in sorted(chosen.items()):

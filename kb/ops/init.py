@@ -2,9 +2,10 @@
 
 Writes ``kb.toml``, the tree (its title only), ``DASHBOARD.md`` (exactly what
 ``kb dashboard`` renders for an empty tree), ``.gitignore`` (``.kb/``) and
-``.gitattributes`` (kb's merge drivers for DASHBOARD.md and the tree, also
-registered in the clone's git config). Runs ``git init`` when the
-folder is not inside a work tree. Refuses, changing nothing, when a KB exists.
+``.gitattributes`` (kb's merge drivers for the tree, DASHBOARD.md, TRAIL.md and the
+report ``kb report`` writes: :func:`kb.merge.drivers.attribute_lines`, also registered in
+the clone's git config).
+Runs ``git init`` when the folder is not inside a work tree. Refuses, changing nothing, when a KB exists.
 """
 
 from __future__ import annotations
@@ -86,10 +87,12 @@ def _create(root: Path, paths: dict[str, str], layout: str, locale: str,
         target.write_text(text, encoding="utf-8", newline="")
         result.written.append(rel)
     _add_lines(root / ".gitignore", template("gitignore").splitlines(), result, ".gitignore")
-    attrs = Template(template("gitattributes")).substitute(dashboard=paths["dashboard"],
-                                                           tree=paths["tree"])
+    from kb.merge.drivers import attribute_lines, register
+
+    # The lines come from the one list of kb's drivers, so a KB starts with every one.
+    lines = "\n".join(attribute_lines(paths["tree"], paths["dashboard"], paths["logs"]))
+    attrs = Template(template("gitattributes")).substitute(lines=lines)
     _add_lines(root / ".gitattributes", attrs.splitlines(), result, ".gitattributes")
-    from kb.merge.drivers import register
 
     top = git.toplevel(root)
     if top is not None:

@@ -9,8 +9,9 @@
    trailers (the history rules accept them); a renumbered card's verification
    records that the branch added (none the upstream holds) are renamed and
    rewritten with it, as its Verified card is;
-5. merge the upstream (``git merge``, kb's drivers doing tree.md and
-   DASHBOARD.md); on a conflict the merge is aborted, the renumber commit kept,
+5. merge the upstream (``git merge``, kb's drivers doing tree.md, DASHBOARD.md
+   and TRAIL.md, and keeping our side of ``kb report``'s report: a generated file never
+   conflicts); on a conflict the merge is aborted, the renumber commit kept,
    and each conflict reported;
 6. regenerate DASHBOARD.md when stale (a ``kb dashboard`` commit) and verify
    the result (``kb verify --range UPSTREAM..HEAD``).
@@ -206,7 +207,7 @@ def _attributes(k: Any, on_wait: Any) -> bool:
 
         raise os_failure(exc, f"read {k.prefix}.gitattributes", "nothing was merged") from None
     have = {ln.strip() for ln in old.decode("utf-8", "replace").splitlines()}
-    lines = attribute_lines(k.config.paths["tree"], k.config.paths["dashboard"])
+    lines = attribute_lines(k.config.paths["tree"], k.config.paths["dashboard"], k.config.paths["logs"])
     missing = [ln for ln in lines if ln not in have]
     if not missing:
         return False

@@ -135,6 +135,40 @@ def classifier(config: Config) -> Callable[[str], str | None]:
     return fast
 
 
+#: kb.toml's ``[paths]`` keys that name a file; every other key names a folder.
+_FILE_KEYS = ("tree", "dashboard")
+_FOLDERS: dict[int, tuple[Config, dict[str, tuple[tuple[str, str], ...]]]] = {}
+
+
+def layout_folders(config: Config) -> dict[str, tuple[tuple[str, str], ...]]:
+    """Every KB-relative folder that is a folder of ``config``'s layout (kb.toml's
+    ``[paths]``) or lies above one or above a file of it (tree.md, a registry), mapped to
+    the settings under it: (key, path) pairs such as ``("paths.problems", "Problems")``,
+    ``("registry path", "logs/problems.md")``. The KB folder itself is none of them. A
+    symlink a snapshot lists at one of these hides what kb reads under it
+    (:attr:`kb.repo.Snapshot.folder_links`, KB005). Remembered per configuration: a
+    listing looks its few symlinks up here."""
+    import posixpath
+
+    hit = _FOLDERS.get(id(config))
+    if hit is not None and hit[0] is config:
+        return hit[1]
+    named = [(f"paths.{key}", value, key not in _FILE_KEYS) for key, value in config.paths.items()]
+    named += [("registry path", r.path, False) for r in config.registries]
+    found: dict[str, list[tuple[str, str]]] = {}
+    for key, value, is_folder in named:
+        path = posixpath.normpath(value.strip("/") or ".")
+        folder = path if is_folder else posixpath.dirname(path)
+        while folder not in ("", ".", "/"):
+            found.setdefault(folder, []).append((key, path))
+            folder = posixpath.dirname(folder)
+    out = {folder: tuple(pairs) for folder, pairs in found.items()}
+    if len(_FOLDERS) > 32:
+        _FOLDERS.clear()
+    _FOLDERS[id(config)] = (config, out)
+    return out
+
+
 def parse_file(path: str, data: bytes, config: Config, fmt: str | None = None) -> ParseResult:
     """Parse the bytes of the KB-relative ``path``.
 

@@ -25,7 +25,7 @@ from kb.trail.files import TRAIL_FILE
 from kb.trail.model import LEAF_ROOT_KINDS, Node, clip
 from kb.trail.replay import Graph, topics_under
 
-__all__ = ["TRAIL_FILE", "is_stale"]
+__all__ = ["TRAIL_FILE", "file_bytes", "is_stale"]
 MAX_MERMAID_LEAVES = 8
 MAX_MERMAID_TOPICS = 40
 _SAFE = re.compile(r"[\w ,.:/+=-]", re.UNICODE)
@@ -139,6 +139,15 @@ def _iso(epoch: int) -> str:
     from datetime import datetime, timezone
 
     return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def file_bytes(text: str, old: bytes | None) -> bytes:
+    """The bytes of TRAIL.md holding ``text`` (:func:`render`'s), written the way ``old`` (the
+    file's bytes now, None if absent) is: a checkout's CRLF (core.autocrlf: the same blob)
+    and a BOM are kept, so that writing an unchanged text changes nothing."""
+    if old is not None and old.split(b"\n", 1)[0].endswith(b"\r"):
+        text = text.replace("\n", "\r\n")
+    return (b"\xef\xbb\xbf" if old and old.startswith(b"\xef\xbb\xbf") else b"") + text.encode("utf-8")
 
 
 def is_stale(g: Graph, have: bytes | None) -> int | None:

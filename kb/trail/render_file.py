@@ -10,7 +10,7 @@ from kb.ops.result import OpResult
 from kb.ops.transaction import Transaction
 from kb.repo import resolve_kb
 from kb.trail.files import TRAIL_FILE
-from kb.trail.render import render
+from kb.trail.render import file_bytes, render
 from kb.trail.replay import load
 
 
@@ -25,11 +25,7 @@ def render_kb(kb: Any, *, no_commit: bool = False, on_wait: Any = None) -> Any:
     with Transaction(k, "trail.render", "trail render: TRAIL.md", no_commit=no_commit,
                      on_wait=on_wait) as tx:
         old = tx.read(TRAIL_FILE)
-        text = render(load(k))
-        if old is not None and old.split(b"\n", 1)[0].endswith(b"\r"):
-            # keep the file's CRLF (core.autocrlf checks it out so): the blob is the same
-            text = text.replace("\n", "\r\n")
-        data = (b"\xef\xbb\xbf" if old and old.startswith(b"\xef\xbb\xbf") else b"") + text.encode("utf-8")
+        data = file_bytes(render(load(k)), old)
         changed = old != data
         if changed:
             tx.write(TRAIL_FILE, data)

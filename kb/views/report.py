@@ -10,6 +10,7 @@ from typing import Union
 
 from kb import clock
 from kb.errors import UsageError
+from kb.merge.drivers import report_path
 from kb.repo import KnowledgeBase
 from kb.research.dependencies import natural_key
 from kb.views.brief import best_probability, brief_data, fmt_p, load_view, priority_key
@@ -29,7 +30,7 @@ def report_text(kb: Union[KnowledgeBase, str, Path, None] = None, date: str | No
     GitError when git fails.
     """
     k, view = load_view(kb)
-    out_rel = f"{k.config.paths['logs'].strip('/')}/报告.md"
+    out_rel = report_path(k.config.paths["logs"])  # also what .gitattributes names (kb-report)
     data = brief_data(k)
     title = k.root.name
     lines = [f"# 项目报告｜{title}", ""]

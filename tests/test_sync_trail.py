@@ -1,0 +1,122 @@
+"""TRAIL.md (``kb trail render``) never stops a merge: kb's ``kb-trail`` driver renders it
+again from the merged exploration log, as ``kb-dashboard`` does DASHBOARD.md.
+
+The case a tester saw: two clones of one KB sharing a bare server repository both
+recorded and ran ``kb trail render`` (each a commit) on diverging histories; ``kb sync`` in
+one of them then stopped on a TRAIL.md merge conflict. Here both sides render after a
+shared render (both changed TRAIL.md) or render for the first time (both added it), and
+the merge is ``kb sync``, a plain ``git pull`` with kb's hooks installed, or ``git merge``
+in a KB kept in a subfolder. Each time the merge is clean and its TRAIL.md is what
+``kb trail render`` gives for the merged log (both sides' nodes), in the merge commit.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import commit_all, git, invoke, make_team
+from trail_support import ok
+
+#: ``.gitattributes`` as ``kb init`` wrote it before kb knew TRAIL.md's driver.
+OLDER_ATTRIBUTES = "DASHBOARD.md merge=kb-dashboard\ntree.md merge=kb-tree\n"
+
+
+@pytest.fixture
+def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """:func:`conftest.make_team` with kb's clock pinned (``KB_NOW``) for trail times."""
+    monkeypatch.setenv("KB_NOW", "2026-12-01T10:00:00Z")
+    return make_team(tmp_path, monkeypatch)
+
+
+def _topic(clone: Path, title: str, parent: str | None) -> None:
+    """Record a topic (one commit) and render TRAIL.md (one commit)."""
+    ok(clone, "add", "--kind", "topic", "--title", title, *(["--parent", parent] if parent else []))
+    ok(clone, "render")
+
+
+def _diverge(a: Path, b: Path, shared_render: bool) -> None:
+    """Both clones record and render on histories that part after a shared goal; ``a``
+    pushes. ``shared_render``: the goal was rendered before they parted (both then change
+    TRAIL.md); else neither had it (both add it)."""
+    goal = ok(a, "add", "--kind", "goal", "--title", "Shared goal")["ids"][0]
+    if shared_render:
+        ok(a, "render")
+    git(a, "push", "-q", "origin", "main")
+    git(b, "pull", "-q", "--ff-only")
+    _topic(a, "Alice topic", goal)
+    git(a, "push", "-q", "origin", "main")
+    _topic(b, "Bob topic", goal)
+
+
+def _assert_merged_trail(root: Path) -> None:
+    """A clean merge commit whose TRAIL.md is the render of the merged log."""
+    assert git(root, "status", "--porcelain") == ""
+    assert len(git(root, "rev-list", "--parents", "-n", "1", "HEAD").split()) == 3
+    text = (root / "TRAIL.md").read_text(encoding="utf-8")
+    assert "<<<<<<<" not in text and "Alice topic" in text and "Bob topic" in text
+    check = invoke("trail", "render", "--check", cwd=root)
+    assert check.code == 0, check.stderr
+    res = invoke("verify", "--rev", "HEAD", "--json", cwd=root)
+    assert "KB241" not in {d["code"] for d in res.json()["diagnostics"]}, res.stdout
+
+
+@pytest.mark.parametrize("shared_render", [True, False], ids=["both-changed", "both-added"])
+def test_sync_merges_trail_rendered_on_both_sides(team: dict[str, Path], shared_render: bool) -> None:
+    a, b = team["a"], team["b"]
+    _diverge(a, b, shared_render)
+    res = invoke("sync", "--json", cwd=b)
+    data = res.json()
+    assert res.code == 0, json.dumps(data)[:3000] + res.stderr
+    assert data["merge"] == "merged" and data["conflicts"] == []
+    assert data["drivers"]["kb-trail"] == "registered"
+    _assert_merged_trail(b)
+    assert git(b, "show", "HEAD:TRAIL.md") == (b / "TRAIL.md").read_text(encoding="utf-8").rstrip("\n")
+
+
+def test_sync_of_an_older_kb_names_the_trail_driver_and_merges(team: dict[str, Path]) -> None:
+    """A KB made before the trail driver: kb sync commits its ``.gitattributes`` line first."""
+    a, b = team["a"], team["b"]
+    (a / ".gitattributes").write_text(OLDER_ATTRIBUTES, encoding="utf-8")
+    commit_all(a, "an older KB: no TRAIL.md driver")
+    _diverge(a, b, shared_render=True)
+    res = invoke("sync", "--json", cwd=b)
+    assert res.code == 0, res.stdout + res.stderr
+    assert "TRAIL.md merge=kb-trail" in (b / ".gitattributes").read_text(encoding="utf-8")
+    _assert_merged_trail(b)
+
+
+def test_git_pull_with_kb_hooks_merges_trail(team: dict[str, Path]) -> None:
+    a, b = team["a"], team["b"]
+    assert invoke("hooks", "install", cwd=b).code == 0
+    _diverge(a, b, shared_render=True)
+    proc = subprocess.run(["git", "pull", "--no-rebase", "--no-edit", "origin", "main"], cwd=b,
+                          capture_output=True)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr).decode("utf-8", "replace")
+    _assert_merged_trail(b)
+
+
+def test_git_merge_of_a_kb_in_a_subfolder_merges_trail(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver finds the KB (and its log) under the path git gives it."""
+    from kb.ops.init import init_kb
+
+    monkeypatch.setenv("KB_TODAY", "2026-11-29")
+    monkeypatch.setenv("KB_NOW", "2026-12-01T10:00:00Z")
+    top = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(top))
+    kb = top / "lab"
+    init_kb(kb)
+    commit_all(top, "kb init")
+    goal = ok(kb, "add", "--kind", "goal", "--title", "Shared goal")["ids"][0]
+    ok(kb, "render")
+    git(top, "checkout", "-qb", "side")
+    _topic(kb, "Alice topic", goal)
+    git(top, "checkout", "-q", "main")
+    _topic(kb, "Bob topic", goal)
+    proc = subprocess.run(["git", "merge", "--no-edit", "side"], cwd=top, capture_output=True)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr).decode("utf-8", "replace")
+    _assert_merged_trail(kb)
