@@ -105,7 +105,12 @@ class GuardedStream:
         except OSError as exc:
             self._failed(exc)
 
-    def __getattr__(self, name: str) -> Any:  # isatty, encoding, buffer, …
+    def isatty(self) -> bool:
+        # Asked before anything is written (a table's layout): a closed standard output
+        # is no terminal, and the first write then says it is closed.
+        return self.raw is not None and not self.gone and self.raw.isatty()
+
+    def __getattr__(self, name: str) -> Any:  # encoding, buffer, …
         return getattr(self.raw, name)
 
 
@@ -139,7 +144,8 @@ def forget_landed() -> None:
 def note_sync(data: dict[str, Any]) -> None:
     """Note the commits ``kb sync`` made (its JSON object's fields)."""
     for key, what in (("renumber_commit", "renumbered in"), ("merge_commit", "merged in"),
-                      ("dashboard_commit", "regenerated DASHBOARD.md in")):
+                      ("dashboard_commit", "regenerated DASHBOARD.md in"),
+                      ("trail_commit", "rendered TRAIL.md in")):
         if data.get(key):
             note_landed(None, [], f"{what} {str(data[key])[:12]}")
 

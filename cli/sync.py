@@ -23,7 +23,8 @@ def command(upstream: Optional[str], dry_run: bool, no_fetch: bool, as_json: boo
     Fetches; renumbers the IDs this branch added that UPSTREAM already holds
     (hypotheses, experiments, cards, with every reference) in one commit with
     Kb-Renumber trailers; merges UPSTREAM with kb's merge drivers; regenerates
-    DASHBOARD.md; verifies. Refuses on a dirty work tree. Exit 0 done, 1 a
+    DASHBOARD.md, and TRAIL.md when the merge left stale one that was rendered;
+    verifies. Refuses on a dirty work tree. Exit 0 done, 1 a
     conflict or violation left (reported), 2 usage or environment.
     """
     from kb.ops.sync import sync
@@ -56,6 +57,8 @@ def command(upstream: Optional[str], dry_run: bool, no_fetch: bool, as_json: boo
             f"run `git merge {res.upstream}` and resolve the conflicts above by hand")
     if res.dashboard_commit:
         err(f"kb sync: DASHBOARD.md regenerated in {res.dashboard_commit[:12]}")
+    if res.trail_commit:
+        err(f"kb sync: TRAIL.md rendered again in {res.trail_commit[:12]}")
     for f in res.findings:
         err(f"{f.get('path', '')}:{f.get('line', 0)}: {f.get('code', '')} {f.get('message', '')}")
     if res.findings:

@@ -19,7 +19,10 @@ def parse_time(raw: str) -> datetime | None:
     """Parse one of the forms above into an aware UTC datetime; None if none fits."""
     s = raw.strip()
     if re.fullmatch(r"\d+(?:\.\d+)?", s) and len(s.split(".")[0]) >= 9:
-        return datetime.fromtimestamp(int(float(s)), timezone.utc)
+        try:  # a number too large for a time is no time
+            return datetime.fromtimestamp(int(float(s)), timezone.utc)
+        except (OverflowError, ValueError, OSError):
+            return None
     m = re.fullmatch(r"(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z?", s)
     if m:
         return datetime(*map(int, m.groups()), tzinfo=timezone.utc)

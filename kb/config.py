@@ -181,7 +181,18 @@ def read_toml(raw: bytes) -> tuple[str, dict[str, Any]]:
     try:
         return text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
+        marker = next((n for n, ln in enumerate(text.splitlines(), 1)
+                       if ln.startswith(("<<<<<<< ", ">>>>>>> ")) or ln.rstrip() == "======="), 0)
+        if marker:  # a merge stopped on kb.toml: say that, not "Invalid statement"
+            raise _at(marker, "a merge left conflict markers in kb.toml: keep the lines you want, "
+                              "delete the <<<<<<< ======= >>>>>>> lines, then `git add kb.toml`") from None
         raise toml_error(exc, text) from None
+    except ValueError:  # tomllib reads a number of more than 4,300 digits with int(): refused
+        line = next((n for n, ln in enumerate(text.splitlines(), 1) if _LONG_NUMBER.search(ln)), 0)
+        raise _at(line, "not valid TOML: a number of more than 4,300 digits") from None
+
+
+_LONG_NUMBER = re.compile(r"\d{4301}")
 
 
 def toml_error(exc: Exception, text: str = "") -> ConfigError:
@@ -339,6 +350,7 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
         why = _outside(value)
         if why:
             raise _at(_key_line(text, "paths", key), _outside_message(f"paths.{key}", value, why))
+    _refuse_shared_paths(paths, data.get("paths", {}), text)
     rules = data.get("rules", {})
     severity = {}
     for code, sev in rules.get("severity", {}).items():
@@ -389,7 +401,7 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
         paths=paths,
         disabled_rules=frozenset(rules.get("disable", [])),
         severity=severity,
-        verdict=dict(data.get("verdict", {})),
+        verdict=_verdict_settings(data["verdict"], text, warnings) if data.get("verdict") else {},
         locks=dict(data.get("locks", {})),
         registries=tuple(regs),
         warnings=tuple(warnings),
@@ -431,6 +443,41 @@ def _outside(value: str) -> str | None:
     return None
 
 
+def _verdict_settings(verdict: dict[str, Any], text: str, warnings: list[Diagnostic]) -> dict[str, Any]:
+    """``[verdict]`` less the values kb cannot use, each a KB001 warning at its line: a
+    mode other than ``kb.research.verdict.MODES`` (``kb verdict`` refused it later, with no line)
+    and a ``min_votes`` under 2 (a verdict always takes two votes)."""
+    from kb.research.verdict import MODES  # only for a kb.toml with [verdict]
+
+    out = dict(verdict)
+    if "mode" in out and out["mode"] not in MODES:
+        warnings.append(_not_read(_key_line(text, "verdict", "mode"), f"verdict.mode = {out.pop('mode')!r} "
+                                  f"is not one of {', '.join(MODES)}: kb uses the default, forced"))
+    if "min_votes" in out and out["min_votes"] < 2:
+        warnings.append(_not_read(_key_line(text, "verdict", "min_votes"), f"verdict.min_votes = "
+                                  f"{out.pop('min_votes')}: a verdict takes at least 2 votes"))
+    return out
+
+
+def _refuse_shared_paths(paths: dict[str, str], written: dict[str, Any], text: str) -> None:
+    """Raise ConfigError when two ``[paths]`` keys name one file or folder: kb would read
+    and write it as both (``dashboard = "tree.md"`` made ``kb dashboard`` replace the tree
+    with the dashboard and commit it). The key blamed is one kb.toml sets (the later one)."""
+    import posixpath
+
+    seen: dict[str, str] = {}
+    for key, value in paths.items():
+        norm = posixpath.normpath(value.strip().strip("/") or ".")
+        other = seen.setdefault(norm, key)
+        if other == key:
+            continue
+        blamed, kept = (key, other) if key in written else (other, key)
+        raise _at(_key_line(text, "paths", blamed),
+                  f"paths.{blamed} = {paths[blamed]!r} names what paths.{kept} names "
+                  f"({paths[kept]!r}): each [paths] key needs a file or folder of its own "
+                  "(kb would read and write it as both)")
+
+
 #: The named groups kb's declaration patterns put around ``id_grammar``
 #: (:mod:`kb.parse.tree`): a grammar naming one of them cannot be embedded.
 _EMBEDDING = r"^(?P<link>\[)?(?P<open>\*\*)?(?P<id>{})[ \t]*(?P<sep>:)(?P<stmt>.*)(?P<rest>)$"
@@ -448,9 +495,10 @@ def _check_embedded_grammar(grammar: str, line: int) -> None:
     try:
         re.compile(_EMBEDDING.format(grammar))
     except (re.error, RecursionError, OverflowError) as exc:
-        raise _at(line, f"kb.id_grammar cannot be used inside kb's heading patterns: {exc}; write "
-                        "it without named groups and without global flags (`(?i)H\\d+` as "
-                        "`(?i:H)\\d+`)") from None
+        why = getattr(exc, "msg", None) or str(exc)  # re.error's position is in kb's pattern
+        raise _at(line, f"kb.id_grammar cannot be used inside kb's heading patterns: {why}; write "
+                        "it without the group names kb uses (link, id, sep, stmt, open, rest) "
+                        "and without global flags (`(?i)H\\d+` as `(?i:H)\\d+`)") from None
 
 
 def _refuse_backtracking(pattern: str, line: int, what: str, default: str = "") -> None:

@@ -289,6 +289,8 @@ class SyncOutput(BaseModel):
     merge_commit: Optional[str]
     conflicts: list[str]
     dashboard_commit: Optional[str]
+    trail_commit: Optional[str] = Field(description="the commit rendering TRAIL.md again when the "
+                                                    "merge left it stale (it was fresh before)")
     findings: list[dict[str, Any]] = Field(description="blocking kb verify findings of the result")
     ok: bool
 

@@ -60,6 +60,7 @@ from typing import Any, Iterable, Iterator
 
 from kb import git
 from kb.errors import ConflictError, GitError, LockedError, NotFoundError, UsageError
+from kb.numbers import small_int
 from kb.text import CONTROL_CHARS
 
 from kb.lock_names import LOCKS_NS, lock_ref  # noqa: F401 (re-exported)
@@ -118,7 +119,9 @@ def parse_duration(text: str, *, what: str = "TTL", allow_zero: bool = False) ->
     if not s or m is None or not any(m.groups()):
         raise UsageError(
             f"{what} {text!r} does not parse: use a number with a unit, e.g. 90s, 30m, 2h, 1h30m")
-    d, h, mi, se = (int(g) if g else 0 for g in m.groups())
+    d, h, mi, se = (small_int(g) if g else 0 for g in m.groups())
+    if None in (d, h, mi, se):  # a number too long to read is far more than a year
+        raise UsageError(f"{what} of {len(text)} characters is longer than a year")
     seconds = d * 86400 + h * 3600 + mi * 60 + se
     if seconds == 0 and not allow_zero:
         raise UsageError(f"{what} {text!r} must be longer than 0s")

@@ -485,10 +485,12 @@ def test_a_reader_of_standard_error_that_goes_away_is_no_error(example_kb: Path,
         assert proc.returncode == code
 
 
-@pytest.mark.parametrize("args", [("show", "q2"), ("ls", "hypotheses", "--json")])
+@pytest.mark.parametrize("args", [("show", "q2"), ("ls", "hypotheses", "--json"),
+                                  ("ls", "hypotheses"), ("ls", "problems")])
 def test_standard_output_closed_is_an_environment_error(example_kb: Path,
                                                         args: tuple[str, ...]) -> None:
-    """``kb show q2 >&-``: one line and exit 2 (it was a traceback)."""
+    """``kb show q2 >&-``: one line and exit 2 (it was a traceback; a table asked the
+    closed stream whether it is a terminal)."""
     import os
 
     from conftest import kb_script, source_env

@@ -202,8 +202,9 @@ def test_a_merge_keeping_one_sides_evidence_drops_what_the_other_appended(tree_k
 
 def test_evidence_both_sides_appended_merges_through_kbs_own_hooks(tree_kb: Path) -> None:
     """Both sides record a result on H1 (main E002, the branch E003): kb's tree driver
-    unites Evidence in ID order, which against one side reads as reordered. No item is
-    lost, so the merge passes the pre-merge-commit hook and every range; a merge that
+    keeps our Evidence and appends theirs, which against the other side reads as
+    reordered. No item is lost, so the merge passes the pre-merge-commit hook and every
+    range; a merge that
     then drops one side's item is still KB303."""
     root = tree_kb
     assert invoke("hooks", "install", cwd=root).code == 0

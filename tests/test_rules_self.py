@@ -261,6 +261,7 @@ def test_changing_how_the_record_is_read_needs_an_override(repo) -> None:
     rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")
     hits = [d for d in find(data, "KB309") if "id_grammar" in d["message"]]
     assert rc == 1 and len(hits) == 1 and hits[0]["line"] == 2, data
+    assert "changes [kb] id_grammar from kb's default to 'X[0-9]+'" in hits[0]["message"], hits
     git(repo, "commit", "-q", "--amend", "--no-verify", "-m",
         "another grammar\n\nKb-Override: kb.id_grammar the lab renamed its hypotheses")
     rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")

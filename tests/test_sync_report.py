@@ -149,3 +149,18 @@ def test_git_merge_of_a_kb_in_a_subfolder_follows_the_configured_logs_folder(
     assert proc.returncode == 0, (proc.stdout + proc.stderr).decode("utf-8", "replace")
     assert HINT.format(path="lab/Journal/报告.md") in proc.stderr.decode("utf-8")
     _assert_merged_report(kb, ours, git(top, "rev-parse", "HEAD"), "Journal/报告.md")
+
+
+def test_the_reports_title_is_the_same_in_every_clone(team: dict[str, Path]) -> None:
+    """The title named the clone's folder (`# 项目报告｜a` in one clone, `｜b` in the other):
+    every teammate's report rewrote it. A KB at the top of its repository is named by the
+    repository its `origin` names (`remote.git` -> `remote`)."""
+    a, b = team["a"], team["b"]
+    _ok(a, "problem", "add", "q1", "Shared problem")
+    git(a, "push", "-q", "origin", "main")
+    git(b, "pull", "-q", "--ff-only")
+    for kb in (a, b):
+        _ok(kb, "report", "--date", "2026-12-01", "--no-commit")
+    first = {kb.name: (kb / REPORT).read_text(encoding="utf-8").splitlines()[0] for kb in (a, b)}
+    assert first == {"a": "# 项目报告｜remote", "b": "# 项目报告｜remote"}
+    assert (a / REPORT).read_bytes() == (b / REPORT).read_bytes()

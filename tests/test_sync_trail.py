@@ -120,3 +120,74 @@ def test_git_merge_of_a_kb_in_a_subfolder_merges_trail(tmp_path: Path,
     proc = subprocess.run(["git", "merge", "--no-edit", "side"], cwd=top, capture_output=True)
     assert proc.returncode == 0, (proc.stdout + proc.stderr).decode("utf-8", "replace")
     _assert_merged_trail(kb)
+
+
+# -- TRAIL.md the same blob on both sides (git never calls the driver) ---------------------
+#
+# Both clones record nodes the rendering does not show (notes) or set one node's status,
+# and render: their TRAIL.md is one blob, git takes it without kb's driver, and the merge's
+# TRAIL.md counts one side's operations. ``kb sync`` renders it again (one ``trail.render``
+# commit, ``trail_commit``) when our side kept it rendered; a TRAIL.md already stale on our
+# side before the merge is left as it was (rendering is the explicit command's, DESIGN §8).
+
+
+def _same_blob_diverge(a: Path, b: Path, how: str) -> None:
+    """A shared rendered goal; each clone records (``how``: notes, or a status set on the
+    goal) and renders; ``a`` pushes. Both TRAIL.md are then the same blob."""
+    goal = ok(a, "add", "--kind", "goal", "--title", "Shared goal")["ids"][0]
+    ok(a, "render")
+    git(a, "push", "-q", "origin", "main")
+    git(b, "pull", "-q", "--ff-only")
+    for clone, who, status in ((a, "Alice", "done"), (b, "Bob", "abandoned")):
+        if how == "note":
+            ok(clone, "add", "--kind", "note", "--title", f"{who} note", "--parent", goal)
+        else:
+            ok(clone, "set", goal, "--status", status)
+        ok(clone, "render")
+    git(a, "push", "-q", "origin", "main")
+    assert git(a, "rev-parse", "HEAD:TRAIL.md") == git(b, "rev-parse", "HEAD:TRAIL.md")
+
+
+@pytest.mark.parametrize("how", ["note", "set"])
+def test_sync_renders_trail_the_merge_left_stale(team: dict[str, Path], how: str) -> None:
+    a, b = team["a"], team["b"]
+    _same_blob_diverge(a, b, how)
+    res = invoke("sync", "--json", cwd=b)
+    data = res.json()
+    assert res.code == 0, json.dumps(data)[:3000] + res.stderr
+    assert data["merge"] == "merged" and data["conflicts"] == [] and data["ok"]
+    assert data["trail_commit"] == git(b, "rev-parse", "HEAD")
+    assert git(b, "rev-parse", "HEAD^") == data["merge_commit"]
+    assert "Kb-Op: trail.render" in git(b, "log", "-1", "--format=%B")
+    assert git(b, "show", "--name-only", "--format=", "HEAD") == "TRAIL.md"
+    assert git(b, "status", "--porcelain") == ""
+    check = invoke("trail", "render", "--check", cwd=b)
+    assert check.code == 0, check.stderr
+    res = invoke("verify", "--rev", "HEAD", "--json", cwd=b)
+    assert "KB241" not in {d["code"] for d in res.json()["diagnostics"]}, res.stdout
+    human = invoke("sync", cwd=b)  # up to date now: no second render
+    assert human.code == 0 and "TRAIL.md" not in human.stderr, human.stderr
+
+
+def test_sync_reports_the_trail_commit(team: dict[str, Path]) -> None:
+    a, b = team["a"], team["b"]
+    _same_blob_diverge(a, b, "note")
+    res = invoke("sync", cwd=b)
+    assert res.code == 0, res.stderr
+    head = git(b, "rev-parse", "HEAD")
+    assert f"kb sync: TRAIL.md rendered again in {head[:12]}" in res.stderr
+
+
+def test_sync_leaves_a_trail_stale_before_the_merge(team: dict[str, Path]) -> None:
+    """Our side recorded without rendering: TRAIL.md was stale already, and stays so."""
+    a, b = team["a"], team["b"]
+    _same_blob_diverge(a, b, "note")
+    ok(b, "add", "--kind", "note", "--title", "Bob's unrendered note")
+    before = git(b, "rev-parse", "HEAD:TRAIL.md")
+    res = invoke("sync", "--json", cwd=b)
+    data = res.json()
+    assert res.code == 0, json.dumps(data)[:3000] + res.stderr
+    assert data["merge"] == "merged" and data["trail_commit"] is None
+    assert git(b, "rev-parse", "HEAD") == data["merge_commit"]
+    assert git(b, "rev-parse", "HEAD:TRAIL.md") == before
+    assert invoke("trail", "render", "--check", cwd=b).code == 1

@@ -327,3 +327,18 @@ def test_hits_count_once_per_session_and_always_without_one() -> None:
     g = replay_blobs({".explore-tree/ops/x.jsonl": log})
     assert not g.problems and list(g.nodes) == ["n0000000001"]
     assert g.nodes["n0000000001"].hits == 1 + 1 + 1 + 2  # s2, s3 (same fp), two without
+
+
+def test_an_entry_json_cannot_hold_in_python_is_a_log_problem(trail_kb: Path) -> None:
+    """A number of 4,400 digits (Python's int() refuses it: ValueError, not a JSON error)
+    and a nesting deeper than the recursion limit: each entry is a log problem at its line,
+    skipped, and the views keep working (both were internal errors)."""
+    g = add(trail_kb, "--kind", "goal", "--title", "g")["ids"][0]
+    bad = trail_kb / ".explore-tree" / "ops" / "2026-12" / "20261201T100002Z-000000000000.jsonl"
+    bad.parent.mkdir(parents=True, exist_ok=True)
+    bad.write_bytes(b'{"v": ' + b"9" * 4400 + b'}\n' + b"[" * 100_000 + b"\n")
+    r = invoke("trail", "check", "--json", cwd=trail_kb)
+    assert r.code == 1, r.stderr
+    rel = ".explore-tree/ops/2026-12/20261201T100002Z-000000000000.jsonl"
+    assert [(p["path"], p["line"]) for p in r.json()["problems"]] == [(rel, 1), (rel, 2)]
+    assert view(trail_kb, "node", g)["id"] == g

@@ -21,6 +21,7 @@ from kb.checks.changes import Change, records_prefix
 from kb.checks.facts import CARD_KINDS, NAMESPACE, Light
 from kb.checks.registry import history_rule
 from kb.merge.renumber import next_child, next_experiment, renamed_record
+from kb.numbers import small_int
 from kb.vocab import EXPERIMENT_MOVES, HYPOTHESIS_MOVES, HYPOTHESIS_STATUS, is_legal_move
 
 #: Kinds whose objects are never removed or reassigned.
@@ -79,7 +80,8 @@ def removed(c: Change) -> list:
                     f"keep their name — move it back {_override_hint(b.id)}"))
             continue
         if b.kind == "hypothesis":
-            advice = "a hypothesis is never removed: mark it 被推翻 instead"
+            advice = ("a hypothesis is never removed: mark it "
+                      f"{HYPOTHESIS_STATUS.word('被推翻', c.config.locale)} instead")
         elif b.kind == "experiment":
             advice = "experiment files are never deleted"
         else:
@@ -342,7 +344,10 @@ def _highest_siblings(hyps: list[Light], parents: set[Optional[str]]
         if m is None:
             continue
         key = (key_parent, m.group(1))
-        mine = (int(m.group(2)), h.id)
+        num = small_int(m.group(2))
+        if num is None:
+            continue  # too long to be an ID number (KB201): kb numbers none after it
+        mine = (num, h.id)
         if key not in out or mine > out[key]:
             out[key] = mine
     return out
@@ -396,7 +401,10 @@ def ids_never_reused(c: Change) -> list:
             if m is None:
                 continue
             top = highest.get((parent if dot else None, m.group(1)))
-            if top is not None and int(m.group(2)) <= top[0]:
+            num = small_int(m.group(2))
+            if num is None:
+                continue  # too long to be an ID number: KB201 says so
+            if top is not None and num <= top[0]:
                 top_id = top[1]
                 if taken is None:
                     taken = _taken(c, tree)
@@ -408,12 +416,13 @@ def ids_never_reused(c: Change) -> list:
                     f"reused — use {nxt}"))
         elif n.kind == "experiment":
             m = re.fullmatch(r"E(\d+)", n.id)
-            if m is None:
-                continue
+            num = small_int(m.group(1)) if m else None
+            if num is None:
+                continue  # not kb-numbered, or too long to be an ID number
             if exp_max is None:
-                nums = [int(x[1:]) for x in c.base.kind_ids("experiment") if re.fullmatch(r"E\d+", x)]
-                exp_max = max(nums, default=0)
-            if int(m.group(1)) <= exp_max:
+                nums = [small_int(x[1:]) for x in c.base.kind_ids("experiment") if re.fullmatch(r"E\d+", x)]
+                exp_max = max((x for x in nums if x is not None), default=0)
+            if num <= exp_max:
                 width = max(3, len(m.group(1)))
                 if taken is None:
                     taken = _taken(c, tree)
@@ -482,8 +491,10 @@ def rules_weakened(c: Change) -> list:
                           ("heading_separators", tuple(old.heading_separators),
                            tuple(new.heading_separators))):
         if was != now:
+            # None: no grammar set, kb reads its default one (named so, not "None")
+            was_s, now_s = ("kb's default" if v is None else repr(v) for v in (was, now))
             out.append(c.violation(f"kb.{key}", "kb.toml", new.line_of("kb", key), "KB309",
-                                   f"kb.toml changes [kb] {key} from {was!r} to {now!r}: how "
+                                   f"kb.toml changes [kb] {key} from {was_s} to {now_s}: how "
                                    "kb reads the record changes with it (declarations may no "
                                    f"longer be read); it needs Kb-Override: kb.{key} <reason>"))
     return out

@@ -107,11 +107,17 @@ def judge_merge(found: list[Finding], idx: Any, k: Any, commit: Optional[str],
         theirs = history_findings(change, k, commit)
         against.append((p, theirs))
         keep &= {finding_key(f) for f in theirs}
-    out = [f for f in found if finding_key(f) in keep or f.severity == "info"
-           or (codes is not None and f.code not in codes)]
+    # Kept as found, outside ``codes`` (the staged index and the working tree judge only
+    # KB307 against every head) -- but not KB303: an append-only list a merge is judged on
+    # lost items alone in every mode (below), or the hook refuses a merge that holds every
+    # item of both sides, just not in the first parent's order, which a range accepts.
+    passed = {finding_key(f) for f in found if codes is not None and f.code not in codes
+              and f.code == "KB303" and finding_key(f) not in keep}
+    out = [f for f in found if finding_key(f) not in passed and (
+        finding_key(f) in keep or f.severity == "info" or (codes is not None and f.code not in codes))]
     base = _merge_base(k, [first, *others]) if first else None
     if base is None:
-        return out
+        return out + [f for f in found if finding_key(f) in passed]
     seen = {finding_key(f) for f in out}
     # (finding, the parent it was judged against: None for the first)
     undone = [(f, None) for f in found if finding_key(f) not in seen]
@@ -131,15 +137,26 @@ def judge_merge(found: list[Finding], idx: Any, k: Any, commit: Optional[str],
             continue
         subject = _Subject(f, key[2], k)
         if not subject.judged:
+            if key in passed:
+                seen.add(key)
+                out.append(f)
             continue
         ours, was = subject.of(new_f, new_rev), subject.of(base_f, base)
         side = parent or first
-        lost = _dropped(f.code, was, ours, subject.of(parents_f[heads.index(side)], side)) \
-            if side in heads else ()
+        had = subject.of(parents_f[heads.index(side)], side) if side in heads else None
+        lost = _dropped(f.code, was, ours, had) if side in heads else ()
+        if key in passed:
+            # Kept as found unless it only reordered: the merge lacks none of the items
+            # the first parent has (what it lacks of them is this merge's to answer for).
+            if any(i not in _items(ours) for i in _items(had)):
+                seen.add(key)
+                out.append(f)
+            continue
         if f.code == "KB303" and not lost:
             # An append-only list merged from two sides that both appended holds both
-            # sides' items in some order (kb's driver: ID order): against each side it
-            # reads as "reordered", which no merge can avoid. Only a lost item counts.
+            # sides' items in some order (kb's driver: ours, then what only theirs added):
+            # against the other side it reads as "reordered", which no merge can avoid.
+            # Only a lost item counts.
             continue
         if ours == was:
             why = f"the merge undid that change: it is as the merge base {base[:10]} had it"

@@ -16,6 +16,7 @@ from typing import Any, Optional
 from kb.checks.diagnostics import diag
 from kb.checks.facts import FileFacts
 from kb.checks.registry import file_rule
+from kb.numbers import MAX_DIGITS, small_int
 from kb.vocab import (
     CONCLUSION,
     ENTRY_STATUS,
@@ -47,16 +48,31 @@ def id_grammar(f: FileFacts) -> list:
     grammar = f.config.id_grammar
     pat = re.compile(grammar)
     out = []
+    kb_numbered = not f.config.custom_grammar
     for h in f.objects:
-        if pat.fullmatch(h.id):
+        matches = pat.fullmatch(h.id)
+        if matches and not (kb_numbered and len(h.id) > MAX_DIGITS + 1):
             continue
         hint = ""
-        if not f.config.custom_grammar and re.fullmatch(r"H[0-9]+(?:\.[0-9]+)*", h.id):
+        if kb_numbered and re.fullmatch(r"H[0-9]+(?:\.[0-9]+)*", h.id):
             parts = h.id[1:].split(".")
-            if all(int(p) > 0 for p in parts):
-                hint = f" (leading zeros: the ID would be {'H' + '.'.join(str(int(p)) for p in parts)})"
+            nums = [small_int(p) for p in parts]
+            if None in nums:
+                longest = max(len(p) for p in parts)
+                shown = h.id if len(h.id) <= 40 else h.id[:20] + "…"
+                out.append(diag(h.path, h.line, "KB201",
+                                f"{shown} is not a valid ID: a number of {longest} digits is not an "
+                                f"ID number (at most {MAX_DIGITS} digits); IDs are H<n>(.<n>)* with "
+                                "n >= 1 and no leading zeros — give it the next free ID"))
+                continue
+            if matches:
+                continue
+            if all(n > 0 for n in nums):
+                hint = f" (leading zeros: the ID would be {'H' + '.'.join(str(n) for n in nums)})"
             else:
                 hint = " (numbers start at 1)"
+        elif matches:
+            continue
         out.append(diag(h.path, h.line, "KB201",
                         f"{h.id} does not match the ID grammar `{grammar}`{hint}; IDs are "
                         "H<n>(.<n>)* with n >= 1 and no leading zeros, or set [kb] id_grammar "

@@ -159,6 +159,9 @@ def load(kind: str, path: Path, data: Any = None) -> tuple[Any, _Model]:
             raw = json.loads(text)
         except json.JSONDecodeError as exc:
             raise GenError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+        except (ValueError, RecursionError):  # a number too long for int(), nesting too deep
+            raise GenError(f"{path}: not JSON kb can read (a number too long or a nesting too "
+                           "deep)") from None
     else:
         raw = data
     try:

@@ -71,6 +71,9 @@ def submit_matches(sb: Sandbox, path: str | Path | None = None, *, data: Any = N
             raise GenError(f"{p}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise GenError(f"{p}: cannot read it ({exc}); give a readable UTF-8 JSON file") from None
+        except (ValueError, RecursionError):  # a number too long for int(), nesting too deep
+            raise GenError(f"{p}: not JSON kb can read (a number too long or a nesting too "
+                           "deep)") from None
     pool = {h["hid"]: h for h in sb.state["pool"]}
     problems = []
     matches = raw.get("matches") if isinstance(raw, dict) else None

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple, Optional, Union
 
 from kb.merge.collide import Collision
+from kb.numbers import small_int
 
 _NUM = re.compile(r"^(.*?)(\d+)$")
 
@@ -63,15 +64,16 @@ def next_child(parent: Optional[str], taken: set[str], like: str) -> str:
         if parent is not None and not (t.startswith(prefix) and "." not in t[len(prefix):]):
             continue
         mm = _NUM.match(t[len(prefix):] if parent else t)
-        if mm and mm.group(1) == stem:
-            nums.append(int(mm.group(2)))
+        if mm and mm.group(1) == stem and (n := small_int(mm.group(2))) is not None:
+            nums.append(n)
     return f"{prefix}{stem}{max(nums, default=0) + 1}"
 
 
 def next_experiment(taken: set[str], like: str) -> str:
     """The next free experiment ID: one above every ``E<n>`` of ``taken``, as wide as
     ``like`` (``E0002``: four digits; three at least)."""
-    nums = [int(m.group(1)) for t in taken if (m := re.fullmatch(r"E(\d+)", t))]
+    nums = [n for t in taken
+            if (m := re.fullmatch(r"E(\d+)", t)) and (n := small_int(m.group(1))) is not None]
     width = max(3, len(like) - 1)
     return f"E{max(nums, default=0) + 1:0{width}d}"
 
@@ -108,8 +110,8 @@ def plan(collisions: list[Collision], branch_hyps: list[str], taken: dict[str, s
     for c in sorted((c for c in collisions if c.kind not in ("hypothesis", "experiment")), key=lambda c: c.id):
         m = _NUM.match(c.id)
         if m:
-            nums = [int(mm.group(2)) for t in taken["card"]
-                    if (mm := _NUM.match(t)) and mm.group(1) == m.group(1)]
+            nums = [n for t in taken["card"] if (mm := _NUM.match(t)) and mm.group(1) == m.group(1)
+                    and (n := small_int(mm.group(2))) is not None]
             new = f"{m.group(1)}{max(nums, default=0) + 1}"
         else:
             n = 2

@@ -20,8 +20,9 @@ merged on its own.
   (``H1.2`` < ``H1.10`` < ``H2``);
 - a statement, status or other anchor changed on one side only is taken, even
   when the other side changed a neighbouring line of the same block;
-- Evidence and Children added on both sides are the union, in order (the
-  base's, then ours, then theirs);
+- Evidence and Children added on both sides are the union: our list in our
+  order (less what their side removed), then what only theirs added, in their
+  order (Children are then sorted by ID);
 - prose changed on both sides is merged line by line (``git merge-file``);
 - contradictions — the same ID added with different statements, the same
   anchor (e.g. Status) moved differently on both sides, prose both sides
@@ -188,11 +189,14 @@ def _items(value: Optional[str]) -> list[str]:
 
 
 def _union(base: list[str], ours: list[str], theirs: list[str]) -> list[str]:
-    out = [x for x in base if x in ours and x in theirs]
-    for side in (ours, theirs):
-        for x in side:
-            if x not in out and x not in base:
-                out.append(x)
+    """Ours in our order (without what their side removed of the base), then the items
+    only theirs added, in their order: our list stays a prefix of the result and their
+    additions keep their order (an append-only list: the merge commits as a plain append
+    on our side, and the judgement of a merge counts only lost items against theirs)."""
+    out = [x for x in ours if x not in base or x in theirs]
+    for x in theirs:
+        if x not in out and x not in base:
+            out.append(x)
     return out
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from kb.errors import NotFoundError, RefusedError, UsageError
 from kb.model import Experiment
+from kb.numbers import MAX_DIGITS, small_int
 from kb.ops.session import Session
 from kb.ops.transaction import FormatGuardError
 from kb.ops.tree_edit import id_span, read_clean
@@ -33,9 +34,12 @@ def find_experiment(s: Session, eid: str) -> Any:
     if not rows:
         m = re.fullmatch(r"[Ee]0*(\d+)", eid)
         if m:
-            want = int(m.group(1))
+            want = small_int(m.group(1))
+            if want is None:
+                raise UsageError(f"experiment ID of {len(m.group(1))} digits is not valid; experiment "
+                                 f"IDs are E<n> with at most {MAX_DIGITS} digits (e.g. E001)")
             rows = [r for r in s.idx.objects("experiment")
-                    if re.fullmatch(r"E\d+", r.id) and int(r.id[1:]) == want]
+                    if re.fullmatch(r"E\d+", r.id) and small_int(r.id[1:]) == want]
     if not rows:
         have = sorted((r.id for r in s.idx.objects("experiment")), key=lambda x: (len(x), x))
         known = f"experiments: {id_span(have)}" if have else "there are no experiments yet"

@@ -28,6 +28,7 @@ import re
 from typing import Any
 
 from kb.errors import ConflictError, RefusedError, UsageError
+from kb.numbers import small_int
 from kb.ops.dashboard import stage_dashboard
 from kb.ops.experiment_edit import ExpEdit, text_lines
 from kb.ops.result import OpResult
@@ -67,9 +68,9 @@ def next_experiment_id(names: list[str], deleted: set[str] = frozenset()) -> str
     best, width = 0, 3
     for name in [*names, *deleted]:
         m = re.fullmatch(r"E(\d+)", name)
-        if not m:
-            continue
-        n = int(m.group(1))
+        n = small_int(m.group(1)) if m else None
+        if n is None:
+            continue  # not kb-numbered, or a number too long to be an ID
         if n > best or (n == best and len(m.group(1)) > width):
             best = n
             width = max(3, len(m.group(1)))

@@ -24,6 +24,7 @@ from typing import Any, Iterable
 from kb import git
 from kb.checks.id_history import card_pathspecs, exp_pathspec, scan_ids
 from kb.errors import RefusedError
+from kb.numbers import small_int
 from kb.repo import KnowledgeBase
 from kb.text import compute_mask
 
@@ -151,19 +152,24 @@ def next_hypothesis_id(k: KnowledgeBase, existing: Iterable[str], parent: str | 
                        history: Iterable[str] = ()) -> str:
     """``H<max+1>`` (top level) or ``<parent>.<max+1>`` over ``existing`` and ``history``.
 
-    Raises RefusedError when the KB sets its own ID grammar (kb numbers only H<n>(.<n>)*).
+    Raises RefusedError when the KB sets its own ID grammar (kb.toml's ``[kb] id_grammar``)
+    and that grammar does not read the ID (kb numbers only H<n>(.<n>)*).
     """
-    if k.config.custom_grammar:
-        raise RefusedError("kb numbers new hypotheses as H<n>(.<n>)* only, and this KB sets its "
-                           "own [kb] id_grammar in kb.toml; add the hypothesis to tree.md by hand")
     pat = re.compile((re.escape(parent) + r"\.") if parent else "H")
     nums = [0]
     for i in (*existing, *history):
         m = pat.match(i)
-        if m and i[m.end():].isdecimal():
-            nums.append(int(i[m.end():]))
+        if m and i[m.end():].isdecimal() and (n := small_int(i[m.end():])) is not None:
+            nums.append(n)  # a number too long to be one (KB201) numbers nothing after it
     n = max(nums) + 1
-    return f"{parent}.{n}" if parent else f"H{n}"
+    new = f"{parent}.{n}" if parent else f"H{n}"
+    # A grammar of the KB's own may still read kb's numbering (`H\d+(\.\d+)*`): only
+    # an ID it would not read as one is refused.
+    if k.config.custom_grammar and not re.fullmatch(k.config.id_grammar, new):
+        raise RefusedError(f"kb numbers new hypotheses as H<n>(.<n>)* ({new} here), and this KB's "
+                           f"[kb] id_grammar in kb.toml does not read {new} as an ID; add the "
+                           "hypothesis to tree.md by hand")
+    return new
 
 
 

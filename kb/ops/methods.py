@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping, Sequence, Union
 from kb import clock
 from kb.errors import NotFoundError, UsageError
 from kb.model import Method
+from kb.numbers import small_int
 from kb.ops.card_edit import PLACEHOLDERS, CardError, same_sections
 from kb.ops.card_input import check_new_id, read_text_arg
 from kb.ops.result import OpResult
@@ -150,8 +151,9 @@ def improve_method(kb: Union[KnowledgeBase, str, Path, None], mid: str, reason: 
             if sec is None:
                 return []
             src = e.src()
-            return [int(m.group(1)) for i in range(sec[1] + 1, sec[2])
-                    if (m := _IMPROVEMENT.match(src.lines[i])) and not src.is_masked(i)]
+            return [n for i in range(sec[1] + 1, sec[2])
+                    if (m := _IMPROVEMENT.match(src.lines[i])) and not src.is_masked(i)
+                    and (n := small_int(m.group(1))) is not None]
 
         have = versions()
         n = max(have, default=0) + 1

@@ -13,7 +13,11 @@
    and TRAIL.md, and keeping our side of ``kb report``'s report: a generated file never
    conflicts); on a conflict the merge is aborted, the renumber commit kept,
    and each conflict reported;
-6. regenerate DASHBOARD.md when stale (a ``kb dashboard`` commit) and verify
+6. regenerate DASHBOARD.md when stale (a ``kb dashboard`` commit); render TRAIL.md
+   again (a ``trail.render`` commit) when a merge commit left it stale against the
+   merged exploration log while it was fresh on this side before (git calls no
+   driver when both sides hold the same TRAIL.md blob, e.g. both recorded notes the
+   rendering does not show; one already stale here is left, DESIGN §8); and verify
    the result (``kb verify --range UPSTREAM..HEAD``).
 
 ``dry_run`` stops after step 4's plan and changes nothing. The renumber commit
@@ -61,6 +65,7 @@ class SyncResult:
     merge_commit: Optional[str] = None
     conflicts: list[str] = field(default_factory=list)
     dashboard_commit: Optional[str] = None
+    trail_commit: Optional[str] = None
     findings: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -75,7 +80,8 @@ class SyncResult:
                 "collisions": self.collisions, "renumbered": self.renumbered,
                 "renumber_commit": self.renumber_commit, "merge": self.merge,
                 "merge_commit": self.merge_commit, "conflicts": self.conflicts,
-                "dashboard_commit": self.dashboard_commit, "findings": self.findings, "ok": self.ok}
+                "dashboard_commit": self.dashboard_commit, "trail_commit": self.trail_commit,
+                "findings": self.findings, "ok": self.ok}
 
 
 def _remotes(top: Path) -> list[str]:
@@ -184,12 +190,15 @@ def sync(start: Path, upstream: Optional[str] = None, *, dry_run: bool = False,
     plan = _plan(k, head, target, mb, name, res)
     if dry_run:
         return res
+    trail_fresh = _trail_fresh(k)  # before the merge: does this side keep TRAIL.md rendered?
     if plan is not None and plan.ids:
         res.renumber_commit = _renumber_commit(k, head, mb, target, plan, name, on_wait)
     _merge(k, target, name, res)
     if res.conflicts:
         return res
     _dashboard(k, res, on_wait)
+    if trail_fresh and res.merge == "merged":
+        _trail(k, res, on_wait)
     _verify(k, target, res)
     return res
 
@@ -360,6 +369,43 @@ def _dashboard(k: Any, res: SyncResult, on_wait: Any) -> None:
     if is_stale(k2):
         out = refresh_dashboard(k2, on_wait=on_wait)
         res.dashboard_commit = getattr(out, "commit", None)
+
+
+def _trail_fresh(k: Any) -> bool:
+    """Whether TRAIL.md exists and is what ``kb trail render`` gives for the log in the
+    work tree (``kb trail render --check`` clean); an unreadable one counts as stale."""
+    from kb.trail.files import TRAIL_FILE
+    from kb.trail.render import is_stale
+    from kb.trail.replay import load
+
+    path = k.root / TRAIL_FILE
+    try:
+        have = path.read_bytes() if path.is_file() else None
+    except OSError:
+        return False
+    return have is not None and is_stale(load(k), have) is None
+
+
+def _trail(k: Any, res: SyncResult, on_wait: Any) -> None:
+    """Render TRAIL.md from the merged log when stale (one ``trail.render`` transaction,
+    as ``kb trail render`` writes it)."""
+    from kb.ops.transaction import Transaction
+    from kb.repo import open_kb
+    from kb.trail.files import TRAIL_FILE
+    from kb.trail.render import file_bytes, render
+    from kb.trail.replay import load
+
+    k2 = open_kb(k.root)
+    if _trail_fresh(k2) or not (k2.root / TRAIL_FILE).is_file():
+        return
+    with Transaction(k2, "trail.render", summary="kb sync: render TRAIL.md from the merged log",
+                     on_wait=on_wait) as tx:
+        old = tx.read(TRAIL_FILE)
+        data = file_bytes(render(load(k2)), old)
+        if old is not None and data != old:
+            tx.write(TRAIL_FILE, data)
+    if tx.result is not None and tx.result.paths:
+        res.trail_commit = tx.result.commit
 
 
 def _verify(k: Any, target: str, res: SyncResult) -> None:

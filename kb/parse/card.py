@@ -42,6 +42,7 @@ from kb.parse.common import (
     path_parts,
     path_stem,
 )
+from kb.numbers import MAX_DIGITS, small_int
 from kb.text import SourceText, unclosed_block_warning
 
 KIND_WORDS = {"problem": "问题", "proposition": "命题", "method": "方法", "verified": "已验证"}
@@ -131,7 +132,8 @@ def canonical_entry_line(kind: str, rest: str) -> str | None:
     fields = [_SPACED.sub(r"\g<key>", f.strip(" \t")) for f in fields]
     number, title, prob, status = fields
     if not ascii_decimal(number) or not title or not prob.startswith("概率") \
-            or not status.startswith("状态") or parse_float(prob[2:]) is None:
+            or not status.startswith("状态") or parse_float(prob[2:]) is None \
+            or small_int(number) is None:
         return None
     line = f"### {kind} {number}｜{title}｜{prob}｜{status}"
     m = ENTRY_HEAD.match(line)
@@ -383,13 +385,17 @@ class _Card:
             self._malformed(i, line, "entry", f"### {kind} N｜<title>｜概率<0..1>｜状态未定论",
                             canonical_entry_line(kind, rest))
             return None
+        number = small_int(fields[0])
+        if number is None:
+            self._too_long(i, "entry", fields[0].strip())
+            return None
         prob = parse_float(fields[2][2:])
         if prob is None:
             self.diags.append(Diagnostic(
                 path=self.path, line=i + 1, code="KB123", severity="error",
                 message=f"entry probability {fields[2][2:]!r} is not a number"))
             return None
-        return {"kind": kind, "number": int(fields[0].strip()), "title": unescape_field(fields[1]),
+        return {"kind": kind, "number": number, "title": unescape_field(fields[1]),
                 "probability": prob, "status": unescape_field(fields[3][2:]), "line": i + 1}
 
     def _close(self, entry: dict[str, Any] | None, body: list[str]) -> None:
@@ -407,8 +413,12 @@ class _Card:
     def _application(self, i: int, line: str) -> None:
         m = APPLICATION.match(line)
         if m:
+            number = small_int(m.group("n"))
+            if number is None:
+                self._too_long(i, "application", m.group("n"))
+                return
             self.applications.append(Application.build(
-                number=int(m.group("n")), time=m.group("time"), problem=m.group("q"),
+                number=number, time=m.group("time"), problem=m.group("q"),
                 direction=m.group("d") or "", line=i + 1))
         elif self.fmt == "method" and APPLICATION_HEAD.match(line):
             self._malformed(i, line, "application",
@@ -429,6 +439,14 @@ class _Card:
             message=f"malformed {what} line (spaces around its '｜' separators, or '|' in their "
             f"place), so it is not read; write '{fixed}'",
             fix=Fix(line=i + 1, old=line, new=fixed)))
+
+    def _too_long(self, i: int, what: str, digits: str) -> None:
+        """KB122 for the ``what`` line at 0-based line ``i`` whose number ``digits`` has more
+        than :data:`kb.numbers.MAX_DIGITS` digits: not a valid number, so the line is not read."""
+        self.diags.append(Diagnostic(
+            path=self.path, line=i + 1, code="KB122", severity="error",
+            message=f"malformed {what} line: its number ({len(digits)} digits) is not a valid "
+            f"number (at most {MAX_DIGITS} digits), so it is not read; number it as the next one"))
 
     # -- typed anchor access -------------------------------------------------
     def text(self, key: str) -> str:
@@ -577,7 +595,7 @@ def parse_direction(src: SourceText) -> tuple[list[KBObject], list[Diagnostic]]:
         id=f"{qid}/{did}", path=path, line=card.line, title=fields.get("方向", ""),
         status=status, anchors=dict(card.anchors), anchor_lines=dict(card.anchor_lines), frontmatter={},
         problem=qid, direction=did, survival=survival,
-        rounds=int(rounds) if rounds.isdecimal() else None, lemmas=lemmas,
+        rounds=small_int(rounds) if rounds.isdecimal() else None, lemmas=lemmas,
     )
     return [obj], diags
 

@@ -11,6 +11,7 @@ import re
 from typing import Optional, Union
 
 from kb.model import Diagnostic, Fix
+from kb.numbers import small_int
 from kb.text import CONTAINER_PREFIX
 
 # Separators accepted in Evidence / Children lists (DESIGN.md §2.1).
@@ -102,9 +103,9 @@ def parse_priority(raw: str) -> Union[int, str, None]:
     if v == "never":
         return "never"
     if v.isascii() and v.isdigit():
-        return int(v)
+        return small_int(v)  # None for a number too long to be a priority (KB125)
     if re.fullmatch(r"-?[0-9]+", v):  # ASCII digits: \d also matches ３
-        return int(v)
+        return small_int(v)
     return None
 
 

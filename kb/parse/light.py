@@ -23,6 +23,7 @@ from typing import Optional
 from kb.parse.card import (APPLICATION, APPLICATION_HEAD, CARD_ANCHOR, CARD_H1, ENTRY_HEAD,
                            KIND_WORDS, nested_entry_lines, split_fields)
 from kb.parse.common import ascii_decimal, parse_float, parse_list, parse_priority, path_stem
+from kb.numbers import small_int
 from kb.text import BLOCK_FIRST, MAYBE_BLOCK, SourceText, unclosed_block
 
 __all__ = ["LIGHT_FORMATS", "LIGHT_READ_FORMATS", "LightResult", "light_card", "light_experiment", "light_read"]
@@ -148,14 +149,18 @@ def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightRes
             h = ENTRY_HEAD.match(line)
             at = -1 if end < 0 else text.find("\n### ", end)
             if h is None:
-                if fmt == "method" and APPLICATION_HEAD.match(line) and not APPLICATION.match(line):
+                if fmt == "method" and APPLICATION_HEAD.match(line) and (
+                        (a := APPLICATION.match(line)) is None or small_int(a.group("n")) is None):
                     return None  # a malformed application line (KB122)
                 continue
             fields = split_fields(h.group("rest"))
             if not (len(fields) == 4 and ascii_decimal(fields[0]) and fields[2].startswith("概率")
                     and fields[3].startswith("状态")) or parse_float(fields[2][2:]) is None:
                 return None
-            number = (h.group("kind"), int(fields[0].strip()))
+            n = small_int(fields[0])
+            if n is None:
+                return None  # an entry number too long to be one (KB122)
+            number = (h.group("kind"), n)
             if number in numbers or not number[1]:
                 return None  # an entry numbered as an earlier one (KB142), or 0 (KB143)
             numbers.add(number)

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping
 
+from kb.numbers import natural_number_key
+
 SOLVED = "已解决"
 SOLVING = "求解中"
 WAITING = "等待依赖"
@@ -27,8 +29,9 @@ NEVER = "never"
 
 
 def natural_key(obj_id: str) -> list[Any]:
-    """Sort key ordering IDs as people count: ``q2`` before ``q10``."""
-    return [int(t) if t.isdecimal() else t for t in re.split(r"(\d+)", obj_id)]
+    """Sort key ordering IDs as people count: ``q2`` before ``q10`` (and before an ID
+    whose number is too long to read as one, :func:`kb.numbers.natural_number_key`)."""
+    return [natural_number_key(t) if t.isdecimal() else t for t in re.split(r"(\d+)", obj_id)]
 
 
 def is_settled(kind: str | None, status: Any = None, probability: Any = None,

@@ -12,6 +12,7 @@ import re
 from typing import Union
 
 from kb.errors import UsageError
+from kb.numbers import MAX_DIGITS, small_int
 
 
 def parse_probability(raw: Union[str, float, int, None], what: str = "probability", *,
@@ -59,7 +60,11 @@ def parse_priority_arg(raw: Union[str, int, None]) -> Union[int, str]:
     if v == "never":
         return "never"
     if re.fullmatch(r"[0-9]+", v):  # ASCII digits: \d also matches ３
-        return int(v)
+        n = small_int(v)
+        if n is None:
+            raise UsageError(f"priority of {len(v)} digits is not valid; give an integer ≥ 0 of at "
+                             f"most {MAX_DIGITS} digits (smaller runs first) or never")
+        return n
     raise UsageError(f"priority {raw!r} is not valid; give an integer ≥ 0 (smaller runs first) or never")
 
 

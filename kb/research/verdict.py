@@ -44,6 +44,7 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 
 from kb.clock import iso_time
 from kb.errors import UsageError
+from kb.numbers import MAX_DIGITS, small_int
 from kb.research.values import parse_probability
 
 MODES = ("forced", "flat")
@@ -435,6 +436,16 @@ _RID = re.compile(r"^r-(?P<id>.+?)(?:-(?P<kind>s|pf|rf)(?P<n>\d+))?$")
 _SHORT = {"s": "解法", "pf": "证明", "rf": "证伪"}
 
 
+def _entry_number(digits: str, text: str) -> int:
+    """The entry number ``digits`` of target ``text``; UsageError when it is too long to be one."""
+    n = small_int(digits)
+    if n is None:
+        shown = text if len(text) <= 60 else text[:40] + "…"
+        raise UsageError(f"entry number in {shown!r} ({len(digits)} digits) is not valid; "
+                        f"entries are numbered from 1, with at most {MAX_DIGITS} digits")
+    return n
+
+
 def parse_target(text: str) -> Target:
     """``q1#解法1``, ``p1#证明2``, ``p1#证伪1``, ``p1`` (bare), ``q1#s1`` or a rid ``r-q1-s1``.
 
@@ -445,14 +456,14 @@ def parse_target(text: str) -> Target:
     if t.startswith("r-") and (m is None or m.group("kind") is None):
         m2 = _RID.match(t)
         if m2 and m2.group("kind"):
-            return Target(m2.group("id"), _SHORT[m2.group("kind")], int(m2.group("n")))
+            return Target(m2.group("id"), _SHORT[m2.group("kind")], _entry_number(m2.group("n"), text))
     if m is None:
         raise UsageError(f"target {text!r} is not valid; write ID#解法N (a solution), ID#证明N, "
                         "ID#证伪N (a proof or refutation) or ID (a bare proposition)")
     kind = m.group("kind")
     if kind is None:
         return Target(m.group("id"))
-    n = int(m.group("n"))
+    n = _entry_number(m.group("n"), text)
     if n < 1:
         raise UsageError(f"entry number {n} in {text!r} is not valid; entries are numbered from 1")
     return Target(m.group("id"), _SHORT.get(kind, kind), n)

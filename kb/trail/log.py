@@ -195,7 +195,7 @@ def read_bytes(rel: str, data: bytes, problems: list[LogProblem]) -> Iterator[di
         # line); any problem falls back to the line-by-line reading that reports it.
         try:
             ops = json.loads(b"[" + body.replace(b"\n", b",") + b"]")
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, RecursionError):
             ops = None
         if ops is not None and len(ops) == body.count(b"\n") + 1 and all(
                 type(op) is dict and type(op.get("id")) is str and type(op.get("op")) is str
@@ -218,6 +218,10 @@ def read_bytes(rel: str, data: bytes, problems: list[LogProblem]) -> Iterator[di
             what = ("torn entry (the line ends without a newline and is not JSON)"
                     if i == last else f"corrupt entry: not JSON ({exc.msg})")
             problems.append(LogProblem(rel, i + 1, what + "; skipped"))
+            continue
+        except (ValueError, RecursionError):  # a number too long for int(), nesting too deep
+            problems.append(LogProblem(rel, i + 1, "corrupt entry: a number or a nesting kb "
+                                                   "cannot read; skipped"))
             continue
         if (not isinstance(op, dict) or not isinstance(op.get("id"), str)
                 or not isinstance(op.get("op"), str) or not isinstance(op.get("v"), int)):

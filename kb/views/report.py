@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from pathlib import Path
 from typing import Union
 
-from kb import clock
+from kb import clock, git
 from kb.errors import UsageError
 from kb.merge.drivers import report_path
 from kb.repo import KnowledgeBase
@@ -22,6 +23,19 @@ def _rel_link(from_rel: str, to_rel: str) -> str:
     return posixpath.relpath(to_rel, posixpath.dirname(from_rel) or ".")
 
 
+def report_title(k: KnowledgeBase) -> str:
+    """The report's title: the same in every clone, so that teammates' reports differ only
+    where the KB does. A KB in a subfolder is named by that folder; one at the top of its
+    repository by the repository its ``origin`` remote names (``…/lab-notes.git`` ->
+    ``lab-notes``), else by the folder of this clone, the only name there is."""
+    if k.prefix:
+        return k.root.name
+    url = (git.config("remote.origin.url", k.top) or "").rstrip("/")
+    name = re.split(r"[/:\\]", url)[-1] if url else ""
+    name = name[:-4] if name.endswith(".git") else name
+    return name or k.root.name
+
+
 def report_text(kb: Union[KnowledgeBase, str, Path, None] = None, date: str | None = None,
                 recent: int = 10) -> tuple[str, str]:
     """``(path, text)`` of ``Logs/报告.md`` — deterministic given the KB and ``date``.
@@ -32,7 +46,7 @@ def report_text(kb: Union[KnowledgeBase, str, Path, None] = None, date: str | No
     k, view = load_view(kb)
     out_rel = report_path(k.config.paths["logs"])  # also what .gitattributes names (kb-report)
     data = brief_data(k)
-    title = k.root.name
+    title = report_title(k)
     lines = [f"# 项目报告｜{title}", ""]
     if date:
         lines += [f"生成于 {date}（kb report）", ""]

@@ -28,6 +28,7 @@ from typing import Any, Callable
 from urllib.parse import quote, urlencode
 
 from kb.errors import KbError, RefusedError, UsageError
+from kb.numbers import small_int
 from kb.repo import KnowledgeBase
 from kb.web.guard import Guard
 from kb.web.source import Source, safe_rel
@@ -229,7 +230,7 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
                     return c["obj"](ref)
                 path, _, line = ref.partition(":")
                 if safe_rel(path) and path in view.snap.files:
-                    return c["file"](path, int(line) if line.isdecimal() else None)
+                    return c["file"](path, small_int(line) if line.isdecimal() else None)
                 return None
 
             return tr.trail_data(view, tr.graph_at(view), ref_url)

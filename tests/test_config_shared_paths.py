@@ -1,0 +1,42 @@
+"""Two `[paths]` keys naming one file or folder are a kb.toml error at the later key's
+line: with `dashboard = "tree.md"`, `kb dashboard` replaced the tree by the dashboard and
+committed it (every hypothesis gone from HEAD)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import MakeKB, git, run_script
+
+TREE = "# Tree\n\n## H1: First\nStatus: 待验\nEvidence: (empty)\n"
+
+
+def test_a_dashboard_at_the_trees_path_is_refused_and_the_tree_kept(make_kb: MakeKB) -> None:
+    root = make_kb({"tree.md": TREE}, config='[kb]\n[paths]\ndashboard = "tree.md"\n', commit=True)
+    head = git(root, "rev-parse", "HEAD")
+    r = run_script("dashboard", "--json", cwd=root)
+    assert r.code == 2, (r.code, r.stdout, r.stderr)
+    assert r.json()["error"]["message"].startswith(
+        "kb.toml:3: paths.dashboard = 'tree.md' names what paths.tree names ('tree.md')"), r.stdout
+    assert (root / "tree.md").read_text(encoding="utf-8") == TREE
+    assert git(root, "rev-parse", "HEAD") == head
+
+
+@pytest.mark.parametrize("paths, line, key", [
+    ('experiments = "tree.md"\n', 3, "experiments"),
+    ('problems = "X"\npropositions = "X/"\n', 4, "propositions"),
+    ('methods = "Notes"\nverified = "./Notes"\n', 4, "verified"),
+])
+def test_any_two_keys_naming_one_path_are_refused(make_kb: MakeKB, paths: str, line: int,
+                                                   key: str) -> None:
+    root = make_kb({"tree.md": TREE}, config="[kb]\n[paths]\n" + paths, commit=True)
+    r = run_script("ls", "hypotheses", "--json", cwd=root)
+    assert r.code == 2 and "Traceback" not in r.stderr, (r.code, r.stderr)
+    assert r.json()["error"]["message"].startswith(f"kb.toml:{line}: paths.{key} = "), r.stdout
+
+
+def test_distinct_paths_and_the_defaults_spelled_out_pass(make_kb: MakeKB) -> None:
+    root = make_kb({"tree.md": TREE}, config='[kb]\n[paths]\ntree = "tree.md"\n'
+                   'dashboard = "DASHBOARD.md"\nproblems = "X/P"\npropositions = "X/Q"\n', commit=True)
+    r = run_script("ls", "hypotheses", "--json", cwd=root)
+    assert r.code == 0 and [h["id"] for h in r.json()["objects"]] == ["H1"], (r.code, r.stderr)
