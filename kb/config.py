@@ -476,6 +476,23 @@ def _refuse_shared_paths(paths: dict[str, str], written: dict[str, Any], text: s
                   f"paths.{blamed} = {paths[blamed]!r} names what paths.{kept} names "
                   f"({paths[kept]!r}): each [paths] key needs a file or folder of its own "
                   "(kb would read and write it as both)")
+    # A file of kb's (tree, dashboard) inside a folder of records: `dashboard =
+    # "experiments/E001.md"` made `kb dashboard` replace an experiment.
+    for file_key in FILE_PATH_KEYS:
+        file = posixpath.normpath(paths[file_key].strip().strip("/") or ".")
+        for key in _RECORD_FOLDERS:
+            folder = posixpath.normpath(paths[key].strip().strip("/") or ".")
+            if folder != "." and file.startswith(folder + "/"):
+                raise _at(_key_line(text, "paths", file_key),
+                          f"paths.{file_key} = {paths[file_key]!r} lies in the folder of "
+                          f"paths.{key} ({paths[key]!r}): kb would read it as one of those "
+                          f"records and write over it; put the {file_key} outside that folder")
+
+
+#: ``[paths]`` keys naming a file (every other key names a folder).
+FILE_PATH_KEYS = ("tree", "dashboard")
+#: ``[paths]`` folders whose files are records (cards, experiments): no file of kb's there.
+_RECORD_FOLDERS = ("experiments", "problems", "progress", "propositions", "methods", "verified")
 
 
 #: The named groups kb's declaration patterns put around ``id_grammar``

@@ -40,3 +40,26 @@ def test_distinct_paths_and_the_defaults_spelled_out_pass(make_kb: MakeKB) -> No
                    'dashboard = "DASHBOARD.md"\nproblems = "X/P"\npropositions = "X/Q"\n', commit=True)
     r = run_script("ls", "hypotheses", "--json", cwd=root)
     assert r.code == 0 and [h["id"] for h in r.json()["objects"]] == ["H1"], (r.code, r.stderr)
+
+
+@pytest.mark.parametrize("paths, key, folder", [
+    ('dashboard = "experiments/E001.md"\n', "dashboard", "experiments"),
+    ('tree = "Problems/q1.md"\n', "tree", "problems"),
+])
+def test_a_file_of_kbs_inside_a_folder_of_records_is_refused(make_kb: MakeKB, paths: str, key: str,
+                                                              folder: str) -> None:
+    """`dashboard = "experiments/E001.md"`: `kb dashboard` replaced experiment E001 by the
+    dashboard and committed it. A tree or dashboard inside a folder of records is refused
+    at its line; the logs folder (no records kb parses as cards) may hold one."""
+    root = make_kb({"tree.md": TREE}, config="[kb]\n[paths]\n" + paths, commit=True)
+    r = run_script("dashboard", "--json", cwd=root)
+    assert r.code == 2 and "Traceback" not in r.stderr, (r.code, r.stderr)
+    assert r.json()["error"]["message"].startswith(
+        f"kb.toml:3: paths.{key} = ") and f"lies in the folder of paths.{folder}" in r.stdout
+
+
+def test_a_dashboard_in_the_logs_folder_is_fine(make_kb: MakeKB) -> None:
+    root = make_kb({"tree.md": TREE}, config='[kb]\n[paths]\ndashboard = "Logs/DASHBOARD.md"\n',
+                   commit=True)
+    r = run_script("ls", "hypotheses", "--json", cwd=root)
+    assert r.code == 0, r.stderr

@@ -204,12 +204,14 @@ def test_classify_default_layout(path, fmt):
 
 
 @pytest.mark.parametrize("toml", ["[kb]\n",
-                                  '[kb]\n[paths]\ntree = "Problems/tree.md"\nexperiments = "."\n'
-                                  'problems = "Problems"\ndashboard = "experiments/D.md"\n'])
+                                  '[kb]\n[paths]\ntree = "Logs/tree.md"\nexperiments = "."\n'
+                                  'problems = "Problems"\ndashboard = "experiments/D.md"\n'
+                                  '[[registry]]\npath = "Problems/tree.md"\n'])
 def test_the_folder_classifier_answers_what_classify_answers(tmp_path, toml):
     """kb.parse.classifier decides a format once per folder (listings of 100,000 paths):
     for every path, layouts moving folders to the root or exact paths into layout
-    folders included, it answers what classify answers."""
+    folders included (a registry among the problems; a tree or dashboard may not lie in a
+    folder of records, kb.toml refuses it), it answers what classify answers."""
     import itertools
 
     from kb.config import load_config

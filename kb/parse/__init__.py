@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Callable, Generator
 
-from kb.config import Config
+from kb.config import FILE_PATH_KEYS, Config
 
 if TYPE_CHECKING:  # annotations only
     from kb.model import Diagnostic, ParseResult
@@ -135,8 +135,6 @@ def classifier(config: Config) -> Callable[[str], str | None]:
     return fast
 
 
-#: kb.toml's ``[paths]`` keys that name a file; every other key names a folder.
-_FILE_KEYS = ("tree", "dashboard")
 _FOLDERS: dict[int, tuple[Config, dict[str, tuple[tuple[str, str], ...]]]] = {}
 
 
@@ -153,7 +151,7 @@ def layout_folders(config: Config) -> dict[str, tuple[tuple[str, str], ...]]:
     hit = _FOLDERS.get(id(config))
     if hit is not None and hit[0] is config:
         return hit[1]
-    named = [(f"paths.{key}", value, key not in _FILE_KEYS) for key, value in config.paths.items()]
+    named = [(f"paths.{key}", value, key not in FILE_PATH_KEYS) for key, value in config.paths.items()]
     named += [("registry path", r.path, False) for r in config.registries]
     found: dict[str, list[tuple[str, str]]] = {}
     for key, value, is_folder in named:
