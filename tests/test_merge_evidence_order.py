@@ -99,20 +99,26 @@ def test_second_pull_commits_with_the_hook_and_every_mode_agrees(
     assert _evidence(a) == "Evidence: E002, E001"
 
 
+def _stopped_merge_staging(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, evidence: str) -> Path:
+    """B's second pull stopped before its commit (``--no-commit``), the driver's
+    ``Evidence: E002, E001`` (our order) replaced by ``evidence`` and staged: clone B."""
+    b = _second_pull(tmp_path, monkeypatch)["b"]
+    git(b, "fetch", "-q")
+    git(b, "merge", "-q", "--no-commit", "origin/main")
+    assert _evidence(b) == "Evidence: E002, E001"  # the driver kept our order
+    tree = b / "tree.md"
+    tree.write_text(tree.read_text(encoding="utf-8").replace("Evidence: E002, E001", evidence),
+                    encoding="utf-8")
+    git(b, "add", "tree.md")
+    return b
+
+
 def test_a_merge_reordering_one_sides_evidence_is_judged_on_lost_items_alone(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A merge result that holds every item in another order (an older driver's, or one
     written by hand) passes the staged judgement as it passes a range; one that drops
     an item is refused in both."""
-    team = _second_pull(tmp_path, monkeypatch)
-    b = team["b"]
-    git(b, "fetch", "-q")
-    git(b, "merge", "-q", "--no-commit", "origin/main")
-    assert _evidence(b) == "Evidence: E002, E001"  # the driver kept our order
-    tree = b / "tree.md"
-    text = tree.read_text(encoding="utf-8")
-    tree.write_text(text.replace("Evidence: E002, E001", "Evidence: E001, E002"), encoding="utf-8")
-    git(b, "add", "tree.md")
+    b = _stopped_merge_staging(tmp_path, monkeypatch, "Evidence: E001, E002")
     code, diags = _verify(b, "--staged")
     assert code == 0, diags
     assert not any(d["code"] == "KB303" and d["blocking"] for d in diags), diags
@@ -126,15 +132,7 @@ def test_a_merge_reordering_one_sides_evidence_is_judged_on_lost_items_alone(
 
 def test_a_merge_losing_our_evidence_is_still_refused_staged(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    team = _second_pull(tmp_path, monkeypatch)
-    b = team["b"]
-    git(b, "fetch", "-q")
-    git(b, "merge", "-q", "--no-commit", "origin/main")
-    assert _evidence(b) == "Evidence: E002, E001"  # the driver kept our order
-    tree = b / "tree.md"
-    text = tree.read_text(encoding="utf-8")
-    tree.write_text(text.replace("Evidence: E002, E001", "Evidence: E001"), encoding="utf-8")
-    git(b, "add", "tree.md")
+    b = _stopped_merge_staging(tmp_path, monkeypatch, "Evidence: E001")
     code, diags = _verify(b, "--staged")
     assert code == 1 and any(d["code"] == "KB303" and "E002" in d["message"] and d["blocking"]
                              for d in diags), diags
