@@ -190,7 +190,9 @@ def sync(start: Path, upstream: Optional[str] = None, *, dry_run: bool = False,
     plan = _plan(k, head, target, mb, name, res)
     if dry_run:
         return res
-    trail_fresh = _trail_fresh(k)  # before the merge: does this side keep TRAIL.md rendered?
+    # Before the merge: does this side keep TRAIL.md rendered? Asked (a replay of the log)
+    # only when a merge commit can come of it: neither side holds the other.
+    trail_fresh = mb not in (head, target) and _trail_fresh(k)
     if plan is not None and plan.ids:
         res.renumber_commit = _renumber_commit(k, head, mb, target, plan, name, on_wait)
     _merge(k, target, name, res)
