@@ -33,7 +33,7 @@ def _report(res, as_json: bool, verb: str) -> None:
 @click.option("--no-pre-push", is_flag=True, help="Do not install the pre-push hook.")
 @click.option("--no-merge-driver", is_flag=True,
               help="Do not register kb's merge drivers (tree.md, DASHBOARD.md, TRAIL.md, "
-                   "kb report's report).")
+                   "kb report's report, problem cards' 被依赖).")
 @click.option("--shared", is_flag=True,
               help="Also when core.hooksPath points outside the repository (hooks other "
                    "repositories may share).")
@@ -45,7 +45,8 @@ def install_cmd(no_pre_push: bool, no_merge_driver: bool, shared: bool, server: 
                 as_json: bool) -> int:
     """Install the hooks where git runs them (core.hooksPath respected); an existing
     hook is kept and run first. Also registers kb's merge drivers (tree.md, DASHBOARD.md,
-    TRAIL.md, kb report's report) and names them in the KB's .gitattributes."""
+    TRAIL.md, kb report's report, problem cards' 被依赖) and names them in the KB's
+    .gitattributes."""
     from kb.hooks import HOOKS, install, install_server
 
     if server:

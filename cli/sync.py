@@ -24,8 +24,11 @@ def command(upstream: Optional[str], dry_run: bool, no_fetch: bool, as_json: boo
     (hypotheses, experiments, cards, with every reference) in one commit with
     Kb-Renumber trailers; merges UPSTREAM with kb's merge drivers; regenerates
     DASHBOARD.md, and TRAIL.md when the merge left stale one that was rendered;
-    verifies. Refuses on a dirty work tree. Exit 0 done, 1 a
-    conflict or violation left (reported), 2 usage or environment.
+    verifies. Refuses on a dirty work tree. The merge is up to date, fast-forward,
+    merged, conflict (aborted: resolve by hand) or refused (a hook, e.g. kb's
+    pre-merge-commit, refused the merge commit; aborted: fix what it reports).
+    Exit 0 done, 1 a conflict, refused merge or violation left (reported), 2 usage
+    or environment.
     """
     from kb.ops.sync import sync
 
@@ -48,11 +51,20 @@ def command(upstream: Optional[str], dry_run: bool, no_fetch: bool, as_json: boo
         err(f"kb sync: renumbered in {res.renumber_commit[:12]}")
     err(f"kb sync: merge of {res.upstream}: {res.merge}"
         + (f" ({res.merge_commit[:12]})" if res.merge_commit else ""))
-    for c in res.conflicts:
-        err(f"kb sync: {c}")
-    if res.conflicts:
-        kept = (f", plus the renumber commit {res.renumber_commit[:12]}" if res.renumber_commit
-                else "")
+    kept = (f", plus the renumber commit {res.renumber_commit[:12]}" if res.renumber_commit
+            else "")
+    if res.merge == "refused":
+        # No conflict: every path merged, but a hook would not let the merge commit in.
+        err("kb sync: a git hook refused the merge commit (kb's pre-merge-commit hook runs "
+            "`kb verify --staged`); it reported:")
+        for c in res.conflicts:
+            err(f"  {c}")
+        err(f"kb sync: the merge was aborted (your branch is as it was{kept}); fix what the hook "
+            f"reports on this branch and run kb sync again, or run `git merge {res.upstream}` "
+            "and resolve what the hook reports before committing the merge")
+    elif res.conflicts:
+        for c in res.conflicts:
+            err(f"kb sync: {c}")
         err(f"kb sync: the merge was aborted (your branch is as it was{kept}); "
             f"run `git merge {res.upstream}` and resolve the conflicts above by hand")
     if res.dashboard_commit:

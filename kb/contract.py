@@ -285,9 +285,12 @@ class SyncOutput(BaseModel):
     collisions: list[dict[str, Any]] = Field(description="{id, kind, ours, theirs} per colliding ID")
     renumbered: dict[str, str] = Field(description="old ID -> new ID")
     renumber_commit: Optional[str]
-    merge: str = Field(description="up to date | fast-forward | merged | conflict | not run")
+    merge: str = Field(description="up to date | fast-forward | merged | conflict | refused (a "
+                                   "hook, e.g. kb's pre-merge-commit, refused the merge commit; "
+                                   "aborted) | not run")
     merge_commit: Optional[str]
-    conflicts: list[str]
+    conflicts: list[str] = Field(description="merge conflict: the conflicting paths; merge refused: "
+                                             "what the hook printed refusing it (kb's diagnostics)")
     dashboard_commit: Optional[str]
     trail_commit: Optional[str] = Field(description="the commit rendering TRAIL.md again when the "
                                                     "merge left it stale (it was fresh before)")

@@ -253,7 +253,7 @@ def install(start: Path, hooks: Iterable[str] = HOOKS, python: Optional[str] = N
             from kb.merge.drivers import ensure_attributes
 
             if ensure_attributes(k.root, k.config.paths["tree"], k.config.paths["dashboard"],
-                                 k.config.paths["logs"]):
+                                 k.config.paths["logs"], k.config.paths["problems"]):
                 res.merge_driver += f"; {prefix}.gitattributes now names them (commit it)"
         if remote is not None and git.run(["remote", "get-url", remote], top, check=False).returncode == 0:
             ensure_refspecs(top, remote)

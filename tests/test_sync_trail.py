@@ -99,6 +99,27 @@ def test_git_pull_with_kb_hooks_merges_trail(team: dict[str, Path]) -> None:
     _assert_merged_trail(b)
 
 
+@pytest.mark.parametrize("shared_render", [True, False], ids=["both-changed", "both-added"])
+def test_git_pull_rebase_with_kb_hooks_renders_trail_for_each_pick(team: dict[str, Path],
+                                                                    shared_render: bool) -> None:
+    """``git pull --rebase``: the driver reads the commit the rebase replays from
+    ``rebase-merge/done`` (git names it nowhere else), so our rendered TRAIL.md is the
+    render of the upstream's log plus our nodes, not the upstream's render kept."""
+    a, b = team["a"], team["b"]
+    assert invoke("hooks", "install", cwd=b).code == 0
+    _diverge(a, b, shared_render)
+    ours = git(b, "rev-list", "--count", "origin/main..HEAD")
+    proc = subprocess.run(["git", "pull", "--rebase", "origin", "main"], cwd=b, capture_output=True)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr).decode("utf-8", "replace")
+    assert git(b, "status", "--porcelain") == ""
+    assert git(b, "rev-list", "--count", "origin/main..HEAD") == ours  # no pick dropped as empty
+    assert len(git(b, "rev-list", "--parents", "-n", "1", "HEAD").split()) == 2  # linear
+    text = (b / "TRAIL.md").read_text(encoding="utf-8")
+    assert "<<<<<<<" not in text and "Alice topic" in text and "Bob topic" in text
+    check = invoke("trail", "render", "--check", cwd=b)
+    assert check.code == 0, check.stderr
+
+
 def test_git_merge_of_a_kb_in_a_subfolder_merges_trail(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """The driver finds the KB (and its log) under the path git gives it."""

@@ -103,6 +103,9 @@ class Change:
                              if c.path in base.files or c.path in new.files})
         self._lights: dict[tuple[int, tuple[str, ...]], dict[tuple[str, str], Light]] = {}
         self._by_kind: dict[int, dict[str, dict[tuple[str, str], Light]]] = {}
+        #: Results several rules compute alike for this change, by name
+        #: (:func:`kb.checks.unread_records.moved_records`).
+        self.memo: dict[str, Any] = {}
 
     def lights(self, side: Facts, kinds: Iterable[str]) -> dict[tuple[str, str], Light]:
         """(namespace, id) -> object of ``kinds`` in the changed files of one side

@@ -5,6 +5,9 @@ the two snapshots' blob ids), so its cost is proportional to the change,
 not to the KB. Content is compared as git stores it (blob ids and the parse
 of the committed/staged blob), never as working-tree bytes: line-ending
 conversion (``core.autocrlf``) cannot make an untouched file look changed.
+One exception: a change that moves a ``[paths]`` key also has the base's files at the
+moved places read with the base's kb.toml (:mod:`kb.checks.unread_records`), since the
+records it stops reading are on neither side (KB301, KB307).
 
 A change to an ID named by a ``Kb-Override:`` (``KB_OVERRIDE`` for the staged
 index; the commit's trailers in CI) is accepted and reported as ``info``.
@@ -20,6 +23,7 @@ from kb import git
 from kb.checks.changes import Change, records_prefix
 from kb.checks.facts import CARD_KINDS, NAMESPACE, Light
 from kb.checks.registry import history_rule
+from kb.checks.unread_records import Unread, moved_records
 from kb.merge.renumber import next_child, next_experiment, renamed_record
 from kb.numbers import small_int
 from kb.vocab import EXPERIMENT_MOVES, HYPOTHESIS_MOVES, HYPOTHESIS_STATUS, is_legal_move
@@ -64,7 +68,8 @@ def _renames(c: Change) -> dict[str, str]:
 
 @history_rule("KB301", "KB305")
 def removed(c: Change) -> list:
-    """KB301: nothing is removed; KB305: an experiment file keeps its name."""
+    """KB301: nothing is removed, nor left where a ``[paths]`` move no longer reads it;
+    KB305: an experiment file keeps its name."""
     base = c.lights(c.base, KINDS)
     new = c.lights(c.new, KINDS)
     at = c.kb.prefix  # messages name repository paths, as the location does
@@ -79,19 +84,37 @@ def removed(c: Change) -> list:
                     f"experiment {b.id} was renamed from {at}{b.path} to {at}{dest}; experiment files "
                     f"keep their name — move it back {_override_hint(b.id)}"))
             continue
-        if b.kind == "hypothesis":
-            advice = ("a hypothesis is never removed: mark it "
-                      f"{HYPOTHESIS_STATUS.word('被推翻', c.config.locale)} instead")
-        elif b.kind == "experiment":
-            advice = "experiment files are never deleted"
-        else:
-            advice = "cards are never deleted"
         gone = "" if b.path in c.new.files else f" ({at}{b.path} was deleted)"
         out.append(c.violation(
             b.id, b.path, b.line, "KB301",
             f"{_WORD[b.kind]} {b.id} was removed{gone}; it was declared at {at}{b.path}:{b.line} "
-            f"in {c.base.label}; {advice} {_override_hint(b.id)}"))
-    return out
+            f"in {c.base.label}; {_never_removed(c, b.kind)} {_override_hint(b.id)}"))
+    # records a [paths] move leaves where the new kb.toml reads none: gone as well
+    return out + [_unread(c, u) for u in moved_records(c).unread]
+
+
+def _never_removed(c: Change, kind: str) -> str:
+    if kind == "hypothesis":
+        return ("a hypothesis is never removed: mark it "
+                f"{HYPOTHESIS_STATUS.word('被推翻', c.config.locale)} instead")
+    return "experiment files are never deleted" if kind == "experiment" else "cards are never deleted"
+
+
+def _unread(c: Change, u: Unread) -> Any:
+    """KB301 for a record kb.toml's new ``[paths]`` no longer reads (covered, as a deletion
+    is, by a ``Kb-Override:`` naming its ID; the one naming the key accepts only the move)."""
+    at = c.kb.prefix
+    where = f"{at}{u.path}, where {c.base.label} declared it at line {u.line},"
+    if u.kept:
+        what = f"the new paths.{u.key} no longer reads {where.rstrip(',')}"
+        fix = (f"move the file to where paths.{u.key} now points (`git mv` in the same commit "
+               f"keeps its ID) or set paths.{u.key} back to {u.was!r}")
+    else:
+        what, fix = f"{where} was deleted", _never_removed(c, u.kind)
+    return c.violation(
+        u.id, u.path, u.line, "KB301",
+        f"{_WORD[u.kind]} {u.id} is no longer read: kb.toml moves paths.{u.key} from {u.was!r} "
+        f"to {u.now!r} and {what}; {fix} {_override_hint(u.id)}")
 
 
 @history_rule("KB302")
@@ -373,6 +396,10 @@ def ids_never_reused(c: Change) -> list:
     base = c.lights(c.base, KINDS)
     new = c.lights(c.new, KINDS)
     fresh = [n for key, n in new.items() if key not in base and not c.base.find(n.id, _kinds_of(n.ns))]
+    if fresh:
+        # a record whose folder kb.toml moved with it is the same record, not a new ID
+        carried = moved_records(c).carried
+        fresh = [n for n in fresh if (n.ns, n.id) not in carried]
     if not fresh:
         return []
     out = []
@@ -440,8 +467,11 @@ def removed_ids(c: Change) -> dict[tuple[str, str], str]:
     in its base, declared nowhere in its new side), mapped to the base's label: what a
     range remembers for KB307 in the commits that descend from this one."""
     base, new = c.lights(c.base, KINDS), c.lights(c.new, KINDS)
-    return {key: c.base.label for key, n in base.items()
-            if key not in new and not c.new.find(n.id, _kinds_of(n.ns))}
+    out = {key: c.base.label for key, n in base.items()
+           if key not in new and not c.new.find(n.id, _kinds_of(n.ns))}
+    # a record a [paths] move stopped reading is gone as a deleted one is (KB301 said so)
+    out.update({(NAMESPACE[u.kind], u.id): c.base.label for u in moved_records(c).unread})
+    return out
 
 
 #: Severity order: a move to the right weakens a rule.

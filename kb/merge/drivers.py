@@ -1,6 +1,6 @@
 """kb's git merge drivers and their registration in a clone.
 
-Four drivers, named by ``.gitattributes`` (``kb init`` writes the lines,
+Five drivers, named by ``.gitattributes`` (``kb init`` writes the lines,
 ``kb hooks install`` and ``kb sync`` add those an older KB lacks) and defined
 in each clone's git config (``kb init``, ``kb hooks install`` and ``kb sync``
 register them; git config is never shared by a push):
@@ -13,11 +13,15 @@ register them; git config is never shared by a push):
 - ``kb-report`` — the project report ``<logs>/报告.md`` (:func:`report_path`):
   our side is kept, with a hint to run ``kb report``. It is built from the whole KB
   (cards, verification records) and carries a date, which a driver cannot rebuild
-  mid-merge; it is a view, so nothing is lost.
+  mid-merge; it is a view, so nothing is lost;
+- ``kb-card`` — the problem cards (``<problems>/*.md``): merged line by line by git
+  once their derived ``被依赖`` line holds both sides' IDs (:mod:`kb.merge.card`).
 
 Every file kb generates whole has a driver here: two branches that both
 regenerated it (``kb dashboard``, ``kb trail render``, ``kb report``) would otherwise
-stop a merge on a line conflict in a file nobody edits by hand.
+stop a merge on a line conflict in a file nobody edits by hand. So has the one line
+kb derives inside cards people edit: two branches that each added a problem
+depending on one card would otherwise conflict on its ``被依赖``.
 
 A forge's merge button runs none of them: what they would do must also be caught
 without them (``kb verify --range --against`` in CI) and repaired locally
@@ -47,6 +51,8 @@ DRIVERS = {
                  "trail"),
     "kb-report": ("kb: the project report keeps our side; run `kb report` after the merge "
                   "(kb merge-driver report)", "report"),
+    "kb-card": ("kb: problem cards merged line by line, 被依赖 from both sides (kb merge-driver card)",
+                "card"),
 }
 #: The project report's file name, in the KB's logs folder (``kb report``).
 REPORT_FILE = "报告.md"
@@ -134,27 +140,37 @@ def report_path(logs: str) -> str:
     return REPORT_FILE if folder in ("", ".") else f"{folder}/{REPORT_FILE}"
 
 
-def attribute_lines(tree: str, dashboard: str, logs: str) -> list[str]:
+def attribute_lines(tree: str, dashboard: str, logs: str,
+                    problems: Optional[str] = None) -> list[str]:
     """The ``.gitattributes`` lines of a KB (paths relative to the KB folder, where that
     file is): one per driver (TRAIL.md is always at the KB root; the report is in the
     ``logs`` folder, :func:`report_path`); a path ending in ``/`` names a folder, not the
-    file (kb.toml's KB004): no line for it."""
+    file (kb.toml's KB004): no line for it. ``problems`` (kb.toml's ``[paths] problems``)
+    adds the cards' line, ``<problems>/*.md merge=kb-card`` (no file of the other lines
+    lies there: kb.toml keeps the tree and dashboard out of record folders); none when
+    the cards lie in the KB folder itself (``*.md`` there would name every Markdown
+    file of the KB)."""
     named = ((dashboard, "kb-dashboard"), (tree, "kb-tree"), (TRAIL_FILE, "kb-trail"),
              (report_path(logs), "kb-report"))
-    return [f"{attribute_pattern(p)} merge={driver}" for p, driver in named if not p.endswith("/")]
+    lines = [f"{attribute_pattern(p)} merge={driver}" for p, driver in named if not p.endswith("/")]
+    folder = (problems or "").strip("/")
+    if folder and folder != ".":
+        lines.append(f"{attribute_pattern(folder + '/', glob='*.md')} merge=kb-card")
+    return lines
 
 
 _GLOB_CHARS = re.compile(r"[*?\[\\]")
 _NEEDS_QUOTES = re.compile(r'[\s"\\]')
 
 
-def attribute_pattern(path: str) -> str:
+def attribute_pattern(path: str, glob: str = "") -> str:
     """``path`` (a file, relative to the KB folder) as a ``.gitattributes`` pattern that
     matches that one file: glob characters and a leading ``#`` or ``!`` escaped with a
     backslash, and the whole C-quoted when it holds white space, a quote or a backslash
     (git splits an unquoted line at white space: ``Lab notes/tree.md merge=kb-tree``
-    would name the attribute ``notes/tree.md``)."""
-    pattern = _GLOB_CHARS.sub(lambda m: "\\" + m.group(0), path)
+    would name the attribute ``notes/tree.md``). ``glob`` is appended unescaped
+    (``Problems/`` and ``*.md``: the folder's Markdown files)."""
+    pattern = _GLOB_CHARS.sub(lambda m: "\\" + m.group(0), path) + glob
     if pattern[:1] in ("#", "!"):
         pattern = "\\" + pattern
     if not _NEEDS_QUOTES.search(pattern):
@@ -163,12 +179,13 @@ def attribute_pattern(path: str) -> str:
     return f'"{quoted}"'
 
 
-def ensure_attributes(kb_root: Path, tree: str, dashboard: str, logs: str) -> bool:
+def ensure_attributes(kb_root: Path, tree: str, dashboard: str, logs: str,
+                      problems: Optional[str] = None) -> bool:
     """Append the driver lines ``kb_root/.gitattributes`` lacks. True if it changed."""
     path = kb_root / ".gitattributes"
     old = path.read_text(encoding="utf-8", errors="surrogateescape") if path.exists() else ""
     have = {ln.strip() for ln in old.splitlines()}
-    new = [ln for ln in attribute_lines(tree, dashboard, logs) if ln not in have]
+    new = [ln for ln in attribute_lines(tree, dashboard, logs, problems) if ln not in have]
     if not new:
         return False
     sep = "" if old.endswith("\n") or not old else "\n"

@@ -48,7 +48,7 @@ def line_merge(ours: Path, base: Path, theirs: Path) -> int:
 def run_driver(kind: str, base: Path, ours: Path, theirs: Path, repo_path: str,
                cwd: Path) -> tuple[int, list[str]]:
     """Merge ``repo_path`` as driver ``kind`` (``tree`` | ``dashboard`` | ``trail`` |
-    ``report``).
+    ``report`` | ``card``).
 
     Returns ``(0, [])`` when merged, ``(1, messages)`` for a conflict left in ``ours``,
     ``(2, [why])`` for an unknown kind or a file git gave that cannot be read or
@@ -74,7 +74,9 @@ def _run_driver(kind: str, base: Path, ours: Path, theirs: Path, repo_path: str,
         return _trail(top, root, base, ours, theirs, repo_path)
     if kind == "report":
         return _report(top, root, base, ours, theirs, repo_path, config)
-    return 2, [f"unknown merge driver kind {kind!r} (tree, dashboard, trail or report)"]
+    if kind == "card":
+        return _card(base, ours, theirs, repo_path)
+    return 2, [f"unknown merge driver kind {kind!r} (tree, dashboard, trail, report or card)"]
 
 
 def _tree(base: Path, ours: Path, theirs: Path, repo_path: str, config: Config) -> tuple[int, list[str]]:
@@ -92,6 +94,20 @@ def _tree(base: Path, ours: Path, theirs: Path, repo_path: str, config: Config) 
     return 0, []
 
 
+def _card(base: Path, ours: Path, theirs: Path, repo_path: str) -> tuple[int, list[str]]:
+    """A problem card: its ``被依赖`` line settled from both sides
+    (:func:`kb.merge.card.settle_derived`), then git's line merge of the rest."""
+    from kb.merge.card import settle_derived
+
+    settled = settle_derived(base.read_bytes(), ours.read_bytes(), theirs.read_bytes())
+    if settled is not None:
+        # git's temporary files are ours to rewrite: %A receives the result anyway.
+        for f, data in zip((base, ours, theirs), settled):
+            f.write_bytes(data)
+    rc = line_merge(ours, base, theirs)
+    return rc, [f"{repo_path}: conflict left for you to resolve"] if rc else []
+
+
 def _rev_bytes(top: Path, rev: str, path: str) -> Optional[bytes]:
     proc = git.run(["cat-file", "blob", f"{rev}:{path}"], top, check=False)
     return proc.stdout if proc.returncode == 0 else None
@@ -100,8 +116,9 @@ def _rev_bytes(top: Path, rev: str, path: str) -> Optional[bytes]:
 def _theirs_and_base(top: Path) -> Optional[tuple[str, str]]:
     """(commit being merged in, merge base): ``git merge`` names the commit in a
     ``GITHEAD_<sha>`` variable for its strategies (MERGE_HEAD is written only
-    after the files are merged); a cherry-pick or revert left in progress by an
-    earlier conflict has its state file."""
+    after the files are merged); a rebase names the commit it replays in its
+    ``done`` list (:func:`_rebase_pick`); a cherry-pick or revert left in progress by
+    an earlier conflict has its state file."""
     import os
 
     heads = [k[len("GITHEAD_"):] for k in os.environ if k.startswith("GITHEAD_")]
@@ -110,6 +127,9 @@ def _theirs_and_base(top: Path) -> Optional[tuple[str, str]]:
         base = mb.stdout.decode().strip()
         return (heads[0], base) if base else None
     gd = git.git_dir(top)
+    picked = _rebase_pick(gd / "rebase-merge" / "done", top)
+    if picked is not None:
+        return picked
     for name in THEIRS_HEADS:
         f = gd / name
         if f.is_file():
@@ -124,6 +144,29 @@ def _theirs_and_base(top: Path) -> Optional[tuple[str, str]]:
                 base = git.rev_parse(f"{theirs}^", top) or ""
             return (theirs, base) if base else None
     return None
+
+
+#: The commands of a rebase's todo list that replay one commit (long and short forms).
+_PICKS = frozenset(("pick", "p", "reword", "r", "edit", "e", "squash", "s", "fixup", "f"))
+
+
+def _rebase_pick(done: Path, top: Path) -> Optional[tuple[str, str]]:
+    """(commit being replayed, its parent) during a rebase (``git pull --rebase``,
+    ``git rebase``): the sequencer has moved the command it runs to the end of
+    ``rebase-merge/done`` when it calls the drivers (a cherry-pick's base is the picked
+    commit's parent). None when no rebase runs or its last command picks no commit."""
+    try:
+        lines = done.read_text(encoding="utf-8").splitlines() if done.is_file() else []
+    except (OSError, ValueError):  # unreadable, not text: as when no rebase runs
+        return None
+    words = lines[-1].split() if lines else []
+    if len(words) < 2 or words[0] not in _PICKS:
+        return None
+    if words[1] in ("-C", "-c") and len(words) > 2:  # `fixup -C <commit>`
+        words = words[1:]
+    theirs = git.rev_parse(words[1], top)
+    base = git.rev_parse(f"{words[1]}^", top) if theirs else None
+    return (theirs, base) if theirs and base else None
 
 
 def _dashboard(top: Path, root: Optional[Path], base: Path, ours: Path, theirs: Path,

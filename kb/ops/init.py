@@ -90,7 +90,8 @@ def _create(root: Path, paths: dict[str, str], layout: str, locale: str,
     from kb.merge.drivers import attribute_lines, register
 
     # The lines come from the one list of kb's drivers, so a KB starts with every one.
-    lines = "\n".join(attribute_lines(paths["tree"], paths["dashboard"], paths["logs"]))
+    lines = "\n".join(attribute_lines(paths["tree"], paths["dashboard"], paths["logs"],
+                                      paths["problems"]))
     attrs = Template(template("gitattributes")).substitute(lines=lines)
     _add_lines(root / ".gitattributes", attrs.splitlines(), result, ".gitattributes")
 

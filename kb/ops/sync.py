@@ -12,7 +12,9 @@
 5. merge the upstream (``git merge``, kb's drivers doing tree.md, DASHBOARD.md
    and TRAIL.md, and keeping our side of ``kb report``'s report: a generated file never
    conflicts); on a conflict the merge is aborted, the renumber commit kept,
-   and each conflict reported;
+   and each conflict reported; a merge commit a hook refused (every path merged,
+   kb's pre-merge-commit hook finding a rule broken) is ``refused``, aborted the
+   same way, with the hook's reasons reported instead (there is nothing to resolve);
 6. regenerate DASHBOARD.md when stale (a ``kb dashboard`` commit); render TRAIL.md
    again (a ``trail.render`` commit) when a merge commit left it stale against the
    merged exploration log while it was fresh on this side before (git calls no
@@ -31,6 +33,7 @@ repaired by this new commit — no history is rewritten.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -48,8 +51,10 @@ class SyncResult:
     """What ``kb sync`` did (or, with ``dry_run``, would do).
 
     ``renumbered`` old ID -> new ID; ``merge`` is ``up to date`` |
-    ``fast-forward`` | ``merged`` | ``conflict`` | ``not run``; ``findings``
-    the blocking findings of the final verify (as dicts).
+    ``fast-forward`` | ``merged`` | ``conflict`` | ``refused`` (a hook refused the
+    merge commit) | ``not run``; ``conflicts`` the conflicting paths, or for
+    ``refused`` the hook's reasons (its kb diagnostics); ``findings`` the blocking
+    findings of the final verify (as dicts).
     """
 
     upstream: str
@@ -70,7 +75,7 @@ class SyncResult:
 
     @property
     def ok(self) -> bool:
-        """Whether the sync ended with no conflict and no finding."""
+        """Whether the sync ended with no conflict, no refused merge and no finding."""
         return not self.conflicts and not self.findings
 
     def to_json(self) -> dict[str, Any]:
@@ -218,7 +223,8 @@ def _attributes(k: Any, on_wait: Any) -> bool:
 
         raise os_failure(exc, f"read {k.prefix}.gitattributes", "nothing was merged") from None
     have = {ln.strip() for ln in old.decode("utf-8", "replace").splitlines()}
-    lines = attribute_lines(k.config.paths["tree"], k.config.paths["dashboard"], k.config.paths["logs"])
+    lines = attribute_lines(k.config.paths["tree"], k.config.paths["dashboard"], k.config.paths["logs"],
+                            k.config.paths["problems"])
     missing = [ln for ln in lines if ln not in have]
     if not missing:
         return False
@@ -355,12 +361,49 @@ def _merge(k: Any, target: str, name: str, res: SyncResult) -> None:
     from kb.merge.markers import unmerged_paths
 
     files = unmerged_paths(k.top)
-    res.conflicts = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("kb merge:")]
-    res.conflicts += [f"{f}: conflict" for f in files if not any(f in c for c in res.conflicts)]
-    if not res.conflicts:
-        res.conflicts = [text.strip() or "git merge failed"]
-    res.merge = "conflict"
+    # Every path merged and MERGE_HEAD written: git got as far as the merge commit and a hook
+    # (kb's pre-merge-commit: kb verify --staged) refused it, nothing to resolve. (Conflicts
+    # rerere resolved also leave no unmerged path, but git says the automatic merge failed.)
+    if not files and git.rev_parse("MERGE_HEAD", k.top) is not None \
+            and "Automatic merge failed" not in text:
+        res.merge = "refused"
+        res.conflicts = refusal_lines(text)
+    else:
+        res.merge = "conflict"
+        res.conflicts = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("kb merge:")]
+        res.conflicts += [f"{f}: conflict" for f in files if not any(f in c for c in res.conflicts)]
+        if not res.conflicts:
+            res.conflicts = [text.strip() or "git merge failed"]
+    # `git merge --abort` (reset --merge): the index and work tree back at HEAD, which the
+    # clean-tree check made safe; without MERGE_HEAD (git stopped before merging) a no-op.
     git.run(["merge", "--abort"], k.top, write=True, check=False)
+    if git.rev_parse("MERGE_HEAD", k.top) is not None:
+        res.conflicts.append("git merge --abort left the merge in progress; run it yourself")
+
+
+#: git's own lines around a refused merge commit and kb's merge-driver notes: not the hook's reasons.
+_GIT_BOILERPLATE = ("Auto-merging ", "Removing ", "Not committing merge", "hint: ",
+                    "Automatic merge went well", "kb merge: ")
+#: kb verify's text diagnostic, ``path:line:col: KB123 [severity] message``.
+_DIAGNOSTIC = re.compile(r"^\S.*:\d+:\d+: KB\d+ \[(\w+)\] ")
+#: kb verify --staged's closing advice: the merge is aborted, there is nothing to commit again.
+_COMMIT_AGAIN = "kb: fix the errors above and commit again"
+
+
+def refusal_lines(text: str) -> list[str]:
+    """What a hook printed refusing a merge commit, from ``git merge``'s output: git's
+    boilerplate and kb's merge-driver notes dropped, and of kb's diagnostics only those
+    that refuse (errors not pre-existing: warnings do not stop a commit)."""
+    out: list[str] = []
+    for raw in text.splitlines():
+        ln = raw.strip()
+        if not ln or ln.startswith(_GIT_BOILERPLATE) or ln.startswith(_COMMIT_AGAIN):
+            continue
+        m = _DIAGNOSTIC.match(ln)
+        if m and (m.group(1) != "error" or ln.endswith("(pre-existing)")):
+            continue
+        out.append(ln)
+    return out or ["a git hook refused the merge commit and printed nothing"]
 
 
 def _dashboard(k: Any, res: SyncResult, on_wait: Any) -> None:
