@@ -17,7 +17,9 @@ from kb_cli.problem import emit_result
 @write_options
 def command(check: bool, as_json: bool, kb_path: str | None, **kw: Any) -> int:
     """Rebuild every problem's 被依赖 from the problems' 依赖 lists and move problems
-    between 求解中 and 等待依赖 by the state of their dependencies. One commit."""
+    between 求解中 and 等待依赖 by the state of their dependencies. One commit; refused
+    (nothing written) while a card whose 依赖 or settled state it reads has uncommitted
+    changes: commit that card first, or use --no-commit and commit them together."""
     from kb.ops.refresh import refresh
 
     write = many_cards_write_kwargs(kw)

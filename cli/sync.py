@@ -22,11 +22,13 @@ def command(upstream: Optional[str], dry_run: bool, no_fetch: bool, as_json: boo
 
     Fetches; renumbers the IDs this branch added that UPSTREAM already holds
     (hypotheses, experiments, cards, with every reference) in one commit with
-    Kb-Renumber trailers; merges UPSTREAM with kb's merge drivers; regenerates
-    DASHBOARD.md, and TRAIL.md when the merge left stale one that was rendered;
-    verifies. Refuses on a dirty work tree. The merge is up to date, fast-forward,
-    merged, conflict (aborted: resolve by hand) or refused (a hook, e.g. kb's
-    pre-merge-commit, refused the merge commit; aborted: fix what it reports).
+    Kb-Renumber trailers (the refs of the trail nodes this branch recorded
+    follow); merges UPSTREAM with kb's merge drivers (what they say, e.g. a
+    report to refresh, is printed); regenerates DASHBOARD.md, and TRAIL.md when
+    the merge left stale one that was rendered; verifies. Refuses on a dirty
+    work tree. The merge is up to date, fast-forward, merged, conflict
+    (aborted: resolve by hand) or refused (a hook, e.g. kb's pre-merge-commit,
+    refused the merge commit; aborted: fix what it reports).
     Exit 0 done, 1 a conflict, refused merge or violation left (reported), 2 usage
     or environment.
     """
@@ -49,8 +51,15 @@ def command(upstream: Optional[str], dry_run: bool, no_fetch: bool, as_json: boo
         return 0
     if res.renumber_commit:
         err(f"kb sync: renumbered in {res.renumber_commit[:12]}")
+    for r in res.refs_left:
+        err(f"kb sync: trail node {r['node']} still refs {r['ref']} ({r['path']}, which "
+            f"{res.upstream} holds too, is not rewritten): {r['old']} is {res.upstream}'s after "
+            f"the merge, this branch's is {r['new']} now — `kb trail set {r['node']} --refs …` "
+            "if the node meant this branch's")
     err(f"kb sync: merge of {res.upstream}: {res.merge}"
         + (f" ({res.merge_commit[:12]})" if res.merge_commit else ""))
+    for note in res.notes:  # a merge driver's word on a clean merge (a file to refresh)
+        err(note)
     kept = (f", plus the renumber commit {res.renumber_commit[:12]}" if res.renumber_commit
             else "")
     if res.merge == "refused":

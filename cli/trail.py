@@ -428,6 +428,8 @@ def render(check: bool, no_commit: bool, as_json: bool, kb_path: str | None) -> 
         elif line is not None:
             err(f"{data['path']}:{line}: " + ("stale: run `kb trail render`" if have is not None
                                               else "missing: run `kb trail render`"))
+        else:
+            err(f"{data['path']} is up to date")  # as kb dashboard --check says it
         return 1 if line is not None else 0
     return print_result(render_kb(kb_path, no_commit=no_commit, on_wait=print_waiting), as_json)
 

@@ -339,6 +339,7 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
         _check_embedded_grammar(grammar, _key_line(text, "kb", "id_grammar"))
         _refuse_backtracking(grammar, _key_line(text, "kb", "id_grammar"), "kb.id_grammar",
                              " (or leave the key out for the default)")
+        _refuse_empty_id(grammar, _key_line(text, "kb", "id_grammar"))
     seps = tuple(kb.get("heading_separators", [":", "："]))
     if not seps or not all(x.strip() for x in seps):
         raise _at(_key_line(text, "kb", "heading_separators"), "kb.heading_separators must list at least "
@@ -381,6 +382,11 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
                        "'^## (?P<id>\\S+) (?P<title>.+)$'")
         _refuse_backtracking(pattern.pattern, _registry_line(text, i, "heading"),
                              f"[[registry]] #{i + 1} heading")
+        if _may_be_empty(pattern.pattern, "id"):
+            raise _at(_registry_line(text, i, "heading"), f"[[registry]] #{i + 1} heading "
+                      f"`{pattern.pattern}` can leave its (?P<id>…) group empty or skip it, so a "
+                      "heading it matches could be a record with an empty ID; make the group read "
+                      "at least one character on every match, e.g. `^## (?P<id>\\S+) (?P<title>.+)$`")
         why = _outside(str(reg["path"]))
         if why:
             raise _at(_registry_line(text, i, "path"),
@@ -482,7 +488,9 @@ def _refuse_shared_paths(paths: dict[str, str], written: dict[str, Any], text: s
         file = posixpath.normpath(paths[file_key].strip().strip("/") or ".")
         for key in _RECORD_FOLDERS:
             folder = posixpath.normpath(paths[key].strip().strip("/") or ".")
-            if folder != "." and file.startswith(folder + "/"):
+            # (a folder of records at the KB's top holds the files there: `experiments =
+            # "."` read tree.md's neighbours as experiments and put the tree among them)
+            if file.startswith(folder + "/") if folder != "." else "/" not in file:
                 raise _at(_key_line(text, "paths", file_key),
                           f"paths.{file_key} = {paths[file_key]!r} lies in the folder of "
                           f"paths.{key} ({paths[key]!r}): kb would read it as one of those "
@@ -516,6 +524,25 @@ def _check_embedded_grammar(grammar: str, line: int) -> None:
         raise _at(line, f"kb.id_grammar cannot be used inside kb's heading patterns: {why}; write "
                         "it without the group names kb uses (link, id, sep, stmt, open, rest) "
                         "and without global flags (`(?i)H\\d+` as `(?i:H)\\d+`)") from None
+
+
+def _may_be_empty(pattern: str, group: str) -> bool:
+    # Imported here: kb.parse's package imports this module (a top-level import would be a cycle).
+    from kb.parse.regex_safety import group_may_be_empty
+
+    return group_may_be_empty(pattern, group)
+
+
+def _refuse_empty_id(grammar: str, line: int) -> None:
+    """Raise ConfigError when ``grammar`` (embedded and checked by the two checks before)
+    reads the empty text as an ID (``H\\d+|``, ``H?``, ``(H\\d+)*``): kb would read a heading
+    such as ``## : statement`` as a hypothesis with an empty ID."""
+    if re.fullmatch(grammar, "") is None and not _may_be_empty(f"(?P<id>{grammar})", "id"):
+        return
+    raise _at(line, f"kb.id_grammar `{grammar}` matches the empty text, so a heading such as "
+                    "`## : statement` would be a hypothesis with an empty ID; write a "
+                    "grammar whose every ID has at least one character, e.g. `H\\d+(\\.\\d+)*` "
+                    "(or leave the key out for the default)")
 
 
 def _refuse_backtracking(pattern: str, line: int, what: str, default: str = "") -> None:

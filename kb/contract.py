@@ -285,12 +285,20 @@ class SyncOutput(BaseModel):
     collisions: list[dict[str, Any]] = Field(description="{id, kind, ours, theirs} per colliding ID")
     renumbered: dict[str, str] = Field(description="old ID -> new ID")
     renumber_commit: Optional[str]
+    refs_left: list[dict[str, str]] = Field(
+        description="{node, path, ref, old, new} per trail node whose refs name a renumbered "
+                    "ID in a log file the upstream holds too: left as they are (old is the "
+                    "upstream's object after the merge; new is this branch's object's ID now); "
+                    "the refs in the log files only this branch added are renumbered")
     merge: str = Field(description="up to date | fast-forward | merged | conflict | refused (a "
                                    "hook, e.g. kb's pre-merge-commit, refused the merge commit; "
                                    "aborted) | not run")
     merge_commit: Optional[str]
     conflicts: list[str] = Field(description="merge conflict: the conflicting paths; merge refused: "
                                              "what the hook printed refusing it (kb's diagnostics)")
+    notes: list[str] = Field(description="what kb's merge drivers said of a clean merge, as git "
+                                         "printed it ('kb merge: Logs/报告.md: kept our side …; "
+                                         "run `kb report` to refresh it')")
     dashboard_commit: Optional[str]
     trail_commit: Optional[str] = Field(description="the commit rendering TRAIL.md again when the "
                                                     "merge left it stale (it was fresh before)")

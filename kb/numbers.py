@@ -35,6 +35,22 @@ def small_int(text: str, max_digits: int = MAX_DIGITS) -> int | None:
         return None
 
 
+#: The most characters of a value a message quotes (:func:`quoted`).
+QUOTED_CHARS = 20
+
+
+def quoted(text: str, *, limit: int = QUOTED_CHARS, quote: bool = True) -> str:
+    """``text`` as a message quotes it (``repr`` when ``quote``, else as it is): whole when
+    it has at most ``limit`` characters, else its first ``limit`` and how long it is, so
+    that a number of thousands of digits does not fill the terminal:
+    ``'12345678901234567890…' (4,500 digits)``."""
+    if len(text) <= limit:
+        return repr(text) if quote else text
+    head = text[:limit] + "…"
+    unit = "digits" if text.isascii() and text.isdigit() else "characters"
+    return f"{repr(head) if quote else head} ({len(text):,} {unit})"
+
+
 def natural_number_key(digits: str) -> tuple:
     """A sort key for a run of decimal digits that orders every length as numbers do
     (``2`` < ``10`` < a 5,000-digit number), comparing only values of one kind."""
@@ -45,4 +61,4 @@ def natural_number_key(digits: str) -> tuple:
     return (1, len(sig), sig)
 
 
-__all__ = ["MAX_DIGITS", "natural_number_key", "small_int"]
+__all__ = ["MAX_DIGITS", "QUOTED_CHARS", "natural_number_key", "quoted", "small_int"]

@@ -148,6 +148,20 @@ def test_report_is_deterministic_and_links_verified_cards(ex: Path, monkeypatch:
     assert invoke("report", "--date", "someday", cwd=ex).code == 2  # a malformed date is a usage mistake
 
 
+def test_report_says_it_is_up_to_date_when_nothing_changed(ex: Path) -> None:
+    r = invoke("report", "--date", "2026-11-05", cwd=ex)
+    assert r.code == 0 and r.stdout == "wrote Logs/报告.md\n" and "committed" in r.stderr
+    head = git(ex, "rev-parse", "HEAD")
+    r = invoke("report", "--date", "2026-11-05", cwd=ex)
+    assert r.code == 0 and git(ex, "rev-parse", "HEAD") == head
+    assert r.stdout == "Logs/报告.md is up to date (nothing to do)\n" and "wrote" not in r.stderr
+    r = invoke("report", "--date", "2026-11-05", "--json", cwd=ex)
+    data = r.json()
+    assert r.code == 0 and data["commit"] is None and data["paths"] == []
+    assert data["changed"] is False
+    assert data["changes"] == ["Logs/报告.md is up to date (nothing to do)"]
+
+
 def test_brief_json_text_and_max_chars(ex: Path) -> None:
     r = invoke("brief", "--json", cwd=ex)
     assert r.code == 0

@@ -148,6 +148,47 @@ def test_a_grammar_kb_cannot_embed_is_refused_at_its_line(make_kb: MakeKB, gramm
                               "patterns") and says in message, message
 
 
+@pytest.mark.parametrize("grammar", [r"H\d+|", r"H?", r"(H\d+)*", r"(?:H\d+)?", r"\S*"])
+def test_a_grammar_matching_the_empty_text_is_refused_at_its_line(make_kb: MakeKB, grammar: str) -> None:
+    """A grammar that reads the empty text made ``## : statement`` a hypothesis with an
+    empty ID (listed, judged, linked to as ""): kb.toml refuses it at its line, exit 2."""
+    root = make_kb({"tree.md": "# Tree\n\n## H1: one\nStatus: 待验\n\n## : statement\n"},
+                   config=_grammar_toml(grammar), commit=True)
+    r = run_script("ls", "hypotheses", "--json", cwd=root, timeout=60)
+    assert "Traceback" not in r.stderr and r.code == 2, (r.code, r.stdout, r.stderr)
+    err = r.json()["error"]
+    assert err["kind"] == "environment" and err["exit_code"] == 2, err
+    assert err["message"].startswith(f"kb.toml:3: kb.id_grammar `{grammar}` matches the empty "
+                                     "text, so a heading such as `## : statement` would be a "
+                                     "hypothesis with an empty ID"), err
+
+
+@pytest.mark.parametrize("heading", [
+    r"^## (?P<id>\S*) ?(?P<title>.*)$",  # the group reads nothing on `## `
+    r"^## (?:(?P<id>P\d+) )?(?P<title>.+)$",  # the group is skipped on `## hello`
+    r"^## (?P<id>P\d+) (?P<title>.+)$|^### (?P<title2>.+)$",  # an alternative without it
+])
+def test_a_registry_heading_whose_id_can_be_empty_is_refused_at_its_line(heading: str) -> None:
+    """A registry heading whose ``id`` group can be empty made a record with the ID ""; one
+    whose group can be skipped failed the index cache ("NOT NULL constraint failed")."""
+    toml = f'[kb]\nlocale = "en"\n[[registry]]\npath = "a.md"\nheading = \'{heading}\'\n'
+    with pytest.raises(ConfigError) as exc:
+        _config(toml)
+    assert exc.value.line == 5
+    assert str(exc.value).startswith(f"kb.toml:5: [[registry]] #1 heading `{heading}` can leave "
+                                     "its (?P<id>…) group empty or skip it"), exc.value
+
+
+@pytest.mark.parametrize("pattern, empty", [
+    (r"^## (?:x(?P<id>\w))+ (?P<title>.+)$", False),  # a repeat of at least one sets it
+    (r"^## (?=(?P<id>\w+))(?P<title>.+)$", False),  # a lookahead that matched set it
+    (r"^## (?:(?P<id>A\d+) x|(?P<id2>B))(?P<title>.*)$", True),  # one alternative never does
+    (r"^## (?P<id>(?=x))(?P<title>.+)$", True),  # a lookahead alone reads nothing
+])
+def test_the_empty_id_check_follows_the_pattern(pattern: str, empty: bool) -> None:
+    assert regex_safety.group_may_be_empty(pattern, "id") is empty
+
+
 def test_a_grammar_nested_too_deep_to_compile_is_a_config_error() -> None:
     """``re.compile`` itself recurses: past Python's limit it raises RecursionError, which
     kb.toml's line reports like any regex that does not compile."""

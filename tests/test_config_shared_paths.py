@@ -63,3 +63,22 @@ def test_a_dashboard_in_the_logs_folder_is_fine(make_kb: MakeKB) -> None:
                    commit=True)
     r = run_script("ls", "hypotheses", "--json", cwd=root)
     assert r.code == 0, r.stderr
+
+
+
+@pytest.mark.parametrize("key", ["experiments", "problems", "methods"])
+@pytest.mark.parametrize("value", [".", "./"])
+def test_a_folder_of_records_at_the_kbs_top_may_not_hold_the_tree(make_kb: MakeKB, key: str,
+                                                                  value: str) -> None:
+    """`experiments = "."` with the tree at the KB's top read tree.md's neighbours as
+    experiments (a `notes.md` listed as experiment `notes`), the tree among them. Refused
+    at the line; with the tree and dashboard in a folder of their own it is a layout."""
+    root = make_kb({"tree.md": TREE, "notes.md": "# Notes\n"},
+                   config=f'[kb]\n[paths]\n{key} = "{value}"\n', commit=True)
+    r = run_script("ls", "experiments", "--json", cwd=root)
+    assert r.code == 2 and "Traceback" not in r.stderr, (r.code, r.stderr)
+    assert r.json()["error"]["message"].startswith("kb.toml:") and \
+        f"lies in the folder of paths.{key} ('{value}')" in r.stdout, r.stdout
+    ok = make_kb({"Logs/tree.md": TREE}, config=f'[kb]\n[paths]\n{key} = "{value}"\n'
+                 'tree = "Logs/tree.md"\ndashboard = "Logs/DASHBOARD.md"\n', commit=True)
+    assert run_script("ls", "hypotheses", "--json", cwd=ok).code == 0

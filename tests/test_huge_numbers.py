@@ -34,6 +34,11 @@ def _no_crash(r) -> None:
     assert r.code != 3 and "internal error" not in r.stderr, r.stderr[:500]
 
 
+def _message_line(out: str, code: str) -> str:
+    """The first line of ``out`` reporting ``code``."""
+    return next(ln for ln in out.splitlines() if f" {code} " in ln)
+
+
 # -- in files: a diagnostic at path:line, the rest of the KB still read -------------------------
 
 
@@ -80,6 +85,18 @@ def test_priority_is_not_an_integer(kb: Path) -> None:
     r = invoke("verify", cwd=kb)
     _no_crash(r)
     assert r.code == 1 and "Problems/q1.md:6:1: KB125" in r.stdout
+    # the message quotes the number's start and says how long it is, not 4,301 digits
+    line = _message_line(r.stdout, "KB125")
+    assert f"not {'9' * 20 + '…'!r} (4,301 digits)" in line and len(line) < 200, line
+
+
+def test_a_long_value_is_quoted_by_its_start_and_its_length() -> None:
+    from kb.numbers import quoted
+
+    assert quoted("12345") == "'12345'" and quoted("E001", quote=False) == "E001"
+    assert quoted("1" * 20) == repr("1" * 20)  # at the limit: whole
+    assert quoted("1234567890" * 450) == "'12345678901234567890…' (4,500 digits)"
+    assert quoted("E" + "9" * 4301, quote=False) == "E9999999999999999999… (4,302 characters)"
 
 
 def test_experiment_title_id(kb: Path) -> None:
@@ -91,6 +108,10 @@ def test_experiment_title_id(kb: Path) -> None:
     r = invoke("verify", cwd=kb)
     _no_crash(r)
     assert r.code == 1 and "experiments/E001.md:1:1: KB208" in r.stdout
+    line = _message_line(r.stdout, "KB208")
+    assert line.endswith("experiment E9999999999999999999… (4,302 characters) is in E001.md; an "
+                         "experiment ID has at most 18 digits and its file is named <ID>.md: give "
+                         "it its file's ID (E001)"), line
 
 
 def _add_huge_hypothesis(kb: Path) -> None:
@@ -105,6 +126,9 @@ def test_hypothesis_id_is_not_a_valid_id(kb: Path) -> None:
     r = invoke("verify", cwd=kb)
     _no_crash(r)
     assert r.code == 1 and "tree.md:32:1: KB201" in r.stdout and "4301 digits" in r.stdout
+    line = _message_line(r.stdout, "KB201")
+    assert "KB201 [error] H9999999999999999999… (4,302 characters) is not a valid ID" in line, line
+    assert len(line) < 300, line
 
 
 def test_hypothesis_id_in_the_pre_commit_hook(kb: Path) -> None:

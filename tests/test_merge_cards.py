@@ -119,7 +119,9 @@ def test_another_line_both_sides_changed_still_conflicts(tmp_path: Path) -> None
     code, merged, messages = _driver(tmp_path, _card("[]"), _card('["q2"]', plan="Alice's plan"),
                                      _card('["q3"]', plan="Bob's plan"))
     text = merged.decode("utf-8")
-    assert code == 1 and messages == ["Problems/q1.md: conflict left for you to resolve"]
+    assert code == 1 and messages == [
+        "Problems/q1.md: both sides changed the same lines (line 10: 计划); resolve the conflict "
+        "markers there (ours first, then theirs)"]
     assert '- 被依赖: ["q2","q3"]' in text and "<<<<<<< ours" in text
     assert "Alice's plan" in text and "Bob's plan" in text
 
@@ -175,3 +177,44 @@ def test_kb_init_names_the_driver_and_kb_sync_adds_it_to_an_older_kb(team: dict[
     assert out["merge"] == "merged", out
     assert "Problems/*.md merge=kb-card" in attrs.read_text(encoding="utf-8")
     assert _depended_by(b) == '- 被依赖: ["q2","q3"]'
+
+
+def test_kb_verify_warns_when_a_paths_move_left_the_cards_without_their_driver(
+        team: dict[str, Path]) -> None:
+    """KB246: kb.toml's problems moved to Cards/ while .gitattributes still names Problems/*.md;
+    git would merge the cards line by line. `kb hooks install` writes the line; then no warning."""
+    a = team["a"]
+
+    def kb246() -> list[dict]:
+        res = invoke("verify", "--json", cwd=a)
+        return [d for d in res.json()["diagnostics"] if d["code"] == "KB246"]
+
+    assert kb246() == []
+    with (a / "kb.toml").open("a", encoding="utf-8") as f:
+        f.write('\n[paths]\nproblems = "Cards"\n')
+    git(a, "mv", "Problems", "Cards")
+    found = kb246()
+    assert len(found) == 1 and "Cards/*.md (kb-card)" in found[0]["message"], found
+    assert "`Cards/*.md merge=kb-card`" in found[0]["message"]
+    assert git(a, "check-attr", "merge", "--", "Cards/q1.md").endswith("unspecified")
+    assert invoke("hooks", "install", cwd=a).code == 0
+    assert git(a, "check-attr", "merge", "--", "Cards/q1.md").endswith("kb-card")
+    assert kb246() == []
+
+
+def test_no_kb246_in_a_kb_that_names_no_driver(team: dict[str, Path]) -> None:
+    """A KB whose .gitattributes names none of kb's drivers (removed on purpose) is not nagged."""
+    a = team["a"]
+    (a / ".gitattributes").unlink()
+    res = invoke("verify", "--json", cwd=a)
+    assert "KB246" not in {d["code"] for d in res.json()["diagnostics"]}
+
+
+def test_a_conflict_in_the_statement_names_its_lines(tmp_path: Path) -> None:
+    base = _card("[]")
+    ours = _card('["q2"]').replace(b"Shared.\n", b"Ours.\n")
+    theirs = _card('["q3"]').replace(b"Shared.\n", b"Theirs.\n")
+    code, merged, messages = _driver(tmp_path, base, ours, theirs)
+    assert code == 1 and b"Ours." in merged and b"Theirs." in merged
+    assert messages == ["Problems/q1.md: both sides changed the same lines (line 13: lines 14–16); "
+                        "resolve the conflict markers there (ours first, then theirs)"]

@@ -51,8 +51,11 @@ def test_a_card_in_a_subfolder_is_a_warning_in_index_and_every_verify_mode(tmp_p
 def test_configured_folders_and_the_kb_root_as_a_folder(tmp_path: Path) -> None:
     """The folders are kb.toml's; a folder set to the KB's root has no 'elsewhere'."""
     root = git_init(tmp_path / "r")
-    write_files(root, {"kb.toml": '[kb]\n[paths]\nproblems = "cards/problems"\nexperiments = "."\n',
-                       ".gitignore": ".kb/\n", "tree.md": "# T\n",
+    # (the tree and dashboard in a folder of their own: a folder of records at the top
+    # would hold them, which kb.toml refuses)
+    write_files(root, {"kb.toml": '[kb]\n[paths]\nproblems = "cards/problems"\nexperiments = "."\n'
+                                  'tree = "Logs/tree.md"\ndashboard = "Logs/DASHBOARD.md"\n',
+                       ".gitignore": ".kb/\n", "Logs/tree.md": "# T\n",
                        "cards/problems/deep/P001.md": CARD, "notes/E001.md": "# E001: H1 - x\n",
                        "Problems/sub/P002.md": CARD})
     commit_all(root, "kb")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git, invoke, write_files
-from test_verify_support import TREE, codes, find, git_run, make_repo, verify_json
+from test_verify_support import E001, TREE, codes, find, git_run, make_repo, verify_json
 
 #: (key, its folder, the new folder, a record there, its ID)
 MOVES = [("experiments", "experiments", "exps", "experiments/E001.md", "E001"),
@@ -89,8 +89,13 @@ def test_records_left_behind_are_removed_records(repo, monkeypatch, key, folder,
         f"move a path\n\nKb-Override: paths.{key} the lab's layout\nKb-Override: {rid} retired")
     rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")
     (d,) = find(data, "KB301")
-    assert rc == 0 and d["severity"] == "info" and d["message"].endswith(
+    assert d["severity"] == "info" and d["message"].endswith(
         f"accepted: Kb-Override: {rid} retired"), data
+    # what still names the record is judged as for the file deleted: tree.md's Evidence
+    # names E001 (KB210, introduced by this commit); nothing names q1
+    assert rc == (1 if rid == "E001" else 0), data
+    assert [(d["path"], d["blocking"]) for d in find(data, "KB210")] == (
+        [("tree.md", True)] if rid == "E001" else []), data
 
 
 def test_a_tree_left_behind_hides_every_hypothesis(repo, monkeypatch) -> None:
@@ -156,15 +161,205 @@ def test_the_hooks_refuse_the_records_left_behind_and_pass_them_moved(repo, tmp_
 
 
 def test_the_records_are_not_read_again_when_kb_toml_stays(repo, monkeypatch) -> None:
-    """The hook's hot path: no kb.toml change, no listing of the base's folders."""
+    """The hook's hot path: no kb.toml change, no listing of the base's folders, and the
+    base's errors (tree.md's KB210, introduced) judged as the base was read."""
     import kb.checks.unread_records as unread
 
     def refuse(*_args):
         raise AssertionError("read the base's folders although [paths] did not move")
 
     monkeypatch.setattr(unread, "_judge", refuse)
+    monkeypatch.setattr(unread, "own_reading", refuse)
     git(repo, "rm", "-q", "experiments/E001.md")
     rc, data = verify_json(repo, "--staged")
     assert rc == 1 and [d["path"] for d in find(data, "KB301")] == ["experiments/E001.md"], data
+    assert _blocking(data, "KB210") == [("tree.md", True, False)], data
     rc, data = verify_json(repo)
     assert rc == 1 and [d["path"] for d in find(data, "KB301")] == ["experiments/E001.md"], data
+    _commit(repo)
+    rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")
+    assert rc == 1 and _blocking(data, "KB210") == [("tree.md", True, False)], data
+
+
+# -- Snapshot findings a [paths] move causes are introduced, not pre-existing --------------
+# Both sides of a change were read through the change's own kb.toml, so the base, read
+# with the new [paths], already lacked what the move hides: tree.md's KB210 "Evidence of
+# H1 names E001" looked pre-existing and passed the hooks. The base is now read with its
+# own kb.toml when the change moves a [paths] key.
+
+def _blocking(data, code: str) -> list[tuple[str, bool, bool]]:
+    return [(d["path"], d["blocking"], d["pre_existing"]) for d in find(data, code)]
+
+
+def _remote(repo: Path, tmp_path: Path) -> None:
+    """kb's hooks installed, and a bare remote holding ``main`` as it is (pushed past them)."""
+    assert invoke("hooks", "install", cwd=repo).code == 0
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(repo, "remote", "add", "origin", str(bare))
+    assert git_run(repo, "push", "-q", "--no-verify", "origin", "main").returncode == 0
+
+
+def _out(proc) -> str:
+    return (proc.stdout + proc.stderr).decode("utf-8", "replace")
+
+
+def test_the_hooks_refuse_what_a_move_hides_as_a_deletion_would(repo, tmp_path) -> None:
+    """The tester's repro: [paths] moved, the files left behind, the record dropped by an
+    override: tree.md's Evidence now names an experiment kb does not read. The pre-commit
+    and pre-push hooks refuse it as they refuse the same record deleted."""
+    _remote(repo, tmp_path)
+    _move_setting(repo, "experiments", "exps")
+    git(repo, "add", "-A")
+    env = {"KB_OVERRIDE": "paths.experiments reorg\nE001 dropped"}
+    msg = "move experiments\n\nKb-Override: paths.experiments reorg\nKb-Override: E001 dropped"
+    proc = git_run(repo, "commit", "-q", "-m", msg, env=env)
+    out = _out(proc)
+    assert proc.returncode != 0, out
+    assert "KB210" in out and "names E001" in out and "(pre-existing)" not in out, out
+    # the control: the record deleted, the same override (KB210 introduced, refused)
+    git(repo, "reset", "-q", "--hard")
+    git(repo, "rm", "-q", "experiments/E001.md")
+    proc = git_run(repo, "commit", "-q", "-m", "drop E001\n\nKb-Override: E001 dropped",
+                   env={"KB_OVERRIDE": "E001 dropped"})
+    assert proc.returncode != 0 and "KB210" in _out(proc), _out(proc)
+    assert "(pre-existing)" not in _out(proc), _out(proc)
+    # committed past the hook: pre-push refuses it (the range from origin/main)
+    git(repo, "reset", "-q", "--hard")
+    _move_setting(repo, "experiments", "exps")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--no-verify", "-m", msg)
+    proc = git_run(repo, "push", "origin", "main")
+    out = _out(proc)
+    assert proc.returncode != 0 and "KB210" in out and "(pre-existing)" not in out, out
+    assert git(repo, "rev-parse", "HEAD~1") == git(repo, "rev-parse", "origin/main")
+
+
+def test_a_range_judges_its_origin_read_with_its_own_paths(repo) -> None:
+    _move_setting(repo, "experiments", "exps")
+    _commit(repo, "paths.experiments reorg", "E001 dropped")
+    rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")
+    assert rc == 1 and _blocking(data, "KB210") == [("tree.md", True, False)], data
+    assert [d["severity"] for d in find(data, "KB301")] == ["info"], data
+    rc, data = verify_json(repo, "--rev", "HEAD")
+    assert rc == 1 and _blocking(data, "KB210") == [("tree.md", True, False)], data
+    # the staged index against that commit: the move is HEAD's, not this change's, and
+    # what it left is pre-existing for the next commit
+    write_files(repo, {"notes.txt": "x\n"})
+    git(repo, "add", "-A")
+    rc, data = verify_json(repo, "--staged")
+    assert rc == 0 and _blocking(data, "KB210") == [("tree.md", False, True)], data
+
+
+def test_an_error_older_than_the_move_stays_pre_existing(repo, tmp_path) -> None:
+    """An error the base had before the move, unrelated to it (H2's Evidence names an
+    experiment that never existed), stays pre-existing: the hooks pass the move, the
+    records it hides accepted by their overrides."""
+    text = (repo / "tree.md").read_text(encoding="utf-8")  # H2's Evidence, last in the file
+    write_files(repo, {"tree.md": text.rsplit("Evidence: (empty)", 1)[0] + "Evidence: E099\n"})
+    git(repo, "commit", "-q", "-a", "--no-verify", "-m", "an old mistake")
+    _remote(repo, tmp_path)
+    # a move that hides a record (q1, dropped by its override), then one that carries its
+    # records along (git mv); [paths] is kb.toml's last table after the first
+    _move_setting(repo, "problems", "Cards/P")
+    moves = [("problems", ("paths.problems reorg", "q1 retired")),
+               ("experiments", ("paths.experiments reorg",))]
+    for key, overrides in moves:
+        if key == "experiments":
+            with (repo / "kb.toml").open("a", encoding="utf-8") as f:
+                f.write('experiments = "exps"\n')
+            git(repo, "mv", "experiments", "exps")
+        git(repo, "add", "-A")
+        msg = "move\n\n" + "\n".join(f"Kb-Override: {o}" for o in overrides)
+        proc = git_run(repo, "commit", "-q", "-m", msg, env={"KB_OVERRIDE": "\n".join(overrides)})
+        out = _out(proc)
+        assert proc.returncode == 0, out
+        (line,) = [ln for ln in out.splitlines() if "KB210" in ln]
+        assert "names E099" in line and line.endswith("(pre-existing)"), out
+        rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")
+        assert rc == 0 and _blocking(data, "KB210") == [("tree.md", False, True)], data
+    proc = git_run(repo, "push", "origin", "main")
+    assert proc.returncode == 0, _out(proc)
+    rc, data = verify_json(repo, "--range", "HEAD~2..HEAD")
+    assert rc == 0 and _blocking(data, "KB210") == [("tree.md", False, True)], data
+
+
+def test_a_tree_left_behind_orphans_the_experiments(repo, monkeypatch) -> None:
+    """What the move hides beyond the records named: the experiments that test the
+    hypotheses of a tree left behind are KB211, introduced (each hypothesis accepted as
+    dropped), not pre-existing."""
+    write_files(repo, {"research/tree.md": "# Hypothesis Tree\n"})
+    _move_setting(repo, "tree", "research/tree.md")
+    git(repo, "add", "-A")
+    ovs = ("paths.tree a new home", "H1 gone", "H1.1 gone", "H2 gone")
+    monkeypatch.setenv("KB_OVERRIDE", "\n".join(ovs))
+    rc, data = verify_json(repo, "--staged")
+    assert rc == 1 and _blocking(data, "KB211") == [("experiments/E001.md", True, False)], data
+    assert {d["severity"] for d in find(data, "KB301")} == {"info"}, data
+    _commit(repo, *ovs)
+    rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")
+    assert rc == 1 and _blocking(data, "KB211") == [("experiments/E001.md", True, False)], data
+
+
+def test_a_move_that_reads_the_old_folder_as_something_else(make_kb, monkeypatch) -> None:
+    """The new layout reads the old folder's files as another format (``exps/a/E001.md``
+    is misplaced under ``experiments = "exps"``): the base's own reading of those files
+    is not the one the index holds (keyed by path and blob), and is made apart."""
+    repo = make_kb({"tree.md": TREE, "exps/a/E001.md": E001},
+                   config='[kb]\n[paths]\nexperiments = "exps/a"\n', commit=True)
+    rc, data = verify_json(repo)
+    assert rc == 0, data
+    toml = repo / "kb.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace('"exps/a"', '"exps"'),
+                    encoding="utf-8")
+    git(repo, "add", "-A")
+    ovs = ("paths.experiments flat", "E001 dropped")
+    monkeypatch.setenv("KB_OVERRIDE", "\n".join(ovs))
+    rc, data = verify_json(repo, "--staged")
+    assert rc == 1 and _blocking(data, "KB210") == [("tree.md", True, False)], data
+    _commit(repo, *ovs)
+    rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")
+    assert rc == 1 and _blocking(data, "KB210") == [("tree.md", True, False)], data
+
+
+
+def test_only_the_layout_is_read_as_the_base_had_it(repo, monkeypatch) -> None:
+    """The base is read with its own [paths], every other setting as the change reads
+    it: a warning the base had (KB108, a Markdown file in a subfolder of Problems/) that
+    the same commit raises to an error is pre-existing, as in a commit that moves no path."""
+    write_files(repo, {"Problems/sub/notes.md": "# notes\n"})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--no-verify", "-m", "a note")
+    rc, data = verify_json(repo)
+    assert rc == 0 and _blocking(data, "KB108") == [("Problems/sub/notes.md", False, False)], data
+    git(repo, "mv", "experiments", "exps")
+    toml = repo / "kb.toml"
+    toml.write_text(toml.read_text(encoding="utf-8") + '\n[rules]\nseverity = { KB108 = "error" }\n'
+                    '\n[paths]\nexperiments = "exps"\n', encoding="utf-8")
+    git(repo, "add", "-A")
+    monkeypatch.setenv("KB_OVERRIDE", "paths.experiments tidy")
+    rc, data = verify_json(repo, "--staged")
+    assert rc == 0 and _blocking(data, "KB108") == [("Problems/sub/notes.md", False, True)], data
+    _commit(repo, "paths.experiments tidy")
+    rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")
+    assert rc == 0 and _blocking(data, "KB108") == [("Problems/sub/notes.md", False, True)], data
+
+
+def test_a_move_onto_files_the_base_did_not_read(repo, monkeypatch) -> None:
+    """What the new layout reads that the base's did not is the change's too: a folder of
+    old copies made the experiments' folder declares E001 twice (KB202) under a name that
+    is not its ID (KB208), introduced -- though no record is hidden."""
+    write_files(repo, {"old/E001.md": E001, "old/E001-copy.md": E001})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--no-verify", "-m", "old copies, not read")
+    git(repo, "rm", "-q", "-r", "experiments")
+    _move_setting(repo, "experiments", "old")
+    git(repo, "add", "-A")
+    monkeypatch.setenv("KB_OVERRIDE", "paths.experiments reuse")
+    rc, data = verify_json(repo, "--staged")
+    assert not find(data, "KB301"), data  # E001 is still declared: nothing hidden
+    assert rc == 1 and _blocking(data, "KB202") == [("old/E001.md", True, False)], data
+    assert _blocking(data, "KB208") == [("old/E001-copy.md", True, False)], data
+    _commit(repo, "paths.experiments reuse")
+    rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")
+    assert rc == 1 and _blocking(data, "KB202") == [("old/E001.md", True, False)], data

@@ -250,6 +250,23 @@ def test_clean_cherry_pick_of_a_card_edit_is_warned(repo) -> None:
     assert out.count("cherry-pick, a rebase or an amend") == 1  # one commit, one warning
 
 
+def test_the_reading_change_quotes_kb_toml_as_written(repo) -> None:
+    """KB309 quotes a regex and the separators as kb.toml writes them: `H\\d+` with one
+    backslash (Python's repr doubled it: 'H\\\\d+'), the separators as a list."""
+    toml = (repo / "kb.toml").read_text(encoding="utf-8")
+    (repo / "kb.toml").write_text(toml.replace("[kb]\n", "[kb]\nid_grammar = 'H\\d+(\\.\\d+)*'\n"
+                                               "heading_separators = [':', '\\']\n", 1),
+                                  encoding="utf-8")
+    git(repo, "commit", "-q", "--no-verify", "-am", "another grammar")
+    rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")
+    messages = [d["message"] for d in find(data, "KB309")]
+    assert rc == 1 and len(messages) == 2, data
+    assert "changes [kb] id_grammar from kb's default to `H\\d+(\\.\\d+)*`: how" in messages[0], messages
+    assert ("changes [kb] heading_separators from [`:`, `：`] to [`:`, `\\`]: how"
+            in messages[1]), messages
+    assert "\\\\" not in messages[0] + messages[1], messages
+
+
 def test_changing_how_the_record_is_read_needs_an_override(repo) -> None:
     """Another ID grammar can stop kb reading every hypothesis: that kb.toml change is
     KB309 (a range judged on any checkout), accepted only with an override naming it."""
@@ -261,7 +278,7 @@ def test_changing_how_the_record_is_read_needs_an_override(repo) -> None:
     rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")
     hits = [d for d in find(data, "KB309") if "id_grammar" in d["message"]]
     assert rc == 1 and len(hits) == 1 and hits[0]["line"] == 2, data
-    assert "changes [kb] id_grammar from kb's default to 'X[0-9]+'" in hits[0]["message"], hits
+    assert "changes [kb] id_grammar from kb's default to `X[0-9]+`" in hits[0]["message"], hits
     git(repo, "commit", "-q", "--amend", "--no-verify", "-m",
         "another grammar\n\nKb-Override: kb.id_grammar the lab renamed its hypotheses")
     rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")

@@ -88,7 +88,22 @@ def test_sync_merges_a_report_written_on_both_sides(team: dict[str, Path], share
     assert res.code == 0, json.dumps(data)[:3000] + res.stderr
     assert data["merge"] == "merged" and data["conflicts"] == [] and data["findings"] == []
     assert data["drivers"]["kb-report"] == "registered"
+    # The driver's word reaches the user: the report is our side's, to refresh.
+    assert data["notes"] == [HINT.format(path=REPORT)]
     _assert_merged_report(b, ours, data["merge_commit"])
+
+
+def test_sync_with_kb_hooks_says_to_refresh_the_report(team: dict[str, Path]) -> None:
+    """The tester's case: kb's hooks installed, both sides reported; ``kb sync`` merges
+    and prints the driver's note (as a plain ``git pull`` does), once."""
+    a, b = team["a"], team["b"]
+    for clone in (a, b):
+        assert invoke("hooks", "install", cwd=clone).code == 0
+    ours = _diverge(a, b, shared_report=True)
+    res = invoke("sync", cwd=b)
+    assert res.code == 0, res.stderr
+    assert res.stderr.splitlines().count(HINT.format(path=REPORT)) == 1, res.stderr
+    _assert_merged_report(b, ours, git(b, "rev-list", "--merges", "-n", "1", "HEAD"))
 
 
 def test_sync_of_an_older_kb_names_the_report_driver_and_merges(team: dict[str, Path]) -> None:

@@ -73,6 +73,20 @@ def test_verify_reports_a_stale_trail_as_a_warning(kb: Path) -> None:
     assert not [d for d in r.json()["diagnostics"] if d["code"] == "KB241"]
 
 
+def test_render_check_says_a_fresh_trail_is_up_to_date(kb: Path) -> None:
+    ok(kb, "add", "--kind", "goal", "--title", "g")
+    ok(kb, "render")
+    r = invoke("trail", "render", "--check", cwd=kb)
+    # on standard error, where kb dashboard --check and kb refresh --check say it
+    assert r.code == 0 and r.stderr == "TRAIL.md is up to date\n" and r.stdout == ""
+    r = invoke("trail", "render", "--check", "--json", cwd=kb)  # stdout holds only the JSON
+    assert r.code == 0 and r.json() == {"path": "TRAIL.md", "exists": True, "stale": False,
+                                        "line": None}
+    ok(kb, "add", "--kind", "question", "--title", "q")
+    r = invoke("trail", "render", "--check", cwd=kb)
+    assert r.code == 1 and r.stdout == "" and "stale: run `kb trail render`" in r.stderr
+
+
 def test_a_crlf_checkout_is_not_stale_and_render_commits_nothing(kb: Path, tmp_path: Path) -> None:
     """core.autocrlf=true checks TRAIL.md out with CRLF: the same blob, so not stale,
     and `kb trail render` keeps the CRLF and makes no (empty) commit (case WIN-01)."""

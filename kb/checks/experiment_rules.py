@@ -11,6 +11,7 @@ from pathlib import PurePosixPath
 from kb.checks.diagnostics import diag
 from kb.checks.facts import FileFacts
 from kb.checks.registry import file_rule
+from kb.numbers import MAX_DIGITS, quoted
 
 
 @file_rule("KB207", "KB208")
@@ -20,18 +21,22 @@ def experiment_rules(f: FileFacts) -> list:
         return []
     out = []
     for e in f.objects:
+        shown = quoted(e.id, quote=False)  # an ID of thousands of digits: its start
         if e.status == "已完成" and e.conclusion is None:
             sections = e.sections or []
             if e.conclusion_line:
                 out.append(diag(e.path, e.conclusion_line, "KB207",
-                                f"{e.id} is 已完成 but its **结论** line has no conclusion word; "
+                                f"{shown} is 已完成 but its **结论** line has no conclusion word; "
                                 "start it with 支持, 推翻 or 不确定"))
             elif "结果" not in sections:
                 out.append(diag(e.path, (e.anchor_lines or {}).get("Status", e.line), "KB207",
-                                f"{e.id} is 已完成 but has no '## 结果' section with a '**结论**' line"))
+                                f"{shown} is 已完成 but has no '## 结果' section with a "
+                                "'**结论**' line"))
         stem = PurePosixPath(e.path).stem
         if e.id != stem:
             out.append(diag(e.path, e.line, "KB208",
-                            f"experiment {e.id} is in {PurePosixPath(e.path).name}; an experiment "
-                            f"file is named <ID>.md ({e.id}.md)"))
+                            f"experiment {shown} is in {PurePosixPath(e.path).name}; an experiment "
+                            + (f"file is named <ID>.md ({e.id}.md)" if shown == e.id else
+                               f"ID has at most {MAX_DIGITS} digits and its file is named <ID>.md: "
+                               f"give it its file's ID ({stem})")))
     return out

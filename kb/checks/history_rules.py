@@ -478,6 +478,13 @@ def removed_ids(c: Change) -> dict[tuple[str, str], str]:
 _STRENGTH = {"error": 3, "warning": 2, "info": 1, "off": 0}
 
 
+def _as_written(value: str | tuple[str, ...]) -> str:
+    """A kb.toml regex (``H\\d+``) or list of separators as the user wrote it, in backticks."""
+    if isinstance(value, str):
+        return f"`{value}`"
+    return "[" + ", ".join(f"`{v}`" for v in value) + "]"
+
+
 @history_rule("KB309")
 def rules_weakened(c: Change) -> list:
     """KB309: the change weakens a rule (``[rules] disable``, a lower severity),
@@ -521,8 +528,9 @@ def rules_weakened(c: Change) -> list:
                           ("heading_separators", tuple(old.heading_separators),
                            tuple(new.heading_separators))):
         if was != now:
-            # None: no grammar set, kb reads its default one (named so, not "None")
-            was_s, now_s = ("kb's default" if v is None else repr(v) for v in (was, now))
+            # None: no grammar set, kb reads its default one (named so, not "None"); a regex
+            # or separator as kb.toml writes it, in backticks (repr would double `H\d+`'s `\`)
+            was_s, now_s = ("kb's default" if v is None else _as_written(v) for v in (was, now))
             out.append(c.violation(f"kb.{key}", "kb.toml", new.line_of("kb", key), "KB309",
                                    f"kb.toml changes [kb] {key} from {was_s} to {now_s}: how "
                                    "kb reads the record changes with it (declarations may no "

@@ -22,21 +22,43 @@ from kb.checks.results import history_diagnostics, snapshot_diagnostics, split_i
 def check_snapshots(k: Any, new_f: Any, base_f: Optional[Any], strict: bool,
                     earlier: Optional[Any] = None,
                     file_scope: Optional[set[str]] = None,
-                    raw: Optional[list] = None) -> list[Finding]:
+                    raw: Optional[list] = None, base_config: Any = None,
+                    new_config: Any = None) -> list[Finding]:
     """Snapshot findings of ``new_f``; with ``strict``, only errors absent from
     ``base_f`` block (the others are marked pre-existing). ``file_scope`` limits
     the per-file rules (both sides) to those paths; ``raw`` gives ``new_f``'s results
-    computed already (see :func:`snapshot_diagnostics`)."""
+    computed already (see :func:`snapshot_diagnostics`). ``base_config`` and
+    ``new_config`` are the base's and the change's own kb.toml: when the change moves a
+    ``[paths]`` key, the base's errors are those of the base read with its own ``[paths]``
+    (both sides are read through the change's, which no longer reads what the move hides:
+    the errors that follow from that would pass as pre-existing)."""
     diags = snapshot_diagnostics(new_f, base_f, earlier, file_scope=file_scope, raw=raw)
     if not strict:
         return findings(diags, k, "snapshot", all_errors_block=True)
     errors = [d for d in diags if d.severity == "error"]
     if not errors:
         return findings(diags, k, "snapshot")
-    base = snapshot_diagnostics(base_f, file_scope=file_scope) if base_f is not None else []
+    base = _base_diagnostics(base_f, file_scope, base_config, new_config)
     introduced, pre = split_introduced(diags, base)
     return findings(diags, k, "snapshot", blocking={id(d) for d in introduced},
                     pre={id(d) for d in pre})
+
+
+def _base_diagnostics(base_f: Optional[Any], file_scope: Optional[set[str]], base_config: Any,
+                      new_config: Any) -> list:
+    """The snapshot diagnostics a change's errors are judged against (see
+    :func:`check_snapshots`): ``base_f``'s, or, when the change moves a ``[paths]`` key,
+    those of ``base_f``'s commit read with the ``[paths]`` of its own kb.toml
+    (``base_config``; every other setting as ``base_f`` was read)."""
+    from kb.checks.unread_records import moved_keys, own_reading
+
+    if base_f is None:
+        return []
+    if moved_keys(base_config, new_config):  # (rare: a comparison of two dicts otherwise)
+        with own_reading(base_f, base_config.paths) as own:
+            if own is not None:
+                return snapshot_diagnostics(own, file_scope=file_scope)
+    return snapshot_diagnostics(base_f, file_scope=file_scope)
 
 
 def history_findings(change: Any, k: Any, commit: Optional[str]) -> list[Finding]:

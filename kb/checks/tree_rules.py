@@ -16,7 +16,7 @@ from typing import Any, Optional
 from kb.checks.diagnostics import diag
 from kb.checks.facts import FileFacts
 from kb.checks.registry import file_rule
-from kb.numbers import MAX_DIGITS, small_int
+from kb.numbers import MAX_DIGITS, quoted, small_int
 from kb.vocab import (
     CONCLUSION,
     ENTRY_STATUS,
@@ -59,11 +59,11 @@ def id_grammar(f: FileFacts) -> list:
             nums = [small_int(p) for p in parts]
             if None in nums:
                 longest = max(len(p) for p in parts)
-                shown = h.id if len(h.id) <= 40 else h.id[:20] + "…"
                 out.append(diag(h.path, h.line, "KB201",
-                                f"{shown} is not a valid ID: a number of {longest} digits is not an "
-                                f"ID number (at most {MAX_DIGITS} digits); IDs are H<n>(.<n>)* with "
-                                "n >= 1 and no leading zeros — give it the next free ID"))
+                                f"{quoted(h.id, quote=False)} is not a valid ID: a number of "
+                                f"{longest} digits is not an ID number (at most {MAX_DIGITS} "
+                                "digits); IDs are H<n>(.<n>)* with n >= 1 and no leading zeros — "
+                                "give it the next free ID"))
                 continue
             if matches:
                 continue
@@ -74,9 +74,9 @@ def id_grammar(f: FileFacts) -> list:
         elif matches:
             continue
         out.append(diag(h.path, h.line, "KB201",
-                        f"{h.id} does not match the ID grammar `{grammar}`{hint}; IDs are "
-                        "H<n>(.<n>)* with n >= 1 and no leading zeros, or set [kb] id_grammar "
-                        "in kb.toml"))
+                        f"{quoted(h.id, quote=False)} does not match the ID grammar "
+                        f"`{grammar}`{hint}; IDs are H<n>(.<n>)* with n >= 1 and no leading "
+                        "zeros, or set [kb] id_grammar in kb.toml"))
     return out
 
 

@@ -10,11 +10,21 @@ parsed with the base's configuration. A record found there is *carried* when the
 side still declares its ID (the folder moved with it), else *unread*: KB301 reports it
 as it reports a deletion. Cost: nothing unless ``[paths]`` changed (the hook's hot path),
 then what those folders hold.
+
+The snapshot rules meet the same blind spot: an error of the new side (tree.md's Evidence
+naming an experiment left behind) is pre-existing when the base has it, and the base
+read through the new kb.toml has it too. :func:`own_reading` gives the base as its own
+``[paths]`` read it, which :func:`kb.checks.judge.check_snapshots` judges against when the
+change moves a ``[paths]`` key.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, NamedTuple, Optional
+import dataclasses
+import hashlib
+import json
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator, NamedTuple, Optional
 
 from kb import git
 from kb.checks.facts import NAMESPACE
@@ -122,6 +132,47 @@ def _own_reading(c: Any, keys: list[str]) -> Optional[set[tuple[str, str]]]:
     blobs = git.read_blobs(files.values(), c.kb.top)
     return {(NAMESPACE[o.kind], o.id) for p, b in files.items() if b in blobs
             for o in parse_file(p, blobs[b], new).objects if o.kind in _GUARDED}
+
+
+@contextmanager
+def own_reading(base_f: Any, paths: dict[str, str]) -> Iterator[Optional[Any]]:
+    """Yield the commit of :class:`kb.checks.facts.Facts` ``base_f`` read with its own
+    ``[paths]`` (``paths``, from its kb.toml), every other setting as ``base_f`` was read
+    (severities, disabled rules, the ID grammar: only the layout differs); None
+    when ``base_f`` is no commit (the empty history). Raises GitError when git fails.
+
+    The files both layouts read alike are ``base_f``'s, parsed already; the others (a
+    moved key's old folder) are parsed into ``base_f``'s index -- the layout it was read
+    with does not read them, so their parses meet no other reading there. When the two
+    layouts read one file as different formats (an old folder the new layout calls
+    misplaced), that file's parse in the index is the other layout's (one parse per path
+    and blob): the base is then read apart, into an index of its own, thrown away after."""
+    from kb.checks.facts import Facts
+    from kb.checks.results import snapshot_key
+    from kb.repo import commit_snapshot
+
+    rev = base_f.snap.rev
+    if rev is None:
+        yield None
+        return
+    k = dataclasses.replace(base_f.kb, config=dataclasses.replace(base_f.config, paths=dict(paths)))
+    snap = commit_snapshot(k, rev)
+    theirs = base_f.formats
+    if all(theirs.get(p, fmt) == fmt for p, fmt in snap.formats.items()):
+        own = Facts(base_f.index, snap, base_f.label, derive_from=base_f)
+        # its stored results apart from those of the same files under another layout
+        layout = json.dumps(paths, sort_keys=True).encode("utf-8", "surrogateescape")
+        own.results_key = f"{snapshot_key(own)}:paths:{hashlib.sha1(layout).hexdigest()}"
+        yield own
+        return
+    import tempfile
+    from pathlib import Path
+
+    from kb.index import Index
+
+    with tempfile.TemporaryDirectory(prefix="kb-layout-") as folder, \
+            Index(k, Path(folder) / "index.sqlite") as idx:
+        yield Facts(idx, snap, base_f.label)
 
 
 def _inside(path: str, place: str) -> bool:

@@ -441,11 +441,18 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
         raw = store_scoped(tip_f, scope, {**theirs, **ours})
         tip_found = check_snapshots(k, tip_f, origin_f, strict=True, file_scope=scope, raw=raw)
     else:
+        # The origin's and the tip's own kb.toml when the range changes it: a [paths] move
+        # judges the origin as its own reads it (check_snapshots); read here, not in the child.
+        layouts = ((config_at(k, origin), config_at(k, tip)) if origin and ch is not None
+                   and any(c.path == "kb.toml" for c in ch) else (None, None))
+
         def snapshot() -> list[tuple]:
             """The tip's snapshot findings (judged against the origin), as tuples."""
             base_f = origin_f if origin_f is not None else _empty_facts(idx, k)
             return [astuple(f) for f in check_snapshots(k, tip_f, base_f, strict=True,
-                                                        file_scope=scope)]
+                                                        file_scope=scope,
+                                                        base_config=layouts[0],
+                                                        new_config=layouts[1])]
 
         rows, found = _at_once(idx, snapshot, history)
         tip_found = [Finding(*r) for r in rows]

@@ -119,7 +119,9 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
                                               codes={"KB307"}, first=head)
             report.findings += found
             report.findings += check_snapshots(k, new_f, base_f, strict=True,
-                                               earlier=lambda: before_head(idx, k, base_f))
+                                               earlier=lambda: before_head(idx, k, base_f),
+                                               base_config=change.config,
+                                               new_config=change.new_config)
     return report
 
 

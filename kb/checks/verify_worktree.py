@@ -101,4 +101,24 @@ def _driver_findings(k: Any) -> list[Finding]:
                "git merges the file line by line instead (conflicts kb would avoid); run "
                "`kb hooks install` (or `kb sync`) to register kb's drivers", None)
         out.extend(dataclasses.replace(f, path=repo) for f in findings([d], k, "snapshot"))
-    return out
+    return out + _uncovered_findings(k)
+
+
+def _uncovered_findings(k: Any) -> list[Finding]:
+    """KB246: git gives kb's merge drivers to some of the KB's files but not to one kb.toml
+    places now (a ``[paths]`` setting moved past its ``.gitattributes`` line)."""
+    from kb.checks.catalogue import effective_severity
+    from kb.merge.drivers import covered, uncovered
+
+    sev = effective_severity("KB246", "warning", k.config)
+    if sev is None:
+        return []
+    paths = k.config.paths
+    lines = covered(paths["tree"], paths["dashboard"], paths["logs"], paths["problems"])
+    diags = [_D(".gitattributes", 1, 1, "KB246", sev,
+                f"git gives kb's merge drivers to other files of this KB but not to {k.prefix}{c.shown} "
+                f"({c.driver}): git merges it line by line (conflicts kb would avoid), as after "
+                f"kb.toml's [paths] moved it; add `{c.line}` to {k.prefix}.gitattributes and commit "
+                "it (`kb sync` does both)", None)
+            for c in uncovered(k.top, k.prefix, lines)]
+    return findings(diags, k, "snapshot") if diags else []

@@ -66,3 +66,29 @@ def settle_derived(base: bytes, ours: bytes, theirs: bytes) -> Optional[tuple[by
         return (text[:m.start()] + line + text[m.end():]).encode("utf-8")
 
     return put(texts[0], b_m), put(texts[1], o_m), put(texts[2], t_m)
+
+
+def conflict_regions(merged: bytes) -> list[str]:
+    """What each conflict of a line-merged card is about, for the merge's message: the
+    anchors both sides changed there (``- 计划:``) or else its lines, with the line of its
+    ``<<<<<<<`` marker: ``["line 11: 计划"]``."""
+    text = merged.decode("utf-8", "replace")
+    out: list[str] = []
+    start: Optional[int] = None
+    keys: list[str] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.startswith("<<<<<<<"):
+            start, keys = n, []
+        elif start is not None and line.startswith(">>>>>>>"):
+            what = ", ".join(dict.fromkeys(keys)) if keys else f"lines {start + 1}–{n - 1}"
+            out.append(f"line {start}: {what}")
+            start = None
+        elif start is not None:
+            m = _ANCHOR_KEY.match(line)
+            if m is not None:
+                keys.append(m.group(1))
+    return out
+
+
+#: The key of a card's anchor line (``- 计划: …``).
+_ANCHOR_KEY = re.compile(r"^- ([A-Za-z\u4e00-\u9fff/·]+)[ \t]*[:：]")

@@ -37,7 +37,7 @@ import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from kb import git
 from kb.trail.files import TRAIL_FILE
@@ -140,6 +140,29 @@ def report_path(logs: str) -> str:
     return REPORT_FILE if folder in ("", ".") else f"{folder}/{REPORT_FILE}"
 
 
+class Covered(NamedTuple):
+    """One ``.gitattributes`` line of a KB: what it names (a file, or a folder's cards as
+    ``Problems/*.md``), a path it covers, and its driver (paths relative to the KB folder)."""
+
+    shown: str
+    sample: str
+    driver: str
+    line: str
+
+
+def covered(tree: str, dashboard: str, logs: str, problems: Optional[str] = None) -> list[Covered]:
+    """What kb's ``.gitattributes`` lines name in a KB (:func:`attribute_lines`)."""
+    named = ((dashboard, "kb-dashboard"), (tree, "kb-tree"), (TRAIL_FILE, "kb-trail"),
+             (report_path(logs), "kb-report"))
+    out = [Covered(p, p, driver, f"{attribute_pattern(p)} merge={driver}")
+           for p, driver in named if not p.endswith("/")]
+    folder = (problems or "").strip("/")
+    if folder and folder != ".":
+        out.append(Covered(f"{folder}/*.md", f"{folder}/q1.md", "kb-card",
+                           f"{attribute_pattern(folder + '/', glob='*.md')} merge=kb-card"))
+    return out
+
+
 def attribute_lines(tree: str, dashboard: str, logs: str,
                     problems: Optional[str] = None) -> list[str]:
     """The ``.gitattributes`` lines of a KB (paths relative to the KB folder, where that
@@ -150,13 +173,27 @@ def attribute_lines(tree: str, dashboard: str, logs: str,
     lies there: kb.toml keeps the tree and dashboard out of record folders); none when
     the cards lie in the KB folder itself (``*.md`` there would name every Markdown
     file of the KB)."""
-    named = ((dashboard, "kb-dashboard"), (tree, "kb-tree"), (TRAIL_FILE, "kb-trail"),
-             (report_path(logs), "kb-report"))
-    lines = [f"{attribute_pattern(p)} merge={driver}" for p, driver in named if not p.endswith("/")]
-    folder = (problems or "").strip("/")
-    if folder and folder != ".":
-        lines.append(f"{attribute_pattern(folder + '/', glob='*.md')} merge=kb-card")
-    return lines
+    return [c.line for c in covered(tree, dashboard, logs, problems)]
+
+
+def uncovered(top: Path, prefix: str, lines: list[Covered]) -> list[Covered]:
+    """Those of ``lines`` whose path git gives no kb driver while it gives one to another
+    (the KB uses kb's drivers, and a ``[paths]`` setting moved past its line): one
+    ``git check-attr``, which reads every ``.gitattributes`` as git will. ``prefix`` is the
+    KB folder's path in the repository. Empty when git gives kb's drivers to none."""
+    if not lines:
+        return []
+    paths = [prefix + c.sample for c in lines]
+    proc = git.run(["check-attr", "-z", "merge", "--", *paths], top, check=False)
+    if proc.returncode != 0:
+        return []
+    got: dict[str, str] = {}
+    fields = proc.stdout.split(b"\0")
+    for i in range(0, len(fields) - 2, 3):  # path NUL attribute NUL value NUL
+        got[fields[i].decode("utf-8", "surrogateescape")] = fields[i + 2].decode("utf-8", "replace")
+    if not any(v.startswith("kb-") for v in got.values()):
+        return []
+    return [c for c, p in zip(lines, paths) if got.get(p) != c.driver]
 
 
 _GLOB_CHARS = re.compile(r"[*?\[\\]")

@@ -18,6 +18,17 @@ follow it: the record ID in the file name and in the fields naming the target
 (``r-q3-s1_<time>.json``) with it. Votes, reasons and the transcript stay as the
 verifiers wrote them. The history rules accept exactly this rewrite under the
 commit's ``Kb-Renumber:`` trailers (KB310, :func:`renamed_record`).
+
+The exploration graph's log follows too: in a log file the branch added
+(``.explore-tree/ops/…/<batch>.jsonl``, none the upstream holds) each node's
+``refs`` (an ``add``'s ``node.refs``, a ``set``'s ``fields.refs``) are renumbered —
+:func:`rewrite_trail_log`; the lines name their operations as before (same ids,
+clocks, times), and titles, summaries and digests stay as written, as a record's
+reasons do. TRAIL.md is the log's render, not prose: it is left to the render
+(the refs it does not show; the merge's driver renders it again), never rewritten
+token by token. A log file the upstream holds too is not the branch's to change:
+:func:`refs_left` lists the refs in it that still name a renumbered ID, which sync
+reports.
 """
 
 from __future__ import annotations
@@ -29,6 +40,8 @@ from typing import Any, Callable, Mapping, NamedTuple, Optional, Union
 
 from kb.merge.collide import Collision
 from kb.numbers import small_int
+from kb.trail.files import TRAIL_FILE
+from kb.trail.log import OPS_DIR
 
 _NUM = re.compile(r"^(.*?)(\d+)$")
 
@@ -255,15 +268,118 @@ def renamed_record(rel: str, data: bytes, renames: Mapping[str, str]) -> Optiona
     return MovedRecord(new_rel, new_data, owner)
 
 
+def is_trail_log(rel: str) -> bool:
+    """Whether a KB-relative path is a file of the exploration graph's log
+    (``.explore-tree/ops/<month>/<batch>.jsonl``)."""
+    return rel.startswith(OPS_DIR + "/") and rel.endswith(".jsonl") and rel.count("/") == 3
+
+
+def _op_refs(op: Any) -> Optional[list[Any]]:
+    """The ``refs`` list an operation writes (``add``: ``node.refs``; ``set``:
+    ``fields.refs``), or None."""
+    if not isinstance(op, dict) or op.get("op") not in ("add", "set"):
+        return None
+    holder = op.get("node" if op["op"] == "add" else "fields")
+    refs = holder.get("refs") if isinstance(holder, dict) else None
+    return refs if isinstance(refs, list) else None
+
+
+def _log_lines(data: bytes) -> list[tuple[bytes, Any]]:
+    """A log file's lines (without their newline) with the parsed operation, or None
+    for a line that is not one (kept byte for byte)."""
+    out = []
+    for raw in data.split(b"\n"):
+        try:
+            op = json.loads(raw) if raw.strip() else None
+        except (ValueError, RecursionError):
+            op = None
+        out.append((raw, op))
+    return out
+
+
+def rewrite_trail_log(data: bytes, p: Plan) -> bytes:
+    """A log file's bytes with each node's ``refs`` renumbered (every string of an
+    ``add``'s ``node.refs`` and a ``set``'s ``fields.refs``, as :func:`rewrite_text`
+    does prose: ``H1``, ``experiments/E002.md``, a record's name). An operation
+    changed is written again as :func:`kb.trail.log.encode_batch` writes one (sorted
+    keys, compact, UTF-8); every other line, and ``data`` when no ref changes, as it
+    was."""
+    if not p.ids:
+        return data
+    lines = _log_lines(data)
+    changed = False
+    out = []
+    for raw, op in lines:
+        refs = _op_refs(op)
+        new = [rewrite_text(r, p) if isinstance(r, str) else r for r in refs] if refs else refs
+        if new == refs:
+            out.append(raw)
+            continue
+        (op["node"] if op["op"] == "add" else op["fields"])["refs"] = new
+        out.append(json.dumps(op, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+                   .encode("utf-8"))
+        changed = True
+    return b"\n".join(out) if changed else data
+
+
+class TrailRef(NamedTuple):
+    """A node's refs naming a renumbered ID, as an operation of a log file the upstream
+    holds too wrote them: the node, the log file, the ref as written, the old ID it
+    names and the branch's object's new ID."""
+
+    node: str
+    path: str
+    ref: str
+    old: str
+    new: str
+
+
+def refs_left(logs: Mapping[str, bytes], shared: set[str], p: Plan) -> list[TrailRef]:
+    """The refs to a renumbered ID that the renumbering leaves in place: ``logs`` are the
+    log files the branch added (KB path -> bytes), ``shared`` those of them the upstream
+    holds too (their bytes are not the branch's to change). For each node, the last
+    operation of ``logs`` writing its refs (replay order: ``lc``, then the operation id)
+    counts: a ref of it in a shared file naming a renumbered ID (a whole token, as
+    :func:`rewrite_text` finds it) is one entry; a later ref the branch wrote itself
+    (renumbered with the branch's file) replaces it."""
+    if not p.ids:
+        return []
+    last: dict[str, tuple[tuple[int, str], str, list[Any]]] = {}
+    for rel in sorted(logs):
+        for _raw, op in _log_lines(logs[rel]):
+            refs = _op_refs(op)
+            if refs is None:
+                continue
+            nid = op["node"].get("id") if op["op"] == "add" else op.get("node")
+            if not isinstance(nid, str):
+                continue
+            order = (op["lc"] if isinstance(op.get("lc"), int) else 0, str(op.get("id")))
+            if nid not in last or last[nid][0] <= order:
+                last[nid] = (order, rel, refs)
+    pat = id_pattern(list(p.ids))
+    out: list[TrailRef] = []
+    for nid, (_order, rel, refs) in sorted(last.items()):
+        if rel not in shared:
+            continue
+        for r in refs:
+            m = pat.search(r) if isinstance(r, str) else None
+            if m:
+                out.append(TrailRef(nid, rel, r, m.group(0), p.ids[m.group(0)]))
+    return out
+
+
 def rewrite(paths: list[str], read: Callable[[str], Optional[bytes]], p: Plan,
             records: Optional[str] = None) -> dict[str, Optional[bytes]]:
     """New contents for the KB-relative ``paths`` (the branch's added/changed
     files): path -> bytes, and ``None`` for an old path that was renamed away.
     ``records`` is the verification records' folder (``Logs/Verification/``): its
-    ``.json`` files follow their card (:func:`renamed_record`). Non-UTF-8 files are
-    left as they are."""
+    ``.json`` files follow their card (:func:`renamed_record`); the exploration
+    graph's log files have their refs renumbered (:func:`rewrite_trail_log`);
+    TRAIL.md, its render, is left alone. Non-UTF-8 files are left as they are."""
     out: dict[str, Optional[bytes]] = {}
     for rel in paths:
+        if rel == TRAIL_FILE:
+            continue  # the log's render: the refs it does not show, its titles stay as written
         data = read(rel)
         if data is None:
             continue
@@ -271,6 +387,11 @@ def rewrite(paths: list[str], read: Callable[[str], Optional[bytes]], p: Plan,
             moved = renamed_record(rel, data, _card_ids(p))
             if moved is not None:
                 _put(out, rel, moved.path, moved.data)
+            continue
+        if is_trail_log(rel):
+            new = rewrite_trail_log(data, p)
+            if new != data:
+                out[rel] = new
             continue
         if not rel.endswith(".md"):
             continue

@@ -105,7 +105,13 @@ def _card(base: Path, ours: Path, theirs: Path, repo_path: str) -> tuple[int, li
         for f, data in zip((base, ours, theirs), settled):
             f.write_bytes(data)
     rc = line_merge(ours, base, theirs)
-    return rc, [f"{repo_path}: conflict left for you to resolve"] if rc else []
+    if not rc:
+        return 0, []
+    from kb.merge.card import conflict_regions
+
+    where = "; ".join(conflict_regions(ours.read_bytes())) or "conflict markers"
+    return rc, [f"{repo_path}: both sides changed the same lines ({where}); resolve the conflict "
+                "markers there (ours first, then theirs)"]
 
 
 def _rev_bytes(top: Path, rev: str, path: str) -> Optional[bytes]:

@@ -26,9 +26,31 @@ from kb.ops.experiment_edit import find_experiment
 from kb.ops.history import ids_in_headings, next_hypothesis_id
 from kb.ops.result import OpResult
 from kb.ops.session import OnWait, Session, expect_map, short
-from kb.render.tree import hypothesis_block, set_statement
-from kb.text import one_line
+from kb.parse.tree import read_declaration, written_separator
+from kb.render.tree import hypothesis_block, id_depth, set_statement
+from kb.text import control_char, one_line
 from kb.vocab import HYPOTHESIS_MOVES, HYPOTHESIS_STATUS, is_legal_move
+
+
+def _writable_separator(config: Any, hid: str) -> str:
+    """The separator kb writes after ``hid`` in a new heading (the KB's own, so that a KB
+    whose ``[kb] heading_separators`` leaves out ``:`` reads it). Raises RefusedError naming
+    the setting when such a heading does not read back whatever its statement (a line
+    break or another control character in the separator, a grammar that then reads another
+    ID): the statement is not the cause."""
+    seps = tuple(config.heading_separators)
+    sep = written_separator(seps)
+    bad = control_char(sep)
+    if bad is None and read_declaration(f"{hid}{sep} statement", config.recognise_grammar,
+                                        seps) == (hid, "statement"):
+        return sep
+    why = (f"the separator kb would write after {hid}, {sep!r}, holds {bad}, which no heading "
+           "line can hold" if bad else
+           f"kb would write the heading `{'#' * (1 + id_depth(hid))} {hid}{sep} <statement>` (the "
+           f"separator `{sep}`), which does not read back as {hid} with the KB's ID grammar")
+    raise RefusedError(f"kb.toml's [kb] heading_separators: {why}; add `:` to the separators (kb "
+                       "writes `:` whenever the KB reads it) or list first one that can follow an "
+                       "ID; nothing was written")
 
 
 def canonical_status(word: str) -> str:
@@ -85,9 +107,10 @@ def add_hypothesis(kb: Any, statement: str, parent: str | None = None, *, no_com
         if 1 + depth > MAX_LEVEL:
             raise RefusedError(f"{hid} would need a level-{1 + depth} heading; Markdown headings stop "
                                f"at ######, so {ph.id if ph else hid} cannot have children")
+        sep = _writable_separator(k.config, hid)
         node = Hypothesis(id=hid, path=tree.rel, line=0, statement=statement, status="待验",
                           level=1 + depth, parent=ph.id if ph else None)
-        block = hypothesis_block(node, s.locale) + ([""] + prose if prose else [])
+        block = hypothesis_block(node, s.locale, sep) + ([""] + prose if prose else [])
         n_lines = len(tree.doc.lines)
         at = (ph.end_line + 1) if ph else n_lines + 1
         prev_blank = at == 1 or not tree.doc.lines[at - 2].strip()
@@ -194,7 +217,8 @@ def edit_statement(kb: Any, hid: str, statement: str, reason: str, *, no_commit:
         if h.statement == statement:
             return s.result("hyp.edit", h.id, [f"{h.id} already reads so (nothing to do)"],
                             {"statement": statement})
-        tree.splice(h.line, 1, [set_statement(tree.line(h.line), h.id, statement)])
+        tree.splice(h.line, 1, [set_statement(tree.line(h.line), h.id, statement,
+                                              tuple(s.kb.config.heading_separators))])
         s.tx.ids.append(h.id)
         s.tx.summary = f"hyp edit {h.id}: {short(statement)}"
         tree.finish()

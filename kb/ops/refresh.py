@@ -43,9 +43,13 @@ def refresh(kb: Union[KnowledgeBase, str, Path, None] = None, *, check: bool = F
     """Recompute every problem's 被依赖 and 等待依赖; with ``check`` only report.
 
     Returns the write's ``OpResult`` (with ``check``: the changes it would make, nothing
-    written); every write also raises LockedError (another owner's lock), StaleError (``expect``
-    no longer matches), ConflictError (the file is dirty or HEAD moved) and EnvironmentError_
-    (git failed, the work tree is not writable); nothing is written then.
+    written). Raises RefusedError when something is to change and a problem or proposition
+    card has uncommitted changes to its 依赖 or settled state (unless ``no_commit``): the
+    commit would hold derived fields computed from a state no commit holds, its cards
+    contradicting them (KB216); nothing is written then. Every write also raises LockedError
+    (another owner's lock), StaleError (``expect`` no longer matches), ConflictError (the file
+    is dirty or HEAD moved) and EnvironmentError_ (git failed, the work tree is not writable);
+    nothing is written then.
     """
     if check:
         _k, view = load_view(kb)
@@ -56,6 +60,12 @@ def refresh(kb: Union[KnowledgeBase, str, Path, None] = None, *, check: bool = F
 
     def build(ws: Workspace) -> tuple[list[str], dict[str, Any]]:
         changes = derived_changes(card_view(ws.idx))
+        if changes:  # every 依赖 and settled state is read: the commit must hold what was read
+            for obj_id, u in ws.uncommitted_inputs().items():
+                if u.depends_differ():
+                    ws.note_uncommitted(obj_id, u.what("依赖"))
+                elif u.settled_differs():
+                    ws.note_uncommitted(obj_id, u.what("settled or not"))
         for obj_id, key, _old, new in changes:
             ws.edit(obj_id, ("problem",)).set_anchor(key, new)
         return ([f"{i}: {key} {old} → {new}" for i, key, old, new in changes],

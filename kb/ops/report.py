@@ -16,7 +16,8 @@ def report(kb: Union[KnowledgeBase, str, Path, None] = None, date: str | None = 
            on_wait: Callable[[str], None] | None = None) -> OpResult:
     """Write ``Logs/报告.md`` (one commit; nothing when it is already up to date).
 
-    Returns the write's ``OpResult``. Raises UsageError for a malformed date; every write also
+    Returns the write's ``OpResult``. Raises UsageError for a malformed date, RefusedError when
+    a card or record it is built from has uncommitted changes (unless ``no_commit``); every write also
     raises LockedError (another owner's lock), StaleError (``expect`` no longer matches),
     ConflictError (the file is dirty or HEAD moved) and EnvironmentError_ (git failed, the work
     tree is not writable); nothing is written then.
@@ -24,13 +25,41 @@ def report(kb: Union[KnowledgeBase, str, Path, None] = None, date: str | None = 
     shown = report_date(date)
 
     def build(ws: Workspace) -> tuple[list[str], dict[str, Any]]:
+        if not no_commit:
+            _refuse_uncommitted_inputs(ws.kb)
         rel, text = report_text(ws.kb, shown)
-        ws.tx.write(rel, text.encode("utf-8"))
-        return [f"wrote {ws.kb.prefix}{rel}"], {"path": ws.kb.prefix + rel, "chars": len(text)}
+        data = text.encode("utf-8")
+        changed = ws.tx.read(rel) != data
+        ws.tx.write(rel, data)
+        line = f"wrote {ws.kb.prefix}{rel}" if changed else \
+            f"{ws.kb.prefix}{rel} is up to date (nothing to do)"
+        return [line], {"path": ws.kb.prefix + rel, "chars": len(text), "changed": changed}
 
     return run_op(kb, "report", "kb report: Logs/报告.md", build, no_commit=no_commit, owner=owner,
                   on_wait=on_wait, sync=False)
 
+
+#: The ``[paths]`` folders the report is built from (cards, progress, verification records).
+_INPUTS = ("problems", "propositions", "methods", "verified", "progress", "logs")
+
+
+def _refuse_uncommitted_inputs(k: KnowledgeBase) -> None:
+    """Raise RefusedError when a file the report is built from has uncommitted changes: the
+    committed report would describe a state no commit holds (as ``kb dashboard`` refuses)."""
+    from kb import git
+    from kb.errors import RefusedError
+    from kb.merge.drivers import report_path
+
+    own = k.repo_path(report_path(k.config.paths["logs"]))
+    specs = sorted({k.repo_path(k.config.paths[key].strip("/") or ".") for key in _INPUTS})
+    proc = git.run(["--literal-pathspecs", "status", "--porcelain=v1", "-z", "--untracked-files=all",
+                    "--", *specs], k.top)
+    dirty = [rec[3:] for rec in git.split_z(proc.stdout) if rec and rec[3:] != own]
+    if dirty:
+        raise RefusedError(
+            f"{', '.join(dirty[:5])} {'has' if len(dirty) == 1 else 'have'} uncommitted changes: a "
+            "committed report would describe a state no commit holds; commit them first (or use "
+            "--no-commit) — nothing was written")
 
 
 __all__ = ["report"]

@@ -8,10 +8,13 @@
    (:mod:`kb.merge.renumber`) in one commit with ``Kb-Renumber: H7 -> H9``
    trailers (the history rules accept them); a renumbered card's verification
    records that the branch added (none the upstream holds) are renamed and
-   rewritten with it, as its Verified card is;
+   rewritten with it, as its Verified card is, and so are the refs of the
+   exploration graph's nodes in the log files the branch added (none the upstream
+   holds; a ref in one the upstream holds too is left and reported, ``refs_left``);
 5. merge the upstream (``git merge``, kb's drivers doing tree.md, DASHBOARD.md
    and TRAIL.md, and keeping our side of ``kb report``'s report: a generated file never
-   conflicts); on a conflict the merge is aborted, the renumber commit kept,
+   conflicts; what a driver says of a clean merge, ``kb merge: …`` on git's output, is
+   kept in ``notes``); on a conflict the merge is aborted, the renumber commit kept,
    and each conflict reported; a merge commit a hook refused (every path merged,
    kb's pre-merge-commit hook finding a rule broken) is ``refused``, aborted the
    same way, with the hook's reasons reported instead (there is nothing to resolve);
@@ -53,8 +56,13 @@ class SyncResult:
     ``renumbered`` old ID -> new ID; ``merge`` is ``up to date`` |
     ``fast-forward`` | ``merged`` | ``conflict`` | ``refused`` (a hook refused the
     merge commit) | ``not run``; ``conflicts`` the conflicting paths, or for
-    ``refused`` the hook's reasons (its kb diagnostics); ``findings`` the blocking
-    findings of the final verify (as dicts).
+    ``refused`` the hook's reasons (its kb diagnostics); ``notes`` what kb's merge
+    drivers said of a clean merge (``kb merge: Logs/报告.md: kept our side …``: a
+    generated file to refresh); ``refs_left`` the exploration graph's refs naming a
+    renumbered ID in log files the upstream holds too, left as they are (``node``,
+    ``path``, ``ref``, ``old``: the ID, the upstream's object after the merge, ``new``:
+    the branch's object's ID now); ``findings`` the blocking findings of the final
+    verify (as dicts).
     """
 
     upstream: str
@@ -66,9 +74,11 @@ class SyncResult:
     collisions: list[dict[str, Any]] = field(default_factory=list)
     renumbered: dict[str, str] = field(default_factory=dict)
     renumber_commit: Optional[str] = None
+    refs_left: list[dict[str, str]] = field(default_factory=list)
     merge: str = "not run"
     merge_commit: Optional[str] = None
     conflicts: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     dashboard_commit: Optional[str] = None
     trail_commit: Optional[str] = None
     findings: list[dict[str, Any]] = field(default_factory=list)
@@ -83,8 +93,9 @@ class SyncResult:
         return {"upstream": self.upstream, "upstream_commit": self.upstream_commit,
                 "dry_run": self.dry_run, "fetched": self.fetched, "drivers": self.drivers,
                 "collisions": self.collisions, "renumbered": self.renumbered,
-                "renumber_commit": self.renumber_commit, "merge": self.merge,
-                "merge_commit": self.merge_commit, "conflicts": self.conflicts,
+                "renumber_commit": self.renumber_commit, "refs_left": self.refs_left,
+                "merge": self.merge, "merge_commit": self.merge_commit,
+                "conflicts": self.conflicts, "notes": self.notes,
                 "dashboard_commit": self.dashboard_commit, "trail_commit": self.trail_commit,
                 "findings": self.findings, "ok": self.ok}
 
@@ -199,7 +210,7 @@ def sync(start: Path, upstream: Optional[str] = None, *, dry_run: bool = False,
     # only when a merge commit can come of it: neither side holds the other.
     trail_fresh = mb not in (head, target) and _trail_fresh(k)
     if plan is not None and plan.ids:
-        res.renumber_commit = _renumber_commit(k, head, mb, target, plan, name, on_wait)
+        res.renumber_commit = _renumber_commit(k, head, mb, target, plan, name, res, on_wait)
     _merge(k, target, name, res)
     if res.conflicts:
         return res
@@ -267,10 +278,11 @@ def _plan(k: Any, head: str, target: str, mb: Optional[str], name: str, res: Syn
 
 
 def _renumber_commit(k: Any, head: str, mb: Optional[str], target: str, p: Any, name: str,
-                     on_wait: Any) -> str:
-    """The one renumber commit (see the module docstring for its guarantees)."""
+                     res: SyncResult, on_wait: Any) -> str:
+    """The one renumber commit (see the module docstring for its guarantees); the
+    exploration graph's refs it leaves go to ``res.refs_left``."""
     from kb.checks.changes import records_prefix
-    from kb.merge.renumber import rewrite
+    from kb.merge.renumber import is_trail_log, refs_left, rewrite
     from kb.ops.transaction import acquire_write_lock, format_guard, release_write_lock
 
     rng = [mb, head] if mb else [git.EMPTY_TREE, head]
@@ -279,14 +291,19 @@ def _renumber_commit(k: Any, head: str, mb: Optional[str], target: str, p: Any, 
          k.prefix or "."], k.top).stdout)]
     changed = [c for c in changed if c is not None]
     records = records_prefix(k.config)
-    # Records are append-only: one the upstream holds too is not the branch's to rename.
-    shared = _held_by(k, target, [c for c in changed if c.startswith(records)])
-    changed = [c for c in changed if c not in shared]
+    logs = [c for c in changed if is_trail_log(c)]
+    # Records and the exploration graph's log files are append-only: one the upstream
+    # holds too is not the branch's to rewrite.
+    shared = _held_by(k, target, [c for c in changed if c.startswith(records)] + logs)
+    blobs = _blobs(k, head, changed)
 
     def read(rel: str) -> Optional[bytes]:
-        proc = git.run(["cat-file", "blob", f"{head}:{k.prefix}{rel}"], k.top, check=False)
-        return proc.stdout if proc.returncode == 0 else None
+        return blobs.get(rel)
 
+    left = refs_left({rel: blobs[rel] for rel in logs if rel in blobs}, shared, p)
+    res.refs_left = [{"node": x.node, "path": k.prefix + x.path, "ref": x.ref, "old": x.old,
+                      "new": x.new} for x in left]
+    changed = [c for c in changed if c not in shared]
     files = rewrite(changed, read, p, records=records)
     for rel, data in files.items():
         if data is not None and rel.endswith(".md"):  # records are JSON: no format to guard
@@ -324,6 +341,24 @@ def _held_by(k: Any, commit: str, rels: list[str]) -> set[str]:
     return {r for r in (k.rel(x) for x in git.split_z(out)) if r is not None}
 
 
+def _blobs(k: Any, commit: str, rels: list[str]) -> dict[str, bytes]:
+    """The bytes of those of the KB-relative ``rels`` that ``commit`` holds as files
+    (one ``ls-tree``, one batch read)."""
+    if not rels:
+        return {}
+    out = git.run(["ls-tree", "-r", "-z", commit, "--", *(k.prefix + r for r in rels)],
+                  k.top).stdout
+    ids: dict[str, str] = {}
+    for rec in git.split_z(out):
+        meta, _, path = rec.partition("\t")
+        parts = meta.split()
+        rel = k.rel(path)
+        if len(parts) == 3 and parts[1] == "blob" and rel is not None:
+            ids[rel] = parts[2]
+    data = git.read_blobs(ids.values(), k.top)
+    return {rel: data[b] for rel, b in ids.items() if b in data}
+
+
 def _tree_with(k: Any, head: str, files: dict[str, Optional[bytes]]) -> str:
     """HEAD's tree with ``files`` written (None: removed), through a temporary index."""
     with tempfile.TemporaryDirectory(prefix="kb-sync-") as d:
@@ -352,6 +387,9 @@ def _merge(k: Any, target: str, name: str, res: SyncResult) -> None:
     proc = git.run(["merge", "--no-edit", "-m", f"Merge {name} (kb sync)", target], k.top,
                    write=True, check=False, env={"GIT_TERMINAL_PROMPT": "0"})
     if proc.returncode == 0:
+        # What kb's drivers said of the files they merged (a report kept from our side: run
+        # `kb report`) is for the user, as a plain `git merge` shows it.
+        res.notes = driver_notes((proc.stdout + proc.stderr).decode("utf-8", "replace"))
         new = git.rev_parse("HEAD", k.top)
         parents = git.out(["rev-list", "--parents", "-n", "1", new or "HEAD"], k.top).split()[1:]
         res.merge = "merged" if len(parents) > 1 else "fast-forward"
@@ -370,7 +408,7 @@ def _merge(k: Any, target: str, name: str, res: SyncResult) -> None:
         res.conflicts = refusal_lines(text)
     else:
         res.merge = "conflict"
-        res.conflicts = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("kb merge:")]
+        res.conflicts = driver_notes(text)
         res.conflicts += [f"{f}: conflict" for f in files if not any(f in c for c in res.conflicts)]
         if not res.conflicts:
             res.conflicts = [text.strip() or "git merge failed"]
@@ -379,6 +417,12 @@ def _merge(k: Any, target: str, name: str, res: SyncResult) -> None:
     git.run(["merge", "--abort"], k.top, write=True, check=False)
     if git.rev_parse("MERGE_HEAD", k.top) is not None:
         res.conflicts.append("git merge --abort left the merge in progress; run it yourself")
+
+
+def driver_notes(text: str) -> list[str]:
+    """kb's merge-driver lines (``kb merge: …``) in ``git merge``'s output, in order, once each."""
+    return list(dict.fromkeys(ln.strip() for ln in text.splitlines()
+                              if ln.strip().startswith("kb merge:")))
 
 
 #: git's own lines around a refused merge commit and kb's merge-driver notes: not the hook's reasons.

@@ -12,13 +12,18 @@ Derived fields are kept up to date inside the same transaction
 (:meth:`Workspace.sync_dependencies`, rules in :mod:`kb.research.dependencies`):
 ``被依赖`` of a problem lists the problems whose ``依赖`` names it (natural ID
 order), and a problem moves between ``求解中`` and ``等待依赖`` as its
-dependencies settle.
+dependencies settle. Those fields are computed from other cards as the working
+tree holds them; when a commit is made, a card read so that has uncommitted
+changes to what is read (its ``依赖``, whether it is settled) refuses the write
+(:func:`uncommitted_cards`, :meth:`Workspace.refuse_uncommitted`): the commit
+would hold derived values that its own cards contradict (KB216), as ``kb
+dashboard`` refuses to commit a dashboard of uncommitted inputs.
 """
 
 from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Iterable, Mapping, Sequence, Union
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence, Union
 
 from kb import git
 from kb.errors import ConflictError, NotFoundError, RefusedError, UsageError
@@ -26,8 +31,9 @@ from kb.index import Index
 from kb.ops.card_edit import CARD_KINDS, CardEdit, CardError
 from kb.ops.result import OpResult
 from kb.ops.transaction import Transaction
+from kb.parse import classify, parse_file
 from kb.parse.common import dump_list
-from kb.repo import KnowledgeBase, resolve_kb
+from kb.repo import KnowledgeBase, read_worktree, resolve_kb
 from kb.research import dependencies
 from kb.research.dependencies import natural_key, object_settled
 
@@ -43,6 +49,9 @@ class Workspace:
         self.edits: dict[str, CardEdit] = {}
         self.by_id: dict[str, CardEdit] = {}
         self.notes: list[str] = []
+        self._uncommitted: dict[str, "UncommittedCard"] | None = None
+        #: card ID -> what of its uncommitted changes this operation read (see refuse_uncommitted)
+        self.uncommitted_read: dict[str, str] = {}
 
     def close(self) -> None:
         """Close the index."""
@@ -187,12 +196,49 @@ class Workspace:
             o = self.obj(q, ("problem",))
             if o is not None and target in o.depends:
                 result.add(q)
+        for q, u in self.uncommitted_inputs().items():
+            if u.depends_differ(target):
+                self.note_uncommitted(q, u.what("依赖"))
         return result
 
     def dep_settled(self, obj_id: str) -> bool:
         """Whether dependency ``obj_id`` is settled (an unknown ID counts as settled)."""
         o = self.obj(obj_id, ("problem", "proposition"))
+        u = self.uncommitted_inputs().get(obj_id)
+        if u is not None and u.settled_differs():
+            self.note_uncommitted(obj_id, u.what("settled or not"))
         return True if o is None else object_settled(o)
+
+    # -- uncommitted inputs ------------------------------------------------------
+    def uncommitted_inputs(self) -> dict[str, "UncommittedCard"]:
+        """:func:`uncommitted_cards` (once per operation); empty with ``--no-commit``, whose
+        files the user commits together."""
+        if self.tx.no_commit:
+            return {}
+        if self._uncommitted is None:
+            self._uncommitted = uncommitted_cards(self.kb)
+        return self._uncommitted
+
+    def note_uncommitted(self, obj_id: str, what: str) -> None:
+        """Record that this operation derived something from ``obj_id``'s uncommitted ``what``."""
+        self.uncommitted_read.setdefault(obj_id, what)
+
+    def refuse_uncommitted(self) -> None:
+        """RefusedError naming the cards :meth:`note_uncommitted` recorded, when this
+        operation changes a card: its commit would hold 被依赖 / 等待依赖 derived from a
+        state no commit holds (KB216 at that commit). Nothing is written."""
+        if not self.uncommitted_read or not any(e.changed() for e in self.edits.values()):
+            return
+        ids = sorted(self.uncommitted_read, key=natural_key)
+        inputs = self.uncommitted_inputs()
+        said = [f"{self.kb.prefix}{inputs[i].path} ({self.uncommitted_read[i]})" for i in ids[:5]]
+        more = f" and {len(ids) - 5} more" if len(ids) > 5 else ""
+        one = len(ids) == 1
+        raise RefusedError(
+            f"{', '.join(said)}{more} {'has' if one else 'have'} uncommitted changes that 被依赖 / "
+            "等待依赖 would be derived from: the commit would hold derived fields its own cards "
+            f"contradict; commit {'that card' if one else 'those cards'} first (or use --no-commit "
+            "and commit everything together) — nothing was written")
 
     def waiting_status(self, q: Any) -> str | None:
         """The status ``q`` should move to by dependency state, or None."""
@@ -253,6 +299,8 @@ def run_op(kb: Union[KnowledgeBase, str, Path, None], op: str, summary: str,
     (compare-and-swap), or a mapping KB path -> blob id.
 
     Raises UsageError for ``expect`` on a create, NotFoundError for an unknown ``target_id``,
+    RefusedError when a card changed would hold values derived from another card's
+    uncommitted changes (:meth:`Workspace.refuse_uncommitted`; not with ``no_commit``),
     and whatever ``build`` raises; every write also raises LockedError (another owner's lock),
     StaleError (``expect`` no longer matches), ConflictError (the file is dirty or HEAD moved)
     and EnvironmentError_ (git failed, the work tree is not writable); nothing is written then.
@@ -278,11 +326,103 @@ def run_op(kb: Union[KnowledgeBase, str, Path, None], op: str, summary: str,
                 if derived:
                     lines = lines + [f"  (derived) {c}" for c in derived]
                     data.setdefault("derived", derived)
+            ws.refuse_uncommitted()
             ws.flush()
             tx.ids.extend(i for i in ids if i not in tx.ids)
         finally:
             ws.close()
     return OpResult.of(tx, op, target_id or (ids[0] if ids else None), lines, data)
+
+
+class UncommittedCard(NamedTuple):
+    """A problem or proposition card with uncommitted changes: its KB path, its object
+    at HEAD and in the working tree (None where it is absent or not a card)."""
+
+    path: str
+    head: Any
+    work: Any
+
+    def depends_differ(self, target: str | None = None) -> bool:
+        """Whether its ``依赖`` (as a problem's; none otherwise) differ between HEAD and the
+        working tree: as a whole, or in naming ``target``."""
+        was, now = _depends(self.head), _depends(self.work)
+        return was != now if target is None else (target in was) != (target in now)
+
+    def settled_differs(self) -> bool:
+        """Whether it is settled on one side and not on the other (absent counts as settled,
+        as an unknown dependency does)."""
+        return _settled(self.head) != _settled(self.work)
+
+    def what(self, changed: str) -> str:
+        """``changed``, or what the card's state is when HEAD or the working tree lacks it."""
+        if self.head is None:
+            return "not committed yet"
+        if self.work is None:
+            return "removed, not committed"
+        return changed
+
+
+def _depends(o: Any) -> set[str]:
+    return set(o.depends) if o is not None and o.kind == "problem" else set()
+
+
+def _settled(o: Any) -> bool:
+    return True if o is None else object_settled(o)
+
+
+def uncommitted_cards(k: KnowledgeBase) -> dict[str, UncommittedCard]:
+    """Card ID -> :class:`UncommittedCard` of every problem and proposition card whose
+    file differs from HEAD (modified, staged, new, removed or moved; ``git status``
+    over the two folders, then the few files parsed from both sides).
+
+    The cards whose ``依赖`` and settled state the derived fields are computed from:
+    a writer that commits refuses to derive them from such a card
+    (:meth:`Workspace.refuse_uncommitted`, ``kb refresh``)."""
+    folders = [k.repo_path(k.config.paths[key].strip("/")) for key in ("problems", "propositions")]
+    proc = git.run(["--literal-pathspecs", "status", "--porcelain=v1", "-z", "--no-renames",
+                    "--untracked-files=all", "--", *folders], k.top)
+    rels = []
+    for rec in git.split_z(proc.stdout):
+        rel = k.rel(rec[3:])
+        if rel is not None and classify(rel, k.config) in ("problem", "proposition"):
+            rels.append(rel)
+    if not rels:
+        return {}
+    heads: dict[str, bytes] = {}
+    tree = git.run(["--literal-pathspecs", "ls-tree", "-z", "HEAD", "--",
+                    *[k.repo_path(r) for r in rels]], k.top, check=False)
+    if tree.returncode == 0:  # no HEAD yet: every card is new
+        blobs = {}
+        for rec in git.split_z(tree.stdout):
+            info, _tab, path = rec.partition("\t")
+            parts = info.split()
+            rel = k.rel(path)
+            if rel is not None and len(parts) == 3 and parts[1] == "blob":
+                blobs[rel] = parts[2]
+        data = git.read_blobs(blobs.values(), k.top)
+        heads = {rel: data[oid] for rel, oid in blobs.items() if oid in data}
+    works, _outside = read_worktree(k, rels)
+
+    def card(rel: str, raw: bytes | None) -> Any:
+        if raw is None:
+            return None
+        objs = [o for o in parse_file(rel, raw, k.config).objects
+                if o.kind in ("problem", "proposition")]
+        return objs[0] if objs else None
+
+    was: dict[str, tuple[str, Any]] = {}
+    now: dict[str, tuple[str, Any]] = {}
+    for rel in rels:  # a card moved is a removal and an addition: its ID joins them
+        for side, raw in ((was, heads.get(rel)), (now, works.get(rel))):
+            o = card(rel, raw)
+            if o is not None:
+                side.setdefault(o.id, (rel, o))
+    out: dict[str, UncommittedCard] = {}
+    for obj_id in [*now, *(i for i in was if i not in now)]:
+        rel = (now.get(obj_id) or was[obj_id])[0]
+        out[obj_id] = UncommittedCard(rel, was.get(obj_id, (rel, None))[1],
+                                      now.get(obj_id, (rel, None))[1])
+    return out
 
 
 def check_depends(ws: Workspace, depends: Iterable[str], self_id: str) -> tuple[str, ...]:
@@ -331,4 +471,5 @@ def proposition_categories(k: KnowledgeBase, idx: Any) -> list[str]:
     return sorted(cats)
 
 
-__all__ = ["Workspace", "run_op", "check_depends", "check_free_id", "proposition_categories"]
+__all__ = ["Workspace", "run_op", "check_depends", "check_free_id", "proposition_categories",
+           "UncommittedCard", "uncommitted_cards"]

@@ -42,7 +42,7 @@ from kb.parse.common import (
     path_parts,
     path_stem,
 )
-from kb.numbers import MAX_DIGITS, small_int
+from kb.numbers import MAX_DIGITS, quoted, small_int
 from kb.text import SourceText, unclosed_block_warning
 
 KIND_WORDS = {"problem": "问题", "proposition": "命题", "method": "方法", "verified": "已验证"}
@@ -393,7 +393,7 @@ class _Card:
         if prob is None:
             self.diags.append(Diagnostic(
                 path=self.path, line=i + 1, code="KB123", severity="error",
-                message=f"entry probability {fields[2][2:]!r} is not a number"))
+                message=f"entry probability {quoted(fields[2][2:])} is not a number"))
             return None
         return {"kind": kind, "number": number, "title": unescape_field(fields[1]),
                 "probability": prob, "status": unescape_field(fields[3][2:]), "line": i + 1}
@@ -467,7 +467,7 @@ class _Card:
         if x is None:
             self.diags.append(Diagnostic(
                 path=self.path, line=self.anchor_lines[key], code="KB124", severity="error",
-                message=f"{key!r} must be a number in [0,1], not {self.anchors[key]!r}"))
+                message=f"{key!r} must be a number in [0,1], not {quoted(self.anchors[key])}"))
         return x
 
     def priority(self) -> int | str | None:
@@ -477,7 +477,8 @@ class _Card:
         if p is None:
             self.diags.append(Diagnostic(
                 path=self.path, line=self.anchor_lines["优先级"], code="KB125", severity="error",
-                message=f"'优先级' must be an integer or 'never', not {self.anchors['优先级']!r}"))
+                message=f"'优先级' must be an integer or 'never', not "
+                f"{quoted(self.anchors['优先级'])}"))
         return p
 
     def statement(self) -> str:
@@ -575,7 +576,7 @@ def parse_direction(src: SourceText) -> tuple[list[KBObject], list[Diagnostic]]:
     if fields.get("存活率") and (survival is None or not 0 <= survival <= 1):
         diags.append(Diagnostic(path=path, line=card.anchor_lines.get("存活率", card.line),
                                 code="KB150", severity="warning",
-                                message=f"direction survival {fields['存活率']!r} is not in [0,1]"))
+                                message=f"direction survival {quoted(fields['存活率'])} is not in [0,1]"))
     rounds = fields.get("轮次", "")
     status = fields.get("状态", "")
     if (not status or not fields.get("存活率")) and not (len(src.lines) < 2 and "\r" in src.text):

@@ -369,6 +369,52 @@ def _witness(aut: _Automaton, graph: dict[Pair, list[Pair]], bits: list[int],
     return None
 
 
+def group_may_be_empty(pattern: str, name: str) -> bool:
+    """Whether some match of ``pattern`` (a regex that compiles, with a group ``name``)
+    leaves that group empty or unset: the group reads no character on some path
+    (``(?P<id>\\S*)``, ``(?P<id>H\\d+|)``), or some path skips it (``(?:(?P<id>\\S+) )?``,
+    an alternative without it). False when this Python's parser is not one this module
+    reads (nothing is checked then, as for :func:`catastrophic_backtracking`)."""
+    if _sre is None:
+        return False
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parsed = _sre.parse(pattern)
+        return not _reads_group(parsed, parsed.state.groupdict[name])
+    except (RecursionError, re.error, AttributeError, KeyError, TypeError, ValueError, IndexError):
+        return False
+
+
+def _reads_group(nodes: Any, group: int) -> bool:
+    """Whether every match of the parsed sequence ``nodes`` sets ``group`` to a text of
+    at least one character (its last setting, where a repeat sets it more than once)."""
+    for op, av in nodes:
+        name = getattr(op, "name", "")
+        if name == "SUBPATTERN":
+            if av[0] == group:
+                if av[3].getwidth()[0] > 0:
+                    return True
+            elif _reads_group(av[3], group):
+                return True
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            if av[0] >= 1 and _reads_group(av[2], group):
+                return True
+        elif name == "BRANCH":
+            if all(_reads_group(b, group) for b in av[1]):
+                return True
+        elif name == "ATOMIC_GROUP":
+            if _reads_group(av, group):
+                return True
+        elif name == "ASSERT":  # a lookaround that matched set its groups
+            if _reads_group(av[1], group):
+                return True
+        elif name == "GROUPREF_EXISTS":
+            if av[2] is not None and _reads_group(av[1], group) and _reads_group(av[2], group):
+                return True
+    return False
+
+
 @lru_cache(maxsize=64)
 def catastrophic_backtracking(pattern: str) -> Optional[Backtracking]:
     """How ``pattern`` (a regex that compiles) can take exponential time to fail a match,

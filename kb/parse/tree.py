@@ -69,6 +69,19 @@ def _plain_declaration_re(grammar: str, seps: tuple[str, ...]) -> re.Pattern[str
     return re.compile(_declaration_head(grammar, seps) + r"(?P<stmt>.*)$")
 
 
+def written_separator(separators: tuple[str, ...]) -> str:
+    """The separator kb writes after a hypothesis ID (``kb hyp add``, a fix): ``:`` when
+    the KB reads it, else the first of ``[kb] heading_separators``."""
+    return ":" if ":" in separators else separators[0]
+
+
+def read_declaration(text: str, grammar: str, separators: tuple[str, ...]) -> tuple[str, str] | None:
+    """``(ID, statement)`` of the heading text ``text`` (after its ``#`` marks) as the tree
+    parser reads it with ``grammar`` and ``separators``; None when it is no declaration."""
+    d = _declaration_re(grammar, tuple(separators)).match(text)
+    return None if d is None else (d.group("id"), d.group("stmt").strip())
+
+
 @lru_cache(maxsize=16)
 def _unread_re(grammar: str) -> re.Pattern[str]:
     # A heading whose first token is an ID of the grammar, perhaps after a word
@@ -109,7 +122,7 @@ def unread_declaration(text: str, grammar: str, separators: tuple[str, ...],
     stmt = re.sub(rf"^{_OTHER_SEP}", "", rest, count=1).strip()
     if not stmt or not rest[:1].isspace() and rest == stmt:
         return hid, None  # `## H2` alone, or glued text such as `## H2+H3`
-    fixed = f"{hid}{separators[0]} {stmt}"
+    fixed = f"{hid}{written_separator(separators)} {stmt}"
     d = decl.match(fixed)
     if d is None or d.group("id") != hid or d.group("stmt").strip() != stmt:
         return hid, None
@@ -238,8 +251,8 @@ def iter_tree(
                 unread = None  # `### H1. …`: the ID is followed by a separator of its own
             if unread is not None:
                 hid, fixed_text = unread
-                what = (f"heading carries the ID {hid} but is not a declaration "
-                        f"('{'#' * level} {hid}{separators[0]} <statement>'), so kb reads nothing "
+                what = (f"heading carries the ID {hid} but is not a declaration ('{'#' * level} "
+                        f"{hid}{written_separator(separators)} <statement>'), so kb reads nothing "
                         "from it")
                 if fixed_text is None:
                     diags.append(Diagnostic(
@@ -257,7 +270,8 @@ def iter_tree(
                 under_lookalike = True
             i += 1
             continue
-        if d.group("sep") == "：":
+        if d.group("sep") == "：" and ":" in separators:
+            # (a KB that reads only `：` writes it: its fix, `:`, would not be read there)
             diags.append(fullwidth_colon_warning(path, i + 1, line, "a declaration"))
         node: dict[str, Any] = {
             "id": d.group("id"), "statement": d.group("stmt").strip(), "level": level,

@@ -190,7 +190,7 @@ def _is_tree_key(key: str) -> bool:
 def tree_rewrite(src: "SourceText", found: Found, config: "Config") -> tuple[str | None, str]:
     """``(rewritten text, "")`` when the hypotheses found can be rewritten as tree
     declarations that kb reads back exactly; ``(None, why not)`` otherwise."""
-    from kb.parse.tree import parse_tree
+    from kb.parse.tree import parse_tree, written_separator
 
     items = found.items
     if not items:
@@ -233,6 +233,7 @@ def tree_rewrite(src: "SourceText", found: Found, config: "Config") -> tuple[str
     drop = set(found.table_lines) | {it.status_line for it in items if it.status_line}
     at = {it.line: it for it in items}
     out: list[str] = []
+    sep = written_separator(tuple(config.heading_separators))  # the KB's, as kb hyp add writes
     lines = src.lines
     for n, line in enumerate(lines, start=1):
         if n <= src.body_start:
@@ -243,8 +244,8 @@ def tree_rewrite(src: "SourceText", found: Found, config: "Config") -> tuple[str
             level = 1 + it.raw_id.count(".") + 1
             if out and out[-1].strip():
                 out.append("")
-            out += [f"{'#' * level} {it.raw_id}: {it.statement}", f"Status: {statuses[it.raw_id]}",
-                    ""]
+            out += [f"{'#' * level} {it.raw_id}{sep} {it.statement}",
+                    f"Status: {statuses[it.raw_id]}", ""]
             continue
         if n in drop:
             continue

@@ -19,13 +19,14 @@ def evidence_value(ids: Iterable[str]) -> str:
     return ", ".join(ids) if ids else "(empty)"
 
 
-def hypothesis_block(h: Hypothesis, locale: str = "zh") -> list[str]:
-    """The heading and anchor block of ``h`` (no trailing blank line).
+def hypothesis_block(h: Hypothesis, locale: str = "zh", separator: str = ":") -> list[str]:
+    """The heading and anchor block of ``h`` (no trailing blank line); ``separator``
+    follows the ID (the KB's: :func:`kb.parse.tree.written_separator`).
 
     Anchors in the seed's order: Status, Evidence, Children (only when it has
     children), Parent (every node below the top level).
     """
-    lines = [f"{'#' * (1 + id_depth(h.id))} {h.id}: {h.statement}",
+    lines = [f"{'#' * (1 + id_depth(h.id))} {h.id}{separator} {h.statement}",
              f"Status: {HYPOTHESIS_STATUS.word(h.status, locale)}",
              f"Evidence: {evidence_value(h.evidence)}"]
     if h.children:
@@ -88,11 +89,16 @@ def list_line(key: str, items: Iterable[str]) -> str:
     return f"{key}: {evidence_value(items)}"
 
 
-def set_statement(heading: str, hid: str, statement: str) -> str:
-    """The heading line of ``hid`` with a new statement (the ``#`` marks and ID as written)."""
+def set_statement(heading: str, hid: str, statement: str,
+                  separators: tuple[str, ...] = (":", "：")) -> str:
+    """The heading line of ``hid`` with a new statement (the ``#`` marks, ID and separator
+    as written; ``separators``: the KB's ``[kb] heading_separators``)."""
     import re
 
-    m = re.match(rf"^(#+[ \t]+{re.escape(hid)}[ \t]*[:：][ \t]*)", heading)
+    from kb.parse.tree import written_separator
+
+    sep = "|".join(re.escape(s) for s in separators)
+    m = re.match(rf"^(#+[ \t]+{re.escape(hid)}[ \t]*(?:{sep})[ \t]*)", heading)
     if m is None:
-        return f"{'#' * (1 + id_depth(hid))} {hid}: {statement}"
+        return f"{'#' * (1 + id_depth(hid))} {hid}{written_separator(separators)} {statement}"
     return m.group(1) + statement
