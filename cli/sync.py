@@ -20,9 +20,10 @@ def command(upstream: Optional[str], dry_run: bool, no_fetch: bool, as_json: boo
             kb_path: Optional[str]) -> int:
     """Bring this branch up to date with UPSTREAM (default: its upstream, else origin).
 
-    Fetches; renumbers the IDs this branch added that UPSTREAM already holds
-    (hypotheses, experiments, cards, with every reference) in one commit with
-    Kb-Renumber trailers (the refs of the trail nodes this branch recorded
+    Fetches; commits the merge-driver lines .gitattributes lacks; renumbers
+    the IDs this branch added that UPSTREAM already holds (hypotheses,
+    experiments, cards, with every reference) in one commit with Kb-Renumber
+    trailers (the refs of the trail nodes this branch recorded
     follow); merges UPSTREAM with kb's merge drivers (what they say, e.g. a
     report to refresh, is printed); regenerates DASHBOARD.md, and TRAIL.md when
     the merge left stale one that was rendered; verifies. Refuses on a dirty
@@ -49,6 +50,9 @@ def command(upstream: Optional[str], dry_run: bool, no_fetch: bool, as_json: boo
         err(f"kb sync --dry-run: {len(res.renumbered)} ID(s) would be renumbered against "
             f"{res.upstream} ({res.upstream_commit[:12]}); nothing changed")
         return 0
+    if res.attributes_commit:
+        err(f"kb sync: .gitattributes now names kb's merge drivers "
+            f"(commit {res.attributes_commit[:12]})")
     if res.renumber_commit:
         err(f"kb sync: renumbered in {res.renumber_commit[:12]}")
     for r in res.refs_left:
@@ -60,8 +64,9 @@ def command(upstream: Optional[str], dry_run: bool, no_fetch: bool, as_json: boo
         + (f" ({res.merge_commit[:12]})" if res.merge_commit else ""))
     for note in res.notes:  # a merge driver's word on a clean merge (a file to refresh)
         err(note)
-    kept = (f", plus the renumber commit {res.renumber_commit[:12]}" if res.renumber_commit
-            else "")
+    made = [f"the .gitattributes commit {res.attributes_commit[:12]}"] if res.attributes_commit else []
+    made += [f"the renumber commit {res.renumber_commit[:12]}"] if res.renumber_commit else []
+    kept = f", plus {' and '.join(made)}" if made else ""
     if res.merge == "refused":
         # No conflict: every path merged, but a hook would not let the merge commit in.
         err("kb sync: a git hook refused the merge commit (kb's pre-merge-commit hook runs "

@@ -327,6 +327,7 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
                 bad = next(v for v in value if not isinstance(v, str))
                 raise _at(_key_line(text, section, key), f"{section}.{key} must be a list of strings, "
                            f"and {bad!r} is {type(bad).__name__}")
+    _check_locks(data.get("locks", {}), text)
     kb = data.get("kb", {})
     locale = kb.get("locale", "zh")
     if locale not in ("zh", "en"):
@@ -465,6 +466,26 @@ def _verdict_settings(verdict: dict[str, Any], text: str, warnings: list[Diagnos
     return out
 
 
+def _check_locks(locks: dict[str, Any], text: str) -> None:
+    """Raise ConfigError at its line for a ``[locks]`` value kb cannot use: a ``ttl`` or
+    ``grace`` that :func:`kb.locks.setting_duration` (the reading every lock and write
+    command does) refuses, an ``offline`` other than ``refuse``/``warn`` (which kb read as
+    ``refuse`` without a word). Types were checked against :data:`_SCHEMA` already."""
+    from kb.errors import UsageError
+    from kb.durations import DURATION_SETTINGS, OFFLINE_POLICIES, setting_duration
+    from kb.numbers import quoted
+
+    for key in DURATION_SETTINGS:
+        try:
+            setting_duration(locks, key, what=f"locks.{key}")
+        except UsageError as exc:
+            raise _at(_key_line(text, "locks", key), str(exc)) from None
+    offline = locks.get("offline")
+    if offline is not None and offline not in OFFLINE_POLICIES:
+        raise _at(_key_line(text, "locks", "offline"), f"locks.offline must be "
+                  f"{' or '.join(map(repr, OFFLINE_POLICIES))}, not {quoted(offline)}")
+
+
 def _refuse_shared_paths(paths: dict[str, str], written: dict[str, Any], text: str) -> None:
     """Raise ConfigError when two ``[paths]`` keys name one file or folder: kb would read
     and write it as both (``dashboard = "tree.md"`` made ``kb dashboard`` replace the tree
@@ -491,7 +512,9 @@ def _refuse_shared_paths(paths: dict[str, str], written: dict[str, Any], text: s
             # (a folder of records at the KB's top holds the files there: `experiments =
             # "."` read tree.md's neighbours as experiments and put the tree among them)
             if file.startswith(folder + "/") if folder != "." else "/" not in file:
-                raise _at(_key_line(text, "paths", file_key),
+                # The line of a key kb.toml writes: the folder's when the file is the default.
+                blamed = file_key if file_key in written or key not in written else key
+                raise _at(_key_line(text, "paths", blamed),
                           f"paths.{file_key} = {paths[file_key]!r} lies in the folder of "
                           f"paths.{key} ({paths[key]!r}): kb would read it as one of those "
                           f"records and write over it; put the {file_key} outside that folder")

@@ -282,6 +282,9 @@ class SyncOutput(BaseModel):
     dry_run: bool
     fetched: bool
     drivers: dict[str, str] = Field(description="merge driver -> registered | already registered | …")
+    attributes_commit: Optional[str] = Field(
+        description="the commit adding kb's merge-driver lines .gitattributes lacked, made "
+                    "before renumbering and merging (HEAD moved); null when it named them all")
     collisions: list[dict[str, Any]] = Field(description="{id, kind, ours, theirs} per colliding ID")
     renumbered: dict[str, str] = Field(description="old ID -> new ID")
     renumber_commit: Optional[str]
@@ -294,8 +297,11 @@ class SyncOutput(BaseModel):
                                    "hook, e.g. kb's pre-merge-commit, refused the merge commit; "
                                    "aborted) | not run")
     merge_commit: Optional[str]
-    conflicts: list[str] = Field(description="merge conflict: the conflicting paths; merge refused: "
-                                             "what the hook printed refusing it (kb's diagnostics)")
+    conflicts: list[str] = Field(description="merge conflict: per conflicting path what kb's merge "
+                                             "driver ('kb merge: …') or git ('CONFLICT (file "
+                                             "location): …') said of it, else '<path>: conflict'; "
+                                             "merge refused: what the hook printed refusing it "
+                                             "(kb's diagnostics)")
     notes: list[str] = Field(description="what kb's merge drivers said of a clean merge, as git "
                                          "printed it ('kb merge: Logs/报告.md: kept our side …; "
                                          "run `kb report` to refresh it')")

@@ -60,19 +60,16 @@ from typing import Any, Iterable, Iterator
 
 from kb import git
 from kb.errors import ConflictError, GitError, LockedError, NotFoundError, UsageError
-from kb.numbers import small_int
 from kb.text import CONTROL_CHARS
 
+from kb.durations import (DEFAULT_GRACE, DEFAULT_TTL, DURATION_SETTINGS,  # noqa: F401 (re-exported)
+                          OFFLINE_POLICIES, format_duration, parse_duration, setting_duration)
 from kb.lock_names import LOCKS_NS, lock_ref  # noqa: F401 (re-exported)
 PROJECT_REF = "refs/kb/project-lock"
-DEFAULT_TTL = 30 * 60
-DEFAULT_GRACE = 30
 ZERO_OID = "0" * 40
 
 #: Characters an owner, reason, remote or path may not hold (kb.text.CONTROL_CHARS).
 _CONTROL = CONTROL_CHARS
-_DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
-_MAX_TTL = 366 * 24 * 3600
 
 
 # -- errors ------------------------------------------------------------------
@@ -109,38 +106,7 @@ def iso(epoch: int) -> str:
     return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_duration(text: str, *, what: str = "TTL", allow_zero: bool = False) -> int:
-    """``30m``, ``90s``, ``2h``, ``1h30m``, ``1d`` -> seconds. UsageError when it does not parse.
-
-    Raises UsageError when it does not parse, is 0 (unless ``allow_zero``) or exceeds a year.
-    """
-    s = (text or "").strip().lower()
-    m = _DURATION.fullmatch(s)
-    if not s or m is None or not any(m.groups()):
-        raise UsageError(
-            f"{what} {text!r} does not parse: use a number with a unit, e.g. 90s, 30m, 2h, 1h30m")
-    d, h, mi, se = (small_int(g) if g else 0 for g in m.groups())
-    if None in (d, h, mi, se):  # a number too long to read is far more than a year
-        raise UsageError(f"{what} of {len(text)} characters is longer than a year")
-    seconds = d * 86400 + h * 3600 + mi * 60 + se
-    if seconds == 0 and not allow_zero:
-        raise UsageError(f"{what} {text!r} must be longer than 0s")
-    if seconds > _MAX_TTL:
-        raise UsageError(f"{what} {text!r} is longer than a year")
-    return seconds
-
-
-def format_duration(seconds: int) -> str:
-    """``1h30m``, ``29m50s``, ``5s`` (whole seconds, no sign)."""
-    seconds = abs(int(seconds))
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    out = (f"{h}h" if h else "") + (f"{m}m" if m else "") + (f"{s}s" if s or not (h or m) else "")
-    return out
-
-
 # -- settings and identity -------------------------------------------------------
-
 
 @dataclass(frozen=True)
 class Settings:
@@ -158,9 +124,8 @@ class Settings:
         Raises UsageError naming the key when a duration does not parse.
         """
         locks = locks or {}
-        ttl = parse_duration(locks["ttl"], what="kb.toml locks.ttl") if "ttl" in locks else DEFAULT_TTL
-        grace = (parse_duration(locks["grace"], what="kb.toml locks.grace", allow_zero=True)
-                 if "grace" in locks else DEFAULT_GRACE)
+        ttl = setting_duration(locks, "ttl")
+        grace = setting_duration(locks, "grace")
         leads = tuple(str(x) for x in locks.get("leads", []) or [])
         return cls(ttl=ttl, grace=grace, leads=leads)
 
@@ -561,10 +526,10 @@ def fetch_locks(top: Path, remote: str, extra: Iterable[str] = ()) -> None:
 
 
 __all__ = [
-    "LOCKS_NS", "PROJECT_REF", "Lock", "LockHeld", "LockLost", "NotLocked", "Settings",
+    "DURATION_SETTINGS", "LOCKS_NS", "OFFLINE_POLICIES", "PROJECT_REF", "Lock", "LockHeld", "LockLost", "NotLocked", "Settings",
     "REMOTE_LOCKS_NS", "check_remote", "clock",
     "default_owner", "fetch_locks", "fetched_ref", "remote_namespace", "format_duration", "iso", "lock_message", "lock_ref", "lock_refs",
     "make_lock_commit", "parse_duration", "parse_lock", "push", "read_locks",
-    "ref_transaction", "repo_paths", "resolve_owner", "validate_owner", "validate_text",
+    "ref_transaction", "repo_paths", "resolve_owner", "setting_duration", "validate_owner", "validate_text",
     "worktree_blob",
 ]

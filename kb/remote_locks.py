@@ -32,6 +32,7 @@ from kb import git
 from kb.errors import RefusedError
 from kb.lock_names import lock_remote  # noqa: F401 (re-exported)
 from kb.locks import (
+    OFFLINE_POLICIES,
     REMOTE_LOCKS_NS, Lock, LockHeld, Settings, clock, default_owner, lock_ref, read_locks,
     remote_namespace,
 )
@@ -46,11 +47,11 @@ def offline_policy(config: Any, top: Optional[Path] = None) -> str:
     unreachable (git config ``kb.lockOffline``, else ``[locks] offline``)."""
     if top is not None:
         value = (git.config("kb.lockOffline", top) or "").strip()
-        if value in ("refuse", "warn"):
+        if value in OFFLINE_POLICIES:
             return value
     locks = getattr(config, "locks", None) or {}
     value = str(locks.get("offline", "refuse")) if isinstance(locks, dict) else "refuse"
-    return value if value in ("refuse", "warn") else "refuse"
+    return value if value in OFFLINE_POLICIES else "refuse"
 
 
 def namespace(remote: str) -> str:

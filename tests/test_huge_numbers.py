@@ -194,3 +194,19 @@ def test_a_generation_file_json_cannot_hold_is_a_gen_error(tmp_path: Path, text:
     path.write_text(text, encoding="utf-8")
     with pytest.raises(GenError, match=r"candidates\.json: not JSON kb can read"):
         load("candidates", path)
+
+
+def test_tested_hypothesis_id_is_quoted_by_its_start(kb: Path) -> None:
+    """KB211 quotes an experiment's and a hypothesis's ID of thousands of digits as KB207/KB208
+    do: its start and its length, not a line of 5,000 characters."""
+    exp = kb / "experiments" / "E001.md"
+    text = exp.read_text(encoding="utf-8")
+    exp.write_text(text.replace("# E001:", f"# E{HUGE}:", 1)
+                   .replace("**Hypothesis**: H1 ", f"**Hypothesis**: H{HUGE} ", 1), encoding="utf-8")
+    r = invoke("verify", cwd=kb)
+    _no_crash(r)
+    line = _message_line(r.stdout, "KB211")
+    assert "experiments/E001.md:1:1: KB211" in line, r.stdout[:2000]
+    assert ("experiment E9999999999999999999… (4,302 characters) tests H9999999999999999999… "
+            "(4,302 characters), which is not a hypothesis of tree.md") in line, line[:500]
+    assert len(line) < 300, len(line)

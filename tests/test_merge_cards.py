@@ -218,3 +218,30 @@ def test_a_conflict_in_the_statement_names_its_lines(tmp_path: Path) -> None:
     assert code == 1 and b"Ours." in merged and b"Theirs." in merged
     assert messages == ["Problems/q1.md: both sides changed the same lines (line 13: lines 14–16); "
                         "resolve the conflict markers there (ours first, then theirs)"]
+
+
+def test_kb246_points_at_the_stale_line_of_the_old_path(team: dict[str, Path]) -> None:
+    """KB246 names the line kb wrote for the cards' old path (Problems/*.md merge=kb-card), not
+    line 1 (here a comment); with no such line, the file's last line."""
+    a = team["a"]
+    attrs = a / ".gitattributes"
+    text = attrs.read_text(encoding="utf-8")
+    attrs.write_text("# merge drivers of kb\n" + text, encoding="utf-8")
+    stale = 1 + next(n for n, ln in enumerate(attrs.read_text(encoding="utf-8").splitlines())
+                     if ln.endswith("merge=kb-card"))
+    assert stale > 1
+    with (a / "kb.toml").open("a", encoding="utf-8") as f:
+        f.write('\n[paths]\nproblems = "Cards"\n')
+    git(a, "mv", "Problems", "Cards")
+
+    def kb246() -> list[dict]:
+        res = invoke("verify", "--json", cwd=a)
+        return [d for d in res.json()["diagnostics"] if d["code"] == "KB246"]
+
+    found = kb246()
+    assert [(d["path"], d["line"]) for d in found] == [(".gitattributes", stale)], found
+    kept = [ln for ln in attrs.read_text(encoding="utf-8").splitlines()
+            if not ln.endswith("merge=kb-card")]
+    attrs.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    found = kb246()
+    assert [(d["path"], d["line"]) for d in found] == [(".gitattributes", len(kept))], found

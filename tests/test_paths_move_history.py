@@ -363,3 +363,27 @@ def test_a_move_onto_files_the_base_did_not_read(repo, monkeypatch) -> None:
     _commit(repo, "paths.experiments reuse")
     rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")
     assert rc == 1 and _blocking(data, "KB202") == [("old/E001.md", True, False)], data
+
+
+def test_an_old_error_in_a_tree_moved_with_git_mv_stays_pre_existing(repo, tmp_path) -> None:
+    """The tester's case: `paths.tree` moved and the tree carried along with `git mv`, as
+    KB301 advises; an error the tree had before the move (H2's Evidence names E099, which
+    never existed) is the same error at the new path: pre-existing, not "introduced"."""
+    text = (repo / "tree.md").read_text(encoding="utf-8")
+    write_files(repo, {"tree.md": text.rsplit("Evidence: (empty)", 1)[0] + "Evidence: E099\n"})
+    git(repo, "commit", "-q", "-a", "--no-verify", "-m", "an old mistake")
+    _remote(repo, tmp_path)
+    _move_setting(repo, "tree", "research/tree.md")
+    (repo / "research").mkdir()
+    git(repo, "mv", "tree.md", "research/tree.md")
+    git(repo, "add", "-A")
+    proc = git_run(repo, "commit", "-q", "-m", "move the tree\n\nKb-Override: paths.tree a new home",
+                   env={"KB_OVERRIDE": "paths.tree a new home"})
+    out = _out(proc)
+    assert proc.returncode == 0, out
+    (line,) = [ln for ln in out.splitlines() if "KB210" in ln]
+    assert "names E099" in line and line.endswith("(pre-existing)"), out
+    rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")
+    assert rc == 0 and _blocking(data, "KB210") == [("research/tree.md", False, True)], data
+    proc = git_run(repo, "push", "origin", "main")
+    assert proc.returncode == 0, _out(proc)

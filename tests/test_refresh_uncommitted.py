@@ -103,3 +103,23 @@ def test_report_refuses_to_commit_a_report_of_an_uncommitted_card(tree_kb: Path)
     git(root, "commit", "-q", "-m", "retitle q2, report")
     r = invoke("report", "--date", "2026-12-03", cwd=root)  # its own uncommitted file aside
     assert r.code == 0 and "up to date" in r.stdout + r.stderr, r.stderr
+
+
+def test_report_is_not_stopped_by_a_scratch_file_in_the_logs_folder(tree_kb: Path) -> None:
+    """Only the files the report is built from stop `kb report`: an untracked Logs/scratch.md
+    (the report reads no such file) does not; an uncommitted verification record does."""
+    root = _kb(tree_kb)
+    (root / "Logs").mkdir(exist_ok=True)
+    (root / "Logs" / "scratch.md").write_text("# notes\n", encoding="utf-8")
+    r = invoke("report", "--date", "2026-12-03", cwd=root)
+    assert r.code == 0, r.stderr
+    assert "Logs/报告.md" in git(root, "-c", "core.quotePath=false", "show", "--name-only",
+                                 "--format=", "HEAD")
+    assert "?? Logs/scratch.md" in git(root, "status", "--porcelain")
+    (root / "Logs" / "Verification").mkdir(exist_ok=True)
+    (root / "Logs" / "Verification" / "r-q2-s1.json").write_text("{}\n", encoding="utf-8")
+    head = git(root, "rev-parse", "HEAD")
+    r = invoke("report", "--date", "2026-12-04", cwd=root)
+    assert r.code == 1 and "Logs/Verification/r-q2-s1.json has uncommitted changes" in r.stderr, \
+        r.stderr
+    assert git(root, "rev-parse", "HEAD") == head

@@ -143,18 +143,19 @@ def test_git_merge_of_a_kb_in_a_subfolder_merges_trail(tmp_path: Path,
     _assert_merged_trail(kb)
 
 
-# -- TRAIL.md the same blob on both sides (git never calls the driver) ---------------------
+# -- Both sides record what the rendering does not show --------------------------------
 #
 # Both clones record nodes the rendering does not show (notes) or set one node's status,
-# and render: their TRAIL.md is one blob, git takes it without kb's driver, and the merge's
-# TRAIL.md counts one side's operations. ``kb sync`` renders it again (one ``trail.render``
-# commit, ``trail_commit``) when our side kept it rendered; a TRAIL.md already stale on our
-# side before the merge is left as it was (rendering is the explicit command's, DESIGN §8).
+# and render. Before 0.1.17 their TRAIL.md was one blob: git took it without kb's driver
+# (the merge's TRAIL.md counted one side's operations) and a rebase dropped the render
+# pick as already applied. TRAIL.md now names the last operation it renders, so the two
+# renders differ, git calls the driver, and the merge (or each rebased pick) renders the
+# merged log; kb sync needs no extra render commit.
 
 
-def _same_blob_diverge(a: Path, b: Path, how: str) -> None:
+def _unshown_diverge(a: Path, b: Path, how: str) -> None:
     """A shared rendered goal; each clone records (``how``: notes, or a status set on the
-    goal) and renders; ``a`` pushes. Both TRAIL.md are then the same blob."""
+    goal) and renders; ``a`` pushes. The renders differ only in the last operation."""
     goal = ok(a, "add", "--kind", "goal", "--title", "Shared goal")["ids"][0]
     ok(a, "render")
     git(a, "push", "-q", "origin", "main")
@@ -166,49 +167,92 @@ def _same_blob_diverge(a: Path, b: Path, how: str) -> None:
             ok(clone, "set", goal, "--status", status)
         ok(clone, "render")
     git(a, "push", "-q", "origin", "main")
-    assert git(a, "rev-parse", "HEAD:TRAIL.md") == git(b, "rev-parse", "HEAD:TRAIL.md")
+    assert git(a, "rev-parse", "HEAD:TRAIL.md") != git(b, "rev-parse", "HEAD:TRAIL.md")
+
+
+def _assert_fresh(root: Path) -> None:
+    assert git(root, "status", "--porcelain") == ""
+    check = invoke("trail", "render", "--check", cwd=root)
+    assert check.code == 0, check.stderr
+    res = invoke("verify", "--rev", "HEAD", "--json", cwd=root)
+    assert "KB241" not in {d["code"] for d in res.json()["diagnostics"]}, res.stdout
 
 
 @pytest.mark.parametrize("how", ["note", "set"])
-def test_sync_renders_trail_the_merge_left_stale(team: dict[str, Path], how: str) -> None:
+def test_sync_merges_renders_of_what_the_rendering_does_not_show(team: dict[str, Path],
+                                                                 how: str) -> None:
     a, b = team["a"], team["b"]
-    _same_blob_diverge(a, b, how)
+    _unshown_diverge(a, b, how)
     res = invoke("sync", "--json", cwd=b)
     data = res.json()
     assert res.code == 0, json.dumps(data)[:3000] + res.stderr
     assert data["merge"] == "merged" and data["conflicts"] == [] and data["ok"]
-    assert data["trail_commit"] == git(b, "rev-parse", "HEAD")
-    assert git(b, "rev-parse", "HEAD^") == data["merge_commit"]
-    assert "Kb-Op: trail.render" in git(b, "log", "-1", "--format=%B")
-    assert git(b, "show", "--name-only", "--format=", "HEAD") == "TRAIL.md"
-    assert git(b, "status", "--porcelain") == ""
-    check = invoke("trail", "render", "--check", cwd=b)
-    assert check.code == 0, check.stderr
-    res = invoke("verify", "--rev", "HEAD", "--json", cwd=b)
-    assert "KB241" not in {d["code"] for d in res.json()["diagnostics"]}, res.stdout
-    human = invoke("sync", cwd=b)  # up to date now: no second render
-    assert human.code == 0 and "TRAIL.md" not in human.stderr, human.stderr
+    assert data["trail_commit"] is None and git(b, "rev-parse", "HEAD") == data["merge_commit"]
+    _assert_fresh(b)
 
 
-def test_sync_reports_the_trail_commit(team: dict[str, Path]) -> None:
+@pytest.mark.parametrize("pull", [["--no-rebase", "--no-edit"], ["--rebase"]],
+                         ids=["merge", "rebase"])
+def test_git_pull_merges_renders_of_what_the_rendering_does_not_show(team: dict[str, Path],
+                                                                     pull: list[str]) -> None:
+    """The tester's case: with plain `git pull` TRAIL.md stayed stale, with `--rebase` the
+    render pick was dropped ("skipped previously applied commit")."""
     a, b = team["a"], team["b"]
-    _same_blob_diverge(a, b, "note")
-    res = invoke("sync", cwd=b)
-    assert res.code == 0, res.stderr
-    head = git(b, "rev-parse", "HEAD")
-    assert f"kb sync: TRAIL.md rendered again in {head[:12]}" in res.stderr
+    assert invoke("hooks", "install", cwd=b).code == 0
+    _unshown_diverge(a, b, "note")
+    ours = git(b, "rev-list", "--count", "origin/main..HEAD")
+    proc = subprocess.run(["git", "pull", *pull, "origin", "main"], cwd=b, capture_output=True)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr).decode("utf-8", "replace")
+    if "--rebase" in pull:
+        assert git(b, "rev-list", "--count", "origin/main..HEAD") == ours  # no pick dropped
+    _assert_fresh(b)
 
 
-def test_sync_leaves_a_trail_stale_before_the_merge(team: dict[str, Path]) -> None:
-    """Our side recorded without rendering: TRAIL.md was stale already, and stays so."""
+def test_the_driver_renders_the_merged_log_when_our_side_was_stale(team: dict[str, Path]) -> None:
+    """Our side recorded without rendering: the renders differ, so git calls the driver,
+    which renders the merged log (both sides' operations): fresh, no extra commit."""
     a, b = team["a"], team["b"]
-    _same_blob_diverge(a, b, "note")
+    _unshown_diverge(a, b, "note")
     ok(b, "add", "--kind", "note", "--title", "Bob's unrendered note")
-    before = git(b, "rev-parse", "HEAD:TRAIL.md")
     res = invoke("sync", "--json", cwd=b)
     data = res.json()
     assert res.code == 0, json.dumps(data)[:3000] + res.stderr
     assert data["merge"] == "merged" and data["trail_commit"] is None
     assert git(b, "rev-parse", "HEAD") == data["merge_commit"]
-    assert git(b, "rev-parse", "HEAD:TRAIL.md") == before
-    assert invoke("trail", "render", "--check", cwd=b).code == 1
+    _assert_fresh(b)
+
+
+def test_sync_renders_trail_when_both_sides_hold_one_stale_render(team: dict[str, Path]) -> None:
+    """Three clones: a and b each record a note, c records two and pushes a render first;
+    a and b merge c's work (the driver renders their logs, which both end with c's last
+    operation and count as many operations), so a's and b's TRAIL.md are one blob over
+    different logs. git takes that blob when b merges a: stale. kb sync renders it again
+    (one ``trail.render`` commit, ``trail_commit``) because b's was fresh before."""
+    a, b, remote = team["a"], team["b"], team["remote"]
+    goal = ok(a, "add", "--kind", "goal", "--title", "Shared goal")["ids"][0]
+    ok(a, "render")
+    git(a, "push", "-q", "origin", "main")
+    c = remote.parent / "c"
+    git(remote.parent, "clone", "-q", str(remote), str(c))
+    assert invoke("hooks", "install", cwd=c).code == 0
+    for clone in (a, b):
+        assert invoke("hooks", "install", cwd=clone).code == 0
+        git(clone, "pull", "-q", "--ff-only")
+    for clone, who in ((a, "Alice"), (b, "Bob")):
+        ok(clone, "add", "--kind", "note", "--title", f"{who} note", "--parent", goal)
+        ok(clone, "render")
+    for title in ("Carol note", "Carol's second note"):
+        ok(c, "add", "--kind", "note", "--title", title, "--parent", goal)
+    ok(c, "render")
+    git(c, "push", "-q", "origin", "main")
+    for clone in (a, b):
+        git(clone, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
+        assert invoke("trail", "render", "--check", cwd=clone).code == 0
+    assert git(a, "rev-parse", "HEAD:TRAIL.md") == git(b, "rev-parse", "HEAD:TRAIL.md")
+    git(a, "push", "-q", "origin", "main")
+    res = invoke("sync", "--json", cwd=b)
+    data = res.json()
+    assert res.code == 0, json.dumps(data)[:3000] + res.stderr
+    assert data["merge"] == "merged" and data["trail_commit"] == git(b, "rev-parse", "HEAD")
+    assert "Kb-Op: trail.render" in git(b, "log", "-1", "--format=%B")
+    _assert_fresh(b)

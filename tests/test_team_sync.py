@@ -229,3 +229,62 @@ def test_an_id_sync_renumbered_to_is_never_handed_out_again(team: dict[str, Path
     res = invoke("hyp", "add", "C idea", cwd=b)
     assert res.code == 0, res.stderr
     assert "## H3: C idea" in (b / "tree.md").read_text(encoding="utf-8")
+
+
+def _older_kb(team: dict[str, Path]) -> Path:
+    """`b` up to date with a main whose .gitattributes names only the dashboard driver."""
+    a, b = team["a"], team["b"]
+    (a / ".gitattributes").write_text("DASHBOARD.md merge=kb-dashboard\n", encoding="utf-8")
+    commit_all(a, "an older KB: only the dashboard driver")
+    git(a, "push", "-q", "origin", "main")
+    git(b, "pull", "-q", "--ff-only")
+    return b
+
+
+def test_sync_reports_the_gitattributes_commit_in_json(team: dict[str, Path]) -> None:
+    """The driver lines' commit moved HEAD while the merge was "up to date": it is reported
+    (it was not: an agent could not tell HEAD moved)."""
+    b = _older_kb(team)
+    before = git(b, "rev-parse", "HEAD").strip()
+    data = invoke("sync", "--json", cwd=b).json()
+    head = git(b, "rev-parse", "HEAD").strip()
+    assert head != before and data["merge"] == "up to date", data
+    assert data["attributes_commit"] == head and data["renumber_commit"] is None, data
+    again = invoke("sync", "--json", cwd=b).json()
+    assert again["attributes_commit"] is None, again
+
+
+def test_sync_says_it_named_the_drivers_in_gitattributes(team: dict[str, Path]) -> None:
+    b = _older_kb(team)
+    res = invoke("sync", cwd=b)
+    assert res.code == 0, res.stderr
+    head = git(b, "rev-parse", "HEAD").strip()
+    assert (f"kb sync: .gitattributes now names kb's merge drivers (commit {head[:12]})"
+            in res.stderr.splitlines()), res.stderr
+
+
+def test_a_conflict_in_a_renamed_directory_keeps_gits_explanation(team: dict[str, Path]) -> None:
+    """A moves Problems/ to Cards/, B adds Problems/q2.md: git's CONFLICT (file location)
+    line, which says where the file should perhaps go, is reported once for the path
+    (it was only "Cards/q2.md: conflict")."""
+    a, b = team["a"], team["b"]
+    _ok("problem", "add", "q1", "A problem", cwd=a)
+    git(a, "push", "-q", "origin", "main")
+    git(b, "pull", "-q", "--ff-only")
+    git(a, "mv", "Problems", "Cards")
+    git(a, "commit", "-q", "-m", "move the cards")
+    git(a, "push", "-q", "origin", "main")
+    (b / "Problems" / "q2.md").write_text("# q2\n", encoding="utf-8")
+    commit_all(b, "B adds a card")
+    head = git(b, "rev-parse", "HEAD").strip()
+    res = invoke("sync", "--json", cwd=b)
+    data = res.json()
+    assert res.code == 1 and data["merge"] == "conflict", data
+    assert len(data["conflicts"]) == 1, data
+    line = data["conflicts"][0]
+    assert line.startswith("CONFLICT (file location): Problems/q2.md added in "), line
+    assert line.endswith("suggesting it should perhaps be moved to Cards/q2.md."), line
+    assert git(b, "rev-parse", "HEAD").strip() == head and git(b, "status", "--porcelain") == ""
+    text = invoke("sync", cwd=b)
+    assert f"kb sync: {line}" in text.stderr.splitlines(), text.stderr
+    assert "Cards/q2.md: conflict" not in text.stderr

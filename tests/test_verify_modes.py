@@ -591,3 +591,27 @@ def test_verification_records_are_append_only_in_every_mode(make_kb):
     found = sorted((d["path"], "deleted" in d["message"]) for d in find(data, "KB310"))
     assert rc == 1 and found == [(rec, False),
                                  ("Logs/Verification/r-q1-s1_20261201T110000Z.json", True)]
+
+
+@pytest.mark.parametrize("damage", [
+    lambda t: "---\ntitle: [unclosed\n---\n" + t,  # a frontmatter error (KB102)
+    lambda t: t + "\n<<<<<<< ours\n## H3: Ours\nStatus: 待验\n=======\n## H3: Theirs\n"
+                  "Status: 待验\n>>>>>>> theirs\n",  # conflict markers
+], ids=["frontmatter", "conflict-markers"])
+def test_fix_does_not_regenerate_the_dashboard_from_an_unreadable_tree(make_kb, damage):
+    """`kb dashboard` refuses to render a tree kb cannot read; `kb verify --fix` leaves the
+    stale DASHBOARD.md as it is too, and says why."""
+    root = make_repo(make_kb)
+    before = (root / "DASHBOARD.md").read_bytes()
+    (root / "tree.md").write_text(damage(TREE + "\n## H4: New\nStatus: 待验\nEvidence: (empty)\n"),
+                                  encoding="utf-8")
+    refused = invoke("dashboard", "--no-commit", cwd=root)
+    assert refused.code != 0 and "nothing was written" in refused.stderr, refused.stderr
+    res = invoke("verify", "--fix", cwd=root)
+    assert "regenerated 1 DASHBOARD.md" not in res.stderr, res.stderr
+    assert (root / "DASHBOARD.md").read_bytes() == before
+    if "unresolved merge-conflict markers" in res.stderr:  # refused before any fix (whole markers)
+        return
+    assert "skipped DASHBOARD.md: not regenerated: tree.md has format errors" in res.stderr, \
+        res.stderr
+    assert "the dashboard would leave out what kb cannot read" in res.stderr

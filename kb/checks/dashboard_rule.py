@@ -221,3 +221,21 @@ def stale_dashboard(s: Facts) -> list:
     return [diag(dash, line, "KB240",
                  f"{at}{dash} is stale: it is not what `kb dashboard` renders from {at}{tree} and the "
                  "experiments (first difference at this line); run `kb dashboard` and commit it")]
+
+
+def unreadable_inputs(k: Any, idx: Any) -> Optional[str]:
+    """What ``kb dashboard`` (and ``kb verify --fix``) will not render the dashboard from:
+    ``<path> has format errors (<its first error>)`` for each file of the working tree
+    the dashboard is rendered from (the tree file, the experiments) that has errors,
+    the first five joined with ``; ``, or None."""
+    paths = k.config.paths
+    tree, exps = paths["tree"], paths["experiments"].strip("/") + "/"
+    first: dict[str, Any] = {}
+    for d in idx.diagnostics():
+        if d.severity == "error" and (d.path == tree or d.path.startswith(exps)):
+            first.setdefault(d.path, d)
+    if not first:
+        return None
+    said = [f"{k.prefix}{path} has format errors ({d.format()})" for path, d in list(first.items())[:5]]
+    more = f"; and {len(first) - 5} more file(s)" if len(first) > 5 else ""
+    return "; ".join(said) + more

@@ -5,7 +5,8 @@ A :class:`kb.model.Fix` replaces one whole line and applies only while the
 line still reads ``old``; lines are edited by splicing (every other byte,
 the BOM and each line's ending survive) and files are written atomically.
 A stale DASHBOARD.md (KB240) is regenerated with the renderer ``kb
-dashboard`` uses.
+dashboard`` uses — not from a tree kb cannot read, which ``kb dashboard``
+refuses too (the reason is listed with the skipped fixes).
 """
 
 from __future__ import annotations
@@ -88,9 +89,13 @@ def apply_fixes(findings: Iterable[Finding]) -> FixResult:
     return result
 
 
-def regenerate_dashboard(kb_root: Path) -> bool:
+def regenerate_dashboard(kb_root: Path, refused: list[str] | None = None) -> bool:
     """Rewrite DASHBOARD.md of the KB at ``kb_root`` as ``kb dashboard`` renders it
-    from the working tree (its Next Steps and line endings kept). True if written."""
+    from the working tree (its Next Steps and line endings kept). True if written.
+
+    With ``refused`` (``kb verify --fix``), a tree or experiment kb cannot read (format
+    errors, conflict markers) leaves the dashboard as it is, as ``kb dashboard`` refuses
+    (:func:`kb.checks.dashboard_rule.unreadable_inputs`): its reason is appended to ``refused``."""
     from kb.checks.facts import Facts
     from kb.checks.dashboard_rule import render_expected
     from kb.index import Index
@@ -99,6 +104,15 @@ def regenerate_dashboard(kb_root: Path) -> bool:
     k = open_kb(kb_root)
     with Index(k) as idx:
         idx.refresh()
+        if refused is not None:
+            from kb.checks.dashboard_rule import unreadable_inputs
+
+            bad = unreadable_inputs(k, idx)
+            if bad:
+                refused.append(f"{k.prefix}{k.config.paths['dashboard']}: not regenerated: {bad}: "
+                               "the dashboard would leave out what kb cannot read; fix the file "
+                               "first (kb index lists the errors)")
+                return False
         facts = Facts(idx, idx.worktree(), "the working tree", ensure=())
         want = render_expected(facts)
         if want is None:
@@ -120,8 +134,9 @@ class FixSummary:
 
     ``applied``: line fixes applied; ``skipped``/``skipped_at``: the fixes the
     last pass could not apply (``path:line: why``; the line had changed, another
-    fix changed it, or the file is unreadable); ``regenerated``: DASHBOARD.md
-    files rewritten; ``files``: the KB-relative paths written.
+    fix changed it, or the file is unreadable; a DASHBOARD.md not regenerated from an
+    unreadable tree); ``regenerated``: DASHBOARD.md files rewritten; ``files``: the
+    KB-relative paths written.
     """
 
     applied: int = 0
@@ -144,10 +159,12 @@ def fix_until_stable(check: Callable[[], Any]) -> tuple[Any, FixSummary]:
     """
     report = check()
     done = FixSummary()
+    refused: list[str] = []
     for _pass in range(MAX_FIX_PASSES):
         res = apply_fixes(report.findings)
         roots = sorted({f.kb_root for f in report.findings if f.code == "KB240" and f.kb_root})
-        regen = sum(1 for root in roots if regenerate_dashboard(Path(root)))
+        refused = []  # as the skipped fixes: the last pass's
+        regen = sum(1 for root in roots if regenerate_dashboard(Path(root), refused))
         done.applied += res.applied
         # a fix skipped in one pass may apply in the next: report the last pass's
         done.skipped, done.skipped_at = res.skipped, res.skipped_at
@@ -156,4 +173,7 @@ def fix_until_stable(check: Callable[[], Any]) -> tuple[Any, FixSummary]:
         if not (res.applied or regen):
             break
         report = check()
+    # a dashboard left stale because kb cannot read its tree: said with the skipped fixes
+    done.skipped += len(refused)
+    done.skipped_at = done.skipped_at + refused
     return report, done

@@ -12,6 +12,7 @@ from __future__ import annotations
 from kb.checks.diagnostics import diag
 from kb.checks.facts import CARD_KINDS, Facts
 from kb.checks.registry import snapshot_rule
+from kb.numbers import QUOTED_CHARS, quoted
 from kb.research import dependencies
 
 
@@ -50,27 +51,35 @@ def missing_references(s: Facts) -> list:
     cards = s.ids(*CARD_KINDS, "verified")
     verified = s.ids("verified")
     out = []
+    q = _shown
     ev_lines: dict[str, dict[str, int]] = {}
     for path, src, dst, kind in sorted(links):
         if kind == "evidence" and dst not in exps:
             if path not in ev_lines:
                 ev_lines[path] = {x.id: x.evidence_line or x.line for x in s.light(path)}
             out.append(diag(path, ev_lines[path].get(src, 0), "KB210",
-                            f"Evidence of {src} names {dst}, which is not an experiment of this KB; "
-                            "create it or correct the ID"))
+                            f"Evidence of {q(src)} names {q(dst)}, which is not an experiment of "
+                            "this KB; create it or correct the ID"))
         elif kind == "tests" and dst not in hyps:
             line = s.declared_line(path, src)
             out.append(diag(path, line, "KB211",
-                            f"experiment {src} tests {dst}, which is not a hypothesis of tree.md"))
+                            f"experiment {q(src)} tests {q(dst)}, which is not a hypothesis of tree.md"))
         elif kind == "depends" and dst not in cards:
             out.append(diag(path, anchor_line(s, path, src, "依赖"), "KB212",
-                            f"{src} depends on {dst}, which does not exist; create it or correct "
-                            "the ID in 依赖"))
+                            f"{q(src, 64)} depends on {q(dst, 64)}, which does not exist; create it "
+                            "or correct the ID in 依赖"))
         elif kind == "claims" and dst not in verified:
             out.append(diag(path, anchor_line(s, path, src, "可信断言"), "KB214",
-                            f"可信断言 of {src} names {dst}, which has no Verified card; only "
-                            "verified claims are trusted"))
+                            f"可信断言 of {q(src, 64)} names {q(dst, 64)}, which has no Verified "
+                            "card; only verified claims are trusted"))
     return out
+
+
+def _shown(oid: str, limit: int = QUOTED_CHARS) -> str:
+    """An ID as a message quotes it: an ID of thousands of digits (invalid, read from a file)
+    by its start and its length (:func:`kb.numbers.quoted`), as KB201/KB207/KB208 do; a card's
+    ID (a name, not a number) with a longer ``limit``."""
+    return quoted(oid, limit=limit, quote=False)
 
 
 @snapshot_rule("KB213", reads="refs")

@@ -38,18 +38,19 @@ def check_snapshots(k: Any, new_f: Any, base_f: Optional[Any], strict: bool,
     errors = [d for d in diags if d.severity == "error"]
     if not errors:
         return findings(diags, k, "snapshot")
-    base = _base_diagnostics(base_f, file_scope, base_config, new_config)
+    base = _base_diagnostics(base_f, file_scope, base_config, new_config, new_f)
     introduced, pre = split_introduced(diags, base)
     return findings(diags, k, "snapshot", blocking={id(d) for d in introduced},
                     pre={id(d) for d in pre})
 
 
 def _base_diagnostics(base_f: Optional[Any], file_scope: Optional[set[str]], base_config: Any,
-                      new_config: Any) -> list:
+                      new_config: Any, new_f: Any = None) -> list:
     """The snapshot diagnostics a change's errors are judged against (see
     :func:`check_snapshots`): ``base_f``'s, or, when the change moves a ``[paths]`` key,
     those of ``base_f``'s commit read with the ``[paths]`` of its own kb.toml
-    (``base_config``; every other setting as ``base_f`` was read)."""
+    (``base_config``; every other setting as ``base_f`` was read), each at the path
+    its file has in ``new_f`` when the move carried the file there unchanged."""
     from kb.checks.unread_records import moved_keys, own_reading
 
     if base_f is None:
@@ -57,8 +58,28 @@ def _base_diagnostics(base_f: Optional[Any], file_scope: Optional[set[str]], bas
     if moved_keys(base_config, new_config):  # (rare: a comparison of two dicts otherwise)
         with own_reading(base_f, base_config.paths) as own:
             if own is not None:
-                return snapshot_diagnostics(own, file_scope=file_scope)
+                found = snapshot_diagnostics(own, file_scope=file_scope)
+                return _carried(found, own.files, new_f.files) if new_f is not None else found
     return snapshot_diagnostics(base_f, file_scope=file_scope)
+
+
+def _carried(found: list, base_files: dict[str, str], new_files: dict[str, str]) -> list:
+    """``found`` (base diagnostics) with the path of each file the change moved unchanged
+    (``git mv tree.md research/tree.md``: the blob gone from one path, at one new path)
+    set to its new path: an error the file had before the move is the same error after."""
+    gone = {b: p for p, b in base_files.items() if p not in new_files}
+    if not gone:
+        return found
+    came: dict[str, list[str]] = {}
+    for p, b in new_files.items():
+        if b in gone and p not in base_files:
+            came.setdefault(b, []).append(p)
+    moved = {gone[b]: ps[0] for b, ps in came.items() if len(ps) == 1}
+    if not moved:
+        return found
+    # kb's rules give NamedTuples (_replace), others kb.model values (replace)
+    return [(d._replace(path=moved[d.path]) if hasattr(d, "_replace") else d.replace(path=moved[d.path]))
+            if d.path in moved else d for d in found]
 
 
 def history_findings(change: Any, k: Any, commit: Optional[str]) -> list[Finding]:

@@ -30,6 +30,12 @@ from kb.vocab import (
 )
 
 
+def _q(oid: str) -> str:
+    """A hypothesis's or experiment's ID as a message quotes it: one of thousands of digits
+    (invalid, read from the file) by its start and its length (:func:`kb.numbers.quoted`)."""
+    return quoted(oid, quote=False)
+
+
 def parent_id(hid: str) -> Optional[str]:
     """``H1.2.3`` -> ``H1.2``; a top-level ID -> None."""
     return hid.rsplit(".", 1)[0] if "." in hid else None
@@ -103,7 +109,7 @@ def heading_level(f: FileFacts) -> list:
         if old is not None and old.startswith("#" * h.level) and want <= 64:
             fix = (h.line, old, "#" * want + old[h.level:])
         out.append(diag(h.path, h.line, "KB203",
-                        f"{h.id} is declared with a level-{h.level} heading ({'#' * h.level}); "
+                        f"{_q(h.id)} is declared with a level-{h.level} heading ({'#' * h.level}); "
                         f"an ID of depth {depth(h.id)} takes {'#' * want} (kb verify --fix)",
                         fix=fix))
     return out
@@ -140,27 +146,29 @@ def parent_children(f: FileFacts) -> list:
         if want_parent is None:
             if have_parent is not None and have_parent.strip():
                 out.append(diag(h.path, lines.get("Parent", h.line), "KB204",
-                                f"{h.id} is a top-level hypothesis but has 'Parent: {have_parent.strip()}'; "
+                                f"{_q(h.id)} is a top-level hypothesis but has "
+                                f"'Parent: {_q(have_parent.strip())}'; "
                                 "remove the Parent: line"))
         else:
             if want_parent not in declared:
                 out.append(diag(h.path, h.line, "KB204",
-                                f"the parent {want_parent} of {h.id} is not declared in the tree; "
-                                f"declare {want_parent} or renumber {h.id}"))
+                                f"the parent {_q(want_parent)} of {_q(h.id)} is not declared in the "
+                                "tree; "
+                                f"declare {_q(want_parent)} or renumber {_q(h.id)}"))
             if have_parent is None:
                 end = _block_end(h)
                 old = f.line_text(end)
                 fix = (end, old, f"{old}\nParent: {want_parent}") if old is not None else None
                 out.append(diag(h.path, h.line, "KB204",
-                                f"{h.id} has no 'Parent: {want_parent}' line (kb verify --fix)",
+                                f"{_q(h.id)} has no 'Parent: {_q(want_parent)}' line (kb verify --fix)",
                                 fix=fix))
             elif have_parent.strip() != want_parent:
                 ln = lines.get("Parent", h.line)
                 old = f.line_text(ln)
                 fix = (ln, old, f"Parent: {want_parent}") if old is not None else None
                 out.append(diag(h.path, ln, "KB204",
-                                f"{h.id} has 'Parent: {have_parent.strip()}'; its parent is "
-                                f"{want_parent} (kb verify --fix)", fix=fix))
+                                f"{_q(h.id)} has 'Parent: {_q(have_parent.strip())}'; its parent is "
+                                f"{_q(want_parent)} (kb verify --fix)", fix=fix))
         want_kids = list(kids.get(h.id, ()))
         have_kids = list(h.children or [])
         if want_kids:
@@ -170,7 +178,7 @@ def parent_children(f: FileFacts) -> list:
                 new_line = "Children: " + ", ".join(want_kids)
                 fix = (end, old, f"{old}\n{new_line}") if old is not None else None
                 out.append(diag(h.path, h.line, "KB204",
-                                f"{h.id} has children but no '{new_line}' line (kb verify --fix)",
+                                f"{_q(h.id)} has children but no '{new_line}' line (kb verify --fix)",
                                 fix=fix))
             elif have_kids != want_kids:
                 ln = lines.get("Children", h.line)
@@ -188,12 +196,13 @@ def parent_children(f: FileFacts) -> list:
                 if not what:
                     what.append("is not in tree order")
                 out.append(diag(h.path, ln, "KB204",
-                                f"'Children:' of {h.id} {' and '.join(what)}; write '{new_line}' "
+                                f"'Children:' of {_q(h.id)} {' and '.join(what)}; write '{new_line}' "
                                 "(kb verify --fix)", fix=fix))
         elif have_kids:
             out.append(diag(h.path, lines.get("Children", h.line), "KB204",
-                            f"'Children:' of {h.id} names {', '.join(have_kids)}, but no child of "
-                            f"{h.id} is declared; remove them from the line"))
+                            f"'Children:' of {_q(h.id)} names "
+                            f"{', '.join(_q(k) for k in have_kids)}, but no child of "
+                            f"{_q(h.id)} is declared; remove them from the line"))
     return out
 
 
@@ -210,16 +219,16 @@ def status_words(f: FileFacts) -> list:
         if o.kind == "hypothesis":
             if o.status and o.status not in HYPOTHESIS_STATUS.zh_to_en:
                 out.append(diag(o.path, lines.get("Status", o.line), "KB205",
-                                f"unknown status {o.status!r} of {o.id}; use one of "
+                                f"unknown status {o.status!r} of {_q(o.id)}; use one of "
                                 f"{HYPOTHESIS_STATUS.accepted()}"))
         elif o.kind == "experiment":
             if o.status and o.status not in EXPERIMENT_STATUS.zh_to_en:
                 out.append(diag(o.path, lines.get("Status", o.line), "KB205",
-                                f"unknown status {o.status!r} of {o.id}; use one of "
+                                f"unknown status {o.status!r} of {_q(o.id)}; use one of "
                                 f"{EXPERIMENT_STATUS.accepted()}"))
             if o.conclusion and o.conclusion not in CONCLUSION.zh_to_en:
                 out.append(diag(o.path, o.conclusion_line or o.line, "KB205",
-                                f"unknown conclusion {o.conclusion!r} of {o.id}; the **结论** line "
+                                f"unknown conclusion {o.conclusion!r} of {_q(o.id)}; the **结论** line "
                                 f"starts with one of {CONCLUSION.accepted()}"))
         elif o.kind in ("problem", "proposition", "method"):
             vocab = {"problem": PROBLEM_STATUS, "proposition": PROPOSITION_STATUS,
@@ -258,6 +267,6 @@ def settled_without_evidence(f: FileFacts) -> list:
         if h.status in ("被支持", "被推翻") and not h.evidence:
             word = HYPOTHESIS_STATUS.word(h.status, f.config.locale)
             out.append(diag(h.path, (h.anchor_lines or {}).get("Evidence", (h.anchor_lines or {}).get("Status", h.line)),
-                            "KB206", f"{h.id} is {word} but its Evidence is empty; name the "
+                            "KB206", f"{_q(h.id)} is {word} but its Evidence is empty; name the "
                             "experiments that decided it"))
     return out

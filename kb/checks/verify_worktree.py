@@ -115,10 +115,28 @@ def _uncovered_findings(k: Any) -> list[Finding]:
         return []
     paths = k.config.paths
     lines = covered(paths["tree"], paths["dashboard"], paths["logs"], paths["problems"])
-    diags = [_D(".gitattributes", 1, 1, "KB246", sev,
+    missing = uncovered(k.top, k.prefix, lines)
+    if not missing:
+        return []
+    try:
+        have = (k.root / ".gitattributes").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        have = []
+    diags = [_D(".gitattributes", _attribute_line(have, c.driver), 1, "KB246", sev,
                 f"git gives kb's merge drivers to other files of this KB but not to {k.prefix}{c.shown} "
                 f"({c.driver}): git merges it line by line (conflicts kb would avoid), as after "
                 f"kb.toml's [paths] moved it; add `{c.line}` to {k.prefix}.gitattributes and commit "
                 "it (`kb sync` does both)", None)
-            for c in uncovered(k.top, k.prefix, lines)]
-    return findings(diags, k, "snapshot") if diags else []
+            for c in missing]
+    return findings(diags, k, "snapshot")
+
+
+def _attribute_line(have: list[str], driver: str) -> int:
+    """The line of the KB's ``.gitattributes`` (its lines ``have``) where the line for
+    ``driver`` belongs: the stale line kb wrote for the old path (the last line ending in
+    ``merge=<driver>``), else the file's last line (1 when it is empty or missing)."""
+    for n in range(len(have), 0, -1):
+        fields = have[n - 1].split()
+        if fields and not fields[0].startswith("#") and fields[-1] == f"merge={driver}":
+            return n
+    return max(len(have), 1)

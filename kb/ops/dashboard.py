@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
 from kb import git
+from kb.checks.dashboard_rule import unreadable_inputs
 from kb.ops.session import Session, expect_map
 from kb.ops.tree_edit import NODE_FIELDS, nodes_from
 from kb.repo import KnowledgeBase, Snapshot, resolve_kb
@@ -148,7 +149,7 @@ def check_dashboard_inputs(k: KnowledgeBase, idx: Any, commit: bool) -> None:
     """
     from kb.errors import RefusedError
 
-    bad = _format_error(k, idx)
+    bad = unreadable_inputs(k, idx)
     if bad:
         raise RefusedError(f"{bad}: the dashboard would leave out what kb cannot read; fix the "
                            "file first (kb index lists the errors) — nothing was written")
@@ -164,23 +165,6 @@ def check_dashboard_inputs(k: KnowledgeBase, idx: Any, commit: bool) -> None:
             f"{', '.join(dirty[:5])} {'has' if len(dirty) == 1 else 'have'} uncommitted changes: a "
             "committed dashboard would describe a state no commit holds; commit them first (or "
             "use --no-commit) — nothing was written")
-
-
-def _format_error(k: KnowledgeBase, idx: Any) -> str | None:
-    """``<path> has format errors (<its first error>)`` for each file of the working tree
-    the dashboard is rendered from (the tree file, the experiments) that has errors,
-    the first five joined with ``; ``, or None."""
-    paths = k.config.paths
-    tree, exps = paths["tree"], paths["experiments"].strip("/") + "/"
-    first: dict[str, Any] = {}
-    for d in idx.diagnostics():
-        if d.severity == "error" and (d.path == tree or d.path.startswith(exps)):
-            first.setdefault(d.path, d)
-    if not first:
-        return None
-    said = [f"{k.prefix}{path} has format errors ({d.format()})" for path, d in list(first.items())[:5]]
-    more = f"; and {len(first) - 5} more file(s)" if len(first) > 5 else ""
-    return "; ".join(said) + more
 
 
 def rendered_parse(rel: str, steps: list[str] | None, newline: str, bom: bool) -> Any:
@@ -240,7 +224,7 @@ def _inputs_from(k: KnowledgeBase, source: Any) -> tuple[list[Any], list[Any], b
             meta = idx.parse_meta(dash_rel, files[dash_rel]) if dash_rel in files else None
             return hyps, exps, existing, meta
         idx.refresh()
-        bad = _format_error(k, idx)
+        bad = unreadable_inputs(k, idx)
         if bad:  # e.g. conflict markers of a stopped merge: "stale" would send the user astray
             from kb.errors import RefusedError
 

@@ -39,22 +39,41 @@ def report(kb: Union[KnowledgeBase, str, Path, None] = None, date: str | None = 
                   on_wait=on_wait, sync=False)
 
 
-#: The ``[paths]`` folders the report is built from (cards, progress, verification records).
-_INPUTS = ("problems", "propositions", "methods", "verified", "progress", "logs")
+#: The ``[paths]`` folders of the cards the report is built from (kb.views.report: the card
+#: view of ``load_view``/``brief_data``), and those cards' formats (:func:`kb.parse.classify`).
+_INPUTS = ("problems", "propositions", "methods", "verified", "progress")
+_CARD_FORMATS = frozenset({"problem", "proposition", "method", "verified", "direction", "progress"})
 
 
 def _refuse_uncommitted_inputs(k: KnowledgeBase) -> None:
     """Raise RefusedError when a file the report is built from has uncommitted changes: the
-    committed report would describe a state no commit holds (as ``kb dashboard`` refuses)."""
+    committed report would describe a state no commit holds (as ``kb dashboard`` refuses).
+    Those files are the cards and the verification records (``<logs>/Verification/*.json``,
+    :func:`kb.views.verification.load_records`); another file of the logs folder (a scratch
+    note) is not read and does not stop it."""
     from kb import git
     from kb.errors import RefusedError
     from kb.merge.drivers import report_path
+    from kb.parse import classify
+    from kb.views.verification import records_dir
 
-    own = k.repo_path(report_path(k.config.paths["logs"]))
-    specs = sorted({k.repo_path(k.config.paths[key].strip("/") or ".") for key in _INPUTS})
+    records = records_dir(k)
+    own = report_path(k.config.paths["logs"])
+    specs = sorted({k.repo_path(k.config.paths[key].strip("/") or ".") for key in _INPUTS}
+                   | {k.repo_path(records)})
     proc = git.run(["--literal-pathspecs", "status", "--porcelain=v1", "-z", "--untracked-files=all",
                     "--", *specs], k.top)
-    dirty = [rec[3:] for rec in git.split_z(proc.stdout) if rec and rec[3:] != own]
+    dirty = []
+    for rec in git.split_z(proc.stdout):
+        path = rec[3:]
+        if not rec or not path.startswith(k.prefix):
+            continue
+        rel = path[len(k.prefix):]
+        if rel == own:
+            continue
+        folder, _, name = rel.rpartition("/")
+        if classify(rel, k.config) in _CARD_FORMATS or (folder == records and name.endswith(".json")):
+            dirty.append(path)
     if dirty:
         raise RefusedError(
             f"{', '.join(dirty[:5])} {'has' if len(dirty) == 1 else 'have'} uncommitted changes: a "

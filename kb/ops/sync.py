@@ -55,10 +55,12 @@ class SyncResult:
 
     ``renumbered`` old ID -> new ID; ``merge`` is ``up to date`` |
     ``fast-forward`` | ``merged`` | ``conflict`` | ``refused`` (a hook refused the
-    merge commit) | ``not run``; ``conflicts`` the conflicting paths, or for
-    ``refused`` the hook's reasons (its kb diagnostics); ``notes`` what kb's merge
-    drivers said of a clean merge (``kb merge: Logs/报告.md: kept our side …``: a
-    generated file to refresh); ``refs_left`` the exploration graph's refs naming a
+    merge commit) | ``not run``; ``conflicts`` per conflicting path what kb's driver or
+    git said of it (``CONFLICT (file location): …``), else ``<path>: conflict``, or for
+    ``refused`` the hook's reasons (its kb diagnostics); ``attributes_commit`` the
+    commit naming kb's merge drivers in ``.gitattributes`` (None: it named them);
+    ``notes`` what kb's merge drivers said of a clean merge (``kb merge: Logs/报告.md:
+    kept our side …``: a generated file to refresh); ``refs_left`` the exploration graph's refs naming a
     renumbered ID in log files the upstream holds too, left as they are (``node``,
     ``path``, ``ref``, ``old``: the ID, the upstream's object after the merge, ``new``:
     the branch's object's ID now); ``findings`` the blocking findings of the final
@@ -71,6 +73,7 @@ class SyncResult:
     fetched: bool = False
     drivers: dict[str, str] = field(default_factory=dict)
     attributes_changed: bool = False
+    attributes_commit: Optional[str] = None
     collisions: list[dict[str, Any]] = field(default_factory=list)
     renumbered: dict[str, str] = field(default_factory=dict)
     renumber_commit: Optional[str] = None
@@ -92,6 +95,7 @@ class SyncResult:
         """The JSON object of ``kb sync --json``."""
         return {"upstream": self.upstream, "upstream_commit": self.upstream_commit,
                 "dry_run": self.dry_run, "fetched": self.fetched, "drivers": self.drivers,
+                "attributes_commit": self.attributes_commit,
                 "collisions": self.collisions, "renumbered": self.renumbered,
                 "renumber_commit": self.renumber_commit, "refs_left": self.refs_left,
                 "merge": self.merge, "merge_commit": self.merge_commit,
@@ -199,7 +203,8 @@ def sync(start: Path, upstream: Optional[str] = None, *, dry_run: bool = False,
         from kb.merge.drivers import register
 
         res.drivers = register(top)
-        res.attributes_changed = _attributes(k, on_wait)
+        res.attributes_commit = _attributes(k, on_wait)
+        res.attributes_changed = res.attributes_commit is not None
         if res.attributes_changed:  # committed: the renumbering goes on top of it
             head = git.rev_parse("HEAD", top) or head
     mb = git.run(["merge-base", head, target], top, check=False).stdout.decode().strip() or None
@@ -221,8 +226,9 @@ def sync(start: Path, upstream: Optional[str] = None, *, dry_run: bool = False,
     return res
 
 
-def _attributes(k: Any, on_wait: Any) -> bool:
-    """Commit the driver lines the KB's ``.gitattributes`` lacks (one transaction)."""
+def _attributes(k: Any, on_wait: Any) -> Optional[str]:
+    """Commit the driver lines the KB's ``.gitattributes`` lacks (one transaction); the
+    commit, or None when it named them all already."""
     from kb.merge.drivers import attribute_lines
     from kb.ops.transaction import Transaction
 
@@ -238,13 +244,13 @@ def _attributes(k: Any, on_wait: Any) -> bool:
                             k.config.paths["problems"])
     missing = [ln for ln in lines if ln not in have]
     if not missing:
-        return False
+        return None
     sep = b"" if old.endswith(b"\n") or not old else b"\n"
     new = old + sep + ("\n".join(missing) + "\n").encode("utf-8")
     with Transaction(k, "sync.attributes", summary="kb sync: name kb's merge drivers in .gitattributes",
                      on_wait=on_wait) as tx:
         tx.write(".gitattributes", new)
-    return True
+    return tx.result.commit if tx.result is not None else None
 
 
 def _plan(k: Any, head: str, target: str, mb: Optional[str], name: str, res: SyncResult) -> Any:
@@ -409,7 +415,15 @@ def _merge(k: Any, target: str, name: str, res: SyncResult) -> None:
     else:
         res.merge = "conflict"
         res.conflicts = driver_notes(text)
-        res.conflicts += [f"{f}: conflict" for f in files if not any(f in c for c in res.conflicts)]
+        # git's own word on a conflict (a file added inside a directory the other side
+        # renamed, a rename against a delete) unless a kb driver already spoke of its paths;
+        # a bare "<path>: conflict" only for a path no line names.
+        said = list(res.conflicts)
+        res.conflicts += [c for c in git_conflict_lines(text)
+                          if not any(names(c, f) and any(names(d, f) for d in said)
+                                     for f in files)]
+        res.conflicts += [f"{f}: conflict" for f in files
+                          if not any(names(c, f) for c in res.conflicts)]
         if not res.conflicts:
             res.conflicts = [text.strip() or "git merge failed"]
     # `git merge --abort` (reset --merge): the index and work tree back at HEAD, which the
@@ -423,6 +437,17 @@ def driver_notes(text: str) -> list[str]:
     """kb's merge-driver lines (``kb merge: …``) in ``git merge``'s output, in order, once each."""
     return list(dict.fromkeys(ln.strip() for ln in text.splitlines()
                               if ln.strip().startswith("kb merge:")))
+
+
+def git_conflict_lines(text: str) -> list[str]:
+    """git's ``CONFLICT (…): …`` lines in ``git merge``'s output, stripped, in order, once each."""
+    return list(dict.fromkeys(ln.strip() for ln in text.splitlines()
+                              if ln.strip().startswith("CONFLICT (")))
+
+
+def names(line: str, path: str) -> bool:
+    """Whether ``line`` names ``path`` as a whole path (``Cards/q2.md``, not ``q2.md`` in it)."""
+    return re.search(r"(?<![\w/.-])" + re.escape(path) + r"(?!\.?[\w/-])", line) is not None
 
 
 #: git's own lines around a refused merge commit and kb's merge-driver notes: not the hook's reasons.
