@@ -251,6 +251,21 @@ def test_a_range_judges_its_origin_read_with_its_own_paths(repo) -> None:
     assert rc == 0 and _blocking(data, "KB210") == [("tree.md", False, True)], data
 
 
+def _commit_keeps_the_old_error(repo: Path, overrides: tuple[str, ...], tree: str) -> None:
+    """Commit what is staged through the pre-commit hook with ``overrides`` (trailers and
+    KB_OVERRIDE): it passes, the old KB210 (H2's Evidence names E099) reported pre-existing
+    at ``tree``, and the commit's range judges it so."""
+    git(repo, "add", "-A")
+    msg = "move\n\n" + "\n".join(f"Kb-Override: {o}" for o in overrides)
+    proc = git_run(repo, "commit", "-q", "-m", msg, env={"KB_OVERRIDE": "\n".join(overrides)})
+    out = _out(proc)
+    assert proc.returncode == 0, out
+    (line,) = [ln for ln in out.splitlines() if "KB210" in ln]
+    assert "names E099" in line and line.endswith("(pre-existing)"), out
+    rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")
+    assert rc == 0 and _blocking(data, "KB210") == [(tree, False, True)], data
+
+
 def test_an_error_older_than_the_move_stays_pre_existing(repo, tmp_path) -> None:
     """An error the base had before the move, unrelated to it (H2's Evidence names an
     experiment that never existed), stays pre-existing: the hooks pass the move, the
@@ -269,15 +284,7 @@ def test_an_error_older_than_the_move_stays_pre_existing(repo, tmp_path) -> None
             with (repo / "kb.toml").open("a", encoding="utf-8") as f:
                 f.write('experiments = "exps"\n')
             git(repo, "mv", "experiments", "exps")
-        git(repo, "add", "-A")
-        msg = "move\n\n" + "\n".join(f"Kb-Override: {o}" for o in overrides)
-        proc = git_run(repo, "commit", "-q", "-m", msg, env={"KB_OVERRIDE": "\n".join(overrides)})
-        out = _out(proc)
-        assert proc.returncode == 0, out
-        (line,) = [ln for ln in out.splitlines() if "KB210" in ln]
-        assert "names E099" in line and line.endswith("(pre-existing)"), out
-        rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")
-        assert rc == 0 and _blocking(data, "KB210") == [("tree.md", False, True)], data
+        _commit_keeps_the_old_error(repo, overrides, "tree.md")
     proc = git_run(repo, "push", "origin", "main")
     assert proc.returncode == 0, _out(proc)
     rc, data = verify_json(repo, "--range", "HEAD~2..HEAD")
@@ -376,14 +383,6 @@ def test_an_old_error_in_a_tree_moved_with_git_mv_stays_pre_existing(repo, tmp_p
     _move_setting(repo, "tree", "research/tree.md")
     (repo / "research").mkdir()
     git(repo, "mv", "tree.md", "research/tree.md")
-    git(repo, "add", "-A")
-    proc = git_run(repo, "commit", "-q", "-m", "move the tree\n\nKb-Override: paths.tree a new home",
-                   env={"KB_OVERRIDE": "paths.tree a new home"})
-    out = _out(proc)
-    assert proc.returncode == 0, out
-    (line,) = [ln for ln in out.splitlines() if "KB210" in ln]
-    assert "names E099" in line and line.endswith("(pre-existing)"), out
-    rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")
-    assert rc == 0 and _blocking(data, "KB210") == [("research/tree.md", False, True)], data
+    _commit_keeps_the_old_error(repo, ("paths.tree a new home",), "research/tree.md")
     proc = git_run(repo, "push", "origin", "main")
     assert proc.returncode == 0, _out(proc)

@@ -110,11 +110,7 @@ def test_sync_without_collisions_just_merges(team: dict[str, Path]) -> None:
 
 
 def test_sync_names_the_drivers_in_gitattributes(team: dict[str, Path]) -> None:
-    a, b = team["a"], team["b"]
-    (a / ".gitattributes").write_text("DASHBOARD.md merge=kb-dashboard\n", encoding="utf-8")
-    commit_all(a, "an older KB: only the dashboard driver")
-    git(a, "push", "-q", "origin", "main")
-    git(b, "pull", "-q", "--ff-only")
+    b = _older_kb(team)
     res = invoke("sync", "--json", cwd=b)
     assert res.code == 0, res.stdout + res.stderr
     text = (b / ".gitattributes").read_text(encoding="utf-8")
