@@ -155,16 +155,11 @@ def check_dashboard_inputs(k: KnowledgeBase, idx: Any, commit: bool) -> None:
                            "file first (kb index lists the errors) — nothing was written")
     if not commit:
         return
+    from kb.ops.git_state import refuse_uncommitted, uncommitted
+
     paths = k.config.paths
-    proc = git.run(["--literal-pathspecs", "status", "--porcelain=v1", "-z",
-                    "--untracked-files=all", "--", k.repo_path(paths["tree"]),
-                    k.repo_path(paths["experiments"].strip("/"))], k.top)
-    dirty = [rec[3:] for rec in git.split_z(proc.stdout) if rec]
-    if dirty:
-        raise RefusedError(
-            f"{', '.join(dirty[:5])} {'has' if len(dirty) == 1 else 'have'} uncommitted changes: a "
-            "committed dashboard would describe a state no commit holds; commit them first (or "
-            "use --no-commit) — nothing was written")
+    refuse_uncommitted(uncommitted(k.top, [k.repo_path(paths["tree"]),
+                                           k.repo_path(paths["experiments"].strip("/"))]), "dashboard")
 
 
 def rendered_parse(rel: str, steps: list[str] | None, newline: str, bom: bool) -> Any:

@@ -69,6 +69,24 @@ def head_entries(top: Path, head: str | None, paths: list[str]) -> dict[str, tup
 
 
 
+def uncommitted(top: Path, paths: list[str]) -> list[str]:
+    """Repository paths under ``paths`` (literal pathspecs) that differ from HEAD: modified,
+    staged, untracked, removed (``git status``, renames as a removal and an addition)."""
+    proc = git.run(["--literal-pathspecs", "status", "--porcelain=v1", "-z", "--no-renames",
+                    "--untracked-files=all", "--", *paths], top)
+    return [rec[3:] for rec in git.split_z(proc.stdout) if rec]
+
+
+def refuse_uncommitted(dirty: list[str], what: str) -> None:
+    """RefusedError when ``dirty`` (the inputs of a generated ``what``: ``dashboard``,
+    ``report``) is not empty: committed, it would describe a state no commit holds."""
+    if dirty:
+        raise RefusedError(
+            f"{', '.join(dirty[:5])} {'has' if len(dirty) == 1 else 'have'} uncommitted changes: a "
+            f"committed {what} would describe a state no commit holds; commit them first (or use "
+            "--no-commit) — nothing was written")
+
+
 def read_interrupted(top: Path, git_dir: Path | None = None) -> dict[str, Any] | None:
     """The journal of a release killed between its commit and the index update."""
     try:

@@ -51,9 +51,8 @@ def _refuse_uncommitted_inputs(k: KnowledgeBase) -> None:
     Those files are the cards and the verification records (``<logs>/Verification/*.json``,
     :func:`kb.views.verification.load_records`); another file of the logs folder (a scratch
     note) is not read and does not stop it."""
-    from kb import git
-    from kb.errors import RefusedError
     from kb.merge.drivers import report_path
+    from kb.ops.git_state import refuse_uncommitted, uncommitted
     from kb.parse import classify
     from kb.views.verification import records_dir
 
@@ -61,12 +60,9 @@ def _refuse_uncommitted_inputs(k: KnowledgeBase) -> None:
     own = report_path(k.config.paths["logs"])
     specs = sorted({k.repo_path(k.config.paths[key].strip("/") or ".") for key in _INPUTS}
                    | {k.repo_path(records)})
-    proc = git.run(["--literal-pathspecs", "status", "--porcelain=v1", "-z", "--untracked-files=all",
-                    "--", *specs], k.top)
     dirty = []
-    for rec in git.split_z(proc.stdout):
-        path = rec[3:]
-        if not rec or not path.startswith(k.prefix):
+    for path in uncommitted(k.top, specs):
+        if not path.startswith(k.prefix):
             continue
         rel = path[len(k.prefix):]
         if rel == own:
@@ -74,11 +70,7 @@ def _refuse_uncommitted_inputs(k: KnowledgeBase) -> None:
         folder, _, name = rel.rpartition("/")
         if classify(rel, k.config) in _CARD_FORMATS or (folder == records and name.endswith(".json")):
             dirty.append(path)
-    if dirty:
-        raise RefusedError(
-            f"{', '.join(dirty[:5])} {'has' if len(dirty) == 1 else 'have'} uncommitted changes: a "
-            "committed report would describe a state no commit holds; commit them first (or use "
-            "--no-commit) — nothing was written")
+    refuse_uncommitted(dirty, "report")
 
 
 __all__ = ["report"]

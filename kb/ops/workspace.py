@@ -29,6 +29,7 @@ from kb import git
 from kb.errors import ConflictError, NotFoundError, RefusedError, UsageError
 from kb.index import Index
 from kb.ops.card_edit import CARD_KINDS, CardEdit, CardError
+from kb.ops.git_state import head_entries, uncommitted
 from kb.ops.result import OpResult
 from kb.ops.transaction import Transaction
 from kb.parse import classify, parse_file
@@ -379,28 +380,18 @@ def uncommitted_cards(k: KnowledgeBase) -> dict[str, UncommittedCard]:
     a writer that commits refuses to derive them from such a card
     (:meth:`Workspace.refuse_uncommitted`, ``kb refresh``)."""
     folders = [k.repo_path(k.config.paths[key].strip("/")) for key in ("problems", "propositions")]
-    proc = git.run(["--literal-pathspecs", "status", "--porcelain=v1", "-z", "--no-renames",
-                    "--untracked-files=all", "--", *folders], k.top)
     rels = []
-    for rec in git.split_z(proc.stdout):
-        rel = k.rel(rec[3:])
+    for path in uncommitted(k.top, folders):
+        rel = k.rel(path)
         if rel is not None and classify(rel, k.config) in ("problem", "proposition"):
             rels.append(rel)
     if not rels:
         return {}
-    heads: dict[str, bytes] = {}
-    tree = git.run(["--literal-pathspecs", "ls-tree", "-z", "HEAD", "--",
-                    *[k.repo_path(r) for r in rels]], k.top, check=False)
-    if tree.returncode == 0:  # no HEAD yet: every card is new
-        blobs = {}
-        for rec in git.split_z(tree.stdout):
-            info, _tab, path = rec.partition("\t")
-            parts = info.split()
-            rel = k.rel(path)
-            if rel is not None and len(parts) == 3 and parts[1] == "blob":
-                blobs[rel] = parts[2]
-        data = git.read_blobs(blobs.values(), k.top)
-        heads = {rel: data[oid] for rel, oid in blobs.items() if oid in data}
+    entries = head_entries(k.top, git.rev_parse("HEAD", k.top), [k.repo_path(r) for r in rels])
+    blobs = {rel: oid for p, (mode, oid) in entries.items()
+             if (rel := k.rel(p)) is not None and mode != "120000"}
+    data = git.read_blobs(blobs.values(), k.top)
+    heads = {rel: data[oid] for rel, oid in blobs.items() if oid in data}
     works, _outside = read_worktree(k, rels)
 
     def card(rel: str, raw: bytes | None) -> Any:
