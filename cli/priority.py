@@ -26,7 +26,9 @@ def adjust(mode: str, dry_run: bool, as_json: bool, kb_path: str | None, **kw: A
     """deadend-deprioritize: all directions dead-end and priority < 10 → 10;
     survival-map: round(clamp(10 − 10·max survival, 0, 10)); progress-graded:
     round(clamp(10 − 10·(1.2·|概率 − 0.5| + 0.08·min(5, proofs + refutations)), 0, 10)).
-    One commit."""
+    One commit; refused (nothing written) while a card or direction log the mode reads
+    (problem cards and Progress/ direction logs, or proposition cards) has uncommitted
+    changes: commit it first, or use --no-commit and commit them together."""
     from kb.ops.priority import priority_adjust
 
     write = many_cards_write_kwargs(kw)

@@ -19,7 +19,9 @@ from kb_cli.problem import emit_result
 def command(threshold: str, as_json: bool, kb_path: str | None, **kw: Any) -> int:
     """Turn every undecided proposition (概率 not 0/1, priority not never) with
     价值/关键性 ≥ THRESHOLD and no judge problem into problem q-promoted-…, its proofs and
-    refutations copied as 解法 entries. One commit."""
+    refutations copied as 解法 entries. One commit; refused (nothing written) while a
+    proposition or problem card has uncommitted changes: commit it first, or use
+    --no-commit and commit them together."""
     from kb.ops.promote import promote
 
     write = many_cards_write_kwargs(kw)

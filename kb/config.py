@@ -21,6 +21,7 @@ from kb.errors import ConfigError
 
 if TYPE_CHECKING:
     from kb.model import Diagnostic
+    from kb.parse.regex_safety import Backtracking
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -382,7 +383,7 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
                        "name each record's ID with a group (?P<id>…), e.g. "
                        "'^## (?P<id>\\S+) (?P<title>.+)$'")
         _refuse_backtracking(pattern.pattern, _registry_line(text, i, "heading"),
-                             f"[[registry]] #{i + 1} heading")
+                             f"[[registry]] #{i + 1} heading", whole_line=True)
         if _may_be_empty(pattern.pattern, "id"):
             raise _at(_registry_line(text, i, "heading"), f"[[registry]] #{i + 1} heading "
                       f"`{pattern.pattern}` can leave its (?P<id>…) group empty or skip it, so a "
@@ -568,15 +569,19 @@ def _refuse_empty_id(grammar: str, line: int) -> None:
                     "(or leave the key out for the default)")
 
 
-def _refuse_backtracking(pattern: str, line: int, what: str, default: str = "") -> None:
+def _refuse_backtracking(pattern: str, line: int, what: str, default: str = "",
+                         whole_line: bool = False) -> None:
     """Raise ConfigError when the regex ``pattern`` (``what``, at kb.toml's ``line``) can
-    backtrack catastrophically: kb matches it against every heading line, in ``kb index``,
-    the hooks and CI, and one long heading would keep them matching for hours."""
+    backtrack catastrophically or polynomially: kb matches it against every heading line, in
+    ``kb index``, the hooks and CI, and one long heading would keep them matching for hours
+    (exponential) or seconds to minutes (``H+H+H+Z``: cubic). ``whole_line``: kb matches
+    the pattern as it is against a line (a registry heading), nothing after it."""
     # Imported here: kb.parse's package imports this module (a top-level import would be a cycle).
-    from kb.parse.regex_safety import catastrophic_backtracking
+    from kb.parse.regex_safety import catastrophic_backtracking, polynomial_backtracking
 
     found = catastrophic_backtracking(pattern)
     if found is None:
+        _refuse_polynomial(polynomial_backtracking(pattern, whole_line), pattern, line, what, default)
         return
     fix = ("write no repetition directly inside another (`(\\d+)*`) and no alternatives that read "
            "the same text (`(H|H)*`): start each repeated part with a separator, e.g. "
@@ -587,6 +592,26 @@ def _refuse_backtracking(pattern: str, line: int, what: str, default: str = "") 
     raise _at(line, f"{what} `{pattern}` can take exponential time: a repetition in it reads "
                     f"{found.text!r} in more than one way, and each further {found.unit!r} doubles "
                     f"the ways, so one long heading would hang kb index, the hooks and CI; {fix}")
+
+
+def _refuse_polynomial(found: Backtracking | None, pattern: str, line: int, what: str,
+                       default: str) -> None:
+    """Raise ConfigError for ``found``, two repetitions of ``pattern`` that read the same run."""
+    if found is None:
+        return
+    fix = ("read each run with one repetition (`\\d+`, not `\\d+\\d+`; `\\d+(\\.\\d+)?`, not "
+           "`\\d+\\.?\\d+`) and give repetitions that follow one another, or have only optional "
+           "parts between them, classes that share no character (`[A-Z]+[0-9]+`, not `\\w+\\d+`), "
+           "e.g. `H\\d+(\\.\\d+)*`" + default)
+    if not found.unit:
+        raise _at(line, f"{what} `{pattern}` is too large for kb to check that it cannot take "
+                        f"polynomial time on a long heading; {fix}")
+    shown = found.text + found.unit * 3 + "…"
+    raise _at(line, f"{what} `{pattern}` can take polynomial time: two repetitions in it, one "
+                    f"after the other, can both read {found.unit!r}, so a heading such as {shown!r} "
+                    "can be split between them in a number of ways that grows with the square of "
+                    "its length (the cube for three), and one long heading would slow kb index, "
+                    f"the hooks and CI for seconds to minutes; {fix}")
 
 
 def _outside_message(key: str, value: str, why: str) -> str:

@@ -6,7 +6,9 @@ CLI; importing GitPython costs about 85 ms, a third of the no-change
 ``kb index`` budget (DESIGN.md §7), and kb needs none of its object model.
 Read-only calls run with ``GIT_OPTIONAL_LOCKS=0`` so they never take git's
 index lock (case GIT-01); ``GIT_INDEX_FILE`` is inherited, so the staged
-snapshot of a hook is the one git is committing (case GIT-03).
+snapshot of a hook is the one git is committing (case GIT-03). A command whose
+words kb reads (``CONFLICT (…)``, ``fatal:``, a missing remote ref) runs with git's
+messages in English (:func:`english`); every other one speaks the user's language.
 """
 
 from __future__ import annotations
@@ -25,13 +27,43 @@ from kb.errors import EnvironmentError_, GitError, RefusedError
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
-def _env(extra: Mapping[str, str] | None = None, write: bool = False) -> dict[str, str]:
+def _env(extra: Mapping[str, str] | None = None, write: bool = False,
+         in_english: bool = False) -> dict[str, str]:
     env = dict(os.environ)
     if not write:
         env["GIT_OPTIONAL_LOCKS"] = "0"
     if extra:
         env.update(extra)
-    return env
+    return english(env) if in_english else env
+
+
+#: The locale categories other than LC_MESSAGES that ``LC_ALL`` sets (glibc's; a C
+#: library without one of them ignores it).
+_OTHER_CATEGORIES = ("LC_CTYPE", "LC_NUMERIC", "LC_TIME", "LC_COLLATE", "LC_MONETARY",
+                     "LC_PAPER", "LC_NAME", "LC_ADDRESS", "LC_TELEPHONE", "LC_MEASUREMENT",
+                     "LC_IDENTIFICATION")
+
+
+def english(env: Mapping[str, str]) -> dict[str, str]:
+    """A copy of the environment ``env`` in which git's messages are English and every
+    other locale setting is the user's, for a git command whose words kb reads.
+
+    ``LC_MESSAGES=C``: gettext ignores ``LANGUAGE`` when the messages' locale is C
+    (``LANGUAGE`` is dropped anyway, for a gettext that would not). ``LC_ALL``
+    overrides ``LC_MESSAGES``, so a set ``LC_ALL`` is replaced by its value in each
+    other category, which it set anyway: the character set (a hook's or a merge
+    driver's UTF-8 text and paths), collation and dates stay the user's, where
+    ``LC_ALL=C`` would change them for every hook git starts. Those hooks do inherit
+    English messages: what they print goes into the output kb reads.
+    """
+    out = dict(env)
+    whole = out.pop("LC_ALL", "")
+    if whole:
+        for name in _OTHER_CATEGORIES:
+            out[name] = whole
+    out.pop("LANGUAGE", None)
+    out["LC_MESSAGES"] = "C"
+    return out
 
 
 #: git subcommands that talk to another repository: always bounded in time.
@@ -55,8 +87,12 @@ def run(
     write: bool = False,
     env: Mapping[str, str] | None = None,
     timeout: float | None = None,
+    in_english: bool = False,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run ``git <args>`` in ``cwd`` and return the completed process (bytes).
+
+    ``in_english``: git's messages in English (:func:`english`), for a caller that
+    reads git's words in its output; ``env`` is added to the environment first.
 
     A command that talks to a remote (``fetch``, ``push``, ``ls-remote``) is
     bounded: ``timeout`` seconds, default :func:`network_timeout`; a local one
@@ -72,7 +108,7 @@ def run(
     try:
         proc = subprocess.run(
             ["git", *args], cwd=cwd, input=input, capture_output=True,
-            env=_env(env, write=write), timeout=timeout,
+            env=_env(env, write=write, in_english=in_english), timeout=timeout,
         )
     except FileNotFoundError:
         raise EnvironmentError_("git is not installed or not on PATH") from None

@@ -225,20 +225,20 @@ def _read(k: KnowledgeBase, snap: Snapshot, paths: list[str]) -> tuple[dict[str,
     return read_worktree(k, paths)
 
 
-def _outside_rows(outside: dict[str, str], blobs: dict[str, str], fmts: dict[str, str],
-                  rows: Rows) -> Rows:
-    """Add, to ``rows``, a KB106 parse for each path -> target of ``outside``."""
+def _outside_rows(k: KnowledgeBase, outside: dict[str, str], blobs: dict[str, str],
+                  fmts: dict[str, str], rows: Rows) -> Rows:
+    """Add, to ``rows``, a KB106 parse for each path -> target of ``outside`` (KB ``k``'s)."""
     from kb.model import Diagnostic, ParseResult
 
-    from kb.repo import Dangling
+    from kb.repo import Dangling, outside_where
 
     for p, target in outside.items():
         if isinstance(target, Dangling):
             msg = (f"{p} is a symlink to {target}, which does not exist (or is not a file): "
                    "kb does not read it; replace it by a regular file")
         else:
-            msg = (f"{p} is a symlink to {target}, outside the work tree: kb does not "
-                   "read it (nor write through it); replace it by a regular file")
+            msg = (f"{p} is a symlink to {target}, outside {outside_where(k, target)}: kb does "
+                   "not read it (nor write through it); replace it by a regular file")
         d = Diagnostic(path=p, line=1, col=1, code="KB106", severity="error", message=msg)
         res = ParseResult(path=p, kind=fmts.get(p) or "other", diagnostics=(d,))
         for table, new in zip(rows, result_rows(p, blobs[p], res)):
@@ -286,7 +286,7 @@ def parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Itera
         # Symlinks kb does not read: their KB106 parse, never a parse of the link's text.
         unread = {p: snap.unread[p] for p in missing if p in snap.unread}
         if unread:
-            yield _outside_rows(unread, snap.files, snap.formats, ([], [], [], []))
+            yield _outside_rows(k, unread, snap.files, snap.formats, ([], [], [], []))
             missing = [p for p in missing if p not in unread]
     # Tree files are parsed by this process as their rows are stored (stream_rows),
     # the rest in batches, by workers too when there are many.
@@ -301,8 +301,8 @@ def parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Itera
 
     def stream(p: str, size: int | None = None) -> Iterator[Rows]:
         contents, outside = _read(k, snap, [p])
-        if p not in contents:  # gone, or a symlink leaving the work tree (KB106)
-            yield _outside_rows(outside, snap.files, snap.formats, ([], [], [], []))
+        if p not in contents:  # gone, or a symlink leaving the KB (KB106)
+            yield _outside_rows(k, outside, snap.files, snap.formats, ([], [], [], []))
             return
         yield from stream_rows(k.config, p, snap.files[p], snap.formats.get(p), contents.pop(p), size)
 
@@ -310,7 +310,7 @@ def parse_batches(k: KnowledgeBase, snap: Snapshot, missing: list[str]) -> Itera
         contents, outside = _read(k, snap, batch)
         rows = _rows(k.config, [(p, snap.files[p], snap.formats.get(p), contents[p])
                                 for p in batch if p in contents])
-        return _outside_rows(outside, snap.files, snap.formats, rows) if outside else rows
+        return _outside_rows(k, outside, snap.files, snap.formats, rows) if outside else rows
 
     if not parallel:
         for p in streamed:
@@ -369,7 +369,7 @@ def version_batches(k: KnowledgeBase, items: list[tuple[str, str, str]],
         # KB106 parse, never a parse of the link's text.
         links = {(p, b): (t, f) for p, b, f in items if (t := unread_link(k, p, b)) is not None}
         for (p, b), (t, f) in links.items():
-            yield _outside_rows({p: t}, {p: b}, {p: f}, ([], [], [], [])), []
+            yield _outside_rows(k, {p: t}, {p: b}, {p: f}, ([], [], [], [])), []
         if links:
             items = [it for it in items if (it[0], it[1]) not in links]
 

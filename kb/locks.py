@@ -500,8 +500,10 @@ def push(top: Path, remote: str, refspecs: list[str], leases: dict[str, str | No
         args.append("--no-verify")
     args += [f"--force-with-lease={ref}:{old or ''}" for ref, old in leases.items()]
     args += [remote, *refspecs]
+    # git's messages in English: a caller reads words in them (kb.ops.lock_release); the
+    # pre-push hook inherits that, kb's own speaks English anyway.
     proc = git.run(args, top, check=False, write=True,
-                   env={"KB_OWNER": owner} if owner else None)
+                   env={"KB_OWNER": owner} if owner else None, in_english=True)
     refs: dict[str, tuple[str, str]] = {}
     for line in proc.stdout.decode("utf-8", "replace").splitlines():
         bits = line.split("\t")
@@ -518,11 +520,12 @@ def push(top: Path, remote: str, refspecs: list[str], leases: dict[str, str | No
 
 def fetch_locks(top: Path, remote: str, extra: Iterable[str] = ()) -> None:
     """Copy the remote's locks into :func:`remote_namespace`, with pruning (one ``git
-    fetch``; ``extra`` refspecs fetched with them)."""
+    fetch``; ``extra`` refspecs fetched with them). Raises GitError when the fetch fails,
+    git's message in English (a caller reads it: a branch the remote lacks)."""
     ns = remote_namespace(remote)
     args = ["fetch", "--prune", "--no-tags", "--no-write-fetch-head", "--quiet", remote,
             f"+{LOCKS_NS}*:{ns}locks/*", f"+{PROJECT_REF}*:{ns}project-lock*", *extra]
-    git.run(args, top, write=True)
+    git.run(args, top, write=True, in_english=True)
 
 
 __all__ = [

@@ -40,15 +40,16 @@ QUOTED_CHARS = 20
 
 
 def quoted(text: str, *, limit: int = QUOTED_CHARS, quote: bool = True) -> str:
-    """``text`` as a message quotes it (``repr`` when ``quote``, else as it is): whole when
-    it has at most ``limit`` characters, else its first ``limit`` and how long it is, so
-    that a number of thousands of digits does not fill the terminal:
-    ``'12345678901234567890…' (4,500 digits)``."""
+    """``text`` as a message quotes it, as written (in single quotes when ``quote``; never
+    ``repr``, which would show a full-width space as ``'\\u3000'`` and switch to double
+    quotes around a ``'``): whole when it has at most ``limit`` characters, else its first
+    ``limit`` and how long it is, so that a number of thousands of digits does not fill
+    the terminal: ``'12345678901234567890…' (4,500 digits)``."""
     if len(text) <= limit:
-        return repr(text) if quote else text
+        return f"'{text}'" if quote else text
     head = text[:limit] + "…"
     unit = "digits" if text.isascii() and text.isdigit() else "characters"
-    return f"{repr(head) if quote else head} ({len(text):,} {unit})"
+    return f"'{head}' ({len(text):,} {unit})" if quote else f"{head} ({len(text):,} {unit})"
 
 
 def natural_number_key(digits: str) -> tuple:

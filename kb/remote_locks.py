@@ -82,8 +82,9 @@ def ensure_refspecs(top: Path, remote: str) -> bool:
 def fetch(top: Path, remote: str, timeout: float = DEFAULT_TIMEOUT) -> Optional[str]:
     """Fetch the remote's locks into :func:`namespace` (pruned; bounded by
     ``timeout`` seconds). Returns None on success, else why it failed."""
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND":
-           os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes -o ConnectTimeout=5")}
+    # git's messages in English: its reason is read (:func:`_fetch_failure`).
+    env = git.english({**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND":
+                       os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes -o ConnectTimeout=5")})
     args = ["git", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", remote]
     why: Optional[str] = None
     try:

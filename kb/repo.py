@@ -213,18 +213,20 @@ def resolve_links(kb: KnowledgeBase, kind: SnapshotKind, rev: str | None,
                   links: dict[str, str], files: dict[str, str]) -> dict[str, str]:
     """Judge the symlinks ``links`` (KB-relative path -> the link's blob) of a staged
     or commit listing ``files`` the way the work tree is read: a link whose text is
-    absolute or climbs above the work tree's top leads outside (never read); a link
-    inside reads as its target's entry in the same snapshot (``files[path]`` becomes
-    the target's blob, so the parse and its cache key agree with the work tree's);
-    a target the snapshot does not hold is dangling. Returns the unread links, path
-    -> target (a :class:`Dangling` when dangling), and records them in
-    :data:`UNREAD_LINKS`. One batched read of the links' texts, and one git call for
-    targets outside the KB's listing (none for a commit without ``rev``)."""
+    absolute, climbs above the work tree's top, or leads out of the KB's folder (a KB
+    in a subfolder of the repository) leads outside (never read: kb reads no record
+    outside the KB); a link inside reads as its target's entry in the same snapshot
+    (``files[path]`` becomes the target's blob, so the parse and its cache key agree
+    with the work tree's); a target the snapshot does not hold is dangling. Returns
+    the unread links, path -> target (a :class:`Dangling` when dangling), and records
+    them in :data:`UNREAD_LINKS`. One batched read of the links' texts, and one git
+    call for targets the KB's listing leaves out (files kb does not parse; none for a
+    commit without ``rev``)."""
     import posixpath
 
     texts = git.read_blobs(list(dict.fromkeys(links.values())), kb.top)
     unread: dict[str, str] = {}
-    later: dict[str, str] = {}  # path -> repository path of a target not in the listing
+    later: dict[str, str] = {}  # path -> repository path of a KB target not in the listing
     for rel in links:
         cur = rel
         for _ in range(40):  # a chain of links, bounded as the system bounds it
@@ -236,10 +238,13 @@ def resolve_links(kb: KnowledgeBase, kind: SnapshotKind, rev: str | None,
                 unread[rel] = _link_display(kb, repo_cur, text)
                 break
             target = kb.rel(norm)
-            if target is not None and target in links:
+            if target is None:  # inside the work tree, outside the KB's folder
+                unread[rel] = _link_display(kb, repo_cur, text)
+                break
+            if target in links:
                 cur = target
                 continue
-            if target is not None and target in files:
+            if target in files:
                 files[rel] = files[target]
             else:
                 later[rel] = norm
@@ -498,15 +503,16 @@ def _worktree_folder_link(kb: KnowledgeBase, rel: str, found: dict[str, str]) ->
 
 
 def outside_links(kb: KnowledgeBase, paths: list[str]) -> dict[str, str]:
-    """KB-relative ``paths`` that resolve outside the work tree through a symlink
-    (the file itself or a folder on its way), mapped to where they lead.
+    """KB-relative ``paths`` that resolve outside the KB's folder through a symlink
+    (the file itself or a folder on its way), mapped to where they lead: outside the
+    work tree, or (a KB in a subfolder) elsewhere in the repository.
 
     kb never reads or writes through such a path: a committed symlink to
     ``/etc/passwd`` or ``~/.ssh/…`` would otherwise be read and its content
-    committed. One ``lstat`` per file; each folder is resolved once.
+    committed, and one to a file of the repository outside the KB read as a record
+    (and written by kb's writers). One ``lstat`` per file; each folder is resolved once.
     """
-    top = os.path.realpath(kb.top)
-    inside = top.rstrip(os.sep) + os.sep
+    home, inside = _kb_bounds(kb)
     dirs: dict[str, bool] = {}
     out: dict[str, str] = {}
     for rel in paths:
@@ -515,19 +521,55 @@ def outside_links(kb: KnowledgeBase, paths: list[str]) -> dict[str, str]:
         ok = dirs.get(folder)
         if ok is None:
             real = os.path.realpath(folder)
-            ok = dirs[folder] = real == top or real.startswith(inside)
+            ok = dirs[folder] = real == home or real.startswith(inside)
         if ok and not os.path.islink(full):
             continue
         real = os.path.realpath(full)
-        if not (real == top or real.startswith(inside)) or _leaving_link(kb, rel, full):
+        if not (real == home or real.startswith(inside)) or _leaving_link(kb, rel, full):
             out[rel] = real
     return out
 
 
+def _kb_bounds(kb: KnowledgeBase) -> tuple[str, str]:
+    """The real path of the KB's folder, and it followed by a separator: a file whose
+    real path is neither the one nor starts with the other lies outside the KB (the
+    work tree's top for a KB at the top)."""
+    root = os.path.realpath(kb.root)
+    return root, root.rstrip(os.sep) + os.sep
+
+
+def outside_where(kb: KnowledgeBase, target: str) -> str:
+    """What a symlink leading to ``target`` (a real path outside the KB, as
+    :func:`outside_links` gives it) leaves: ``"the work tree"``, or ``"the KB folder
+    <folder>"`` when it lands elsewhere in the repository (a KB in a subfolder)."""
+    top = os.path.realpath(kb.top)
+    if kb.prefix and (target == top or target.startswith(top.rstrip(os.sep) + os.sep)):
+        root = os.path.realpath(kb.root)
+        if not (target == root or target.startswith(root.rstrip(os.sep) + os.sep)):
+            return f"the KB folder {kb.prefix.rstrip('/')}"
+    return "the work tree"
+
+
+def link_on_the_way(root: Path | str, rel: str) -> str | None:
+    """The first of the KB-relative file ``rel`` and the folders on its way from the KB's
+    folder ``root`` that is a symlink (its KB-relative path), or None. kb writes nothing
+    through such a path, whichever file it leads to, and never replaces the link by a
+    file: writes refuse and ``kb verify --fix`` skips it. One ``lstat`` per component
+    (a write touches a few files)."""
+    cur = os.fspath(root)
+    parts = [x for x in rel.split("/") if x]
+    for n, part in enumerate(parts):
+        cur = os.path.join(cur, part)
+        if os.path.islink(cur):
+            return "/".join(parts[:n + 1])
+    return None
+
+
 def _leaving_link(kb: KnowledgeBase, rel: str, full: str) -> bool:
-    """Whether ``full`` (the KB-relative ``rel``) is a symlink whose text leaves the work
-    tree in every clone, whatever it reaches here: an absolute path, or one climbing
-    above the top (``..``), as git's snapshots judge it (:func:`resolve_links`)."""
+    """Whether ``full`` (the KB-relative ``rel``) is a symlink whose text leaves the KB
+    in every clone, whatever it reaches here: an absolute path, one climbing above the
+    top (``..``), or one leading out of the KB's folder, as git's snapshots judge it
+    (:func:`resolve_links`)."""
     import posixpath
 
     try:
@@ -537,7 +579,7 @@ def _leaving_link(kb: KnowledgeBase, rel: str, full: str) -> bool:
     if os.path.isabs(text):
         return True
     norm = posixpath.normpath(posixpath.join(posixpath.dirname(kb.repo_path(rel)), text))
-    return norm == ".." or norm.startswith("../")
+    return norm == ".." or norm.startswith("../") or kb.rel(norm) is None
 
 
 #: How :func:`read_worktree` opens a file: never through a symlink (the final
@@ -566,17 +608,17 @@ def _read_fd(fd: int) -> bytes:
 
 def read_worktree(kb: KnowledgeBase, paths: list[str]) -> tuple[dict[str, bytes], dict[str, str]]:
     """The working-tree bytes of KB-relative ``paths`` (missing and unreadable files
-    skipped), and the paths that are symlinks leaving the work tree, mapped to where
-    they lead (:func:`outside_links`: never read), or dangling (a :class:`Dangling`).
+    skipped), and the paths that are symlinks leaving the KB (the work tree, or the KB's
+    folder in it), mapped to where they lead (:func:`outside_links`: never read), or
+    dangling (a :class:`Dangling`).
 
     What :func:`outside_links` then reading would give, without an ``lstat`` per
     file: each folder is resolved once, and a file in a folder inside the work
     tree is opened with ``O_NOFOLLOW``, which fails on a symlink (only then is
     the link resolved). A file that is a symlink on disk (whatever git's index
-    says) is never read through unless it leads inside the work tree.
+    says) is never read through unless it leads inside the KB.
     """
-    top = os.path.realpath(kb.top)
-    inside = top.rstrip(os.sep) + os.sep
+    home, inside = _kb_bounds(kb)
     root = str(kb.root)
     join, dirname = os.path.join, os.path.dirname
     dirs: dict[str, bool] = {}
@@ -589,7 +631,7 @@ def read_worktree(kb: KnowledgeBase, paths: list[str]) -> tuple[dict[str, bytes]
         ok = dirs.get(folder)
         if ok is None:
             real = os.path.realpath(folder)
-            ok = dirs[folder] = real == top or real.startswith(inside)
+            ok = dirs[folder] = real == home or real.startswith(inside)
         if ok and _NOFOLLOW:
             try:
                 fd = os.open(full, flags)
@@ -611,9 +653,9 @@ def read_worktree(kb: KnowledgeBase, paths: list[str]) -> tuple[dict[str, bytes]
             except OSError:
                 pass
             continue
-        # A symlink, or a folder on the way leaves the work tree: where does it lead?
+        # A symlink, or a folder on the way leaves the KB: where does it lead?
         real = os.path.realpath(full)
-        if not (real == top or real.startswith(inside)) or _leaving_link(kb, rel, full):
+        if not (real == home or real.startswith(inside)) or _leaving_link(kb, rel, full):
             outside[rel] = real
             continue
         try:

@@ -35,8 +35,8 @@ LAYERS: list[tuple[str, ...]] = [
     # the rules (and the ID-collision finder that kb sync and kb verify share); what git runs
     # as kb's merge drivers (TRAIL.md's replays the merged exploration log)
     ("kb.checks", "kb.merge.collide", "kb.merge.renumber", "kb.merge.run"),
-    # write use cases, reads, read models
-    ("kb.ops", "kb.api", "kb.views"),
+    # write use cases (kb sync's reading of git's output beside it), reads, read models
+    ("kb.ops", "kb.ops.sync_output", "kb.api", "kb.views"),
     # areas built on the pipeline
     ("kb.review", "kb.trail", "kb.gen", "kb.prime", "kb.contract", "kb.outputs", "kb.hooks",
      "kb.lit.context"),

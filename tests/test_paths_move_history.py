@@ -386,3 +386,24 @@ def test_an_old_error_in_a_tree_moved_with_git_mv_stays_pre_existing(repo, tmp_p
     _commit_keeps_the_old_error(repo, ("paths.tree a new home",), "research/tree.md")
     proc = git_run(repo, "push", "origin", "main")
     assert proc.returncode == 0, _out(proc)
+
+
+@pytest.mark.parametrize("edit", ["append", "prepend"])
+def test_an_old_error_in_a_tree_moved_and_edited_stays_pre_existing(repo, tmp_path,
+                                                                    edit: str) -> None:
+    """`paths.tree` moved, the tree carried along with `git mv` and edited in the same
+    commit (its blob is new): it sat where the moved key pointed and sits where it points
+    now, so its old error (H2's Evidence names E099) is still the same error."""
+    text = (repo / "tree.md").read_text(encoding="utf-8")
+    write_files(repo, {"tree.md": text.rsplit("Evidence: (empty)", 1)[0] + "Evidence: E099\n"})
+    git(repo, "commit", "-q", "-a", "--no-verify", "-m", "an old mistake")
+    _remote(repo, tmp_path)  # (kb's hooks installed)
+    _move_setting(repo, "tree", "research/tree.md")
+    (repo / "research").mkdir()
+    git(repo, "mv", "tree.md", "research/tree.md")
+    moved = repo / "research" / "tree.md"
+    text = moved.read_text(encoding="utf-8")
+    note = "A note written while moving the tree.\n"
+    moved.write_text(text + "\n" + note if edit == "append" else
+                     text.replace("\n", "\n\n" + note, 1), encoding="utf-8")
+    _commit_keeps_the_old_error(repo, ("paths.tree a new home",), "research/tree.md")

@@ -49,7 +49,9 @@ def _log(seed: int, n_batches: int) -> dict[str, bytes]:
 def _state(g: Graph) -> str:
     return json.dumps({"n": [n.to_json() for n in g.nodes.values()], "r": g.roots,
                        "e": [e.to_json() for e in g.edges],
-                       "p": sorted(p.format() for p in g.problems)}, sort_keys=True)
+                       "p": sorted(p.format() for p in g.problems),
+                       # TRAIL.md's header: the count, the last operation and the ids' digest
+                       "o": [g.ops, g.last, g.digest]}, sort_keys=True)
 
 
 @settings(max_examples=40, deadline=None)
@@ -81,3 +83,17 @@ def test_replay_is_order_free_idempotent_and_incremental(seed: int, n: int, cut:
     assert ext is not None  # newer files only: the extension applies
     finish(ext)
     assert _state(ext) == whole
+
+
+def test_the_log_digest_tells_apart_logs_that_end_alike() -> None:
+    """Two logs with as many operations and one last operation but different ones before
+    it (three clones' merges) have different digests: their TRAIL.md renders differ."""
+    files = _log(7, 12)
+    order = sorted(files)
+    size = {k: files[k].count(b"\n") for k in order[:-1]}  # the last file stays in both
+    x, y = next((x, y) for x in size for y in size if x < y and size[x] == size[y])
+    a = replay_blobs({k: files[k] for k in order if k != x})
+    b = replay_blobs({k: files[k] for k in order if k != y})
+    assert (a.ops, a.last) == (b.ops, b.last) and a.digest != b.digest
+    both = replay_blobs(files)
+    assert both.digest not in (a.digest, b.digest, 0)

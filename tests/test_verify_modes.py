@@ -555,7 +555,7 @@ def test_a_committed_kb_toml_change_is_not_answered_from_the_old_results(make_kb
                                   encoding="utf-8")
     git(root, "commit", "-q", "-am", "another ID grammar")
     after = kb116()
-    assert after and "`[KH][1-9][0-9]*` with separator '.'" in after[0], after
+    assert after and "`[KH][1-9][0-9]*` with separator `.`" in after[0], after
     shutil.rmtree(root / ".kb")
     assert kb116() == after  # the same answer as from scratch
 

@@ -82,8 +82,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
     _r("KB105", "warning", "snapshot", "parse", "frontmatter key is a YAML 1.1 boolean (on/off/yes/no)",
        "quote the key", True),
     _r("KB106", "error", "snapshot", "parse",
-       "a symlink kb does not read: its target leaves the work tree (absolute, or above the top) or does not exist",
-       "replace the symlink by a regular file inside the repository"),
+       "a symlink kb does not read: its target leaves the work tree (absolute, or above the "
+       "top), leaves the KB's folder (a KB in a subfolder of the repository), or does not exist",
+       "replace the symlink by a regular file inside the KB"),
     _r("KB107", "error", "snapshot", "parse", "a NUL byte in a Markdown file",
        "delete the NUL bytes (git treats the file as binary)"),
     _r("KB108", "warning", "snapshot", "parse", "a Markdown file under a folder of cards or "

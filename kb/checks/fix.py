@@ -50,18 +50,36 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+def _linked(path: Path, kb_root: Path) -> bool:
+    """Whether ``path`` (a file of the KB at ``kb_root``) is a symlink or lies under a
+    folder of the KB that is one: kb writes nothing through a link, nor replaces it."""
+    from kb.repo import link_on_the_way
+
+    rel = os.path.relpath(path, kb_root).replace(os.sep, "/")
+    return link_on_the_way(kb_root, rel) is not None
+
+
 def apply_fixes(findings: Iterable[Finding]) -> FixResult:
-    """Apply the line fixes of ``findings`` to the files of the working tree."""
+    """Apply the line fixes of ``findings`` to the files of the working tree; a file that
+    is a symlink (or under one) is left alone, its fixes skipped and said."""
     from kb.render.document import Document
     from kb.text import DecodeError
 
     result = FixResult()
     by_file: dict[Path, list[tuple[int, str, str]]] = {}
+    roots: dict[Path, Path] = {}
     for f in findings:
         if f.fix is None or f.commit or not f.kb_root or not f.kb_path:
             continue
         by_file.setdefault(Path(f.kb_root) / f.kb_path, []).append(f.fix)
+        roots[Path(f.kb_root) / f.kb_path] = Path(f.kb_root)
     for path, fixes in sorted(by_file.items()):
+        if _linked(path, roots[path]):
+            result.skipped += len(fixes)
+            result.skipped_at += [f"{path}:{ln}: a symlink (or under one): kb writes nothing "
+                                  "through it; fix the file it leads to"
+                                  for ln, _, _ in sorted(set(fixes))]
+            continue
         try:
             doc = Document.from_bytes(path.read_bytes(), str(path))
         except (OSError, DecodeError):  # unreadable or not UTF-8: leave it alone
@@ -118,6 +136,11 @@ def regenerate_dashboard(kb_root: Path, refused: list[str] | None = None) -> boo
         if want is None:
             return False
         target = k.root / k.config.paths["dashboard"]
+        if _linked(target, k.root):  # never read through a link, nor replaced by a file
+            if refused is not None:
+                refused.append(f"{k.prefix}{k.config.paths['dashboard']}: not regenerated: it is "
+                               "a symlink (or under one), and kb writes nothing through it")
+            return False
         have = target.read_bytes()
         data = want.encode("utf-8")
         if have.startswith(b"\xef\xbb\xbf"):

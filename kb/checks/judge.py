@@ -50,23 +50,30 @@ def _base_diagnostics(base_f: Optional[Any], file_scope: Optional[set[str]], bas
     :func:`check_snapshots`): ``base_f``'s, or, when the change moves a ``[paths]`` key,
     those of ``base_f``'s commit read with the ``[paths]`` of its own kb.toml
     (``base_config``; every other setting as ``base_f`` was read), each at the path
-    its file has in ``new_f`` when the move carried the file there unchanged."""
+    its file has in ``new_f`` when the move carried the file there (:func:`_carried`)."""
     from kb.checks.unread_records import moved_keys, own_reading
 
     if base_f is None:
         return []
-    if moved_keys(base_config, new_config):  # (rare: a comparison of two dicts otherwise)
+    keys = moved_keys(base_config, new_config)
+    if keys:  # (rare: a comparison of two dicts otherwise)
         with own_reading(base_f, base_config.paths) as own:
             if own is not None:
                 found = snapshot_diagnostics(own, file_scope=file_scope)
-                return _carried(found, own.files, new_f.files) if new_f is not None else found
+                moves = [(base_config.paths[k], new_config.paths[k]) for k in keys
+                         if k in base_config.paths and k in new_config.paths]
+                return found if new_f is None else _carried(found, own.files, new_f.files, moves)
     return snapshot_diagnostics(base_f, file_scope=file_scope)
 
 
-def _carried(found: list, base_files: dict[str, str], new_files: dict[str, str]) -> list:
-    """``found`` (base diagnostics) with the path of each file the change moved unchanged
-    (``git mv tree.md research/tree.md``: the blob gone from one path, at one new path)
-    set to its new path: an error the file had before the move is the same error after."""
+def _carried(found: list, base_files: dict[str, str], new_files: dict[str, str],
+             moves: list[tuple[str, str]] = ()) -> list:  # type: ignore[assignment]
+    """``found`` (base diagnostics) with the path of each file the change carried along set
+    to its new path: an error the file had before the move is the same error after. A file
+    is carried when the change moved it unchanged (``git mv tree.md research/tree.md``: the
+    blob gone from one path, at one new path), or when it sat where a moved ``[paths]``
+    key pointed (``moves``: (old value, new value) pairs) and now sits where that key
+    points, edited or not (gone from the old path, new at the new one)."""
     gone = {b: p for p, b in base_files.items() if p not in new_files}
     if not gone:
         return found
@@ -75,6 +82,14 @@ def _carried(found: list, base_files: dict[str, str], new_files: dict[str, str])
         if b in gone and p not in base_files:
             came.setdefault(b, []).append(p)
     moved = {gone[b]: ps[0] for b, ps in came.items() if len(ps) == 1}
+    for was, now in moves:
+        for p in gone.values():
+            if p in moved:
+                continue
+            q = now if p == was else \
+                f"{now}/{p[len(was) + 1:]}" if p.startswith(was + "/") else None
+            if q is not None and q in new_files and q not in base_files:
+                moved[p] = q
     if not moved:
         return found
     # kb's rules give NamedTuples (_replace), others kb.model values (replace)

@@ -23,7 +23,9 @@ of a tool. Descriptions are static text: the tool list never depends on the KB.
 :class:`KbServer` answers what the SDK refuses before a tool runs with the same
 error object, of kind ``usage``: an unknown tool, an unknown argument, a missing
 or ill-typed one (the SDK's own answer is pydantic's text, without a kind). It
-answers an unknown prompt with the protocol's invalid-params error, never a traceback.
+answers an unknown prompt with the protocol's invalid-params error, never a traceback,
+and an input line that is no JSON-RPC message with JSON-RPC's parse error or invalid
+request (:mod:`kb.mcp.stdio`).
 """
 
 import functools
@@ -43,6 +45,7 @@ from pydantic import Strict, ValidationError
 
 from kb import git
 from kb.errors import InternalError, UsageError, error_object
+from kb.mcp.stdio import serve_stdio
 from kb.mcp.warm import WarmKB
 
 log = logging.getLogger("kb.mcp")
@@ -151,6 +154,11 @@ class KbServer(MCPServer):
         if name not in {p.name for p in await self.list_prompts()}:
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {name}")
         return await super().get_prompt(name, arguments, context)
+
+    async def run_stdio_async(self) -> None:
+        """Serve over stdio; a line that is no JSON-RPC message gets JSON-RPC's parse error
+        or invalid-request answer and a line on stderr (the SDK drops it unanswered)."""
+        await serve_stdio(self, super().run_stdio_async)
 
 
 class Registry:

@@ -151,7 +151,7 @@ def index_write(top: Path, args: list[str], input: bytes | None = None) -> bool:
     """Run a git command that writes the real index, retried while another git
     process holds the index lock. False when it could not."""
     for i in range(20):
-        proc = git.run(args, top, check=False, write=True, input=input)
+        proc = git.run(args, top, check=False, write=True, input=input, in_english=True)
         if proc.returncode == 0:
             return True
         if b"index.lock" not in proc.stderr:

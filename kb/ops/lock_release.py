@@ -41,7 +41,7 @@ from kb.ops.lock_common import ATTEMPTS, LockTarget, ReleaseResult, file_targets
 from kb.ops.recovery import JOURNAL_NAME, recover, remove_index_litter
 from kb.ops.transaction import FormatGuardError, acquire_write_lock, release_write_lock
 from kb.parse import classify, parse_file
-from kb.repo import KnowledgeBase, outside_links
+from kb.repo import KnowledgeBase, outside_links, outside_where
 
 
 @dataclass(frozen=True)
@@ -112,10 +112,16 @@ def _run_pre_commit(top: Path, hook: Path, env: dict[str, str]) -> None:
                    write=True, env=env)
     if proc.returncode == 0:
         return
-    text = (proc.stderr + proc.stdout).decode("utf-8", "replace").strip()
-    if "is not a git command" in text:
+    if _no_git_hook(top):
         return  # git older than 2.36 has no `git hook run`
-    raise _HookRefused(text)
+    raise _HookRefused((proc.stderr + proc.stdout).decode("utf-8", "replace").strip())
+
+
+def _no_git_hook(top: Path) -> bool:
+    """Whether this git has no ``git hook`` (older than 2.36). Asked in English (kb reads
+    git's words) once a hook run failed: the hook itself runs in the user's language."""
+    proc = git.run(["hook", "-h"], top, check=False, in_english=True)
+    return b"is not a git command" in proc.stderr + proc.stdout
 
 
 class _HookRefused(RefusedError):
@@ -244,8 +250,9 @@ def _guard_release(kb: KnowledgeBase, before: dict[str, tuple[str, str]],
         if rel is None or p not in after or classify(rel, kb.config) is None:
             continue
         for q, target in outside_links(kb, [rel]).items():
-            raise RefusedError(f"{p} is a symlink to {target}, outside the work tree: kb does not "
-                               "commit it — nothing was changed, your locks are kept")
+            raise RefusedError(f"{p} is a symlink to {target}, outside "
+                               f"{outside_where(kb, target)}: kb does not commit it — nothing "
+                               "was changed, your locks are kept")
         new_keys, new_errs = problems(rel, after[p][1])
         old_keys, _ = problems(rel, before[p][1] if p in before else None)
         added = new_keys - old_keys

@@ -11,6 +11,12 @@ for it: the parse's (a malformed entry) and the per-file rules' (KB218, a
 probability outside [0, 1], never clamped) — is skipped with its first error:
 the new card would copy what cannot be read as written, and kb's own commit
 would fail the range check CI runs.
+
+What it commits is computed from every proposition card (the whole card is
+copied) and every problem card (the IDs taken, the 判断命题 naming a judge
+problem): like ``kb refresh`` and ``kb report`` it refuses while one of them
+has uncommitted changes (:meth:`kb.ops.workspace.Workspace.refuse_uncommitted_files`;
+not with ``no_commit``).
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from kb.render.card import fmt_number, render_card
 from kb.repo import KnowledgeBase
 from kb.research.cardview import card_view
 from kb.research.dependencies import natural_key
-from kb.research.priority import promoted_id
+from kb.research.priority import PROMOTE_INPUTS, promoted_id
 from kb.research.values import parse_probability
 
 
@@ -43,9 +49,12 @@ def promote(kb: Union[KnowledgeBase, str, Path, None] = None, threshold: Union[f
     its first error in ``skipped`` and the output lines; nothing is written for it.
 
     Raises UsageError for a threshold outside [0, 1], CardError (refused) when a promoted card
-    would be malformed; every write also raises LockedError (another owner's lock), StaleError
-    (``expect`` no longer matches), ConflictError (the file is dirty or HEAD moved) and
-    EnvironmentError_ (git failed, the work tree is not writable); nothing is written then.
+    would be malformed, RefusedError when something is to be promoted and a proposition or
+    problem card has uncommitted changes (unless ``no_commit``): the commit would hold judge
+    problems derived from a state no commit holds. Every write also raises LockedError
+    (another owner's lock), StaleError (``expect`` no longer matches), ConflictError (the file
+    is dirty or HEAD moved) and EnvironmentError_ (git failed, the work tree is not writable);
+    nothing is written then.
     """
     th = parse_probability(threshold, "threshold", open_interval=False)
 
@@ -106,6 +115,8 @@ def promote(kb: Union[KnowledgeBase, str, Path, None] = None, threshold: Union[f
             made.append({"id": qid, "from": pid, "path": ws.kb.prefix + rel, "solutions": len(entries)})
             lines.append(f"{pid} → {qid} ({ws.kb.prefix}{rel}, {len(entries)} 解法 from its "
                          "proofs and refutations)")
+        if made:  # every proposition and problem card was read: the commit must hold them
+            ws.refuse_uncommitted_files(PROMOTE_INPUTS, "promotion")
         if not made and not skipped:
             lines.append(f"nothing to promote (threshold {th:g})")
         return lines, {"threshold": th, "promoted": made, "skipped": skipped}

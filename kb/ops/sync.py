@@ -18,6 +18,8 @@
    and each conflict reported; a merge commit a hook refused (every path merged,
    kb's pre-merge-commit hook finding a rule broken) is ``refused``, aborted the
    same way, with the hook's reasons reported instead (there is nothing to resolve);
+   git's output is read by :mod:`kb.ops.sync_output`, the merge run with git's
+   messages in English (:func:`kb.git.english`);
 6. regenerate DASHBOARD.md when stale (a ``kb dashboard`` commit); render TRAIL.md
    again (a ``trail.render`` commit) when a merge commit left it stale against the
    merged exploration log while it was fresh on this side before (git calls no
@@ -36,7 +38,6 @@ repaired by this new commit — no history is rewritten.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -45,6 +46,8 @@ from typing import Any, Optional
 
 from kb import git
 from kb.errors import ConflictError, EnvironmentError_, GitError, RefusedError, UsageError
+from kb.ops.sync_output import (  # noqa: F401 - the readers stay importable from here
+    conflict_lines, driver_notes, git_conflict_lines, hook_refused, names, refusal_lines)
 
 FETCH_TIMEOUT = 120.0
 
@@ -390,8 +393,10 @@ def _merge(k: Any, target: str, name: str, res: SyncResult) -> None:
     if base == target:
         res.merge = "up to date"
         return
+    # Its output is read (kb.ops.sync_output): git's messages in English, whatever the
+    # user's language; the hooks and merge drivers it runs inherit that.
     proc = git.run(["merge", "--no-edit", "-m", f"Merge {name} (kb sync)", target], k.top,
-                   write=True, check=False, env={"GIT_TERMINAL_PROMPT": "0"})
+                   write=True, check=False, env={"GIT_TERMINAL_PROMPT": "0"}, in_english=True)
     if proc.returncode == 0:
         # What kb's drivers said of the files they merged (a report kept from our side: run
         # `kb report`) is for the user, as a plain `git merge` shows it.
@@ -405,74 +410,17 @@ def _merge(k: Any, target: str, name: str, res: SyncResult) -> None:
     from kb.merge.markers import unmerged_paths
 
     files = unmerged_paths(k.top)
-    # Every path merged and MERGE_HEAD written: git got as far as the merge commit and a hook
-    # (kb's pre-merge-commit: kb verify --staged) refused it, nothing to resolve. (Conflicts
-    # rerere resolved also leave no unmerged path, but git says the automatic merge failed.)
-    if not files and git.rev_parse("MERGE_HEAD", k.top) is not None \
-            and "Automatic merge failed" not in text:
-        res.merge = "refused"
+    if hook_refused(text, files, git.rev_parse("MERGE_HEAD", k.top) is not None):
+        res.merge = "refused"  # every path merged: nothing to resolve, the hook's reasons
         res.conflicts = refusal_lines(text)
     else:
         res.merge = "conflict"
-        res.conflicts = driver_notes(text)
-        # git's own word on a conflict (a file added inside a directory the other side
-        # renamed, a rename against a delete) unless a kb driver already spoke of its paths;
-        # a bare "<path>: conflict" only for a path no line names.
-        said = list(res.conflicts)
-        res.conflicts += [c for c in git_conflict_lines(text)
-                          if not any(names(c, f) and any(names(d, f) for d in said)
-                                     for f in files)]
-        res.conflicts += [f"{f}: conflict" for f in files
-                          if not any(names(c, f) for c in res.conflicts)]
-        if not res.conflicts:
-            res.conflicts = [text.strip() or "git merge failed"]
+        res.conflicts = conflict_lines(text, files)
     # `git merge --abort` (reset --merge): the index and work tree back at HEAD, which the
     # clean-tree check made safe; without MERGE_HEAD (git stopped before merging) a no-op.
     git.run(["merge", "--abort"], k.top, write=True, check=False)
     if git.rev_parse("MERGE_HEAD", k.top) is not None:
         res.conflicts.append("git merge --abort left the merge in progress; run it yourself")
-
-
-def driver_notes(text: str) -> list[str]:
-    """kb's merge-driver lines (``kb merge: …``) in ``git merge``'s output, in order, once each."""
-    return list(dict.fromkeys(ln.strip() for ln in text.splitlines()
-                              if ln.strip().startswith("kb merge:")))
-
-
-def git_conflict_lines(text: str) -> list[str]:
-    """git's ``CONFLICT (…): …`` lines in ``git merge``'s output, stripped, in order, once each."""
-    return list(dict.fromkeys(ln.strip() for ln in text.splitlines()
-                              if ln.strip().startswith("CONFLICT (")))
-
-
-def names(line: str, path: str) -> bool:
-    """Whether ``line`` names ``path`` as a whole path (``Cards/q2.md``, not ``q2.md`` in it)."""
-    return re.search(r"(?<![\w/.-])" + re.escape(path) + r"(?!\.?[\w/-])", line) is not None
-
-
-#: git's own lines around a refused merge commit and kb's merge-driver notes: not the hook's reasons.
-_GIT_BOILERPLATE = ("Auto-merging ", "Removing ", "Not committing merge", "hint: ",
-                    "Automatic merge went well", "kb merge: ")
-#: kb verify's text diagnostic, ``path:line:col: KB123 [severity] message``.
-_DIAGNOSTIC = re.compile(r"^\S.*:\d+:\d+: KB\d+ \[(\w+)\] ")
-#: kb verify --staged's closing advice: the merge is aborted, there is nothing to commit again.
-_COMMIT_AGAIN = "kb: fix the errors above and commit again"
-
-
-def refusal_lines(text: str) -> list[str]:
-    """What a hook printed refusing a merge commit, from ``git merge``'s output: git's
-    boilerplate and kb's merge-driver notes dropped, and of kb's diagnostics only those
-    that refuse (errors not pre-existing: warnings do not stop a commit)."""
-    out: list[str] = []
-    for raw in text.splitlines():
-        ln = raw.strip()
-        if not ln or ln.startswith(_GIT_BOILERPLATE) or ln.startswith(_COMMIT_AGAIN):
-            continue
-        m = _DIAGNOSTIC.match(ln)
-        if m and (m.group(1) != "error" or ln.endswith("(pre-existing)")):
-            continue
-        out.append(ln)
-    return out or ["a git hook refused the merge commit and printed nothing"]
 
 
 def _dashboard(k: Any, res: SyncResult, on_wait: Any) -> None:

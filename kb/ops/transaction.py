@@ -300,6 +300,7 @@ class Transaction:
         message = self._message()
         if not changed:
             return TxResult(self.op, list(self.ids), [], None, message)
+        self._no_links(changed)
         from kb.remote_locks import check_unlocked
 
         paths = [kb.repo_path(r) for r in changed]
@@ -404,11 +405,29 @@ class Transaction:
         return dict(zip(rels, proc.stdout.decode().split()))
 
     def _inside(self, rel: str) -> None:
-        from kb.repo import outside_links
+        from kb.repo import outside_links, outside_where
 
         for p, target in outside_links(self.kb, [rel]).items():
-            raise RefusedError(f"{self.kb.prefix}{p} is a symlink to {target}, outside the work "
-                               "tree: kb neither reads nor writes through it — nothing was written")
+            raise RefusedError(f"{self.kb.prefix}{p} is a symlink to {target}, outside "
+                               f"{outside_where(self.kb, target)}: kb neither reads nor writes "
+                               "through it — nothing was written")
+
+    def _no_links(self, rels: list[str]) -> None:
+        """Refuse to write ``rels`` when one is a symlink, or lies under a folder that is
+        one, inside the KB (one leaving it: :meth:`_inside`). kb writes nothing through a
+        link (the file it leads to is another file of the record) and never replaces one
+        by a file (the card would silently part from the file the link read): the user
+        chooses (:func:`kb.repo.link_on_the_way`)."""
+        from kb.repo import link_on_the_way
+
+        for rel in rels:
+            link = link_on_the_way(self.kb.root, rel)
+            if link is not None:
+                target = os.path.realpath(self.path(link))
+                raise RefusedError(
+                    f"{self.kb.prefix}{link} is a symlink to {target}: kb writes nothing through "
+                    "a symlink and does not replace it by a file — nothing was written; replace "
+                    "the link by the file or folder it leads to (then run the command again)")
 
     def read_disk(self, rel: str) -> bytes | None:
         """The bytes of ``rel`` on disk (None when absent), ignoring pending writes."""

@@ -466,7 +466,7 @@ def _frontmatter_conflicts(src: SourceText, fm: dict, objects: list) -> list[Dia
     fid = fm.get("id")
     if isinstance(fid, str) and fid != obj.id:
         out.append(Diagnostic(path=src.path, line=obj.line, code="KB104", severity="error",
-                              message=f"frontmatter id {fid!r} disagrees with {obj.id!r}"))
+                              message=f"frontmatter id '{fid}' disagrees with '{obj.id}'"))
     fst = fm.get("status")
     if isinstance(fst, str) and obj.status and fst != obj.status:
         from kb.vocab import EXPERIMENT_STATUS, HYPOTHESIS_STATUS
@@ -477,6 +477,6 @@ def _frontmatter_conflicts(src: SourceText, fm: dict, objects: list) -> list[Dia
             line = obj.anchor_lines.get("状态", obj.anchor_lines.get("Status", obj.line))
             out.append(Diagnostic(path=src.path, line=line,
                                   code="KB104", severity="error",
-                                  message=f"frontmatter status {fst!r} disagrees with the anchor "
-                                  f"status {obj.status!r}"))
+                                  message=f"frontmatter status '{fst}' disagrees with the anchor "
+                                  f"status '{obj.status}'"))
     return out

@@ -238,7 +238,7 @@ class _Card:
                     if m:
                         key, colon, value = m.groups()
                         if colon == "：":
-                            self.diags.append(fullwidth_colon_warning(path, i + 1, line, f"anchor {key!r}"))
+                            self.diags.append(fullwidth_colon_warning(path, i + 1, line, f"anchor '{key}'"))
                         if key in anchors:
                             self.diags.append(
                                 duplicate_key_error(path, key, anchor_lines[key], i + 1, self.path))
@@ -467,7 +467,7 @@ class _Card:
         if x is None:
             self.diags.append(Diagnostic(
                 path=self.path, line=self.anchor_lines[key], code="KB124", severity="error",
-                message=f"{key!r} must be a number in [0,1], not {quoted(self.anchors[key])}"))
+                message=f"'{key}' must be a number in [0,1], not {quoted(self.anchors[key])}"))
         return x
 
     def priority(self) -> int | str | None:
@@ -488,8 +488,8 @@ class _Card:
         if self.word and self.fmt in KIND_WORDS and self.word != KIND_WORDS[self.fmt]:
             self.diags.append(Diagnostic(
                 path=self.path, line=self.line, code="KB141", severity="warning",
-                message=f"H1 kind word {self.word!r} in a {self.fmt} card; expected "
-                f"{KIND_WORDS[self.fmt]!r}"))
+                message=f"H1 kind word '{self.word}' in a {self.fmt} card; expected "
+                f"'{KIND_WORDS[self.fmt]}'"))
         return {
             "id": obj_id, "path": self.path, "line": self.line,
             "title": self.text("标题") or self.h1_title,
@@ -584,7 +584,7 @@ def parse_direction(src: SourceText) -> tuple[list[KBObject], list[Diagnostic]]:
     if status and status not in ("active", "success", "dead-end", "queued"):
         diags.append(Diagnostic(path=path, line=card.anchor_lines.get("存活率", card.line),
                                 code="KB150", severity="warning",
-                                message=f"direction status {status!r} is not one of "
+                                message=f"direction status '{status}' is not one of "
                                 "active, success, dead-end, queued"))
     m = _DIRECTION_H1.match(src.lines[card.line - 1]) if src.lines else None
     if m and (m.group("q"), m.group("d")) != (qid, did):
@@ -668,7 +668,7 @@ def parse_registry(src: SourceText, heading: str, kind: str) -> tuple[list[KBObj
             if m:
                 key = m.group("key")
                 if m.group("colon") == "：":
-                    diags.append(fullwidth_colon_warning(path, i + 1, line, f"anchor {key!r}"))
+                    diags.append(fullwidth_colon_warning(path, i + 1, line, f"anchor '{key}'"))
                 if key in cur["anchors"]:
                     diags.append(duplicate_key_error(path, key, cur["lines"][key], i + 1, cur["id"]))
                 else:

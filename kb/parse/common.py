@@ -69,7 +69,7 @@ def duplicate_key_error(path: str, key: str, first: int, second: int, owner: str
     """KB112: a single-valued anchor key given twice in one block."""
     return Diagnostic(
         path=path, line=second, code="KB112", severity="error",
-        message=f"anchor {key!r} of {owner} is given twice (lines {first} and {second}); "
+        message=f"anchor '{key}' of {owner} is given twice (lines {first} and {second}); "
         "keep one",
     )
 
@@ -140,7 +140,7 @@ def parse_list(
         return (), [
             Diagnostic(
                 path=path, line=lineno, code="KB121", severity="error",
-                message=f"list anchor {key!r} is not a JSON array of IDs: {v!r}; "
+                message=f"list anchor '{key}' is not a JSON array of IDs: '{v}'; "
                 'write e.g. ["q1","p2"]',
             )
         ]
@@ -149,7 +149,7 @@ def parse_list(
         return (), [
             Diagnostic(
                 path=path, line=lineno, code="KB120", severity="warning",
-                message=f"list anchor {key!r} is empty; write []",
+                message=f"list anchor '{key}' is empty; write []",
                 fix=Fix(line=lineno, old=line, new=line.rstrip() + " []" if line.rstrip().endswith(":") else line.rstrip() + "[]"),
             )
         ]
@@ -158,14 +158,14 @@ def parse_list(
         return items, [
             Diagnostic(
                 path=path, line=lineno, code="KB120", severity="warning",
-                message=f"list anchor {key!r} is a comma list; write it as JSON {dump_list(items)}",
+                message=f"list anchor '{key}' is a comma list; write it as JSON {dump_list(items)}",
                 fix=Fix(line=lineno, old=line, new=prefix + dump_list(items)),
             )
         ]
     return (), [
         Diagnostic(
             path=path, line=lineno, code="KB121", severity="error",
-            message=f"list anchor {key!r} cannot be read: {v!r}; write a JSON array like "
+            message=f"list anchor '{key}' cannot be read: '{v}'; write a JSON array like "
             '["q1","p2"]',
         )
     ]

@@ -116,7 +116,7 @@ def parse_experiment(src: SourceText) -> tuple[list[Experiment], list[Diagnostic
         key = key.strip()
         value = value.rstrip(" \t")
         if colon == "：":
-            diags.append(fullwidth_colon_warning(path, i + 1, line, f"anchor {key!r}"))
+            diags.append(fullwidth_colon_warning(path, i + 1, line, f"anchor '{key}'"))
         if key == "结论" and section == "结果":
             if conclusion_line:
                 diags.append(duplicate_key_error(path, "结论", conclusion_line, i + 1, exp_id))
@@ -147,7 +147,7 @@ def parse_experiment(src: SourceText) -> tuple[list[Experiment], list[Diagnostic
     if date is not None and not (_DATE.fullmatch(date) and _on_calendar(date)):
         diags.append(Diagnostic(
             path=path, line=anchor_lines["Date"], code="KB131", severity="error",
-            message=f"**Date** must be a date written YYYY-MM-DD, not {date!r}"))
+            message=f"**Date** must be a date written YYYY-MM-DD, not '{date}'"))
     raw_status = anchors.get("Status", "")
     status = EXPERIMENT_STATUS.canonical(raw_status) or raw_status
     if result_line and conclusion_line == 0 and status == "已完成":

@@ -131,7 +131,7 @@ def read_frontmatter(src: SourceText) -> tuple[dict[str, Any], list[Diagnostic]]
         diags.append(
             Diagnostic(
                 path=src.path, line=2 + second, code="KB103", severity="error",
-                message=f"frontmatter key {key!r} is given twice (lines {2 + first} and "
+                message=f"frontmatter key '{key}' is given twice (lines {2 + first} and "
                 f"{2 + second}); keep one",
             )
         )
@@ -144,8 +144,8 @@ def read_frontmatter(src: SourceText) -> tuple[dict[str, Any], list[Diagnostic]]
                 diags.append(
                     Diagnostic(
                         path=src.path, line=2 + i, code="KB105", severity="warning",
-                        message=f"frontmatter key {key!r} is a boolean in YAML 1.1 (other tools "
-                        f"read it as True/False); kb reads the string {key!r} — quote it",
+                        message=f"frontmatter key '{key}' is a boolean in YAML 1.1 (other tools "
+                        f"read it as True/False); kb reads the string '{key}' — quote it",
                         fix=Fix(line=2 + i, old=raw, new=f'"{key}":' + raw.split(":", 1)[1]),
                     )
                 )

@@ -23,8 +23,20 @@ nothing is checked, never a crash. The model errs towards refusing: lookarounds 
 anchors read as empty, a backreference as its group, an atomic group or a possessive
 repeat as an ordinary one, a repeat of more than :data:`UNROLL` as unbounded. Two
 character classes overlap when some character of a sample (ASCII and Latin-1, the
-characters the pattern names and a few of other scripts) is in both. Polynomial
-backtracking (``\\d*\\d*``: quadratic) is not refused.
+characters the pattern names and a few of other scripts) is in both.
+
+Polynomial backtracking (:func:`polynomial_backtracking`) is the weaker kind: two
+repetitions one after the other (or with only optional parts between them) whose
+characters overlap (``H+H+H+Z``, ``\\d+\\.?\\d+``, ``\\w+\\d+``) can split a run of
+``n`` characters between them in about ``n**2`` ways, ``n**3`` for three, so a heading of
+a few thousand characters takes seconds to minutes. The test is Weber and Seidl's for
+infinite ambiguity: two positions ``p`` and ``q`` and a text ``v`` that leads from ``p``
+back to ``p``, from ``p`` to ``q`` and from ``q`` back to ``q``, searched in the product of
+the automaton with itself three times (the same ``v`` on three paths). Once no loop reads
+a text two ways (the exponential test found nothing), ``p`` and ``q`` lie on two
+different loops, one reachable from the other. Here too the pattern is judged alone: the
+``[ \\t]*`` kb puts after an ID makes a grammar ending in a repetition that reads spaces
+(``[^:]+``) quadratic on a heading of spaces, a cost of kb's own pattern.
 """
 
 from __future__ import annotations
@@ -65,7 +77,12 @@ _BASE_SAMPLE = "".join(map(chr, range(0x20, 0x7f))) + "".join(map(chr, range(0x2
 _OTHER_SCRIPTS = ("\u00a0\u2003\u3000\u200b\u0663\u0967\uff10\u4e2d\u0436\u03a9\u3042\uff1a"
                   "\u2014\u3002\u212a\u017f\U0001f600\uffff")
 
+#: Anchors that hold at the start or the end of a line only: after a repetition that reads
+#: the rest of the line they cannot refuse it.
+_LINE_ANCHORS = ("AT_BEGINNING", "AT_BEGINNING_STRING", "AT_END", "AT_END_STRING")
+
 Pair = tuple[int, int]
+Triple = tuple[int, int, int]
 
 
 @dataclass(frozen=True)
@@ -116,6 +133,11 @@ class _Automaton:
     follow: list[dict[int, int]] = field(default_factory=list)
     starts: dict[int, int] = field(default_factory=dict)
     named: set[int] = field(default_factory=set)  # code points the pattern names
+    #: the pattern holds a lookaround, a word boundary or a backreference: something the
+    #: automaton reads as empty that can still refuse a text
+    guarded: bool = False
+    #: the positions a match can end with
+    ends: dict[int, int] = field(default_factory=dict)
 
     def position(self, regex: str, flags: int) -> _Frag:
         self.classes.append((regex, flags))
@@ -167,7 +189,9 @@ class _Builder:
         if name == "ATOMIC_GROUP":  # read as an ordinary group: it can only refuse more
             return self.seq(av, flags)
         if name == "AT":
+            self.aut.guarded |= getattr(av, "name", "") not in _LINE_ANCHORS
             return _Frag(1, {}, {})
+        self.aut.guarded |= name in ("ASSERT", "ASSERT_NOT", "GROUPREF", "GROUPREF_EXISTS")
         if name in ("ASSERT", "ASSERT_NOT"):
             # A lookaround is matched on its own: its automaton joins this one, unlinked.
             inner = self.seq(av[1], flags)
@@ -415,10 +439,9 @@ def _reads_group(nodes: Any, group: int) -> bool:
     return False
 
 
-@lru_cache(maxsize=64)
-def catastrophic_backtracking(pattern: str) -> Optional[Backtracking]:
-    """How ``pattern`` (a regex that compiles) can take exponential time to fail a match,
-    or None when it cannot, or when this Python's parser is not one this module reads."""
+def _automaton(pattern: str) -> "_Automaton | Backtracking | None":
+    """The position automaton of ``pattern``, a refusal when the pattern is nested too deep
+    to walk, or None when this Python's parser is not one this module reads."""
     if _sre is None:
         return None
     try:
@@ -435,9 +458,128 @@ def catastrophic_backtracking(pattern: str) -> Optional[Backtracking]:
         return None
     aut = builder.aut
     aut.starts = _merge((aut.starts, 1), (frag.first, 1))
+    aut.ends = dict(frag.last)
+    return aut
+
+
+@lru_cache(maxsize=64)
+def catastrophic_backtracking(pattern: str) -> Optional[Backtracking]:
+    """How ``pattern`` (a regex that compiles) can take exponential time to fail a match,
+    or None when it cannot, or when this Python's parser is not one this module reads."""
+    aut = _automaton(pattern)
+    if not isinstance(aut, _Automaton):
+        return aut
     sample = _sample(aut.named)
     bits = _bits(aut, sample)
     graph = _product(aut, bits)
     if graph is None:
         return Backtracking(text="", unit="")
     return _witness(aut, graph, bits, sample)
+
+
+@lru_cache(maxsize=64)
+def polynomial_backtracking(pattern: str, whole_line: bool = False) -> Optional[Backtracking]:
+    """How ``pattern`` (a regex that compiles, which :func:`catastrophic_backtracking`
+    passed) can take polynomial time to fail a match: two of its repetitions, one after
+    the other or with only optional parts between them, read ``unit`` both, so a run of
+    it after ``text`` is split between them in about n² ways (n³ for three). None when it
+    cannot, or when this Python's parser is not one this module reads; both empty when
+    the pattern is too large to check.
+
+    ``whole_line``: the pattern is matched as it is against one line (a registry
+    heading), so a last repetition that reads any character but a newline
+    (``(?P<title>.+)$``) reads the rest of any line: once a path reaches it the match
+    succeeds, and a split before it costs nothing (``\\s+(?P<title>.+)$`` passes). Not
+    for ``id_grammar``, which kb follows with its own ``[ \\t]*:``."""
+    aut = _automaton(pattern)
+    if not isinstance(aut, _Automaton):
+        return aut
+    sample = _sample(aut.named)
+    bits = _bits(aut, sample)
+    return _polynomial(aut, bits, sample, whole_line)
+
+
+def _reaching(aut: _Automaton) -> list[set[int]]:
+    """For each position, the positions from which a path leads to it (itself included)."""
+    back: list[list[int]] = [[] for _ in aut.follow]
+    for p, follow in enumerate(aut.follow):
+        for q in follow:
+            back[q].append(p)
+    out: list[set[int]] = []
+    for goal in range(len(aut.follow)):
+        seen = {goal}
+        todo = [goal]
+        while todo:
+            for p in back[todo.pop()]:
+                if p not in seen:
+                    seen.add(p)
+                    todo.append(p)
+        out.append(seen)
+    return out
+
+
+def _reads_any_rest(aut: _Automaton, bits: list[int], sample: str, q: int) -> bool:
+    """Whether position ``q`` repeats over every character but a newline and a match can end
+    with it, in a pattern holding nothing that refuses a text without reading it: a path
+    reaching ``q`` reads any rest of a line and matches."""
+    every = (1 << len(sample)) - 1
+    newline = 1 << sample.index("\n")
+    return (not aut.guarded and q in aut.follow[q] and q in aut.ends
+            and bits[q] | newline == every)
+
+
+def _polynomial(aut: _Automaton, bits: list[int], sample: str,
+                whole_line: bool) -> Optional[Backtracking]:
+    """A text ``v`` leading from ``p`` to ``p``, from ``p`` to ``q`` and from ``q`` to ``q``
+    for two positions on two different loops, as a :class:`Backtracking` (the shortest text
+    to ``p``, then ``v``); None when there is none."""
+    loop = _loops(aut)
+    reaching = _reaching(aut)
+    budget = _MAX_PAIRS
+    for p in range(len(bits)):
+        for q in range(len(bits)):
+            if loop[p] < 0 or loop[q] < 0 or loop[p] == loop[q] or p not in reaching[q]:
+                continue
+            if whole_line and _reads_any_rest(aut, bits, sample, q):
+                continue
+            found, budget = _three_paths(aut, bits, loop, reaching[q], (p, p, q), (p, q, q), budget)
+            if budget < 0:
+                return Backtracking(text="", unit="")
+            if found:
+                unit = "".join(_char(sample, bits[a] & bits[b] & bits[c]) for a, b, c in found)
+                return Backtracking(text=_prefix(aut, bits, sample, p) + unit, unit=unit)
+    return None
+
+
+def _three_paths(aut: _Automaton, bits: list[int], loop: list[int], to_goal: set[int],
+                 start: Triple, goal: Triple, budget: int) -> tuple[list[Triple], int]:
+    """The steps of a shortest walk from ``start`` to ``goal`` in the automaton's product with
+    itself three times (the first path inside its loop, the second towards the goal, the
+    third inside its loop; all three read each character), and the budget left; no steps
+    when there is no walk, a negative budget when the search ran out of it."""
+    back: dict[Triple, Triple] = {start: start}
+    todo = deque([start])
+    while todo:
+        a, b, c = node = todo.popleft()
+        for a2 in aut.follow[a]:
+            if loop[a2] != loop[start[0]]:
+                continue
+            for b2 in aut.follow[b]:
+                both = bits[a2] & bits[b2]
+                if not both or b2 not in to_goal:
+                    continue
+                for c2 in aut.follow[c]:
+                    nxt = (a2, b2, c2)
+                    if loop[c2] != loop[start[2]] or not both & bits[c2] or nxt in back:
+                        continue
+                    back[nxt] = node
+                    budget -= 1
+                    if budget < 0:
+                        return [], budget
+                    if nxt == goal:
+                        steps = [nxt]
+                        while back[steps[-1]] != start:
+                            steps.append(back[steps[-1]])
+                        return steps[::-1], budget
+                    todo.append(nxt)
+    return [], budget

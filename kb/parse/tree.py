@@ -234,7 +234,7 @@ def iter_tree(
                 fixed, what = bad
                 diags.append(Diagnostic(
                     path=path, line=i + 1, code="KB113", severity="error",
-                    message=f"not a heading: {what}; write {fixed!r}",
+                    message=f"not a heading: {what}; write '{fixed}'",
                     fix=Fix(line=i + 1, old=line, new=fixed)))
             i += 1
             continue
@@ -262,7 +262,7 @@ def iter_tree(
                     fixed = f"{m.group(1)} {fixed_text}"
                     diags.append(Diagnostic(
                         path=path, line=i + 1, code="KB119", severity="error",
-                        message=f"{what}; write {fixed!r}",
+                        message=f"{what}; write '{fixed}'",
                         fix=Fix(line=i + 1, old=line, new=fixed)))
                 under_lookalike = True  # its anchor lines are explained by this report
             elif c is not None and level >= 2:
@@ -287,12 +287,13 @@ def iter_tree(
             yield _hypothesis(src, node, section_end, fm, False, late)
 
     if lookalikes:
-        first = ", ".join(f"{tok!r} at line {ln}" for ln, tok in lookalikes[:3])
+        # as written (repr would escape a full-width space, or flip to double quotes)
+        first = ", ".join(f"'{tok}' at line {ln}" for ln, tok in lookalikes[:3])
         diags.append(Diagnostic(
             path=path, line=lookalikes[0][0], code="KB116", severity="warning",
             message=f"{len(lookalikes)} heading(s) look like declarations but do not match the "
             f"ID grammar `{grammar_label or grammar}` with separator "
-            f"{' or '.join(repr(s) for s in separators)} ({first}); they are not read — "
+            f"{' or '.join(f'`{s}`' for s in separators)} ({first}); they are not read — "
             "set [kb] id_grammar / heading_separators in kb.toml if they are hypotheses"))
     if fm_id is not None and declared:  # without a declaration, KB126 says it all
         said = f"'id: {fm_id}' names no hypothesis of this file" if fm_id.strip() else \
@@ -408,15 +409,15 @@ def _read_block(src: SourceText, i: int, node: dict[str, Any], diags: list[Diagn
         if bold:
             diags.append(Diagnostic(
                 path=path, line=i + 1, code="KB111", severity="error",
-                message=f"bold anchor {line.strip()!r} in tree.md (anchors are never bold); "
-                f"write {canonical_line!r}",
+                message=f"bold anchor '{line.strip()}' in tree.md (anchors are never bold); "
+                f"write '{canonical_line}'",
                 fix=Fix(line=i + 1, old=line, new=canonical_line)))
         elif m.group("colon") == "：":
-            diags.append(fullwidth_colon_warning(path, i + 1, line, f"anchor {raw_key!r}"))
+            diags.append(fullwidth_colon_warning(path, i + 1, line, f"anchor '{raw_key}'"))
         elif raw_key != key and key in KEY_ALIASES.values():
             diags.append(Diagnostic(
                 path=path, line=i + 1, code="KB118", severity="warning",
-                message=f"anchor key {raw_key!r}; the tree format writes {key!r}",
+                message=f"anchor key '{raw_key}'; the tree format writes '{key}'",
                 fix=Fix(line=i + 1, old=line, new=canonical_line)))
         if key in seen:
             diags.append(duplicate_key_error(path, key, seen[key], i + 1, hid))
@@ -475,7 +476,7 @@ def _hypothesis(
                     diags.append(Diagnostic(
                         path=path, line=node["anchor_lines"].get("Status", node["line"]),
                         code="KB104", severity="error",
-                        message=f"frontmatter status {fm_status!r} disagrees with the anchor "
+                        message=f"frontmatter status '{fm_status}' disagrees with the anchor "
                         f"'Status: {raw_status}' of {node['id']}"))
             node_fm = _jsonable(fm)
     parent = anchors.get("Parent")

@@ -201,7 +201,7 @@ def tree_rewrite(src: "SourceText", found: Found, config: "Config") -> tuple[str
     ids = [it.raw_id for it in items]
     bad = next((x for x in ids if not valid.fullmatch(x)), None)
     if bad is not None:
-        return None, (f"{bad!r} is not a valid ID (H<n>(.<n>)*, n >= 1, no leading zeros); "
+        return None, (f"'{bad}' is not a valid ID (H<n>(.<n>)*, n >= 1, no leading zeros); "
                       "renumbering is a decision, not a fix")
     dup = next((x for x in ids if ids.count(x) > 1), None)
     if dup is not None:
@@ -227,7 +227,7 @@ def tree_rewrite(src: "SourceText", found: Found, config: "Config") -> tuple[str
             continue
         canon = HYPOTHESIS_STATUS.canonical(it.status.split()[0]) if it.status.split() else None
         if canon is None or len(it.status.split()) > 1:
-            return None, (f"the status {it.status!r} of {it.raw_id} is not a word of the "
+            return None, (f"the status '{it.status}' of {it.raw_id} is not a word of the "
                           "vocabulary (待验, 进行中, 被支持, 被推翻)")
         statuses[it.raw_id] = canon
     drop = set(found.table_lines) | {it.status_line for it in items if it.status_line}
@@ -335,8 +335,9 @@ def describe_tree(src: "SourceText", config: "Config",
         parts.append(f"{_plural(count, one, many)} {tail} (first at line {first})")
     if found.fields:
         keys = sorted({k for _, k in found.fields})
+        shown = ", ".join(f"'{k}:'" for k in keys[:3])  # as written, never repr
         parts.append(f"{_plural(len(found.fields), 'field line', 'field lines')} "
-                     f"({', '.join(repr(k + ':') for k in keys[:3])}; first at line "
+                     f"({shown}; first at line "
                      f"{found.fields[0][0]}) outside any declaration")
     first_line = min([it.line for it in found.items] + [ln for ln, _ in found.fields])
     msg = f"kb reads no hypothesis from this file, but it holds {'; '.join(parts)}. {_TREE_FORMAT}"
@@ -394,7 +395,7 @@ def experiment_rewrite(src: "SourceText") -> tuple[dict[int, str] | None, str]:
         if canon == "结论":
             return None, "a conclusion belongs under '## 结果' as '**结论**: 支持|推翻|不确定 …'"
         if canon == "Status" and EXPERIMENT_STATUS.canonical(value) is None:
-            return None, f"the status {value!r} (line {ln}) is not 进行中 or 已完成"
+            return None, f"the status '{value}' (line {ln}) is not 进行中 or 已完成"
         if canon in {_EXP_KEYS[k.lower()] for n, k, _ in fields if n < ln}:
             return None, f"{canon} is given twice"
         new[ln] = f"**{canon}**: {value.strip()}"
@@ -456,13 +457,14 @@ def _unread_fields(src: "SourceText", fields: list[tuple[int, str, str]], openin
     """The one KB126 of an experiment or card whose field lines kb does not read: what it
     holds, what kb ``reads``, and the checked ``rewrite`` (or why none is offered)."""
     keys = sorted({k for _, k, _ in fields})
+    shown = ", ".join(f"'{k}:'" for k in keys[:4])  # as written, never repr
     msg = (f"{opening}, but it holds {_plural(len(fields), 'field line', 'field lines')} "
-           f"({', '.join(repr(k + ':') for k in keys[:4])}; first at line {fields[0][0]}). kb "
+           f"({shown}; first at line {fields[0][0]}). kb "
            f"reads {reads}")
     new, why = rewrite
     if new:
         ln = min(new)
-        msg += f". Fix: write line {ln} as {_short(new[ln])!r}, and likewise each field line"
+        msg += f". Fix: write line {ln} as '{_short(new[ln])}', and likewise each field line"
     else:
         msg += f". No rewrite is offered: {why}"
     return Diagnostic(path=src.path, line=fields[0][0], code=CODE, severity="warning", message=msg)

@@ -37,6 +37,16 @@ from kb.research.verdict import decimal_value
 
 PRIORITY_MODES = ("deadend-deprioritize", "survival-map", "progress-graded")
 
+#: The card formats (:func:`kb.parse.classify`) each mode reads: the problem modes a problem's
+#: 状态 and 优先级 and its directions' 存活率 and 状态 (the direction logs,
+#: ``Progress/<problem>/<direction>.md``); ``progress-graded`` a proposition's 概率, 优先级
+#: and entries. Promotion (:mod:`kb.ops.promote`) reads :data:`PROMOTE_INPUTS`.
+PRIORITY_INPUTS = {"deadend-deprioritize": ("problem", "direction"),
+                   "survival-map": ("problem", "direction"),
+                   "progress-graded": ("proposition",)}
+#: The propositions (their whole card is copied) and the problems (IDs taken, 判断命题).
+PROMOTE_INPUTS = ("proposition", "problem")
+
 
 def js_round(x: Union[float, Fraction]) -> int:
     """``Math.round``: halves round up (exactly, for a Fraction)."""
@@ -128,4 +138,5 @@ def _plan(view: CardView, mode: str) -> tuple[list[tuple[str, str, Any, int]],
     return out, skips
 
 
-__all__ = ["PRIORITY_MODES", "js_round", "promoted_id", "priority_targets", "priority_skips"]
+__all__ = ["PRIORITY_MODES", "PRIORITY_INPUTS", "PROMOTE_INPUTS", "js_round", "promoted_id",
+           "priority_targets", "priority_skips"]

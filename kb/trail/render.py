@@ -78,12 +78,13 @@ def render(g: Graph) -> str:
     """The text of TRAIL.md for graph ``g`` (LF newlines, ending in one)."""
     lines = ["# Exploration trail", "", HEADER, ""]
     live = [n for n in g.nodes.values() if g.live(n)]
-    # The last operation rendered, named: two clones' renders differ whenever their logs end
-    # differently (a Lamport clock orders what a writer records after all it saw), so git
-    # calls the kb-trail driver on a merge and a rebase never drops a render as applied.
+    # The last operation rendered, named, and a digest of every operation's id: two clones'
+    # renders differ whenever their logs hold different operations (not only when they end
+    # differently), so git calls the kb-trail driver on a merge and a rebase never drops a
+    # render as already applied.
     last = g.last.split(" ", 1)[-1] if g.last else ""
     lines.append(f"{len(live)} live nodes, {len(g.edges)} side edges, {g.ops} operations"
-                 + (f" (the last: {last})." if last else "."))
+                 + (f" (the last: {last}; log {g.digest:016x})." if last else "."))
     lines += ["", "## Trunk", "", "```mermaid", "flowchart TD"]
     trunk = _trunk(g)
     shown = 0

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
+from hashlib import blake2b
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from kb.trail.model import (MAX_DIGEST_HISTORY, MAX_NODES, Edge, LogProblem, Nod
                             MAX_SUMMARY, MAX_TITLE, node_row)
 
 CACHE_NAME = "trail-graph.marshal"
-CACHE_FORMAT = 7
+CACHE_FORMAT = 8
 _PY = sys.version
 
 
@@ -46,7 +47,9 @@ class Graph:
     ``roots`` the ids without a parent in creation order; ``edges`` in log
     order; ``fps`` ingest fingerprint -> node id; ``problems`` the skipped
     entries and operations; ``ops`` the number of operations applied;
-    ``last`` the :func:`sort_key` of the last operation; ``clock`` the
+    ``last`` the :func:`sort_key` of the last operation; ``digest`` the XOR of
+    :func:`op_digest` over the ids of the operations applied (order-free, so an
+    incremental replay keeps it); ``clock`` the
     largest logical clock seen; ``seen`` the ids of the operations applied by
     this replay (idempotence; not cached: an incremental replay only applies
     operations sorting after ``last``, which cannot have been seen);
@@ -65,6 +68,7 @@ class Graph:
     problems: list[LogProblem] = field(default_factory=list)
     ops: int = 0
     last: str = ""
+    digest: int = 0
     clock: int = 0
     seen: set[str] = field(default_factory=set)
     hidden: set[str] = field(default_factory=set)
@@ -421,6 +425,13 @@ _APPLY = {"add": _op_add, "link": _op_link, "set": _op_set, "move": _op_move,
           "handoff": _op_assign, "hit": _op_hit}
 
 
+def op_digest(oid: str) -> int:
+    """A 64-bit hash of one operation id (BLAKE2b): :attr:`Graph.digest` XORs them, so two
+    logs holding different sets of operations have different digests whatever their order
+    (with odds of 2**-64 against), and TRAIL.md's renders of them differ."""
+    return int.from_bytes(blake2b(oid.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
+
+
 def apply_ops(g: Graph, ops: list[dict[str, Any]]) -> None:
     """Apply ``ops`` to ``g`` in place; returns nothing, raises nothing.
 
@@ -435,7 +446,7 @@ def apply_ops(g: Graph, ops: list[dict[str, Any]]) -> None:
     problems = g.problems
     batch = None
     at = ""
-    last, clock, count = g.last, g.clock, g.ops
+    last, clock, count, digest = g.last, g.clock, g.ops, g.digest
     for op in ops:
         oid = op["id"]
         b = oid.rsplit("-", 1)[0]
@@ -446,6 +457,7 @@ def apply_ops(g: Graph, ops: list[dict[str, Any]]) -> None:
             continue
         seen.add(oid)
         count += 1
+        digest ^= op_digest(oid)
         key = op.get("_k") or sort_key(op)
         if key > last:
             last = key
@@ -467,7 +479,7 @@ def apply_ops(g: Graph, ops: list[dict[str, Any]]) -> None:
         if msg:
             src = op.get("_src", ("?", 0))
             problems.append(LogProblem(src[0], src[1], f"{name} {oid}: {msg}; skipped"))
-    g.last, g.clock, g.ops = last, clock, count
+    g.last, g.clock, g.ops, g.digest = last, clock, count, digest
     if batch is not None:
         g.end_batch(at)
 
@@ -615,7 +627,7 @@ def _read_cache(path: Path) -> Graph | None:
         g = Graph(nodes=nodes, roots=data["roots"],
                   edges=[Edge(*e) for e in data["edges"]],
                   problems=[LogProblem(*p) for p in data["problems"]], ops=data["ops"],
-                  last=data["last"], clock=data["clock"], files=data["files"])
+                  last=data["last"], digest=data["digest"], clock=data["clock"], files=data["files"])
         g.fps = data["fps"]
         g.sightings = set(data["sightings"])
         return g
@@ -629,7 +641,7 @@ def _write_cache(path: Path, g: Graph) -> None:
     import tempfile  # here: a view with a valid cache never writes it
 
     data = {"format": CACHE_FORMAT, "python": _PY, "files": g.files, "ops": g.ops,
-            "last": g.last, "clock": g.clock, "roots": g.roots,
+            "last": g.last, "digest": g.digest, "clock": g.clock, "roots": g.roots,
             "nodes": list(map(node_row, g.nodes.values())),
             "edges": [(e.id, e.src, e.dst, e.kind, e.note, e.by, e.at) for e in g.edges],
             "problems": [(p.path, p.line, p.message) for p in g.problems], "fps": g.fps,
