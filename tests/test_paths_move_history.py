@@ -407,3 +407,16 @@ def test_an_old_error_in_a_tree_moved_and_edited_stays_pre_existing(repo, tmp_pa
     moved.write_text(text + "\n" + note if edit == "append" else
                      text.replace("\n", "\n\n" + note, 1), encoding="utf-8")
     _commit_keeps_the_old_error(repo, ("paths.tree a new home",), "research/tree.md")
+
+
+def test_the_move_says_where_its_override_goes(repo) -> None:
+    """The tester put `Kb-Override: paths.tree …` in the commit message only, and the
+    pre-commit hook (run before the message exists) still refused: KB309 says both places."""
+    _move_setting(repo, "tree", "research/tree.md")
+    (repo / "research").mkdir()
+    git(repo, "mv", "tree.md", "research/tree.md")
+    git(repo, "add", "-A")
+    rc, data = verify_json(repo, "--staged")
+    (d,) = find(data, "KB309")
+    assert rc == 1 and "Kb-Override: paths.tree <reason>" in d["message"], data
+    assert "a commit trailer, and the same text in KB_OVERRIDE for the pre-commit hook" in d["message"]

@@ -284,3 +284,24 @@ def test_a_conflict_in_a_renamed_directory_keeps_gits_explanation(team: dict[str
     text = invoke("sync", cwd=b)
     assert f"kb sync: {line}" in text.stderr.splitlines(), text.stderr
     assert "Cards/q2.md: conflict" not in text.stderr
+
+
+def test_sync_calls_a_fast_forward_to_a_merge_commit_a_fast_forward(team: dict[str, Path]) -> None:
+    """The upstream's tip is a merge commit and b has nothing of its own: git fast-forwards,
+    and kb sync says so (it read the parents of the new HEAD, the upstream's merge, and
+    called it "merged")."""
+    a, b = team["a"], team["b"]
+    git(a, "checkout", "-qb", "side")
+    (a / "side.txt").write_text("side\n", encoding="utf-8")
+    commit_all(a, "side note")
+    git(a, "checkout", "-q", "main")
+    (a / "main.txt").write_text("main\n", encoding="utf-8")
+    commit_all(a, "main note")
+    git(a, "merge", "-q", "--no-edit", "--no-ff", "side")
+    git(a, "push", "-q", "origin", "main")
+    res = invoke("sync", "--json", cwd=b)
+    data = res.json()
+    assert res.code == 0, res.stdout + res.stderr
+    tip = git(a, "rev-parse", "HEAD")
+    assert data["merge"] == "fast-forward" and data["merge_commit"] == tip, data
+    assert git(b, "rev-parse", "HEAD") == tip

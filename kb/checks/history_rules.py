@@ -485,6 +485,14 @@ def _as_written(value: str | tuple[str, ...]) -> str:
     return "[" + ", ".join(f"`{v}`" for v in value) + "]"
 
 
+#: Where a KB309 override goes: the hook runs before the commit message exists.
+_WHERE = "a commit trailer, and the same text in KB_OVERRIDE for the pre-commit hook"
+
+
+def _accept(name: str) -> str:
+    return f"accept it with Kb-Override: {name} <reason>: {_WHERE}"
+
+
 @history_rule("KB309")
 def rules_weakened(c: Change) -> list:
     """KB309: the change weakens a rule (``[rules] disable``, a lower severity),
@@ -504,7 +512,7 @@ def rules_weakened(c: Change) -> list:
         line = new.code_line(code) or new.line_of("rules", "disable")
         out.append(c.violation(code, "kb.toml", line, "KB309",
                                f"kb.toml disables {code}; a change may not switch off a rule that "
-                               f"judges the record (Kb-Override: {code} <reason> to accept it)"))
+                               f"judges the record ({_accept(code)})"))
     for code in sorted((set(new.severity) | set(old.severity)) & BY_CODE.keys()):
         default = BY_CODE[code].severity
         was = old.severity.get(code, "off" if code in old.disabled_rules else default)
@@ -514,14 +522,13 @@ def rules_weakened(c: Change) -> list:
         if _STRENGTH.get(now, 3) < _STRENGTH.get(was, 3):
             out.append(c.violation(code, "kb.toml", new.severity_line(code), "KB309",
                                    f"kb.toml lowers {code} from {was} to {now}; a change may not "
-                                   f"weaken a rule that judges the record (Kb-Override: {code} "
-                                   "<reason> to accept it)"))
+                                   f"weaken a rule that judges the record ({_accept(code)})"))
     for key in sorted(set(old.paths) | set(new.paths)):
         if old.paths.get(key) != new.paths.get(key):
             out.append(c.violation(f"paths.{key}", "kb.toml", new.line_of("paths", key), "KB309",
                                    f"kb.toml moves paths.{key} from {old.paths.get(key)!r} to "
                                    f"{new.paths.get(key)!r}; moving a path of the record needs "
-                                   f"Kb-Override: paths.{key} <reason>"))
+                                   f"Kb-Override: paths.{key} <reason> ({_WHERE})"))
     # how the record is read: another ID grammar or separator can unread every hypothesis
     for key, was, now in (("id_grammar", old.id_grammar if old.custom_grammar else None,
                            new.id_grammar if new.custom_grammar else None),
@@ -534,5 +541,5 @@ def rules_weakened(c: Change) -> list:
             out.append(c.violation(f"kb.{key}", "kb.toml", new.line_of("kb", key), "KB309",
                                    f"kb.toml changes [kb] {key} from {was_s} to {now_s}: how "
                                    "kb reads the record changes with it (declarations may no "
-                                   f"longer be read); it needs Kb-Override: kb.{key} <reason>"))
+                                   f"longer be read); it needs Kb-Override: kb.{key} <reason> ({_WHERE})"))
     return out

@@ -463,8 +463,9 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
         skipped = sum(1 for p in tip_snap.files if p not in scope)
         if skipped:
             report.notes.append(
-                f"{k.prefix.rstrip('/') or '.'}: {skipped} file(s) untouched by the range not "
-                "re-checked by the per-file rules (their findings predate the range)")
+                f"{k.prefix.rstrip('/') + ': ' if k.prefix else ''}{skipped} file(s) untouched "
+                "by the range not re-checked by the per-file rules (their findings predate the "
+                "range)")
 
 
 def _origin_folder_links(k: Any, tip_snap: Any, origin: Optional[str]) -> dict[str, str]:

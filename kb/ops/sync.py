@@ -402,8 +402,10 @@ def _merge(k: Any, target: str, name: str, res: SyncResult) -> None:
         # `kb report`) is for the user, as a plain `git merge` shows it.
         res.notes = driver_notes((proc.stdout + proc.stderr).decode("utf-8", "replace"))
         new = git.rev_parse("HEAD", k.top)
-        parents = git.out(["rev-list", "--parents", "-n", "1", new or "HEAD"], k.top).split()[1:]
-        res.merge = "merged" if len(parents) > 1 else "fast-forward"
+        # A fast-forward moved HEAD to the upstream's commit (which may itself be a merge:
+        # its parents say nothing of what this merge did); a merge made a commit of its own.
+        res.merge = "fast-forward" if base == head and new == git.rev_parse(target, k.top) \
+            else "merged"
         res.merge_commit = new
         return
     text = (proc.stdout + proc.stderr).decode("utf-8", "replace")

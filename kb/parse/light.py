@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from kb.parse.card import (APPLICATION, APPLICATION_HEAD, CARD_ANCHOR, CARD_H1, ENTRY_HEAD,
+from kb.parse.card import (APPLICATION, APPLICATION_HEAD, CARD_ANCHOR, ENTRY_HEAD, card_h1,
                            KIND_WORDS, nested_entry_lines, split_fields)
 from kb.parse.common import ascii_decimal, parse_float, parse_list, parse_priority, path_stem
 from kb.numbers import small_int
@@ -117,8 +117,8 @@ def light_card(path: str, blob: str, data: bytes, fmt: str) -> Optional[LightRes
         i += 1
     if i >= n or not head[i].startswith("# "):
         return None  # KB140
-    m = CARD_H1.match(head[i])
-    if m is None or m.group("word") != KIND_WORDS[fmt]:
+    h1 = card_h1(head[i])
+    if h1 is None or h1[0] != KIND_WORDS[fmt]:
         return None  # KB141, or a title kb reads otherwise
     h1 = i + 1
     i += 1

@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from kb.model import Diagnostic, Fix, Hypothesis
+from kb.numbers import quoted
 from kb.parse.common import (NESTED_FIRST, NESTED_HEADING, duplicate_key_error, fullwidth_colon_warning,
                              nested_container, split_id_list)
 from kb.text import SourceText, unclosed_block_warning
@@ -26,6 +27,8 @@ KEY_ALIASES = {
     "children": "Children", "子假设": "Children", "子节点": "Children",
     "parent": "Parent", "父假设": "Parent", "父节点": "Parent",
 }
+#: The characters of a fixed heading a message quotes whole (the fix itself keeps all).
+QUOTED_LINE = 200
 _CANONICAL_KEYS = frozenset(("Status", "Evidence", "Children", "Parent"))
 _ANCHOR = re.compile(
     r"^(?P<b1>\*\*)?(?P<key>[A-Za-z][A-Za-z ]*?|[\u4e00-\u9fff]+)(?P<b2>\*\*)?[ \t]*"
@@ -43,8 +46,12 @@ _ATX_GREEDY = re.compile(r"^(#+)[ \t]+(.*)$")
 _NOSPACE = re.compile(r"^(#{1,6})([^#\s].*)$")
 _FULLWIDTH_HASH = re.compile(r"^(＃{1,6})[ \t　]*(.*)$")
 _SETEXT = re.compile(r" {0,3}(-{3,}|={3,})\s*")
+# An ID-like token (a letter, a run of letters and digits holding a digit, dotted or
+# dashed parts) and a separator. The digit is asked for by a lookahead, so the run is
+# one repetition: `[A-Za-z0-9]*\d[A-Za-z0-9]*` tried every digit of a long run as the
+# one, quadratic (a second for a 3,000-digit heading, minutes for a 100 KB one).
 _CANDIDATE = re.compile(
-    r"^\[?(?P<tok>[A-Za-z][A-Za-z0-9]*\d[A-Za-z0-9]*(?:[.\-][A-Za-z0-9]+)*)\s*(?P<sep>[:：.｜|])"
+    r"^\[?(?P<tok>[A-Za-z](?=[A-Za-z0-9]*\d)[A-Za-z0-9]*(?:[.\-][A-Za-z0-9]+)*)\s*(?P<sep>[:：.｜|])"
 )
 
 
@@ -251,9 +258,10 @@ def iter_tree(
                 unread = None  # `### H1. …`: the ID is followed by a separator of its own
             if unread is not None:
                 hid, fixed_text = unread
-                what = (f"heading carries the ID {hid} but is not a declaration ('{'#' * level} "
-                        f"{hid}{written_separator(separators)} <statement>'), so kb reads nothing "
-                        "from it")
+                shown = quoted(hid, quote=False)  # an ID of 200,000 digits quoted short
+                what = (f"heading carries the ID {shown} but is not a declaration ('{'#' * level} "
+                        f"{shown}{written_separator(separators)} <statement>'), so kb reads "
+                        "nothing from it")
                 if fixed_text is None:
                     diags.append(Diagnostic(
                         path=path, line=i + 1, code="KB119", severity="error",
@@ -262,7 +270,7 @@ def iter_tree(
                     fixed = f"{m.group(1)} {fixed_text}"
                     diags.append(Diagnostic(
                         path=path, line=i + 1, code="KB119", severity="error",
-                        message=f"{what}; write '{fixed}'",
+                        message=f"{what}; write {quoted(fixed, limit=QUOTED_LINE)}",
                         fix=Fix(line=i + 1, old=line, new=fixed)))
                 under_lookalike = True  # its anchor lines are explained by this report
             elif c is not None and level >= 2:

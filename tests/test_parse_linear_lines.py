@@ -1,0 +1,54 @@
+"""kb's own line patterns read a long line in time linear in its length (the tester's
+finding on 0.1.19: kb refused `\\w+\\d+`-shaped grammars in kb.toml while its own tree
+parser had one, and a card's H1 pattern had three repetitions over one run of spaces).
+
+No timing is asserted: the structural check of kb.parse.regex_safety judges the token
+pattern, and a KB holding 200,000-character lines of both shapes is indexed within a
+generous bound (before the fix: minutes for the heading, hours for the card's H1)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import run_script
+from kb.parse.card import card_h1
+from kb.parse.regex_safety import polynomial_backtracking
+from kb.parse.tree import _CANDIDATE
+
+LONG = 200_000
+
+
+def test_the_id_like_token_pattern_has_no_two_repetitions_over_one_text() -> None:
+    assert polynomial_backtracking(_CANDIDATE.pattern) is None
+    # what it reads is unchanged: a letter, a run of letters and digits with a digit,
+    # dotted or dashed parts, a separator
+    for text, tok in (("K1. x", "K1"), ("[H12.3-b: x", "H12.3-b"), ("abc9 ｜ x", "abc9"),
+                      ("H1.2. x", "H1.2")):
+        m = _CANDIDATE.match(text)
+        assert m is not None and m.group("tok") == tok, text
+    for text in ("Hx: y", "1H: y", "H1 x", "Notes: y"):
+        assert _CANDIDATE.match(text) is None, text
+
+
+def test_a_card_h1_reads_as_before() -> None:
+    assert card_h1("# 问题｜ A title \t") == ("问题", "A title")
+    assert card_h1("#  \t命题 \t|title") == ("命题", "title")
+    assert card_h1("# 问题 no bar") is None and card_h1("#问题｜x") is None
+    assert card_h1("#   ｜title") == ("", "title")
+
+
+@pytest.mark.parametrize("what", ["heading", "card"])
+def test_a_kb_with_one_huge_line_is_indexed(make_kb, what: str) -> None:
+    files = {"tree.md": "# Tree\n\n## H" + "1" * LONG + " x\n\n## H1: fine\nStatus: 待验\n"} \
+        if what == "heading" else {"Problems/q1.md": "# " + " " * LONG + "x\n- 优先级: 0\n"}
+    kb = make_kb(files, commit=True)
+    try:
+        res = run_script("index", cwd=kb, timeout=120)
+    except subprocess.TimeoutExpired:  # pragma: no cover - the fault itself
+        pytest.fail(f"kb index did not read a {LONG}-character line within 120 s")
+    # read, and what is wrong with the line said (an error: exit 1), never a hang
+    assert res.code in (0, 1) and "indexed 1 files" in res.stderr, res.stdout + res.stderr
+    assert len(res.stdout) < 2000  # the line's ID or text quoted short, not 200,000 characters
