@@ -52,3 +52,42 @@ def test_a_kb_with_one_huge_line_is_indexed(make_kb, what: str) -> None:
     # read, and what is wrong with the line said (an error: exit 1), never a hang
     assert res.code in (0, 1) and "indexed 1 files" in res.stderr, res.stdout + res.stderr
     assert len(res.stdout) < 2000  # the line's ID or text quoted short, not 200,000 characters
+
+
+#: kb's patterns applied to a line of a file, and lines of the shape that made each one
+#: quadratic or worse: (start, a unit repeated LONG times, end) -- a run of spaces, tabs
+#: or digits that the pattern cannot end on.
+_ATTACKS = {
+    "kb.parse.tree._ANCHOR": [("Status", " ", "x"), ("Status: x", " ", "y")],
+    "kb.parse.tree._CANDIDATE": [("H", "1", " x")],
+    "kb.parse.card.CARD_H1": [("# ", " ", "x"), ("#  a", " ", "x")],
+    "kb.parse.card.APPLICATION_HEAD": [("### 应用", " ", "x")],
+    "kb.parse.unread._HEADING": [("## hyp", " ", "x"), ("## H1 x", " ", "y")],
+    "kb.parse.unread._BOLD_PARA": [("**H1** x", " ", "y")],
+    "kb.parse.unread._LIST": [("- H1 x", "\t", "y")],
+    "kb.parse.unread._ROW_SEP": [("", " ", "x"), ("|--", " ", "x")],
+    "kb.parse.unread._CELL_ID": [("hyp", " ", "x")],
+    "kb.parse.unread._FIELD": [("Status: x", " ", "y")],
+    "kb.merge.renumber._NUM": [("", "1", "x")],
+}
+
+
+def test_kbs_line_patterns_read_a_huge_line_in_bounded_time() -> None:
+    """Each pattern matched against its attack lines in a child process, bounded by a
+    generous timeout (before the fix: minutes to hours each; now milliseconds)."""
+    import sys
+
+    code = ("import importlib, sys\n"
+            f"LONG = {LONG}\n"
+            f"ATTACKS = {_ATTACKS!r}\n"
+            "for name, lines in ATTACKS.items():\n"
+            "    mod, attr = name.rsplit('.', 1)\n"
+            "    pattern = getattr(importlib.import_module(mod), attr)\n"
+            "    for start, unit, end in lines:\n"
+            "        pattern.match(start + unit * LONG + end)\n"
+            "print('ok', len(ATTACKS))\n")
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
+    except subprocess.TimeoutExpired:  # pragma: no cover - the fault itself
+        pytest.fail("a pattern of kb's did not read a 200,000-character line within 120 s")
+    assert proc.returncode == 0 and proc.stdout.split() == [b"ok", b"11"], proc.stderr

@@ -43,7 +43,9 @@ from kb.numbers import small_int
 from kb.trail.files import TRAIL_FILE
 from kb.trail.log import OPS_DIR
 
-_NUM = re.compile(r"^(.*?)(\d+)$")
+# (prefix, the trailing digits): the prefix up to the last non-digit, greedy (a lazy
+# prefix before `\d+$` was quadratic on a long run of digits that does not end the ID)
+_NUM = re.compile(r"^(.*\D|)(\d+)$")
 
 
 @dataclass

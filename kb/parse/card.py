@@ -76,7 +76,7 @@ APPLICATION = re.compile(
 )
 #: A heading meant as an application line of a method (``### 应用 N…``, or ``### 应用``
 #: with separators), whether it reads as one (:data:`APPLICATION`) or not.
-APPLICATION_HEAD = re.compile(r"^###[ \t]+应用[ \t]*(?:\d|.*[｜|])")
+APPLICATION_HEAD = re.compile(r"^###[ \t]+应用(?:[ \t]*\d|.*[｜|])")  # (`.*` reads the spaces)
 _SEP = re.compile(r"(?<!\\)｜")
 #: (card format, entry kind) -> the section the card format reads it under.
 _ENTRY_SECTION = {

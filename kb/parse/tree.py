@@ -30,9 +30,14 @@ KEY_ALIASES = {
 #: The characters of a fixed heading a message quotes whole (the fix itself keeps all).
 QUOTED_LINE = 200
 _CANONICAL_KEYS = frozenset(("Status", "Evidence", "Children", "Parent"))
+# Linear in the line: the key's run of letters and spaces is taken whole (a lookahead
+# and a backreference: an atomic group before Python 3.11; its trailing spaces are
+# stripped by the readers), and the value runs to its last character that is not a
+# space or a tab (a lazy key or value before `[ \t]*` tried every split of a run of
+# spaces: quadratic, a minute for a line of 100,000).
 _ANCHOR = re.compile(
-    r"^(?P<b1>\*\*)?(?P<key>[A-Za-z][A-Za-z ]*?|[\u4e00-\u9fff]+)(?P<b2>\*\*)?[ \t]*"
-    r"(?P<colon>[:：])[ \t]*(?P<b3>\*\*)?[ \t]*(?P<value>.*?)[ \t]*$"
+    r"^(?P<b1>\*\*)?(?P<key>[A-Za-z](?=(?P<_run>[A-Za-z ]*))(?P=_run)|[\u4e00-\u9fff]+)"
+    r"(?P<b2>\*\*)?[ \t]*(?P<colon>[:：])[ \t]*(?P<b3>\*\*)?[ \t]*(?P<value>(?:.*[^ \t])?)[ \t]*$"
 )
 #: An anchor line (``Status: 待验``, ``**状态**：…``) with its parts as groups;
 #: the splice helpers of kb.render.tree edit lines through it.

@@ -31,23 +31,28 @@ CODE = "KB126"
 #: Diagnostics that already explain why a file yields nothing (no second report).
 EXPLAINED = {"KB101", "KB113", "KB116", "KB119", "KB127", "KB128", "KB129", "KB190", "KB199"}
 
-# An ID as people write it: H1, H1.2, H-3, H_3, Hypothesis 1, Hyp. 2, 假设1.
-_ID = (r"(?P<id>(?:H|(?i:hyp(?:othesis)?\.?)[ \t]*|假设[ \t]*)"
-       r"[-_#]?[ \t]*[0-9]+(?:\.[0-9]+)*[a-z]?)")
+# An ID as people write it: H1, H1.2, H-3, H_3, Hypothesis 1, Hyp. 2, 假设1. Every pattern
+# below reads a line in linear time: a text (`rest`, `value`) runs to its last character
+# that is not a space or a tab, instead of a lazy group before `[ \t]*$`, which tried the
+# end at every character of a run of spaces.
+# (After "hyp"/"假设" the spaces on both sides of an optional `-_#` are two runs only
+# around that mark: one run of spaces read by two repetitions was quadratic.)
+_ID = (r"(?P<id>(?:H[-_#]?[ \t]*|(?:(?i:hyp(?:othesis)?\.?)|假设)[ \t]*(?:[-_#][ \t]*)?)"
+       r"[0-9]+(?:\.[0-9]+)*[a-z]?)")
 _END = r"(?![\w.]?[0-9A-Za-z])"
 _HEADING = re.compile(rf"^(?P<hashes>#{{1,6}})[ \t]+(?:\*\*|__|\[|`)?{_ID}{_END}(?:\*\*|__|\]|`)?"
-                      r"[ \t]*(?:[:：.)）、｜|\-–—][ \t]*)?(?:\*\*|__)?[ \t]*(?P<rest>.*?)[ \t]*$")
+                      r"[ \t]*(?:[:：.)）、｜|\-–—][ \t]*)?(?:\*\*|__)?[ \t]*(?P<rest>(?:.*[^ \t])?)[ \t]*$")
 _BOLD_PARA = re.compile(rf"^(?:\*\*|__){_ID}{_END}[ \t]*(?:[:：.)、\-–—][ \t]*)?(?:\*\*|__)[ \t]*"
-                        r"(?:[:：.)、\-–—][ \t]*)?(?P<rest>.*?)[ \t]*$")
+                        r"(?:[:：.)、\-–—][ \t]*)?(?P<rest>(?:.*[^ \t])?)[ \t]*$")
 _LIST = re.compile(rf"^(?P<indent>[ \t]*)(?:[-*+]|[0-9]+[.)])[ \t]+(?:\[[ xX]\][ \t]+)?"
                    rf"(?P<open>\*\*|__|\[|`)?{_ID}{_END}(?:\*\*|__|\]|`)?[ \t]*"
-                   r"(?:[:：.)）、｜|\-–—][ \t]*)?(?:\*\*|__)?[ \t]*(?P<rest>.*?)[ \t]*$")
+                   r"(?:[:：.)）、｜|\-–—][ \t]*)?(?:\*\*|__)?[ \t]*(?P<rest>(?:.*[^ \t])?)[ \t]*$")
 _ROW = re.compile(r"^[ \t]*\|(?P<cells>.*)\|?[ \t]*$")
-_ROW_SEP = re.compile(r"^[ \t]*\|?[ \t]*:?-{2,}:?[ \t]*(?:\|[ \t]*:?-{2,}:?[ \t]*)*\|?[ \t]*$")
+_ROW_SEP = re.compile(r"^[ \t]*(?:\|[ \t]*)?:?-{2,}:?[ \t]*(?:\|[ \t]*:?-{2,}:?[ \t]*)*(?:\|[ \t]*)?$")
 _CELL_ID = re.compile(rf"^(?:\*\*|__|`|\[)?{_ID}(?:\*\*|__|`|\])?$")
 _FIELD = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?(?:\*\*|__)?(?P<key>[A-Za-z][A-Za-z ]{0,20}?|"
                     r"[\u4e00-\u9fff]{1,6})(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?[ \t]*"
-                    r"(?P<value>.*?)[ \t]*$")
+                    r"(?P<value>(?:.*[^ \t])?)[ \t]*$")
 _STATUS_KEYS = {"status", "state", "状态"}
 _VALID_DEFAULT = re.compile(r"H[1-9][0-9]*(?:\.[1-9][0-9]*)*")
 
