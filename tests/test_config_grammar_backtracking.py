@@ -278,16 +278,21 @@ def test_without_a_parser_it_knows_kb_checks_nothing_and_loads(monkeypatch: pyte
 _ATOMS = st.sampled_from(["H", "K", "a", "b", "1", r"\.", "-", r"\d", "[a-z]", "[0-9]", "[HK]", r"\w"])
 
 
-def _grammars() -> st.SearchStrategy[str]:
+def grammar_strategy(atoms: st.SearchStrategy[str], repeats: list[str],
+                     max_leaves: int) -> st.SearchStrategy[str]:
+    """Grammars of ``atoms`` joined, alternated and repeated (by one of ``repeats``)."""
     return st.recursive(
-        _ATOMS,
+        atoms,
         lambda inner: st.one_of(
             st.tuples(inner, inner).map("".join),
             st.tuples(inner, inner).map(lambda t: f"(?:{t[0]}|{t[1]})"),
-            st.tuples(inner, st.sampled_from(["?", "*", "+", "{2}", "{1,3}", "{0,12}"]))
-              .map(lambda t: f"(?:{t[0]}){t[1]}"),
+            st.tuples(inner, st.sampled_from(repeats)).map(lambda t: f"(?:{t[0]}){t[1]}"),
         ),
-        max_leaves=6)
+        max_leaves=max_leaves)
+
+
+def _grammars() -> st.SearchStrategy[str]:
+    return grammar_strategy(_ATOMS, ["?", "*", "+", "{2}", "{1,3}", "{0,12}"], 6)
 
 
 @SETTINGS

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import re
 import warnings
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import MakeKB, run_script
-from kb.config import DEFAULT_ID_GRAMMAR, LOOSE_ID, Config, Registry, config_from_dict, read_toml
+from test_config_grammar_backtracking import _config, grammar_strategy
+from kb.config import DEFAULT_ID_GRAMMAR, LOOSE_ID, Registry
 from kb.errors import ConfigError
 from kb.parse.regex_safety import Backtracking, catastrophic_backtracking, polynomial_backtracking
 
@@ -62,11 +62,6 @@ HEADINGS_REFUSED = [
     r"^## (?P<id>\S+)\s+(?P<title>[^!]+)$",  # the title reads not every character
     r"^## (?P<id>\S+)\s+(?P<title>.+) x$",  # something must follow it
 ]
-
-
-def _config(toml: str) -> Config:
-    text, data = read_toml(toml.encode("utf-8"))
-    return config_from_dict(Path("/kb"), data, text)
 
 
 def _grammar_toml(grammar: str) -> str:
@@ -161,15 +156,7 @@ _ATOMS = st.sampled_from(["H", "K", "a", "1", r"\.", "-", r"\d", "[a-z]", "[0-9]
 
 
 def _grammars() -> st.SearchStrategy[str]:
-    return st.recursive(
-        _ATOMS,
-        lambda inner: st.one_of(
-            st.tuples(inner, inner).map("".join),
-            st.tuples(inner, inner).map(lambda t: f"(?:{t[0]}|{t[1]})"),
-            st.tuples(inner, st.sampled_from(["?", "*", "+", "{2}", "{1,3}"]))
-              .map(lambda t: f"(?:{t[0]}){t[1]}"),
-        ),
-        max_leaves=5)
+    return grammar_strategy(_ATOMS, ["?", "*", "+", "{2}", "{1,3}"], 5)
 
 
 @settings(max_examples=150, deadline=None, derandomize=True, database=None,

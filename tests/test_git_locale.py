@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, invoke, make_team
+from conftest import git, invoke, make_team
+from test_team_sync import cards_moved_while_b_adds
 
 #: A German git, told through LANG (LC_MESSAGES is C.UTF-8, not C, so gettext honours
 #: LANGUAGE) or through LC_ALL (which LC_MESSAGES=C alone would not override).
@@ -72,15 +73,7 @@ def test_sync_reads_gits_conflict_line_in_a_german_git(team: dict[str, Path],
     """A moves Problems/ to Cards/, B adds a card with a non-ASCII name in Problems/: git's
     English CONFLICT (file location) line, its path whole (it was "Cards/…: conflict")."""
     a, b = team["a"], team["b"]
-    assert invoke("problem", "add", "q1", "A problem", cwd=a).code == 0
-    git(a, "push", "-q", "origin", "main")
-    git(b, "pull", "-q", "--ff-only")
-    git(a, "mv", "Problems", "Cards")
-    git(a, "commit", "-q", "-m", "move the cards")
-    git(a, "push", "-q", "origin", "main")
-    (b / "Problems" / "q2-报告.md").write_text("# q2\n", encoding="utf-8")
-    commit_all(b, "B adds a card")
-    head = git(b, "rev-parse", "HEAD")
+    head = cards_moved_while_b_adds(a, b, "q2-报告.md")
     data = _sync(b)
     assert data["merge"] == "conflict" and len(data["conflicts"]) == 1, data
     line = data["conflicts"][0]

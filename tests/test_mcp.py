@@ -272,33 +272,42 @@ INIT = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
         {"jsonrpc": "2.0", "method": "notifications/initialized"}]
 
 
-def stdio_session(cwd: Path, msgs: list[dict[str, Any]], last_id: int
-                  ) -> tuple[list[dict[str, Any]], str, str]:
-    """Send ``msgs`` to a real ``kb mcp`` process over stdio, read until the reply to
-    ``last_id`` (bounded: 60 s), then close stdin: its JSON-RPC replies (every stdout line
-    parsed as JSON), its whole stdout and its stderr."""
-    env = source_env()
-    env["KB_NOW"] = NOW
-    proc = subprocess.Popen([kb_script(), "mcp"], cwd=cwd, env=env, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def stdio_raw(cwd: Path, data: bytes, last_id: int,
+              env: dict[str, str] | None = None) -> tuple[str, str]:
+    """Write ``data`` to a real ``kb mcp`` process's stdin, read its stdout until the
+    reply to ``last_id`` (bounded: 60 s), then close stdin (60 s more): its whole stdout
+    and its stderr."""
+    proc = subprocess.Popen([kb_script(), "mcp"], cwd=cwd, env=env or source_env(),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in msgs))
-    proc.stdin.flush()
-    out = b""
-    deadline = time.monotonic() + 60
-    while f'"id":{last_id}'.encode() not in out.replace(b" ", b"") and time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], 1.0)
-        if ready:
-            chunk = os.read(proc.stdout.fileno(), 65536)
-            if not chunk:
-                break
-            out += chunk
     try:
+        proc.stdin.write(data)
+        proc.stdin.flush()
+        out = b""
+        deadline = time.monotonic() + 60
+        mark = f'"id":{last_id},'.encode()
+        while mark not in out.replace(b" ", b"") and time.monotonic() < deadline:
+            ready, _, _ = select.select([proc.stdout], [], [], 1.0)
+            if ready:
+                chunk = os.read(proc.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                out += chunk
         rest, err = proc.communicate(timeout=60)  # closes stdin: the server ends
     finally:
         proc.kill()
-    text = (out + rest).decode("utf-8")
-    return [json.loads(ln) for ln in text.splitlines()], text, err.decode()
+        proc.wait(timeout=10)
+    return (out + rest).decode("utf-8"), err.decode("utf-8", "replace")
+
+
+def stdio_session(cwd: Path, msgs: list[dict[str, Any]], last_id: int
+                  ) -> tuple[list[dict[str, Any]], str, str]:
+    """Send ``msgs`` to a real ``kb mcp`` process over stdio (:func:`stdio_raw`): its
+    JSON-RPC replies (every stdout line parsed as JSON), its whole stdout and its stderr."""
+    env = source_env()
+    env["KB_NOW"] = NOW
+    text, err = stdio_raw(cwd, b"".join(json.dumps(m).encode() + b"\n" for m in msgs), last_id, env)
+    return [json.loads(ln) for ln in text.splitlines()], text, err
 
 
 def test_only_protocol_on_stdout_even_when_a_hook_prints(ex: Path) -> None:

@@ -6,17 +6,13 @@ read is bounded."""
 from __future__ import annotations
 
 import json
-import os
-import select
-import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, jsonrpc_message_adapter
 
-from conftest import kb_script, source_env
+from test_mcp import stdio_raw
 
 INIT = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -25,28 +21,10 @@ INITIALIZED = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized
 
 
 def raw_session(cwd: Path, lines: list[str], last_id: int) -> tuple[list[dict[str, Any]], str]:
-    """Write ``lines`` to a real ``kb mcp``, read stdout until the reply to ``last_id``
-    (at most 60 s), close stdin (at most 60 s more): its replies and its stderr."""
-    proc = subprocess.Popen([kb_script(), "mcp"], cwd=cwd, env=source_env(), stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
-        proc.stdin.write("".join(ln + "\n" for ln in lines).encode())
-        proc.stdin.flush()
-        out = b""
-        deadline = time.monotonic() + 60
-        while f'"id":{last_id},'.encode() not in out and time.monotonic() < deadline:
-            ready, _, _ = select.select([proc.stdout], [], [], 1.0)
-            if ready:
-                chunk = os.read(proc.stdout.fileno(), 65536)
-                if not chunk:
-                    break
-                out += chunk
-        rest, err = proc.communicate(timeout=60)  # closes stdin: the server ends
-    finally:
-        proc.kill()
-        proc.wait(timeout=10)
-    return [json.loads(ln) for ln in (out + rest).decode().splitlines()], err.decode()
+    """Write ``lines`` to a real ``kb mcp`` (:func:`test_mcp.stdio_raw`): its replies and
+    its stderr."""
+    text, err = stdio_raw(cwd, "".join(ln + "\n" for ln in lines).encode(), last_id)
+    return [json.loads(ln) for ln in text.splitlines()], err
 
 
 def test_bad_lines_are_answered_and_serving_goes_on(example_kb: Path) -> None:

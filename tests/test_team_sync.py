@@ -259,20 +259,26 @@ def test_sync_says_it_named_the_drivers_in_gitattributes(team: dict[str, Path]) 
             in res.stderr.splitlines()), res.stderr
 
 
-def test_a_conflict_in_a_renamed_directory_keeps_gits_explanation(team: dict[str, Path]) -> None:
-    """A moves Problems/ to Cards/, B adds Problems/q2.md: git's CONFLICT (file location)
-    line, which says where the file should perhaps go, is reported once for the path
-    (it was only "Cards/q2.md: conflict")."""
-    a, b = team["a"], team["b"]
+def cards_moved_while_b_adds(a: Path, b: Path, name: str) -> str:
+    """A moves Problems/ to Cards/ and pushes; B (which had pulled A's card q1) adds
+    ``Problems/<name>`` and commits: B's HEAD, which a sync then conflicts from."""
     _ok("problem", "add", "q1", "A problem", cwd=a)
     git(a, "push", "-q", "origin", "main")
     git(b, "pull", "-q", "--ff-only")
     git(a, "mv", "Problems", "Cards")
     git(a, "commit", "-q", "-m", "move the cards")
     git(a, "push", "-q", "origin", "main")
-    (b / "Problems" / "q2.md").write_text("# q2\n", encoding="utf-8")
+    (b / "Problems" / name).write_text("# q2\n", encoding="utf-8")
     commit_all(b, "B adds a card")
-    head = git(b, "rev-parse", "HEAD").strip()
+    return git(b, "rev-parse", "HEAD").strip()
+
+
+def test_a_conflict_in_a_renamed_directory_keeps_gits_explanation(team: dict[str, Path]) -> None:
+    """A moves Problems/ to Cards/, B adds Problems/q2.md: git's CONFLICT (file location)
+    line, which says where the file should perhaps go, is reported once for the path
+    (it was only "Cards/q2.md: conflict")."""
+    a, b = team["a"], team["b"]
+    head = cards_moved_while_b_adds(a, b, "q2.md")
     res = invoke("sync", "--json", cwd=b)
     data = res.json()
     assert res.code == 1 and data["merge"] == "conflict", data
