@@ -392,3 +392,18 @@ def test_experiment_and_card_frontmatter_status_follow(make_kb, run_kb):
     assert "status: 死路\n" in (root / "Problems/q1.md").read_text(encoding="utf-8")
     v = run_kb("verify", cwd=root)
     assert v.code == 0, v.stdout + v.stderr
+
+
+def test_a_yaml_tag_is_ignored_with_a_warning_at_its_line():
+    """The tester's silence: `a: !!python/object:os.system ls` was read as 'ls' without a
+    word. kb still reads every value as text; an explicit tag other than !!str is KB144 at
+    its line (a reader honouring tags would read it otherwise; a Python tag runs code in an
+    unsafe one)."""
+    text = ("---\nid: H1\na: !!python/object:os.system ls\nb: !!str fine\nc: [!!int 3, x]\n"
+            "d: !local y\n---\n# Tree\n")
+    src = SourceText.from_text(text, "tree.md")
+    fm, diags = read_frontmatter(src)
+    assert fm == {"id": "H1", "a": "ls", "b": "fine", "c": ["3", "x"], "d": "y"}
+    got = [(d.code, d.line, d.severity) for d in diags]
+    assert got == [("KB144", 3, "warning"), ("KB144", 5, "warning"), ("KB144", 6, "warning")]
+    assert "'!!python/object:os.system'" in diags[0].message and "'!local'" in diags[2].message

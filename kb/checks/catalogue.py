@@ -163,6 +163,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
     _r("KB143", "error", "snapshot", "parse", "a card's entry numbered 0 ('### 解法 0'): entries "
        "are numbered from 1 (VIBEMATH-V3) and kb verdict names no entry 0",
        "renumber the entry (the message names a free number)"),
+    _r("KB144", "warning", "snapshot", "parse", "a frontmatter value with an explicit YAML tag "
+       "(`!!python/object:…`, `!!int`): kb ignores it and reads the text",
+       "remove the tag"),
     _r("KB150", "warning", "snapshot", "parse", "oddity in a progress direction log",
        "correct the direction header (logs never fail a check)"),
     _r("KB190", "error", "snapshot", "parse", "unresolved merge conflict (git's <<<<<<< ======= "

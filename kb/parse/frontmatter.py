@@ -23,6 +23,10 @@ from kb.text import SourceText
 
 _BOUNDARY = re.compile(r"^-{3,}\s*$")
 _YAML11_BOOLS = {"on", "off", "yes", "no", "y", "n", "true", "false"}
+_YAML_TAG = "tag:yaml.org,2002:"
+#: The tags a node has without an explicit one (kb's loader resolves no other): a node
+#: with any other tag was written with one (`!!python/object:…`, `!!int`, `!local`).
+_PLAIN_TAGS = frozenset(_YAML_TAG + t for t in ("str", "map", "seq"))
 # A plain or quoted (`"on": x`, the fix of KB105) mapping key at the start of a line.
 _KEY_LINE = re.compile(
     r"^(?:[^\s#:\-\[\]{}*&!|>'\"%@`][^:]*|\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*')[ \t]*:(\s|$)")
@@ -39,6 +43,12 @@ def _handler():
         def __init__(self, stream: str) -> None:
             super().__init__(stream)
             self.duplicates: list[tuple[str, int, int]] = []
+            self.tags: list[tuple[str, int]] = []  # (explicit tag, 0-based line), KB144
+
+        def construct_object(self, node: Any, deep: bool = False) -> Any:
+            if node.tag not in _PLAIN_TAGS:
+                self.tags.append((node.tag, node.start_mark.line))
+            return super().construct_object(node, deep=deep)
 
         def construct_mapping(self, node: Any, deep: bool = False) -> dict:
             seen: dict[str, int] = {}
@@ -71,7 +81,7 @@ def _handler():
                 data = loader.get_single_data()
             finally:
                 loader.dispose()
-            return data, loader.duplicates
+            return data, loader.duplicates, loader.tags
 
     return KbYAMLHandler(), yaml.YAMLError, yaml.MarkedYAMLError
 
@@ -82,7 +92,8 @@ def read_frontmatter(src: SourceText) -> tuple[dict[str, Any], list[Diagnostic]]
     Returns ``(metadata, diagnostics)``. ``metadata`` maps keys to strings,
     lists or dicts of strings (dates stay ISO strings as written). A block
     that is not a mapping leaves ``body_start`` at 0 and returns ``{}``.
-    Codes: KB102 YAML error, KB103 duplicate key.
+    Codes: KB102 YAML error, KB103 duplicate key, KB105 a YAML 1.1 boolean key, KB144 a
+    value with an explicit YAML tag (ignored: read as text).
     """
     lines = src.lines
     if not lines or not _BOUNDARY.match(lines[0]):
@@ -105,7 +116,7 @@ def read_frontmatter(src: SourceText) -> tuple[dict[str, Any], list[Diagnostic]]
     handler, yaml_error, marked_error = _handler()
     diags: list[Diagnostic] = []
     try:
-        data, dups = handler.load("\n".join(block))
+        data, dups, tags = handler.load("\n".join(block))
     except marked_error as exc:  # type: ignore[misc]
         mark = exc.problem_mark or exc.context_mark
         line = 2 + (mark.line if mark else 0)
@@ -133,6 +144,16 @@ def read_frontmatter(src: SourceText) -> tuple[dict[str, Any], list[Diagnostic]]
                 path=src.path, line=2 + second, code="KB103", severity="error",
                 message=f"frontmatter key '{key}' is given twice (lines {2 + first} and "
                 f"{2 + second}); keep one",
+            )
+        )
+    for tag, line in tags:
+        shown = "!!" + tag[len(_YAML_TAG):] if tag.startswith(_YAML_TAG) else tag
+        diags.append(
+            Diagnostic(
+                path=src.path, line=2 + line, code="KB144", severity="warning",
+                message=f"frontmatter value with the YAML tag '{shown}': kb ignores tags and "
+                "reads every value as text (a YAML reader that honours tags may read it "
+                "otherwise, and a Python tag runs code in an unsafe one); remove the tag",
             )
         )
     if data is None:
