@@ -61,6 +61,9 @@ def test_bad_lines_are_answered_and_serving_goes_on(example_kb: Path) -> None:
 
 @pytest.mark.parametrize(("line", "code", "rid", "words"), [
     ("nope", PARSE_ERROR, None, "not JSON (expected ident at column 2)"),
+    # bytes that are not UTF-8, as the transport decodes them (replacement characters)
+    (b'{"jsonrpc": "2.0", \xff}'.decode("utf-8", "replace"), PARSE_ERROR, None,
+     "it is not UTF-8 text, so not JSON"),
     ('{"a": 1}', INVALID_REQUEST, None, "jsonrpc: Field required"),
     ('{"jsonrpc": "1.0", "id": "x", "method": "ping"}', INVALID_REQUEST, "x",
      "jsonrpc: Input should be '2.0'"),

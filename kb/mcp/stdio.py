@@ -65,6 +65,10 @@ def describe(exc: Exception) -> tuple[int, str, Any]:
         # The parser counts the line's own newline: "line 2 column 0" is its end.
         why = re.sub(r" at line (\d+) column (\d+)$",
                      lambda m: f" at column {m[2]}" if m[1] == "1" else " at the end of the line", why)
+        text = bad_json.get("input")
+        if isinstance(text, str) and "\ufffd" in text:
+            # the transport decodes stdin as UTF-8 with replacement characters
+            return PARSE_ERROR, f"it is not UTF-8 text, so not JSON ({why})", None
         return PARSE_ERROR, f"it is not JSON ({why})", None
     found, value = _whole(errors)
     if found and not isinstance(value, dict):
