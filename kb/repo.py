@@ -255,13 +255,18 @@ def resolve_links(kb: KnowledgeBase, kind: SnapshotKind, rev: str | None,
         spec = ["--", *(f":(literal){p}" for p in set(later.values()))]
         cmd = ["ls-tree", "-z", rev, *spec] if kind == "commit" else ["ls-files", "-s", "-z", *spec]
         found: dict[str, str] = {}
-        # (a commit's map patched from diffs has no rev: a target it lacks is dangling)
-        listing = git.run(cmd, kb.top).stdout if rev is not None or kind != "commit" else b""
-        for rec in git.split_z(listing):
-            meta, _, path = rec.partition("\t")
-            parts = meta.split(" ")
-            if parts[0] in ("100644", "100755") and (kind == "commit" or parts[-1] == "0"):
-                found[path] = parts[2] if kind == "commit" else parts[1]
+        if kind == "commit":
+            # (a commit's map patched from diffs has no rev: a target it lacks is dangling)
+            listing = git.run(cmd, kb.top).stdout if rev is not None else b""
+            for e in git.tree_entries(listing):
+                if e.mode in ("100644", "100755"):
+                    found[e.path] = e.oid
+        else:
+            for rec in git.split_z(git.run(cmd, kb.top).stdout):
+                meta, _, path = rec.partition("\t")
+                mode, blob, stage = meta.split(" ")  # ls-files -s: "<mode> <blob> <stage>"
+                if mode in ("100644", "100755") and stage == "0":
+                    found[path] = blob
         for rel, norm in later.items():
             if norm in found:
                 files[rel] = found[norm]
@@ -397,9 +402,7 @@ def commit_snapshot(kb: KnowledgeBase, rev: str) -> Snapshot:
     fmt_of = classifier(kb.config)
     prefix = kb.prefix
     cut = len(prefix)
-    for rec in git.split_z(proc.stdout):
-        meta, _, path = rec.partition("\t")
-        mode, typ, blob = meta.split(" ")
+    for mode, typ, blob, path in git.tree_entries(proc.stdout):
         if typ != "blob":
             continue
         if cut:

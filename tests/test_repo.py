@@ -325,3 +325,27 @@ def test_read_worktree_never_reads_through_a_link_leaving_the_work_tree(make_kb,
                        "Problems/q4.md": os.path.realpath(root / "Problems" / "q1.md"),
                        "Methods/q9.md": os.path.realpath(away / "q9.md")}
     assert outside == outside_links(open_kb(root), paths)
+
+
+def test_tree_entries_reads_git_ls_tree_records_with_any_name(tmp_path) -> None:
+    """kb's one reader of `git ls-tree -z`: tabs, newlines and bytes that are not UTF-8 in
+    a name come back as git holds them (surrogateescape), a symlink and a folder with
+    their modes; another command's output is refused."""
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    names = [b"a\tb.md", b"new\nline.md", b"caf\xe9.md", b"sp ace.md"]
+    for n in names:
+        (repo / os.fsdecode(n)).write_bytes(b"x\n")
+    (repo / "d").mkdir()
+    (repo / "d" / "in.md").write_bytes(b"y\n")
+    os.symlink("sp ace.md", repo / "link.md")
+    commit_all(repo, "odd names")
+    data = kbgit.run(["ls-tree", "-z", "HEAD"], repo).stdout
+    got = {e.path.encode("utf-8", "surrogateescape"): (e.mode, e.type) for e in kbgit.tree_entries(data)}
+    assert got == {**{n: ("100644", "blob") for n in names}, b"d": ("040000", "tree"),
+                   b"link.md": ("120000", "blob")}
+    (entry,) = [e for e in kbgit.tree_entries(data) if e.path == "d"]
+    assert entry.oid == git(repo, "rev-parse", "HEAD:d").strip()
+    with pytest.raises(ValueError):
+        list(kbgit.tree_entries(kbgit.run(["ls-tree", "-z", "--name-only", "HEAD"], repo).stdout))

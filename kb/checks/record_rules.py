@@ -39,17 +39,20 @@ def _git_listing(s: Facts, folder: str) -> dict[str, str]:
     a symlink's or submodule's entry is no record git holds)."""
     kb = s.kb
     spec = ["--", kb.repo_path(folder)]
+    entries: list[tuple[str, str, str]] = []  # (mode, blob, repository path)
     if s.snap.kind == "staged":
         out = git.run(["ls-files", "-s", "-z", *spec], kb.top).stdout
+        for rec in git.split_z(out):
+            meta, _, path = rec.partition("\t")
+            mode, blob, stage = meta.split(" ")  # ls-files -s: "<mode> <blob> <stage>"
+            if stage == "0":
+                entries.append((mode, blob, path))
     else:
         out = git.run(["ls-tree", "-r", "-z", s.snap.rev or "", *spec], kb.top).stdout
+        entries = [(e.mode, e.oid, e.path) for e in git.tree_entries(out)]
     found: dict[str, str] = {}
-    for rec in git.split_z(out):
-        meta, _, path = rec.partition("\t")
-        parts = meta.split(" ")
-        # ls-files: "<mode> <blob> <stage>"; ls-tree: "<mode> <type> <blob>"
-        blob = parts[1] if s.snap.kind == "staged" else parts[2]
-        if parts[0] not in ("100644", "100755") or (s.snap.kind == "staged" and parts[2] != "0"):
+    for mode, blob, path in entries:
+        if mode not in ("100644", "100755"):
             continue
         rel = kb.rel(path)
         if rel is not None and _is_record(rel, folder):

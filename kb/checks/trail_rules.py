@@ -95,12 +95,7 @@ def _list(s: Facts, paths: list[str]) -> dict[str, str]:
                 pairs.append((path, blob))
     else:
         out = git.run(["ls-tree", "-r", "-z", s.snap.rev or "", *spec], kb.top).stdout
-        pairs = []
-        for rec in git.split_z(out):
-            meta, _, path = rec.partition("\t")
-            _, typ, blob = meta.split(" ")
-            if typ == "blob":
-                pairs.append((path, blob))
+        pairs = [(e.path, e.oid) for e in git.tree_entries(out) if e.type == "blob"]
     found = {}
     for path, blob in pairs:
         rel = kb.rel(path)

@@ -200,12 +200,10 @@ def _listing(kb: Any, rev: str, places: Iterable[str]) -> dict[str, str]:
     proc = git.run(["--literal-pathspecs", "ls-tree", "-r", "-z", rev, "--", *sorted(specs)],
                    kb.top)
     out = {}
-    for entry in proc.stdout.split(b"\0"):
-        meta, _, name = entry.partition(b"\t")
-        fields = meta.split()
-        if len(fields) != 3 or fields[1] != b"blob" or fields[0] == b"120000":
+    for e in git.tree_entries(proc.stdout):
+        if e.type != "blob" or e.mode == "120000":
             continue
-        rel = kb.rel(name.decode("utf-8", "surrogateescape"))
+        rel = kb.rel(e.path)
         if rel is not None:
-            out[rel] = fields[2].decode()
+            out[rel] = e.oid
     return out

@@ -272,11 +272,7 @@ def _report(top: Path, root: Optional[Path], base: Path, ours: Path, theirs: Pat
 
 def _listing(top: Path, rev: str, folder: str) -> dict[str, str]:
     data = git.run(["ls-tree", "-r", "-z", rev, "--", folder], top, check=False).stdout
-    out = {}
-    for entry in git.split_z(data):
-        meta, _, path = entry.partition("\t")
-        out[path] = meta.split()[2]
-    return out
+    return {e.path: e.oid for e in git.tree_entries(data)}
 
 
 def _merged_listing(top: Path, folder: str, base_rev: str, their_rev: str) -> dict[str, str]:

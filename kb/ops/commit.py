@@ -80,9 +80,7 @@ def read_head(top: Path, paths: list[str]) -> HeadState:
         if commit:
             args = ["--literal-pathspecs", "ls-tree", "-t", "-z", commit, "--", ".",
                     *(d + "/" for d in folders if d)]
-            for rec in git.split_z(git.run(args, top).stdout):
-                meta, _, p = rec.partition("\t")
-                mode, kind, oid = meta.split(" ")
+            for mode, kind, oid, p in git.tree_entries(git.run(args, top).stdout):
                 folder, _, name = p.rpartition("/")
                 if folder in dirs:
                     dirs[folder][name] = (mode, kind, oid)

@@ -60,12 +60,7 @@ def head_entries(top: Path, head: str | None, paths: list[str]) -> dict[str, tup
     if head is None:
         return {}
     proc = git.run(["ls-tree", "-z", "--full-tree", head, "--", *paths], top)
-    out = {}
-    for rec in git.split_z(proc.stdout):
-        meta, _, p = rec.partition("\t")
-        mode, _typ, oid = meta.split(" ")
-        out[p] = (mode, oid)
-    return out
+    return {e.path: (e.mode, e.oid) for e in git.tree_entries(proc.stdout)}
 
 
 

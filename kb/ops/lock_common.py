@@ -96,10 +96,7 @@ class ReleaseResult:
         blobs: dict[str, str] = {}
         if self.commit and self.committed:
             out = git.run(["ls-tree", "-z", self.commit, "--", *self.committed], top).stdout
-            for rec in out.decode("utf-8", "surrogateescape").split("\0"):
-                if "\t" in rec:
-                    meta, path = rec.split("\t", 1)
-                    blobs[path] = meta.split()[2]
+            blobs = {e.path: e.oid for e in git.tree_entries(out)}
         return OpResult(op="lock.release", ids=[], paths=list(self.committed), blobs=blobs,
                         commit=self.commit, changes=[f"released {p}" for p in self.released],
                         details=self.as_dict())

@@ -154,10 +154,7 @@ def _landed(kb: KnowledgeBase, files: dict[str, dict], head: str | None) -> bool
         return True
     out = git.run(["--literal-pathspecs", "ls-tree", "-z", "--full-tree", head, "--", *paths],
                   kb.top).stdout
-    in_head = {}
-    for rec in git.split_z(out):
-        meta, _, p = rec.partition("\t")
-        in_head[p] = meta.split(" ")[2]
+    in_head = {e.path: e.oid for e in git.tree_entries(out)}
     return all(in_head.get(p) == rec.get("new") for p, rec in files.items())
 
 
@@ -170,10 +167,8 @@ def _finish_landed(kb: KnowledgeBase, files: dict[str, dict], head: str | None) 
     in_head: dict[str, tuple[str, str]] = {}
     out = git.run(["--literal-pathspecs", "ls-tree", "-z", "--full-tree", head, "--", *paths],
                   kb.top).stdout
-    for rec in git.split_z(out):
-        meta, _, p = rec.partition("\t")
-        mode, _kind, oid = meta.split(" ")
-        in_head[p] = (mode, oid)
+    for e in git.tree_entries(out):
+        in_head[e.path] = (e.mode, e.oid)
     staged: dict[str, list[str]] = {}
     out = git.run(["--literal-pathspecs", "ls-files", "-s", "-z", "--", *paths], kb.top).stdout
     for rec in git.split_z(out):

@@ -358,12 +358,10 @@ def _blobs(k: Any, commit: str, rels: list[str]) -> dict[str, bytes]:
     out = git.run(["ls-tree", "-r", "-z", commit, "--", *(k.prefix + r for r in rels)],
                   k.top).stdout
     ids: dict[str, str] = {}
-    for rec in git.split_z(out):
-        meta, _, path = rec.partition("\t")
-        parts = meta.split()
-        rel = k.rel(path)
-        if len(parts) == 3 and parts[1] == "blob" and rel is not None:
-            ids[rel] = parts[2]
+    for e in git.tree_entries(out):
+        rel = k.rel(e.path)
+        if e.type == "blob" and rel is not None:
+            ids[rel] = e.oid
     data = git.read_blobs(ids.values(), k.top)
     return {rel: data[b] for rel, b in ids.items() if b in data}
 

@@ -72,11 +72,10 @@ class Sides:
             spec = [f":(literal){self.kb.repo_path(p)}" for p in want]
             proc = git.run(["ls-tree", "-z", self.tip_rev or "HEAD", "--", *spec], self.kb.top)
             files = {}
-            for rec in git.split_z(proc.stdout):
-                meta, _, path = rec.partition("\t")
-                rel = self.kb.rel(path)
+            for e in git.tree_entries(proc.stdout):
+                rel = self.kb.rel(e.path)
                 if rel is not None:
-                    files[rel] = meta.split()[2]
+                    files[rel] = e.oid
         elif self.source == "staged":
             files = {p: b for p, b in staged_snapshot(self.kb).files.items() if p in set(want)}
         else:
@@ -198,9 +197,7 @@ def _worktree_records(k: KnowledgeBase, head: Optional[str]) -> dict[str, tuple[
     old = {}
     if head:
         proc = git.run(["ls-tree", "-z", head, "--", *(f":(literal){p}" for p in paths)], k.top)
-        for rec in git.split_z(proc.stdout):
-            meta, _, path = rec.partition("\t")
-            old[path] = meta.split()[2]
+        old = {e.path: e.oid for e in git.tree_entries(proc.stdout)}
     for p in paths:
         full = k.top / p
         new = None

@@ -30,12 +30,10 @@ def graph_at(kb: Any, rev: str) -> Graph:
         raise UsageError(f"unknown revision {rev!r}")
     out = git.run(["ls-tree", "-r", "-z", commit, "--", kb.repo_path(OPS_DIR)], kb.top).stdout
     files: dict[str, str] = {}
-    for rec in git.split_z(out):
-        meta, _, path = rec.partition("\t")
-        _, typ, blob = meta.split(" ")
-        rel = kb.rel(path)
-        if typ == "blob" and rel is not None and rel.endswith(".jsonl"):
-            files[rel] = blob
+    for e in git.tree_entries(out):
+        rel = kb.rel(e.path)
+        if e.type == "blob" and rel is not None and rel.endswith(".jsonl"):
+            files[rel] = e.oid
     blobs = git.read_blobs(list(files.values()), kb.top) if files else {}
     return replay_blobs({rel: blobs[b] for rel, b in files.items() if b in blobs})
 

@@ -94,11 +94,12 @@ class RevView(SnapshotIndex):
         spec = self.kb.repo_path(rel)
         proc = git.run(["ls-tree", "-z", self.commit, "--", f":(literal){spec}"], self.kb.top,
                        check=False)
-        recs = [r for r in git.split_z(proc.stdout) if r]
-        if proc.returncode != 0 or len(recs) != 1:
+        if proc.returncode != 0:
             return None
-        meta, _, name = recs[0].partition("\t")
-        mode, typ, blob = meta.split(" ")
+        found = list(git.tree_entries(proc.stdout))
+        if len(found) != 1:
+            return None
+        mode, typ, blob, name = found[0]
         if typ != "blob" or name != spec or mode == "120000":
             return None  # a folder, a submodule or a symlink (it could point outside)
         return self.blob_text(blob)
@@ -126,12 +127,8 @@ class RevView(SnapshotIndex):
         the commit; an unreadable file is skipped (the records reader's rule)."""
         spec = self.kb.repo_path(folder.strip("/")) + "/"
         proc = git.run(["ls-tree", "-z", self.commit, "--", spec], self.kb.top, check=False)
-        entries = []
-        for rec in git.split_z(proc.stdout):
-            meta, _, name = rec.partition("\t")
-            parts = meta.split(" ")
-            if len(parts) == 3 and parts[1] == "blob" and name.endswith(".json"):
-                entries.append((name, parts[2]))
+        entries = [(e.path, e.oid) for e in git.tree_entries(proc.stdout)
+                   if e.type == "blob" and e.path.endswith(".json")]
         blobs = git.read_blobs([b for _, b in entries], self.kb.top) if entries else {}
         for name, blob in sorted(entries):
             try:

@@ -36,11 +36,9 @@ def graph_at(view: RevView) -> Any:
     spec = view.kb.repo_path(OPS_DIR) + "/"
     proc = git.run(["ls-tree", "-r", "-z", view.commit, "--", spec], view.kb.top, check=False)
     entries: dict[str, str] = {}
-    for rec in git.split_z(proc.stdout):
-        meta, _, name = rec.partition("\t")
-        parts = meta.split(" ")
-        if len(parts) == 3 and parts[1] == "blob" and name.endswith(".jsonl"):
-            entries[view.kb.rel(name) or name] = parts[2]
+    for e in git.tree_entries(proc.stdout):
+        if e.type == "blob" and e.path.endswith(".jsonl"):
+            entries[view.kb.rel(e.path) or e.path] = e.oid
     blobs = git.read_blobs(list(entries.values()), view.kb.top) if entries else {}
     return replay_blobs({rel: blobs.get(b, b"") for rel, b in entries.items()})
 
