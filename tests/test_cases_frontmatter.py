@@ -407,3 +407,16 @@ def test_a_yaml_tag_is_ignored_with_a_warning_at_its_line():
     got = [(d.code, d.line, d.severity) for d in diags]
     assert got == [("KB144", 3, "warning"), ("KB144", 5, "warning"), ("KB144", 6, "warning")]
     assert "'!!python/object:os.system'" in diags[0].message and "'!local'" in diags[2].message
+
+
+def test_a_frontmatter_nested_too_deep_or_aliased_is_an_error_not_a_crash():
+    """`id: [[[[…` 600 deep ended the parse with RecursionError (exit 3) in tree.md; a few
+    nested aliases (341 bytes) took 3 GB once written out. Both are KB102 now, at a line,
+    and the file's hypotheses are still read."""
+    for fm, line, words in (("id: " + "[" * 600, 2, "nested too deeply"),
+                            ("a: &a [x, x]\nb: [*a, *a]", 3, "a YAML alias ('*a')")):
+        data = f"---\n{fm}\n---\n# Tree\n\n## H1: a\nStatus: 待验\n".encode()
+        res = parse(data)
+        (d,) = [d for d in res.diagnostics if d.code == "KB102"]
+        assert d.line == line and words in d.message, d
+        assert [h.id for h in res.objects] == ["H1"]

@@ -91,3 +91,31 @@ def test_kbs_line_patterns_read_a_huge_line_in_bounded_time() -> None:
     except subprocess.TimeoutExpired:  # pragma: no cover - the fault itself
         pytest.fail("a pattern of kb's did not read a 200,000-character line within 120 s")
     assert proc.returncode == 0 and proc.stdout.split() == [b"ok", b"11"], proc.stderr
+
+
+#: The second tester's shapes (files, in a KB), each quadratic or worse before 0.1.19's
+#: last fixes: an Evidence / Children list with a long run of spaces, a line of `[`, a
+#: card's wiki-link list, a frontmatter's first line without a colon, an unknown status.
+_FILES = {
+    "evidence-spaces": {"tree.md": "# T\n\n## H1: a\nStatus: 待验\nEvidence: E001" + " " * LONG
+                        + "E002\n"},
+    "children-spaces": {"tree.md": "# T\n\n## H1: a\nStatus: 待验\nChildren: H1.1" + " " * LONG
+                        + "x\n"},
+    "evidence-brackets": {"tree.md": "# T\n\n## H1: a\nStatus: 待验\nEvidence: " + "[" * LONG + "\n"},
+    "card-wiki-spaces": {"Problems/q1.md": "# 问题｜q1\n\n- 依赖: [[p1]]" + " " * LONG + "x\n"},
+    "frontmatter-first-line": {"tree.md": "---\na" + " " * LONG + "x\n---\n# T\n"},
+    "status-word": {"tree.md": "# T\n\n## H1: a\nStatus: x" + " " * LONG + "y\n"},
+}
+
+
+@pytest.mark.parametrize("shape", list(_FILES))
+def test_the_second_testers_long_lines_are_read(make_kb, shape: str) -> None:
+    kb = make_kb(_FILES[shape], commit=True)
+    for args in (("index",), ("verify",)):
+        try:
+            res = run_script(*args, cwd=kb, timeout=120)
+        except subprocess.TimeoutExpired:  # pragma: no cover - the fault itself
+            pytest.fail(f"kb {args[0]} did not read a {LONG}-character line within 120 s")
+        assert res.code in (0, 1), res.stdout[:2000] + res.stderr[:2000]
+        assert max(map(len, (res.stdout + res.stderr).splitlines()), default=0) < 2000, \
+            "a diagnostic quoted the whole line"

@@ -36,6 +36,24 @@ def _q(oid: str) -> str:
     return quoted(oid, quote=False)
 
 
+def _w(text: str) -> str:
+    """A word read from a file (a status, a conclusion) as a message quotes it: as written,
+    one of thousands of characters by its start and its length."""
+    return quoted(text, limit=60)
+
+
+def _few(ids: list[str], n: int = 10) -> str:
+    """Up to ``n`` IDs joined, then how many there are in all (a line of 200,000 IDs is not
+    repeated whole in a message)."""
+    shown = ", ".join(_q(i) for i in ids[:n])
+    return shown if len(ids) <= n else f"{shown}, … ({len(ids):,} in all)"
+
+
+def _marks(n: int) -> str:
+    """``n`` heading marks, or how many when they are too many to show."""
+    return "#" * n if n <= 64 else f"{n:,} '#'"
+
+
 def parent_id(hid: str) -> Optional[str]:
     """``H1.2.3`` -> ``H1.2``; a top-level ID -> None."""
     return hid.rsplit(".", 1)[0] if "." in hid else None
@@ -109,8 +127,8 @@ def heading_level(f: FileFacts) -> list:
         if old is not None and old.startswith("#" * h.level) and want <= 64:
             fix = (h.line, old, "#" * want + old[h.level:])
         out.append(diag(h.path, h.line, "KB203",
-                        f"{_q(h.id)} is declared with a level-{h.level} heading ({'#' * h.level}); "
-                        f"an ID of depth {depth(h.id)} takes {'#' * want} (kb verify --fix)",
+                        f"{_q(h.id)} is declared with a level-{h.level} heading ({_marks(h.level)}); "
+                        f"an ID of depth {depth(h.id)} takes {_marks(want)} (kb verify --fix)",
                         fix=fix))
     return out
 
@@ -190,18 +208,18 @@ def parent_children(f: FileFacts) -> list:
                 extra = [k for k in have_kids if k not in want_set]
                 what = []
                 if missing:
-                    what.append(f"misses {', '.join(missing)}")
+                    what.append(f"misses {_few(missing)}")
                 if extra:
-                    what.append(f"names {', '.join(extra)}, not a declared child")
+                    what.append(f"names {_few(extra)}, not a declared child")
                 if not what:
                     what.append("is not in tree order")
                 out.append(diag(h.path, ln, "KB204",
-                                f"'Children:' of {_q(h.id)} {' and '.join(what)}; write '{new_line}' "
-                                "(kb verify --fix)", fix=fix))
+                                f"'Children:' of {_q(h.id)} {' and '.join(what)}; write "
+                                f"{quoted(new_line, limit=200)} (kb verify --fix)", fix=fix))
         elif have_kids:
             out.append(diag(h.path, lines.get("Children", h.line), "KB204",
                             f"'Children:' of {_q(h.id)} names "
-                            f"{', '.join(_q(k) for k in have_kids)}, but no child of "
+                            f"{_few(have_kids)}, but no child of "
                             f"{_q(h.id)} is declared; remove them from the line"))
     return out
 
@@ -219,23 +237,23 @@ def status_words(f: FileFacts) -> list:
         if o.kind == "hypothesis":
             if o.status and o.status not in HYPOTHESIS_STATUS.zh_to_en:
                 out.append(diag(o.path, lines.get("Status", o.line), "KB205",
-                                f"unknown status {o.status!r} of {_q(o.id)}; use one of "
+                                f"unknown status {_w(o.status)} of {_q(o.id)}; use one of "
                                 f"{HYPOTHESIS_STATUS.accepted()}"))
         elif o.kind == "experiment":
             if o.status and o.status not in EXPERIMENT_STATUS.zh_to_en:
                 out.append(diag(o.path, lines.get("Status", o.line), "KB205",
-                                f"unknown status {o.status!r} of {_q(o.id)}; use one of "
+                                f"unknown status {_w(o.status)} of {_q(o.id)}; use one of "
                                 f"{EXPERIMENT_STATUS.accepted()}"))
             if o.conclusion and o.conclusion not in CONCLUSION.zh_to_en:
                 out.append(diag(o.path, o.conclusion_line or o.line, "KB205",
-                                f"unknown conclusion {o.conclusion!r} of {_q(o.id)}; the **结论** line "
+                                f"unknown conclusion {_w(o.conclusion)} of {_q(o.id)}; the **结论** line "
                                 f"starts with one of {CONCLUSION.accepted()}"))
         elif o.kind in ("problem", "proposition", "method"):
             vocab = {"problem": PROBLEM_STATUS, "proposition": PROPOSITION_STATUS,
                      "method": METHOD_STATUS}[o.kind]
             if o.status and o.status not in vocab:
                 out.append(diag(o.path, lines.get("状态", o.line), "KB205",
-                                f"unknown 状态 {o.status!r} of {o.kind} {o.id}; use one of "
+                                f"unknown 状态 {_w(o.status)} of {o.kind} {_q(o.id)}; use one of "
                                 f"{', '.join(vocab)}"))
             closed = _CARD_WORDS.get(o.kind)
             if closed is not None:
@@ -243,7 +261,7 @@ def status_words(f: FileFacts) -> list:
                 value = o.get(fld)
                 if value and value not in words:
                     out.append(diag(o.path, lines.get(key, o.line), "KB205",
-                                    f"unknown {key} {value!r} of {o.kind} {o.id}; use one of "
+                                    f"unknown {key} {_w(value)} of {o.kind} {_q(o.id)}; use one of "
                                     f"{', '.join(words)}"))
             for e in o.entries or []:
                 if e.status and e.status not in ENTRY_STATUS:

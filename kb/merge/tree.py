@@ -45,7 +45,7 @@ from typing import Optional, TypeVar
 from kb.config import Config
 
 _ANCHOR = re.compile(r"^([A-Za-z\u4e00-\u9fff]+)\s*[:：]\s?(.*)$")
-_SPLIT = re.compile(r"\s*[,，、;]\s*")
+_SEP = re.compile(r"[,，、;]")  # split, then each item stripped (linear; see kb.parse.common)
 T = TypeVar("T")
 
 
@@ -185,7 +185,7 @@ def _items(value: Optional[str]) -> list[str]:
     v = value.strip()
     if not v or v in ("(empty)", "（空）"):
         return []
-    return [x for x in _SPLIT.split(v) if x]
+    return [x for x in (y.strip() for y in _SEP.split(v)) if x]
 
 
 def _union(base: list[str], ours: list[str], theirs: list[str]) -> list[str]:

@@ -28,8 +28,10 @@ _YAML_TAG = "tag:yaml.org,2002:"
 #: with any other tag was written with one (`!!python/object:…`, `!!int`, `!local`).
 _PLAIN_TAGS = frozenset(_YAML_TAG + t for t in ("str", "map", "seq"))
 # A plain or quoted (`"on": x`, the fix of KB105) mapping key at the start of a line.
+# (A plain key runs to its colon, spaces and all: a `[ \t]*` after `[^:]*` read one run of
+# spaces two ways, quadratic on a long first line without a colon.)
 _KEY_LINE = re.compile(
-    r"^(?:[^\s#:\-\[\]{}*&!|>'\"%@`][^:]*|\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*')[ \t]*:(\s|$)")
+    r"^(?:[^\s#:\-\[\]{}*&!|>'\"%@`][^:]*|(?:\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*')[ \t]*):(\s|$)")
 
 
 def _handler():
@@ -44,6 +46,16 @@ def _handler():
             super().__init__(stream)
             self.duplicates: list[tuple[str, int, int]] = []
             self.tags: list[tuple[str, int]] = []  # (explicit tag, 0-based line), KB144
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            # An alias (`*a`) may stand for a node of millions of values (a few nested
+            # anchors, 341 bytes, took 3 GB once written out as JSON): none is read.
+            if self.check_event(yaml.events.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None, None, f"a YAML alias ('*{event.anchor}'): kb reads no aliases (one "
+                    "can stand for millions of values); write the value out", event.start_mark)
+            return super().compose_node(parent, index)
 
         def construct_object(self, node: Any, deep: bool = False) -> Any:
             if node.tag not in _PLAIN_TAGS:
@@ -130,6 +142,12 @@ def read_frontmatter(src: SourceText) -> tuple[dict[str, Any], list[Diagnostic]]
                 code="KB102", severity="error",
                 message=f"frontmatter is not valid YAML: {problem}{hint}",
             )
+        )
+        return {}, diags
+    except RecursionError:  # `id: [[[[…` 500 deep: the composer's recursion gives out
+        diags.append(
+            Diagnostic(path=src.path, line=2, code="KB102", severity="error",
+                       message="frontmatter is not valid YAML: nested too deeply to read")
         )
         return {}, diags
     except yaml_error as exc:  # type: ignore[misc]

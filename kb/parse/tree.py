@@ -309,7 +309,8 @@ def iter_tree(
             f"{' or '.join(f'`{s}`' for s in separators)} ({first}); they are not read — "
             "set [kb] id_grammar / heading_separators in kb.toml if they are hypotheses"))
     if fm_id is not None and declared:  # without a declaration, KB126 says it all
-        said = f"'id: {fm_id}' names no hypothesis of this file" if fm_id.strip() else \
+        said = f"'id: {quoted(fm_id, quote=False)}' names no hypothesis of this file" \
+            if fm_id.strip() else \
             "'id:' is empty"
         diags.append(Diagnostic(
             path=path, line=_frontmatter_line(src, "id"), code="KB109", severity="warning",
