@@ -47,9 +47,12 @@ def _short(text: str, n: int = 70) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+#: Where an override goes: the pre-commit hook runs before the commit message exists.
+_WHERE = "a commit trailer, and the same text in KB_OVERRIDE for the pre-commit hook"
+
+
 def _override_hint(obj_id: str) -> str:
-    return (f"(or commit it with the trailer `Kb-Override: {obj_id} <reason>` and the same "
-            f"text in KB_OVERRIDE for the hook)")
+    return f"(or commit it with `Kb-Override: {obj_id} <reason>`: {_WHERE})"
 
 
 _RENUMBERED = re.compile(r"^renumbered to (\S+) \(Kb-Renumber\)$")
@@ -483,10 +486,6 @@ def _as_written(value: str | tuple[str, ...]) -> str:
     if isinstance(value, str):
         return f"`{value}`"
     return "[" + ", ".join(f"`{v}`" for v in value) + "]"
-
-
-#: Where a KB309 override goes: the hook runs before the commit message exists.
-_WHERE = "a commit trailer, and the same text in KB_OVERRIDE for the pre-commit hook"
 
 
 def _accept(name: str) -> str:

@@ -72,6 +72,36 @@ def uncommitted(top: Path, paths: list[str]) -> list[str]:
     return [rec[3:] for rec in git.split_z(proc.stdout) if rec]
 
 
+#: The ``[paths]`` folder of each card format (:func:`kb.parse.classify`).
+_FOLDER_OF = {"problem": "problems", "proposition": "propositions", "method": "methods",
+              "verified": "verified", "direction": "progress", "progress": "progress"}
+
+
+def uncommitted_files(k: Any, formats: Any, records: str | None = None) -> list[str]:
+    """Repository paths of KB ``k``'s files of ``formats`` (:func:`kb.parse.classify`, keys
+    of :data:`_FOLDER_OF`), and of the ``.json`` files of the KB-relative folder
+    ``records`` when given, that differ from HEAD: modified, staged, new, removed, moved
+    (one ``git status`` over their folders). Another file there (a scratch note) is not
+    one. The inputs of ``kb report``, ``kb priority adjust`` and ``kb promote``."""
+    from kb.parse import classify
+
+    want = set(formats)
+    folders = {k.config.paths[_FOLDER_OF[f]].strip("/") for f in want}
+    if records is not None:
+        folders.add(records)
+    specs = sorted(k.repo_path(d) if d not in ("", ".") else k.prefix.rstrip("/") or "."
+                   for d in folders)
+    out = []
+    for path in uncommitted(k.top, specs):
+        rel = k.rel(path)
+        if rel is None:
+            continue
+        folder, _, name = rel.rpartition("/")
+        if classify(rel, k.config) in want or (folder == records and name.endswith(".json")):
+            out.append(path)
+    return out
+
+
 def refuse_uncommitted(dirty: list[str], what: str) -> None:
     """RefusedError when ``dirty`` (the inputs of a generated ``what``: ``dashboard``,
     ``report``) is not empty: committed, it would describe a state no commit holds."""

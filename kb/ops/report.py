@@ -39,9 +39,8 @@ def report(kb: Union[KnowledgeBase, str, Path, None] = None, date: str | None = 
                   on_wait=on_wait, sync=False)
 
 
-#: The ``[paths]`` folders of the cards the report is built from (kb.views.report: the card
-#: view of ``load_view``/``brief_data``), and those cards' formats (:func:`kb.parse.classify`).
-_INPUTS = ("problems", "propositions", "methods", "verified", "progress")
+#: The formats of the cards the report is built from (kb.views.report: the card view of
+#: ``load_view``/``brief_data``; :func:`kb.parse.classify`).
 _CARD_FORMATS = frozenset({"problem", "proposition", "method", "verified", "direction", "progress"})
 
 
@@ -52,24 +51,11 @@ def _refuse_uncommitted_inputs(k: KnowledgeBase) -> None:
     :func:`kb.views.verification.load_records`); another file of the logs folder (a scratch
     note) is not read and does not stop it."""
     from kb.merge.drivers import report_path
-    from kb.ops.git_state import refuse_uncommitted, uncommitted
-    from kb.parse import classify
+    from kb.ops.git_state import refuse_uncommitted, uncommitted_files
     from kb.views.verification import records_dir
 
-    records = records_dir(k)
-    own = report_path(k.config.paths["logs"])
-    specs = sorted({k.repo_path(k.config.paths[key].strip("/") or ".") for key in _INPUTS}
-                   | {k.repo_path(records)})
-    dirty = []
-    for path in uncommitted(k.top, specs):
-        if not path.startswith(k.prefix):
-            continue
-        rel = path[len(k.prefix):]
-        if rel == own:
-            continue
-        folder, _, name = rel.rpartition("/")
-        if classify(rel, k.config) in _CARD_FORMATS or (folder == records and name.endswith(".json")):
-            dirty.append(path)
+    own = k.prefix + report_path(k.config.paths["logs"])
+    dirty = [p for p in uncommitted_files(k, _CARD_FORMATS, records_dir(k)) if p != own]
     refuse_uncommitted(dirty, "report")
 
 

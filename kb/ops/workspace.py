@@ -29,7 +29,7 @@ from kb import git
 from kb.errors import ConflictError, NotFoundError, RefusedError, UsageError
 from kb.index import Index
 from kb.ops.card_edit import CARD_KINDS, CardEdit, CardError
-from kb.ops.git_state import head_entries, refuse_uncommitted, uncommitted
+from kb.ops.git_state import head_entries, refuse_uncommitted, uncommitted, uncommitted_files
 from kb.ops.result import OpResult
 from kb.ops.transaction import Transaction
 from kb.parse import classify, parse_file
@@ -243,10 +243,10 @@ class Workspace:
 
     def refuse_uncommitted_files(self, formats: Iterable[str], what: str) -> None:
         """RefusedError (:func:`kb.ops.git_state.refuse_uncommitted`) naming the files of
-        ``formats`` (:func:`uncommitted_files`) with uncommitted changes, when this operation
-        commits: ``kb priority adjust`` and ``kb promote`` compute what they write from every
-        such file as the working tree holds it, and their commit would hold ``what`` derived
-        from a state no commit holds. Nothing with ``--no-commit`` (the user commits it all
+        ``formats`` (:func:`kb.ops.git_state.uncommitted_files`) with uncommitted changes,
+        when this operation commits: ``kb priority adjust`` and ``kb promote`` compute what
+        they write from every such file as the working tree holds it, and their commit would
+        hold ``what`` derived from a state no commit holds. Nothing with ``--no-commit`` (the user commits it all
         together). Nothing is written."""
         if not self.tx.no_commit:
             refuse_uncommitted(uncommitted_files(self.kb, formats), what)
@@ -426,27 +426,6 @@ def uncommitted_cards(k: KnowledgeBase) -> dict[str, UncommittedCard]:
     return out
 
 
-#: The ``[paths]`` folder of each card format (:data:`kb.parse._LAYOUT`).
-_FOLDER_OF = {"problem": "problems", "proposition": "propositions", "method": "methods",
-              "verified": "verified", "direction": "progress", "progress": "progress"}
-
-
-def uncommitted_files(k: KnowledgeBase, formats: Iterable[str]) -> list[str]:
-    """Repository paths of the files of ``formats`` (:func:`kb.parse.classify`, keys of
-    :data:`_FOLDER_OF`) that differ from HEAD: modified, staged, new, removed, moved (one
-    ``git status`` over their folders). Another file there (a scratch note) is not one."""
-    want = set(formats)
-    folders = {k.config.paths[_FOLDER_OF[f]].strip("/") for f in want}
-    specs = sorted(k.repo_path(d) if d not in ("", ".") else k.prefix.rstrip("/") or "."
-                   for d in folders)
-    out = []
-    for path in uncommitted(k.top, specs):
-        rel = k.rel(path)
-        if rel is not None and classify(rel, k.config) in want:
-            out.append(path)
-    return out
-
-
 def check_depends(ws: Workspace, depends: Iterable[str], self_id: str) -> tuple[str, ...]:
     """The 依赖 list of ``self_id``: existing problems or propositions, once each, in order.
 
@@ -494,4 +473,4 @@ def proposition_categories(k: KnowledgeBase, idx: Any) -> list[str]:
 
 
 __all__ = ["Workspace", "run_op", "check_depends", "check_free_id", "proposition_categories",
-           "UncommittedCard", "uncommitted_cards", "uncommitted_files"]
+           "UncommittedCard", "uncommitted_cards"]
