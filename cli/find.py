@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kb_cli.output import emit_json, json_option, kb_option
+from kb_cli.output import cell, emit_json, json_option, kb_option
 
 
 @click.command("find")
@@ -12,7 +12,8 @@ from kb_cli.output import emit_json, json_option, kb_option
 @json_option
 @kb_option
 def command(text: str, as_json: bool, kb_path: str | None) -> int:
-    """Find objects whose ID, title or statement contains TEXT (case-insensitive)."""
+    """Find objects whose ID, title or statement contains TEXT (case-insensitive). A value
+    past 200 characters is cut, ending in …; --json keeps every value whole."""
     from kb.api import find_objects
 
     _, rows = find_objects(text, kb_path)
@@ -22,7 +23,7 @@ def command(text: str, as_json: bool, kb_path: str | None) -> int:
         emit_json(find_data(text, rows))
         return 0
     for r in rows:
-        click.echo(f"{r.id}\t{r.kind}\t{r.status}\t{r.title}\t{r.path}:{r.line}")
+        click.echo("\t".join(map(cell, (r.id, r.kind, r.status, r.title, f"{r.path}:{r.line}"))))
     if not rows:
         click.echo(f"no object matches {text!r}", err=True)
     return 0

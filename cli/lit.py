@@ -19,12 +19,15 @@ def _where(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def _run(as_json: bool, call: Callable[[Any], Any], show: Callable[[Any], None],
          cache_dir: str | None, sandbox: str | None) -> int:
-    """Open the client, run ``call``; print JSON or ``show``; a LitError -> exit 1 with the fallback."""
+    """Open the client, run ``call``; print JSON or ``show``; a LitError -> its exit code with the
+    fallback. Human output also hears each retry and a long wait on stderr, and the notes."""
     from kb.lit.context import open_client
     from kb.lit.errors import LitError
 
+    on_note = None if as_json else (lambda text: err(f"kb: {text}"))
     try:
-        client, ctx = open_client(cache_dir, sandbox)  # a bad KB_LIT_BACKOFF is a LitError too
+        # a bad KB_LIT_BACKOFF / KB_LIT_TIMEOUT / KB_LIT_MAX_BYTES is a LitError too
+        client, ctx = open_client(cache_dir, sandbox, on_note=on_note)
         data = call(client)
     except LitError as exc:
         err(f"kb: {exc}\nkb: fallback: {exc.fallback}")
@@ -32,9 +35,11 @@ def _run(as_json: bool, call: Callable[[Any], Any], show: Callable[[Any], None],
             emit_json(exc.to_json())
         return exc.exit_code
     if as_json:
-        emit_json({"result": data, "requests": client.requests, **ctx})
+        emit_json({"result": data, "requests": client.requests, **ctx, "notes": client.notes})
     else:
         show(data)
+        for note in client.notes:
+            err(f"kb: note: {note}")
         err(f"({client.requests} request{'s' if client.requests != 1 else ''}; cache {ctx['cache_dir']}"
             + (f"; recorded in round {ctx['round']}" if ctx["round"] else "") + ")")
     return 0
@@ -55,7 +60,11 @@ def _papers(papers: list[dict[str, Any]]) -> None:
 
 @click.group("lit")
 def command() -> None:
-    """Literature search: Semantic Scholar, OpenAlex, arXiv (cached, throttled)."""
+    """Literature search: Semantic Scholar, OpenAlex, arXiv (cached, throttled).
+
+    Each request waits KB_LIT_TIMEOUT seconds in all (default 60, retries included);
+    an answer above KB_LIT_MAX_BYTES (default 8 MiB) is refused and not cached.
+    """
 
 
 @command.command("search")

@@ -138,11 +138,11 @@ def status_cmd(remote: str | None, as_json: bool, kb_path: str | None) -> int:
 
     k, remote = with_remote(kb_path, remote)
     rep = status(k, remote=remote)
-    source = f"remote {remote} (fetched now)" if remote else "this clone"
+    source = rep.source
     if as_json:
-        emit_json({**rep.as_dict(), "source": source})
+        emit_json(rep.as_dict())
         return 0
-    err(f"kb: locks from {source}" + ("" if remote else
+    err(f"kb: {'warning: ' if rep.stale else ''}locks from {source}" + ("" if remote else
         " — set [locks] remote in kb.toml (or git config kb.lockRemote) to share them"))
     states = list(rep.locks) + ([rep.project] if rep.project else [])
     if not states:

@@ -7,7 +7,7 @@ import re
 import click
 
 from kb.vocab import display_status
-from kb_cli.output import emit_json, json_option, kb_option
+from kb_cli.output import cell, emit_json, json_option, kb_option
 
 KINDS = ["hypotheses", "experiments", "problems", "propositions", "methods", "verified",
          "directions", "records"]
@@ -58,14 +58,15 @@ def _width(text: str) -> int:
 
 
 def _plain_table(title: str | None, headers: list[str], cells: list[list[str]]) -> None:
-    """Print ``cells`` under ``headers``: columns padded to their widest cell, two spaces
-    apart, the last one as it is (one line per row, easy to grep)."""
+    """Print ``cells`` under ``headers``: each cell bounded (:func:`kb_cli.output.cell`),
+    columns padded to their widest cell, two spaces apart, the last one unpadded (one
+    line per row, easy to grep)."""
     table = [headers, *cells]
     last = len(headers) - 1
     known: dict[str, int] = {}  # statuses repeat: measure each text once
     padded = []
     for i in range(last):  # column by column: a list comprehension each
-        col = [row[i] for row in table]
+        col = [cell(row[i]) for row in table]
         if "".join(col).isascii():  # IDs: one character, one column
             w = max(map(len, col)) + 2
             padded.append([c.ljust(w) for c in col])
@@ -75,7 +76,7 @@ def _plain_table(title: str | None, headers: list[str], cells: list[list[str]]) 
         w = max(known[c] for c in col) + 2
         padded.append([c + " " * (w - known[c]) for c in col])
     out = [title] if title else []
-    out += ["".join(parts).rstrip() for parts in zip(*padded, [row[last] for row in table])]
+    out += ["".join(parts).rstrip() for parts in zip(*padded, [cell(row[last]) for row in table])]
     click.echo("\n".join(out))
 
 
@@ -92,7 +93,8 @@ def command(kind: str | None, status: str | None, fmt: str, as_json: bool,
     """List objects of KIND (hypotheses, experiments, problems, propositions,
     methods, verified, directions, records; all kinds when omitted): hypotheses
     with status and statement, problems by priority (never last), propositions
-    with probability."""
+    with probability. A table cell past 200 characters is cut, ending in …;
+    --format tsv and --json keep every value whole."""
     from kb.api import list_objects
 
     # A hypothesis row shows only ID, status and statement (its title): the object
@@ -141,6 +143,6 @@ def command(kind: str | None, status: str | None, fmt: str, as_json: bool,
         for h in HEADERS.get(kind_name, ["ID", "Status", "Title"]):
             table.add_column(h, overflow="fold")
         for r in group:
-            table.add_row(*_columns(r, locale))
+            table.add_row(*map(cell, _columns(r, locale)))
         console.print(table)
     return 0

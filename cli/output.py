@@ -38,6 +38,21 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
+#: The most characters a cell of a human table of many objects shows (``kb ls``,
+#: ``kb find``, ``kb verifiers``): a statement or title is rarely past 120, so no cell is
+#: cut in normal use, and a hand-edited 200,000-character status cannot flood the
+#: terminal. ``--json`` (and ``kb ls --format tsv``) keep every value whole; the help of
+#: ``kb ls`` and ``kb find`` states the number.
+CELL_MAX = 200
+
+
+def cell(text: str) -> str:
+    """``text`` as a table cell: at most :data:`CELL_MAX` characters, a longer one cut to
+    its first ``CELL_MAX - 1`` and an ellipsis (…). Control characters are escaped when
+    the line is written (:class:`PrintableStream`), wide characters measured by the table."""
+    return text if len(text) <= CELL_MAX else text[: CELL_MAX - 1] + "…"
+
+
 class PrintableStream:
     """A text stream that writes :func:`printable` text to ``raw`` (human output)."""
 
@@ -184,12 +199,13 @@ def emit_json(data: Any) -> None:
 
 
 def console() -> Any:
-    """A rich console for human tables: colour off with ``NO_COLOR`` (rich reads it) or
-    when stdout is not a terminal, and no wrapping there (one row, one line, for grep)."""
+    """A rich console for human tables: no styles, on a terminal too (human output escapes
+    every control character, :func:`printable`: a bold header would show as ``\\x1b[1m``),
+    and no wrapping when stdout is not a terminal (one row, one line, for grep)."""
     from rich.console import Console
 
     if sys.stdout.isatty():
-        return Console(soft_wrap=False, highlight=False)
+        return Console(soft_wrap=False, highlight=False, color_system=None)
     return Console(soft_wrap=True, width=100_000, no_color=True, highlight=False,
                    color_system=None)
 

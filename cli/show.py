@@ -8,7 +8,12 @@ from kb.errors import NotFoundError
 from kb_cli.output import emit_json, err, json_option, kb_option
 
 _SKIP = {"id", "kind", "path", "line", "anchors", "frontmatter", "links_out", "links_in",
-         "entries", "applications", "statement", "end_line", "has_children_line", "sections"}
+         "entries", "applications", "statement", "end_line", "has_children_line", "sections",
+         "diagnostics"}
+
+#: Warnings of the object's file printed after it when there are at most this many (more:
+#: one line counting them; errors are always printed, each).
+WARNINGS_SHOWN = 5
 
 
 @click.command("show")
@@ -18,7 +23,9 @@ _SKIP = {"id", "kind", "path", "line", "anchors", "frontmatter", "links_out", "l
 def command(obj_id: str, as_json: bool, kb_path: str | None) -> int:
     """Show one object: anchors, file:line, entries (kind, number, title,
     probability, status) and links (parent, children, evidence, dependencies,
-    dependants). Exits 1 when no object has this ID."""
+    dependants). Parse errors of the object's file (what kb could not read of it, so
+    missing above) follow on stderr, and its warnings when few; --json carries them all
+    in "diagnostics". Exits 1 when no object has this ID."""
     from kb.api import show_object
     from kb.vocab import EXPERIMENT_STATUS, HYPOTHESIS_STATUS
 
@@ -73,4 +80,21 @@ def command(obj_id: str, as_json: bool, kb_path: str | None) -> int:
             click.echo("  statement:")
             for ln in data["statement"].splitlines():
                 click.echo(f"    {ln}")
+    report_diagnostics(found[0].get("diagnostics") or [])
     return 0
+
+
+def report_diagnostics(diags: list[dict]) -> None:
+    """The parse diagnostics of the object's file(s), on stderr: every error (a line kb
+    could not read is missing from what was printed), the warnings when at most
+    :data:`WARNINGS_SHOWN`, else their number. Nothing when the files read cleanly."""
+    errors = [d for d in diags if d["severity"] == "error"]
+    others = [d for d in diags if d["severity"] != "error"]
+    if errors:
+        files = sorted({d["path"] for d in errors})
+        err(f"kb: {len(errors)} parse error(s) in {', '.join(files)}: what kb could not read "
+            "is missing above")
+    for d in errors + (others if len(others) <= WARNINGS_SHOWN else []):
+        err(f"kb: {d['path']}:{d['line']}:{d['col']}: {d['code']} [{d['severity']}] {d['message']}")
+    if len(others) > WARNINGS_SHOWN:
+        err(f"kb: and {len(others)} warning(s) in the same file(s); `kb index` lists them")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kb_cli.output import emit_json, json_option, kb_option
+from kb_cli.output import cell, emit_json, json_option, kb_option
 
 
 @click.command("verifiers")
@@ -32,8 +32,9 @@ def command(as_json: bool, kb_path: str | None) -> int:
     if not rows:
         click.echo("(no verification records)", err=True)
         return 0
-    width = max(len("verifier"), *(len(a.verifier) for a in rows))
+    names = [cell(a.verifier) for a in rows]  # a hand-edited record's name pads no row long
+    width = max(len("verifier"), *map(len, names))
     click.echo(f"{'verifier':<{width}}  accuracy  agreed/counted  votes")
-    for a in rows:
-        click.echo(f"{a.verifier:<{width}}  {a.rate:8.3f}  {a.agreed:>6}/{a.counted:<7}  {a.votes:>5}")
+    for a, name in zip(rows, names):
+        click.echo(f"{name:<{width}}  {a.rate:8.3f}  {a.agreed:>6}/{a.counted:<7}  {a.votes:>5}")
     return 0

@@ -186,6 +186,11 @@ def show_object(obj_id: str, path: str | Path | None = None,
     ``evidence``, ``dependencies``, ``dependants`` and every other link kind
     in ``links_out`` / ``links_in``.
 
+    Every dict also carries ``diagnostics``: the parse diagnostics the index stored for
+    the file version(s) declaring the object (:meth:`kb.model.Diagnostic.to_dict`, by
+    path and line; nothing is parsed or checked again) — what kb could not read of
+    them, which the fields may therefore lack.
+
     Raises NotAKnowledgeBase or ConfigError (environment, exit 2) when there is no readable KB,
     GitError when git fails. An unknown ID is an empty list, not an error.
     """
@@ -194,6 +199,8 @@ def show_object(obj_id: str, path: str | Path | None = None,
         rows = ix.get(obj_id)
         out_links, in_links = ix.links(obj_id)
         # Experiments that name this hypothesis; problems that depend on it.
+        diags = [d.to_dict() for pb in sorted({(r.path, r.blob) for r in rows})
+                 for d in ix.diagnostics_of(*pb)]
     result = []
     for r in rows:
         data = r.fields()
@@ -209,6 +216,7 @@ def show_object(obj_id: str, path: str | Path | None = None,
         data["path"] = r.path
         data["line"] = r.line
         data["blob"] = r.blob  # what --expect takes for an edit of this file
+        data["diagnostics"] = [dict(d) for d in diags]
         result.append(data)
     return k, result
 

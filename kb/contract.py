@@ -97,17 +97,6 @@ class Declaration(BaseModel):
     line: int
 
 
-class ShowOutput(ObjectOut):
-    """``kb show``: one object with its links (``declarations`` lists duplicates)."""
-
-    declarations: list[Declaration]
-    links_out: list[dict[str, str]]
-    links_in: list[dict[str, str]]
-    dependencies: list[str]
-    dependants: list[str]
-    experiments: list[str]
-
-
 class DiagnosticOut(_Open):
     """One finding of a rule: ``path``, 1-based ``line`` and ``col``, ``code`` (KBnnn),
     ``severity``, ``message``.
@@ -119,6 +108,22 @@ class DiagnosticOut(_Open):
     code: str
     severity: str
     message: str
+
+
+class ShowOutput(ObjectOut):
+    """``kb show``: one object with its links (``declarations`` lists duplicates) and the
+    parse diagnostics of the file(s) declaring it."""
+
+    declarations: list[Declaration]
+    diagnostics: list[DiagnosticOut] = Field(
+        description="parse diagnostics the index holds for the file(s) declaring the object "
+                    "(errors and warnings, by path and line, as `kb index` reports them); what "
+                    "an error could not read is missing from the fields. Empty: read cleanly")
+    links_out: list[dict[str, str]]
+    links_in: list[dict[str, str]]
+    dependencies: list[str]
+    dependants: list[str]
+    experiments: list[str]
 
 
 class IndexOutput(BaseModel):
@@ -270,8 +275,10 @@ class LockStatus(BaseModel):
     locks: list[LockStateOut]
     project: Optional[LockStateOut]
     interrupted_release: Optional[dict[str, Any]]
-    source: str = Field(description="where the locks came from: this clone, or remote <name> "
-                                    "(fetched now)")
+    source: str = Field(description="where the locks came from: this clone, remote <name> "
+                                    "(fetched now), or remote <name> (as last fetched: why)")
+    stale: Optional[str] = Field(None, description="why the remote could not be read: the locks "
+                                                   "are its copy as last fetched (else null)")
 
 
 class SyncOutput(BaseModel):

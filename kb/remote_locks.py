@@ -153,8 +153,11 @@ def effective_locks(top: Path, config: Any, refs: Optional[Iterable[str]] = None
         msg = (f"cannot read the locks of the lock remote {remote}{at} ({why}); "
                f"[locks] offline = {policy}")
         if policy == "refuse":
-            raise RefusedError(msg + " — nothing was written (retry when the remote answers, or "
-                               "set [locks] offline = \"warn\")")
+            # Said for a write and for the hook alike: refused, and how to go on -- per
+            # clone first (kb.toml's setting is shared and committed).
+            raise RefusedError(msg + " — refused (retry when the remote answers, or go on without "
+                               "the shared locks: `git config kb.lockOffline warn` in this "
+                               "clone, [locks] offline = \"warn\" in kb.toml for everyone)")
         if notify is not None:
             notify("warning: " + msg + " — writing without checking the shared locks")
         return LockView({}, f"remote {remote}", offline=why)

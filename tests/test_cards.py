@@ -478,6 +478,14 @@ def test_problem_status_rules(ex: Path) -> None:
     q2.write_text(q2.read_text(encoding="utf-8").replace("｜概率0.9｜状态未定论", "｜概率1｜状态已验"),
                   encoding="utf-8")
     commit_all(ex, "solved in Vibe Math")
+    # ... and only with the record of the verdict that set it (KB312 refuses a problem
+    # solved without one): Vibe Math's record, committed with it
+    with pytest.raises(CardError, match="no verification record.*KB312"):
+        set_problem_status(ex, "q2", "已解决")
+    (ex / "Logs/Verification/r-q2-s1_1793613600000.json").write_text(
+        '{"r": {"rId": "r-q2-s1"}, "verdict": 1, "results": {"a": {"Result": 1}, "b": '
+        '{"Result": 1}}, "at": 1793613600000}\n', encoding="utf-8")
+    commit_all(ex, "its record from Vibe Math")
     r = set_problem_status(ex, "q2", "已解决")
     assert "Verified/问题/q2.md" in r.tx.paths
     assert "- 状态: 已解决\n- 优先级: never\n" in q2.read_text(encoding="utf-8")

@@ -352,3 +352,125 @@ def test_an_id_added_and_removed_within_the_range_never_comes_back(make_kb):
     # the commit that withdrew them passes on its own (its override), the reuse is its own fault
     rc, data = verify_json(root, "--range", f"{base}..HEAD~1")
     assert rc == 0 and not find(data, "KB307"), data
+
+
+# -- KB308: the recorded result as a whole (data, conclusion, reason) -------------------
+
+_DATA = "**数据**: iowait 40% during the epoch, 410 MB/s cold"
+_CONCLUSION = "**结论**: 推翻 — loading is CPU-bound even with a cold cache"
+
+
+def _recorded(tree_kb, monkeypatch):
+    """E001 for H1 with its result recorded by `kb exp result`: (root, commit, file)."""
+    from conftest import invoke
+
+    root = tree_kb
+    assert invoke("hyp", "add", "Data loading is the bottleneck", cwd=root).code == 0
+    assert invoke("exp", "new", "--hyp", "H1", "Measure it", "--goal", "g", cwd=root).code == 0
+    r = invoke("exp", "result", "E001", "--data", _DATA.split(": ", 1)[1], "--conclusion", "推翻",
+               "--reason", _CONCLUSION.split(" — ", 1)[1], cwd=root)
+    assert r.code == 0, r.stderr
+    exp = root / "experiments" / "E001.md"
+    text = exp.read_text(encoding="utf-8")
+    assert _DATA in text and _CONCLUSION in text
+    return root, git(root, "rev-parse", "HEAD"), exp
+
+
+@pytest.mark.parametrize("old,new,what", [
+    ("iowait 40%", "iowait 4%", "its recorded data changed"),
+    ("even with a cold cache", "only with a warm cache", "its recorded reason changed"),
+    ("**结论**: 推翻", "**结论**: 支持", "its recorded conclusion 推翻 became 支持"),
+])
+def test_a_recorded_result_rewritten_is_kb308(tree_kb, monkeypatch, old, new, what):
+    """The data and the reason `kb exp result` wrote stay as the conclusion does, in the
+    hook and in a range: the message says which part changed, at its line."""
+    root, base, exp = _recorded(tree_kb, monkeypatch)
+    text = exp.read_text(encoding="utf-8").replace(old, new)
+    _stage(root, {"experiments/E001.md": text})
+    rc, data = verify_json(root, "--staged")
+    [d] = find(data, "KB308")
+    assert what in d["message"] and d["severity"] == "error" and rc == 1, d
+    assert d["line"] == _line(text, new)
+    git(root, "commit", "-q", "--no-verify", "-m", "rewrite E001")
+    rc, data = verify_json(root, "--range", f"{base}..HEAD")
+    assert rc == 1 and [what in d["message"] for d in find(data, "KB308")] == [True], data
+
+
+def test_a_rewritten_result_is_accepted_with_an_override(tree_kb, monkeypatch):
+    root, _base, exp = _recorded(tree_kb, monkeypatch)
+    _stage(root, {"experiments/E001.md": exp.read_text(encoding="utf-8").replace("40%", "4%")})
+    monkeypatch.setenv("KB_OVERRIDE", "E001 the probe read the wrong disk")
+    rc, data = verify_json(root, "--staged")
+    [d] = find(data, "KB308")
+    assert d["severity"] == "info" and "accepted: Kb-Override: E001" in d["message"] and rc == 0
+
+
+def test_kb_writes_and_notes_after_a_recorded_result_pass(tree_kb, monkeypatch):
+    """What comes after the recorded result stays free: kb's own commands (a log entry, a
+    design field, another experiment, a dashboard refresh), a note in a paragraph or an
+    anchor of its own under 结果, and the 影响 section."""
+    from conftest import invoke
+
+    root, base, exp = _recorded(tree_kb, monkeypatch)
+    for args in (["exp", "log", "E001", "re-ran with a cold cache: same"],
+                 ["exp", "update", "E001", "dd with iflag=direct", "--section", "方法"],
+                 ["exp", "new", "--hyp", "H1", "Another", "--goal", "g2"],
+                 ["exp", "log", "E001", "second note"]):
+        r = invoke(*args, cwd=root)
+        assert r.code == 0, (args, r.stderr)
+    text = exp.read_text(encoding="utf-8")
+    text = text.replace(_CONCLUSION + "\n", _CONCLUSION + "\n**备注**: a later note\n\nMore on it.\n")
+    text = text.replace("[待结果出来后分析]", "H1 → 被推翻; look at decoding next")
+    _stage(root, {"experiments/E001.md": text})
+    rc, data = verify_json(root, "--staged")
+    assert rc == 0 and not find(data, "KB308"), data
+    git(root, "commit", "-q", "-m", "notes on E001")
+    rc, data = verify_json(root, "--range", f"{base}..HEAD")
+    assert rc == 0 and not find(data, "KB308"), data
+
+
+def test_line_endings_alone_are_no_rewrite(tree_kb, monkeypatch):
+    """CRLF for LF, and the last newline dropped: the recorded result reads the same."""
+    root, base, exp = _recorded(tree_kb, monkeypatch)
+    text = exp.read_text(encoding="utf-8")
+    (root / "experiments" / "E001.md").write_bytes(text.rstrip("\n").replace("\n", "\r\n").encode())
+    git(root, "add", "-A")
+    rc, data = verify_json(root, "--staged")
+    assert not find(data, "KB308"), data
+    git(root, "commit", "-q", "--no-verify", "-m", "CRLF")
+    rc, data = verify_json(root, "--range", f"{base}..HEAD")
+    assert not find(data, "KB308"), data
+
+
+def test_recorded_result_is_the_section_through_the_conclusion_paragraph():
+    """The recorded result: 结果 from its heading through the 结论 line and the lines
+    continuing it; a blank line or another anchor ends it."""
+    from kb.parse.experiment import recorded_result, result_parts
+
+    text = ("# E001: H1 - x\n\n## 结果\n\nbefore\n**数据**: 40%\n**结论**: 支持 — because\n"
+            "it holds\n**备注**: later\n\nmore\n\n## 影响\n\nx\n")
+    rows = recorded_result(text.replace("\n", "\r\n").encode(), "experiments/E001.md", 7)
+    assert rows == [(5, "before"), (6, "**数据**: 40%"), (7, "**结论**: 支持 — because"),
+                    (8, "it holds")]
+    assert result_parts(rows) == [("", "before", 5), ("数据", "40%", 6), ("结论", "支持", 7),
+                                  ("reason", "because it holds", 7)]
+    assert recorded_result(text.encode(), "experiments/E001.md", 5) == []  # no 结论 anchor
+
+
+def test_a_merge_beside_a_recorded_result_passes(tree_kb, monkeypatch):
+    """A branch logs to and annotates a finished experiment (after its result), the other
+    side changes something else: the merge passes in a range and alone."""
+    from conftest import invoke
+
+    root, base, exp = _recorded(tree_kb, monkeypatch)
+    git(root, "checkout", "-q", "-b", "feature")
+    assert invoke("exp", "log", "E001", "re-ran it", cwd=root).code == 0
+    text = exp.read_text(encoding="utf-8").replace("[待结果出来后分析]", "H1 → 被推翻")
+    _stage(root, {"experiments/E001.md": text})
+    git(root, "commit", "-q", "-m", "E001 impact")
+    git(root, "checkout", "-q", "main")
+    assert invoke("hyp", "add", "Another claim", cwd=root).code == 0
+    git(root, "merge", "-q", "--no-ff", "--no-edit", "feature")
+    for args in (["--range", f"{base}..HEAD"], ["--rev", "HEAD"]):
+        rc, data = verify_json(root, *args)
+        assert rc == 0 and not find(data, "KB308"), (args, data)

@@ -483,6 +483,25 @@ def test_release_of_the_tree_carries_the_refreshed_dashboard(tree_kb):
     assert v.code == 0 and "KB240" not in v.stdout + v.stderr
 
 
+def test_release_of_an_unchanged_tree_commits_nothing_not_even_a_stale_dashboard(tree_kb):
+    """The committed DASHBOARD.md is stale (a merge made without kb's drivers left it so);
+    releasing an unchanged tree.md only deletes the lock (DESIGN §5): no commit of the
+    dashboard alone, and the working tree's dashboard is left as it was."""
+    root = tree_kb
+    assert kb_(root, "hyp", "add", "First idea").code == 0
+    dash = root / "DASHBOARD.md"
+    dash.write_text(dash.read_text(encoding="utf-8").replace("- H1: First idea", "- H1: Stale"),
+                    encoding="utf-8")
+    git(root, "commit", "-qam", "a stale dashboard", "--no-verify")
+    stale, head = dash.read_bytes(), git(root, "rev-parse", "HEAD")
+    assert kb_(root, "lock", "claim", "tree.md", "--owner", "alice").code == 0
+    r = kb_(root, "lock", "release", "tree.md", "--owner", "alice", "--json")
+    assert r.code == 0, r.stdout + r.stderr
+    assert r.json()["committed"] == [] and r.json()["commit"] is None, r.stdout
+    assert git(root, "rev-parse", "HEAD") == head and dash.read_bytes() == stale
+    assert git(root, "for-each-ref", "refs/kb/locks") == ""
+
+
 def test_release_of_the_tree_commits_a_fresh_dashboard(tree_kb):
     """A hand edit of tree.md released under its lock: the commit carries the
     dashboard kb renders for it (as every kb write does), `released` names only the

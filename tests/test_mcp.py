@@ -383,3 +383,36 @@ def test_trail_tools_take_the_seed_names(ex: Path) -> None:
 
     node = asyncio.run(session())
     assert "contradicts" in json.dumps(node)
+
+
+def test_numbers_come_as_json_numbers_or_their_text(ex: Path) -> None:
+    """A probability, value, priority or threshold is a JSON number (what clients that
+    generate arguments send) or the text the card holds; a boolean is neither. The
+    verdict tool takes the target card's ``expect`` as every card write does."""
+    from kb.mcp import build_server
+
+    async def session() -> None:
+        async with Client(build_server(ex)) as c:
+            await call(c, "problem_add", id="q9", statement="Is it stale?", priority=5)
+            await call(c, "problem_priority", id="q9", priority=3)
+            await call(c, "propo_add", category="数论", id="p9", statement="Odd primes",
+                       prob=0.25, value=1, priority=2)
+            await call(c, "entry_add", id="p9", kind="证明", title="parity", text="2 | n",
+                       prob=0.8)
+            err = await refused(c, "entry_add", id="p9", kind="证明", title="t", text="x",
+                                prob=True)
+            assert err["kind"] == "usage" and "(got boolean)" in err["message"]
+            blob = (await call(c, "show", id="p9"))["blob"]
+            await call(c, "entry_add", id="p9", kind="证明", title="again", text="y",
+                       prob="0.70")
+            err = await refused(c, "verdict", target="p9#证明1", vote={"v1": 1, "v2": 1},
+                                expect=blob)
+            assert err["kind"] == "stale", err
+            await call(c, "promote", threshold=0.9, no_commit=True)
+
+    asyncio.run(session())
+    problem = (ex / "Problems" / "q9.md").read_text(encoding="utf-8")
+    assert "- 优先级: 3\n" in problem
+    card = next((ex / "Propos").rglob("p9.md")).read_text(encoding="utf-8")
+    assert "### 证明 1｜parity｜概率0.8｜" in card and "### 证明 2｜again｜概率0.7｜" in card
+    assert "- 概率: 0.25\n" in card and "- 价值/关键性: 1\n" in card, card

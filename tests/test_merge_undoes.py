@@ -224,3 +224,69 @@ def test_evidence_both_sides_appended_merges_through_kbs_own_hooks(tree_kb: Path
     git(root, "add", "-A")
     code, diags = _verify(root, "--staged")
     assert code == 1 and any(d["code"] == "KB303" and "E003" in d["message"] for d in diags), diags
+
+
+def test_a_merge_keeping_one_of_two_experiments_both_sides_added_is_refused(
+        tree_kb: Path) -> None:
+    """Both branches open E001 (one on H1, one on H2) and record its result; the merge is
+    made without kb's drivers (a forge's button) and keeps main's file. Neither side's path
+    saw the other's E001, the merge base has none, and the merge equals one parent for the
+    file -- yet the branch's experiment is gone. The range refuses it at the merge."""
+    root = tree_kb
+    assert invoke("hyp", "add", "A", cwd=root).code == 0
+    assert invoke("hyp", "add", "B", cwd=root).code == 0
+    base = git(root, "rev-parse", "HEAD")
+    for branch, hyp, conclusion in (("pr", "H1", "支持"), ("main", "H2", "推翻")):
+        git(root, "checkout", "-q", *(["-b", branch] if branch == "pr" else [branch]))
+        assert invoke("exp", "new", "--hyp", hyp, f"exp for {hyp}", "--goal", "g",
+                      cwd=root).code == 0
+        r = invoke("exp", "result", "E001", "--data", "d", "--conclusion", conclusion,
+                   "--reason", "r", cwd=root)
+        assert r.code == 0, r.stderr
+    before = git(root, "rev-parse", "main")
+    for driver in ("kb-tree", "kb-dashboard", "kb-trail", "kb-report", "kb-card"):
+        subprocess.run(["git", "config", "--remove-section", f"merge.{driver}"], cwd=root,
+                       capture_output=True)  # git's own merge, as a forge's
+    subprocess.run(["git", "merge", "--no-edit", "pr"], cwd=root, capture_output=True)
+    git(root, "checkout", "--ours", "experiments/E001.md", "DASHBOARD.md")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--no-verify", "--no-edit")
+    merge = git(root, "rev-parse", "HEAD")
+    for spec in (f"{before}..main", f"pr..main", f"{base}..main"):
+        code, diags = _verify(root, "--range", spec)
+        lost = {d["code"] for d in diags if d["severity"] == "error"
+                and d["path"] == "experiments/E001.md" and d.get("commit") == merge
+                and "both sides added it" in d["message"]}
+        assert code == 1 and {"KB302", "KB308"} <= lost, (spec, diags)
+
+
+def test_an_override_a_merge_brings_in_is_not_shown_at_the_merge(
+        tree_kb: Path, tmp_path: Path) -> None:
+    """A branch forks; main then adds q1, settles it (`kb verdict`) and corrects its
+    Verified card with `Kb-Override: q1 …`. Merging main into the branch takes all of that
+    over as main made it: no finding at the merge, not even an accepted one (the override
+    answers for main's own commit, which a range over it still shows)."""
+    root = tree_kb
+    assert invoke("hyp", "add", "base", cwd=root).code == 0
+    git(root, "checkout", "-q", "-b", "side")
+    assert invoke("hyp", "add", "side claim", cwd=root).code == 0
+    git(root, "checkout", "-q", "main")
+    proof = tmp_path / "proof.md"
+    proof.write_text("pf\n", encoding="utf-8")
+    for args in (["problem", "add", "q1", "Prove it", "--title", "T", "--priority", "0"],
+                 ["entry", "add", "q1", "--kind", "解法", "--title", "P", "--prob", "0.7",
+                  "--text-file", str(proof)],
+                 ["verdict", "q1#解法1", "--vote", "v1=1", "--vote", "v2=1"]):
+        r = invoke(*args, cwd=root)
+        assert r.code == 0, (args, r.stderr)
+    card = next((root / "Verified").rglob("q1.md"))
+    card.write_text(card.read_text(encoding="utf-8") + "x\n", encoding="utf-8")
+    git(root, "commit", "-q", "-am", "fix", "-m", "Kb-Override: q1 a typo", "--no-verify")
+    git(root, "checkout", "-q", "side")
+    git(root, "merge", "-q", "--no-edit", "main")
+    merge = git(root, "rev-parse", "HEAD")
+    code, diags = _verify(root, "--range", "main..side")
+    assert code == 0 and not [d for d in diags if d.get("commit") == merge], diags
+    code, diags = _verify(root, "--range", "side~1..side")  # main's commits in the range
+    assert code == 0 and [d for d in diags if d["code"] == "KB304" and d["severity"] == "info"
+                          and d.get("commit") != merge], diags

@@ -44,7 +44,11 @@ def served(daemon, make_kb):
     git(root, "remote", "add", "origin", url)
     shas = {"base": git(root, "rev-parse", "HEAD")}
     write_files(root, {Q1: verified("q1", kind="问题"),
-                       "Problems/q1.md": problem("q1", depends='["p1"]', status="已解决")})
+                       "Problems/q1.md": problem("q1", depends='["p1"]', status="已解决"),
+                       # the record of the verdict that solved it (KB312)
+                       "Logs/Verification/r-q1-s1_20260101T000000.json":
+                       '{"r": "r-q1-s1", "verdict": 1, "results": [{"verifier": "a", "result": 1}, '
+                       '{"verifier": "b", "result": 1}], "at": "2026-01-01T00:00:00"}\n'})
     git(root, "add", "-A")
     _commit(root, "-m", "q1 verified")
     shas["q1"] = git(root, "rev-parse", "HEAD")
@@ -191,9 +195,13 @@ def test_delete_of_a_branch_is_not_a_rewrite(served) -> None:
 def test_verify_range_over_a_rewrite_notes_it_and_judges_old_tip_to_new(served) -> None:
     root, _, shas = served
     tip = _rewrite_from_q1(root, shas, "rewrite", edit=True)
-    # without --rewrite A..B may be a branch and a target that moved on: noted only
+    # without --rewrite A..B may be a branch and a target that moved on: noted; each commit
+    # is judged against its parent, where the amended one adds a card of q1 saying 结论: 假
+    # that no record backs (the record solves q1: KB312)
     res = invoke("verify", "--range", f"{shas['h3']}..{tip}", "--json", cwd=root)
-    assert res.code == 0 and any("--rewrite" in n for n in res.json()["notes"]), res.stdout
+    assert any("--rewrite" in n for n in res.json()["notes"]), res.stdout
+    assert res.code == 1 and [(d["code"], d["path"]) for d in res.json()["diagnostics"]
+                              if d["severity"] == "error"] == [("KB312", Q1)], res.stdout
     res = invoke("verify", "--range", f"{shas['h3']}..{tip}", "--rewrite", "--json", cwd=root)
     assert res.code == 1, res.stdout + res.stderr
     data = res.json()

@@ -114,7 +114,7 @@ def test_a_b_form_and_markdown_and_text(pr: Path) -> None:
     lines = md.stdout.splitlines()
     assert lines[0].startswith("## Research diff")
     # Overrides come first, before the hypotheses.
-    assert lines.index("### Review these (overrides, renumberings, unreadable files)") < lines.index("### Hypotheses")
+    assert lines.index("### Review these (overrides, renumberings, unreadable files, settlements without a record)") < lines.index("### Hypotheses")
     assert "- override on `H1`: wrong subject" in md.stdout
     assert "```mermaid" in md.stdout and "class n_H1_3 changed" in md.stdout
     assert "n_H2" not in md.stdout  # an untouched branch of the tree is not drawn

@@ -66,6 +66,9 @@ def test_offline_policy_refuse_or_warn(shared: dict[str, Path]) -> None:
     # git's reason, not the tail of its hint ("and the repository exists.")
     assert "does not appear to be a git repository" in res.stderr, res.stderr
     assert "repository exists" not in res.stderr
+    # how to go on, this clone first (kb.toml is shared); said alike for a write and a hook
+    assert "`git config kb.lockOffline warn` in this clone" in res.stderr
+    assert "nothing was written" not in res.stderr
     git(b, "remote", "rename", "origin", "upstream")  # [locks] remote names no remote now
     res = invoke("hyp", "add", "Offline idea", "--owner", "bob", cwd=b)
     assert res.code == 1 and "no git remote named 'origin' here? see `git remote -v`" in res.stderr
@@ -162,3 +165,21 @@ def test_a_release_refused_after_a_steal_says_who_holds_the_lock(
     assert err["kind"] == "locked" and "KB380" in err["message"], err
     assert git(a, "rev-parse", "HEAD") == head and "Late" in (a / "tree.md").read_text(encoding="utf-8")
     assert git(remote, "rev-parse", "main") == head
+
+
+def test_lock_status_with_the_remote_down_shows_the_last_fetched_locks(
+        shared: dict[str, Path]) -> None:
+    """The remote cannot be read: status shows its locks as last fetched, says why on one
+    line, and exits 0 (it is what a user asks when writes are refused)."""
+    a, b = shared["a"], shared["b"]
+    assert invoke("lock", "claim", "tree.md", "--owner", "alice", cwd=a).code == 0
+    assert invoke("lock", "status", "--json", cwd=b).json()["stale"] is None  # fetched now
+    git(b, "remote", "set-url", "origin", str(shared["remote"].parent / "gone.git"))
+    res = invoke("lock", "status", "--json", cwd=b)
+    st = res.json()
+    assert res.code == 0 and st["locks"][0]["owner"] == "alice", res.stderr
+    assert "does not appear to be a git repository" in st["stale"] and "\n" not in st["stale"]
+    assert st["source"] == f"remote origin (as last fetched: {st['stale']})"
+    res = invoke("lock", "status", cwd=b)
+    assert res.code == 0 and "tree.md\talice" in res.stdout
+    assert res.stderr.startswith("kb: warning: locks from remote origin (as last fetched: ")

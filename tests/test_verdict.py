@@ -483,3 +483,83 @@ def test_kb_verdicts_and_new_entries_pass_kb311(ex: Path) -> None:
     add_entry(ex, "q2", "解法", "another idea", 0.3, text="Try.")
     res = invoke("verify", "--range", f"{base}..HEAD", "--json", cwd=ex)
     assert res.code == 0 and "KB311" not in res.stdout, res.stdout
+
+
+# -- KB311: the text of a settled entry ------------------------------------------------
+
+def _settled_proof(ex: Path) -> tuple[Path, str, str]:
+    """p1's 证明 1 (概率1 状态已验, the example's): (card, its text, the proof's first line)."""
+    card = ex / "Propos/数论/p1.md"
+    text = card.read_text(encoding="utf-8")
+    assert "### 证明 1｜Least divisor argument｜概率1｜状态已验" in text
+    first = text.split("### 证明 1｜Least divisor argument｜概率1｜状态已验\n", 1)[1].split("\n", 1)[0]
+    assert first.strip()
+    return card, text, first
+
+
+def test_a_settled_proof_rewritten_is_refused_kb311(ex: Path) -> None:
+    """The body of a settled entry stays as its heading does, in the hook and in a range;
+    the message names the entry and the line that changed."""
+    card, text, first = _settled_proof(ex)
+    base = git(ex, "rev-parse", "HEAD")
+    new = text.replace(first, first[: len(first) // 2] + "(rewritten)")
+    card.write_text(new, encoding="utf-8")
+    git(ex, "add", "-A")
+    res = invoke("verify", "--staged", "--json", cwd=ex)
+    hits = [d for d in res.json()["diagnostics"] if d["code"] == "KB311"]
+    assert res.code == 1 and len(hits) == 1 and hits[0]["severity"] == "error", res.stdout
+    assert "the text of settled entry 证明 1 changed" in hits[0]["message"]
+    line = next(i for i, ln in enumerate(new.splitlines(), 1) if "(rewritten)" in ln)
+    assert hits[0]["line"] == line and f"line {line} was" in hits[0]["message"]
+    git(ex, "commit", "-qm", "rewrite the proof", "--no-verify")
+    res = invoke("verify", "--range", f"{base}..HEAD", "--json", cwd=ex)
+    assert res.code == 1 and [d["code"] for d in res.json()["diagnostics"]].count("KB311") == 1
+
+
+def test_a_settled_proof_rewritten_with_an_override_passes(ex: Path, monkeypatch) -> None:
+    card, text, first = _settled_proof(ex)
+    card.write_text(text.replace(first, first + " (a typo fixed)"), encoding="utf-8")
+    git(ex, "add", "-A")
+    monkeypatch.setenv("KB_OVERRIDE", "p1 a typo in the proof")
+    res = invoke("verify", "--staged", "--json", cwd=ex)
+    hits = [d for d in res.json()["diagnostics"] if d["code"] == "KB311"]
+    assert res.code == 0 and [d["severity"] for d in hits] == ["info"], res.stdout
+
+
+def test_an_open_entrys_text_and_white_space_alone_pass_kb311(ex: Path) -> None:
+    """An entry no verdict settled may be rewritten (q2's 解法 1, 未定论); a settled card
+    whose line endings alone changed (CRLF, no last newline) reads the same."""
+    base = git(ex, "rev-parse", "HEAD")
+    q2 = ex / "Problems/q2.md"
+    text = q2.read_text(encoding="utf-8")
+    head = "### 解法 1｜Euclid's product-plus-one argument｜概率0.9｜状态未定论\n"
+    q2.write_text(text.replace(head, head + "A rewritten sketch.\n"), encoding="utf-8")
+    card, ptext, _first = _settled_proof(ex)
+    card.write_bytes(ptext.rstrip("\n").replace("\n", "\r\n").encode("utf-8"))
+    git(ex, "add", "-A")
+    res = invoke("verify", "--staged", "--json", cwd=ex)
+    assert "KB311" not in res.stdout, res.stdout
+    git(ex, "commit", "-qm", "edits", "--no-verify")
+    res = invoke("verify", "--range", f"{base}..HEAD", "--json", cwd=ex)
+    assert "KB311" not in res.stdout, res.stdout
+
+
+def test_a_merge_beside_a_settled_entry_passes_kb311(ex: Path) -> None:
+    """q2's 解法 2 settled at 0 (q2 stays open); a branch appends an entry to q2 (kb's own
+    write), the other side changes something else: the merge passes in a range and alone."""
+    from kb.ops.entries import add_entry
+    from kb.ops.verdict import record_verdict
+
+    base = git(ex, "rev-parse", "HEAD")
+    record_verdict(ex, "q2#解法2", {"v1": 0, "v2": 0})
+    assert "### 解法 2｜Euler's polynomial n² + n + 41｜概率0｜状态已验" in \
+        (ex / "Problems/q2.md").read_text(encoding="utf-8")
+    git(ex, "checkout", "-q", "-b", "feature")
+    add_entry(ex, "q2", "解法", "a third idea", 0.3, text="Try a sieve.")
+    git(ex, "checkout", "-q", "main")
+    assert invoke("hyp", "add", "Another claim", cwd=ex).code == 0
+    git(ex, "merge", "-q", "--no-ff", "--no-edit", "feature")
+    assert "### 解法 3｜a third idea" in (ex / "Problems/q2.md").read_text(encoding="utf-8")
+    for args in (["--range", f"{base}..HEAD"], ["--rev", "HEAD"]):
+        res = invoke("verify", "--json", *args, cwd=ex)
+        assert res.code == 0 and "KB311" not in res.stdout, (args, res.stdout)

@@ -73,8 +73,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "convert the line ends to LF (or CRLF)"),
     _r("KB101", "error", "snapshot", "parse", "file is not valid UTF-8",
        "re-save the file as UTF-8"),
-    _r("KB102", "error", "snapshot", "parse", "frontmatter is not valid YAML",
-       "correct the YAML (quote values that contain ': ')"),
+    _r("KB102", "error", "snapshot", "parse", "frontmatter is not valid YAML (or holds an alias, "
+       "or lists and mappings nested more than 64 levels): read as empty",
+       "correct the YAML (quote values that contain ': '; write an alias's value out; nest less)"),
     _r("KB103", "error", "snapshot", "parse", "frontmatter key given twice",
        "keep one of the two keys"),
     _r("KB104", "error", "snapshot", "parse", "frontmatter disagrees with an anchor line",
@@ -119,7 +120,8 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "is certain)", True),
     _r("KB120", "warning", "snapshot", "parse", "list anchor written as a comma list or empty",
        "write a JSON array such as [\"q1\",\"p2\"] (kb verify --fix)", True),
-    _r("KB121", "error", "snapshot", "parse", "list anchor cannot be read", "write a JSON array of IDs"),
+    _r("KB121", "error", "snapshot", "parse", "list anchor cannot be read (not a JSON array of IDs, "
+       "or arrays nested too deeply to read)", "write a JSON array of IDs"),
     _r("KB122", "error", "snapshot", "parse", "malformed entry or application line (not read)",
        "write '### 解法 N｜<title>｜概率<0..1>｜状态未定论' ('### 应用 N｜<time>｜问题 <qid>' in a "
        "method; kb verify --fix when only the separators are off: spaces around '｜', or '|')", True),
@@ -153,8 +155,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "read it)", "rename it to a UTF-8 name (git mv)"),
     _r("KB132", "error", "snapshot", "parse", "finished experiment whose '## 结果' has no '**结论**' line",
        "add '**结论**: 支持|推翻|不确定 …' under '## 结果'"),
-    _r("KB140", "warning", "snapshot", "parse", "card without its H1 '# <kind>｜<title>'",
-       "add the H1 line"),
+    _r("KB140", "warning", "snapshot", "parse", "card without its H1 '# <kind>｜<title>', or whose "
+       "H1 is another heading ('# x'; a direction log's is '# 研究方向日志｜<problem> / <direction>'): "
+       "the card is read by its anchor lines", "add the H1 line, or write it in that form"),
     _r("KB141", "warning", "snapshot", "parse", "card H1 names another kind",
        "correct the kind word of the H1"),
     _r("KB142", "error", "snapshot", "parse", "a card's entry numbered as an earlier entry of its "
@@ -265,14 +268,21 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "restore the status; or kb hyp status <ID> <status> --force --reason R"),
     _r("KB307", "error", "history", "verify", "a new ID is lower than or equal to one that existed "
        "before (IDs are never reused)", "use the next free ID (above every existing sibling)"),
-    _r("KB308", "error", "history", "verify", "the recorded conclusion of an experiment was changed",
+    _r("KB308", "error", "history", "verify", "the recorded result of an experiment was changed: "
+       "its '## 结果' through the '**结论**' line (the data, the conclusion, its reason); a note "
+       "after it, '## 影响' and the other sections stay free",
        "restore it and record a new experiment (or Kb-Override: <ID> <reason>)"),
     _r("KB310", "error", "history", "verify", "a verification record (Logs/Verification/) was "
        "modified or deleted (records are append-only)",
        "restore it: git restore --source=HEAD --staged --worktree -- <path>; a new verdict is a "
        "new record (kb verdict)"),
     _r("KB311", "error", "history", "verify", "an entry a verdict settled (状态已验 at 概率0 or 1) "
-       "was changed or removed", "restore the entry as the verdict wrote it; or record "
+       "was changed or removed: its heading or its text (the proof under it)",
+       "restore the entry as the verdict wrote it; or record Kb-Override: <ID> <reason>"),
+    _r("KB312", "error", "history", "verify", "a problem or proposition was settled (已解决, "
+       "已验证·真/假), or a Verified card added, with no verification record (Logs/Verification/) "
+       "that settles it so", "restore the status or remove the card and settle it with a verdict "
+       "(kb verdict <ID>#解法N / #证明N / #证伪N, kb promote for a judge problem); or record "
        "Kb-Override: <ID> <reason>"),
     _r("KB350", "error", "history", "verify", "an ID the branch adds is already taken on the target "
        "branch with other content (--against)",

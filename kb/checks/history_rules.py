@@ -47,11 +47,25 @@ def _short(text: str, n: int = 70) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def _apart(a: str, b: str, n: int = 50) -> tuple[str, str]:
+    """``a`` and ``b`` cut to about ``n`` characters from a little before where they first
+    differ (a change late in a long line is shown, not cut off)."""
+    import os.path
+
+    start = max(0, len(os.path.commonprefix([a, b])) - 15)
+
+    def cut(s: str) -> str:
+        return ("…" if start else "") + s[start:start + n] + ("…" if start + n < len(s) else "")
+
+    return cut(a), cut(b)
+
+
 #: Where an override goes: the pre-commit hook runs before the commit message exists.
 _WHERE = "a commit trailer, and the same text in KB_OVERRIDE for the pre-commit hook"
 
 
-def _override_hint(obj_id: str) -> str:
+def override_hint(obj_id: str) -> str:
+    """How a finding about ``obj_id`` is accepted: the override trailer, and where it goes."""
     return f"(or commit it with `Kb-Override: {obj_id} <reason>`: {_WHERE})"
 
 
@@ -85,13 +99,13 @@ def removed(c: Change) -> list:
                 out.append(c.violation(
                     b.id, dest, here[0].line, "KB305",
                     f"experiment {b.id} was renamed from {at}{b.path} to {at}{dest}; experiment files "
-                    f"keep their name — move it back {_override_hint(b.id)}"))
+                    f"keep their name — move it back {override_hint(b.id)}"))
             continue
         gone = "" if b.path in c.new.files else f" ({at}{b.path} was deleted)"
         out.append(c.violation(
             b.id, b.path, b.line, "KB301",
             f"{_WORD[b.kind]} {b.id} was removed{gone}; it was declared at {at}{b.path}:{b.line} "
-            f"in {c.base.label}; {_never_removed(c, b.kind)} {_override_hint(b.id)}"))
+            f"in {c.base.label}; {_never_removed(c, b.kind)} {override_hint(b.id)}"))
     # records a [paths] move leaves where the new kb.toml reads none: gone as well
     return out + [_unread(c, u) for u in moved_records(c).unread]
 
@@ -117,7 +131,7 @@ def _unread(c: Change, u: Unread) -> Any:
     return c.violation(
         u.id, u.path, u.line, "KB301",
         f"{_WORD[u.kind]} {u.id} is no longer read: kb.toml moves paths.{u.key} from {u.was!r} "
-        f"to {u.now!r} and {what}; {fix} {_override_hint(u.id)}")
+        f"to {u.now!r} and {what}; {fix} {override_hint(u.id)}")
 
 
 @history_rule("KB302")
@@ -143,7 +157,7 @@ def reassigned(c: Change) -> list:
             out.append(c.violation(
                 n.id, n.path, n.line, "KB302",
                 f"experiment {n.id} was reassigned from hypothesis {b.hypothesis} to {n.hypothesis}; "
-                f"open a new experiment for {n.hypothesis} {_override_hint(n.id)}"))
+                f"open a new experiment for {n.hypothesis} {override_hint(n.id)}"))
     return out
 
 
@@ -281,7 +295,7 @@ def status_moves(c: Change) -> list:
         loc = c.config.locale
         old_w, new_w = _status_word(b.status, n.kind, loc), _status_word(n.status, n.kind, loc)
         hint = (f"or `kb hyp status {n.id} {new_w} --force --reason R`" if n.kind == "hypothesis"
-                else _override_hint(n.id))
+                else override_hint(n.id))
         out.append(c.violation(
             n.id, n.path, n.status_line or n.line, "KB306",
             f"{n.id}: status {old_w} -> {new_w} is not allowed ({why}); restore it {hint}"))
@@ -290,65 +304,231 @@ def status_moves(c: Change) -> list:
 
 @history_rule("KB311")
 def settled_entries_stay(c: Change) -> list:
-    """KB311: an entry a verdict settled (``状态已验`` at 概率 0 or 1) keeps its title,
-    probability and status, and stays: the card's settlement and its Verified card rest
-    on it, and `kb verdict` refuses to judge it again (compared on the index's rows;
-    an entry's body text is not stored there)."""
-    out = []
+    """KB311: an entry a verdict settled (``状态已验`` at 概率 0 or 1) keeps its heading
+    (title, probability, status) and its text, and stays: the card's settlement and its
+    Verified card rest on it, and `kb verdict` refuses to judge it again.
+
+    The heading is compared on the index's rows. The text -- the entry's body, from its
+    heading to the next heading of its level or above, as the card parser reads it -- is
+    not stored there: it is read from both versions of the changed cards that hold a
+    settled entry (:func:`entry_texts`, one batch read a side) and compared with every
+    run of white space made one space, so line endings (``core.autocrlf``), a trailing
+    newline or a re-wrapped line are no change. IDs a ``Kb-Renumber:`` renumbered are
+    renumbered in the old text first (``kb sync`` rewrites them in prose)."""
     # the changed files holding a card (light rows): a tree.md's versions are never read whole
     cards = {o.path for o in c.lights(c.base, ("problem", "proposition")).values()}
+    todo = []
     for path in c.paths:
-        if path not in cards:
-            continue
+        if path not in cards or path not in c.new.files:
+            continue  # (a card file removed: KB301's)
         before = [r for r in c.base.records(path) if r.kind in ("problem", "proposition")]
-        if not any(e.status == "已验" and e.probability in (0, 1)
-                   for r in before for e in r.entries or ()):
-            continue
-        after = {r.id: r for r in c.new.records(path)} if path in c.new.files else {}
+        if any(_settled(e) for r in before for e in r.entries or ()):
+            todo.append((path, before))
+    if not todo:
+        return []
+    paths = [p for p, _ in todo]
+    old_texts, new_texts = entry_texts(c.base, paths), entry_texts(c.new, paths)
+    renames = _renames(c)
+    out = []
+    for path, before in todo:
+        after = {r.id: r for r in c.new.records(path)}
         for r in before:
             now = after.get(r.id)
             if now is None:
                 continue  # the card itself removed: KB301's
             entries = {(e.kind, e.number): e for e in now.entries or ()}
             for e in r.entries or ():
-                if e.status != "已验" or e.probability not in (0, 1):
+                if not _settled(e):
                     continue
                 n = entries.get((e.kind, e.number))
                 was = f"### {e.kind} {e.number}｜{e.title}｜概率{e.probability:g}｜状态{e.status}"
                 if n is None:
-                    what, line = "was removed", now.line
-                elif (n.title, n.probability, n.status) != (e.title, e.probability, e.status):
-                    what, line = f"was changed (it was '{was}')", n.line
+                    what, line = f"{r.id}'s settled entry {e.kind} {e.number} was removed", now.line
                 else:
-                    continue
+                    text = _text_change(old_texts.get(path, {}).get((r.id, e.line)),
+                                        new_texts.get(path, {}).get((now.id, n.line)), n.line,
+                                        renames)
+                    if (n.title, n.probability, n.status) != (e.title, e.probability, e.status):
+                        what, line = (f"{r.id}'s settled entry {e.kind} {e.number} was changed "
+                                      f"(it was '{was}')"), n.line
+                        if text is not None:
+                            what += " and its text changed"
+                    elif text is not None:
+                        line, detail = text
+                        what = (f"{r.id}: the text of settled entry {e.kind} {e.number} changed "
+                                f"({detail})")
+                    else:
+                        continue
                 out.append(c.violation(
                     r.id, path, line, "KB311",
-                    f"{r.id}'s settled entry {e.kind} {e.number} {what}; a verdict settled it "
-                    f"and it stays as written — restore it {_override_hint(r.id)}"))
+                    f"{what}; a verdict settled it and it stays as written — restore it "
+                    f"{override_hint(r.id)}"))
     return out
+
+
+def _settled(e: Any) -> bool:
+    """Whether entry ``e`` (a record's) is one a verdict settled: 已验 at 概率 0 or 1."""
+    return e.status == "已验" and e.probability in (0, 1)
+
+
+def entry_texts(side: Any, paths: list[str]) -> dict[str, dict[tuple[str, int], str]]:
+    """path -> ``{(card ID, entry line): the entry's text}`` of the cards at ``paths`` in
+    snapshot ``side`` (its Facts): the bytes read in one batch (the checkout's when they
+    are the blob, else the process's one ``git cat-file``) and parsed as the index parses
+    them, which stores no entry text."""
+    from kb.parse import parse_file
+
+    out: dict[str, dict[tuple[str, int], str]] = {}
+    for path, data in side.read_many(paths).items():
+        res = parse_file(path, data, side.config, side.formats.get(path))
+        out[path] = {(o.id, e.line): e.text for o in res.objects
+                     for e in getattr(o, "entries", ()) or ()}
+    return out
+
+
+def entry_text(side: Any, path: str, oid: str, line: int) -> Optional[str]:
+    """The text of the entry at ``line`` of card ``oid`` at ``path`` in snapshot ``side``,
+    every run of white space made one space, as KB311 compares it (None: not read). A
+    merge's KB311 finding is judged on it with the heading (:mod:`kb.checks.judge`)."""
+    text = entry_texts(side, [path]).get(path, {}).get((oid, line))
+    return None if text is None else _norm(text)
+
+
+def _renumbered(text: str, renames: dict[str, str]) -> str:
+    """``text`` with the IDs of ``Kb-Renumber:`` trailers renumbered, as ``kb sync`` does."""
+    from kb.merge.renumber import Plan, rewrite_text
+
+    return rewrite_text(text, Plan(ids=dict(renames)))
+
+
+def _text_change(old: Optional[str], new: Optional[str], head: int,
+                 renames: dict[str, str]) -> Optional[tuple[int, str]]:
+    """None when an entry's text ``old`` reads as ``new`` (white space aside; either
+    unread: None, nothing to compare), else (the 1-based line of the first difference in
+    the new file, what it is). ``head`` is the new heading's line: text line ``k`` is
+    file line ``head + 1 + k``."""
+    if old is None or new is None:
+        return None
+    if renames:
+        old = _renumbered(old, renames)
+    if _norm(old) == _norm(new):
+        return None
+    a = [x for x in (_norm(t) for t in old.split("\n")) if x]
+    b = [(k, x) for k, x in ((k, _norm(t)) for k, t in enumerate(new.split("\n"))) if x]
+    for i, (k, x) in enumerate(b):
+        if i >= len(a):
+            return head + 1 + k, f"line {head + 1 + k} was added: {_short(x)!r}"
+        if a[i] != x:
+            was, now = _apart(a[i], x)
+            return head + 1 + k, f"line {head + 1 + k} was {was!r}, now {now!r}"
+    lost = a[len(b)]
+    at = head + 1 + b[-1][0] if b else head
+    return at, f"{_short(lost)!r} was removed after line {at}"
 
 
 @history_rule("KB308")
 def results_stay(c: Change) -> list:
-    """KB308: an experiment's recorded conclusion (``**结论**``) is never rewritten.
+    """KB308: an experiment's recorded result is never rewritten: its ``## 结果`` section
+    through the ``**结论**`` line and the lines continuing it
+    (:func:`kb.parse.experiment.recorded_result`) -- the data, the conclusion and its
+    reason, as ``kb exp result`` writes them.
 
-    The conclusion is the evidence a hypothesis's status rests on (Evidence
-    is append-only); ``kb exp result`` never rewrites one either.
+    The conclusion is the evidence a hypothesis's status rests on (Evidence is
+    append-only); ``kb exp result`` never rewrites one either. A note written after the
+    result (a paragraph or anchor of its own), ``## 影响``, the log and the design stay
+    free. The text is read from both versions of the changed experiment files that held
+    a result (one batch read a side; the index stores only the conclusion's word) and
+    compared part by part (:func:`kb.parse.experiment.result_parts`) with every run of
+    white space made one space: line endings and a trailing newline are no change. IDs
+    a ``Kb-Renumber:`` renumbered are renumbered in the old text first.
     """
+    from kb.parse.experiment import recorded_result, result_parts
+
     base = c.lights(c.base, ("experiment",))
-    out = []
+    todo = []
     for path in sorted({b.path for b in base.values()} & set(c.new.files)):
         recorded = {r.id: r for r in c.base.records(path) if r.kind == "experiment" and r.conclusion}
+        if not recorded:
+            continue
         for n in c.new.records(path):
             b = recorded.get(n.id)
-            if n.kind != "experiment" or b is None or n.conclusion == b.conclusion:
-                continue
-            now = n.conclusion or "(none)"
-            out.append(c.violation(
-                n.id, path, n.conclusion_line or n.line, "KB308",
-                f"{n.id}: its recorded conclusion {b.conclusion} became {now}; a recorded result "
-                f"stays — restore it and record a new experiment {_override_hint(n.id)}"))
+            if n.kind == "experiment" and b is not None:
+                todo.append((path, b, n))
+    if not todo:
+        return []
+    paths = sorted({p for p, _b, _n in todo})
+    old, new = c.base.read_many(paths), c.new.read_many(paths)
+    renames = _renames(c)
+    out = []
+    for path, b, n in todo:
+        was_rows = recorded_result(old.get(path, b""), path, b.conclusion_line)
+        if renames:
+            was_rows = [(ln, _renumbered(t, renames)) for ln, t in was_rows]
+        now_rows = recorded_result(new.get(path, b""), path, n.conclusion_line) \
+            if n.conclusion_line else []
+        if was_rows:
+            changed = _result_changes(result_parts(was_rows), result_parts(now_rows), b, n)
+        else:  # the old text unread: its conclusion's word is what is known
+            changed = [] if n.conclusion == b.conclusion else [(
+                f"its recorded conclusion {b.conclusion} became {n.conclusion or '(none)'}", 0)]
+        if not changed:
+            continue
+        line = next((ln for _w, ln in changed if ln), 0) or n.conclusion_line or n.line
+        out.append(c.violation(
+            n.id, path, line, "KB308",
+            f"{n.id}: {', '.join(w for w, _ln in changed)}; a recorded result stays — restore "
+            f"it and record a new experiment {override_hint(n.id)}"))
     return out
+
+
+def recorded_parts(side: Any, path: str, oid: str) -> Optional[tuple[tuple[str, str], ...]]:
+    """The result experiment ``oid`` at ``path`` recorded in snapshot ``side``, as KB308
+    compares it (:func:`kb.parse.experiment.result_parts`, without the lines), or None when
+    it records none. A merge's KB308 finding is judged on it (:mod:`kb.checks.judge`)."""
+    from kb.parse.experiment import recorded_result, result_parts
+
+    if path not in side.files:
+        return None
+    r = next((r for r in side.records(path) if r.id == oid and r.kind == "experiment"), None)
+    if r is None or not r.conclusion:
+        return None
+    rows = recorded_result(side.read(path) or b"", path, r.conclusion_line)
+    return tuple((k, t) for k, t, _ln in result_parts(rows)) or None
+
+
+#: The name a recorded result's part goes by in KB308's message (another anchor: its key).
+_PART = {"数据": "data", "reason": "reason", "": "text"}
+
+
+def _result_changes(was: list[tuple[str, str, int]], now: list[tuple[str, str, int]], b: Any,
+                    n: Any) -> list[tuple[str, int]]:
+    """What differs between two recorded results (:func:`kb.parse.experiment.result_parts`),
+    the conclusion first: (phrase, its line in the new file or 0)."""
+    old = {k: (t, ln) for k, t, ln in was}
+    new = {k: (t, ln) for k, t, ln in now}
+    if [(k, t) for k, t, _ in was] == [(k, t) for k, t, _ in now]:
+        return []
+    out = []
+    keys = list(dict.fromkeys([*old, *new]))
+    for k in sorted(keys, key=lambda k: k != "结论"):
+        a, z = old.get(k), new.get(k)
+        if a is not None and z is not None and a[0] == z[0]:
+            continue
+        at = z[1] if z is not None else 0
+        if k == "结论":
+            out.append((f"its recorded conclusion {b.conclusion} became {n.conclusion or '(none)'}",
+                        at))
+            continue
+        name = _PART.get(k, k)
+        what = "the text of its recorded result" if k == "" else f"its recorded {name}"
+        if a is None:
+            out.append((f"{what} was added ({_short(z[0], 50)!r})", at))
+        elif z is None or not z[0]:
+            out.append((f"{what} was removed (it was {_short(a[0], 50)!r})", at))
+        else:
+            was, now = _apart(a[0], z[0])
+            out.append((f"{what} changed (was {was!r}, now {now!r})", at))
+    return out or [("its recorded result was reordered", 0)]
 
 
 _NUM = re.compile(r"^(.*?)(\d+)$")

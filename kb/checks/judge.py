@@ -119,8 +119,9 @@ def finding_key(f: Finding) -> tuple[str, str, str]:
 #: the object is there at all).
 _OBJECT_FIELD = {"KB301": None, "KB302": "statement", "KB303": "evidence_json",
                  "KB306": "status"}
-#: History codes about one file, judged on its blob id.
-_FILE_CODES = ("KB304", "KB308", "KB310")
+#: History codes about one file, judged on its blob id (KB308 is judged on the recorded
+#: result, :func:`kb.checks.history_rules.recorded_parts`; KB311 on the entry and its text).
+_FILE_CODES = ("KB304", "KB310")
 
 
 def judge_merge(found: list[Finding], idx: Any, k: Any, commit: Optional[str],
@@ -171,8 +172,11 @@ def judge_merge(found: list[Finding], idx: Any, k: Any, commit: Optional[str],
     # item of both sides, just not in the first parent's order, which a range accepts.
     passed = {finding_key(f) for f in found if codes is not None and f.code not in codes
               and f.code == "KB303" and finding_key(f) not in keep}
+    # An accepted finding (info: an override named its ID) is judged as its error would
+    # be: a merge inherits the overrides of the commits it brings in, so a change the
+    # merge takes over from a parent would otherwise show as "accepted" at the merge.
     out = [f for f in found if finding_key(f) not in passed and (
-        finding_key(f) in keep or f.severity == "info" or (codes is not None and f.code not in codes))]
+        finding_key(f) in keep or (codes is not None and f.code not in codes))]
     base = _merge_base(k, [first, *others]) if first else None
     if base is None:
         return out + [f for f in found if finding_key(f) in passed]
@@ -191,7 +195,7 @@ def judge_merge(found: list[Finding], idx: Any, k: Any, commit: Optional[str],
     new_rev = commit if commit else ""
     for f, parent in undone:
         key = finding_key(f)
-        if key in seen or f.severity == "info":
+        if key in seen:
             continue
         subject = _Subject(f, key[2], k)
         if not subject.judged:
@@ -223,6 +227,12 @@ def judge_merge(found: list[Finding], idx: Any, k: Any, commit: Optional[str],
             why = f"the merge dropped what {side[:10]} appended since the merge base: {', '.join(lost)}"
         elif all(ours != subject.of(s, h) for s, h in zip(parents_f, heads)):
             why = "the merge wrote it: neither side has it so"
+        elif _absent(was) and not _absent(had) and not _absent(ours) and ours != had:
+            # Both sides added it (the merge base has none), each its own: the merge kept
+            # one, and the other's record is gone, unseen by either side's path.
+            why = (f"both sides added it since the merge base {base[:10]} and the merge kept "
+                   f"another's: {side[:10]}'s is gone; renumber one side before merging "
+                   "(`kb sync`)")
         else:
             continue
         seen.add(key)
@@ -231,6 +241,11 @@ def judge_merge(found: list[Finding], idx: Any, k: Any, commit: Optional[str],
             message = message.replace("--source=HEAD ", f"--source={parent[:10]} ")
         out.append(dataclasses.replace(f, message=f"{message} ({why})"))
     return out
+
+
+def _absent(subject: Any) -> bool:
+    """Whether a :class:`_Subject` read found nothing (no file, no object)."""
+    return subject is None or subject is False
 
 
 def _dropped(code: str, base: Any, merged: Any, side: Any) -> tuple[str, ...]:
@@ -269,14 +284,16 @@ _SETTLED_ENTRY = re.compile(r"settled entry (\S+) (\d+) ")
 
 class _Subject:
     """What history finding ``f`` (about object ``oid``) is about, read on a side of a
-    merge: a file's blob id (KB304, KB308, KB310), an object's field (KB301: whether
-    it is there) or a card's entry (KB311: its title, probability and status); ``judged``
+    merge: a file's blob id (KB304, KB310), an experiment's recorded result (KB308), an
+    object's field (KB301: whether it is there) or a card's entry (KB311: its title,
+    probability, status and text); ``judged``
     False for codes a merge is not judged on this way (KB307: the allocation order)."""
 
     def __init__(self, f: Finding, oid: str, k: Any) -> None:
         self.f, self.oid, self.k = f, oid, k
         self.entry = _SETTLED_ENTRY.search(f.message) if f.code == "KB311" else None
         self.judged = f.code in _FILE_CODES or (bool(oid) and (f.code in _OBJECT_FIELD
+                                                               or f.code == "KB308"
                                                                or self.entry is not None))
 
     def of(self, side: Any, rev: str) -> Any:
@@ -289,6 +306,10 @@ class _Subject:
             return side.files.get(path) if path in side.files else _blob(self.k, rev, path)
         if self.entry is not None:
             return _entry(side, path, self.oid, self.entry.group(1), int(self.entry.group(2)))
+        if self.f.code == "KB308":
+            from kb.checks.history_rules import recorded_parts
+
+            return recorded_parts(side, path, self.oid)
         light = _light(side, path, self.oid)
         field = _OBJECT_FIELD[self.f.code]
         if light is None or field is None:
@@ -312,7 +333,9 @@ def _entry(side: Any, path: str, oid: str, kind: str, number: int) -> Any:
         if r.id == oid:
             for e in r.entries or ():
                 if (e.kind, e.number) == (kind, number):
-                    return e.title, e.probability, e.status
+                    from kb.checks.history_rules import entry_text
+
+                    return e.title, e.probability, e.status, entry_text(side, path, oid, e.line)
     return None
 
 

@@ -117,6 +117,13 @@ def _listing(s: Facts) -> dict[str, str]:
     return hit
 
 
+def record_files(s: Facts) -> dict[str, str]:
+    """The verification record files of snapshot ``s``: KB path -> blob id (in the working
+    tree ``size:mtime_ns``; the files are read from disk there). Listed once per snapshot
+    (no git process for the staged index the hook primed; one ``git ls-tree`` for a commit)."""
+    return _listing(s)
+
+
 @snapshot_key_part
 def records_key(s: Facts) -> str:
     """What KB243 reads besides the KB's files: the record files (by blob id or, in the
@@ -181,4 +188,4 @@ def malformed_records(s: Facts) -> list[LightDiagnostic]:
             for path, why in bad]
 
 
-__all__ = ["records_key", "malformed_records", "prime_staged", "prime_earlier"]
+__all__ = ["record_files", "records_key", "malformed_records", "prime_staged", "prime_earlier"]

@@ -27,7 +27,8 @@ from typing import Any, Callable, Optional
 #: Modules whose import registers rules (in this order).
 RULE_MODULES: list[str] = ["kb.checks.tree_rules", "kb.checks.experiment_rules", "kb.checks.id_rules",
                            "kb.checks.cards", "kb.checks.dashboard_rule", "kb.checks.history_rules",
-                           "kb.checks.lock_rules", "kb.checks.trail_rules", "kb.checks.record_rules"]
+                           "kb.checks.settle_rules", "kb.checks.lock_rules", "kb.checks.trail_rules",
+                           "kb.checks.record_rules"]
 
 
 @dataclass(frozen=True)

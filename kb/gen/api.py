@@ -86,7 +86,8 @@ def _lit(sandbox: str | None, cache_dir: str | None, call: Callable[[Any], Any])
     from kb.lit.context import open_client
 
     client, ctx = open_client(cache_dir, sandbox)
-    return {"result": call(client), "requests": client.requests, **ctx}
+    result = call(client)
+    return {"result": result, "requests": client.requests, **ctx, "notes": client.notes}
 
 
 def lit_search(query: str, limit: int = 12, year: str | None = None, min_citations: int = 0,

@@ -126,6 +126,8 @@ class LitOutput(BaseModel):
     cache_dir: str
     sandbox: Optional[str]
     round: Optional[int]
+    notes: list[str] = Field(description="what kb left out of the answer and why ('left out 2 "
+                                         "snippet items of the answer with no text …'), else []")
 
 
 class LitKeys(OpenModel):

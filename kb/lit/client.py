@@ -1,13 +1,18 @@
 """The literature client: search, snippet, cite, paper (HYPOTHESIS-GEN.md endpoints).
 
-``LitClient(cache_dir, on_key=None, intervals=None, backoff=None, timeout=60)``;
-the base URLs come from ``KB_LIT_S2_URL``, ``KB_LIT_S2_RECOMMEND_URL``,
-``KB_LIT_OPENALEX_URL`` and ``KB_LIT_ARXIV_URL`` (defaults: the public APIs),
-the keys from :mod:`kb.lit.keys`. Every answer is checked against its
-endpoint's shape (:mod:`kb.lit.shapes`) before it is read or cached, so the
-parsing below may trust it. Every method returns JSON-ready data and raises
-only :class:`kb.lit.errors.LitError` subclasses (and UsageError for a bad
-argument).
+``LitClient(cache_dir, on_key=None, intervals=None, backoff=None, timeout=None,
+on_note=None)``; the base URLs come from ``KB_LIT_S2_URL``,
+``KB_LIT_S2_RECOMMEND_URL``, ``KB_LIT_OPENALEX_URL`` and ``KB_LIT_ARXIV_URL``
+(defaults: the public APIs), the whole wait for one request from
+``KB_LIT_TIMEOUT`` (seconds, default 60), the largest answer body from
+``KB_LIT_MAX_BYTES`` (default 8 MiB; :mod:`kb.lit.http`), the keys from
+:mod:`kb.lit.keys`. Every answer is checked against its endpoint's shape
+(:mod:`kb.lit.shapes`) before it is read or cached, so the parsing below may
+trust it. A list is cut to the number asked for, whatever the API sent; the
+items a method leaves out as empty (a null snippet, an edge without its paper)
+are counted in ``notes``, one line per call. Every method returns JSON-ready
+data and raises only :class:`kb.lit.errors.LitError` subclasses (and
+UsageError for a bad argument).
 """
 
 from __future__ import annotations
@@ -53,14 +58,17 @@ def parse_years(year: str | None) -> tuple[int | None, int | None]:
 
 
 class LitClient:
-    """See the module docstring. ``requests`` counts network requests made."""
+    """See the module docstring. ``requests`` counts network requests made; ``notes`` says
+    what the calls left out of the answers (``on_note`` hears retries and long waits)."""
 
     def __init__(self, cache_dir: str | Path, *, on_key: Callable[[str], None] | None = None,
                  intervals: Mapping[str, float] | None = None, backoff: float | None = None,
-                 timeout: float = 60.0, keys_root: str | Path | None = None) -> None:
+                 timeout: float | None = None, keys_root: str | Path | None = None,
+                 on_note: Callable[[str], None] | None = None) -> None:
         self.fetcher = Fetcher(Path(cache_dir), on_key=on_key, intervals=intervals,
-                               backoff=backoff, timeout=timeout)
+                               backoff=backoff, timeout=timeout, on_note=on_note)
         self.keys = load_keys(Path(keys_root) if keys_root is not None else None)
+        self.notes: list[str] = []
 
     @property
     def requests(self) -> int:
@@ -98,17 +106,22 @@ class LitClient:
         """Semantic Scholar snippet search: ``[{text, kind, paper_id, title}]`` (limit ≤ 100)."""
         _positive(limit, "--limit")
         _query(query)
-        data = self._s2("/snippet/search", {"query": query, "limit": min(limit, 100)},
-                        shapes.S2_SNIPPET)
-        out = []
-        for item in data.get("data") or []:
+        asked = min(limit, 100)
+        data = self._s2("/snippet/search", {"query": query, "limit": asked}, shapes.S2_SNIPPET)
+        out: list[dict[str, Any]] = []
+        empty = 0
+        for item in (data.get("data") or [])[:asked]:  # the API may send more than asked
             snip = (item or {}).get("snippet") or {}  # null items and fields: S2_SNIPPET allows them
             pap = (item or {}).get("paper") or {}
             if not snip.get("text"):
+                empty += 1
                 continue
             out.append({"text": snip["text"], "kind": snip.get("snippetKind") or snip.get("section"),
                         "paper_id": pap.get("paperId") or pap.get("corpusId"),
                         "title": pap.get("title")})
+        if empty:
+            self.notes.append(f"left out {empty} snippet item{'s' if empty != 1 else ''} of the "
+                              "answer with no text (null, or no snippet.text)")
         return out
 
     def cite(self, paper_id: str, direction: str = "references", limit: int = 15,
@@ -119,21 +132,28 @@ class LitClient:
             raise UsageError(f"direction {direction!r}: use one of {', '.join(DIRECTIONS)}")
         pid = _paper_id(paper_id)
         if direction == "recommend":
-            data = self._s2(f"/papers/forpaper/{pid}", {"fields": S2_FIELDS, "limit": min(limit, 500)},
+            asked = min(limit, 500)
+            data = self._s2(f"/papers/forpaper/{pid}", {"fields": S2_FIELDS, "limit": asked},
                             shapes.S2_RECOMMEND, "KB_LIT_S2_RECOMMEND_URL")
-            return [P.from_s2(p) for p in data.get("recommendedPapers") or []]
+            return [P.from_s2(p) for p in (data.get("recommendedPapers") or [])[:asked]]
         nested = "citedPaper" if direction == "references" else "citingPaper"
+        asked = min(limit, S2_EDGE_CAP)
         data = self._s2(f"/paper/{pid}/{direction}",
-                        {"fields": S2_EDGE_FIELDS, "limit": min(limit, S2_EDGE_CAP)}, shapes.S2_EDGES)
-        out = []
-        for edge in data.get("data") or []:
+                        {"fields": S2_EDGE_FIELDS, "limit": asked}, shapes.S2_EDGES)
+        out: list[dict[str, Any]] = []
+        unresolved = 0
+        for edge in (data.get("data") or [])[:asked]:  # the API may send more than asked
             if edge.get(nested) is None:  # S2 nulls the paper of an edge it cannot resolve
+                unresolved += 1
                 continue
             if influential_only and not edge.get("isInfluential"):
                 continue
             p = P.from_s2(edge[nested])
             p["influential"] = bool(edge.get("isInfluential"))
             out.append(p)
+        if unresolved:
+            self.notes.append(f"left out {unresolved} of the {direction} whose paper Semantic "
+                              "Scholar could not resolve (null)")
         return out
 
     # -- OpenAlex and arXiv -----------------------------------------------------

@@ -7,12 +7,12 @@ id of the card the tool edits (refused with kind ``stale`` when it changed).
 
 from typing import Optional
 
-from kb.mcp.registry import Registry
+from kb.mcp.registry import NumberText, Registry, number_text
 from kb.repo import KnowledgeBase
 
 
 def problem_add(kb: KnowledgeBase, id: str, statement: str, title: Optional[str] = None,
-                priority: str = "1", depends: Optional[list[str]] = None, source: str = "原始",
+                priority: NumberText = "1", depends: Optional[list[str]] = None, source: str = "原始",
                 motivation: Optional[str] = None, plan: str = "待调度", no_commit: bool = False,
                 owner: Optional[str] = None) -> object:
     """Tool ``problem_add``: create problem card ``id`` with ``statement``; ``depends`` is a
@@ -25,7 +25,8 @@ def problem_add(kb: KnowledgeBase, id: str, statement: str, title: Optional[str]
     """
     from kb.ops.problems import add_problem
 
-    return add_problem(kb, id, statement, title=title, priority=priority, depends=depends or [],
+    return add_problem(kb, id, statement, title=title, priority=number_text(priority),
+                       depends=depends or [],
                        source=source, motivation=motivation, plan=plan, no_commit=no_commit,
                        owner=owner)
 
@@ -60,9 +61,9 @@ def problem_plan(kb: KnowledgeBase, id: str, next_step: str, no_commit: bool = F
     return set_plan(kb, id, next_step, no_commit=no_commit, owner=owner, expect=expect)
 
 
-def problem_priority(kb: KnowledgeBase, id: str, priority: str, no_commit: bool = False,
+def problem_priority(kb: KnowledgeBase, id: str, priority: NumberText, no_commit: bool = False,
                      owner: Optional[str] = None, expect: Optional[str] = None) -> object:
-    """Tool ``problem_priority``: set the 优先级 (an integer, as text) of ``id``
+    """Tool ``problem_priority``: set the 优先级 (an integer, or its text) of ``id``
     (:func:`kb.ops.problems.set_priority`).
 
     Returns the write's ``OpResult`` (``op``, ``ids``, ``paths``, ``blobs``, ``commit``,
@@ -72,17 +73,18 @@ def problem_priority(kb: KnowledgeBase, id: str, priority: str, no_commit: bool 
     """
     from kb.ops.problems import set_priority
 
-    return set_priority(kb, id, priority, no_commit=no_commit, owner=owner, expect=expect)
+    return set_priority(kb, id, number_text(priority), no_commit=no_commit, owner=owner,
+                        expect=expect)
 
 
 def propo_add(kb: KnowledgeBase, category: str, id: str, statement: str,
-              title: Optional[str] = None, prob: str = "0.5", value: str = "0.5",
-              depends: Optional[list[str]] = None, priority: str = "1",
+              title: Optional[str] = None, prob: NumberText = "0.5", value: NumberText = "0.5",
+              depends: Optional[list[str]] = None, priority: NumberText = "1",
               source_problem: Optional[str] = None, source_direction: Optional[str] = None,
               new_category: bool = False, no_commit: bool = False,
               owner: Optional[str] = None) -> object:
     """Tool ``propo_add``: create proposition ``id`` in ``category``; ``prob`` and ``value`` are
-    numbers in [0, 1] as text (:func:`kb.ops.propositions.add_proposition`).
+    numbers in [0, 1] (JSON numbers or their text) (:func:`kb.ops.propositions.add_proposition`).
 
     Returns the write's ``OpResult`` (``op``, ``ids``, ``paths``, ``blobs``, ``commit``,
     ``changes``, ``recovered``).
@@ -91,13 +93,15 @@ def propo_add(kb: KnowledgeBase, category: str, id: str, statement: str,
     """
     from kb.ops.propositions import add_proposition
 
-    return add_proposition(kb, category, id, statement, title=title, probability=prob, value=value,
-                           depends=depends or [], priority=priority,
+    return add_proposition(kb, category, id, statement, title=title,
+                           probability=number_text(prob), value=number_text(value),
+                           depends=depends or [], priority=number_text(priority),
                            source_problem=source_problem, source_direction=source_direction,
                            new_category=new_category, no_commit=no_commit, owner=owner)
 
 
-def entry_add(kb: KnowledgeBase, id: str, kind: str, title: str, text: str, prob: str = "0.5",
+def entry_add(kb: KnowledgeBase, id: str, kind: str, title: str, text: str,
+              prob: NumberText = "0.5",
               no_commit: bool = False, owner: Optional[str] = None,
               expect: Optional[str] = None) -> object:
     """Tool ``entry_add``: append an entry of ``kind`` to problem or proposition ``id``
@@ -110,7 +114,8 @@ def entry_add(kb: KnowledgeBase, id: str, kind: str, title: str, text: str, prob
     """
     from kb.ops.entries import add_entry
 
-    return add_entry(kb, id, kind, title, prob, text=text, no_commit=no_commit, owner=owner,
+    return add_entry(kb, id, kind, title, number_text(prob), text=text, no_commit=no_commit,
+                     owner=owner,
                      expect=expect)
 
 
@@ -168,9 +173,9 @@ def method_improve(kb: KnowledgeBase, id: str, reason: str, text: str, no_commit
 def verdict(kb: KnowledgeBase, target: str, vote: dict[str, float],
             reason: Optional[dict[str, str]] = None, mode: Optional[str] = None,
             transcript: Optional[str] = None, no_commit: bool = False,
-            owner: Optional[str] = None) -> object:
+            owner: Optional[str] = None, expect: Optional[str] = None) -> object:
     """Tool ``verdict``: record the verifiers' ``vote`` (name -> probability in [0, 1]) on
-    ``target`` (:func:`kb.ops.verdict.record_verdict`).
+    ``target`` (:func:`kb.ops.verdict.record_verdict`); ``expect``: the target card's blob id.
 
     Returns the write's ``OpResult`` (``op``, ``ids``, ``paths``, ``blobs``, ``commit``,
     ``changes``, ``recovered``).
@@ -180,13 +185,13 @@ def verdict(kb: KnowledgeBase, target: str, vote: dict[str, float],
     from kb.ops.verdict import record_verdict
 
     return record_verdict(kb, target, vote, reason or {}, mode, transcript=transcript,
-                          no_commit=no_commit, owner=owner)
+                          no_commit=no_commit, owner=owner, expect=expect)
 
 
-def promote(kb: KnowledgeBase, threshold: str = "0.7", no_commit: bool = False,
+def promote(kb: KnowledgeBase, threshold: NumberText = "0.7", no_commit: bool = False,
             owner: Optional[str] = None) -> object:
     """Tool ``promote``: promote the propositions whose probability reaches ``threshold`` (a
-    number as text) (:func:`kb.ops.promote.promote`).
+    number, or its text) (:func:`kb.ops.promote.promote`).
 
     Returns the write's ``OpResult`` (``op``, ``ids``, ``paths``, ``blobs``, ``commit``,
     ``changes``, ``recovered``).
@@ -195,7 +200,7 @@ def promote(kb: KnowledgeBase, threshold: str = "0.7", no_commit: bool = False,
     """
     from kb.ops.promote import promote as run
 
-    return run(kb, threshold, no_commit=no_commit, owner=owner)
+    return run(kb, number_text(threshold), no_commit=no_commit, owner=owner)
 
 
 def priority_adjust(kb: KnowledgeBase, mode: str, dry_run: bool = False, no_commit: bool = False,

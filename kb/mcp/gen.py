@@ -147,9 +147,11 @@ def lit_search(kb: KnowledgeBase, query: str, limit: int = 12, year: Optional[st
 
 
 def lit_snippet(kb: KnowledgeBase, query: str, limit: int = 10, sandbox: Optional[str] = None) -> Any:
-    """Tool ``lit_snippet``: text snippets of papers matching ``query`` (``limit`` of them).
+    """Tool ``lit_snippet``: text snippets of papers matching ``query`` (at most ``limit`` of
+    them, whatever the API sent; ``notes`` counts the empty items left out).
 
-    Raises LitError when the source fails.
+    Raises LitError when the source fails, does not answer within ``KB_LIT_TIMEOUT``, or sends
+    an answer above ``KB_LIT_MAX_BYTES``.
     """
     from kb.gen import api
 

@@ -70,6 +70,20 @@ def _result(data: Any, is_error: bool = False) -> CallToolResult:
                           structured_content=structured, is_error=is_error)
 
 
+#: A number a tool writes into a card as text (a probability, a value, a priority, a
+#: threshold): a JSON number, or the text itself (``"0.80"``, ``"never"``) kept as written.
+NumberText = Union[str, float]
+
+
+def number_text(value: "str | float") -> str:
+    """The card text of a :data:`NumberText` argument: a string as it is, a JSON number as
+    its shortest decimal (``0.8``, ``5`` for 5 or 5.0; up to 15 significant digits).
+    Clients that generate arguments send numbers; kb parses the text as the CLI does."""
+    if isinstance(value, str):
+        return value
+    return str(int(value)) if float(value).is_integer() else format(value, ".15g")
+
+
 def strict(annotation: Any) -> Any:
     """``annotation`` with every ``bool``, ``int`` and ``float`` in it (in lists, dict values,
     optionals) validated strictly: a boolean is a JSON boolean and a number a JSON number.

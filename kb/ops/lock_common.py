@@ -131,18 +131,25 @@ class StatusReport:
     project: LockState | None
     interrupted: dict[str, Any] | None
     remote: str | None = None
+    #: Why the remote could not be read (its locks as last fetched are shown), else None.
+    stale: str | None = None
 
     @property
     def source(self) -> str:
-        """Where the locks came from: ``this clone``, or ``remote <name> (fetched now)``."""
-        return f"remote {self.remote} (fetched now)" if self.remote else "this clone"
+        """Where the locks came from: ``this clone``, ``remote <name> (fetched now)``, or
+        ``remote <name> (as last fetched: …)`` when the remote could not be read."""
+        if not self.remote:
+            return "this clone"
+        return f"remote {self.remote} " + (f"(as last fetched: {self.stale})" if self.stale
+                                            else "(fetched now)")
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON object of ``kb lock status --json`` (every front end prints this one)."""
         return {"now": iso(self.now), "now_epoch": self.now, "grace": self.grace,
                 "remote": self.remote, "locks": [s.as_dict() for s in self.locks],
                 "project": self.project.as_dict() if self.project else None,
-                "interrupted_release": self.interrupted, "source": self.source}
+                "interrupted_release": self.interrupted, "source": self.source,
+                "stale": self.stale}
 
 
 # -- helpers ------------------------------------------------------------------------------

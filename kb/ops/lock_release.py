@@ -23,7 +23,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 from kb import git
 from kb.errors import ConflictError, GitError, RefusedError, os_failure
@@ -186,14 +186,17 @@ def _derived_paths(kb: KnowledgeBase, paths: list[str], owner: str, s: Any, now:
 
 def _build_commit(kb: KnowledgeBase, paths: list[str], head: str | None, owner: str,
                   message: str | None, lock_commits: list[str], hook: Path | None,
+                  derived: Collection[str] = (),
                   ) -> tuple[str | None, list[str], str]:
     """The commit of ``paths``' working-tree content on ``head`` (None when nothing
-    changed), the paths it changes, and their ``--index-info`` lines."""
+    changed), the paths it changes, and their ``--index-info`` lines. ``derived`` paths
+    (a dashboard rendered for the release) travel only with a change of another path:
+    with nothing changed a release only deletes its lock (DESIGN §5)."""
     top = kb.top
     before = head_entries(top, head, paths)
     after = _worktree_entries(top, paths)
     changed = [p for p in paths if before.get(p) != after.get(p)]
-    if not changed:
+    if not [p for p in changed if p not in derived]:
         return None, [], ""
     _guard_release(kb, before, after, changed)
     lines = []
@@ -355,14 +358,19 @@ def release(kb: KnowledgeBase, paths: list[str] | None = None, owner: str | None
             derived = _derived_paths(kb, rps, owner, s, now)
             if derived and dash_before is None:
                 dash_before = _refresh_dashboard(kb)
-            rps += [p for p in derived if p not in rps]  # the dashboard may be locked too
+            extra = [p for p in derived if p not in rps]  # the dashboard may be locked too
+            rps += extra
             lock_commits = [locks[t.ref].commit for t in tg]
             head = git.rev_parse("HEAD", top)
             try:
                 commit, changed, entries = _build_commit(kb, rps, head, owner, message,
-                                                         lock_commits, hook)
+                                                         lock_commits, hook, derived=extra)
             except _HookRefused as exc:  # say whose the locks are now (not "still yours")
                 raise _hook_refusal(top, tg, owner, s, remote, exc.text) from None
+            if commit is None and dash_before is not None:
+                # nothing released changed: the dashboard rendered for it goes back as it was
+                _restore(kb, dash_before)
+                dash_before = None
             # changes to the locked paths committed by hand (or by a kb write) and not
             # pushed yet go with the release: the next holder must find them on the remote
             unpushed = None if commit or not remote else _unpushed(top, remote, branch, head, rps)

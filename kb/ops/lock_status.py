@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kb import git
+from kb.errors import GitError
 from kb.locks import (
     PROJECT_REF, Lock, Settings, check_remote, clock, fetch_locks, fetched_ref, push, read_locks,
     ref_transaction, worktree_blob,
@@ -56,8 +57,16 @@ def _fresh(kb: KnowledgeBase, remote: str | None) -> tuple[Path, Settings, int]:
 
 def status(kb: KnowledgeBase, remote: str | None = None) -> StatusReport:
     """Every lock (with ``remote``: the remote's, fetched fresh with pruning), explained
-    at the current time (:func:`kb.locks.clock`), as a :class:`StatusReport`."""
-    top, s, now = _fresh(kb, remote)
+    at the current time (:func:`kb.locks.clock`), as a :class:`StatusReport`. A remote
+    that cannot be read (down, silent past ``KB_GIT_TIMEOUT``) gives its locks as last
+    fetched, ``stale`` saying why: status is what a user asks for when writes are refused.
+    An unknown remote raises :class:`kb.errors.UsageError` (checked before the fetch)."""
+    stale = None
+    try:
+        top, s, now = _fresh(kb, remote)
+    except GitError as e:
+        stale = " ".join(str(e).split())  # git's lines as one
+        top, s, now = kb.top, lock_settings(kb), clock()
     locks = read_locks(top, remote=remote)
     files = sorted((lk for lk in locks.values() if lk.ref != PROJECT_REF),
                    key=lambda lk: (lk.path or "", lk.ref))
@@ -69,7 +78,7 @@ def status(kb: KnowledgeBase, remote: str | None = None) -> StatusReport:
     return StatusReport(now=now, grace=s.grace,
                         locks=[_state(top, lk, now, s.grace, head_blobs) for lk in files],
                         project=_state(top, proj, now, s.grace, head_blobs) if proj else None,
-                        interrupted=interrupted, remote=remote)
+                        interrupted=interrupted, remote=remote, stale=stale)
 
 
 def prune(kb: KnowledgeBase, remote: str | None = None) -> list[Lock]:

@@ -11,6 +11,7 @@ nothing is written then.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, Union
 
@@ -25,7 +26,9 @@ from kb.render.card import render_card
 from kb.repo import KnowledgeBase
 from kb.research.dependencies import natural_key, object_final
 from kb.research.values import parse_priority_arg
+from kb.research.verdict import read_record
 from kb.text import one_line
+from kb.views.verification import records_dir
 from kb.vocab import PROBLEM_SOURCE, PROBLEM_STATUS
 
 
@@ -87,8 +90,10 @@ def set_problem_status(kb: Union[KnowledgeBase, str, Path, None], qid: str, stat
     """``状态`` of a problem: 原始, 求解中, 等待依赖 or 死路.
 
     已解决 is accepted only for a problem that already holds a solution at 概率1
-    (e.g. a card Vibe Math wrote without closing it): it is closed as a verdict
-    would (优先级 never, Verified card); otherwise a verdict settles it.
+    (e.g. a card Vibe Math wrote without closing it) whose verification record
+    (``r-<qid>-sN`` at verdict 1) is in the records folder: it is closed as a verdict
+    would (优先级 never, Verified card); otherwise a verdict settles it (KB312 refuses
+    a problem solved without its record).
 
     Raises UsageError for an unknown status, NotFoundError for an unknown ID, CardError
     (refused) for a move the dependency rules forbid or a settled problem; every write also
@@ -107,10 +112,19 @@ def set_problem_status(kb: Union[KnowledgeBase, str, Path, None], qid: str, stat
             raise CardError(f"{qid} is 已解决 (settled by verification); its status is final")
         if status == "已解决":
             e = ws.edit(qid, ("problem",))
-            if not any(x.kind == "解法" and x.probability == 1 for x in e.model().entries):
+            at_one = [x.number for x in e.model().entries if x.kind == "解法" and x.probability == 1]
+            if not at_one:
                 raise CardError(f"{qid} becomes 已解决 through a verdict of 1 on a solution "
                                 f"(kb verdict {qid}#解法N --vote …), and it has no solution at 概率1; "
                                 "use one of: 原始, 求解中, 等待依赖, 死路")
+            if not _recorded_solutions(ws.kb, qid) & set(at_one):
+                folder = records_dir(ws.kb)
+                raise CardError(
+                    f"{qid}'s solution at 概率1 ({', '.join(f'解法 {n}' for n in at_one)}) has no "
+                    f"verification record in {ws.kb.prefix}{folder}/ (r-{qid}-sN at verdict 1), and "
+                    f"kb verify refuses a problem solved without one (KB312): commit the record the "
+                    f"verdict wrote (Vibe Math's {folder}/r-{qid}-sN_<time>.json) first, or close it "
+                    f"by hand in a commit with the trailer `Kb-Override: {qid} <reason>`")
             e.set_anchor("状态", "已解决")
             e.set_anchor("优先级", "never")
             rel = write_verified_card(ws, qid, "问题")
@@ -130,6 +144,27 @@ def set_problem_status(kb: Union[KnowledgeBase, str, Path, None], qid: str, stat
     return run_op(kb, "problem.status", f"kb problem status {qid} {status}", build, ids=[qid],
                   no_commit=no_commit, owner=owner, expect=expect,
                   target_id=qid, on_wait=on_wait)
+
+
+def _recorded_solutions(k: KnowledgeBase, qid: str) -> set[int]:
+    """The numbers N of ``qid``'s solutions that a verification record in the working tree
+    (``r-<qid>-sN``, named so) settled at 1: what KB312 accepts a problem solved by."""
+    folder = k.root / records_dir(k)
+    try:
+        names = sorted(p for p in folder.glob("*.json") if p.name.startswith(f"r-{qid}-s")) \
+            if folder.is_dir() else []
+    except OSError:
+        return set()
+    out = set()
+    for p in names:
+        try:
+            rec = read_record(f"{records_dir(k)}/{p.name}", p.read_bytes())
+        except OSError:
+            continue
+        m = re.fullmatch(re.escape(f"r-{qid}-s") + r"(\d+)", getattr(rec, "r", "") or "")
+        if m and getattr(rec, "verdict", None) == 1:
+            out.add(int(m.group(1)))
+    return out
 
 
 def set_plan(kb: Union[KnowledgeBase, str, Path, None], qid: str, plan: str, *,

@@ -46,7 +46,8 @@ from kb.numbers import MAX_DIGITS, quoted, small_int
 from kb.text import SourceText, unclosed_block_warning
 
 KIND_WORDS = {"problem": "问题", "proposition": "命题", "method": "方法", "verified": "已验证"}
-#: The H1 a card of each format opens with (KB140 names it when it is missing).
+#: The H1 a card of each format opens with (KB140 names it when it is missing or is
+#: another heading).
 _H1_SHAPES = {**{fmt: f"# {word}｜<title>" for fmt, word in KIND_WORDS.items()},
               "direction": "# 研究方向日志｜<problem> / <direction>"}
 LIST_KEYS = ("依赖", "被依赖", "可信断言", "上级体系", "子方法", "相关")
@@ -227,6 +228,8 @@ class _Card:
             h1 = card_h1(lines[i])
             if h1 is not None:
                 self.word, self.h1_title = h1
+            if (_DIRECTION_H1.match(lines[i]) if self.fmt == "direction" else h1) is None:
+                self._other_h1(i)  # `# x`: another heading (the anchors are still read)
             self.line = i + 1
             i += 1
         else:
@@ -289,6 +292,19 @@ class _Card:
                     self.section_text[section].extend(lines[j:end])
                 continue
             self._close(entry, lines[j + 1:end])
+
+    def _other_h1(self, i: int) -> None:
+        """KB140 for the H1 at 0-based line ``i`` that is some other heading (``# x``, not
+        ``# 问题｜<title>``; a direction log's not ``# 研究方向日志｜<problem> / <direction>``):
+        the card is still read by its anchor lines, but kb takes no title or kind word from
+        the heading (KB140 said only that an H1 was missing; ``# x`` passed silently)."""
+        shape = _H1_SHAPES.get(self.fmt, "# 问题｜<title>")
+        what = "direction log" if self.fmt == "direction" else "card"
+        self.diags.append(Diagnostic(
+            path=self.path, line=i + 1, code="KB140", severity="warning",
+            message=f"the {what}'s H1 {quoted(self.src.lines[i].rstrip(), limit=60)} is not "
+            f"'{shape}', the H1 its folder expects: kb reads the {what} by its anchor lines, "
+            f"not by this heading; write '{shape}'"))
 
     def _numbers(self) -> None:
         """KB142 for each entry numbered as an earlier entry of its kind (``### 解法 1``

@@ -140,17 +140,21 @@ def parse_list(
         # Wiki links (Obsidian style): read as links, whatever their labels hold.
         return split_id_list(v), []
     if v.startswith("["):
+        deep = False
         try:
             data = json.loads(v)
         except ValueError:
             data = None
+        except RecursionError:  # `[[[[…` 1,000 deep: json's decoder gives out (was KB199)
+            data, deep = None, True
         if isinstance(data, list) and all(isinstance(x, str) for x in data):
             return tuple(data), []
         return (), [
             Diagnostic(
                 path=path, line=lineno, code="KB121", severity="error",
-                message=f"list anchor '{key}' is not a JSON array of IDs: {quoted(v, limit=120)}; "
-                'write e.g. ["q1","p2"]',
+                message=f"list anchor '{key}' is not a JSON array of IDs"
+                f"{' (arrays nested too deeply to read)' if deep else ''}: "
+                f"{quoted(v, limit=120)}; write e.g. [\"q1\",\"p2\"]",
             )
         ]
     items = split_id_list(v)

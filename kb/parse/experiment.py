@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from datetime import date as _date
+from typing import Any
 
 from kb.model import Diagnostic, Experiment
 from kb.parse.common import duplicate_key_error, fullwidth_colon_warning, path_stem
@@ -164,3 +165,83 @@ def parse_experiment(src: SourceText) -> tuple[list[Experiment], list[Diagnostic
         sections=tuple(sections), anchors=anchors, anchor_lines=anchor_lines, frontmatter={},
     )
     return [exp], diags
+
+
+#: A line that is a Markdown heading (any level): it ends a recorded result.
+_ANY_HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
+
+
+def recorded_result(data: bytes, path: str, conclusion_line: int) -> list[tuple[int, str]]:
+    """The result an experiment recorded, as ``(1-based line, text)`` pairs: its
+    ``## 结果`` section from the line after the heading through the ``**结论**`` line at
+    ``conclusion_line`` (the parser's) and the lines that continue that line (up to a
+    blank line, a heading, a code or HTML block or another bold anchor).
+
+    That is what ``kb exp result`` writes (``**数据**``, then ``**结论**: <word> —
+    <reason>``) and what the section held before it. What comes after it -- a note in a
+    paragraph or anchor of its own, ``## 影响``, the other sections -- is not part of it,
+    nor are blank lines. [] when the bytes are not UTF-8 or that line is no ``**结论**``
+    anchor of a ``## `` section.
+    """
+    from kb.text import DecodeError, decode
+
+    try:
+        text, bom = decode(data, path)
+    except DecodeError:
+        return []
+    src = SourceText.from_text(text, path, bom)
+    lines = src.lines
+    at = conclusion_line - 1
+    if not 0 <= at < len(lines) or _BOLD.match(lines[at]) is None:
+        return []
+    start = at
+    while start > 0 and not (_SECTION.match(lines[start - 1]) and not src.is_masked(start - 1)):
+        start -= 1
+    if start == 0:
+        return []  # no `## ` heading above it: not the parser's 结论
+    end = at + 1
+    while end < len(lines):
+        line = lines[end]
+        if (not line.strip() or _ANY_HEADING.match(line) or _BOLD.match(line)
+                or src.is_masked(end)):
+            break
+        end += 1
+    return [(i + 1, lines[i]) for i in range(start, end) if lines[i].strip()]
+
+
+def result_parts(rows: list[tuple[int, str]]) -> list[tuple[str, str, int]]:
+    """``(part, text, first line)`` of a recorded result (:func:`recorded_result`), each
+    text with its runs of white space made one space: one part per bold anchor (its key:
+    ``数据``; the lines below it that continue it are its text too), the ``结论`` anchor as
+    two parts, ``结论`` (its word, canonical: 支持 and supports are one) and ``reason`` (the
+    rest), and the free text as the part ``""``. Parts given twice are joined."""
+    parts: dict[str, list[Any]] = {}
+    key = ""
+    prev = 0
+    for ln, line in rows:
+        m = _BOLD.match(line)
+        if m is not None:
+            key, text = m.group("key").strip(), m.group("value")
+        else:
+            if ln != prev + 1:
+                key = ""  # after a blank line: free text again
+            text = line
+        prev = ln
+        if key == "结论" and m is not None:
+            value = text.strip()
+            word, *rest = _WORD_END.split(value, maxsplit=1)
+            canon = CONCLUSION.canonical(word) if word else None
+            _join(parts, "结论", canon or word, ln)
+            reason = value[len(word):].strip().lstrip("—-–:：,，。").strip() if rest else ""
+            _join(parts, "reason", reason, ln)
+            continue
+        _join(parts, "reason" if key == "结论" else key, text, ln)
+    return [(k, " ".join(" ".join(v[0]).split()), v[1]) for k, v in parts.items()]
+
+
+def _join(parts: dict[str, list[Any]], key: str, text: str, line: int) -> None:
+    have = parts.get(key)
+    if have is None:
+        parts[key] = [[text], line]
+    else:
+        have[0].append(text)

@@ -22,6 +22,10 @@ from kb.model import Diagnostic, Fix
 from kb.text import SourceText
 
 _BOUNDARY = re.compile(r"^-{3,}\s*$")
+#: How deep a frontmatter's lists and mappings may nest (KB102 past it). A research
+#: frontmatter nests a level or two; the bound keeps every reader of the value (the
+#: constructor, JSON, the index) far from Python's recursion limit.
+MAX_DEPTH = 64
 _YAML11_BOOLS = {"on", "off", "yes", "no", "y", "n", "true", "false"}
 _YAML_TAG = "tag:yaml.org,2002:"
 #: The tags a node has without an explicit one (kb's loader resolves no other): a node
@@ -46,6 +50,7 @@ def _handler():
             super().__init__(stream)
             self.duplicates: list[tuple[str, int, int]] = []
             self.tags: list[tuple[str, int]] = []  # (explicit tag, 0-based line), KB144
+            self.depth = 0  # of the node being composed (lists and mappings above it)
 
         def compose_node(self, parent: Any, index: Any) -> Any:
             # An alias (`*a`) may stand for a node of millions of values (a few nested
@@ -55,7 +60,19 @@ def _handler():
                 raise yaml.composer.ComposerError(
                     None, None, f"a YAML alias ('*{event.anchor}'): kb reads no aliases (one "
                     "can stand for millions of values); write the value out", event.start_mark)
-            return super().compose_node(parent, index)
+            # A list or mapping nested past MAX_DEPTH: an error at the line where it opens,
+            # before the composer's recursion (or the constructor's, four frames a level:
+            # 250 deep gave out) depends on how deep the caller's stack already was.
+            if self.depth >= MAX_DEPTH and self.check_event(
+                    yaml.events.SequenceStartEvent, yaml.events.MappingStartEvent):
+                raise yaml.composer.ComposerError(
+                    None, None, f"nested too deeply to read (more than {MAX_DEPTH} levels of "
+                    "lists or mappings)", self.peek_event().start_mark)
+            self.depth += 1
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
 
         def construct_object(self, node: Any, deep: bool = False) -> Any:
             if node.tag not in _PLAIN_TAGS:
@@ -144,7 +161,7 @@ def read_frontmatter(src: SourceText) -> tuple[dict[str, Any], list[Diagnostic]]
             )
         )
         return {}, diags
-    except RecursionError:  # `id: [[[[…` 500 deep: the composer's recursion gives out
+    except RecursionError:  # (past MAX_DEPTH is a ComposerError: a caller's stack near its limit)
         diags.append(
             Diagnostic(path=src.path, line=2, code="KB102", severity="error",
                        message="frontmatter is not valid YAML: nested too deeply to read")

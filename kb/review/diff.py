@@ -99,6 +99,7 @@ def _build(s: Sides) -> dict[str, Any]:
         "unreadable": s.unreadable,
         "findings": None, "findings_summary": None,
     }
+    _mark_records(out["cards"]["settled"], out["verdicts"], new)
     from kb.review.mermaid import changed_tree
 
     out["mermaid"] = changed_tree(s, new, out["hypotheses"], s.kb.config.locale)
@@ -494,6 +495,28 @@ def _verdicts(ctx: _Ctx) -> list[dict[str, Any]]:
                               for v in rec.results],
                     "path": ctx.s.kb.repo_path(path), "commits": ctx.s.path_commits.get(path, [])})
     return out
+
+
+def _mark_records(settled: list[dict[str, Any]], verdicts: list[dict[str, Any]],
+                  new: dict[tuple[str, str], dict[str, Any]]) -> None:
+    """Set ``record`` on each settlement: whether a verification record the range adds is
+    about it — a verdict on the object, on a solution of the problem that judges it
+    (判断命题 / 来源命题), or, for a judge problem, on its proposition. A settlement
+    without one is what KB312 refuses; the diff lists it for review (the rule itself,
+    which also reads older records and the direction, is in the findings)."""
+    if not settled:
+        return
+    about = {v["target"].split("#", 1)[0] for v in verdicts if v.get("target")}
+
+    def anchor(kind: str, oid: str, key: str) -> str:
+        anchors = (new.get((kind, oid)) or {}).get("anchors") or {}
+        return str(anchors.get(key, "") or "").strip()
+
+    # a judge problem's solution is a verdict on its proposition
+    about |= {anchor("problem", q, "判断命题") or anchor("problem", q, "来源命题") for q in set(about)}
+    for x in settled:
+        judged = anchor("problem", x["id"], "判断命题") if x["kind"] == "problem" else ""
+        x["record"] = x["id"] in about or bool(judged and judged in about)
 
 
 def _records_changed(ctx: _Ctx) -> list[dict[str, Any]]:

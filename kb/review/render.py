@@ -95,8 +95,13 @@ def _sections(d: dict[str, Any], st: _Style) -> list[tuple[str, list[str]]]:
     for o in d["overrides"]:
         where = st.commits([o["commit"]]) if o["commit"] else " (KB_OVERRIDE)"
         review.append(f"override on {i(o['id'])}: {t(o['reason'] or '(no reason given)')}{where}")
+    for x in d["cards"]["settled"]:
+        if x.get("record") is False:
+            review.append(f"settled {x['kind']} {i(x['id'])} ({t(x['status'])}) with no "
+                          "verification record in the range: only a verdict settles it (KB312)")
     if review:
-        out.append(("Review these (overrides, renumberings, unreadable files)", review))
+        out.append(("Review these (overrides, renumberings, unreadable files, settlements "
+                    "without a record)", review))
     h = d["hypotheses"]
     lines = []
     for x in h["added"]:

@@ -18,11 +18,34 @@ from kb.vocab import ACTIVE_HYPOTHESIS, CLOSED_HYPOTHESIS, CONCLUSION, EXPERIMEN
     HYPOTHESIS_STATUS
 from kb.web.source import RevView
 
-__all__ = ["tree_page", "object_page", "board_page", "locks_by_path", "OPEN_DEPTH"]
+__all__ = ["tree_page", "object_page", "board_page", "locks_by_path", "parse_problems",
+           "OPEN_DEPTH", "BANNER_MAX"]
 
 #: Tree cards at a depth below this (0 = top level) start unfolded (their children show);
 #: deeper ones start folded, so a 5,000-hypothesis tree opens as its two upper levels.
 OPEN_DEPTH = 1
+
+#: Diagnostics of one file a page's banner lists (errors first); the rest are counted.
+BANNER_MAX = 50
+
+
+def parse_problems(diags: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The banner of a page drawing on files with parse errors: one entry per file that
+    has an error, ``{"path", "errors", "diagnostics": [at most BANNER_MAX, errors first],
+    "more"}``, from diagnostics as dicts (``Diagnostic.to_dict``, ``kb show --json``'s).
+    A file with warnings only has no entry (nothing of it went unread)."""
+    by_path: dict[str, list[dict[str, Any]]] = {}
+    for d in diags:
+        by_path.setdefault(d["path"], []).append(d)
+    out = []
+    for path, ds in sorted(by_path.items()):
+        errors = sum(d["severity"] == "error" for d in ds)
+        if not errors:
+            continue
+        ds = sorted(ds, key=lambda d: (d["severity"] != "error", d["line"], d["code"]))
+        out.append({"path": path, "errors": errors, "diagnostics": ds[:BANNER_MAX],
+                    "more": max(len(ds) - BANNER_MAX, 0)})
+    return out
 
 
 def status_class(kind: str, status: str) -> str:
@@ -75,6 +98,8 @@ def tree_page(view: RevView) -> dict[str, Any]:
     status, status_class, depth, open, path, line, evidence: [exp | {id,
     missing}], n_children, text}`` (``text`` lower-cased for the search box).
     A hypothesis whose parent is not declared is shown at the top level.
+    ``problems`` is :func:`parse_problems` of the tree file, ``error_files``
+    :meth:`RevView.error_files` (every file of the commit with a parse error).
     """
     rows = view.extract("hypothesis", ("parent", "evidence"))
     exps = experiments_map(view)
@@ -123,9 +148,12 @@ def tree_page(view: RevView) -> dict[str, Any]:
         stack.append((hid, depth, True))
         stack.extend((c, depth + 1, False) for c in reversed(children))
     dates = sorted(e["date"] for e in exps.values() if e.get("date"))
+    tree_file = view.kb.config.paths["tree"]
     return {"counts": {"total": len(cards), "active": active, "closed": closed,
                        "last": dates[-1] if dates else None},
-            "events": events, "experiments": len(exps)}
+            "events": events, "experiments": len(exps),
+            "problems": parse_problems(d.to_dict() for d in view.file_diagnostics(tree_file)),
+            "error_files": view.error_files()}
 
 
 def locks_by_path(view: RevView) -> dict[str, dict[str, Any]]:
@@ -149,7 +177,9 @@ def object_page(view: RevView, obj_id: str,
 
     ``exps`` is :func:`experiments_map` of the view when the caller has it.
     Returns None for an unknown ID; else ``{"id", "decls": [details + {"status_class",
-    "excerpt": [(line number, text)], "lock", "repo_path"}], "experiments": {id: exp}}``.
+    "excerpt": [(line number, text)], "lock", "repo_path"}], "experiments": {id: exp},
+    "duplicate", "problems"}`` (``problems``: :func:`parse_problems` of the declaring
+    files' stored diagnostics, ``kb show``'s).
     """
     from kb.api import show_object
 
@@ -175,7 +205,8 @@ def object_page(view: RevView, obj_id: str,
     # only two declarations of one kind are a duplicate.
     kinds = [d["kind"] for d in decls]
     return {"id": obj_id, "decls": decls, "experiments": exps,
-            "duplicate": max(kinds.count(x) for x in kinds) > 1}
+            "duplicate": max(kinds.count(x) for x in kinds) > 1,
+            "problems": parse_problems(decls[0].get("diagnostics") or [])}
 
 
 def _records(view: RevView) -> list[Any]:
@@ -195,7 +226,8 @@ def board_page(view: RevView) -> dict[str, Any]:
     state (each sorted by priority, ``never`` last), ``graph`` (the dependency
     graph, :func:`kb.web.graph.layout`), ``categories`` (category -> propositions
     with probability), ``methods`` (forest of the 父方法 / 子方法 hierarchy),
-    ``verified`` cards, ``records`` (votes, mode, transcript) and ``accuracy``.
+    ``verified`` cards, ``records`` (votes, mode, transcript), ``accuracy`` and
+    ``error_files`` (:meth:`RevView.error_files`).
     """
     from kb.research.dependencies import natural_key
     from kb.research.cardview import card_view
@@ -226,7 +258,8 @@ def board_page(view: RevView) -> dict[str, Any]:
             "categories": sorted(categories.items()), "methods": _method_forest(cv.methods),
             "verified": [dict(v, id=vid) for vid, v in sorted(cv.verified.items(),
                                                              key=lambda kv: natural_key(kv[0]))],
-            "records": [_record_dict(r) for r in reversed(records)], "accuracy": acc}
+            "records": [_record_dict(r) for r in reversed(records)], "accuracy": acc,
+            "error_files": view.error_files()}
 
 
 def _prio(p: Any) -> tuple[int, int]:

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
 from kb import git
-from kb.errors import UsageError
+from kb.errors import EnvironmentError_, UsageError
 from kb.index_facts import SnapshotIndex
 from kb.repo import KnowledgeBase, commit_snapshot
 
@@ -80,6 +81,34 @@ class RevView(SnapshotIndex):
         for path in sorted(self.snap.files):
             out.extend(self.diagnostics_of(path, self.snap.files[path]))
         return out
+
+    def error_files(self) -> list[dict[str, Any]]:
+        """The files of the commit whose stored parse has an error, by path: ``{"path",
+        "errors" (how many), "line" (the first), "code" (its code)}``. Read from the
+        diagnostics the index stored with each parse (nothing is parsed again); what
+        ``kb ls`` counts in its "N file(s) have errors" note, for this commit."""
+        try:
+            rows = self.db.execute(
+                "SELECT d.path, d.line, d.code FROM diagnostics d "
+                "JOIN temp.snap f ON f.path = d.path AND f.blob = d.blob "
+                "WHERE d.severity = 'error' ORDER BY d.path, d.line, d.code").fetchall()
+        except sqlite3.Error as exc:
+            raise EnvironmentError_(f"kb's index cache cannot be read ({exc}); delete the .kb/ "
+                                    "folder and run the command again") from None
+        out: list[dict[str, Any]] = []
+        for path, line, code in rows:
+            if out and out[-1]["path"] == path:
+                out[-1]["errors"] += 1
+            else:
+                out.append({"path": path, "errors": 1, "line": line, "code": code})
+        return out
+
+    def file_diagnostics(self, path: str) -> list[Any]:
+        """The stored parse diagnostics of KB-relative ``path`` at the commit (errors
+        first, then by line); empty when the commit has no such file."""
+        blob = self.snap.files.get(path)
+        diags = self.diagnostics_of(path, blob) if blob else []
+        return sorted(diags, key=lambda d: (d.severity != "error", d.line, d.code))
 
     def current_blob(self, path: str) -> str | None:
         """The blob id of KB-relative ``path`` in the commit (a file kb reads), or None."""

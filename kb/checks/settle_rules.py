@@ -1,0 +1,318 @@
+"""KB312: an object settles only with the verification record that settles it.
+
+kb's commands settle a problem (已解决) or a proposition (已验证·真 / 已验证·假) only
+through a verdict (``kb verdict``), which writes its record under ``Logs/Verification/``,
+the write-back and the Verified card in one commit (VIBEMATH-V3.md "Verification"). A
+hand edit of the status line with a copied Verified card passed every other rule: KB221
+asks only that a Verified card's object be settled, KB306 only that a settled object stay
+so. This rule asks, of every object the change moves into a settled state (a card new in
+the change counts as moving from nothing) and of every Verified card it adds, for a
+record in the new snapshot that settles that object in that direction (a verdict of
+exactly 1 or 0, what settles an entry at 概率 1; a split vote never yields one):
+
+- a proposition true: a verdict of 1 on ``r-<pid>`` (bare) or on a proof ``r-<pid>-pfN``,
+  or of 0 on a refutation ``r-<pid>-rfN``; false: the mirror image; or a verdict of 1 / 0
+  on a solution ``r-<qid>-sN`` of the problem whose ``判断命题`` (else ``来源命题``) is the
+  proposition, a solution titled ``【证伪】`` counting the other way (kb's write-back);
+- a problem: a verdict of 1 on one of its solutions ``r-<qid>-sN``; or, for a judge problem
+  (``判断命题``), a record that settles its proposition, which the new snapshot holds
+  settled (the write-back closes a judge problem whichever way its proposition settles).
+
+Cost: nothing unless the change settles something or adds a Verified card (the changed
+files' light rows say so). Then only the record files named for an ID of the change's cards
+(``r-<id>…``, as kb and Vibe Math name them) are read: for a commit those the change adds
+first, and the commit's listing of the records folder (one ``git ls-tree``) only when they
+do not settle it; the staged index's listing is the hook's own, the working tree's the
+folder on disk. Contents come through the process's one ``git cat-file`` (or the checkout
+when it holds that blob), each read as every other reader reads a record
+(:func:`kb.research.verdict.read_record`): a malformed record backs nothing (KB243).
+
+A ``Kb-Override: <ID> <reason>`` naming the object accepts it, as the other history rules
+(a Vibe Math project imported without its records). The KB's first commit (a base with
+no file of the KB) is not judged: it brings what existed before kb, with no history to
+hold a verdict (the other history rules have nothing to compare there either).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, NamedTuple, Optional
+
+from kb import git
+from kb.checks.history_rules import override_hint
+from kb.checks.changes import Change, records_prefix
+from kb.checks.facts import checkout_bytes
+from kb.checks.record_rules import record_files
+from kb.checks.registry import history_rule
+
+#: The statuses a verdict settles an object in (KB221 and KB306 read the same).
+SETTLED = {"problem": ("已解决",), "proposition": ("已验证·真", "已验证·假")}
+#: A Verified card's folder (``Verified/<word>/``) -> the kind of object it settles.
+_KIND_OF_FOLDER = {"问题": "problem", "命题": "proposition"}
+#: A record ID of a solution: ``r-<qid>-s<N>``.
+_SOLUTION = re.compile(r"^r-(?P<id>.+)-s(?P<n>\d+)$")
+
+
+class _Todo(NamedTuple):
+    """One settlement a record must back: the object, the direction (真 / 假), and where
+    and how the change made it (the diagnostic's location and subject)."""
+
+    id: str
+    kind: str
+    toward: str
+    path: str
+    line: int
+    how: str
+    verified: bool
+
+
+class _Judge(NamedTuple):
+    """What a problem card says of its proposition: ``判断命题`` (a judge problem), the
+    proposition its solutions' verdicts write back to, and its solutions' titles."""
+
+    judges: str
+    writes_to: str
+    titles: dict[int, str]
+
+
+
+
+@history_rule("KB312")
+def settled_by_a_record(c: Change) -> list:
+    """KB312: an object the change settles (a problem 已解决, a proposition 已验证·真 /
+    已验证·假), and the object of a Verified card it adds, is settled in that direction by
+    a verification record of the new snapshot (``kb verdict`` writes both in one commit)."""
+    if not c.base.files:
+        return []  # the KB's first commit: what existed before kb (an import), no history
+    cards = c.lights(c.new, ("problem", "proposition"))
+    added = c.lights(c.new, ("verified",))
+    if not cards and not added:
+        return []
+    todo = _settlements(c, cards) + _verified_cards(c, added)
+    if not todo:
+        return []
+    judges = _Judges(c, cards)
+    ids = {t.id for t in todo} | {n.id for n in cards.values()}
+    ids |= {j.judges for t in todo if t.kind == "problem"
+            for j in [judges.of(t.id)] if j is not None and j.judges}
+    recs = _Records(c, ids)
+    out = []
+    for t in todo:
+        if _backed(c, recs, judges, t.kind, t.id, t.toward):
+            continue
+        out.append(c.violation(t.id, t.path, t.line, "KB312", _message(c, t, judges)))
+    return out
+
+
+def _settlements(c: Change, cards: dict) -> list[_Todo]:
+    """The problems and propositions of the change's files that it moves into a settled
+    state (from another status, or from nowhere: a card new in the change)."""
+    base = c.lights(c.base, ("problem", "proposition"))
+    out = []
+    for key, n in cards.items():
+        if n.status not in SETTLED[n.kind]:
+            continue
+        b: Any = base.get(key)
+        if b is None or b.kind != n.kind:
+            b = next(iter(c.base.find(n.id, (n.kind,))), None)  # moved here from an untouched file
+        if b is not None and b.status in SETTLED[n.kind]:
+            continue  # settled before (another settled status is KB306's)
+        how = f"状态 {b.status} -> {n.status}" if b is not None else f"added as {n.status}"
+        toward = "假" if n.status == "已验证·假" else "真"
+        out.append(_Todo(n.id, n.kind, toward, n.path, n.status_line or n.line, how, False))
+    return out
+
+
+def _verified_cards(c: Change, added: dict) -> list[_Todo]:
+    """The Verified cards the change adds (an ID no Verified card of the base declares:
+    a card moved elsewhere is KB304's), by the folder that names their kind (KB221's)."""
+    if not added:
+        return []
+    base = c.lights(c.base, ("verified",))
+    folder = c.new.config.paths["verified"].strip("/")
+    out = []
+    for key, v in added.items():
+        if key in base or c.base.find(v.id, ("verified",)):
+            continue
+        rel = v.path if folder in ("", ".") else \
+            v.path[len(folder) + 1:] if v.path.startswith(folder + "/") else ""
+        kind = _KIND_OF_FOLDER.get(rel.split("/", 1)[0] if "/" in rel else "")
+        if kind is None:
+            continue  # in no kind's folder: KB221 reports it
+        out.append(_Todo(v.id, kind, v.status, v.path, 1, f"Verified card {v.id} was added", True))
+    return out
+
+
+class _Judges:
+    """Problem cards of the new side read in full, once each (their anchors and titles)."""
+
+    def __init__(self, c: Change, cards: dict) -> None:
+        self.c = c
+        self.cards = cards
+        self.seen: dict[str, Optional[_Judge]] = {}
+
+    def of(self, qid: str) -> Optional[_Judge]:
+        if qid in self.seen:
+            return self.seen[qid]
+        light = self.cards.get(("card", qid))
+        path = light.path if light is not None and light.kind == "problem" else \
+            next((o.path for o in self.c.new.find(qid, ("problem",))), None)
+        got = None
+        if path is not None:
+            for r in self.c.new.records(path):
+                if r.id == qid and r.kind == "problem":
+                    anchors = r.anchors or {}
+                    judges = str(anchors.get("判断命题", "")).strip()
+                    writes = judges or str(anchors.get("来源命题", "")).strip()
+                    titles = {e.number: e.title for e in r.entries or () if e.kind == "解法"}
+                    got = _Judge(judges, writes, titles)
+                    break
+        self.seen[qid] = got
+        return got
+
+
+class _Records:
+    """The records of the new side named for ``ids``: record ID -> the verdicts (1 or 0)
+    they hold. Read in two steps for a commit (the change's records, then the listing)."""
+
+    def __init__(self, c: Change, ids: set[str]) -> None:
+        self.c = c
+        self.folder = records_prefix(c.new_config)
+        self.ids = ids
+        self.by_r: dict[str, set[int]] = {}
+        self.done: set[str] = set()
+        self.listed = False
+        if c.new.snap.kind == "commit":
+            self._read({ch.path: ch.new for ch in c.changes
+                        if ch.new and not ch.new_link and self._wanted(ch.path)})
+        else:
+            self.more()
+
+    def _wanted(self, path: str) -> bool:
+        if not path.startswith(self.folder) or not path.endswith(".json"):
+            return False
+        name = path[len(self.folder):]
+        if "/" in name or not name.startswith("r-"):
+            return False
+        return any(name.startswith(f"r-{i}") for i in self.ids)
+
+    def more(self) -> bool:
+        """Read the rest of the listing's wanted records; False when it was read already."""
+        if self.listed:
+            return False
+        self.listed = True
+        files = record_files(self.c.new)
+        self._read({p: b for p, b in files.items() if p not in self.done and self._wanted(p)})
+        return True
+
+    def _read(self, files: dict[str, str]) -> None:
+        from kb.research.verdict import VerificationRecord, read_record
+
+        self.done |= set(files)
+        if not files:
+            return
+        kb = self.c.kb
+        data: dict[str, bytes] = {}
+        if self.c.new.snap.kind == "worktree":
+            for p in files:
+                try:
+                    data[p] = (kb.root / p).read_bytes()
+                except OSError:
+                    continue  # unreadable: backs nothing (KB243 says so)
+        else:
+            rest = {}
+            for p, blob in files.items():
+                got = checkout_bytes(kb.root, p, blob)
+                if got is None:
+                    rest[p] = blob
+                else:
+                    data[p] = got
+            if rest:
+                blobs = git.read_blobs(list(rest.values()), kb.top)
+                data.update({p: blobs[b] for p, b in rest.items() if b in blobs})
+        for p in sorted(data):
+            rec = read_record(p, data[p])
+            if isinstance(rec, VerificationRecord) and rec.verdict in (0.0, 1.0):
+                self.by_r.setdefault(rec.r, set()).add(int(rec.verdict))
+
+
+def _backed(c: Change, recs: _Records, judges: _Judges, kind: str, oid: str, toward: str) -> bool:
+    """Whether a record settles ``oid`` toward ``toward``; the listing is read only when
+    the change's own records do not."""
+    while True:
+        if kind == "proposition" and toward in _proposition_ways(recs, judges, oid):
+            return True
+        if kind == "problem" and toward == "真" and _problem_solved(c, recs, judges, oid):
+            return True
+        if not recs.more():
+            return False
+
+
+def _proposition_ways(recs: _Records, judges: _Judges, pid: str) -> set[str]:
+    """The directions (真 / 假) the records settle proposition ``pid`` in."""
+    out: set[str] = set()
+    pf, rf = f"r-{pid}-pf", f"r-{pid}-rf"
+    for r, verdicts in recs.by_r.items():
+        flip: Optional[bool] = None
+        if r == f"r-{pid}" or (r.startswith(pf) and r[len(pf):].isdigit()):
+            flip = False
+        elif r.startswith(rf) and r[len(rf):].isdigit():
+            flip = True
+        else:
+            m = _SOLUTION.match(r)
+            if m is not None and m.group("id") != pid:
+                j = judges.of(m.group("id"))
+                if j is not None and j.writes_to == pid:
+                    title = j.titles.get(int(m.group("n")), "")
+                    flip = title.startswith("【证伪】")
+        if flip is None:
+            continue
+        for v in verdicts:
+            out.add("真" if (v == 1) != flip else "假")
+    return out
+
+
+def _problem_solved(c: Change, recs: _Records, judges: _Judges, qid: str) -> bool:
+    """Whether a record solves problem ``qid``: a verdict of 1 on one of its solutions, or
+    (a judge problem) one that settles its proposition, settled in the new snapshot."""
+    s = f"r-{qid}-s"
+    if any(1 in v for r, v in recs.by_r.items() if r.startswith(s) and r[len(s):].isdigit()):
+        return True
+    j = judges.of(qid)
+    if j is None or not j.judges:
+        return False
+    light = judges.cards.get(("card", j.judges))
+    status = light.status if light is not None and light.kind == "proposition" else \
+        next((o.status for o in c.new.find(j.judges, ("proposition",))), None)
+    if status not in SETTLED["proposition"]:
+        return False
+    return ("假" if status == "已验证·假" else "真") in _proposition_ways(recs, judges, j.judges)
+
+
+def _message(c: Change, t: _Todo, judges: _Judges) -> str:
+    folder = c.kb.prefix + records_prefix(c.new_config)
+    if t.kind == "problem":
+        need = f"a verdict of 1 on one of its solutions (r-{t.id}-sN)"
+        j = judges.of(t.id)
+        if j is not None and j.judges:
+            need += f", or one that settles the proposition it judges ({j.judges})"
+        how = f"`kb verdict {t.id}#解法N --vote V1=R --vote V2=R`"
+    else:
+        yes, no = ("1", "0") if t.toward == "真" else ("0", "1")
+        need = f"a verdict of {yes} on r-{t.id} or r-{t.id}-pfN, or of {no} on r-{t.id}-rfN"
+        how = (f"`kb verdict {t.id}#证明N --vote V1=R --vote V2=R` (#证伪N for a refutation, "
+               f"`kb verdict {t.id}` for a proposition without entries; `kb promote` makes a "
+               "valuable one a judge problem)")
+    subject = f"{t.id}: {t.how}" if not t.verified else \
+        f"{t.id}: Verified card {c.kb.prefix}{t.path} was added"
+    undo = "remove the card" if t.verified else "restore the status"
+    return (f"{subject}, settling it {t.toward}, but no verification record under {folder} "
+            f"settles it so ({need}); only a verdict settles a {_noun(t.kind)} and writes its "
+            f"Verified card — {undo} and run {how} {override_hint(t.id)}")
+
+
+def _noun(kind: str) -> str:
+    return "problem" if kind == "problem" else "proposition"
+
+
+__all__ = ["SETTLED", "settled_by_a_record"]
