@@ -403,6 +403,15 @@ class SnapshotIndex(Index):
                 "SELECT l.src, l.dst FROM links l JOIN temp.snap f ON f.path=l.path AND f.blob=l.blob "
                 "WHERE l.kind = ?", (kind,)))
 
+    def error_rows(self) -> list[tuple[str, int, str]]:
+        """Every stored parse error of the snapshot's files as ``(path, line, code)``,
+        sorted by path, line and code (nothing is parsed again)."""
+        with _reading():
+            return list(self.db.execute(
+                "SELECT d.path, d.line, d.code FROM diagnostics d "
+                "JOIN temp.snap f ON f.path = d.path AND f.blob = d.blob "
+                "WHERE d.severity = 'error' ORDER BY d.path, d.line, d.code"))
+
     def all_ids(self) -> list[str]:
         """Every object ID declared in the snapshot."""
         with _reading():

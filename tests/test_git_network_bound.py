@@ -27,9 +27,9 @@ def test_lock_status_against_a_silent_remote_gives_up(make_kb, silent_remote: st
     root = make_kb({"notes.md": "x\n"}, commit=True)
     git(root, "remote", "add", "blackhole", silent_remote)
     monkeypatch.setenv("KB_GIT_TIMEOUT", "2")
+    # status gives up on the fetch in time and shows the locks as last fetched (none here)
     r = invoke("lock", "status", "--remote", "blackhole", "--json", cwd=root)
-    assert r.code == 2, (r.code, r.stdout, r.stderr)
-    err = r.json()["error"]
-    assert err["kind"] == "environment" and "no answer within 2 s" in err["message"]
+    assert r.code == 0, (r.code, r.stdout, r.stderr)
+    assert "no answer within 2 s" in r.json()["stale"] and r.json()["locks"] == []
     claim = invoke("lock", "claim", "notes.md", "--owner", "z", "--remote", "blackhole", cwd=root)
     assert claim.code == 2 and "no answer within 2 s" in claim.stderr

@@ -75,8 +75,6 @@ class _Judge(NamedTuple):
     titles: dict[int, str]
 
 
-
-
 @history_rule("KB312")
 def settled_by_a_record(c: Change) -> list:
     """KB312: an object the change settles (a problem 已解决, a proposition 已验证·真 /

@@ -437,36 +437,31 @@ def _problem(check: Check | None, body: Any) -> str | None:
     return None
 
 
-def _env_backoff() -> float:
-    """``KB_LIT_BACKOFF`` (seconds; unset: 2.0). Raises LitConfigError when it is no finite
-    number ≥ 0 (time.sleep would raise ValueError or OverflowError on it, mid-retries)."""
-    raw = os.environ.get("KB_LIT_BACKOFF", "").strip()
+def _env_seconds(name: str, default: float, zero: bool) -> float:
+    """Environment variable ``name``, seconds (unset: ``default``). Raises LitConfigError
+    when it is no finite number ≥ 0 (> 0 unless ``zero``): time.sleep would raise
+    ValueError or OverflowError on it, mid-retries."""
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return 2.0
+        return default
     try:
         value = float(raw)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise LitConfigError(f"KB_LIT_BACKOFF={raw!r} is not a number of seconds >= 0; "
-                             "unset it for the default 2")
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+        raise LitConfigError(f"{name}={raw!r} is not a number of seconds {'>=' if zero else '>'} "
+                             f"0; unset it for the default {default:g}")
     return value
+
+
+def _env_backoff() -> float:
+    """``KB_LIT_BACKOFF``: the base of the backoff between attempts (seconds ≥ 0; unset: 2)."""
+    return _env_seconds("KB_LIT_BACKOFF", 2.0, zero=True)
 
 
 def _env_timeout() -> float:
-    """``KB_LIT_TIMEOUT`` (seconds, the whole wait for one request; unset: 60). Raises
-    LitConfigError when it is no finite number > 0."""
-    raw = os.environ.get("KB_LIT_TIMEOUT", "").strip()
-    if not raw:
-        return TIMEOUT
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        raise LitConfigError(f"KB_LIT_TIMEOUT={raw!r} is not a number of seconds > 0; "
-                             f"unset it for the default {TIMEOUT:g}")
-    return value
+    """``KB_LIT_TIMEOUT``: the whole wait for one request (seconds > 0; unset: 60)."""
+    return _env_seconds("KB_LIT_TIMEOUT", TIMEOUT, zero=False)
 
 
 def _env_max_bytes() -> int:

@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
 from kb import git
-from kb.errors import EnvironmentError_, UsageError
+from kb.errors import UsageError
 from kb.index_facts import SnapshotIndex
 from kb.repo import KnowledgeBase, commit_snapshot
 
@@ -87,16 +86,8 @@ class RevView(SnapshotIndex):
         "errors" (how many), "line" (the first), "code" (its code)}``. Read from the
         diagnostics the index stored with each parse (nothing is parsed again); what
         ``kb ls`` counts in its "N file(s) have errors" note, for this commit."""
-        try:
-            rows = self.db.execute(
-                "SELECT d.path, d.line, d.code FROM diagnostics d "
-                "JOIN temp.snap f ON f.path = d.path AND f.blob = d.blob "
-                "WHERE d.severity = 'error' ORDER BY d.path, d.line, d.code").fetchall()
-        except sqlite3.Error as exc:
-            raise EnvironmentError_(f"kb's index cache cannot be read ({exc}); delete the .kb/ "
-                                    "folder and run the command again") from None
         out: list[dict[str, Any]] = []
-        for path, line, code in rows:
+        for path, line, code in self.error_rows():
             if out and out[-1]["path"] == path:
                 out[-1]["errors"] += 1
             else:
