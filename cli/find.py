@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from kb.numbers import quoted
 from kb_cli.output import cell, emit_json, json_option, kb_option
 
 
@@ -25,5 +26,5 @@ def command(text: str, as_json: bool, kb_path: str | None) -> int:
     for r in rows:
         click.echo("\t".join(map(cell, (r.id, r.kind, r.status, r.title, f"{r.path}:{r.line}"))))
     if not rows:
-        click.echo(f"no object matches {text!r}", err=True)
+        click.echo(f"no object matches {quoted(text, limit=120)}", err=True)
     return 0

@@ -208,6 +208,51 @@ def test_a_settlement_moved_with_its_card_or_a_paths_folder_is_judged_alike(make
     assert found == []
 
 
+def test_a_paths_move_of_the_propositions_folder_is_no_new_settlement(make_kb):
+    """kb.toml moves [paths] propositions (with the override a move needs), the settled
+    cards moving with the folder: nothing settles anew. A card the move commit settles by
+    hand is still refused (the move is no first commit, though the base read through the
+    new kb.toml holds no file)."""
+    from test_verify_support import proposition
+
+    root = make_kb({"Propos/数论/p1.md": proposition("p1", "已验证·真", "1"),
+                    "Propos/数论/p2.md": proposition("p2")}, commit=True)
+    (root / "PP").mkdir()
+    git(root, "mv", "Propos/数论", "PP/数论")
+    with (root / "kb.toml").open("a", encoding="utf-8") as f:
+        f.write('\n[paths]\npropositions = "PP"\n')
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--no-verify", "-m", "move", "-m", "Kb-Override: paths.propositions move")
+    rc, found = _range(root)
+    assert found == [], found
+    write_files(root, {"PP/数论/p2.md": proposition("p2", "已验证·真", "1")})
+    (root / "QQ").mkdir()
+    git(root, "mv", "PP/数论", "QQ/数论")
+    text = (root / "kb.toml").read_text(encoding="utf-8").replace('"PP"', '"QQ"')
+    (root / "kb.toml").write_text(text, encoding="utf-8")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--no-verify", "-m", "move again", "-m",
+        "Kb-Override: paths.propositions move")
+    rc, found = _range(root)
+    assert rc == 1 and [(d["path"], d["message"].split(":")[0]) for d in found] == \
+        [("QQ/数论/p2.md", "p2")], found
+
+
+def test_the_bare_record_of_an_object_named_like_a_proof_backs_only_that_object(ex):
+    """r-x-pf1 is the bare verdict on proposition x-pf1, not proof 1 of x."""
+    for oid in ("x", "x-pf1"):
+        assert invoke("propo", "add", "数论", oid, f"Claim {oid}.", cwd=ex).code == 0
+    r = invoke("verdict", "x-pf1", "--vote", "A=1", "--vote", "B=1", cwd=ex)
+    assert r.code == 0, r.stderr
+    card = ex / "Propos/数论/x.md"
+    text = card.read_text(encoding="utf-8").replace("- 状态: 未定论", "- 状态: 已验证·真")
+    card.write_text(text.replace("- 概率: 0.5\n", "- 概率: 1\n"), encoding="utf-8")
+    _hook_refuses(ex, "x proven")
+    r = invoke("verify", "--staged", "--format", "json", cwd=ex)
+    found = [d for d in json.loads(r.stdout)["diagnostics"] if d["code"] == "KB312"]
+    assert r.code == 1 and [d["path"] for d in found] == ["Propos/数论/x.md"], r.stdout
+
+
 def test_the_rule_is_registered_and_listed():
     """What the tests above rest on: KB312 is a registered history rule, in the catalogue
     and in `kb rules`."""

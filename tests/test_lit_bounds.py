@@ -109,6 +109,16 @@ def test_null_snippet_items_are_counted_in_json_and_on_stderr(lit, tmp_path):
     assert "Passage 4" in r.stdout and "note" not in r.stdout
 
 
+def test_items_left_out_do_not_count_against_the_limit(lit, tmp_path):
+    """An answer of more items than asked, nulls among the first: kb keeps up to the limit
+    of good ones (it left out the nulls, not the good items after them)."""
+    lit.script("/s2/snippet", [NULLS])
+    r = invoke("lit", "snippet", "spacing", "--limit", "2", "--json",
+               "--cache-dir", str(tmp_path / "c"))
+    assert r.code == 0, r.stderr
+    assert [s["paper_id"] for s in r.json()["result"]] == ["p0", "p4"]
+
+
 def test_unresolved_citation_edges_are_counted(lit, tmp_path):
     from kb.lit import LitClient
 

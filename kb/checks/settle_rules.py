@@ -44,6 +44,7 @@ from kb.checks.changes import Change, records_prefix
 from kb.checks.facts import checkout_bytes
 from kb.checks.record_rules import record_files
 from kb.checks.registry import history_rule
+from kb.checks.unread_records import moved_keys, moved_records
 
 #: The statuses a verdict settles an object in (KB221 and KB306 read the same).
 SETTLED = {"problem": ("已解决",), "proposition": ("已验证·真", "已验证·假")}
@@ -80,7 +81,7 @@ def settled_by_a_record(c: Change) -> list:
     """KB312: an object the change settles (a problem 已解决, a proposition 已验证·真 /
     已验证·假), and the object of a Verified card it adds, is settled in that direction by
     a verification record of the new snapshot (``kb verdict`` writes both in one commit)."""
-    if not c.base.files:
+    if not c.base.files and not moved_keys(c.config, c.new_config):
         return []  # the KB's first commit: what existed before kb (an import), no history
     cards = c.lights(c.new, ("problem", "proposition"))
     added = c.lights(c.new, ("verified",))
@@ -106,6 +107,7 @@ def _settlements(c: Change, cards: dict) -> list[_Todo]:
     """The problems and propositions of the change's files that it moves into a settled
     state (from another status, or from nowhere: a card new in the change)."""
     base = c.lights(c.base, ("problem", "proposition"))
+    moved = moved_records(c)  # a [paths] move carries cards the base read elsewhere
     out = []
     for key, n in cards.items():
         if n.status not in SETTLED[n.kind]:
@@ -113,9 +115,14 @@ def _settlements(c: Change, cards: dict) -> list[_Todo]:
         b: Any = base.get(key)
         if b is None or b.kind != n.kind:
             b = next(iter(c.base.find(n.id, (n.kind,))), None)  # moved here from an untouched file
-        if b is not None and b.status in SETTLED[n.kind]:
+        was = b.status if b is not None else None
+        if b is None and ("card", n.id) in moved.carried:
+            was = moved.was.get(("card", n.id))  # moved with its [paths] folder
+        elif b is None:
+            was = ""
+        if was in SETTLED[n.kind]:
             continue  # settled before (another settled status is KB306's)
-        how = f"状态 {b.status} -> {n.status}" if b is not None else f"added as {n.status}"
+        how = f"状态 {was} -> {n.status}" if was else f"added as {n.status}"
         toward = "假" if n.status == "已验证·假" else "真"
         out.append(_Todo(n.id, n.kind, toward, n.path, n.status_line or n.line, how, False))
     return out
@@ -252,6 +259,8 @@ def _proposition_ways(recs: _Records, judges: _Judges, pid: str) -> set[str]:
     pf, rf = f"r-{pid}-pf", f"r-{pid}-rf"
     for r, verdicts in recs.by_r.items():
         flip: Optional[bool] = None
+        if r != f"r-{pid}" and _own_record(judges, r):
+            continue  # e.g. r-x-pf1: the bare verdict on an object named x-pf1, not x's proof
         if r == f"r-{pid}" or (r.startswith(pf) and r[len(pf):].isdigit()):
             flip = False
         elif r.startswith(rf) and r[len(rf):].isdigit():
@@ -270,11 +279,18 @@ def _proposition_ways(recs: _Records, judges: _Judges, pid: str) -> set[str]:
     return out
 
 
+def _own_record(judges: _Judges, r: str) -> bool:
+    """Whether record ID ``r`` is the bare verdict of a proposition or problem whose ID is
+    ``r`` less ``r-`` (an ID may end in ``-pf1`` or ``-s2``): then it is no entry's record."""
+    return bool(judges.c.new.find(r[2:], ("proposition", "problem")))
+
+
 def _problem_solved(c: Change, recs: _Records, judges: _Judges, qid: str) -> bool:
     """Whether a record solves problem ``qid``: a verdict of 1 on one of its solutions, or
     (a judge problem) one that settles its proposition, settled in the new snapshot."""
     s = f"r-{qid}-s"
-    if any(1 in v for r, v in recs.by_r.items() if r.startswith(s) and r[len(s):].isdigit()):
+    if any(1 in v for r, v in recs.by_r.items() if r.startswith(s) and r[len(s):].isdigit()
+           and not _own_record(judges, r)):
         return True
     j = judges.of(qid)
     if j is None or not j.judges:
@@ -304,7 +320,8 @@ def _message(c: Change, t: _Todo, judges: _Judges) -> str:
     subject = f"{t.id}: {t.how}" if not t.verified else \
         f"{t.id}: Verified card {c.kb.prefix}{t.path} was added"
     undo = "remove the card" if t.verified else "restore the status"
-    return (f"{subject}, settling it {t.toward}, but no verification record under {folder} "
+    settling = "solving it" if t.kind == "problem" else f"settling it {t.toward}"
+    return (f"{subject}, {settling}, but no verification record under {folder} "
             f"settles it so ({need}); only a verdict settles a {_noun(t.kind)} and writes its "
             f"Verified card — {undo} and run {how} {override_hint(t.id)}")
 

@@ -24,7 +24,8 @@ import dataclasses
 import hashlib
 import json
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator, NamedTuple, Optional
+from types import MappingProxyType
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Optional
 
 from kb import git
 from kb.checks.facts import NAMESPACE
@@ -56,6 +57,8 @@ class Moved(NamedTuple):
     #: (namespace, ID) of the records the new side still declares: moved, not new (KB307)
     carried: frozenset[tuple[str, str]]
     unread: tuple[Unread, ...]
+    #: (namespace, ID) of a carried record -> its status in the base (KB312: settled before)
+    was: Mapping[tuple[str, str], Optional[str]] = MappingProxyType({})
 
 
 _NONE = Moved(frozenset(), ())
@@ -95,6 +98,7 @@ def _judge(c: Any, keys: list[str], rev: str) -> Moved:
     deleted = {ch.path for ch in c.changes if ch.new is None}
     blobs = git.read_blobs([b for b, _ in at_risk.values()], c.kb.top)
     carried: set[tuple[str, str]] = set()
+    was: dict[tuple[str, str], Optional[str]] = {}
     unread: dict[tuple[str, str], Unread] = {}
     for path, (blob, fmt) in sorted(at_risk.items()):
         data = blobs.get(blob)
@@ -110,12 +114,13 @@ def _judge(c: Any, keys: list[str], rev: str) -> Moved:
             if (c.new.find(obj.id, kinds) if kept_by_commit is None
                     else (ns, obj.id) in kept_by_commit):
                 carried.add((ns, obj.id))
+                was[(ns, obj.id)] = getattr(obj, "status", None)
                 continue
             key = _blamed(path, fmt, keys, new)
             unread[(ns, obj.id)] = Unread(obj.id, obj.kind, path, obj.line, key,
                                           str(old.paths.get(key)), str(new.paths.get(key)),
                                           path not in deleted)
-    return Moved(frozenset(carried), tuple(unread.values()))
+    return Moved(frozenset(carried), tuple(unread.values()), MappingProxyType(was))
 
 
 def _own_reading(c: Any, keys: list[str]) -> Optional[set[tuple[str, str]]]:

@@ -110,7 +110,9 @@ class LitClient:
         data = self._s2("/snippet/search", {"query": query, "limit": asked}, shapes.S2_SNIPPET)
         out: list[dict[str, Any]] = []
         empty = 0
-        for item in (data.get("data") or [])[:asked]:  # the API may send more than asked
+        for item in data.get("data") or []:  # the API may send more than asked (and nulls)
+            if len(out) >= asked:
+                break
             snip = (item or {}).get("snippet") or {}  # null items and fields: S2_SNIPPET allows them
             pap = (item or {}).get("paper") or {}
             if not snip.get("text"):
@@ -142,7 +144,9 @@ class LitClient:
                         {"fields": S2_EDGE_FIELDS, "limit": asked}, shapes.S2_EDGES)
         out: list[dict[str, Any]] = []
         unresolved = 0
-        for edge in (data.get("data") or [])[:asked]:  # the API may send more than asked
+        for edge in data.get("data") or []:  # the API may send more than asked (and nulls)
+            if len(out) >= asked:
+                break
             if edge.get(nested) is None:  # S2 nulls the paper of an edge it cannot resolve
                 unresolved += 1
                 continue
