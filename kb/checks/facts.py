@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Optional
 
-from kb import index_facts, index_results
+from kb import git, index_facts, index_results
 from kb.index_facts import SnapshotTable
 
 __all__ = ["NAMESPACE", "CARD_KINDS", "XREF_LINKS", "Rec", "Obj", "Light", "Facts", "FileFacts",
@@ -163,6 +163,20 @@ class Light(NamedTuple):
 
 #: (index file, path, blob) -> Light rows; cleared at the start of every verify run.
 _LIGHT_CACHE: dict[tuple[str, str, str], list[Light]] = {}
+
+
+def _from_checkout(root: Path, files: dict[str, str]) -> tuple[dict[str, bytes], dict[str, str]]:
+    """Of ``files`` (path -> blob id), the bytes the checkout holds as that blob, and the
+    rest (path -> blob id) to read from git."""
+    out: dict[str, bytes] = {}
+    rest: dict[str, str] = {}
+    for p, blob in files.items():
+        data = checkout_bytes(root, p, blob)
+        if data is None:
+            rest[p] = blob
+        else:
+            out[p] = data
+    return out, rest
 
 
 def checkout_bytes(root: Path, path: str, blob: str) -> Optional[bytes]:
@@ -667,16 +681,24 @@ class Facts:
         want = [p for p in dict.fromkeys(paths) if p in self.files]
         if self.snap.kind == "worktree":
             return self.snap.read(want)
-        out: dict[str, bytes] = {}
-        rest = []
-        for p in want:
-            data = checkout_bytes(self.kb.root, p, self.files[p])
-            if data is None:
-                rest.append(p)
-            else:
-                out[p] = data
+        out, rest = _from_checkout(self.kb.root, {p: self.files[p] for p in want})
         if rest:
-            out.update(self.snap.read(rest))
+            out.update(self.snap.read(list(rest)))
+        return out
+
+    def read_listed(self, files: dict[str, str]) -> dict[str, bytes]:
+        """The bytes of files listed apart from the KB's (verification records: path ->
+        blob id, in the working tree a ``size:mtime_ns`` stamp), as :meth:`read_many`
+        reads: from the checkout when it holds that blob, else one request to git; from
+        disk in the working tree (never through a link leaving it). Unreadable: left out."""
+        if self.snap.kind == "worktree":
+            from kb.repo import read_worktree
+
+            return read_worktree(self.kb, list(files))[0]
+        out, rest = _from_checkout(self.kb.root, files)
+        if rest:
+            blobs = git.read_blobs(list(rest.values()), self.kb.top)
+            out.update({p: blobs[b] for p, b in rest.items() if b in blobs})
         return out
 
     def parse_diagnostics(self, paths: Optional[Iterable[str]] = None) -> list[tuple]:

@@ -16,6 +16,7 @@ index; the commit's trailers in CI) is accepted and reported as ``info``.
 from __future__ import annotations
 
 import re
+from os.path import commonprefix
 from pathlib import PurePosixPath
 from typing import Any, Optional
 
@@ -50,9 +51,7 @@ def _short(text: str, n: int = 70) -> str:
 def _apart(a: str, b: str, n: int = 50) -> tuple[str, str]:
     """``a`` and ``b`` cut to about ``n`` characters from a little before where they first
     differ (a change late in a long line is shown, not cut off)."""
-    import os.path
-
-    start = max(0, len(os.path.commonprefix([a, b])) - 15)
+    start = max(0, len(commonprefix([a, b])) - 15)
 
     def cut(s: str) -> str:
         return ("…" if start else "") + s[start:start + n] + ("…" if start + n < len(s) else "")

@@ -38,10 +38,8 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple, Optional
 
-from kb import git
 from kb.checks.history_rules import override_hint
 from kb.checks.changes import Change, records_prefix
-from kb.checks.facts import checkout_bytes
 from kb.checks.record_rules import record_files
 from kb.checks.registry import history_rule
 from kb.checks.unread_records import moved_keys, moved_records
@@ -216,25 +214,7 @@ class _Records:
         self.done |= set(files)
         if not files:
             return
-        kb = self.c.kb
-        data: dict[str, bytes] = {}
-        if self.c.new.snap.kind == "worktree":
-            for p in files:
-                try:
-                    data[p] = (kb.root / p).read_bytes()
-                except OSError:
-                    continue  # unreadable: backs nothing (KB243 says so)
-        else:
-            rest = {}
-            for p, blob in files.items():
-                got = checkout_bytes(kb.root, p, blob)
-                if got is None:
-                    rest[p] = blob
-                else:
-                    data[p] = got
-            if rest:
-                blobs = git.read_blobs(list(rest.values()), kb.top)
-                data.update({p: blobs[b] for p, b in rest.items() if b in blobs})
+        data = self.c.new.read_listed(files)  # unreadable: backs nothing (KB243 says so)
         for p in sorted(data):
             rec = read_record(p, data[p])
             if isinstance(rec, VerificationRecord) and rec.verdict in (0.0, 1.0):
