@@ -290,3 +290,51 @@ def test_an_override_a_merge_brings_in_is_not_shown_at_the_merge(
     code, diags = _verify(root, "--range", "side~1..side")  # main's commits in the range
     assert code == 0 and [d for d in diags if d["code"] == "KB304" and d["severity"] == "info"
                           and d.get("commit") != merge], diags
+
+
+def _forge_merge(root: Path, branch: str, *ours: str) -> str:
+    """Merge ``branch`` as a forge would (git's own merge, no kb drivers), resolving the
+    files ``ours`` by taking this side's whole file. Returns the merge commit."""
+    for driver in ("kb-tree", "kb-dashboard", "kb-trail", "kb-report", "kb-card"):
+        subprocess.run(["git", "config", "--remove-section", f"merge.{driver}"], cwd=root,
+                       capture_output=True)
+    subprocess.run(["git", "merge", "--no-edit", branch], cwd=root, capture_output=True)
+    git(root, "checkout", "--ours", *ours)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--no-verify", "--no-edit")
+    return git(root, "rev-parse", "HEAD")
+
+
+def test_a_merge_keeping_one_of_two_cards_both_sides_added_is_refused(tree_kb: Path) -> None:
+    """Both branches add problem q1, each its own; a forge's merge keeps main's file. No
+    rule judging the merge against a parent sees the branch's card go (against main it is
+    main's own card). The range says KB350 at the merge, naming the card that is gone; an
+    override naming q1 accepts it; a merge holding neither side's file as it was (written
+    by hand) is not judged so."""
+    root = tree_kb
+    assert invoke("hyp", "add", "A", cwd=root).code == 0
+    base = git(root, "rev-parse", "HEAD")
+    for branch, title in (("pr", "Twin primes are infinite"), ("main", "Goldbach holds")):
+        git(root, "checkout", "-q", *(["-b", branch] if branch == "pr" else [branch]))
+        assert invoke("problem", "add", "q1", title, cwd=root).code == 0
+    pr = git(root, "rev-parse", "pr")
+    merge = _forge_merge(root, "pr", "Problems/q1.md", "DASHBOARD.md")
+    for spec in (f"{base}..main", "pr..main"):
+        code, diags = _verify(root, "--range", spec)
+        (d,) = [d for d in diags if d["code"] == "KB350"]
+        assert code == 1 and (d["path"], d["severity"], d.get("commit")) == (
+            "Problems/q1.md", "error", merge), (spec, diags)
+        assert f"{pr[:10]}'s card is gone" in d["message"] and "Twin primes" in d["message"]
+        assert f"git show {pr[:10]}:Problems/q1.md" in d["message"], d["message"]
+    git(root, "commit", "-q", "--amend", "--no-verify", "-m", "merge pr\n\nKb-Override: q1 a duplicate")
+    code, diags = _verify(root, "--range", f"{base}..main")
+    assert code == 0 and [d["severity"] for d in diags if d["code"] == "KB350"] == ["info"], diags
+    # a resolution written by hand: neither card as it was
+    git(root, "reset", "-q", "--hard", "HEAD~1")
+    card = root / "Problems/q1.md"
+    _forge_merge(root, "pr", "Problems/q1.md", "DASHBOARD.md")
+    card.write_text(card.read_text(encoding="utf-8").replace("Goldbach holds", "Both, as one"),
+                    encoding="utf-8")
+    git(root, "commit", "-q", "--amend", "--no-verify", "-a", "--no-edit")
+    code, diags = _verify(root, "--range", f"{base}..main")
+    assert [d for d in diags if d["code"] == "KB350"] == [], diags

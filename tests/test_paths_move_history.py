@@ -420,3 +420,43 @@ def test_the_move_says_where_its_override_goes(repo) -> None:
     (d,) = find(data, "KB309")
     assert rc == 1 and "Kb-Override: paths.tree <reason>" in d["message"], data
     assert "a commit trailer, and the same text in KB_OVERRIDE for the pre-commit hook" in d["message"]
+
+
+#: (key, its folder, the new folder, a file kept as committed there, its rule)
+KEPT_MOVES = [("verified", "Verified", "Proven", "Verified/命题/p1.md", "KB304"),
+              ("logs", "Logs", "Journal", "Logs/Verification/r-p1_20260101T000000.json", "KB310")]
+
+
+@pytest.mark.parametrize("key,folder,new,path,code", KEPT_MOVES)
+def test_a_kept_folder_moved_whole_is_no_deletion(make_kb, monkeypatch, key, folder, new, path,
+                                                  code) -> None:
+    """Files kept as committed (Verified/, the verification records) moved with their
+    ``[paths]`` key, each to the same place under the new folder with the same bytes, are
+    moved, not deleted or modified; one changed on the way is still ``code``, at its new
+    path. A Verified card carried so settles nothing anew (KB312: the base, read through
+    the new kb.toml, holds no Verified card; p1 has no verification record here)."""
+    record = ('{"r": "r-p1", "verdict": 1, "results": [], "transcript": [], "history": [], '
+              '"at": "2026-01-01T00:00:00"}\n')
+    root = make_repo(make_kb, {path: record} if key == "logs" else {}, dashboard=False)
+    git(root, "mv", folder, new)
+    _move_setting(root, key, new)
+    git(root, "add", "-A")
+    monkeypatch.setenv("KB_OVERRIDE", f"paths.{key} the lab's layout")
+    for args in (("--staged",), ()):
+        rc, data = verify_json(root, *args)
+        assert rc == 0 and _history(data) == ["KB309"], data
+    _commit(root, f"paths.{key} the lab's layout")
+    rc, data = verify_json(root, "--range", "HEAD~1..HEAD")
+    assert rc == 0 and _history(data) == ["KB309"], data
+    # the same move with one file changed on the way: that file, at its new place
+    git(root, "reset", "-q", "--hard", "HEAD~1")
+    git(root, "mv", folder, new)
+    moved = root / new / path.split("/", 1)[1]
+    moved.write_bytes(moved.read_bytes() + b"\n")
+    _move_setting(root, key, new)
+    _commit(root, f"paths.{key} the lab's layout")
+    rc, data = verify_json(root, "--range", "HEAD~1..HEAD")
+    found = find(data, code)
+    assert rc == 1 and [(d["path"], d["severity"]) for d in found] == [
+        (f"{new}/{path.split('/', 1)[1]}", "error")], data
+    assert "modified" in found[0]["message"], found

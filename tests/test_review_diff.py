@@ -453,3 +453,24 @@ def test_against_judges_the_findings_as_the_pull_requests_check(tree_kb: Path) -
     assert r.code == 1 and "KB350" in r.stdout, r.stdout + r.stderr
     assert invoke("verify", "--range", "main..feat", "--against", "main", cwd=root).code == 1
     assert invoke("diff", "--against", "main", cwd=root).code == 2  # a range only
+
+
+def test_a_card_added_settled_is_a_settlement_the_reviewer_sees(example_kb: Path) -> None:
+    """A card the range adds already settled (a copy, hand-written) is listed as settled,
+    marked as having no verification record, and named under "Review these"; one kb's
+    verdict settled in the range has its record."""
+    root = example_kb
+    git(root, "checkout", "-q", "-b", "feat")
+    card = (root / "Propos/数论/p1.md").read_text(encoding="utf-8")
+    assert "- 状态: 已验证·真" in card
+    (root / "Propos/数论/p9.md").write_text(card.replace("p1", "p9"), encoding="utf-8")
+    commit_all(root, "p9, copied settled")
+    _kb(root, "verdict", "q2#解法1", "--vote", "alice=1", "--vote", "bob=1")
+    d = _diff(root, "main..feat")
+    settled = {x["id"]: (x["kind"], x["record"]) for x in d["cards"]["settled"]}
+    assert settled == {"p9": ("proposition", False), "q2": ("problem", True)}, settled
+    assert [x["id"] for x in d["cards"]["added"]] == ["p9"]
+    md = invoke("diff", "main..feat", "--format", "markdown", cwd=root).stdout
+    assert ("settled proposition `p9` (已验证·真) with no verification record in the range"
+            in md), md
+    assert "settled problem `q2` (已解决) with no" not in md

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional
 
 from kb import git
 from kb.checks.diagnostics import diag
@@ -243,10 +243,41 @@ def records_prefix(config: Any) -> str:
     return ("" if logs in ("", ".") else logs + "/") + "Verification/"
 
 
-def worktree_kept(kb: Any, head: Optional[str]) -> list[Any]:
+def kept_prefixes(config: Any) -> tuple[str, str]:
+    """The folders of the files kept as committed, as KB path prefixes: Verified/ (KB304;
+    ``""`` when it is the KB's root) and the verification records (KB310)."""
+    folder = config.paths["verified"].strip("/")
+    return ("" if folder in ("", ".") else folder + "/"), records_prefix(config)
+
+
+def verified_prefix(config: Any) -> str:
+    """The Verified cards' folder of ``config`` as a KB path prefix (``""``: the KB's root)."""
+    return kept_prefixes(config)[0]
+
+
+def folder_moves(c: Change, prefix_of: Callable[[Any], str]) -> dict[str, tuple[RawChange, RawChange]]:
+    """Files a ``[paths]`` move of the folder ``prefix_of(config)`` names carried along in
+    change ``c``: old path -> (its deletion, the file added at the same place under the
+    new folder; its blob may differ). {} when the change does not move that folder."""
+    old_prefix, new_prefix = prefix_of(c.config), prefix_of(c.new_config)
+    if old_prefix == new_prefix:
+        return {}
+    by_path = {ch.path: ch for ch in c.changes}
+    out = {}
+    for ch in c.changes:
+        if ch.old is not None and ch.new is None and ch.path.startswith(old_prefix):
+            dest = by_path.get(new_prefix + ch.path[len(old_prefix):])
+            if dest is not None and dest.old is None and dest.new is not None:
+                out[ch.path] = (ch, dest)
+    return out
+
+
+def worktree_kept(kb: Any, head: Optional[str], base_config: Any = None) -> list[Any]:
     """Changes between HEAD and the working tree, on blob ids, of the files kept as
     committed: under Verified/ (KB304) and the verification records (KB310), which
-    kb does not parse (a record is JSON) and so never lists in a snapshot.
+    kb does not parse (a record is JSON) and so never lists in a snapshot. The folders
+    are those of the working tree's kb.toml and of ``base_config`` (HEAD's, when a
+    ``[paths]`` move put them elsewhere: the files left behind are listed too).
 
     ``git diff-index`` says which files may differ; a file whose stat info
     changed is re-hashed by ``git hash-object`` with git's own filters
@@ -255,9 +286,10 @@ def worktree_kept(kb: Any, head: Optional[str]) -> list[Any]:
     """
     if head is None:
         return []
-    folder = kb.config.paths["verified"].strip("/")
-    specs = [kb.prefix + (folder + "/" if folder not in ("", ".") else ""),
-             kb.prefix + records_prefix(kb.config)]
+    folders = set(kept_prefixes(kb.config))
+    if base_config is not None:
+        folders.update(kept_prefixes(base_config))
+    specs = sorted(kb.prefix + f for f in folders)
     if "" in specs:  # Verified/ at the KB's root of a KB at the top: every path
         specs = ["."]
     proc = git.run(["diff-index", "-z", "--raw", "--no-renames", head, "--", *specs], kb.top)

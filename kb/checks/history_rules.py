@@ -18,10 +18,10 @@ from __future__ import annotations
 import re
 from os.path import commonprefix
 from pathlib import PurePosixPath
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from kb import git
-from kb.checks.changes import Change, records_prefix
+from kb.checks.changes import Change, folder_moves, records_prefix, verified_prefix
 from kb.checks.facts import CARD_KINDS, NAMESPACE, Light
 from kb.checks.registry import history_rule
 from kb.checks.unread_records import Unread, moved_records
@@ -195,20 +195,33 @@ def evidence_append_only(c: Change) -> list:
     return out
 
 
-def _kept_files(c: Change, prefix: str, code: str, why: str) -> list:
-    """``code`` for each file under ``prefix`` the change modified or deleted (decided on
-    blob ids), its message saying ``why`` such files stay as committed."""
+def _kept_files(c: Change, prefix_of: Callable[[Any], str], code: str, why: str) -> list:
+    """``code`` for each file under the folder ``prefix_of(config)`` names that the change
+    modified or deleted (decided on blob ids), its message saying ``why`` such files stay
+    as committed.
+
+    When kb.toml's ``[paths]`` moves the folder (KB309 judges the move itself), a file
+    found at the same place under the new folder with the same blob id was moved with
+    it, not deleted; one whose bytes changed on the way was modified, and is said at
+    its new path."""
+    prefix = prefix_of(c.config)
+    moves = folder_moves(c, prefix_of)
     out = []
     for ch in c.changes:
         if not ch.path.startswith(prefix) or ch.old is None or ch.old == ch.new:
             continue
-        repo_path = c.kb.prefix + ch.path
+        path, what = ch.path, "deleted" if ch.new is None else "modified"
+        if ch.path in moves:
+            dest = moves[ch.path][1]
+            if dest.new == ch.old and dest.new_link == ch.old_link:
+                continue  # moved with its folder, unchanged
+            path, what = dest.path, f"modified (moved from {c.kb.prefix + ch.path})"
+        repo_path = c.kb.prefix + path
         if c.mode in ("staged", "worktree"):
             how = f"restore it: git restore --source=HEAD --staged --worktree -- '{repo_path}'"
         else:
             how = f"restore it from {c.base.label}"
-        what = "deleted" if ch.new is None else "modified"
-        out.append(c.violation(PurePosixPath(ch.path).stem, ch.path, 1, code,
+        out.append(c.violation(PurePosixPath(path).stem, path, 1, code,
                                f"{repo_path} was {what}; {why} — {how}"))
     return out
 
@@ -216,10 +229,9 @@ def _kept_files(c: Change, prefix: str, code: str, why: str) -> list:
 @history_rule("KB304")
 def verified_immutable(c: Change) -> list:
     """KB304: a file under Verified/ is never modified or deleted (decided on blob ids)."""
-    folder = c.config.paths["verified"].strip("/")
-    prefix = "" if folder in ("", ".") else folder + "/"
-    return _kept_files(c, prefix, "KB304",
-                       f"files under {prefix or 'Verified/'} are immutable once committed")
+    return _kept_files(c, verified_prefix, "KB304",
+                       f"files under {verified_prefix(c.config) or 'Verified/'} are immutable "
+                       "once committed")
 
 
 @history_rule("KB310")
@@ -232,7 +244,7 @@ def records_append_only(c: Change) -> list:
     is now exactly what the renumbering makes of it (:func:`kb.merge.renumber.renamed_record`:
     file name and target renumbered, nothing else changed) is accepted, as its card's
     Verified card is (KB304)."""
-    out = _kept_files(c, records_prefix(c.config), "KB310",
+    out = _kept_files(c, records_prefix, "KB310",
                       "verification records are append-only (a new verdict is a new record: "
                       "kb verdict)")
     renames = _renames(c)

@@ -125,10 +125,10 @@ _FILE_CODES = ("KB304", "KB310")
 
 
 def judge_merge(found: list[Finding], idx: Any, k: Any, commit: Optional[str],
-                          others: list[str], new: Any, mode: str, overrides: dict[str, str],
-                          origin_f: Any, diff: Any = None, removed_before: Any = None,
-                          codes: Optional[set[str]] = None, first: Optional[str] = None
-                          ) -> list[Finding]:
+                others: list[str], new: Any, mode: str, overrides: dict[str, str],
+                origin_f: Any, diff: Any = None, removed_before: Any = None,
+                codes: Optional[set[str]] = None, first: Optional[str] = None
+                ) -> list[Finding]:
     """The history findings of a merge commit (``found``: judged against its first
     parent ``first``; ``others``: the other parents).
 
@@ -142,8 +142,30 @@ def judge_merge(found: list[Finding], idx: Any, k: Any, commit: Optional[str],
     ours``, or a conflict resolved by taking one side's whole file, threw the other
     side's record away and passed. So is one whose subject the merge wrote with a value
     no parent has (a conflict resolved with a third conclusion). ``codes``, when given,
-    limits the first test to those codes (the others are kept as found).
+    limits the first test to those codes (the others are kept as found). And a card two
+    parents each added under one ID, of which the merge kept one side's file, is KB350
+    (:func:`kb.merge.collide.lost_at_merge`).
     """
+    base = _merge_base(k, [first, *others]) if first else None
+    out = _judged(found, idx, k, commit, others, new, mode, overrides, origin_f, diff,
+                  removed_before, codes, first, base)
+    if base is not None:
+        # a card both sides added, of which the merge kept one side's file: no history
+        # rule sees the other's go (against its own parent the card was only edited)
+        from kb.merge.collide import lost_at_merge
+
+        label = commit[:10] if commit else "the staged index"
+        out += findings(lost_at_merge(idx, k, [h for h in (first, *others) if h], base, new,
+                                      label, overrides), k, "history", commit=commit,
+                        all_errors_block=True)
+    return out
+
+
+def _judged(found: list[Finding], idx: Any, k: Any, commit: Optional[str], others: list[str],
+            new: Any, mode: str, overrides: dict[str, str], origin_f: Any, diff: Any,
+            removed_before: Any, codes: Optional[set[str]], first: Optional[str],
+            base: Optional[str]) -> list[Finding]:
+    """:func:`judge_merge`'s judgement of ``found`` (``base``: the parents' merge base)."""
     from kb.checks.changes import Change
     from kb.checks.facts import Facts
     from kb.repo import commit_snapshot
@@ -177,7 +199,6 @@ def judge_merge(found: list[Finding], idx: Any, k: Any, commit: Optional[str],
     # merge takes over from a parent would otherwise show as "accepted" at the merge.
     out = [f for f in found if finding_key(f) not in passed and (
         finding_key(f) in keep or (codes is not None and f.code not in codes))]
-    base = _merge_base(k, [first, *others]) if first else None
     if base is None:
         return out + [f for f in found if finding_key(f) in passed]
     seen = {finding_key(f) for f in out}

@@ -39,7 +39,7 @@ import re
 from typing import Any, NamedTuple, Optional
 
 from kb.checks.history_rules import override_hint
-from kb.checks.changes import Change, records_prefix
+from kb.checks.changes import Change, folder_moves, records_prefix, verified_prefix
 from kb.checks.record_rules import record_files
 from kb.checks.registry import history_rule
 from kb.checks.unread_records import moved_keys, moved_records
@@ -133,9 +133,13 @@ def _verified_cards(c: Change, added: dict) -> list[_Todo]:
         return []
     base = c.lights(c.base, ("verified",))
     folder = c.new.config.paths["verified"].strip("/")
+    # carried unchanged by a [paths] move of the folder (the base, read through the new
+    # kb.toml, lists none of them; one changed on the way is KB304's)
+    carried = {dest.path for ch, dest in folder_moves(c, verified_prefix).values()
+               if dest.new == ch.old}
     out = []
     for key, v in added.items():
-        if key in base or c.base.find(v.id, ("verified",)):
+        if key in base or v.path in carried or c.base.find(v.id, ("verified",)):
             continue
         rel = v.path if folder in ("", ".") else \
             v.path[len(folder) + 1:] if v.path.startswith(folder + "/") else ""

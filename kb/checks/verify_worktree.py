@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from kb import git
-from kb.checks.changes import worktree_kept
+from kb.checks.changes import verified_prefix, worktree_kept
 from kb.checks.diagnostics import LightDiagnostic as _D
 from kb.checks.judge import check_snapshots, history_findings, judge_merge
 from kb.checks.overrides import merge_heads, parse_overrides
@@ -41,15 +41,17 @@ def verify_worktree(start: Path, kb_path: Optional[Path] = None,
         head = git.rev_parse("HEAD", k.top)
         base = commit_snapshot(k, head) if head else empty_snapshot(k)
         base_f = Facts(idx, base, "HEAD", derive_from=new_f)
-        folder = k.config.paths["verified"].strip("/")
-        vprefix = "" if folder in ("", ".") else folder + "/"
+        base_config = config_at(k, head)
+        # the files kept as committed come from worktree_kept (on blob ids, in the folders
+        # of both kb.toml versions), not from the snapshots
+        kept = tuple({verified_prefix(cfg) for cfg in (k.config, base_config) if cfg is not None})
         changes = [RawChange(p, base.files.get(p), new.files.get(p))
                    for p in sorted(set(new.files) | set(base.files))
-                   if base.files.get(p) != new.files.get(p) and not p.startswith(vprefix)]
-        changes += worktree_kept(k, head)
+                   if base.files.get(p) != new.files.get(p) and not p.startswith(kept)]
+        changes += worktree_kept(k, head, base_config)
         overrides = parse_overrides(env.get("KB_OVERRIDE", ""))
         change = Change(base_f, new_f, "worktree", changes, overrides,
-                        base_config=config_at(k, head), new_config=k.config)
+                        base_config=base_config, new_config=k.config)
         report.findings += config_findings(k, new)
         # (a name that is not UTF-8, tracked or not: read by no snapshot, said here)
         listing = git.run(["ls-files", "-z", "--cached", "--others", "--exclude-standard",

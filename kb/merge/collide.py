@@ -12,7 +12,7 @@ already merged) is no collision. ``kb sync`` repairs what this finds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from kb.checks.facts import CARD_KINDS, NAMESPACE, Facts, Light
 
@@ -89,8 +89,7 @@ def collision_diagnostics(collisions: list[Collision], target_label: str) -> lis
     for c in collisions:
         what = {"hypothesis": "hypothesis", "experiment": "experiment"}.get(c.kind, f"{c.kind} card")
         # the statement (or title) when there is one; a card is its file, named once
-        mine = f" “{_short(c.ours.statement)}”" if c.ours.statement else ""
-        their = f" “{_short(c.theirs.statement)}”" if c.theirs.statement else ""
+        mine, their = _said(c.ours), _said(c.theirs)
         out.append(diag(c.ours.path, c.ours.line, "KB350",
                         f"{what} {c.id} is added by this branch ({c.ours.path}:{c.ours.line}{mine}) "
                         f"but {target_label} already has {c.id} with other content "
@@ -99,10 +98,72 @@ def collision_diagnostics(collisions: list[Collision], target_label: str) -> lis
     return out
 
 
+def lost_at_merge(idx: Any, k: Any, heads: list[str], base: str, new: Any, label: str,
+                  overrides: Mapping[str, str]) -> list[Any]:
+    """KB350 diagnostics of a merge of ``heads`` (commits; ``base`` their merge base) into
+    snapshot ``new`` (labelled ``label``): a card two heads each added since ``base``
+    under one ID with files of their own, of which the merge holds one side's file as it
+    was and not the other's. A forge (or ``git checkout --ours``) resolving the add/add
+    conflict so kept one card and dropped the other, and no rule judging the merge against
+    a parent sees it: against its own parent the kept card is only edited. A merge that
+    holds both (a duplicate ID: the snapshot rules say it) or neither as it was (a
+    resolution written by hand) is not judged here; ``overrides`` (``Kb-Override:`` or
+    ``Kb-Renumber:`` naming the ID) accept it. Raises GitError when git fails."""
+    from kb.checks.changes import diff_commits
+    from kb.checks.diagnostics import diag
+    from kb.repo import commit_snapshot
+
+    added: list[tuple[str, Facts, dict[tuple[str, str], Light]]] = []
+    for h in heads:
+        paths = [ch.path for ch in diff_commits(k, base, h) if ch.old is None and ch.new]
+        if not paths:
+            continue
+        side = Facts(idx, commit_snapshot(k, h), h[:10], ensure=paths)
+        cards: dict[tuple[str, str], Light] = {}
+        for p in paths:
+            if p in side.files:
+                for x in side.light(p):
+                    if x.kind in CARD_KINDS:
+                        cards.setdefault((x.ns, x.id), x)
+        if cards:
+            added.append((h, side, cards))
+    out = []
+    for i, (ha, fa, ca) in enumerate(added):
+        for hb, fb, cb in added[i + 1:]:
+            for key in sorted(ca.keys() & cb.keys()):
+                a, b = ca[key], cb[key]
+                if same(a, b, fa, fb):
+                    continue
+                kept_a = new.files.get(a.path) == fa.files.get(a.path)
+                if kept_a == (new.files.get(b.path) == fb.files.get(b.path)):
+                    continue  # both kept (a duplicate ID) or neither as it was
+                (kh, kept), (lh, lost) = ((ha, a), (hb, b)) if kept_a else ((hb, b), (ha, a))
+                what = f"{kept.kind} card"
+                msg = (f"{what} {kept.id} was added on both sides since the merge base "
+                       f"{base[:10]}: {kh[:10]}'s ({kept.path}{_said(kept)}) and {lh[:10]}'s "
+                       f"({lost.path}{_said(lost)}); {label} kept {kh[:10]}'s and {lh[:10]}'s "
+                       f"card is gone — bring it back under a new ID (`git show "
+                       f"{lh[:10]}:{k.prefix}{lost.path}`), or renumber one side before "
+                       f"merging (`kb sync`)")
+                reason = overrides.get(kept.id)
+                if reason is not None:
+                    out.append(diag(kept.path, kept.line, "KB350",
+                                    f"{msg} — accepted: Kb-Override: {kept.id} {reason}".rstrip(),
+                                    severity="info"))
+                else:
+                    out.append(diag(kept.path, kept.line, "KB350", msg))
+    return out
+
+
+def _said(x: Light) -> str:
+    """`` “statement”`` of a declaration that has one, else ``""``."""
+    return f" “{_short(x.statement)}”" if x.statement else ""
+
+
 def _short(text: str, n: int = 60) -> str:
     text = _norm(text)
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-__all__ = ["Collision", "KINDS", "find_collisions", "collision_diagnostics", "lights", "same",
+__all__ = ["Collision", "KINDS", "find_collisions", "collision_diagnostics", "lights", "lost_at_merge", "same",
            "NAMESPACE"]

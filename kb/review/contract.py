@@ -29,8 +29,9 @@ class DiffOutput(_Open):
         description="added, finished (conclusion, data), conclusion_changed, logged, edited "
                     "(fields, sections: the `## ` sections whose text changed), removed")
     cards: dict[str, list[dict[str, Any]]] = Field(
-        description="added, removed, status, settled (record: whether a verification record "
-                    "the range adds is about it; KB312), priorities, dependencies, entries_added, "
+        description="added, removed, status, settled (moved into a settled state, or added "
+                    "settled; record: whether a verification record the range adds is about "
+                    "it; KB312), priorities, dependencies, entries_added, "
                     "entries_changed, probabilities, applications, edited (fields: those no other "
                     "list names; sections: the `## ` sections whose text changed)")
     verified: dict[str, list[dict[str, Any]]] = Field(description="added, changed")

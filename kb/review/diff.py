@@ -387,6 +387,11 @@ def _cards(ctx: _Ctx, old: dict, new: dict, pairs: list, added: list, removed: l
                                  "commits": ctx.commits(c["id"], c["path"])})
             for e in c.get("entries") or ():
                 out["entries_added"].append(_entry(c, e, ctx))
+            if c["status"] in SETTLED.get(key[0], ()):
+                # a card the range adds already settled settles as much as one moved there
+                out["settled"].append({"id": c["id"], "status": c["status"], "kind": key[0],
+                                       "path": c["path"], "line": c["line"],
+                                       "commits": ctx.commits(c["id"], c["path"])})
     for key in removed:
         if key[0] in CARD_KINDS:
             out["removed"].append({"id": key[1], "kind": key[0], "path": old[key]["path"],
