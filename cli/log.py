@@ -42,7 +42,7 @@ def command(obj_id: str, rev: str, as_json: bool, kb_path: Optional[str]) -> int
             click.echo(f"    override: {e['override']}")
         for v in e.get("verdict") or []:
             votes = ", ".join(f"{x['verifier']} {x['result']}" for x in v["votes"])
-            click.echo(f"    verdict {v['r']}: {v['verdict']} ({votes}; {v['mode']})")
+            click.echo(f"    verdict {v['r']}: {v['verdict']} ({votes}; {v.get('how') or v['mode']})")
     for w in d.get("warnings") or []:
         click.echo(f"warning: {w['code']} {w['message']}", err=True)
     return 0

@@ -22,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, NamedTuple
 
-from kb.errors import EnvironmentError_, GitError, RefusedError
+from kb.errors import EnvironmentError_, GitError, RefusedError, UsageError
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
@@ -298,9 +298,39 @@ def _git_dir(cwd: Path) -> Path:
     return p if p.is_absolute() else (cwd / p).resolve()
 
 
+def revision(rev: str, what: str = "") -> str:
+    """``rev`` itself, checked for use as a revision argument of a git command.
+
+    A revision a user gives (a range end, ``--rev``, ``--since``, ``--against``, an
+    MCP argument, a URL parameter) reaches git as one word on its command line; one
+    starting with ``-`` would be read as an option (``--output=<file>`` makes
+    ``git diff-tree``/``git log`` write that file). git refuses a branch or tag name
+    starting with ``-``, so such a word names nothing kb could show: it is refused
+    here, before any git command sees it.
+    ``what`` names the argument in the message (``"--against"``; empty: none).
+    Raises :class:`kb.errors.UsageError` for an empty ``rev`` or one starting with ``-``.
+    """
+    named = f"{what} " if what else ""
+    if not rev:
+        raise UsageError(f"{named}'': an empty revision names no commit")
+    if rev.startswith("-"):
+        raise UsageError(f"{named}{rev!r} is not a revision: it starts with '-', which git would "
+                         "read as an option")
+    return rev
+
+
 def rev_parse(rev: str, cwd: Path) -> str | None:
-    """The commit id ``rev`` names, or None when it does not exist (e.g. unborn HEAD)."""
-    proc = run(["rev-parse", "--verify", "--quiet", rev + "^{commit}"], cwd, check=False)
+    """The commit id ``rev`` names, or None when it does not exist (e.g. unborn HEAD).
+
+    An empty ``rev`` names nothing (None, as before: a journal may hold no branch).
+    Raises :class:`kb.errors.UsageError` when ``rev`` starts with ``-``
+    (:func:`revision`): never an option of git, whoever gave it.
+    """
+    if not rev:
+        return None
+    # --end-of-options as well: git reads whatever follows as a revision, never a flag.
+    proc = run(["rev-parse", "--verify", "--quiet", "--end-of-options",
+                revision(rev) + "^{commit}"], cwd, check=False)
     if proc.returncode != 0:
         return None
     return proc.stdout.decode().strip()

@@ -212,10 +212,17 @@ def pushed_lock_conflicts(top: Path, ranges: list[tuple[Optional[str], str]],
     holds on the lock remote (fetched now). One message per path; an
     unreachable remote with the refuse policy is one message too. Empty for a
     KB without a lock remote."""
+    return [msg for _path, msg in pushed_lock_holds(top, ranges, owner)]
+
+
+def pushed_lock_holds(top: Path, ranges: list[tuple[Optional[str], str]],
+                      owner: Optional[str]) -> list[tuple[Optional[str], str]]:
+    """:func:`pushed_lock_conflicts` as (repository path, message) pairs; the path is
+    None for a message about the lock remote itself (unreachable, refused)."""
     from kb.errors import KbError
     from kb.repo import find_all_kbs, open_kb
 
-    out: list[str] = []
+    out: list[tuple[Optional[str], str]] = []
     changed: set[str] = set()
     for base, tip in ranges:
         rng = [base, tip] if base else [git.EMPTY_TREE, tip]
@@ -236,11 +243,12 @@ def pushed_lock_conflicts(top: Path, ranges: list[tuple[Optional[str], str]],
             now = clock()
             held = blocking_locks(top, paths, owner, settings, now, config=k.config)
         except KbError as exc:
-            out.append(str(exc))
+            out.append((None, str(exc)))
             continue
         for lk in held:
-            out.append(f"{lk.path} is locked on {remote} by {lk.describe(now, settings.grace)}; "
-                       f"this push (as {owner or 'no owner'}) changes it — wait for the release")
+            out.append((lk.path, f"{lk.path} is locked on {remote} by "
+                        f"{lk.describe(now, settings.grace)}; this push (as {owner or 'no owner'}) "
+                        "changes it — wait for the release"))
     return out
 
 # -- checks used by writers and the hook (a configured lock remote decides) -----------

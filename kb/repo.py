@@ -133,9 +133,13 @@ class Snapshot:
     #: cherry-pick… stopped on a conflict): path -> the conflict stages held ("123": base,
     #: ours, theirs). Such a path has no staged version, so it is not in ``files``.
     unmerged: dict[str, str] = field(default_factory=dict)
-    #: symlinks listed at a folder of kb.toml's ``[paths]`` or above one
-    #: (:func:`kb.parse.layout_folders`): path -> the link's blob id. git tracks the link,
-    #: not the files under it, so kb reads nothing there (KB005 says so).
+    #: symlinks kb does not read as files that stand where kb reads folders: at a folder
+    #: of kb.toml's ``[paths]`` or above one (:func:`kb.parse.layout_folders`; KB005), or
+    #: anywhere under a folder of cards or experiments (:func:`reads_below`: KB106 when
+    #: the link leaves the KB, KB134 when it leads to a folder inside it; nothing for a
+    #: link to a file inside, which kb would not read as a file there either): path ->
+    #: the link's blob id. git tracks the link, not the files under it, so kb reads
+    #: nothing through it (:func:`link_ends` judges where each leads).
     folder_links: dict[str, str] = field(default_factory=dict)
     #: (a snapshot patched from another, :func:`derived_snapshot`) that snapshot, and
     #: the paths whose entry may differ from that one's: every other entry is the same.
@@ -331,10 +335,112 @@ def staged_snapshot(kb: KnowledgeBase, _stdout: bytes | None = None) -> Snapshot
 
 def _folder_link(kb: KnowledgeBase, path: str, blob: str, found: dict[str, str]) -> None:
     """Add the symlink ``path`` (KB-relative, at ``blob``) to ``found`` when it stands at a
-    folder of the layout or above one (:func:`kb.parse.layout_folders`). Called for the
-    few symlinks of a listing that kb does not read as files: no cost without them."""
-    if path in layout_folders(kb.config):
+    folder of the layout or above one (:func:`kb.parse.layout_folders`), or under a folder
+    of cards or experiments (:func:`reads_below`). Called for the few symlinks of a
+    listing that kb does not read as files: no cost without them, and no git process."""
+    if path in layout_folders(kb.config) or reads_below(kb, path):
         found[path] = blob
+
+
+def reads_below(kb: KnowledgeBase, path: str) -> bool:
+    """Whether kb reads the ``.md`` files of a folder at the KB-relative ``path``: a folder
+    of cards or experiments or one under it (those kb does not take as cards it names,
+    KB108). A symlink there (a link to a folder of cards elsewhere, ``Propos/外部``) hides
+    what kb would read, so it is said; one in a free folder (``Notes/``) hides nothing kb
+    reads. The classifier answers per folder (one regex match, remembered): asked of the
+    folder holding ``path``, so that the untracked files of one folder cost one match."""
+    # A name no path holds (NUL) stands for any name: "<folder>/\0/\0.md" is a .md file in
+    # a folder beside ``path``. Only whether kb reads it matters, and under a folder of
+    # cards every .md file is read (as a card, or as KB108's misplaced file), whatever
+    # the names on its way.
+    folder = path.rpartition("/")[0]
+    return classifier(kb.config)(f"{folder}/\0/\0.md" if folder else "\0/\0.md") is not None
+
+
+class Leaving(str):
+    """Where a symlink of :attr:`Snapshot.folder_links` leads when that leaves the KB
+    (a value of :func:`link_ends`): KB106 says so, as for a file that is such a link."""
+
+
+def link_ends(snap: Snapshot, paths: Iterable[str]) -> dict[str, str]:
+    """Where each symlink ``paths`` of ``snap``'s :attr:`Snapshot.folder_links` leads, for
+    those kb must speak of: a :class:`Leaving` target (the link leaves the KB: absolute,
+    above the work tree's top, or out of the KB's folder, as :func:`resolve_links` judges
+    a file's link; named as KB106 names it) or the real path of a folder inside the KB.
+    A link to a file inside the KB, or to nothing there, is left out: kb would not read
+    a file there either.
+
+    The working tree is judged on disk (``readlink``, ``realpath``, ``isdir``); the staged
+    index and a commit in git, through chains of links the snapshot lists: one batched
+    read of the links' texts, and one git listing per step of a chain through links it
+    does not list (none for a link that leaves). Called only when such links exist."""
+    kb = snap.kb
+    paths = list(paths)
+    if not paths:
+        return {}
+    out: dict[str, str] = {}
+    if snap.kind == "worktree":
+        home, inside = _kb_bounds(kb)
+        for p in paths:
+            full = os.path.join(kb.root, p)
+            real = os.path.realpath(full)
+            if not (real == home or real.startswith(inside)) or _leaving_link(kb, p, full):
+                out[p] = Leaving(real)
+            elif os.path.isdir(full):
+                out[p] = real
+        return out
+    import posixpath
+
+    known = {**snap.links, **snap.folder_links}  # every link the listing holds: path -> blob
+    texts = git.read_blobs([known[p] for p in paths], kb.top)
+    # path -> (the link reached so far, KB-relative, and its text)
+    todo = {p: (p, texts.get(known[p], b"").decode("utf-8", "surrogateescape")) for p in paths}
+    for _ in range(40):  # a chain of links, bounded as the system bounds it
+        ask: dict[str, str] = {}  # path -> repository path of a target inside to look up
+        for p, (cur, text) in todo.items():
+            for _ in range(40):
+                repo_cur = kb.repo_path(cur)
+                norm = posixpath.normpath(posixpath.join(posixpath.dirname(repo_cur), text))
+                target = kb.rel(norm)
+                if not text or posixpath.isabs(text) or os.path.isabs(text) or norm == ".." \
+                        or norm.startswith("../") or target is None:
+                    out[p] = Leaving(_link_display(kb, repo_cur, text))
+                    break
+                if target == cur:
+                    break  # a link to itself leads nowhere
+                if target in known:
+                    more = git.read_blobs([known[target]], kb.top) if known[target] not in texts else {}
+                    texts.update(more)
+                    cur, text = target, texts.get(known[target], b"").decode("utf-8", "surrogateescape")
+                    continue
+                ask[p] = norm
+                break
+        if not ask or (snap.kind == "commit" and snap.rev is None):
+            break  # (a commit patched from diffs has no tree to ask: nothing more is known)
+        spec = ["--", *(f":(literal){n}" for n in set(ask.values()))]
+        entries: list[tuple[str, str, str]] = []  # (mode, object id, repository path)
+        if snap.kind == "commit":
+            entries = [(e.mode, e.oid, e.path)
+                       for e in git.tree_entries(git.run(["ls-tree", "-z", str(snap.rev), *spec],
+                                                         kb.top).stdout)]
+        else:
+            for rec in git.split_z(git.run(["ls-files", "-s", "-z", *spec], kb.top).stdout):
+                meta, _, path = rec.partition("\t")
+                mode, oid, _stage = meta.split(" ")
+                entries.append((mode, oid, path))
+        todo = {}
+        for p, norm in ask.items():
+            for mode, oid, path in entries:
+                if path == norm and mode == "120000":  # a link the KB's listing left out
+                    data = git.read_blobs([oid], kb.top).get(oid, b"")
+                    todo[p] = (kb.rel(norm) or "", data.decode("utf-8", "surrogateescape"))
+                    break
+                if (path == norm and mode in ("040000", "160000")) or path.startswith(norm + "/"):
+                    out[p] = os.path.realpath(os.path.join(kb.top, norm))  # a folder
+                    break
+        if not todo:
+            break
+    return out
 
 
 def folder_link_targets(snap: Snapshot) -> dict[str, str]:
@@ -499,9 +605,10 @@ def worktree_snapshot(kb: KnowledgeBase, only: list[str] | None = None,
 
 def _worktree_folder_link(kb: KnowledgeBase, rel: str, found: dict[str, str]) -> None:
     """Add ``rel`` (a changed or untracked path kb does not read as a file) to ``found``
-    when it stands at a folder of the layout or above one and is a symlink on disk; its
-    value is the blob id git would give the link."""
-    if rel in layout_folders(kb.config) and os.path.islink(kb.root / rel):
+    when it stands at a folder of the layout or above one, or under a folder of cards or
+    experiments (:func:`reads_below`), and is a symlink on disk; its value is the blob id
+    git would give the link. One ``lstat`` for such a path, none for any other."""
+    if (rel in layout_folders(kb.config) or reads_below(kb, rel)) and os.path.islink(kb.root / rel):
         found[rel] = git.blob_id(os.fsencode(_readlink(kb.root / rel)))
 
 

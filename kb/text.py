@@ -32,12 +32,49 @@ def control_char(text: str) -> str | None:
     return None if m is None else f"U+{ord(m.group()):04X}"
 
 
+#: The most characters kb writes as one line of research text (:func:`one_line`: a
+#: statement, title, reason, plan, name). Such a line is an anchor of tree.md or a card,
+#: a row of DASHBOARD.md and a commit's summary or trailer, and every later version of
+#: the file carries it: 4,000 characters (about a page of prose) holds any statement a
+#: reader takes in at once; longer text is a body
+#: (the card's sections, ``--text-file``), not a line. Without a bound one mistaken
+#: paste (2,000,000 characters) was committed into tree.md and the dashboard, and
+#: removing it afterwards is a KB301 deletion forever.
+LINE_MAX = 4_000
+
+#: The most characters kb writes as one body text (an entry's ``--text`` or
+#: ``--text-file``, a statement or motivation section, an experiment's log, a verifier's
+#: reason): 1,000,000 characters, a book's length. A proof or a log may be long, so the
+#: bound is far above any written text; it stops a wrong file (a data dump, a binary
+#: read as text) from being committed into a card that history then keeps.
+BODY_MAX = 1_000_000
+
+
+def check_length(text: str, what: str, limit: int = LINE_MAX) -> str:
+    """``text`` unchanged when it is at most ``limit`` characters (code points) long:
+    :data:`LINE_MAX` for one line, :data:`BODY_MAX` for a body text.
+
+    Raises :class:`kb.errors.UsageError` (exit 2) naming ``what``, its length and the
+    limit otherwise, before anything is written. One ``len``: no cost for any text.
+    """
+    if len(text) > limit:
+        from kb.errors import UsageError
+
+        if limit == LINE_MAX:
+            room = f"at most {limit:,} characters on one line; shorten it (details go in a card's body)"
+        else:
+            room = f"at most {limit:,} characters of text at once; shorten it or split it"
+        raise UsageError(f"{what} is {len(text):,} characters long; kb writes {room}")
+    return text
+
+
 def one_line(text: Any, what: str, *, required: bool = True) -> str:
     """``text`` stripped, as one line of research text (a statement, title, plan, name).
 
     ``None`` is the empty text. Raises :class:`kb.errors.UsageError` when ``text`` is
-    not text, is empty (and ``required``), spans lines or holds a control or invisible
-    character (:data:`CONTROL_CHARS`); ``what`` names the field in the message.
+    not text, is empty (and ``required``), is longer than :data:`LINE_MAX` characters,
+    spans lines or holds a control or invisible character (:data:`CONTROL_CHARS`);
+    ``what`` names the field in the message.
     """
     from kb.errors import UsageError
 
@@ -48,6 +85,7 @@ def one_line(text: Any, what: str, *, required: bool = True) -> str:
     t = text.strip()
     if required and not t:
         raise UsageError(f"{what} is empty; give one line of text")
+    check_length(t, what)
     if "\n" in t or "\r" in t:
         raise UsageError(f"{what} spans several lines; give it on one line")
     bad = control_char(t)

@@ -67,3 +67,11 @@ def test_tools_drive_a_round_with_data_objects(tmp_path, monkeypatch, tree_kb):
     assert api.gen_status(sb)["adopted"] == {"r1h1": "H1"}
     assert api.gen_report(sandbox=sb)["hypotheses"] == ["r1h1"]
     assert api.gen_schema("verdict")["required"] == ["round", "verdicts"]
+
+
+def test_gen_schema_of_an_unknown_kind_is_a_usage_error() -> None:
+    from kb.errors import UsageError
+    from kb.gen import api
+
+    with pytest.raises(UsageError, match="candidates, litscout, verdict"):
+        api.gen_schema("bogus")

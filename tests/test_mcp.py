@@ -273,10 +273,12 @@ INIT = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
 
 
 def stdio_raw(cwd: Path, data: bytes, last_id: int,
-              env: dict[str, str] | None = None) -> tuple[str, str]:
+              env: dict[str, str] | None = None, ids: frozenset[int] = frozenset()
+              ) -> tuple[str, str]:
     """Write ``data`` to a real ``kb mcp`` process's stdin, read its stdout until the
-    reply to ``last_id`` (bounded: 60 s), then close stdin (60 s more): its whole stdout
-    and its stderr."""
+    replies to ``last_id`` and every one of ``ids`` came (bounded: 60 s), then close stdin
+    (60 s more): its whole stdout and its stderr. The server answers requests as they end,
+    not in their order, and cancels those still running when stdin closes: wait for each."""
     proc = subprocess.Popen([kb_script(), "mcp"], cwd=cwd, env=env or source_env(),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None
@@ -285,8 +287,9 @@ def stdio_raw(cwd: Path, data: bytes, last_id: int,
         proc.stdin.flush()
         out = b""
         deadline = time.monotonic() + 60
-        mark = f'"id":{last_id},'.encode()
-        while mark not in out.replace(b" ", b"") and time.monotonic() < deadline:
+        marks = [f'"id":{i},'.encode() for i in {last_id, *ids}]
+        while not all(m in out.replace(b" ", b"") for m in marks) \
+                and time.monotonic() < deadline:
             ready, _, _ = select.select([proc.stdout], [], [], 1.0)
             if ready:
                 chunk = os.read(proc.stdout.fileno(), 65536)
@@ -306,7 +309,8 @@ def stdio_session(cwd: Path, msgs: list[dict[str, Any]], last_id: int
     JSON-RPC replies (every stdout line parsed as JSON), its whole stdout and its stderr."""
     env = source_env()
     env["KB_NOW"] = NOW
-    text, err = stdio_raw(cwd, b"".join(json.dumps(m).encode() + b"\n" for m in msgs), last_id, env)
+    text, err = stdio_raw(cwd, b"".join(json.dumps(m).encode() + b"\n" for m in msgs), last_id, env,
+                          frozenset(m["id"] for m in msgs if isinstance(m.get("id"), int)))
     return [json.loads(ln) for ln in text.splitlines()], text, err
 
 

@@ -460,3 +460,31 @@ def test_a_kept_folder_moved_whole_is_no_deletion(make_kb, monkeypatch, key, fol
     assert rc == 1 and [(d["path"], d["severity"]) for d in found] == [
         (f"{new}/{path.split('/', 1)[1]}", "error")], data
     assert "modified" in found[0]["message"], found
+
+
+def test_a_record_a_merge_brings_in_where_the_old_paths_put_it_is_no_longer_read(repo) -> None:
+    """main moves [paths] experiments (with its override); a branch from before adds
+    experiments/E002.md; merged without git's directory-rename detection, the file stays
+    where the branch put it and the merged kb.toml no longer reads it. Judged against the
+    branch (read with the branch's own kb.toml), the merge hides E002: KB301, in the
+    merge's own hook (--staged) and in the range."""
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "-b", "feature")
+    assert invoke("exp", "new", "--hyp", "H2", "Second look", cwd=repo).code == 0
+    git(repo, "checkout", "-q", "main")
+    git(repo, "mv", "experiments", "exps")
+    _move_setting(repo, "experiments", "exps")
+    _commit(repo, "paths.experiments the lab's layout")
+    moved = git(repo, "rev-parse", "HEAD")
+    git(repo, "-c", "merge.directoryRenames=false", "merge", "-q", "--no-commit", "--no-ff",
+        "feature")
+    assert (repo / "experiments/E002.md").is_file() and not (repo / "exps/E002.md").exists()
+    rc, data = verify_json(repo, "--staged")
+    (d,) = find(data, "KB301")
+    assert rc == 1 and d["path"] == "experiments/E002.md" and "no longer read" in d["message"], data
+    git(repo, "commit", "-q", "--no-verify", "--no-edit")
+    for spec in (f"{moved}..HEAD", f"{base}..HEAD"):
+        rc, data = verify_json(repo, "--range", spec)
+        (d,) = find(data, "KB301")
+        assert rc == 1 and (d["path"], d["commit"]) == (
+            "experiments/E002.md", git(repo, "rev-parse", "HEAD")), (spec, data)

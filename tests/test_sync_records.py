@@ -191,3 +191,29 @@ def test_renaming_and_rewriting_one_record() -> None:
     prose = f"（见验证记录 {RECORDS}/r-p1-pf1_20270115T080000.json）; r-p1 and q1, not r-q10-s1"
     assert rewrite_text(prose, p) == (f"（见验证记录 {RECORDS}/r-p4-pf1_20270115T080000.json）; "
                                       "r-p4 and q2, not r-q10-s1")
+
+
+def test_a_renumber_trailer_that_renames_nothing_accepts_no_edit(
+        tree_kb: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`Kb-Renumber: q1 -> q9` on a commit that rewords q1's Verified card and its settled
+    entry in place (q9 exists nowhere): KB304 and KB311 stay errors, saying the trailer
+    does not cover the change, instead of "accepted … renumbered to q9"."""
+    root = tree_kb
+    proof = tmp_path / "proof.md"
+    proof.write_text("proof text\n", encoding="utf-8")
+    _ok("problem", "add", "q1", "claim", "--title", "c", cwd=root)
+    _ok("entry", "add", "q1", "--kind", "解法", "--title", "s", "--prob", "0.5",
+        "--text-file", str(proof), cwd=root)
+    monkeypatch.setenv("KB_NOW", "1800000000")
+    _ok("verdict", "q1#解法1", "--vote", "v1=1", "--vote", "v2=1", cwd=root)
+    for rel in ("Verified/问题/q1.md", "Problems/q1.md"):
+        f = root / rel
+        f.write_text(f.read_text(encoding="utf-8").replace("proof text", "a different proof"),
+                     encoding="utf-8")
+    git(root, "commit", "-q", "--no-verify", "-am", "reword", "--trailer", "Kb-Renumber: q1 -> q9")
+    res = invoke("verify", "--range", "HEAD~1..HEAD", "--json", cwd=root)
+    found = {d["code"]: d for d in res.json()["diagnostics"] if d["code"] in ("KB304", "KB311")}
+    assert res.code == 1 and set(found) == {"KB304", "KB311"}, res.stdout
+    for d in found.values():
+        assert d["severity"] == "error" and "accepted" not in d["message"], d
+        assert "Kb-Renumber: q1 -> q9 does not accept it" in d["message"], d

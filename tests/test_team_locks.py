@@ -183,3 +183,28 @@ def test_lock_status_with_the_remote_down_shows_the_last_fetched_locks(
     res = invoke("lock", "status", cwd=b)
     assert res.code == 0 and "tree.md\talice" in res.stdout
     assert res.stderr.startswith("kb: warning: locks from remote origin (as last fetched: ")
+
+
+def test_the_pre_commit_frameworks_pre_push_reads_the_remote_locks(
+        shared: dict[str, Path]) -> None:
+    """The same push as above from a clone whose hooks are the pre-commit framework's
+    (`kb verify` in its pre-push stage, from `.pre-commit-hooks.yaml`): refused with KB380
+    at the locked path, as kb's own pre-push hook refuses it; passes once alice released."""
+    from test_hooks_precommit import _configure
+    from test_verify_support import git_run
+
+    a, b = shared["a"], shared["b"]
+    git(b, "config", "kb.owner", "bob")
+    _configure(b)
+    assert invoke("lock", "claim", "tree.md", "--owner", "alice", cwd=a).code == 0
+    text = (b / "tree.md").read_text(encoding="utf-8")
+    (b / "tree.md").write_text(text + "\n## H1: By hand\nStatus: 待验\nEvidence: (empty)\n", encoding="utf-8")
+    git(b, "commit", "-q", "--no-verify", "-am", "by hand")
+    proc = git_run(b, "push", "origin", "main")
+    out = (proc.stdout + proc.stderr).decode()
+    assert proc.returncode != 0 and "tree.md:1:1: KB380" in out, out
+    assert "tree.md is locked on origin by alice" in out, out
+    assert invoke("lock", "release", "tree.md", "--owner", "alice", cwd=a).code == 0
+    git(b, "pull", "-q", "--rebase", "origin", "main")
+    proc = git_run(b, "push", "origin", "main")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr).decode()

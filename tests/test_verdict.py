@@ -563,3 +563,27 @@ def test_a_merge_beside_a_settled_entry_passes_kb311(ex: Path) -> None:
     for args in (["--range", f"{base}..HEAD"], ["--rev", "HEAD"]):
         res = invoke("verify", "--json", *args, cwd=ex)
         assert res.code == 0 and "KB311" not in res.stdout, (args, res.stdout)
+
+
+def test_accuracy_counts_what_a_propositions_later_settlement_judges() -> None:
+    """A target that never settles itself is judged by its proposition's settlement: a bare
+    verdict's votes against the outcome; a proof's once the proposition settled false, a
+    refutation's once it settled true (a vote <= 0.5 agrees); nothing cast after it
+    settled, and no solution of a problem another solution solved."""
+    from kb.research.verdict import parse_record, verifier_accuracy
+
+    raw = [
+        rec("r-pd", 0.55, "2026-01-01T00:00:00", a=0.2, b=0.9),      # bare, then true via pf1
+        rec("r-pd-rf1", 0.4, "2026-01-01T01:00:00", a=0.9, b=0.1),   # a refutation of a truth
+        rec("r-pd-pf1", 1, "2026-01-02T00:00:00", c=1, d=1),          # pd settles true
+        rec("r-pd", 0.5, "2026-01-03T00:00:00", a=0.9, b=0.9),       # after: not counted
+        rec("r-pb-pf1", 0.7, "2026-01-01T00:00:00", a=0.9, b=0.3),   # a proof of a falsehood
+        rec("r-pb-rf1", 1, "2026-01-02T00:00:00", c=1, d=1),          # pb settles false
+        rec("r-q1-s1", 0.6, "2026-01-01T00:00:00", a=0.9, b=0.2),    # q1 solved by s2
+        rec("r-q1-s2", 1, "2026-01-02T00:00:00", c=1, d=1),
+    ]
+    recs = [parse_record(f"Logs/Verification/{i}.json", r) for i, r in enumerate(raw)]
+    acc = verifier_accuracy(recs)
+    assert (acc["a"].agreed, acc["a"].counted) == (0, 3), acc["a"]
+    assert (acc["b"].agreed, acc["b"].counted) == (3, 3), acc["b"]
+    assert acc["c"].counted == 0 and acc["d"].counted == 0

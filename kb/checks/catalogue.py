@@ -84,8 +84,10 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "quote the key", True),
     _r("KB106", "error", "snapshot", "parse",
        "a symlink kb does not read: its target leaves the work tree (absolute, or above the "
-       "top), leaves the KB's folder (a KB in a subfolder of the repository), or does not exist",
-       "replace the symlink by a regular file inside the KB"),
+       "top), leaves the KB's folder (a KB in a subfolder of the repository), or does not exist; "
+       "also a symlink under a folder of cards or experiments (Propos/外部) whose target leaves "
+       "the KB, a folder's or a file's",
+       "replace the symlink by a regular file (a folder link: by the folder itself) inside the KB"),
     _r("KB107", "error", "snapshot", "parse", "a NUL byte in a Markdown file",
        "delete the NUL bytes (git treats the file as binary)"),
     _r("KB108", "warning", "snapshot", "parse", "a Markdown file under a folder of cards or "
@@ -153,6 +155,10 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "write the date as YYYY-MM-DD"),
     _r("KB133", "warning", "snapshot", "verify", "a .md file whose name is not UTF-8 (kb does not "
        "read it)", "rename it to a UTF-8 name (git mv)"),
+    _r("KB134", "warning", "snapshot", "verify", "a symlink under a folder of cards or "
+       "experiments (Propos/外部) that leads to a folder inside the KB: git tracks the link, not "
+       "the files it shows, so kb reads nothing through it (the files count where they are)",
+       "remove the link (git rm), or move the files to where the link stands (git mv)"),
     _r("KB132", "error", "snapshot", "parse", "finished experiment whose '## 结果' has no '**结论**' line",
        "add '**结论**: 支持|推翻|不确定 …' under '## 结果'"),
     _r("KB140", "warning", "snapshot", "parse", "card without its H1 '# <kind>｜<title>', or whose "
@@ -240,7 +246,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
     _r("KB243", "warning", "snapshot", "verify", "a verification record (Logs/Verification/*.json) "
        "is not JSON or not a valid record (r not a record ID; verdict or a result not a number in "
        "[0,1]; a result without a verifier; at not a time): kb leaves it out of verifiers' "
-       "accuracy, verdict weights and reports", "correct or remove a record not yet committed; a "
+       "accuracy, verdict weights and reports; or no verdict could have written it (a verifier "
+       "twice, fewer verifiers than [verdict] min_votes, a verdict its results cannot give under "
+       "its mode): it settles nothing (KB312)", "correct or remove a record not yet committed; a "
        "committed one stays (records are append-only, KB310) and is left out — record the verdict "
        "again with `kb verdict` if it still matters"),
     _r("KB260", "error", "snapshot", "verify", "unsafe ID in a card (path separator, '..' or a "
@@ -280,10 +288,11 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "was changed or removed: its heading or its text (the proof under it)",
        "restore the entry as the verdict wrote it; or record Kb-Override: <ID> <reason>"),
     _r("KB312", "error", "history", "verify", "a problem or proposition was settled (已解决, "
-       "已验证·真/假), or a Verified card added, with no verification record (Logs/Verification/) "
-       "that settles it so", "restore the status or remove the card and settle it with a verdict "
-       "(kb verdict <ID>#解法N / #证明N / #证伪N, kb promote for a judge problem); or record "
-       "Kb-Override: <ID> <reason>"),
+       "已验证·真/假), a Verified card added, or an entry (or a proposition's 概率) moved to "
+       "probability 0 or 1, with no valid verification record (Logs/Verification/, KB243) that "
+       "settles it so", "restore the status or value, or remove the card, and settle it with a "
+       "verdict (kb verdict <ID>#解法N / #证明N / #证伪N, kb promote for a judge problem); or "
+       "record Kb-Override: <ID> <reason>"),
     _r("KB350", "error", "history", "verify", "an ID the branch adds is already taken on the target "
        "branch with other content (--against)",
        "run `kb sync` to renumber the branch's IDs and every reference in one commit"),
@@ -292,7 +301,8 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "(id_grammar, heading_separators)",
        "undo the kb.toml change, or accept it with Kb-Override: <code, paths.key or kb.key> <reason>"),
     _r("KB380", "error", "history", "verify", "a staged change to a path whose write lock another "
-       "owner holds (pre-commit only; the owner is KB_OWNER, else kb.owner, else user.email)",
+       "owner holds (the pre-commit hook; and a pushed one in the pre-commit framework's "
+       "pre-push stage; the owner is KB_OWNER, else kb.owner, else user.email)",
        "wait for the holder's `kb lock release`, or claim the path once its lease is over "
        "(kb lock status / claim / steal)"),
     _r("KB390", "error", "history", "verify", "history checks need full history (shallow clone)",

@@ -142,10 +142,21 @@ class Change:
         return out
 
     def violation(self, obj_id: str, path: str, line: int, code: str, message: str,
-                  fix: Optional[tuple[int, str, str]] = None) -> Any:
+                  fix: Optional[tuple[int, str, str]] = None, renumbered: bool = True) -> Any:
         """A history diagnostic about ``obj_id``: an error, or an ``info`` note when
-        a ``Kb-Override:`` names the ID (the change is accepted, and said so)."""
+        a ``Kb-Override:`` names the ID (the change is accepted, and said so).
+
+        ``renumbered`` False: the change is not what a ``Kb-Renumber:`` of the ID makes
+        (the rule checked), so such a trailer does not accept it -- it would tell a
+        reviewer a mechanical renumbering happened."""
+        from kb.checks.overrides import renumbered_to
+
         reason = self.overrides.get(obj_id)
+        new_id = renumbered_to(reason) if reason is not None and not renumbered else None
+        if new_id is not None:
+            return diag(path, line, code, f"{message} (the commit's Kb-Renumber: {obj_id} -> "
+                        f"{new_id} does not accept it: this is no part of that renumbering)",
+                        fix=fix)
         if reason is not None:
             return diag(path, line, code, f"{message} — accepted: Kb-Override: {obj_id} {reason}".rstrip(),
                         severity="info", fix=fix)

@@ -1,6 +1,7 @@
 """kb.toml's diagnostics that need more than kb.toml: the rule catalogue (KB001 for a
 rule code kb does not have) or the snapshot being checked (KB004, a tree path with no
-file; KB005, a folder of the layout that is a symlink). :func:`kb.config.load_config`
+file; KB005, a folder of the layout that is a symlink; KB106 and KB134, a symlink under a
+folder of cards that leaves the KB or leads to a folder in it). :func:`kb.config.load_config`
 gives the rest (KB001 for an unknown key, KB002)."""
 
 from __future__ import annotations
@@ -46,26 +47,91 @@ def tree_missing(config: Any, paths: Iterable[str]) -> list[Any]:
 
 
 def folder_links(snap: Any) -> list[Any]:
-    """KB005 for each symlink the snapshot ``snap`` lists at a folder of kb.toml's
-    ``[paths]`` or above one (:attr:`kb.repo.Snapshot.folder_links`), filed under the
-    link's path: git tracks the link, not the files under it, so every card there is
-    missing from every snapshot and every write there is refused -- said, not silent.
-    Nothing is read unless the snapshot holds such a link (the targets then: one batched
-    read of the links' texts in git's snapshots)."""
+    """The diagnostics of the symlinks kb does not read as files that the snapshot ``snap``
+    lists where kb reads folders (:attr:`kb.repo.Snapshot.folder_links`), each filed under
+    the link's path: git tracks the link, not the files under it, so kb reads nothing
+    through it and writes nothing through it -- said, not silent:
+
+    - KB005 for a link at a folder of kb.toml's ``[paths]`` or above one: every card there
+      is missing from every snapshot and every write there is refused;
+    - KB106 (as for a file that is such a link) for a link under a folder of cards or
+      experiments whose target leaves the KB (``Propos/外部`` -> ``/elsewhere``);
+    - KB134 (a warning) for one there that leads to a folder inside the KB: nothing is
+      lost from git's record (the files are read where they are, if kb reads that
+      folder), but what the link shows is not what kb reads.
+
+    Nothing is read unless the snapshot holds such a link (then: one batched read of the
+    links' texts in git's snapshots, :func:`kb.repo.link_ends` for the others)."""
     if not snap.folder_links:
         return []
     k = snap.kb
+    from kb.parse import layout_folders
+
+    held = layout_folders(k.config)
+    out = _layout_links(snap, held)
+    others = [p for p in snap.folder_links if p not in held]
+    if others:
+        out += _links_below(snap, others)
+    return sorted(out, key=lambda d: (d.path, d.code))
+
+
+def _layout_links(snap: Any, held: dict[str, tuple[tuple[str, str], ...]]) -> list[Any]:
+    """KB005 for each of ``snap``'s folder links at a folder of the layout ``held``."""
+    k = snap.kb
+    if not any(p in held for p in snap.folder_links):
+        return []
     severity = effective_severity("KB005", "error", k.config)
     if severity is None:
         return []
     from kb.model import Diagnostic
-    from kb.parse import layout_folders
-    from kb.repo import folder_link_targets
+    from kb.repo import Snapshot, folder_link_targets
 
-    held = layout_folders(k.config)
+    mine = Snapshot(kb=k, kind=snap.kind, folder_links={p: b for p, b in snap.folder_links.items()
+                                                       if p in held})
     return [Diagnostic(path=path, line=1, code="KB005", severity=severity,
                        message=_folder_link_message(k, path, target, held.get(path, ())))
-            for path, target in sorted(folder_link_targets(snap).items())]
+            for path, target in sorted(folder_link_targets(mine).items())]
+
+
+def _links_below(snap: Any, paths: list[str]) -> list[Any]:
+    """KB106 for each link ``paths`` (under a folder of cards or experiments) that leaves
+    the KB, KB134 for each that leads to a folder inside it (:func:`folder_links`)."""
+    k = snap.kb
+    leaving = effective_severity("KB106", "error", k.config)
+    inside = effective_severity("KB134", "warning", k.config)
+    if leaving is None and inside is None:
+        return []
+    import os
+    import shlex
+
+    from kb.model import Diagnostic
+    from kb.repo import Leaving, link_ends, outside_where
+
+    out = []
+    for path, target in sorted(link_ends(snap, paths).items()):
+        q = shlex.quote(path)
+        if isinstance(target, Leaving):
+            if leaving is None:
+                continue
+            if os.path.isdir(target):  # (as the work tree here sees it: the advice only)
+                how = (f"kb does not read it nor anything under it (nor writes through it); replace "
+                       f"it by the folder itself (`rm {q} && cp -R {shlex.quote(str(target))} {q} "
+                       f"&& git add -A {q}`), or remove it")
+            else:
+                how = ("kb does not read it (nor writes through it); replace it by a regular file "
+                       "inside the KB, or remove it")
+            out.append(Diagnostic(path=path, line=1, code="KB106", severity=leaving,
+                                  message=f"{path} is a symlink to {target}, outside "
+                                          f"{outside_where(k, target)}: {how}"))
+        elif inside is not None:
+            there = os.path.relpath(target, os.path.realpath(k.root)).replace(os.sep, "/")
+            out.append(Diagnostic(
+                path=path, line=1, code="KB134", severity=inside,
+                message=f"{path} is a symlink to the folder {there} of the KB: git tracks the link, "
+                        f"not the files it shows, so kb reads nothing through it (the files in "
+                        f"{there} count where they are, if kb reads that folder); remove the link "
+                        f"(`git rm {q}`), or move the files here with `git mv`"))
+    return out
 
 
 def _folder_link_message(k: Any, path: str, target: str, held: tuple[tuple[str, str], ...]) -> str:

@@ -23,6 +23,7 @@ from typing import Any, Callable, Optional
 from kb import git
 from kb.checks.changes import Change, folder_moves, records_prefix, verified_prefix
 from kb.checks.facts import CARD_KINDS, NAMESPACE, Light
+from kb.checks.overrides import renumbered_to
 from kb.checks.registry import history_rule
 from kb.checks.unread_records import Unread, moved_records
 from kb.merge.renumber import next_child, next_experiment, renamed_record
@@ -68,17 +69,14 @@ def override_hint(obj_id: str) -> str:
     return f"(or commit it with `Kb-Override: {obj_id} <reason>`: {_WHERE})"
 
 
-_RENUMBERED = re.compile(r"^renumbered to (\S+) \(Kb-Renumber\)$")
-
-
 def _renames(c: Change) -> dict[str, str]:
     """old ID -> new ID of the commit's ``Kb-Renumber:`` trailers (``kb sync``):
     references that follow a renumbered ID are not a change of meaning."""
     out = {}
     for oid, reason in c.overrides.items():
-        m = _RENUMBERED.match(reason)
-        if m:
-            out[oid] = m.group(1)
+        new = renumbered_to(reason)
+        if new is not None:
+            out[oid] = new
     return out
 
 
@@ -221,9 +219,33 @@ def _kept_files(c: Change, prefix_of: Callable[[Any], str], code: str, why: str)
             how = f"restore it: git restore --source=HEAD --staged --worktree -- '{repo_path}'"
         else:
             how = f"restore it from {c.base.label}"
-        out.append(c.violation(PurePosixPath(path).stem, path, 1, code,
-                               f"{repo_path} was {what}; {why} — {how}"))
+        stem = PurePosixPath(path).stem
+        out.append(c.violation(stem, path, 1, code, f"{repo_path} was {what}; {why} — {how}",
+                               renumbered=_renamed_by_renumbering(c, ch, stem)))
     return out
+
+
+def _renamed_by_renumbering(c: Change, ch: Any, stem: str) -> bool:
+    """Whether kept file ``ch`` (deleted or modified) is what a ``Kb-Renumber:`` of
+    ``stem`` makes of it: removed here, and at the renamed path a new file holding its
+    text with the renumbered IDs (``kb sync``'s rename of a Verified card). True when no
+    such trailer names ``stem`` (nothing to check)."""
+    reason = c.overrides.get(stem)
+    if reason is None or renumbered_to(reason) is None:
+        return True
+    if ch.new is not None:
+        return False  # edited in place: no renumbering leaves the old file
+    from kb.merge.renumber import Plan, rename_path, rewrite_text
+
+    plan = Plan(ids=_renames(c))
+    dest = next((x for x in c.changes if x.path == rename_path(ch.path, plan)), None)
+    if dest is None or dest.old is not None or not dest.new or dest.path == ch.path:
+        return False
+    old = git.read_blobs([ch.old], c.kb.top).get(ch.old)
+    if old is None:
+        return False
+    want = rewrite_text(old.decode("utf-8", "surrogateescape"), plan)
+    return dest.new == git.object_id("blob", want.encode("utf-8", "surrogateescape"), ch.old)
 
 
 @history_rule("KB304")
@@ -370,10 +392,12 @@ def settled_entries_stay(c: Change) -> list:
                                 f"({detail})")
                     else:
                         continue
+                # (a renumbering renames the card's file, and its IDs are renumbered in
+                # the old text first: a Kb-Renumber never accepts a settled entry's change)
                 out.append(c.violation(
                     r.id, path, line, "KB311",
                     f"{what}; a verdict settled it and it stays as written — restore it "
-                    f"{override_hint(r.id)}"))
+                    f"{override_hint(r.id)}", renumbered=False))
     return out
 
 

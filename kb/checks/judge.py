@@ -168,6 +168,7 @@ def _judged(found: list[Finding], idx: Any, k: Any, commit: Optional[str], other
     """:func:`judge_merge`'s judgement of ``found`` (``base``: the parents' merge base)."""
     from kb.checks.changes import Change
     from kb.checks.facts import Facts
+    from kb.checks.targets import config_at
     from kb.repo import commit_snapshot
 
     keep = {finding_key(f) for f in found}
@@ -183,8 +184,11 @@ def _judged(found: list[Finding], idx: Any, k: Any, commit: Optional[str], other
         if new_f is None:
             new_f = Facts(idx, new, label, ensure=touched)
         old_f = Facts(idx, commit_snapshot(k, p), p[:10], ensure=touched)
+        # each side read with its own kb.toml: a parent from before a [paths] move whose
+        # records the merge no longer reads (left where the old setting put them) is KB301
         change = Change(old_f, new_f, mode, changes, overrides, commit=commit, origin=origin_f,
-                        removed_before=removed_before)
+                        removed_before=removed_before, base_config=config_at(k, p),
+                        new_config=config_at(k, commit) if commit else None)
         theirs = history_findings(change, k, commit)
         against.append((p, theirs))
         keep &= {finding_key(f) for f in theirs}

@@ -7,8 +7,9 @@ Errors: :class:`kb.errors.GitError` when git fails.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Optional
 
 from kb import git
 
@@ -58,6 +59,16 @@ def parse_renumbers(text: str) -> dict[str, str]:
         if sep and old.strip() and new.strip():
             out[old.strip()] = f"renumbered to {new.strip()} (Kb-Renumber)"
     return out
+
+
+_RENUMBERED = re.compile(r"^renumbered to (\S+) \(Kb-Renumber\)$")
+
+
+def renumbered_to(reason: str) -> Optional[str]:
+    """The new ID when ``reason`` (an :func:`trailers` value) is a ``Kb-Renumber:``
+    trailer's, else None."""
+    m = _RENUMBERED.match(reason)
+    return m.group(1) if m else None
 
 
 def merge_heads(top: Path, env: Mapping[str, str]) -> list[str]:

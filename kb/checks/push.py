@@ -17,7 +17,7 @@ from typing import Iterable, Optional
 
 from kb import git
 from kb.checks.changes import ZERO
-from kb.checks.report import Report
+from kb.checks.report import Finding, Report
 from kb.checks.verify_range import verify_commit_range
 from kb.errors import EnvironmentError_, GitError
 
@@ -118,6 +118,26 @@ def check_push_locks(start: Path, pushes: list[PushCheck], owner: Optional[str] 
     if not ranges:
         return []
     return pushed_lock_conflicts(top, ranges, owner or default_owner(top))
+
+
+def push_lock_findings(start: Path, base: Optional[str], tip: str,
+                       owner: Optional[str] = None) -> list[Finding]:
+    """KB380 findings for a push of ``base..tip`` (``base`` None: from the root) as the
+    pre-commit framework's pre-push stage runs ``kb verify``: each path the pushed commits
+    change that another owner holds on the lock remote (fetched now), as kb's own pre-push
+    hook refuses it (:func:`check_push_locks`). ``owner`` None: ``git config kb.owner``,
+    else ``user.email``. Empty outside a git work tree or without a lock remote."""
+    from kb.locks import default_owner
+    from kb.remote_locks import pushed_lock_holds
+
+    top = git.toplevel(start)
+    if top is None or (base is not None and git.rev_parse(base, top) is None):
+        return []  # (a base missing here is refused by the range check already)
+    top = top.resolve()
+    return [Finding(path=path or "kb.toml", line=1 if path else 0, col=1, code="KB380",
+                    severity="error", message=msg, family="history", commit=tip,
+                    blocking=True)
+            for path, msg in pushed_lock_holds(top, [(base, tip)], owner or default_owner(top))]
 
 
 def pre_push_ranges(top: Path, remote: str, lines: Iterable[str]) -> list[tuple[Optional[str], str, str]]:

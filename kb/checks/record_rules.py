@@ -7,8 +7,15 @@ staged index or a commit it lists them with git and caches its verdict per listi
 (the blob ids) in the index's key-value table. Each file is judged by
 :func:`kb.research.verdict.read_record`, the reader of every other front end, so
 what this rule warns of is exactly what accuracy, verdict weights and reports leave
-out. A warning, not an error: records are append-only (KB310), so a committed broken
-record cannot be edited away, and it must not block every later merge.
+out. A record kb reads is then judged as a verdict
+(:func:`kb.research.record_faults.record_faults`): a verifier
+named twice, fewer verifiers than ``[verdict] min_votes`` (never fewer than 2), or a
+verdict the rule (:func:`kb.research.verdict.compute_verdict`) cannot give for its
+results under its mode — what ``kb verdict`` never writes, so a hand-written record. Such a
+record settles nothing (KB312 reads it through ``record_faults`` too). A warning, not
+an error: records are append-only (KB310), so a committed broken record cannot be edited
+away, and it must not block every later merge (a settlement resting on it is KB312's
+error, in the change that makes it).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from kb.checks.changes import records_prefix
 from kb.checks.diagnostics import LightDiagnostic, diag
 from kb.checks.facts import Facts
 from kb.checks.registry import snapshot_key_part, snapshot_rule
+from kb.research.record_faults import min_votes_of, record_faults
 
 #: Facts -> its listing of the records folder (KB path -> blob id; in the working
 #: tree ``size:mtime``): the key part and the rule read it once.
@@ -135,15 +143,21 @@ def records_key(s: Facts) -> str:
                         .encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def _judge(paths: dict[str, bytes]) -> list[list[str]]:
-    """``[path, why]`` of each record file left out (:func:`kb.research.verdict.read_record`)."""
+def _judge(paths: dict[str, bytes], min_votes: int) -> list[list[str]]:
+    """``[path, why, what]`` of each record file left out (:func:`kb.research.verdict.read_record`;
+    ``what`` ``malformed``) or read but no verdict kb could write (:func:`record_faults`;
+    ``what`` ``fault``)."""
     from kb.research.verdict import BadRecord, read_record
 
     out = []
     for path in sorted(paths):
         rec = read_record(path, paths[path])
         if isinstance(rec, BadRecord):
-            out.append([path, rec.why])
+            out.append([path, rec.why, "malformed"])
+            continue
+        faults = record_faults(rec, min_votes)
+        if faults:
+            out.append([path, "; ".join(faults), "fault"])
     return out
 
 
@@ -156,19 +170,21 @@ def _read_disk(s: Facts, files: dict[str, str]) -> list[list[str]]:
         try:
             data[path] = (s.kb.root / path).read_bytes()
         except OSError as exc:
-            bad.append([path, f"not readable ({exc.strerror or exc})"])
-    return sorted(bad + _judge(data))
+            bad.append([path, f"not readable ({exc.strerror or exc})", "malformed"])
+    return sorted(bad + _judge(data, min_votes_of(s.config)))
 
 
 def _read_git(s: Facts, files: dict[str, str]) -> list[list[str]]:
-    """The verdict on a staged index's or commit's record files, cached per listing."""
-    key = hashlib.sha1(("records1\0" + "\0".join(f"{p}={b}" for p, b in sorted(files.items())))
+    """The verdict on a staged index's or commit's record files, cached per listing and
+    ``min_votes`` (what the judgement reads besides the files)."""
+    need = min_votes_of(s.config)
+    key = hashlib.sha1((f"records2\0{need}\0" + "\0".join(f"{p}={b}" for p, b in sorted(files.items())))
                        .encode("utf-8", "surrogateescape")).hexdigest()
     stored: Optional[str] = s.stored(key)
     if stored is not None:
         return json.loads(stored)
     blobs = git.read_blobs(list(files.values()), s.kb.top)
-    got = _judge({p: blobs[b] for p, b in files.items() if b in blobs})
+    got = _judge({p: blobs[b] for p, b in files.items() if b in blobs}, need)
     s.store([(key, json.dumps(got, ensure_ascii=False))])
     return got
 
@@ -176,16 +192,25 @@ def _read_git(s: Facts, files: dict[str, str]) -> list[list[str]]:
 @snapshot_rule("KB243", volatile=True)
 def malformed_records(s: Facts) -> list[LightDiagnostic]:
     """KB243: each verification record that is not JSON or not a valid record
-    (:func:`kb.research.verdict.record_problems`), at its line 1, saying what is wrong;
-    kb leaves it out of verifiers' accuracy, verdict weights and reports."""
+    (:func:`kb.research.verdict.record_problems`), or whose votes cannot give its verdict
+    (:func:`kb.research.record_faults.record_faults`), at its line 1, saying what is wrong.
+    kb leaves both out of verifiers' accuracy, verdict weights and reports; neither settles
+    anything (KB312)."""
     files = _listing(s)
     if not files:
         return []
     bad = _read_disk(s, files) if s.snap.kind == "worktree" else _read_git(s, files)
-    return [diag(path, 1, "KB243",
-                 f"malformed verification record: {why}; the record is left out of "
-                 "verifiers' accuracy (kb verifiers), verdict weights and reports")
-            for path, why in bad]
+    out = []
+    for path, why, what in bad:
+        if what == "fault":
+            msg = (f"verification record that no verdict could write: {why}; `kb verdict` "
+                   "writes no such record: it settles nothing (KB312) and is left out of "
+                   "verifiers' accuracy (kb verifiers) and verdict weights")
+        else:
+            msg = (f"malformed verification record: {why}; the record is left out of "
+                   "verifiers' accuracy (kb verifiers), verdict weights and reports")
+        out.append(diag(path, 1, "KB243", msg))
+    return out
 
 
 __all__ = ["record_files", "records_key", "malformed_records", "prime_staged", "prime_earlier"]

@@ -18,8 +18,16 @@ exactly 1 or 0, what settles an entry at 概率 1; a split vote never yields one
   (``判断命题``), a record that settles its proposition, which the new snapshot holds
   settled (the write-back closes a judge problem whichever way its proposition settles).
 
-Cost: nothing unless the change settles something or adds a Verified card (the changed
-files' light rows say so). Then only the record files named for an ID of the change's cards
+An entry the change moves to probability 0 or 1, and a proposition's ``概率`` moved there,
+is a settlement too (Vibe Math reads any entry at 1 as settling its object; agents never
+write 0 or 1): it asks for the record that puts it there as the write-back does
+(:func:`_entry_backed`). A record counts only if a verdict could have written it
+(:func:`kb.research.record_faults.record_faults`: one vote per verifier, ``[verdict]
+min_votes`` of them, a verdict its results give); the error names a record found that is not.
+
+Cost: nothing unless the change settles something, adds a Verified card (the changed
+files' light rows say so) or holds an entry at 0 or 1 in a changed card (its row's JSON;
+the base's only then). Then only the record files named for an ID of the change's cards
 (``r-<id>…``, as kb and Vibe Math name them) are read: for a commit those the change adds
 first, and the commit's listing of the records folder (one ``git ls-tree``) only when they
 do not settle it; the staged index's listing is the hook's own, the working tree's the
@@ -36,11 +44,12 @@ hold a verdict (the other history rules have nothing to compare there either).
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 from kb.checks.history_rules import override_hint
 from kb.checks.changes import Change, folder_moves, records_prefix, verified_prefix
 from kb.checks.record_rules import record_files
+from kb.research.record_faults import min_votes_of, record_faults
 from kb.checks.registry import history_rule
 from kb.checks.unread_records import moved_keys, moved_records
 
@@ -65,6 +74,22 @@ class _Todo(NamedTuple):
     verified: bool
 
 
+class _EntryTodo(NamedTuple):
+    """One entry (or a proposition's ``概率`` anchor: ``entry`` "") the change moves to
+    probability ``value`` 0 or 1, which a record must back: Vibe Math reads any entry at 1
+    as settling its object, and a proposition at 0 or 1 as settled."""
+
+    id: str
+    kind: str
+    entry: str
+    number: int
+    title: str
+    value: int
+    path: str
+    line: int
+    how: str
+
+
 class _Judge(NamedTuple):
     """What a problem card says of its proposition: ``判断命题`` (a judge problem), the
     proposition its solutions' verdicts write back to, and its solutions' titles."""
@@ -86,7 +111,8 @@ def settled_by_a_record(c: Change) -> list:
     if not cards and not added:
         return []
     todo = _settlements(c, cards) + _verified_cards(c, added)
-    if not todo:
+    entries = _entry_settlements(c, cards)
+    if not todo and not entries:
         return []
     judges = _Judges(c, cards)
     ids = {t.id for t in todo} | {n.id for n in cards.values()}
@@ -94,10 +120,18 @@ def settled_by_a_record(c: Change) -> list:
             for j in [judges.of(t.id)] if j is not None and j.judges}
     recs = _Records(c, ids)
     out = []
+    refused: set[str] = set()
     for t in todo:
         if _backed(c, recs, judges, t.kind, t.id, t.toward):
             continue
-        out.append(c.violation(t.id, t.path, t.line, "KB312", _message(c, t, judges)))
+        refused.add(t.id)
+        out.append(c.violation(t.id, t.path, t.line, "KB312", _message(c, t, judges, recs)))
+    for e in entries:
+        # an object refused already: its entries and 概率 went with the same hand edit, and
+        # one error an object says what to undo (restoring the status restores them too)
+        if e.id in refused or _until(recs, lambda: _entry_backed(c, recs, judges, e)):
+            continue
+        out.append(c.violation(e.id, e.path, e.line, "KB312", _entry_message(c, e, judges, recs)))
     return out
 
 
@@ -150,6 +184,68 @@ def _verified_cards(c: Change, added: dict) -> list[_Todo]:
     return out
 
 
+def _entry_settlements(c: Change, cards: dict) -> list[_EntryTodo]:
+    """The entries of the change's problems and propositions it moves to probability 0 or
+    1 (from another value, or new: the card or the entry), and the propositions whose
+    ``概率`` it moves there.
+
+    Cheap: a card's entries are read (its row's JSON) only for the changed card files, and
+    the base's only when the new side holds an entry or a ``概率`` at 0 or 1."""
+    if not cards:
+        return []
+    base = c.lights(c.base, ("problem", "proposition"))
+    moved = moved_records(c)
+    out: list[_EntryTodo] = []
+    for key, n in cards.items():
+        rec = _full(c.new, n.path, n.id, n.kind)
+        if rec is None:
+            continue
+        hits = [e for e in rec.entries or () if e.probability in (0.0, 1.0)]
+        prob = rec.probability if n.kind == "proposition" else None
+        anchor = prob in (0.0, 1.0)
+        if not hits and not anchor:
+            continue
+        if ("card", n.id) in moved.carried:
+            continue  # carried by a [paths] move: no new value (one changed on the way is KB304's)
+        b: Any = base.get(key)
+        if b is None or b.kind != n.kind:
+            b = next(iter(c.base.find(n.id, (n.kind,))), None)
+        old = _full(c.base, b.path, n.id, n.kind) if b is not None else None
+        had_num = {(e.kind, e.number, e.probability) for e in (old.entries or ())} if old else set()
+        had_title = {(e.kind, e.title, e.probability) for e in (old.entries or ())} if old else set()
+        for e in hits:
+            if (e.kind, e.number, e.probability) in had_num or \
+                    (e.kind, e.title, e.probability) in had_title:
+                continue  # there before (renumbered: the same title and value)
+            was = next((x.probability for x in (old.entries or ()) if x.kind == e.kind
+                        and x.number == e.number), None) if old else None
+            v = int(e.probability)
+            how = (f"{e.kind} {e.number} 概率{_num(was)} -> 概率{v}" if was is not None
+                   else f"{e.kind} {e.number} added at 概率{v}")
+            out.append(_EntryTodo(n.id, n.kind, e.kind, e.number, e.title, v, n.path,
+                                  e.line or n.line, how))
+        if anchor and (old is None or old.probability != prob):
+            v = int(prob)
+            how = (f"概率 {_num(old.probability)} -> {v}" if old is not None and
+                   old.probability is not None else f"added at 概率 {v}")
+            line = c.new.anchor_line(n.path, n.id, "概率") or n.line
+            out.append(_EntryTodo(n.id, n.kind, "", 0, "", v, n.path, line, how))
+    return out
+
+
+def _full(side: Any, path: str, oid: str, kind: str) -> Any:
+    """Object ``oid`` of ``kind`` in ``path`` of snapshot ``side`` with its entries (the
+    row's JSON, no model built), or None."""
+    return next((r for r in side.records(path) if r.id == oid and r.kind == kind), None)
+
+
+def _num(x: Any) -> str:
+    """A probability as the cards write it (``1``, ``0.6``; ``?`` when absent)."""
+    if x is None:
+        return "?"
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
 class _Judges:
     """Problem cards of the new side read in full, once each (their anchors and titles)."""
 
@@ -186,7 +282,13 @@ class _Records:
         self.c = c
         self.folder = records_prefix(c.new_config)
         self.ids = ids
+        # votes are counted under the rules the change is judged by (the base's kb.toml)
+        self.min_votes = min_votes_of(c.config)
         self.by_r: dict[str, set[int]] = {}
+        #: record ID -> (path, why) of each record of verdict 0 or 1 that no verdict could
+        #: write (:func:`kb.research.record_faults.record_faults`): it backs nothing, and the
+        #: diagnostic says why
+        self.invalid: dict[str, list[tuple[str, str]]] = {}
         self.done: set[str] = set()
         self.listed = False
         if c.new.snap.kind == "commit":
@@ -221,20 +323,76 @@ class _Records:
         data = self.c.new.read_listed(files)  # unreadable: backs nothing (KB243 says so)
         for p in sorted(data):
             rec = read_record(p, data[p])
-            if isinstance(rec, VerificationRecord) and rec.verdict in (0.0, 1.0):
+            if not isinstance(rec, VerificationRecord) or rec.verdict not in (0.0, 1.0):
+                continue  # malformed, or a split vote: it settles nothing either way
+            faults = record_faults(rec, self.min_votes)
+            if faults:  # a hand-written record: a verdict it could not have been
+                self.invalid.setdefault(rec.r, []).append((p, "; ".join(faults)))
+            else:
                 self.by_r.setdefault(rec.r, set()).add(int(rec.verdict))
 
 
-def _backed(c: Change, recs: _Records, judges: _Judges, kind: str, oid: str, toward: str) -> bool:
-    """Whether a record settles ``oid`` toward ``toward``; the listing is read only when
-    the change's own records do not."""
+def _until(recs: _Records, holds: Callable[[], bool]) -> bool:
+    """Whether ``holds()`` with the records read so far, else with the whole listing: the
+    listing is read only when the change's own records do not back it."""
     while True:
-        if kind == "proposition" and toward in _proposition_ways(recs, judges, oid):
-            return True
-        if kind == "problem" and toward == "真" and _problem_solved(c, recs, judges, oid):
+        if holds():
             return True
         if not recs.more():
             return False
+
+
+def _backed(c: Change, recs: _Records, judges: _Judges, kind: str, oid: str, toward: str) -> bool:
+    """Whether a record settles ``oid`` toward ``toward``."""
+    if kind == "proposition":
+        return _until(recs, lambda: toward in _proposition_ways(recs, judges, oid))
+    return toward == "真" and _until(recs, lambda: _problem_solved(c, recs, judges, oid))
+
+
+def _entry_backed(c: Change, recs: _Records, judges: _Judges, e: _EntryTodo) -> bool:
+    """Whether the records read so far put entry ``e`` (or the proposition's ``概率``) at
+    its value, as kb's write-back does:
+
+    - its own record (``r-<id>-sN`` / ``-pfN`` / ``-rfN``) of that verdict;
+    - a proposition's ``概率``, a proof at 1 or a refutation at 1 (the entries a failed
+      proof's or a bare verdict's write-back adds): a record that settles the proposition
+      that way (:func:`_proposition_ways`);
+    - a proposition's entry: a verdict of that value on a solution ``r-<qid>-sN`` of its
+      judge problem on that side (the write-back of a promoted problem's verdict);
+    - a judge problem's ``【证明】`` / ``【证伪】`` solution: the proposition holds that entry
+      at that value (``kb promote`` copied it; its value was judged where it was made)."""
+    if e.kind == "proposition":
+        if e.entry == "":
+            return ("真" if e.value == 1 else "假") in _proposition_ways(recs, judges, e.id)
+        suffix = "pf" if e.entry == "证明" else "rf"
+        if e.value in recs.by_r.get(f"r-{e.id}-{suffix}{e.number}", ()):
+            return True
+        if e.value == 1 and ("真" if e.entry == "证明" else "假") in \
+                _proposition_ways(recs, judges, e.id):
+            return True
+        for r, verdicts in recs.by_r.items():
+            sol = _SOLUTION.match(r)
+            if sol is None or e.value not in verdicts:
+                continue
+            j = judges.of(sol.group("id"))
+            if j is not None and j.writes_to == e.id:
+                title = j.titles.get(int(sol.group("n")), "")
+                if ("证伪" if title.startswith("【证伪】") else "证明") == e.entry:
+                    return True
+        return False
+    if e.value in recs.by_r.get(f"r-{e.id}-s{e.number}", ()):
+        return True
+    j = judges.of(e.id)
+    m = re.match(r"^【(证明|证伪)】", e.title)
+    if j is None or not j.writes_to or m is None:
+        return False
+    pid, side, title = j.writes_to, m.group(1), e.title[m.end():]
+    light = judges.cards.get(("card", pid))
+    path = light.path if light is not None and light.kind == "proposition" else \
+        next((o.path for o in c.new.find(pid, ("proposition",))), None)
+    p = _full(c.new, path, pid, "proposition") if path is not None else None
+    return p is not None and any(x.kind == side and x.title == title and x.probability == e.value
+                                 for x in p.entries or ())
 
 
 def _proposition_ways(recs: _Records, judges: _Judges, pid: str) -> set[str]:
@@ -287,7 +445,9 @@ def _problem_solved(c: Change, recs: _Records, judges: _Judges, qid: str) -> boo
     return ("假" if status == "已验证·假" else "真") in _proposition_ways(recs, judges, j.judges)
 
 
-def _message(c: Change, t: _Todo, judges: _Judges) -> str:
+def _message(c: Change, t: _Todo, judges: _Judges, recs: _Records) -> str:
+    """KB312's text for settlement ``t``: what would back it, any record found that is not
+    valid, and how to settle it."""
     folder = c.kb.prefix + records_prefix(c.new_config)
     if t.kind == "problem":
         need = f"a verdict of 1 on one of its solutions (r-{t.id}-sN)"
@@ -305,9 +465,49 @@ def _message(c: Change, t: _Todo, judges: _Judges) -> str:
         f"{t.id}: Verified card {c.kb.prefix}{t.path} was added"
     undo = "remove the card" if t.verified else "restore the status"
     settling = "solving it" if t.kind == "problem" else f"settling it {t.toward}"
-    return (f"{subject}, {settling}, but no verification record under {folder} "
-            f"settles it so ({need}); only a verdict settles a {_noun(t.kind)} and writes its "
-            f"Verified card — {undo} and run {how} {override_hint(t.id)}")
+    return (f"{subject}, {settling}, but no valid verification record under {folder} "
+            f"settles it so ({need}){_invalid_found(c, recs, judges, t.id)}; only a verdict "
+            f"settles a {_noun(t.kind)} and writes its Verified card — {undo} and run {how} "
+            f"{override_hint(t.id)}")
+
+
+def _entry_message(c: Change, e: _EntryTodo, judges: _Judges, recs: _Records) -> str:
+    """KB312's text for entry (or ``概率``) ``e`` moved to 0 or 1: the record that would put
+    it there, any record found that is not valid, and how to get one."""
+    folder = c.kb.prefix + records_prefix(c.new_config)
+    if e.entry == "":
+        need = (f"one that settles it {'真' if e.value == 1 else '假'}, e.g. a verdict of "
+                f"{e.value} on r-{e.id}")
+        how = f"`kb verdict {e.id}#证明N …` (or `kb verdict {e.id}` without entries)"
+        what = f"{e.id}: {e.how}"
+    else:
+        short = {"解法": "s", "证明": "pf", "证伪": "rf"}[e.entry]
+        need = f"a verdict of {e.value} on r-{e.id}-{short}{e.number}"
+        how = f"`kb verdict {e.id}#{e.entry}{e.number} --vote V1=R --vote V2=R`"
+        what = f"{e.id}: {e.how}"
+    return (f"{what}, but no valid verification record under {folder} puts it there "
+            f"({need}){_invalid_found(c, recs, judges, e.id)}; probability 0 or 1 is a "
+            "verdict's alone (Vibe Math reads an entry at 1 as settling its object, and agents "
+            f"never write 0 or 1) — restore the value and run {how} {override_hint(e.id)}")
+
+
+def _invalid_found(c: Change, recs: _Records, judges: _Judges, oid: str) -> str:
+    """``; the record found is not valid (KB243): <path> (<why>)`` for the records of
+    verdict 0 or 1 on ``oid`` (its entries, its judge problems' solutions) that no verdict
+    could write; "" when there are none."""
+    found = []
+    for r, bad in sorted(recs.invalid.items()):
+        m = _SOLUTION.match(r)
+        j = judges.of(m.group("id")) if m is not None and m.group("id") != oid else None
+        if r == f"r-{oid}" or r.startswith(f"r-{oid}-") or (j is not None and j.writes_to == oid):
+            found += bad
+    if not found:
+        return ""
+    shown = "; ".join(f"{c.kb.prefix}{p} ({why})" for p, why in found[:3])
+    more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+    one = len(found) == 1
+    return (f"; the record{'' if one else 's'} found {'is' if one else 'are'} not valid "
+            f"(KB243): {shown}{more}")
 
 
 def _noun(kind: str) -> str:

@@ -123,7 +123,16 @@ def run(mode: Mode, start: Optional[Path] = None, kb_path: Optional[Path] = None
     if mode.kind == "rev":
         return verify_rev(start, mode.rev or "HEAD", kb_path)
     if mode.kind == "range":
-        return verify_commit_range(start, mode.base, mode.tip or "HEAD", kb_path,
-                                   allow_root=mode.base is None, against=mode.against,
-                                   rewrite=mode.rewrite)
+        report = verify_commit_range(start, mode.base, mode.tip or "HEAD", kb_path,
+                                     allow_root=mode.base is None, against=mode.against,
+                                     rewrite=mode.rewrite)
+        if mode.source == "pre-commit framework":
+            # the framework's pre-push stage refuses what kb's own pre-push hook does:
+            # a pushed change to a path another owner holds on the lock remote
+            from kb.checks.push import push_lock_findings
+
+            env = os.environ if environ is None else environ
+            report.findings += push_lock_findings(start, mode.base, mode.tip or "HEAD",
+                                                  env.get("KB_OWNER"))
+        return report
     raise UsageError(f"unknown verify mode {mode.kind!r}")

@@ -54,10 +54,14 @@ def gen_report(sandbox: str | None = None) -> dict[str, Any]:
 
 
 def gen_schema(kind: str | None = None) -> dict[str, Any]:
-    """The JSON Schema of candidates, litscout or verdict (all three without ``kind``)."""
+    """The JSON Schema of candidates, litscout or verdict (all three without ``kind``).
+    Raises :class:`kb.errors.UsageError` for another ``kind``."""
+    from kb.errors import UsageError
     from kb.gen.models import schemas
 
     all_ = schemas()
+    if kind and kind not in all_:
+        raise UsageError(f"no such schema kind: use one of {', '.join(sorted(all_))}")
     return all_[kind] if kind else all_
 
 

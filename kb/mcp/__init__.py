@@ -35,13 +35,16 @@ from kb.mcp.warm import WarmKB
 #: package is not installed (an area not built yet), so the list stays static per install.
 AREAS = ["reads", "tree", "cards", "locks", "review", "trail", "gen"]
 
-INSTRUCTIONS = (
+#: The server's instructions open and end with these; between them the registry names
+#: which write tools return the write result and which take ``expect``
+#: (:meth:`Registry.instructions`), so the text never promises a shape a tool lacks.
+INSTRUCTIONS_LEAD = (
     "kb: a git-backed Markdown knowledge base for research. Read the prime resource (or "
-    "call the prime tool) first. Every write tool is one transaction and one commit and "
-    "returns {op, id, ids, paths, blobs, commit, changes, recovered}; pass a file's blob "
-    "(from a read's `blob` or a write's `blobs`) as `expect` to refuse a write when the file "
-    "changed (kind stale). Errors are tool errors whose text is {\"error\": {message, "
-    "exit_code, kind}}; a missing, ill-typed or unknown argument is kind usage.")
+    "call the prime tool) first.")
+INSTRUCTIONS_TAIL = (
+    "Errors are tool errors whose text is {\"error\": {message, exit_code, kind}}; a "
+    "missing, ill-typed or unknown argument (or a word outside an argument's enum) is kind "
+    "usage.")
 
 
 def build_server(kb: Optional[Path] = None) -> MCPServer:
@@ -49,11 +52,9 @@ def build_server(kb: Optional[Path] = None) -> MCPServer:
 
     The KB is opened on the first tool call, so a server started outside a KB
     still lists its tools and answers each call with an ``environment`` error."""
-    server = KbServer(name="kb", version=_kb_pkg.__version__, instructions=INSTRUCTIONS)
     warm = WarmKB(kb)
     served = warm.get
-    reg = Registry(server, warm)
-    server.registry = reg
+    reg = Registry(warm)
     for area in AREAS:
         try:
             mod = importlib.import_module(f"kb.mcp.{area}")
@@ -65,6 +66,10 @@ def build_server(kb: Optional[Path] = None) -> MCPServer:
         if need and importlib.util.find_spec(need) is None:
             continue
         mod.register(reg)
+    server = KbServer(name="kb", version=_kb_pkg.__version__,
+                      instructions=reg.instructions(INSTRUCTIONS_LEAD, INSTRUCTIONS_TAIL))
+    server.registry = reg
+    reg.install(server)
 
     def prime() -> str:
         """kb prime's text; a kb error (outside a KB, …) is a protocol error carrying kb's

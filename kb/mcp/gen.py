@@ -7,10 +7,25 @@ run's current round when it exists, else they cache in ``.kb/lit-cache``.
 """
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from kb.mcp.registry import Registry
 from kb.repo import KnowledgeBase
+
+# The fixed choices of the CLI's options (click.Choice there), declared as enums in the
+# input schemas: an agent sees the valid words, and a wrong one is refused as a usage error
+# naming them before the tool runs (gen_schema indexed a dict with it: a KeyError, kind
+# internal). tests/test_mcp_enums.py checks each against the library's own list.
+#: A gen submission's kind (:data:`kb.gen.models.KINDS`).
+GenKind = Literal["candidates", "litscout", "verdict"]
+#: How deeply a run evaluates (:data:`kb.gen.store.EVAL_SCALES`).
+EvalScale = Literal["low", "medium", "high"]
+#: Where lit_search asks (:data:`kb.lit.client.SOURCES`).
+LitSource = Literal["s2", "openalex", "both"]
+#: How lit_search orders (:data:`kb.lit.client.SORTS`).
+LitSort = Literal["relevance", "citations", "date"]
+#: What lit_cite lists (:data:`kb.lit.client.DIRECTIONS`).
+LitDirection = Literal["references", "citations", "recommend"]
 
 
 def _sandbox(kb: KnowledgeBase, sandbox: Optional[str]) -> str:
@@ -28,7 +43,7 @@ def _lit_where(kb: KnowledgeBase, sandbox: Optional[str]) -> dict[str, Optional[
 
 
 def gen_init(kb: KnowledgeBase, question: str, sandbox: Optional[str] = None, gen_n: int = 6,
-             keep_threshold: float = 65, eval_scale: str = "medium", budget: int = 6,
+             keep_threshold: float = 65, eval_scale: EvalScale = "medium", budget: int = 6,
              patience: int = 2) -> Any:
     """Tool ``gen_init``: start a generation run in ``sandbox`` (:func:`kb.gen.api.gen_init`).
 
@@ -61,7 +76,7 @@ def gen_brief(kb: KnowledgeBase, role: str, sandbox: Optional[str] = None) -> An
     return api.gen_brief(role, _sandbox(kb, sandbox))
 
 
-def gen_submit(kb: KnowledgeBase, kind: str, data: dict[str, Any], reason: Optional[str] = None,
+def gen_submit(kb: KnowledgeBase, kind: GenKind, data: dict[str, Any], reason: Optional[str] = None,
                sandbox: Optional[str] = None) -> Any:
     """Tool ``gen_submit``: validate ``data`` as the round's ``kind`` and advance the loop.
 
@@ -83,10 +98,9 @@ def gen_report(kb: KnowledgeBase, sandbox: Optional[str] = None) -> Any:
     return api.gen_report(_sandbox(kb, sandbox))
 
 
-def gen_schema(kb: KnowledgeBase, kind: Optional[str] = None) -> Any:
-    """Tool ``gen_schema``: the JSON Schema of ``kind`` (every kind when None).
-
-    Raises UsageError for an unknown kind.
+def gen_schema(kb: KnowledgeBase, kind: Optional[GenKind] = None) -> Any:
+    """Tool ``gen_schema``: the JSON Schema of ``kind`` (``{kind: schema}`` of every kind when
+    None). An unknown kind never reaches it: the input schema's enum refuses it (kind usage).
     """
     from kb.gen import api
 
@@ -134,8 +148,8 @@ def _with_fallback(call: Any) -> Any:
 
 
 def lit_search(kb: KnowledgeBase, query: str, limit: int = 12, year: Optional[str] = None,
-               min_citations: int = 0, open_access: bool = False, source: str = "both",
-               sort: str = "relevance", sandbox: Optional[str] = None) -> Any:
+               min_citations: int = 0, open_access: bool = False, source: LitSource = "both",
+               sort: LitSort = "relevance", sandbox: Optional[str] = None) -> Any:
     """Tool ``lit_search``: search papers (``limit`` results, ``year`` a range like ``2020-``).
 
     Raises LitError (its fallback advice in the message) when every source fails.
@@ -158,7 +172,7 @@ def lit_snippet(kb: KnowledgeBase, query: str, limit: int = 10, sandbox: Optiona
     return _with_fallback(lambda: api.lit_snippet(query, limit, **_lit_where(kb, sandbox)))
 
 
-def lit_cite(kb: KnowledgeBase, paper_id: str, direction: str = "references", limit: int = 15,
+def lit_cite(kb: KnowledgeBase, paper_id: str, direction: LitDirection = "references", limit: int = 15,
              influential: bool = False, sandbox: Optional[str] = None) -> Any:
     """Tool ``lit_cite``: the ``references`` or ``citations`` of ``paper_id`` (``limit`` of
     them).
@@ -193,20 +207,21 @@ def lit_keys(kb: KnowledgeBase) -> Any:
 def register(reg: Registry) -> None:
     """Register this module's tools on ``reg`` (names, descriptions, read/write annotations)."""
     reg.write("gen_init", gen_init, "Start a hypothesis-generation run (kb gen init): the sandbox "
-              "with loop.run.yaml, ledger.tsv and the literature cache; refused if a run exists.")
+              "with loop.run.yaml, ledger.tsv and the literature cache; refused if a run exists.",
+              op_result=False)
     reg.read("gen_status", gen_status, "The run's round, next step, pool, gaps and dry counter "
              "(kb gen status).")
     reg.read("gen_brief", gen_brief, "What the next role needs (kb gen brief): role is generator, "
              "litscout, judge or ranker; includes the output's JSON Schema.")
     reg.write("gen_submit", gen_submit, "Submit the round's candidates, litscout or verdict object "
               "(kb gen submit): kb validates it, checks snippets against the round's literature "
-              "cache, recomputes totals, applies the novelty cap and gates, and advances the loop.")
+              "cache, recomputes totals, applies the novelty cap and gates, and advances the loop.", op_result=False)
     reg.write("gen_report", gen_report, "Write the ranked report hypotheses.md (kb gen report).",
-              idempotent=True)
+              idempotent=True, op_result=False)
     reg.read("gen_schema", gen_schema, "The JSON Schema of candidates, litscout or verdict "
              "(kb gen schema).")
     reg.write("gen_rank", gen_rank, "Apply pairwise comparisons of pool hypotheses "
-              "[{a, b, winner, rationale}] to their Elo ratings (kb gen rank); none: the standings.")
+              "[{a, b, winner, rationale}] to their Elo ratings (kb gen rank); none: the standings.", op_result=False)
     reg.write("gen_adopt", gen_adopt, "Add a kept hypothesis to tree.md as a normal hypothesis "
               "(kb gen adopt): one commit, provenance in prose and trailers.")
     for name, fn, what in (
@@ -216,5 +231,5 @@ def register(reg: Registry) -> None:
             ("lit_paper", lit_paper, "arXiv metadata of one arXiv id")):
         reg.write(name, fn, f"{what} (kb lit): cached on disk and recorded in the gen run's current "
                   "round; a failure is a tool error with the fallback advice.", idempotent=True,
-                  open_world=True)
+                  open_world=True, op_result=False)
     reg.read("lit_keys", lit_keys, "Which literature API keys are set (presence only).")

@@ -126,19 +126,20 @@ def project_unlock(kb: KnowledgeBase, owner: Optional[str] = None,
 def register(reg: Registry) -> None:
     """Register this module's tools on ``reg`` (names, descriptions, read/write annotations)."""
     reg.write("lock_claim", lock_claim, "kb lock claim: lock `paths` for `owner` (all or none); "
-              "refused with kind locked while someone else holds one.")
+              "refused with kind locked while someone else holds one.", op_result=False)
     reg.write("lock_renew", lock_renew, "kb lock renew: extend your own leases on `paths`.",
-              idempotent=True)
+              idempotent=True, op_result=False)
     reg.write("lock_steal", lock_steal, "kb lock steal: take `paths` over after the lease "
-              "expired (or as a lead), with a `reason`.", destructive=True)
+              "expired (or as a lead), with a `reason`.", destructive=True,
+              op_result=False)
     reg.write("lock_release", lock_release, "kb lock release: commit the changes of `paths` (or "
               "all) and delete their locks in one atomic git transaction.", destructive=True)
     reg.write("lock_prune", lock_prune, "kb lock prune: delete every expired lock.",
-              destructive=True, idempotent=True)
+              destructive=True, idempotent=True, op_result=False)
     reg.read("lock_status", lock_status, "kb lock status: every lock with owner, expiry "
              "(ISO and _epoch) and whether it expired.")
     reg.write("project_lock", project_lock, "kb project lock: take (or renew) the project-wide "
               "lease of one scheduling session; `steal` (a reason) takes another's over.",
-              idempotent=True)
+              idempotent=True, op_result=False)
     reg.write("project_unlock", project_unlock, "kb project unlock: give the project lease back "
               "(holder only).", destructive=True)

@@ -4,6 +4,7 @@ CLI prints with ``--json`` and changes nothing."""
 
 from typing import Any, Optional
 
+from kb.checks.catalogue import Family
 from kb.errors import NotFoundError, UsageError
 from kb.mcp.registry import Registry
 from kb.mcp.warm import WarmKB
@@ -122,7 +123,7 @@ def verify(kb: KnowledgeBase, staged: bool = False, rev: Optional[str] = None,
 
 
 def rules(kb: KnowledgeBase, codes: Optional[list[str]] = None,
-          family: Optional[str] = None) -> object:
+          family: Optional[Family] = None) -> object:
     """Tool ``rules``: the rule catalogue (``codes`` and ``family`` filter it) with each rule's
     effective severity; ``{rules, unknown}`` (``unknown`` is always empty: see below).
 

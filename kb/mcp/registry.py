@@ -176,17 +176,49 @@ class KbServer(MCPServer):
 
 
 class Registry:
-    """Registers kb tools on one :class:`MCPServer` serving one KB."""
+    """Collects kb tools for one KB, then installs them on its :class:`MCPServer`.
 
-    def __init__(self, server: MCPServer, warm: WarmKB) -> None:
-        self.server = server
+    The tools are collected first (:meth:`read`, :meth:`write`) and added by
+    :meth:`install`, so that the server's instructions can name which tools return the
+    write result and which take ``expect`` (:meth:`instructions`): the SDK takes the
+    instructions only when the server is made.
+    """
+
+    def __init__(self, warm: WarmKB) -> None:
         self.warm = warm
         self.names: list[str] = []
         #: tool name -> the argument names it takes (as the client sends them: aliases)
         self.params: dict[str, frozenset[str]] = {}
+        #: the write tools, in registration order
+        self.writes: list[str] = []
+        #: the write tools that return the write result (an ``OpResult``: op, id, ids, …)
+        self.op_results: list[str] = []
         # One call at a time: the SDK may run tools in parallel threads, and kb's
         # writes (and an agent's read-after-write) expect the order of the calls.
         self.lock = threading.Lock()
+        self._tools: list[dict[str, Any]] = []  # MCPServer.add_tool's arguments, in order
+
+    def install(self, server: MCPServer) -> None:
+        """Add every collected tool to ``server``, in registration order."""
+        for tool in self._tools:
+            server.add_tool(**tool)
+
+    def instructions(self, lead: str, tail: str) -> str:
+        """The server's instructions: ``lead``, then which write tools return the write
+        result, what the others return and which tools take ``expect``, then ``tail``."""
+        own = [n for n in self.writes if n not in self.op_results]
+        guarded = [n for n in self.names if "expect" in self.params[n]]
+        return (
+            f"{lead} These write tools are one transaction each, with at most one commit (none "
+            "with no_commit, dry_run or check, or when nothing changed), and return {op, id, "
+            "ids, paths, blobs, commit, changes, recovered}: "
+            f"{', '.join(self.op_results)}. The other write tools ({', '.join(own)}) return "
+            "what their CLI command prints with --json; the schema tool gives its JSON Schema "
+            "(command: the tool's name with spaces, e.g. 'lock claim'; explore_tree_record: "
+            "'trail <action>'). Pass a file's blob (from a read's `blob` or a write's `blobs`) "
+            "as `expect` to refuse a write when the file changed (kind stale); the tools taking "
+            f"it: {', '.join(guarded)}. A tool that only creates a card or rewrites many files "
+            f"takes none, as the CLI refuses --expect there. {tail}")
 
     def _add(self, name: str, fn: Callable[..., Any], description: str,
              annotations: ToolAnnotations, takes_kb: bool = True) -> None:
@@ -220,8 +252,8 @@ class Registry:
         tool.__annotations__ = {p.name: p.annotation for p in params}
         tool.__annotations__["return"] = CallToolResult
         del tool.__wrapped__  # the SDK must see the signature above, not fn's
-        self.server.add_tool(tool, name=name, description=description, annotations=annotations,
-                             structured_output=False)
+        self._tools.append({"fn": tool, "name": name, "description": description,
+                            "annotations": annotations, "structured_output": False})
         self.names.append(name)
         sent = {v: k for k, v in aliases.items()}
         self.params[name] = frozenset(sent.get(p.name, p.name) for p in params)
@@ -237,13 +269,18 @@ class Registry:
 
     def write(self, name: str, fn: Callable[..., Any], description: str, *,
               destructive: bool = False, idempotent: bool = False,
-              open_world: bool = False, takes_kb: bool = True) -> None:
-        """A tool that writes (one transaction, one commit). ``destructive``: it can
-        overwrite or remove what is there (not only add); ``idempotent``: the same call
-        twice leaves the same state; ``open_world``: it talks to a remote."""
+              open_world: bool = False, takes_kb: bool = True, op_result: bool = True) -> None:
+        """A tool that writes. ``destructive``: it can overwrite or remove what is there (not
+        only add); ``idempotent``: the same call twice leaves the same state; ``open_world``:
+        it talks to a remote; ``op_result``: it is one transaction and one commit returning
+        the write result (``OpResult``); False for a write with an object of its own (a lock
+        claim, a gen run's step), as its CLI command prints it."""
         self._add(name, fn, description, ToolAnnotations(
             read_only_hint=False, destructive_hint=destructive, idempotent_hint=idempotent,
             open_world_hint=open_world), takes_kb)
+        self.writes.append(name)
+        if op_result:
+            self.op_results.append(name)
 
 
 __all__ = ["KbServer", "Registry", "to_data"]

@@ -12,15 +12,26 @@ and what was wrong, and the server goes on serving. A blank line holds no messag
 skipped. The SDK offers no public way to run an :class:`MCPServer` over streams of one's
 own, so :func:`serve_stdio` reaches its low-level server; where a later SDK has none,
 the SDK's own stdio loop serves (bad lines unanswered again, nothing else lost).
+
+Two kinds of line parse as JSON elsewhere but hold no text, and are refused here with the
+request's id when it can be read: a line whose bytes are not UTF-8 (the SDK decodes stdin
+with replacement characters, so such a request ran with U+FFFD in its arguments; kb reads
+stdin itself, :func:`claim_stdin`, keeping the undecodable bytes visible) and a string
+holding a lone surrogate escape (``"\\ud800"``, valid RFC 8259 grammar but no Unicode
+text; the SDK's parser refuses it as a parse error with id null).
 """
 
 from __future__ import annotations
 
+import io
+import json
+import os
 import re
 import sys
+from collections.abc import Callable
 from contextlib import suppress
 from types import TracebackType
-from typing import Any, Optional
+from typing import Any, BinaryIO, Optional
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -53,12 +64,68 @@ def _shape(value: dict[str, Any]) -> str:
     return "JSONRPCResponse" if "result" in value else "JSONRPCRequest"
 
 
+#: Where :func:`claim_stdin`'s decoding left a byte that is not UTF-8 (surrogateescape).
+_RAW_BYTE = re.compile("[\udc80-\udcff]")
+#: Any surrogate code point: in parsed JSON only a lone escape (\uD800 to \uDFFF) gives one.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _request_id(value: Any) -> Any:
+    """The id to answer a message object with: a request's (it has ``method``) integer or
+    string id that is itself text; else None (JSON-RPC's null)."""
+    if not isinstance(value, dict) or "method" not in value:
+        return None
+    rid = value.get("id")
+    if isinstance(rid, bool) or not isinstance(rid, (int, str)):
+        return None
+    return None if isinstance(rid, str) and _SURROGATE.search(rid) else rid
+
+
+def _loose_json(text: str) -> Any:
+    """``text`` parsed by Python's own JSON reader, which takes lone surrogate escapes and
+    undecoded bytes as they are (only to find a request's id); None when it cannot."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _lone_surrogate(value: Any) -> Optional[str]:
+    """The first lone surrogate in any key or string of the JSON ``value``, as its escape
+    (``\\ud800``); None when every string is text."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            hit = _SURROGATE.search(v)
+            if hit:
+                return f"\\u{ord(hit[0]):04x}"
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return None
+
+
 def describe(exc: Exception) -> tuple[int, str, Any]:
     """What was wrong with a line the SDK's transport could not read (``exc``, its
-    exception): the JSON-RPC error code, a short reason, and the id to answer with."""
+    exception): the JSON-RPC error code, a short reason, and the id to answer with
+    (a request's own id whenever it can be read, else None)."""
     if not isinstance(exc, ValidationError):
         return PARSE_ERROR, f"it could not be read ({type(exc).__name__}: {exc})", None
     errors = exc.errors()
+    for err in errors:
+        text = err.get("input")
+        hit = _RAW_BYTE.search(text) if err.get("type") == "string_unicode" \
+            and isinstance(text, str) else None
+        if hit is None:
+            continue
+        # :func:`claim_stdin` kept the bytes that are not UTF-8 as U+DC80-U+DCFF: refuse the
+        # line rather than run it with replacement characters in its arguments
+        where = f"byte 0x{ord(hit[0]) - 0xDC00:02x} at column {hit.start() + 1}"
+        return (PARSE_ERROR, f"it is not UTF-8 text, so not JSON ({where}); nothing of it was run",
+                _request_id(_loose_json(text)))
     bad_json = next((e for e in errors if e.get("type") == "json_invalid"), None)
     if bad_json is not None:
         why = str(bad_json.get("msg", "")).removeprefix("Invalid JSON: ")
@@ -67,8 +134,16 @@ def describe(exc: Exception) -> tuple[int, str, Any]:
                      lambda m: f" at column {m[2]}" if m[1] == "1" else " at the end of the line", why)
         text = bad_json.get("input")
         if isinstance(text, str) and "\ufffd" in text:
-            # the transport decodes stdin as UTF-8 with replacement characters
+            # the SDK's own transport (the fallback) decodes stdin with replacement characters
             return PARSE_ERROR, f"it is not UTF-8 text, so not JSON ({why})", None
+        loose = _loose_json(text) if isinstance(text, str) else None
+        lone = _lone_surrogate(loose)
+        if lone is not None:
+            # RFC 8259 lets a string escape half of a surrogate pair (a cut emoji); it is no
+            # Unicode text, so no argument can hold it. The id is readable: answer with it.
+            return (INVALID_REQUEST, f"a string in it holds the lone surrogate escape {lone} "
+                    f"({why}), which is no Unicode text; nothing of it was run",
+                    _request_id(loose))
         return PARSE_ERROR, f"it is not JSON ({why})", None
     found, value = _whole(errors)
     if found and not isinstance(value, dict):
@@ -152,6 +227,55 @@ class AnsweredReadStream:
         await self.aclose()
 
 
+def claim_stdin() -> Optional[tuple[BinaryIO, Callable[[], None]]]:
+    """Take the process's stdin for the protocol, as the SDK's transport would: the wire is
+    read from a private duplicate of fd 0 and fd 0 points at the null device while serving,
+    so git and the hooks read EOF, never protocol bytes. Returns the wire (binary) and the
+    function that points fd 0 back at it; None where this cannot be done (no fd 0 behind
+    ``sys.stdin``, Windows, a descriptor error): the SDK then claims stdin itself.
+
+    kb reads the wire itself because the SDK decodes it with replacement characters, which
+    would run a request whose bytes are not UTF-8 with U+FFFD in its arguments.
+    """
+    if sys.platform == "win32" or sys.stdin is None:
+        return None
+    try:
+        if sys.stdin.buffer.fileno() != 0:
+            return None
+    except (AttributeError, OSError, ValueError):
+        return None
+    import fcntl
+
+    try:
+        private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    except OSError:
+        return None
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        try:
+            os.dup2(null, 0)
+        finally:
+            os.close(null)
+    except OSError:
+        os.close(private)
+        return None
+
+    def release() -> None:
+        with suppress(OSError):
+            os.dup2(private, 0)
+
+    # closefd=False, and ``private`` is never closed: a worker thread may still be blocked
+    # reading it after serving ends, and a recycled descriptor would feed it another file.
+    return os.fdopen(private, "rb", closefd=False), release
+
+
+def wire_text(wire: BinaryIO) -> Any:
+    """The async text lines of ``wire`` for the SDK's transport: UTF-8, with each byte that
+    is not UTF-8 kept as U+DC80-U+DCFF (surrogateescape), which the SDK's parser refuses and
+    :func:`describe` names, instead of U+FFFD, which would pass as text."""
+    return anyio.wrap_file(io.TextIOWrapper(wire, encoding="utf-8", errors="surrogateescape"))
+
+
 async def serve_stdio(server: MCPServer, fallback: Any) -> None:
     """Serve ``server`` over the SDK's stdio transport, answering unreadable lines.
     ``fallback`` (the SDK's own ``run_stdio_async``) serves when this SDK's server has
@@ -160,6 +284,12 @@ async def serve_stdio(server: MCPServer, fallback: Any) -> None:
     if lowlevel is None or not hasattr(lowlevel, "run"):
         await fallback()
         return
-    async with stdio_server() as (read_stream, write_stream):
-        await lowlevel.run(AnsweredReadStream(read_stream, write_stream), write_stream,
-                           lowlevel.create_initialization_options())
+    claimed = claim_stdin()
+    try:
+        stdin = wire_text(claimed[0]) if claimed is not None else None
+        async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+            await lowlevel.run(AnsweredReadStream(read_stream, write_stream), write_stream,
+                               lowlevel.create_initialization_options())
+    finally:
+        if claimed is not None:
+            claimed[1]()

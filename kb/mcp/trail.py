@@ -68,4 +68,5 @@ explore_tree_record.__annotations__ = {"kb": KnowledgeBase, "return": object,
 def register(reg: Registry) -> None:
     """Register this module's tools on ``reg`` (names, descriptions, read/write annotations)."""
     reg.read("explore_tree", explore_tree, EXPLORE_TREE_DESCRIPTION)
-    reg.write("explore_tree_record", explore_tree_record, EXPLORE_TREE_RECORD_DESCRIPTION)
+    reg.write("explore_tree_record", explore_tree_record, EXPLORE_TREE_RECORD_DESCRIPTION,
+              op_result=False)

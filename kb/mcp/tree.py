@@ -77,9 +77,10 @@ def hyp_evidence(kb: KnowledgeBase, id: str, experiment: str, no_commit: bool = 
 
 def exp_new(kb: KnowledgeBase, hyp: str, action: str, goal: Optional[str] = None,
             date: Optional[str] = None, no_commit: bool = False,
-            owner: Optional[str] = None) -> object:
+            owner: Optional[str] = None, expect: Optional[str] = None) -> object:
     """Tool ``exp_new``: create the next experiment file for hypothesis ``hyp`` (``date``
-    YYYY-MM-DD) (:func:`kb.ops.experiments.new_experiment`).
+    YYYY-MM-DD) (:func:`kb.ops.experiments.new_experiment`); ``expect`` is tree.md's blob
+    (the hypothesis moves 待验 → 进行中 there).
 
     Returns the write's ``OpResult`` (``op``, ``ids``, ``paths``, ``blobs``, ``commit``,
     ``changes``, ``recovered``).
@@ -88,7 +89,8 @@ def exp_new(kb: KnowledgeBase, hyp: str, action: str, goal: Optional[str] = None
     """
     from kb.ops.experiments import new_experiment
 
-    return new_experiment(kb, hyp, action, goal, date=date, no_commit=no_commit, owner=owner)
+    return new_experiment(kb, hyp, action, goal, date=date, no_commit=no_commit, owner=owner,
+                          expect=expect)
 
 
 def exp_log(kb: KnowledgeBase, id: str, text: str, no_commit: bool = False,
@@ -138,9 +140,10 @@ def exp_result(kb: KnowledgeBase, id: str, data: str, conclusion: str, reason: s
                          expect=expect)
 
 
-def dashboard(kb: KnowledgeBase, no_commit: bool = False, owner: Optional[str] = None) -> object:
+def dashboard(kb: KnowledgeBase, no_commit: bool = False, owner: Optional[str] = None,
+              expect: Optional[str] = None) -> object:
     """Tool ``dashboard``: regenerate DASHBOARD.md and commit it
-    (:func:`kb.ops.dashboard.refresh_dashboard`).
+    (:func:`kb.ops.dashboard.refresh_dashboard`); ``expect`` is DASHBOARD.md's blob.
 
     Returns the write's ``OpResult`` (``op``, ``ids``, ``paths``, ``blobs``, ``commit``,
     ``changes``, ``recovered``).
@@ -149,7 +152,7 @@ def dashboard(kb: KnowledgeBase, no_commit: bool = False, owner: Optional[str] =
     """
     from kb.ops.dashboard import refresh_dashboard
 
-    return refresh_dashboard(kb, no_commit=no_commit, owner=owner)
+    return refresh_dashboard(kb, no_commit=no_commit, owner=owner, expect=expect)
 
 
 def dashboard_check(kb: KnowledgeBase) -> object:

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from kb.errors import UsageError
-from kb.text import unsafe_id_reason
+from kb.text import BODY_MAX, check_length, unsafe_id_reason
 
 #: Characters a new ID or category folder may not hold (VIBEMATH-V3.md safe IDs).
 UNSAFE_NEW = re.compile(r'[\\/:*?"<>|#｜,\[\]{}\s\x00-\x1f\x7f]')
@@ -46,13 +46,20 @@ def read_text_arg(text: str | None, text_file: str | Path | None, what: str = "t
     """The text of ``--text`` or ``--text-file`` (UTF-8; ``-`` is not special).
 
     Raises UsageError for both or neither given (when required), a missing, unreadable or
-    non-UTF-8 file.
+    non-UTF-8 file, or a text longer than :data:`kb.text.BODY_MAX` characters.
     """
     if text is not None and text_file is not None:
         raise UsageError(f"give either the {what} or a file holding it, not both")
     if text_file is not None:
         p = Path(text_file)
         try:
+            # A file of more than 4 bytes per character allowed is too long whatever it
+            # holds (UTF-8 takes at most 4): refused before it is read into memory.
+            size = p.stat().st_size
+            if size > 4 * BODY_MAX:
+                raise UsageError(f"text file {str(text_file)!r} is {size:,} bytes, more than the "
+                                 f"{BODY_MAX:,} characters kb writes as one text; shorten it or "
+                                 "split it")
             data = p.read_bytes()
         except FileNotFoundError:
             raise UsageError(f"text file {str(text_file)!r} does not exist; give an existing "
@@ -65,6 +72,7 @@ def read_text_arg(text: str | None, text_file: str | Path | None, what: str = "t
             raise UsageError(f"text file {str(text_file)!r} is not UTF-8; re-save it as UTF-8") from None
     out = (text or "").replace("\r\n", "\n").replace("\r", "\n").strip("\n")
     out = "\n".join(ln.rstrip() for ln in out.split("\n")).strip("\n")
+    check_length(out, f"the {what}", BODY_MAX)
     if required and not out.strip():
         raise UsageError(f"the {what} is empty; give it with --text or --text-file")
     return out

@@ -16,6 +16,7 @@ from kb.numbers import MAX_DIGITS, small_int
 from kb.ops.session import Session
 from kb.ops.transaction import FormatGuardError
 from kb.ops.tree_edit import id_span, read_clean
+from kb.text import BODY_MAX, check_length
 
 _PLACEHOLDER = re.compile(r"^\s*\[待[^\]]*\]\s*$")
 _HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
@@ -184,10 +185,12 @@ def text_lines(text: Any, what: str) -> list[str]:
     """Free text for a section: one or more lines, none of them a heading (UsageError
     when empty, RefusedError for a heading line).
 
-    Raises UsageError for empty text, RefusedError for a line that is a Markdown heading.
+    Raises UsageError for empty text or one longer than :data:`kb.text.BODY_MAX`
+    characters, RefusedError for a line that is a Markdown heading.
     """
     if not isinstance(text, str) or not text.strip():
         raise UsageError(f"{what} is empty; give the text to write")
+    check_length(text.strip("\n"), what, BODY_MAX)
     lines = [ln.rstrip("\r").rstrip() for ln in text.strip("\n").split("\n")]
     while lines and not lines[-1]:
         lines.pop()

@@ -160,7 +160,7 @@ def _hook_refusal(top: Path, tg: list[LockTarget], owner: str, s: Settings,
                         f"{owner}")
     if lost:
         msg = (f"the pre-commit hook refused the release commit (nothing was changed; "
-               f"{'; '.join(lost)}: your edits are still in the working tree):\n{text}")
+               f"{'; '.join(lost)}: the working tree is as it was, your edits included):\n{text}")
         # kind ``locked`` when another owner holds one now, else ``conflict`` (a lock gone)
         return LockHeld(msg, holder) if holder is not None else LockLost(msg)
     return RefusedError(f"the pre-commit hook refused the release commit (nothing was changed; "
@@ -503,7 +503,7 @@ def _raise_if_lost(top: Path, tg: list[LockTarget], owner: str, now: int, s: Set
         if c is None or c.owner != owner:
             who = f"taken over by {c.describe(now, s.grace)}" if c else "deleted (pruned after expiry?)"
             raise LockLost(f"your lock on {t.path} was {who} while you released it; nothing "
-                           "was committed and your edits are still in the working tree")
+                           "was committed and the working tree is as it was, your edits included")
 
 
 

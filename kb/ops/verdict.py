@@ -45,6 +45,7 @@ from kb.render.card import fmt_number
 from kb.repo import KnowledgeBase, resolve_kb
 from kb.research.dependencies import object_final
 from kb.research.values import parse_probability
+from kb.text import BODY_MAX, check_length
 from kb.research.verdict import (
     MODES,
     Target,
@@ -256,8 +257,8 @@ def record_verdict(kb: Union[KnowledgeBase, str, Path, None], target: Union[str,
     their reasons; ``mode`` defaults to ``[verdict] mode`` of kb.toml, else
     ``forced``.
 
-    Raises UsageError for an unknown mode, a malformed target or vote, or a reason for someone
-    who did not vote; NotFoundError for an unknown target; CardError (refused) when the target
+    Raises UsageError for an unknown mode, a malformed target or vote, a reason for someone
+    who did not vote, or a reason or transcript longer than :data:`kb.text.BODY_MAX`; NotFoundError for an unknown target; CardError (refused) when the target
     is settled or of the wrong kind; every write also raises LockedError (another owner's lock),
     StaleError (``expect`` no longer matches), ConflictError (the file is dirty or HEAD moved)
     and EnvironmentError_ (git failed, the work tree is not writable); nothing is written then.
@@ -275,6 +276,10 @@ def record_verdict(kb: Union[KnowledgeBase, str, Path, None], target: Union[str,
     if unknown:
         raise UsageError(f"reason given for {', '.join(unknown)}, who did not vote; voters: "
                         f"{', '.join(vmap)}")
+    # A reason becomes a card's entry body and the record keeps it: a body's bound.
+    for n, r in reasons.items():
+        check_length(str(r or ""), f"the reason of {n}", BODY_MAX)
+    check_length(transcript or "", "the transcript", BODY_MAX)
     # Refuse bad votes before touching anything (accuracy only matters for a split vote).
     if len(vmap) < max(2, min_votes):
         compute_verdict(vmap, {}, mode, min_votes)

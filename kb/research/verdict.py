@@ -23,8 +23,12 @@ A verifier's accuracy is derived, never stored: among the append-only
 records ``Logs/Verification/*.json``, take every target whose final verdict
 (its latest record) is 0 or 1 — it *settled* — and count the verifier's votes
 in that target's earlier records; a vote >= 0.5 agrees with 1, a vote <= 0.5
-with 0. Accuracy = agreeing / counted, 0.5 without history. Agreement with
-the same batch (what the seed measured and found meaningless) never counts.
+with 0. A target that never settles itself is judged by its proposition when
+that settles later: a bare verdict's votes against the outcome, a proof's
+when it settled false and a refutation's when it settled true (the argument
+was unsound: a vote <= 0.5 agrees). Accuracy = agreeing / counted, 0.5
+without history. Agreement with the same batch (what the seed measured and
+found meaningless) never counts.
 
 A target (:class:`Target`) is an entry ``ID#解法N`` / ``ID#证明N`` / ``ID#证伪N``
 or a bare proposition; its record ID is ``r-<qid>-s<N>``, ``r-<pid>``,
@@ -115,6 +119,30 @@ def verdict_branch(votes: Mapping[str, Union[float, None]]) -> str:
     if all(x == 1 for x in vals) or all(x == 0 for x in vals):
         return "unanimous"
     return "consensus" if _near_consensus(vals) is not None else "split"
+
+
+def decided_by(results: Any, mode: Any = None) -> tuple[str, str]:
+    """``(branch, how)``: which rule reached a recorded verdict, and how ``kb verdict``
+    says it (``unanimous``, ``consensus``, ``split, forced``, ``split, flat``; ``none``
+    and ``no votes recorded`` for a record without results).
+
+    ``results`` is a valid record's ``results`` (kb's list or Vibe Math's map; a missing
+    result counts 0.5, as in the verdict) and ``mode`` its ``mode`` field. That field is the
+    rule for a split vote in effect when the verdict was given (``[verdict] mode`` or
+    ``--mode``), stored on every record whichever rule decided: ``forced`` on a unanimous
+    vote does not say the verdict was forced. A split record without a known mode (Vibe
+    Math's) says ``split`` alone. The branch is read from the votes, so every record, old
+    or new, says it. Raises UsageError for a result outside [0, 1]
+    (:func:`parse_record` refuses such a record first).
+    """
+    # Keys by position: a list's verifier names may be missing or repeated.
+    votes = {str(i): x for i, (_name, x) in enumerate(_result_items(results))}
+    if not votes:  # every vote would be 1 (and 0): nothing says which rule decided
+        return "none", "no votes recorded"
+    branch = verdict_branch(votes)
+    if branch != "split":
+        return branch, branch
+    return branch, f"split, {mode}" if mode in MODES else "split"
 
 
 def compute_verdict(votes: Mapping[str, Union[float, None]],
@@ -407,8 +435,58 @@ def verifier_accuracy(records: Sequence[VerificationRecord]) -> dict[str, Accura
                 counted[v.verifier] += 1
                 if (outcome == 1.0 and v.result >= 0.5) or (outcome == 0.0 and v.result <= 0.5):
                     agreed[v.verifier] += 1
+    for rec, truth in _judged_by_proposition(records, by_r):
+        kind = _record_kind(rec.r)
+        for v in rec.results:
+            counted[v.verifier] += 1
+            # a bare vote says how likely the proposition is; a proof's or a refutation's,
+            # how likely that argument is sound: only an unsound one is judged here
+            if kind is None:
+                agrees = v.result >= 0.5 if truth else v.result <= 0.5
+            else:
+                agrees = v.result <= 0.5
+            if agrees:
+                agreed[v.verifier] += 1
     return {name: Accuracy(name, agreed[name], counted[name], votes[name])
             for name in sorted(votes)}
+
+
+def _record_kind(r: str) -> str | None:
+    """The entry kind of record ID ``r`` (``s``, ``pf``, ``rf``), None for a bare one."""
+    m = _RID.match(r)
+    return m.group("kind") if m else None
+
+
+def _judged_by_proposition(records: Sequence[VerificationRecord],
+                           by_r: dict[str, list[VerificationRecord]]
+                           ) -> list[tuple[VerificationRecord, bool]]:
+    """Records the same-target rule cannot judge (their own target never settled) that a
+    later settlement of their proposition does, each with the proposition's truth: a bare
+    verdict on it whichever way it settled; a proof when it settled false (no proof of a
+    false statement is sound); a refutation when it settled true. A proposition settles
+    with the first record putting it at 0 or 1 (VIBEMATH-V3 write-back: a bare verdict of
+    1 or 0, a proof's 1 or a refutation's 0 for true, a proof's 0 or a refutation's 1
+    for false); only records before that one count. A problem's solutions are judged by
+    their own targets alone (another solution may solve it)."""
+    settled: dict[str, tuple[int, bool]] = {}
+    for i, rec in enumerate(records):
+        m = _RID.match(rec.r)
+        if m is None or rec.verdict not in (0.0, 1.0) or m.group("kind") == "s":
+            continue
+        true = (rec.verdict == 1.0) == (m.group("kind") != "rf")
+        settled.setdefault(m.group("id"), (i, true))
+    out = []
+    for i, rec in enumerate(records):
+        m = _RID.match(rec.r)
+        if m is None or m.group("kind") == "s" or m.group("id") not in settled:
+            continue
+        at, truth = settled[m.group("id")]
+        if i >= at or by_r[rec.r][-1].verdict in (0.0, 1.0):
+            continue  # cast after it settled, or judged by its own target's outcome
+        kind = m.group("kind")
+        if kind is None or (kind == "pf" and not truth) or (kind == "rf" and truth):
+            out.append((rec, truth))
+    return out
 
 
 @dataclass(frozen=True)
@@ -472,6 +550,7 @@ def parse_target(text: str) -> Target:
 
 
 __all__ = ["MODES", "NEAR_HIGH", "NEAR_LOW", "PLACES", "decimal_value", "vote_values",
-           "verdict_branch", "compute_verdict", "Vote", "VerificationRecord", "parse_record",
+           "verdict_branch", "decided_by", "compute_verdict", "Vote", "VerificationRecord",
+           "parse_record",
            "record_problems", "BadRecord", "read_record",
            "record_order", "Accuracy", "verifier_accuracy", "Target", "parse_target"]

@@ -35,7 +35,11 @@ class DiffOutput(_Open):
                     "entries_changed, probabilities, applications, edited (fields: those no other "
                     "list names; sections: the `## ` sections whose text changed)")
     verified: dict[str, list[dict[str, Any]]] = Field(description="added, changed")
-    verdicts: list[dict[str, Any]] = Field(description="records added: r, target, verdict, mode, votes")
+    verdicts: list[dict[str, Any]] = Field(
+        description="records added: r, target, verdict, votes, branch (the rule that reached the "
+                    "verdict: unanimous, consensus, split; none without votes), how (as kb "
+                    "verdict says it: 'consensus', 'split, forced'), mode (the record's rule "
+                    "for a split vote, stored whichever rule decided; null when absent)")
     records_changed: list[dict[str, Any]] = Field(
         description="verification records modified or deleted (append-only, KB310): path, "
                     "deleted, commits")

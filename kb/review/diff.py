@@ -30,6 +30,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
+from kb import git
 from kb.errors import UsageError
 from kb.repo import KnowledgeBase
 from kb.review.sides import Sides, open_sides, records_dir
@@ -52,13 +53,15 @@ def research_diff(k: KnowledgeBase, source: str = "worktree", a: Optional[str] =
     range, ``against`` and ``rewrite`` judge it as ``kb verify --range a..b --against
     …`` / ``--rewrite`` do (what a pull request's or a push's CI job runs), so the
     diff's rules line says what the job's check says.
-    Raises UsageError (bad range, or ``against``/``rewrite`` without one),
-    EnvironmentError_ (git failures).
+    Raises UsageError (bad range, a revision starting with ``-``, or
+    ``against``/``rewrite`` without a range), EnvironmentError_ (git failures).
     """
     from kb.checks.targets import open_index
 
     if source != "range" and (against or rewrite):
         raise UsageError("--against and --rewrite judge a range (kb diff A..B)")
+    if against is not None:  # refused before any work, not after the diff is built
+        git.revision(against, "--against")
     with open_index(k) as idx:
         s = open_sides(k, idx, source, a, b, environ)
         out = _build(s)
@@ -475,13 +478,15 @@ def _verified(ctx: _Ctx, old: dict, new: dict, pairs: list, added: list, removed
 
 
 def _verdicts(ctx: _Ctx) -> list[dict[str, Any]]:
-    """Verification records added by the range: target, verdict, votes, mode."""
+    """Verification records added by the range: target, verdict, votes, mode (the record's
+    rule for a split vote), branch and how (the rule that reached this verdict, as
+    ``kb verdict`` says it: :func:`kb.research.verdict.decided_by`)."""
     folder = records_dir(ctx.s.kb) + "/"
     added = {p: n for p, (o, n) in ctx.s.changes.items() if n and not o and p.startswith(folder)
              and p.endswith(".json")}
     if not added:
         return []
-    from kb.research.verdict import parse_record  # only then: it imports the card writers
+    from kb.research.verdict import decided_by, parse_record  # only then: it imports the card writers
 
     data = ctx.s.read(list(added.values()))
     out = []
@@ -494,8 +499,9 @@ def _verdicts(ctx: _Ctx) -> list[dict[str, Any]]:
         if rec is None:
             out.append({"path": ctx.s.kb.repo_path(path), "error": "not a readable verification record"})
             continue
+        branch, how = decided_by(rec.raw.get("results"), rec.raw.get("mode"))
         out.append({"r": rec.r, "target": _target(rec.r), "verdict": rec.verdict,
-                    "mode": rec.raw.get("mode"), "at": rec.at,
+                    "mode": rec.raw.get("mode"), "branch": branch, "how": how, "at": rec.at,
                     "votes": [{"verifier": v.verifier, "result": v.result, "reason": v.reason}
                               for v in rec.results],
                     "path": ctx.s.kb.repo_path(path), "commits": ctx.s.path_commits.get(path, [])})

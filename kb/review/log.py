@@ -10,7 +10,7 @@ happened, and only there — when two branches both added ``H7`` and ``kb sync``
 renumbered one of them, ``kb log H7`` shows the other one alone. Each entry
 compares the commit with its own parent (a merge appears only when its result
 is none of its parents'). A verdict commit also carries the verification
-record it added (votes, verdict, mode).
+record it added (votes, verdict, mode, and how the verdict was reached).
 
 In a shallow clone the first fetched commit has no known parent: an object
 already there is marked ``boundary`` (not ``created``) and a KB390 warning says
@@ -72,7 +72,8 @@ ZERO = "0" * 40
 def _graph(k: KnowledgeBase, tip: str) -> tuple[list[str], dict[str, list[str]]]:
     """The commits reachable from ``tip``, children before parents (``--topo-order``:
     one line of history is not intermixed with another), and each one's parents."""
-    text = git.run(["rev-list", "--topo-order", "--parents", tip], k.top).stdout.decode()
+    text = git.run(["rev-list", "--topo-order", "--parents", "--end-of-options", tip],
+                   k.top).stdout.decode()
     order: list[str] = []
     parents: dict[str, list[str]] = {}
     for line in text.splitlines():
@@ -135,7 +136,8 @@ def _raw(k: KnowledgeBase, rev: str, paths: list[str]) -> Raw:
     """The changes to ``paths`` of every commit that touched them (git's default history
     simplification); a merge lists only the paths it changed from all its parents (``-c``)."""
     proc = git.run(["log", "--format=%x1e%H", "-c", "--raw", "--root", "--no-abbrev", "--no-renames", "-z",
-                    rev, "--", *(f":(literal){k.repo_path(p)}" for p in paths)], k.top)
+                    "--end-of-options", rev, "--", *(f":(literal){k.repo_path(p)}" for p in paths)],
+                   k.top)
     out: Raw = {}
     for rec in proc.stdout.split(b"\x1e"):
         if not rec.strip():
@@ -319,8 +321,9 @@ def _entry(c: CommitInfo, oid: str, prev: Optional[dict[str, Any]], state: Optio
 
 
 def _verdict(k: KnowledgeBase, c: CommitInfo) -> list[dict[str, Any]]:
-    """The verification records a verdict commit added: {path, r, verdict, mode, votes}."""
-    from kb.research.verdict import parse_record
+    """The verification records a verdict commit added: {path, r, verdict, mode,
+    branch, how, votes} (branch/how: :func:`kb.research.verdict.decided_by`)."""
+    from kb.research.verdict import decided_by, parse_record
     from kb.review.sides import records_dir
 
     folder = k.repo_path(records_dir(k) + "/")
@@ -340,6 +343,9 @@ def _verdict(k: KnowledgeBase, c: CommitInfo) -> list[dict[str, Any]]:
         except (KeyError, ValueError, UnicodeDecodeError):
             rec = None
         if rec is not None:
+            # mode: the record's rule for a split vote; branch/how: the rule that decided.
+            branch, how = decided_by(rec.raw.get("results"), rec.raw.get("mode"))
             out.append({"path": path, "r": rec.r, "verdict": rec.verdict, "mode": rec.raw.get("mode"),
+                        "branch": branch, "how": how,
                         "votes": [{"verifier": v.verifier, "result": v.result} for v in rec.results]})
     return out

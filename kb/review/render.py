@@ -77,6 +77,12 @@ def _what(x: dict[str, Any], t: Any) -> str:
     return ", ".join(named) or "text only"
 
 
+def _how(x: dict[str, Any]) -> str:
+    """How a verdict of ``d["verdicts"]`` was reached (``consensus``, ``split, forced``), as
+    ``kb verdict`` says it; a dict without ``how`` (made before it existed) names its mode."""
+    return str(x.get("how") or f"mode {x.get('mode') or '?'}")
+
+
 def _num(x: Any) -> str:
     if isinstance(x, float) and x.is_integer():
         return str(int(x))
@@ -191,7 +197,7 @@ def _sections(d: dict[str, Any], st: _Style) -> list[tuple[str, list[str]]]:
             continue
         votes = ", ".join(f"{t(v['verifier'])} {_num(v['result'])}" for v in x["votes"])
         lines.append(f"verdict on {i(x['target'])}: {st.b(_num(x['verdict']))} from {len(x['votes'])} "
-                     f"votes ({votes}), mode {t(x.get('mode') or '?')}")
+                     f"votes ({votes}), {t(_how(x))}")
     for x in d["verified"]["added"]:
         lines.append(f"Verified card {i(x['id'])} ({t(x['object_type'])}): {t(x['conclusion'])} — "
                      f"{st.where(x['path'], 0)}")

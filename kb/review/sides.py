@@ -120,10 +120,14 @@ def _raw_changes(k: KnowledgeBase, args: list[str]) -> dict[str, tuple[Optional[
 def range_sides(k: KnowledgeBase, a: str, b: str, idx: Any) -> Sides:
     """``A..B``: merge-base(A, B) -> B, with the commits of ``A..B`` (oldest first).
 
-    Raises UsageError when A or B is not a commit (with a hint for shallow clones).
+    Raises UsageError when A or B is not a commit (with a hint for shallow clones) or
+    starts with ``-`` (git would read it as an option: :func:`kb.git.revision`).
     """
-    both = git.run(["rev-parse", "--quiet", f"{a}^{{commit}}", f"{b}^{{commit}}"], k.top, check=False)
-    shas = both.stdout.decode().split()
+    a, b = git.revision(a, "the range start"), git.revision(b, "the range end")
+    both = git.run(["rev-parse", "--quiet", "--end-of-options", f"{a}^{{commit}}", f"{b}^{{commit}}"],
+                   k.top, check=False)
+    # Without --verify, git before 2.44 echoes the --end-of-options marker itself.
+    shas = [w for w in both.stdout.decode().split() if w != "--end-of-options"]
     if both.returncode == 0 and len(shas) == 2:
         base, tip = shas  # one git process for both (a hook runs this on every commit)
     else:
@@ -308,14 +312,15 @@ def open_sides(k: KnowledgeBase, idx: Any, source: str, a: Optional[str] = None,
 def parse_spec(args: tuple[str, ...]) -> tuple[Optional[str], Optional[str]]:
     """``("A..B",)`` or ``("A", "B")`` or ``("A",)`` (A..HEAD) -> (A, B); ``()`` -> (None, None).
 
-    Raises UsageError for ``A...B`` and for more than two arguments.
+    Raises UsageError for ``A...B``, for more than two arguments, and for an end
+    starting with ``-`` (git would read it as an option: :func:`kb.git.revision`).
     """
     if not args:
         return None, None
     if len(args) > 2:
         raise UsageError("give a range as A..B or A B")
     if len(args) == 2:
-        return args[0], args[1]
+        return git.revision(args[0], "the range start"), git.revision(args[1], "the range end")
     spec = args[0]
     if "..." in spec:
         raise UsageError(f"{spec!r}: use A..B (kb compares B with the merge base of A and B)")
@@ -323,8 +328,8 @@ def parse_spec(args: tuple[str, ...]) -> tuple[Optional[str], Optional[str]]:
         a, _, b = spec.partition("..")
         if not a:
             raise UsageError(f"{spec!r}: the range needs a start (A..B)")
-        return a, b or "HEAD"
-    return spec, "HEAD"
+        return git.revision(a, "the range start"), git.revision(b or "HEAD", "the range end")
+    return git.revision(spec, "the range start"), "HEAD"
 
 
 def top_of(start: Path) -> Path:

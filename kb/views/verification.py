@@ -14,6 +14,7 @@ from typing import Union
 
 from kb.errors import os_failure
 from kb.repo import KnowledgeBase, resolve_kb
+from kb.research.record_faults import min_votes_of, record_faults
 from kb.research.verdict import (Accuracy, BadRecord, VerificationRecord, read_record, record_order,
                                  verifier_accuracy)
 
@@ -26,8 +27,10 @@ def records_dir(k: KnowledgeBase) -> str:
 def load_records_checked(kb: Union[KnowledgeBase, str, Path, None] = None
                          ) -> tuple[list[VerificationRecord], list[BadRecord]]:
     """Every valid verification record of the KB in the working tree, oldest first
-    (:func:`record_order`), and the files left out (by path: unreadable, not JSON, or
-    :func:`kb.research.verdict.record_problems`).
+    (:func:`record_order`), and the files left out (by path: unreadable, not JSON,
+    :func:`kb.research.verdict.record_problems`, or a verdict ``kb verdict`` could not
+    have written: :func:`kb.research.record_faults.record_faults`, which KB243 warns of
+    and which backs no settlement either).
 
     Raises NotAKnowledgeBase or ConfigError (environment, exit 2) when there is no readable KB,
     GitError when git fails, EnvironmentError_ when the folder cannot be listed.
@@ -41,12 +44,17 @@ def load_records_checked(kb: Union[KnowledgeBase, str, Path, None] = None
         raise os_failure(exc, f"list the verification records in {records_dir(k)}") from None
     out: list[VerificationRecord] = []
     bad: list[BadRecord] = []
+    need = min_votes_of(k.config)
     for p in names:
         rel = f"{records_dir(k)}/{p.name}"
         try:
             rec = read_record(rel, p.read_bytes())
         except OSError as exc:  # unreadable (a folder named *.json, permissions)
             rec = BadRecord(rel, f"not readable ({exc.strerror or exc})")
+        if not isinstance(rec, BadRecord):
+            faults = record_faults(rec, need)
+            if faults:
+                rec = BadRecord(rel, "; ".join(faults))
         (bad if isinstance(rec, BadRecord) else out).append(rec)
     out.sort(key=record_order)
     return out, bad

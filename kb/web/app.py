@@ -156,7 +156,10 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
         exps = cache.get(("exps", view.commit), lambda: pages.experiments_map(view))
         data = pages.object_page(view, oid, exps)
         if data is None:
-            return error(request, 404, f"no object with ID {oid!r} at {view.rev}")
+            # An object in a file kb could not parse is missing too: say which files those are.
+            missing = pages.missing_object(view, oid)
+            return page("error.html", 404, **ctx(request, view, nav=""), message=missing["message"],
+                        error_files=missing["error_files"])
         return page("object.html", **ctx(request, view, nav="", data=data))
 
     @guarded
@@ -170,7 +173,8 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
         c = ctx(request, view, nav="")
         # A file's page depends on the commit and the ?rev= spelling only (tree.md: megabytes).
         return HTMLResponse(cache.get(("file", rel, view.commit, c["asked"]), lambda: env.get_template(
-            "file.html").render(**c, path=rel, source=source_html(text.splitlines()))))
+            "file.html").render(**c, path=rel, source=source_html(text.splitlines()),
+                                notes=pages.file_notes(view, rel))))
 
     def at_file(request: Request) -> Response:
         # `kb diff`'s Markdown links files as <link_base>/<path>#L<n>: the tip in the path.

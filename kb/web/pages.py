@@ -19,7 +19,7 @@ from kb.vocab import ACTIVE_HYPOTHESIS, CLOSED_HYPOTHESIS, CONCLUSION, EXPERIMEN
 from kb.web.source import RevView
 
 __all__ = ["tree_page", "object_page", "board_page", "locks_by_path", "parse_problems",
-           "OPEN_DEPTH", "BANNER_MAX"]
+           "file_notes", "missing_object", "OPEN_DEPTH", "BANNER_MAX"]
 
 #: Tree cards at a depth below this (0 = top level) start unfolded (their children show);
 #: deeper ones start folded, so a 5,000-hypothesis tree opens as its two upper levels.
@@ -209,14 +209,55 @@ def object_page(view: RevView, obj_id: str,
             "problems": parse_problems(decls[0].get("diagnostics") or [])}
 
 
-def _records(view: RevView) -> list[Any]:
-    from kb.research.verdict import parse_record, record_order
+def file_notes(view: RevView, path: str) -> dict[str, Any]:
+    """What the page of KB-relative ``path`` says about the file's parse: ``{"problems":
+    parse_problems(...) (the error banner, empty without errors), "warnings": [the
+    diagnostics as dicts, when the file has warnings but no error]}``, from the
+    diagnostics the index stored (``kb index``'s; a file kb does not parse has none)."""
+    diags = [d.to_dict() for d in view.file_diagnostics(path)]
+    problems = parse_problems(diags)
+    return {"problems": problems,
+            "warnings": [] if problems else diags[:BANNER_MAX],
+            "more": 0 if problems else max(len(diags) - BANNER_MAX, 0)}
+
+
+def missing_object(view: RevView, obj_id: str) -> dict[str, Any]:
+    """The 404 of an ID no readable file declares: ``{"message", "error_files"}``.
+
+    ``error_files`` is :meth:`RevView.error_files` (every file with a parse error, which
+    may declare it); the message names those whose name is the ID (a card's ID is its
+    file name: ``Problems/<id>.md``), which would declare it were they readable.
+    """
+    files = view.error_files()
+    named = [f["path"] for f in files if f["path"].rsplit("/", 1)[-1].rsplit(".", 1)[0] == obj_id]
+    msg = f"no object with ID {obj_id!r} at {view.rev}"
+    if named:
+        msg += (f"; {', '.join(named)} {'have' if len(named) > 1 else 'has'} parse errors: kb "
+                f"could not read {'them' if len(named) > 1 else 'it'}, so "
+                f"{'they' if len(named) > 1 else 'it'} may declare {obj_id}")
+    elif files:
+        msg += f"; {len(files)} file{'s' if len(files) != 1 else ''} with parse errors may declare it"
+    return {"message": msg, "error_files": files}
+
+
+def _records(view: RevView) -> tuple[list[Any], list[dict[str, str]]]:
+    """The commit's readable verification records, oldest first, and the record files
+    kb could not read as ``{"path", "why"}`` by path (:func:`kb.research.verdict.read_record`:
+    not UTF-8, not JSON, or malformed; what ``kb verify`` reports as KB243)."""
+    from kb.research.verdict import BadRecord, read_record, record_order
     from kb.views.verification import records_dir
 
     folder = records_dir(view.kb)
-    out = [r for r in (parse_record(p, data) for p, data in view.json_files(folder)) if r]
+    out: list[Any] = []
+    bad: list[dict[str, str]] = []
+    for rel, raw in view.json_blobs(folder):
+        rec = read_record(rel, raw)
+        if isinstance(rec, BadRecord):
+            bad.append({"path": rec.path, "why": rec.why})
+        else:
+            out.append(rec)
     out.sort(key=record_order)
-    return out
+    return out, bad
 
 
 def board_page(view: RevView) -> dict[str, Any]:
@@ -226,7 +267,9 @@ def board_page(view: RevView) -> dict[str, Any]:
     state (each sorted by priority, ``never`` last), ``graph`` (the dependency
     graph, :func:`kb.web.graph.layout`), ``categories`` (category -> propositions
     with probability), ``methods`` (forest of the 父方法 / 子方法 hierarchy),
-    ``verified`` cards, ``records`` (votes, mode, transcript), ``accuracy`` and
+    ``verified`` cards, ``records`` (votes, mode, how the verdict was reached,
+    transcript), ``bad_records`` (the record files kb could not read: ``{"path",
+    "why"}``, left out of ``records`` and of the accuracy, KB243), ``accuracy`` and
     ``error_files`` (:meth:`RevView.error_files`).
     """
     from kb.research.dependencies import natural_key
@@ -251,15 +294,15 @@ def board_page(view: RevView) -> dict[str, Any]:
                    {**{pid: p.get("title", "") for pid, p in cv.propositions.items()},
                     **{qid: q.get("title", "") for qid, q in cv.problems.items()}},
                    {qid: q.get("status", "") for qid, q in cv.problems.items()})
-    records = _records(view)
+    records, bad_records = _records(view)
     acc = sorted(verifier_accuracy(records).values(),
                  key=lambda a: (-a.rate, -a.counted, a.verifier))
     return {"brief": brief, "states": sorted(states.items()), "graph": graph,
             "categories": sorted(categories.items()), "methods": _method_forest(cv.methods),
             "verified": [dict(v, id=vid) for vid, v in sorted(cv.verified.items(),
                                                              key=lambda kv: natural_key(kv[0]))],
-            "records": [_record_dict(r) for r in reversed(records)], "accuracy": acc,
-            "error_files": view.error_files()}
+            "records": [_record_dict(r) for r in reversed(records)],
+            "bad_records": bad_records, "accuracy": acc, "error_files": view.error_files()}
 
 
 def _prio(p: Any) -> tuple[int, int]:
@@ -270,7 +313,9 @@ def _prio(p: Any) -> tuple[int, int]:
 
 def _record_dict(r: Any) -> dict[str, Any]:
     """A verification record for the page; the transcript as text blocks (a list of
-    turns or one string, as Vibe Math and kb write it)."""
+    turns or one string, as Vibe Math and kb write it); ``branch``/``how``: the rule that
+    reached the verdict (:func:`kb.research.verdict.decided_by`), ``mode`` the record's
+    rule for a split vote."""
     raw = r.raw
     tr = raw.get("transcript")
     turns: list[str] = []
@@ -285,8 +330,12 @@ def _record_dict(r: Any) -> dict[str, Any]:
                 turns.append(f"{who}: {said}" if who else str(said))
             else:
                 turns.append(str(t))
-    return {"path": r.path, "r": r.r, "verdict": r.verdict, "at": r.at,
-            "mode": raw.get("mode") or "", "votes": r.results, "transcript": turns}
+    from kb.research.verdict import decided_by
+
+    # how: the rule that reached the verdict (a unanimous vote stores mode "forced" too).
+    branch, how = decided_by(raw.get("results"), raw.get("mode"))
+    return {"path": r.path, "r": r.r, "verdict": r.verdict, "at": r.at, "mode": raw.get("mode") or "",
+            "branch": branch, "how": how, "votes": r.results, "transcript": turns}
 
 
 def _method_forest(methods: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

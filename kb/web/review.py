@@ -40,7 +40,7 @@ def default_target(k: KnowledgeBase) -> str | None:
     ref = proc.stdout.decode().strip()
     candidates = ([ref.removeprefix("refs/remotes/")] if ref else []) + ["main", "master"]
     for c in candidates:
-        if git.run(["rev-parse", "--verify", "--quiet", f"{c}^{{commit}}"], k.top,
+        if git.run(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{c}^{{commit}}"], k.top,
                    check=False).returncode == 0:
             return c
     return None

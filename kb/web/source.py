@@ -142,20 +142,27 @@ class RevView(SnapshotIndex):
                 self._texts.popitem(last=False)
         return text
 
-    def json_files(self, folder: str) -> Iterator[tuple[str, Any]]:
-        """(KB-relative path, parsed JSON) of every ``*.json`` directly in ``folder`` at
-        the commit; an unreadable file is skipped (the records reader's rule)."""
+    def json_blobs(self, folder: str) -> Iterator[tuple[str, bytes]]:
+        """(KB-relative path, bytes) of every ``*.json`` file directly in ``folder`` at the
+        commit, by path (a folder or a symlink named ``*.json`` is no file: skipped, as
+        KB243 lists the records)."""
         spec = self.kb.repo_path(folder.strip("/")) + "/"
         proc = git.run(["ls-tree", "-z", self.commit, "--", spec], self.kb.top, check=False)
         entries = [(e.path, e.oid) for e in git.tree_entries(proc.stdout)
-                   if e.type == "blob" and e.path.endswith(".json")]
+                   if e.type == "blob" and e.mode != "120000" and e.path.endswith(".json")]
         blobs = git.read_blobs([b for _, b in entries], self.kb.top) if entries else {}
         for name, blob in sorted(entries):
+            yield self.kb.rel(name) or name, blobs.get(blob, b"")
+
+    def json_files(self, folder: str) -> Iterator[tuple[str, Any]]:
+        """(KB-relative path, parsed JSON) of every ``*.json`` directly in ``folder`` at
+        the commit; a file that is not UTF-8 JSON is skipped (:meth:`json_blobs` has it)."""
+        for rel, raw in self.json_blobs(folder):
             try:
-                data = json.loads(blobs.get(blob, b"").decode("utf-8"))
-            except (UnicodeDecodeError, ValueError):
+                data = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError, RecursionError):
                 continue
-            yield self.kb.rel(name) or name, data
+            yield rel, data
 
 
 class Source:
