@@ -362,6 +362,29 @@ class Leaving(str):
     (a value of :func:`link_ends`): KB106 says so, as for a file that is such a link."""
 
 
+def _names_git_folder(path: str) -> bool:
+    """Whether the relative ``path`` (``/`` or the system's separator) passes through a
+    folder named ``.git``: git's own folder (of the repository, or of one nested in it),
+    which git never tracks a file of, so no part of the KB."""
+    return any(part.casefold() == ".git" for part in re.split(r"[/\\]", path))
+
+
+def in_git_folder(kb: KnowledgeBase, real: str) -> bool:
+    """Whether the real path ``real`` is or lies inside git's own folder: a ``.git`` folder
+    under the work tree's top, or the repository's git dir (or the common one of its
+    worktrees) wherever it is. No part of the KB: a link there leaves it (KB106). Asks git
+    for its folders (once per repository) only when the name does not tell."""
+    top = os.path.realpath(kb.top)
+    if real == top or real.startswith(top.rstrip(os.sep) + os.sep):
+        if _names_git_folder(os.path.relpath(real, top)):
+            return True
+    for gd in (git.git_dir(kb.top), git.common_dir(kb.top)):
+        home = os.path.realpath(gd)
+        if real == home or real.startswith(home.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
 def link_ends(snap: Snapshot, paths: Iterable[str]) -> dict[str, str]:
     """Where each symlink ``paths`` of ``snap``'s :attr:`Snapshot.folder_links` leads, for
     those kb must speak of: a :class:`Leaving` target (the link leaves the KB: absolute,
@@ -387,7 +410,7 @@ def link_ends(snap: Snapshot, paths: Iterable[str]) -> dict[str, str]:
             if not (real == home or real.startswith(inside)) or _leaving_link(kb, p, full):
                 out[p] = Leaving(real)
             elif os.path.isdir(full):
-                out[p] = real
+                out[p] = Leaving(real) if in_git_folder(kb, real) else real
         return out
     import posixpath
 
@@ -403,7 +426,8 @@ def link_ends(snap: Snapshot, paths: Iterable[str]) -> dict[str, str]:
                 norm = posixpath.normpath(posixpath.join(posixpath.dirname(repo_cur), text))
                 target = kb.rel(norm)
                 if not text or posixpath.isabs(text) or os.path.isabs(text) or norm == ".." \
-                        or norm.startswith("../") or target is None:
+                        or norm.startswith("../") or target is None or _names_git_folder(norm):
+                    # (git tracks nothing in a .git folder: such a target is git's, not the KB's)
                     out[p] = Leaving(_link_display(kb, repo_cur, text))
                     break
                 if target == cur:
@@ -651,8 +675,12 @@ def _kb_bounds(kb: KnowledgeBase) -> tuple[str, str]:
 def outside_where(kb: KnowledgeBase, target: str) -> str:
     """What a symlink leading to ``target`` (a real path outside the KB, as
     :func:`outside_links` gives it) leaves: ``"the work tree"``, or ``"the KB folder
-    <folder>"`` when it lands elsewhere in the repository (a KB in a subfolder)."""
+    <folder>"`` when it lands elsewhere in the repository (a KB in a subfolder), ``"the work
+    tree (git's own folder)"`` when it lands in a ``.git`` folder of the work tree."""
     top = os.path.realpath(kb.top)
+    if (target == top or target.startswith(top.rstrip(os.sep) + os.sep)) \
+            and _names_git_folder(os.path.relpath(target, top)):
+        return "the work tree (git's own folder)"
     if kb.prefix and (target == top or target.startswith(top.rstrip(os.sep) + os.sep)):
         root = os.path.realpath(kb.root)
         if not (target == root or target.startswith(root.rstrip(os.sep) + os.sep)):

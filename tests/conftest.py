@@ -29,7 +29,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Optional, Union
+from typing import Any, Callable, Iterator, Mapping, Optional, Union
 
 import pytest
 
@@ -155,6 +155,20 @@ def git(cwd: Union[str, Path], *args: str, input: Optional[bytes] = None,
         raise AssertionError(f"git {' '.join(args)} failed ({proc.returncode}): "
                              f"{proc.stderr.decode('utf-8', 'replace')}")
     return proc.stdout.decode("utf-8", "surrogateescape").rstrip("\n")
+
+
+def count_processes(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The argv of every subprocess started from now on, each still run for real (until
+    ``monkeypatch.undo()`` or the test's end): a test of "no git process" asserts it empty."""
+    started: list[object] = []
+    real = subprocess.Popen
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        started.append(args[0] if args else kwargs.get("args"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", counting)
+    return started
 
 
 def git_init(path: Path) -> Path:

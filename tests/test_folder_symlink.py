@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, invoke
+from conftest import commit_all, count_processes, git, invoke
 from test_verify_support import git_run, method, problem
 
 
@@ -207,15 +207,8 @@ def test_the_listing_finds_folder_links_without_a_git_process(make_kb, tmp_path,
     listing = subprocess.run(["git", "ls-files", "-s", "-z"], cwd=root, capture_output=True,
                              check=True).stdout
     link_blob = git(root, "rev-parse", "HEAD:Methods")
-    started: list[object] = []
-    real = subprocess.Popen
-
-    def counting(*args, **kwargs):  # count the processes, run them for real
-        started.append(args[0] if args else kwargs.get("args"))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(subprocess, "Popen", counting)
+    started = count_processes(monkeypatch)
     snap = staged_snapshot(k, listing)
     assert started == [] and snap.folder_links == {"Methods": link_blob}
-    monkeypatch.setattr(subprocess, "Popen", real)
+    monkeypatch.undo()
     assert commit_snapshot(k, "HEAD").folder_links == {"Methods": link_blob}

@@ -6,6 +6,7 @@ the real hooks for the pre-commit and pre-push checks."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -454,6 +455,17 @@ def test_a_kept_folder_moved_whole_is_no_deletion(make_kb, monkeypatch, key, fol
     moved = root / new / path.split("/", 1)[1]
     moved.write_bytes(moved.read_bytes() + b"\n")
     _move_setting(root, key, new)
+    git(root, "add", "-A")
+    # the hook's advice puts HEAD's bytes back at the new place (HEAD has no file there:
+    # `git restore` of that path would delete the card)
+    rc, data = verify_json(root, "--staged")
+    (d,) = find(data, code)
+    fix = d["message"].split("its new place: ", 1)[1]
+    assert rc == 1 and fix.startswith(f"git show 'HEAD:{path}' > '{new}/"), d["message"]
+    subprocess.run(fix, shell=True, cwd=root, check=True)
+    rc, data = verify_json(root, "--staged")
+    assert rc == 0 and _history(data) == ["KB309"], data
+    moved.write_bytes(moved.read_bytes() + b"\n")
     _commit(root, f"paths.{key} the lab's layout")
     rc, data = verify_json(root, "--range", "HEAD~1..HEAD")
     found = find(data, code)
@@ -482,6 +494,7 @@ def test_a_record_a_merge_brings_in_where_the_old_paths_put_it_is_no_longer_read
     rc, data = verify_json(repo, "--staged")
     (d,) = find(data, "KB301")
     assert rc == 1 and d["path"] == "experiments/E002.md" and "no longer read" in d["message"], data
+    assert "where its kb.toml no longer reads it" in d["message"] and "undid" not in d["message"]
     git(repo, "commit", "-q", "--no-verify", "--no-edit")
     for spec in (f"{moved}..HEAD", f"{base}..HEAD"):
         rc, data = verify_json(repo, "--range", spec)

@@ -474,3 +474,41 @@ def test_a_card_added_settled_is_a_settlement_the_reviewer_sees(example_kb: Path
     assert ("settled proposition `p9` (已验证·真) with no verification record in the range"
             in md), md
     assert "settled problem `q2` (已解决) with no" not in md
+
+
+def test_a_paths_move_a_fake_renumbering_and_an_invalid_record_read_as_what_they_are(
+        example_kb: Path) -> None:
+    """A [paths] move of Verified/ and Logs/ is no new verdict and no new Verified card; a
+    `Kb-Renumber:` that renumbers nothing leaves the card paired with itself (edited, not
+    added and settled); a record no verdict could write is marked invalid and backs no
+    settlement."""
+    import json as _json
+
+    root = example_kb
+    git(root, "checkout", "-q", "-b", "feat")
+    git(root, "mv", "Verified", "Proven")
+    git(root, "mv", "Logs", "Records")
+    with (root / "kb.toml").open("a", encoding="utf-8") as f:
+        f.write('\n[paths]\nverified = "Proven"\nlogs = "Records"\n')
+    commit_all(root, "move\n\nKb-Override: paths.verified lab\nKb-Override: paths.logs lab")
+    d = _diff(root, "main..feat")
+    assert d["verdicts"] == [] and d["verified"]["added"] == [], (d["verdicts"], d["verified"])
+    # a fake renumbering of q1 (q9 exists nowhere): q1 is still q1, edited
+    card = root / "Problems/q1.md"
+    card.write_text(card.read_text(encoding="utf-8") + "\nA note.\n", encoding="utf-8")
+    commit_all(root, "note\n\nKb-Renumber: q1 -> q9")
+    d = _diff(root, "main..feat")
+    c = d["cards"]
+    assert [x["id"] for x in c["added"]] == [] and [x["id"] for x in c["settled"]] == []
+    assert [x["id"] for x in c["removed"]] == [] and "q1" in [x["id"] for x in c["edited"]]
+    # a record whose verdict contradicts its votes
+    bad = {"r": "r-q3-s1", "verdict": 1, "mode": "forced", "at": "2026-12-01T10:00:00",
+           "results": [{"verifier": "zz", "result": 0}, {"verifier": "yy", "result": 0}]}
+    (root / "Records/Verification/r-q3-s1_20261201T100000.json").write_text(
+        _json.dumps(bad) + "\n", encoding="utf-8")
+    commit_all(root, "a record by hand")
+    d = _diff(root, "main..feat")
+    (v,) = d["verdicts"]
+    assert "does not follow from its results" in v["invalid"], v
+    md = invoke("diff", "main..feat", "--format", "markdown", cwd=root).stdout
+    assert "not valid:" in md and "KB243" in md, md

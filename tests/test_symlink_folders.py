@@ -18,7 +18,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from conftest import commit_all, git, invoke
+from conftest import commit_all, count_processes, git, invoke
 from test_verify_support import git_run, problem, proposition
 
 #: The testers' links: KB-relative path of each (the folders above exist).
@@ -189,13 +189,29 @@ def test_the_listing_finds_links_under_card_folders_without_a_git_process(make_k
     k = open_kb(root)
     listing = subprocess.run(["git", "ls-files", "-s", "-z"], cwd=root, capture_output=True,
                              check=True).stdout
-    started: list[object] = []
-    real = subprocess.Popen
-
-    def counting(*args, **kwargs):  # count the processes, run them for real
-        started.append(args[0] if args else kwargs.get("args"))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(subprocess, "Popen", counting)
+    started = count_processes(monkeypatch)
     snap = staged_snapshot(k, listing)
     assert started == [] and sorted(snap.folder_links) == sorted(LINKS)
+
+
+def test_a_link_to_the_git_folder_leaves_the_kb(make_kb, tmp_path) -> None:
+    """``Problems/gitdir`` -> ``../.git``: git's own folder is no part of the KB (git tracks
+    nothing in it), so the link leaves the KB — KB106, worded as such — in every mode, and
+    is never KB134's "folder of the KB"; the same for a folder inside ``.git``."""
+    root = _kb(make_kb)
+    (root / "Problems" / "gitdir").symlink_to("../.git", target_is_directory=True)
+    (root / "Propos" / "refs").symlink_to("../.git/refs", target_is_directory=True)
+    want = [("Problems/gitdir", "error"), ("Propos/refs", "error")]
+    wt = invoke("verify", "--json", cwd=root)
+    assert _codes(wt, "KB106") == want and _codes(wt, "KB134") == [], wt.stdout
+    msgs = [d["message"] for d in wt.json()["diagnostics"] if d["code"] == "KB106"]
+    assert all("outside the work tree (git's own folder)" in m for m in msgs), msgs
+    assert not any("of the KB" in m for m in msgs), msgs
+    git(root, "add", "-A")
+    staged = invoke("verify", "--staged", "--json", cwd=root)
+    assert _codes(staged, "KB106") == want and _codes(staged, "KB134") == [], staged.stdout
+    commit_all(root, "links to git's folder")
+    for args in (["verify"], ["verify", "--rev", "HEAD"]):
+        r = invoke(*args, "--json", cwd=root)
+        assert _codes(r, "KB106") == want and _codes(r, "KB134") == [], (args, r.stdout)
+    _no_traceback(wt, staged)

@@ -72,6 +72,10 @@ def test_exit_codes_for_usage_and_environment(tmp_path, make_kb):
     assert invoke("verify", "--range", "nope..HEAD", cwd=root).code == 2
     assert invoke("verify", "--rev", "nope", cwd=root).code == 2
     assert invoke("verify", "--staged", "--rev", "HEAD", cwd=root).code == 2
+    # an empty value (an unset CI variable) names no commit: never the working tree instead
+    for opt in ("--rev", "--range"):
+        res = invoke("verify", opt, "", cwd=root)
+        assert res.code == 2 and f"{opt} is empty" in res.stderr, res.stderr
     res = invoke("verify", "--staged", "--fix", cwd=root)
     assert res.code == 2 and "--fix" in res.stderr
     assert invoke("verify", "--rev", "HEAD", cwd=root).code == 0

@@ -1,8 +1,9 @@
 """``kb serve`` says a file is broken on the pages that show it or miss what it holds: a
 file's own page lists its diagnostics (code, line, message, escaped), the page of an ID
 no readable file declares names the files with parse errors (the one named like the ID
-first), and the Board counts and names the verification records it could not read
-(KB243) instead of silently counting fewer. A real ``kb serve`` on a free loopback port,
+first), and the Board counts and names the verification records it left out (unreadable,
+or a verdict no vote gives: KB243, as ``kb verifiers`` leaves them out) instead of silently
+counting fewer. A real ``kb serve`` on a free loopback port,
 a real repository."""
 
 from __future__ import annotations
@@ -43,6 +44,12 @@ PLAT = "# 命题｜plat\n- 标题: 平台\n- ID: plat\n- 类型: 命题\n- 状�
 BAD_RECORD = {"r": "r-p1", "verdict": 0.9, "results": [{"verifier": "v1", "result": "<i>yes</i>"}],
               "at": "2026-11-05T10:00:00"}
 
+#: A record that reads but holds a verdict no vote gives (two 0 votes, verdict 1.0): KB243,
+#: left out of the board's list, count and accuracy as ``kb verifiers`` leaves it out.
+FORGED_RECORD = {"r": "r-q1-s1", "verdict": 1.0, "mode": "forced",
+                 "results": [{"verifier": "zz", "result": 0}, {"verifier": "yy", "result": 0}],
+                 "transcript": [], "history": [], "at": "2026-12-01T10:00:00"}
+
 
 @pytest.fixture(scope="module")
 def kbdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -54,6 +61,7 @@ def kbdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "Propos/数论/plat.md": PLAT.encode("gbk"),
         "Logs/Verification/r-p1_20261105T100000.json": json.dumps(BAD_RECORD) + "\n",
         "Logs/Verification/r-p2_20261106T100000.json": "{not json\n",
+        "Logs/Verification/r-q1-s1_20261201T100000.json": json.dumps(FORGED_RECORD) + "\n",
     })
     commit_all(root, "the example KB with broken files")
     return root
@@ -113,13 +121,27 @@ def test_a_missing_id_without_a_namesake_still_points_at_the_broken_files(server
     assert 'id="error-files"' in html
 
 
-def test_board_counts_and_names_the_records_it_could_not_read(server: Server, kbdir: Path) -> None:
+def test_board_counts_and_names_the_records_it_left_out(server: Server, kbdir: Path) -> None:
     html = get(server, "/board")
-    readable = len(list((kbdir / "Logs" / "Verification").glob("*.json"))) - 2
-    assert f"<b>{readable}</b> verification records" in html
-    assert "2 unreadable" in html
+    kept = len(list((kbdir / "Logs" / "Verification").glob("*.json"))) - 3
+    counts = re.search(r'id="board-counts">(.*?)</section>', html, re.S).group(1)
+    assert f"<b>{kept}</b> verification records; " in counts
+    assert "3 files left out (below)" in counts and "unreadable" not in counts
     b = section(html, "parse-errors")  # the board has no other banner of this class
-    assert "<b>2</b> verification records kb could not read" in b
+    assert "<b>3</b> verification record files are left out" in b
     assert "Logs/Verification/r-p1_20261105T100000.json" in b
     assert "Logs/Verification/r-p2_20261106T100000.json" in b and "not JSON" in b
     assert "&lt;i&gt;yes&lt;/i&gt;" in b and "<i>yes</i>" not in html
+
+
+def test_board_leaves_out_a_record_no_verdict_could_write(server: Server) -> None:
+    html = get(server, "/board")
+    b = section(html, "parse-errors")
+    assert "Logs/Verification/r-q1-s1_20261201T100000.json" in b
+    assert "does not follow from its results" in b
+    records = html[html.index('id="records"'):html.index('id="accuracy"')]
+    assert "r-q1-s1_20261201T100000" not in records.replace(b, "")
+    assert "2026-12-01T10:00:00" not in html
+    accuracy = html[html.index('id="accuracy"'):]
+    assert "<td>zz</td>" not in accuracy and "<td>yy</td>" not in accuracy
+    assert ">zz<" not in accuracy and ">yy<" not in accuracy

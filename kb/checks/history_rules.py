@@ -208,15 +208,23 @@ def _kept_files(c: Change, prefix_of: Callable[[Any], str], code: str, why: str)
     for ch in c.changes:
         if not ch.path.startswith(prefix) or ch.old is None or ch.old == ch.new:
             continue
-        path, what = ch.path, "deleted" if ch.new is None else "modified"
+        path, what, was = ch.path, "deleted" if ch.new is None else "modified", None
         if ch.path in moves:
             dest = moves[ch.path][1]
             if dest.new == ch.old and dest.new_link == ch.old_link:
                 continue  # moved with its folder, unchanged
-            path, what = dest.path, f"modified (moved from {c.kb.prefix + ch.path})"
+            was = c.kb.prefix + ch.path
+            path, what = dest.path, f"modified (moved from {was})"
         repo_path = c.kb.prefix + path
-        if c.mode in ("staged", "worktree"):
+        if c.mode in ("staged", "worktree") and was is not None:
+            # HEAD has no file at the new path (git restore would delete it): its bytes
+            # are HEAD's at the old one
+            how = (f"put HEAD's bytes back at its new place: git show 'HEAD:{was}' > "
+                   f"'{repo_path}' && git add -- '{repo_path}'")
+        elif c.mode in ("staged", "worktree"):
             how = f"restore it: git restore --source=HEAD --staged --worktree -- '{repo_path}'"
+        elif was is not None:
+            how = f"restore its bytes from {was} in {c.base.label}"
         else:
             how = f"restore it from {c.base.label}"
         stem = PurePosixPath(path).stem

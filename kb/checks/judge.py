@@ -245,7 +245,10 @@ def _judged(found: list[Finding], idx: Any, k: Any, commit: Optional[str], other
             # against the other side it reads as "reordered", which no merge can avoid.
             # Only a lost item counts.
             continue
-        if ours == was:
+        if ours == was and f.code == "KB301" and "is no longer read" in f.message:
+            why = (f"the merge holds it where its kb.toml no longer reads it, as {side[:10]} "
+                   "did not")
+        elif ours == was:
             why = f"the merge undid that change: it is as the merge base {base[:10]} had it"
         elif lost:
             # Both sides appended, the merge took one side's list: the other's items are gone.

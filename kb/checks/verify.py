@@ -76,6 +76,10 @@ def resolve_mode(staged: bool = False, rev: Optional[str] = None, range_: Option
     ``PRE_COMMIT_HOOK_STAGE`` (when set) or ``PRE_COMMIT=1`` otherwise mean
     the staged index.
     """
+    for opt, value in (("--rev", rev), ("--range", range_)):
+        if value is not None and not value.strip():
+            # (an unset CI variable: checking the working tree instead would pass unseen)
+            raise UsageError(f"{opt} is empty: it names no commit")
     given = sum(1 for x in (staged, rev, range_) if x)
     if given > 1:
         raise UsageError("use one of --staged, --rev and --range")

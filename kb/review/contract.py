@@ -36,7 +36,9 @@ class DiffOutput(_Open):
                     "list names; sections: the `## ` sections whose text changed)")
     verified: dict[str, list[dict[str, Any]]] = Field(description="added, changed")
     verdicts: list[dict[str, Any]] = Field(
-        description="records added: r, target, verdict, votes, branch (the rule that reached the "
+        description="records added (not those a [paths] move carried unchanged): r, target, "
+                    "verdict, votes, invalid (why no verdict could have written it, KB243; "
+                    "null when valid), branch (the rule that reached the "
                     "verdict: unanimous, consensus, split; none without votes), how (as kb "
                     "verdict says it: 'consensus', 'split, forced'), mode (the record's rule "
                     "for a split vote, stored whichever rule decided; null when absent)")

@@ -77,6 +77,8 @@ def _build(s: Sides) -> dict[str, Any]:
     pairs: list[tuple[tuple[str, str], tuple[str, str]]] = []
     for (kind, oid), fields in list(old.items()):
         key_new = (kind, ren.get(oid, oid))
+        if key_new not in new and (kind, oid) in new:
+            key_new = (kind, oid)  # a Kb-Renumber naming it renumbered nothing here
         if key_new in new:
             pairs.append(((kind, oid), key_new))
     paired_new, paired_old = {p[1] for p in pairs}, {p[0] for p in pairs}
@@ -463,9 +465,12 @@ def _entry(card: dict, e: dict, ctx: _Ctx) -> dict[str, Any]:
 
 def _verified(ctx: _Ctx, old: dict, new: dict, pairs: list, added: list, removed: list) -> dict[str, list]:
     out: dict[str, list] = {"added": [], "changed": []}
+    moved = _moved_here(ctx.s)
     for key in added:
         if key[0] == "verified":
             v = new[key]
+            if (ctx.s.kb.rel(v["path"]) or v["path"]) in moved:
+                continue  # moved with its folder: no new settlement
             out["added"].append({"id": v["id"], "object_type": v.get("object_type", ""),
                                  "conclusion": v.get("conclusion", ""), "probability": v.get("probability"),
                                  "path": v["path"], "line": v["line"], "commits": ctx.commits(v["id"], v["path"])})
@@ -482,10 +487,12 @@ def _verdicts(ctx: _Ctx) -> list[dict[str, Any]]:
     rule for a split vote), branch and how (the rule that reached this verdict, as
     ``kb verdict`` says it: :func:`kb.research.verdict.decided_by`)."""
     folder = records_dir(ctx.s.kb) + "/"
+    moved = _moved_here(ctx.s)
     added = {p: n for p, (o, n) in ctx.s.changes.items() if n and not o and p.startswith(folder)
-             and p.endswith(".json")}
+             and p.endswith(".json") and p not in moved}
     if not added:
         return []
+    from kb.research.record_faults import min_votes_of, record_faults
     from kb.research.verdict import decided_by, parse_record  # only then: it imports the card writers
 
     data = ctx.s.read(list(added.values()))
@@ -500,12 +507,21 @@ def _verdicts(ctx: _Ctx) -> list[dict[str, Any]]:
             out.append({"path": ctx.s.kb.repo_path(path), "error": "not a readable verification record"})
             continue
         branch, how = decided_by(rec.raw.get("results"), rec.raw.get("mode"))
+        faults = record_faults(rec, min_votes_of(ctx.s.kb.config))
         out.append({"r": rec.r, "target": _target(rec.r), "verdict": rec.verdict,
+                    "invalid": "; ".join(faults) or None,
                     "mode": rec.raw.get("mode"), "branch": branch, "how": how, "at": rec.at,
                     "votes": [{"verifier": v.verifier, "result": v.result, "reason": v.reason}
                               for v in rec.results],
                     "path": ctx.s.kb.repo_path(path), "commits": ctx.s.path_commits.get(path, [])})
     return out
+
+
+def _moved_here(s: Sides) -> set[str]:
+    """KB paths the range added holding bytes a path it removed held: files moved unchanged
+    (a ``[paths]`` move of Verified/ or the records folder), no new verdict or card."""
+    gone = {o for o, n in s.changes.values() if o and not n}
+    return {p for p, (o, n) in s.changes.items() if n and not o and n in gone} if gone else set()
 
 
 def _mark_records(settled: list[dict[str, Any]], verdicts: list[dict[str, Any]],
@@ -517,7 +533,8 @@ def _mark_records(settled: list[dict[str, Any]], verdicts: list[dict[str, Any]],
     which also reads older records and the direction, is in the findings)."""
     if not settled:
         return
-    about = {v["target"].split("#", 1)[0] for v in verdicts if v.get("target")}
+    about = {v["target"].split("#", 1)[0] for v in verdicts
+             if v.get("target") and not v.get("invalid")}  # (an invalid one settles nothing)
 
     def anchor(kind: str, oid: str, key: str) -> str:
         anchors = (new.get((kind, oid)) or {}).get("anchors") or {}

@@ -196,8 +196,9 @@ def _sections(d: dict[str, Any], st: _Style) -> list[tuple[str, list[str]]]:
             lines.append(f"{st.where(x['path'], 0)}: {x['error']}")
             continue
         votes = ", ".join(f"{t(v['verifier'])} {_num(v['result'])}" for v in x["votes"])
+        bad = f" — not valid: {t(x['invalid'])} (KB243; it settles nothing)" if x.get("invalid") else ""
         lines.append(f"verdict on {i(x['target'])}: {st.b(_num(x['verdict']))} from {len(x['votes'])} "
-                     f"votes ({votes}), {t(_how(x))}")
+                     f"votes ({votes}), {t(_how(x))}{bad}")
     for x in d["verified"]["added"]:
         lines.append(f"Verified card {i(x['id'])} ({t(x['object_type'])}): {t(x['conclusion'])} — "
                      f"{st.where(x['path'], 0)}")

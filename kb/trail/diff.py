@@ -24,8 +24,14 @@ from kb.trail.replay import Graph, replay_blobs
 
 
 def graph_at(kb: Any, rev: str) -> Graph:
-    """The graph replayed from the log files committed at ``rev``."""
-    commit = git.rev_parse(f"{rev}^{{commit}}", kb.top)
+    """The graph replayed from the log files committed at ``rev``.
+
+    Raises :class:`kb.errors.UsageError` for a ``rev`` that names no commit, quoting it
+    as given (:func:`kb.git.revision` refuses an empty one or one starting with ``-``).
+    """
+    # rev_parse asks git for the commit itself (``^{commit}``): the check comes first, so
+    # that a refusal names the user's text, not what kb passes on to git.
+    commit = git.rev_parse(git.revision(rev), kb.top)
     if commit is None:
         raise UsageError(f"unknown revision {rev!r}")
     out = git.run(["ls-tree", "-r", "-z", commit, "--", kb.repo_path(OPS_DIR)], kb.top).stdout

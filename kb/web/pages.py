@@ -241,17 +241,26 @@ def missing_object(view: RevView, obj_id: str) -> dict[str, Any]:
 
 
 def _records(view: RevView) -> tuple[list[Any], list[dict[str, str]]]:
-    """The commit's readable verification records, oldest first, and the record files
-    kb could not read as ``{"path", "why"}`` by path (:func:`kb.research.verdict.read_record`:
-    not UTF-8, not JSON, or malformed; what ``kb verify`` reports as KB243)."""
+    """The commit's valid verification records, oldest first, and the record files left
+    out as ``{"path", "why"}`` by path, read as ``kb verifiers`` reads them
+    (:func:`kb.views.verification.load_records_checked`): not UTF-8, not JSON, or malformed
+    (:func:`kb.research.verdict.read_record`), or a verdict ``kb verdict`` could not have
+    written (:func:`kb.research.record_faults.record_faults`); what ``kb verify`` reports
+    as KB243."""
+    from kb.research.record_faults import min_votes_of, record_faults
     from kb.research.verdict import BadRecord, read_record, record_order
     from kb.views.verification import records_dir
 
     folder = records_dir(view.kb)
+    need = min_votes_of(view.kb.config)
     out: list[Any] = []
     bad: list[dict[str, str]] = []
     for rel, raw in view.json_blobs(folder):
         rec = read_record(rel, raw)
+        if not isinstance(rec, BadRecord):
+            faults = record_faults(rec, need)
+            if faults:
+                rec = BadRecord(rec.path, "; ".join(faults))
         if isinstance(rec, BadRecord):
             bad.append({"path": rec.path, "why": rec.why})
         else:
@@ -268,8 +277,9 @@ def board_page(view: RevView) -> dict[str, Any]:
     graph, :func:`kb.web.graph.layout`), ``categories`` (category -> propositions
     with probability), ``methods`` (forest of the 父方法 / 子方法 hierarchy),
     ``verified`` cards, ``records`` (votes, mode, how the verdict was reached,
-    transcript), ``bad_records`` (the record files kb could not read: ``{"path",
-    "why"}``, left out of ``records`` and of the accuracy, KB243), ``accuracy`` and
+    transcript), ``bad_records`` (the record files left out: unreadable, malformed, or a
+    verdict no vote gives; ``{"path", "why"}``, left out of ``records`` and of the
+    accuracy, KB243), ``accuracy`` and
     ``error_files`` (:meth:`RevView.error_files`).
     """
     from kb.research.dependencies import natural_key
