@@ -119,3 +119,18 @@ def record_faults(rec: "VerificationRecord", min_votes: int = 2) -> list[str]:
     never = ", never exactly 0 or 1" if v in (0.0, 1.0) else ""
     return [f"`verdict` {_shown_num(v)} does not follow from its results ({shown}): a split "
             f"vote gives {' or '.join(told)}{never}"]
+
+
+def checked_record(path: str, data: bytes, min_votes: int = 2) -> Any:
+    """Record file ``path`` (its bytes ``data``) as every reader takes it: the
+    :class:`kb.research.verdict.VerificationRecord` :func:`kb.research.verdict.read_record`
+    reads, or a :class:`kb.research.verdict.BadRecord` saying why it is left out
+    (unreadable, malformed, or :func:`record_faults`). Never raises."""
+    from kb.research.verdict import BadRecord, read_record
+
+    rec = read_record(path, data)
+    if isinstance(rec, BadRecord):
+        return rec
+    faults = record_faults(rec, min_votes)
+    return BadRecord(rec.path, "; ".join(faults)) if faults else rec
+

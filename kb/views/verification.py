@@ -14,8 +14,8 @@ from typing import Union
 
 from kb.errors import os_failure
 from kb.repo import KnowledgeBase, resolve_kb
-from kb.research.record_faults import min_votes_of, record_faults
-from kb.research.verdict import (Accuracy, BadRecord, VerificationRecord, read_record, record_order,
+from kb.research.record_faults import checked_record, min_votes_of
+from kb.research.verdict import (Accuracy, BadRecord, VerificationRecord, record_order,
                                  verifier_accuracy)
 
 
@@ -48,13 +48,9 @@ def load_records_checked(kb: Union[KnowledgeBase, str, Path, None] = None
     for p in names:
         rel = f"{records_dir(k)}/{p.name}"
         try:
-            rec = read_record(rel, p.read_bytes())
+            rec = checked_record(rel, p.read_bytes(), need)
         except OSError as exc:  # unreadable (a folder named *.json, permissions)
             rec = BadRecord(rel, f"not readable ({exc.strerror or exc})")
-        if not isinstance(rec, BadRecord):
-            faults = record_faults(rec, need)
-            if faults:
-                rec = BadRecord(rel, "; ".join(faults))
         (bad if isinstance(rec, BadRecord) else out).append(rec)
     out.sort(key=record_order)
     return out, bad

@@ -247,8 +247,8 @@ def _records(view: RevView) -> tuple[list[Any], list[dict[str, str]]]:
     (:func:`kb.research.verdict.read_record`), or a verdict ``kb verdict`` could not have
     written (:func:`kb.research.record_faults.record_faults`); what ``kb verify`` reports
     as KB243."""
-    from kb.research.record_faults import min_votes_of, record_faults
-    from kb.research.verdict import BadRecord, read_record, record_order
+    from kb.research.record_faults import checked_record, min_votes_of
+    from kb.research.verdict import BadRecord, record_order
     from kb.views.verification import records_dir
 
     folder = records_dir(view.kb)
@@ -256,11 +256,7 @@ def _records(view: RevView) -> tuple[list[Any], list[dict[str, str]]]:
     out: list[Any] = []
     bad: list[dict[str, str]] = []
     for rel, raw in view.json_blobs(folder):
-        rec = read_record(rel, raw)
-        if not isinstance(rec, BadRecord):
-            faults = record_faults(rec, need)
-            if faults:
-                rec = BadRecord(rec.path, "; ".join(faults))
+        rec = checked_record(rel, raw, need)
         if isinstance(rec, BadRecord):
             bad.append({"path": rec.path, "why": rec.why})
         else:
