@@ -6,6 +6,7 @@ from typing import Optional
 
 import click
 
+from kb.render.card import fmt_number
 from kb_cli.output import emit_json, json_option, kb_option
 
 
@@ -41,8 +42,8 @@ def command(obj_id: str, rev: str, as_json: bool, kb_path: Optional[str]) -> int
         if e.get("override"):
             click.echo(f"    override: {e['override']}")
         for v in e.get("verdict") or []:
-            votes = ", ".join(f"{x['verifier']} {x['result']}" for x in v["votes"])
-            click.echo(f"    verdict {v['r']}: {v['verdict']} ({votes}; {v.get('how') or v['mode']})")
+            votes = ", ".join(f"{x['verifier']} {_show(x['result'])}" for x in v["votes"])
+            click.echo(f"    verdict {v['r']}: {_show(v['verdict'])} ({votes}; {v.get('how') or v['mode']})")
     for w in d.get("warnings") or []:
         click.echo(f"warning: {w['code']} {w['message']}", err=True)
     return 0
@@ -54,5 +55,7 @@ _CHANGE = {"boundary": "boundary (shallow clone: the history before this commit 
 
 def _show(v: object) -> str:
     if isinstance(v, list):
-        return "[" + ", ".join(str(x) for x in v) + "]"
+        return "[" + ", ".join(_show(x) for x in v) + "]"
+    if isinstance(v, float):
+        return fmt_number(v)     # 1 and 0.9, as kb diff and the card's anchor print them
     return "—" if v is None else str(v)

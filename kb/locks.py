@@ -60,7 +60,7 @@ from typing import Any, Iterable, Iterator
 
 from kb import git
 from kb.errors import ConflictError, GitError, LockedError, NotFoundError, UsageError
-from kb.text import CONTROL_CHARS
+from kb.text import CONTROL_CHARS, check_length
 
 from kb.durations import (DEFAULT_GRACE, DEFAULT_TTL, DURATION_SETTINGS,  # noqa: F401 (re-exported)
                           OFFLINE_POLICIES, format_duration, parse_duration, setting_duration)
@@ -147,11 +147,13 @@ def validate_owner(owner: str) -> str:
 
 
 def validate_text(text: str, what: str) -> str:
-    """``text`` stripped; UsageError (naming ``what``) when empty or holding a newline or
-    control character.
+    """``text`` stripped; UsageError (naming ``what``) when empty, longer than
+    :data:`kb.text.LINE_MAX` characters (a reason is one line of a lock's record and of
+    its commit's message) or holding a newline or control character.
     """
     if text is None or not text.strip():
         raise UsageError(f"{what} is empty")
+    check_length(text.strip(), what)
     if _CONTROL.search(text):
         raise UsageError(f"{what} {text!r} contains a newline, a Unicode line or paragraph separator or a "
                          "control character")

@@ -347,6 +347,8 @@ def test_project_lock(kbr, monkeypatch):
     ["lock", "release", "--owner", "a"],
     ["lock", "status", "--remote", "nope"],
     ["lock", "steal", "Notes/a.md", "--owner", "b", "--reason", "multi\nline"],
+    ["lock", "steal", "Notes/a.md", "--owner", "b", "--reason", "x" * 4_001],
+    ["project", "lock", "--owner", "b", "--steal", "y" * 4_001],
     ["lock", "renew", "Notes/a.md", "--owner", "a", "--ttl", "1x"],
     ["project", "lock", "--owner", "a", "--ttl", "forever"],
     ["project", "lock", "--owner", "a", "--remote", "nope"],

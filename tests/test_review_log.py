@@ -54,6 +54,9 @@ def test_problem_entries_and_verdict(example_kb: Path) -> None:
     assert [v["r"] for v in last["verdict"]] == ["r-q2-s1"]
     assert sorted(x["verifier"] for x in last["verdict"][0]["votes"]) == ["alice", "bob"]
     assert any("解法 1" in x for x in last["changes"]["entries"]["to"])
+    # The text prints numbers as kb diff and the card do: 1, not 1.0.
+    text = invoke("log", "q2", cwd=root).stdout
+    assert "verdict r-q2-s1: 0.95 (alice 1, bob 0.9; consensus)" in text and "1.0" not in text
 
 
 def test_follows_renumbering(example_kb: Path) -> None:
