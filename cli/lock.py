@@ -21,7 +21,8 @@ def with_remote(kb_path: str | None, remote: str | None) -> tuple[Any, str | Non
 
 def owner_option(f: Any) -> Any:
     return click.option("--owner", default=None,
-                        help="Who holds the lock; default: git config kb.owner, else user.email.")(f)
+                        help="Who holds the lock; default: $KB_OWNER, else git config "
+                        "kb.owner, else user.email.")(f)
 
 
 def ttl_option(f: Any) -> Any:

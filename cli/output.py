@@ -201,13 +201,16 @@ def emit_json(data: Any) -> None:
 def console() -> Any:
     """A rich console for human tables: no styles, on a terminal too (human output escapes
     every control character, :func:`printable`: a bold header would show as ``\\x1b[1m``),
-    and no wrapping when stdout is not a terminal (one row, one line, for grep)."""
+    and no wrapping when stdout is not a terminal (one row, one line, for grep).
+
+    Every string is printed literally: statements and titles are user text, so rich
+    markup (``a[i]`` dropped, ``[/b]`` an error) and emoji codes (``:smile:``) are off."""
     from rich.console import Console
 
+    literal: dict[str, Any] = {"markup": False, "emoji": False, "highlight": False}
     if sys.stdout.isatty():
-        return Console(soft_wrap=False, highlight=False, color_system=None)
-    return Console(soft_wrap=True, width=100_000, no_color=True, highlight=False,
-                   color_system=None)
+        return Console(soft_wrap=False, color_system=None, **literal)
+    return Console(soft_wrap=True, width=100_000, no_color=True, color_system=None, **literal)
 
 
 def echo_lines(lines: Iterable[str]) -> None:
@@ -232,7 +235,8 @@ def write_options(f: F) -> F:
     f = click.option("--expect", "expect", default=None, metavar="BLOB",
                      help="Refuse unless the target file still has this blob id (compare-and-swap).")(f)
     f = click.option("--owner", default=None,
-                     help="Who acts (lock owner); default: git config kb.owner, else user.email.")(f)
+                     help="Who acts (lock owner); default: $KB_OWNER, else git config "
+                     "kb.owner, else user.email.")(f)
     f = click.option("--no-commit", is_flag=True,
                      help="Write the files but leave them uncommitted.")(f)
     return f
@@ -250,7 +254,7 @@ def write_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
 def many_cards_write_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
     """:func:`write_kwargs` for commands that write many cards: ``--expect`` names the
     blob of one file, so it is refused there."""
-    if kw["expect"]:
+    if kw["expect"] is not None:  # an empty --expect is refused too, never ignored
         from kb.errors import UsageError
 
         raise UsageError("--expect applies to commands that edit one existing card")

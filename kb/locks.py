@@ -60,7 +60,7 @@ from typing import Any, Iterable, Iterator
 
 from kb import git
 from kb.errors import ConflictError, GitError, LockedError, NotFoundError, UsageError
-from kb.text import CONTROL_CHARS, check_length
+from kb.text import CONTROL_CHARS, check_length, visible
 
 from kb.durations import (DEFAULT_GRACE, DEFAULT_TTL, DURATION_SETTINGS,  # noqa: F401 (re-exported)
                           OFFLINE_POLICIES, format_duration, parse_duration, setting_duration)
@@ -135,7 +135,7 @@ def validate_owner(owner: str) -> str:
 
     Raises UsageError when empty, longer than 200 characters or holding a control character.
     """
-    if owner is None or not owner.strip():
+    if owner is None or not visible(owner):  # only U+200B, U+FEFF, …: as empty as ""
         raise UsageError("the owner is empty: pass --owner NAME "
                          "(or set `git config kb.owner NAME`)")
     if _CONTROL.search(owner):
@@ -151,7 +151,7 @@ def validate_text(text: str, what: str) -> str:
     :data:`kb.text.LINE_MAX` characters (a reason is one line of a lock's record and of
     its commit's message) or holding a newline or control character.
     """
-    if text is None or not text.strip():
+    if text is None or not visible(text):  # only U+200B, U+FEFF, …: as empty as ""
         raise UsageError(f"{what} is empty")
     check_length(text.strip(), what)
     if _CONTROL.search(text):
@@ -186,8 +186,8 @@ def resolve_owner(top: Path, owner: str | None) -> str:
         return validate_owner(owner)
     found = default_owner(top)
     if not found:
-        raise UsageError("no owner: pass --owner NAME, or set `git config kb.owner NAME` "
-                         "(or user.email)")
+        raise UsageError("no owner: pass --owner NAME, set KB_OWNER, or set "
+                         "`git config kb.owner NAME` (or user.email)")
     return validate_owner(found)
 
 

@@ -280,7 +280,8 @@ def blocking_locks(top: Path, paths: Iterable[str], owner: str | None,
 
 def check_unlocked(kb: Any, paths: Iterable[str], owner: str | None, notify: Any = None) -> None:
     """Raise :class:`LockHeld` when one of ``paths`` (repository-relative) is locked
-    by someone else. ``owner`` None: ``git config kb.owner``, else ``user.email``.
+    by someone else. ``owner`` None: ``KB_OWNER``, else ``git config kb.owner``, else
+    ``user.email`` (:func:`kb.locks.default_owner`).
     With a lock remote the remote's locks decide (see :func:`blocking_locks`)."""
     paths = list(paths)
     if not paths:

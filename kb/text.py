@@ -32,6 +32,23 @@ def control_char(text: str) -> str | None:
     return None if m is None else f"U+{ord(m.group()):04X}"
 
 
+#: A run of characters that show nothing: white space and Unicode's
+#: Default_Ignorable_Code_Point set (DerivedCoreProperties.txt: soft hyphen, zero-width
+#: space and joiners, U+2060 word joiner, U+FEFF, variation selectors, Hangul fillers,
+#: tag characters, …). Combining marks are not in it (an accent on nothing still shows),
+#: nor controls: they are refused by name (:data:`CONTROL_CHARS`), and shown escaped.
+_INVISIBLE = re.compile(
+    r"[\s\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    r"\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
+    r"\U0001d173-\U0001d17a\U000e0000-\U000e0fff]*")
+
+
+def visible(text: str) -> bool:
+    """Whether ``text`` holds a character that shows. A zero-width joiner inside real text
+    (Devanagari, an emoji sequence) is fine; a text of nothing else reads as empty."""
+    return _INVISIBLE.fullmatch(text) is None
+
+
 #: The most characters kb writes as one line of research text (:func:`one_line`: a
 #: statement, title, reason, plan, name). Such a line is an anchor of tree.md or a card,
 #: a row of DASHBOARD.md and a commit's summary or trailer, and every later version of
@@ -73,8 +90,9 @@ def one_line(text: Any, what: str, *, required: bool = True) -> str:
 
     ``None`` is the empty text. Raises :class:`kb.errors.UsageError` when ``text`` is
     not text, is empty (and ``required``), is longer than :data:`LINE_MAX` characters,
-    spans lines or holds a control or invisible character (:data:`CONTROL_CHARS`);
-    ``what`` names the field in the message.
+    spans lines, holds a control or invisible character (:data:`CONTROL_CHARS`) or only
+    characters that show nothing (:func:`visible`; even when not ``required``: a value
+    was given, and none can read it); ``what`` names the field in the message.
     """
     from kb.errors import UsageError
 
@@ -91,6 +109,10 @@ def one_line(text: Any, what: str, *, required: bool = True) -> str:
     bad = control_char(t)
     if bad:
         raise UsageError(f"{what} holds the control or invisible character {bad}; remove it")
+    if t and not visible(t):  # U+200B, U+2060, U+FEFF, …: no statement anyone can read
+        shown = " ".join(f"U+{ord(c):04X}" for c in t[:5]) + (" …" if len(t) > 5 else "")
+        raise UsageError(f"{what} is empty: it holds only invisible characters ({shown}); "
+                         "give one line of visible text")
     return t
 
 

@@ -459,6 +459,44 @@ def test_expect_compare_and_swap(ex: Path) -> None:
     assert r.code == 0 and r.json()["commit"]
 
 
+def test_empty_expect_is_refused_by_the_library(ex: Path) -> None:
+    # What an MCP tool passes for `expect: ""`: refused, never an unguarded write.
+    from kb.errors import UsageError
+    from kb.ops.problems import set_plan
+
+    from test_ops_tree import unchanged
+
+    with unchanged(ex):
+        for empty in ("", " ", {"Problems/q2.md": ""}):
+            with pytest.raises(UsageError, match="--expect is empty.*kb show --json"):
+                set_plan(ex, "q2", "later", expect=empty)
+        with pytest.raises(UsageError, match="not 'zz'"):
+            set_plan(ex, "q2", "later", expect="zz")
+
+
+def test_empty_expect_is_a_usage_error_over_mcp(ex: Path) -> None:
+    # The MCP tools pass `expect` on to the same library checks (kb.ops.result.expect_blob).
+    import asyncio
+
+    from mcp import Client
+
+    from kb.mcp import build_server
+    from test_ops_tree import unchanged
+
+    async def session() -> None:
+        async with Client(build_server(ex)) as c:
+            for tool, args in (("problem_plan", {"id": "q2", "next_step": "later"}),
+                               ("hyp_add", {"statement": "unchecked"})):
+                for empty in ("", " "):
+                    res = await c.call_tool(tool, {**args, "expect": empty})
+                    err = json.loads(res.content[0].text)["error"]
+                    assert res.is_error and err["kind"] == "usage", (tool, err)
+                    assert err["exit_code"] == 2 and "--expect is empty" in err["message"]
+
+    with unchanged(ex):
+        asyncio.run(session())
+
+
 def test_problem_status_rules(ex: Path) -> None:
     from kb.ops.card_edit import CardError
     from kb.ops.problems import add_problem, set_problem_status

@@ -41,6 +41,41 @@ def test_every_command_has_help(run_kb, name):
             assert (getattr(param, "help", None) or "").strip(), f"kb {name} {param.opts} has no help"
 
 
+def _commands(group, path=()):
+    """Every command under ``group`` with its words (``("hyp", "add")``)."""
+    import click
+
+    for name in group.list_commands(None):  # kb's group loads its commands lazily
+        cmd = group.get_command(None, name)
+        yield (*path, name), cmd
+        if isinstance(cmd, click.Group):
+            yield from _commands(cmd, (*path, name))
+
+
+def test_owner_help_states_the_true_default_order(run_kb, monkeypatch, tree_kb):
+    """Every --owner whose default is the configured owner names KB_OWNER first, as
+    kb.locks.default_owner reads it (it was left out of the help)."""
+    found = []
+    for words, cmd in _commands(cli):
+        for param in cmd.params:
+            text = getattr(param, "help", None) or ""
+            if "--owner" in param.opts and "kb.owner" in text:
+                found.append(words)
+                order = [text.find(w) for w in ("KB_OWNER", "kb.owner", "user.email")]
+                assert -1 < order[0] < order[1] < order[2], (words, text)
+    assert {("hyp", "add"), ("lock", "claim")} <= set(found)
+    r = run_kb("hyp", "add", "--help")
+    assert "$KB_OWNER, else git config" in " ".join(r.stdout.split())
+    # …and that is the order kb follows.
+    from kb.locks import default_owner
+
+    git(tree_kb, "config", "kb.owner", "from-config")
+    monkeypatch.setenv("KB_OWNER", "from-env")
+    assert default_owner(tree_kb) == "from-env"
+    monkeypatch.delenv("KB_OWNER")
+    assert default_owner(tree_kb) == "from-config"
+
+
 def test_top_level_help_lists_every_command(run_kb):
     """``kb --help`` names every command of COMMANDS with its one-line summary."""
     r = run_kb("--help")

@@ -73,6 +73,23 @@ def test_usage_errors_exit_2(tree_kb: Path) -> None:
     assert kb(tree_kb, "hyp", "add", "x", "--expect", "zz").code == 2
 
 
+@pytest.mark.parametrize("value", ["", " ", ","])
+def test_empty_expect_is_refused_never_ignored(tree_kb: Path, value: str) -> None:
+    # An empty --expect used to turn the compare-and-swap off and write unchecked.
+    root = tree_kb
+    assert kb(root, "hyp", "add", "A").code == 0
+    assert kb(root, "problem", "add", "P1", "solve it").code == 0
+    for args in (["hyp", "add", "x"], ["hyp", "status", "H1", "待验"], ["dashboard"],
+                 ["problem", "plan", "P1", "later"], ["promote"]):
+        with unchanged(root):
+            r = kb(root, *args, "--expect", value)
+        assert r.code == 2, (args, r.stdout, r.stderr)
+        assert "--expect" in r.stderr and ("blob" in r.stderr or "one existing card" in r.stderr)
+    r = kb(root, "hyp", "add", "x", "--expect", value)
+    assert "--expect is empty: it needs a git blob id" in r.stderr
+    assert "`blob` field of `kb show --json`" in r.stderr
+
+
 def test_full_flow_on_the_command_line(tree_kb: Path) -> None:
     root = tree_kb
     assert kb(root, "hyp", "add", "Data loading is the bottleneck").code == 0

@@ -81,6 +81,9 @@ def test_full_loop_to_saturation_then_adopt(lit, tree_kb: Path, tmp_path: Path):
     assert by["r1h2"]["scores"]["novelty"] == 2 and by["r1h2"]["total"] == 58.0
     assert by["r1h2"]["keep"] is False
     assert any(c.startswith("r1h2: novelty 4 capped at 2") for c in v1["corrections"])
+    # a gap claim no checked snippet backs stays out of the gaps, and the verdict says so
+    assert "r1h2: gap claim 'surgical skill retention beyond a year is unmeasured' not added to " \
+        "the open gaps: it cites no snippet that passed the check" in v1["corrections"]
     assert by["r1h3"]["gate_failures"] == ["testability<=1"]  # the Judge's own, not doubled
     assert v1["kept"] == ["r1h1"] and v1["dry"] == 0
 

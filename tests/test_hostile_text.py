@@ -1,7 +1,8 @@
 """Hostile text in research files (issue 11): terminal escapes are never printed
 raw by human-readable output; DASHBOARD.md escapes Markdown/HTML in list items;
 every Mermaid label shows exactly the statement's text; a duplicated ID is one
-Mermaid node."""
+Mermaid node; human tables print rich markup and emoji codes as written; a text of
+only invisible characters is refused as empty."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git, invoke, run_script
+from kb.errors import UsageError
 
 EVIL = "evil \x1b[31mRED\x1b[0m \x1b]0;pwned\x07 \x9b2J \u202eelif"
 
@@ -74,3 +76,86 @@ def test_wiki_link_anchor_values_are_read_as_links(value: str, want: list) -> No
     card = f"# 问题｜q\n\n- ID: q1\n- 状态: 开放\n- 依赖: {value.replace('E00', 'p')}\n"
     res = parse_file("Problems/q1.md", card.encode(), config_from_dict(Path("."), {}))
     assert [d.code for d in res.diagnostics if d.code in ("KB120", "KB121")] == []
+
+
+#: Text rich would read as markup or emoji codes: printed as is by every human table.
+MARKUP = ["Unmatched [/b] tag", "Index a[i] is bounded", "[bold]x[/bold] wins",
+          "p in [0,1] :thumbs_up:"]
+
+
+def test_markup_in_statements_and_titles_is_printed_literally(tree_kb: Path) -> None:
+    root = tree_kb
+    for n, text in enumerate(MARKUP, 1):
+        assert invoke("hyp", "add", text, cwd=root).code == 0
+        assert invoke("problem", "add", f"P{n}", f"solve {n}", "--title", text,
+                      cwd=root).code == 0
+    for args in (["ls"], ["ls", "hypotheses"], ["ls", "problems"], ["find", "["]):
+        r = invoke(*args, cwd=root)
+        assert r.code == 0, (args, r.stderr)
+        for text in MARKUP:  # each text is a statement and a title
+            assert text in r.stdout, (args, text, r.stdout)
+    for n, text in enumerate(MARKUP, 1):
+        assert text in invoke("show", f"H{n}", cwd=root).stdout
+        assert text in invoke("show", f"P{n}", cwd=root).stdout
+
+
+@pytest.mark.parametrize("tty", [True, False])
+def test_human_table_console_prints_markup_literally(tty: bool,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.table import Table
+
+    from kb_cli.output import console
+
+    class Out(io.StringIO):
+        def isatty(self) -> bool:
+            return tty
+
+    out = Out()
+    monkeypatch.setattr("sys.stdout", out)
+    table = Table(box=None)
+    table.add_column("[b]Title")
+    for text in MARKUP:
+        table.add_row(text)
+    console().print(table)
+    shown = out.getvalue()
+    for text in ["[b]Title", *MARKUP]:
+        assert text in shown, (text, shown)
+
+
+#: Texts of nothing a reader can see: zero-width space, word joiner, BOM, Hangul filler,
+#: variation selector, tag letter, mixed with blanks.
+INVISIBLE = ["\u200b\u200b", "\u2060", "\ufeff", "\u3164", " \u00a0\u200d\ufe0f ", "\U000e0041"]
+
+
+@pytest.mark.parametrize("text", INVISIBLE)
+def test_invisible_only_text_is_refused_as_empty(tree_kb: Path, text: str) -> None:
+    from kb.text import one_line
+
+    from test_ops_tree import unchanged
+
+    root = tree_kb
+    with unchanged(root):
+        for args in (["hyp", "add", text], ["problem", "add", "P1", text],
+                     ["problem", "add", "P1", "real", "--title", text],
+                     ["lock", "claim", "tree.md", "--owner", text]):
+            r = invoke(*args, cwd=root)
+            assert r.code == 2 and "is empty" in r.stderr, (args, r.stderr)
+    with pytest.raises(UsageError, match="only invisible characters"):
+        one_line(text, "the plan", required=False)  # given, yet nothing to read
+
+
+@pytest.mark.parametrize("text", ["क्\u200dष joins", "👨\u200d👩\u200d👧 family",
+                                  "e\u0301", "\u0301", "x\u200b", "\u2800"])
+def test_joiners_and_marks_in_visible_text_are_kept(tree_kb: Path, text: str) -> None:
+    r = invoke("hyp", "add", text, "--json", cwd=tree_kb)
+    assert r.code == 0, r.stderr
+    assert invoke("show", r.json()["id"], "--json", cwd=tree_kb).json()["statement"] == text
+
+
+def test_visible_is_false_only_for_texts_of_nothing_to_see() -> None:
+    from kb.text import visible
+
+    assert not any(visible(t) for t in INVISIBLE + ["", " \t"])
+    assert all(visible(t) for t in ["a", "क्\u200dष", "👨\u200d👩", "\u0301", "\x1b"])

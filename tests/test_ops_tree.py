@@ -383,6 +383,9 @@ def test_expect_compare_and_swap(tree_kb: Path) -> None:
             tr.add_hypothesis(root, "C", expect=blob)
         with pytest.raises(UsageError, match="blob id"):
             tr.add_hypothesis(root, "C", expect="nope")
+        for empty in ("", "  ", {"tree.md": ""}):  # never read as "no check"
+            with pytest.raises(UsageError, match="--expect is empty"):
+                tr.add_hypothesis(root, "C", expect=empty)
     fresh = git(root, "rev-parse", "HEAD:tree.md")
     assert tr.add_hypothesis(root, "C", expect=fresh).id == "H3"
 

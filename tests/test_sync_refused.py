@@ -125,3 +125,25 @@ def test_refusal_lines_keep_what_refused_and_drop_the_rest() -> None:
         "kb verify --staged (1 KB): 1 error(s) introduced by this change — commit refused"]
     assert refusal_lines("Not committing merge; use 'git commit' to complete the merge.\n") == [
         "a git hook refused the merge commit and printed nothing"]
+
+
+def test_a_tree_that_does_not_read_leaves_the_merge_and_says_what_to_do(team) -> None:
+    """A forge merge kept two `## H1:` headings, one without its Status (KB115), upstream: kb sync's merge
+    stands and it says the dashboard waits for the file to be fixed, naming `kb verify`
+    (it said only that kb could not tell whether DASHBOARD.md was current, and exit 1)."""
+    a, b = team["a"], team["b"]
+    _ok("hyp", "add", "Shared", cwd=a)
+    tree = a / "tree.md"
+    text = tree.read_text(encoding="utf-8")
+    # a textual merge's leftover: the heading again, its Status line gone (KB115)
+    tree.write_text(text + "\n## H1: Shared, declared again\nEvidence: (empty)\n", encoding="utf-8")
+    git(a, "commit", "-q", "--no-verify", "-am", "a forge merge kept both headings")
+    git(a, "push", "-q", "origin", "main")
+    res = invoke("sync", "--json", cwd=b)
+    data = res.json()
+    assert data["merge"] in ("fast-forward", "merged", "up to date"), data
+    assert (b / "tree.md").read_bytes() == tree.read_bytes()  # the upstream's, merged
+    (note,) = [n for n in data["notes"] if "DASHBOARD.md was not regenerated" in n]
+    assert "the merge stands" in note and "`kb verify`" in note and "tree.md" in note, note
+    text = invoke("sync", cwd=b).stderr
+    assert "DASHBOARD.md was not regenerated" in text, text

@@ -75,6 +75,9 @@ def test_bad_rev_is_a_clear_400(server: Server, rev: str) -> None:
     r = get(server, "/tree", params={"rev": rev})
     assert r.status_code == 400
     assert "not a revision" in r.text or "no commit" in r.text
+    # the footer names the view the server shows, not the revision it refused
+    footer = r.text[r.text.index("<footer>"):]
+    assert "Read-only view of the committed KB at <code>HEAD</code>" in footer, footer
 
 
 def test_hostile_text_is_escaped_everywhere(server: Server) -> None:

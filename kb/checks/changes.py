@@ -106,6 +106,48 @@ class Change:
         #: Results several rules compute alike for this change, by name
         #: (:func:`kb.checks.unread_records.moved_records`).
         self.memo: dict[str, Any] = {}
+        #: The base as first read (through the new side's kb.toml), when :meth:`read_as_own`
+        #: gave the rules each side as its own kb.toml reads it (None: not so read).
+        self.through_new: Optional[Facts] = None
+
+    def read_as_own(self, base: Facts, new: Facts) -> "Change":
+        """This change with its sides read as their own kb.toml's ``[paths]`` read them
+        (``base`` with :attr:`config`'s, ``new`` with :attr:`new_config`'s:
+        :func:`kb.checks.unread_records.own_reading`). Read through one kb.toml, a change
+        that moves a key (``tree = "tree2.md"`` with ``git mv``) had nothing in its base
+        where the move put the records: every record looked new, and a statement, a
+        status, Evidence or a recorded result rewritten in the same commit passed
+        unjudged; a range's earlier commit read through a tip that moved a key later had
+        its records on neither side. Read as their own, each record meets its old version
+        by ID; :meth:`now_at` pairs a file with where the move carried it, and what the
+        move leaves unread is judged on the base as first read (:attr:`through_new`)."""
+        other = Change(base, new, self.mode, self.changes, self.overrides, self.commit,
+                       self.origin, self.config, self.new_config, self.removed_before)
+        other.through_new = self.base
+        return other
+
+    def now_at(self, path: str) -> Optional[str]:
+        """Where the base's file ``path`` is in the new side: ``path`` itself, or the place
+        a ``[paths]`` move of this change carried it to (``experiments/E001.md`` ->
+        ``exps/E001.md`` when ``paths.experiments`` moved so); None when neither holds it."""
+        if path in self.new.files:
+            return path
+        old, new = self.config.paths, self.new_config.paths
+        for key, was in old.items():
+            now = new.get(key)
+            if now is None or now == was:
+                continue
+            a, b = was.strip().strip("/"), now.strip().strip("/")
+            if path == a:
+                moved = b
+            elif a in ("", ".") or path.startswith(a + "/"):
+                rest = path if a in ("", ".") else path[len(a) + 1:]
+                moved = rest if b in ("", ".") else f"{b}/{rest}"
+            else:
+                continue
+            if moved in self.new.files:
+                return moved
+        return None
 
     def lights(self, side: Facts, kinds: Iterable[str]) -> dict[tuple[str, str], Light]:
         """(namespace, id) -> object of ``kinds`` in the changed files of one side

@@ -88,15 +88,20 @@ def removed(c: Change) -> list:
     new = c.lights(c.new, KINDS)
     at = c.kb.prefix  # messages name repository paths, as the location does
     out = []
+    unread = moved_records(c).unread
+    said = {(NAMESPACE[u.kind], u.id) for u in unread}  # (their own message, below)
     for key, b in base.items():
         here = [new[key]] if key in new else c.new.find(b.id, _kinds_of(b.ns))
         if here:
-            if b.kind == "experiment" and all(x.path != b.path for x in here):
+            moved = c.now_at(b.path)  # (a [paths] move carries a file, name and all)
+            if b.kind == "experiment" and all(x.path != b.path and x.path != moved for x in here):
                 dest = here[0].path
                 out.append(c.violation(
                     b.id, dest, here[0].line, "KB305",
                     f"experiment {b.id} was renamed from {at}{b.path} to {at}{dest}; experiment files "
                     f"keep their name — move it back {override_hint(b.id)}"))
+            continue
+        if key in said:
             continue
         gone = "" if b.path in c.new.files else f" ({at}{b.path} was deleted)"
         out.append(c.violation(
@@ -104,7 +109,7 @@ def removed(c: Change) -> list:
             f"{_WORD[b.kind]} {b.id} was removed{gone}; it was declared at {at}{b.path}:{b.line} "
             f"in {c.base.label}; {_never_removed(c, b.kind)} {override_hint(b.id)}"))
     # records a [paths] move leaves where the new kb.toml reads none: gone as well
-    return out + [_unread(c, u) for u in moved_records(c).unread]
+    return out + [_unread(c, u) for u in unread]
 
 
 def _never_removed(c: Change, kind: str) -> str:
@@ -359,19 +364,20 @@ def settled_entries_stay(c: Change) -> list:
     # the changed files holding a card (light rows): a tree.md's versions are never read whole
     cards = {o.path for o in c.lights(c.base, ("problem", "proposition")).values()}
     todo = []
-    for path in c.paths:
-        if path not in cards or path not in c.new.files:
+    for was in c.paths:
+        path = c.now_at(was) if was in cards else None  # (a [paths] move carries a card)
+        if path is None:
             continue  # (a card file removed: KB301's)
-        before = [r for r in c.base.records(path) if r.kind in ("problem", "proposition")]
+        before = [r for r in c.base.records(was) if r.kind in ("problem", "proposition")]
         if any(_settled(e) for r in before for e in r.entries or ()):
-            todo.append((path, before))
+            todo.append((was, path, before))
     if not todo:
         return []
-    paths = [p for p, _ in todo]
-    old_texts, new_texts = entry_texts(c.base, paths), entry_texts(c.new, paths)
+    old_texts = entry_texts(c.base, [w for w, _p, _ in todo])
+    new_texts = entry_texts(c.new, [p for _w, p, _ in todo])
     renames = _renames(c)
     out = []
-    for path, before in todo:
+    for was_at, path, before in todo:
         after = {r.id: r for r in c.new.records(path)}
         for r in before:
             now = after.get(r.id)
@@ -386,7 +392,7 @@ def settled_entries_stay(c: Change) -> list:
                 if n is None:
                     what, line = f"{r.id}'s settled entry {e.kind} {e.number} was removed", now.line
                 else:
-                    text = _text_change(old_texts.get(path, {}).get((r.id, e.line)),
+                    text = _text_change(old_texts.get(was_at, {}).get((r.id, e.line)),
                                         new_texts.get(path, {}).get((now.id, n.line)), n.line,
                                         renames)
                     if (n.title, n.probability, n.status) != (e.title, e.probability, e.status):
@@ -489,22 +495,24 @@ def results_stay(c: Change) -> list:
 
     base = c.lights(c.base, ("experiment",))
     todo = []
-    for path in sorted({b.path for b in base.values()} & set(c.new.files)):
-        recorded = {r.id: r for r in c.base.records(path) if r.kind == "experiment" and r.conclusion}
+    # each file with where it is now (a [paths] move of the experiments carries it)
+    for was, path in sorted((p, q) for p in {b.path for b in base.values()}
+                            if (q := c.now_at(p)) is not None):
+        recorded = {r.id: r for r in c.base.records(was) if r.kind == "experiment" and r.conclusion}
         if not recorded:
             continue
         for n in c.new.records(path):
             b = recorded.get(n.id)
             if n.kind == "experiment" and b is not None:
-                todo.append((path, b, n))
+                todo.append((was, path, b, n))
     if not todo:
         return []
-    paths = sorted({p for p, _b, _n in todo})
-    old, new = c.base.read_many(paths), c.new.read_many(paths)
+    old = c.base.read_many(sorted({w for w, _p, _b, _n in todo}))
+    new = c.new.read_many(sorted({p for _w, p, _b, _n in todo}))
     renames = _renames(c)
     out = []
-    for path, b, n in todo:
-        was_rows = recorded_result(old.get(path, b""), path, b.conclusion_line)
+    for was, path, b, n in todo:
+        was_rows = recorded_result(old.get(was, b""), was, b.conclusion_line)
         if renames:
             was_rows = [(ln, _renumbered(t, renames)) for ln, t in was_rows]
         now_rows = recorded_result(new.get(path, b""), path, n.conclusion_line) \

@@ -99,9 +99,39 @@ def _carried(found: list, base_files: dict[str, str], new_files: dict[str, str],
 
 def history_findings(change: Any, k: Any, commit: Optional[str]) -> list[Finding]:
     """Findings of the history rules on ``change`` (a :class:`kb.checks.changes.Change`
-    of KB ``k``; ``commit`` the new commit or None); every error blocks."""
-    return findings(history_diagnostics(change), k, "history", commit=commit,
-                    all_errors_block=True)
+    of KB ``k``; ``commit`` the new commit or None); every error blocks.
+
+    Each side is judged as its own kb.toml's ``[paths]`` reads it (``change.config``, the
+    base's; ``change.new_config``, the change's): a change that moves a key is judged
+    against its base read where the base's files were, and a range's earlier commit, read
+    through the tip's kb.toml, as its own reads it when a later commit moved a key
+    (:meth:`kb.checks.changes.Change.read_as_own`)."""
+    return findings(_own_history(change), k, "history", commit=commit, all_errors_block=True)
+
+
+def _own_history(change: Any) -> list:
+    """The history diagnostics of ``change`` with each side read as its own kb.toml's
+    ``[paths]`` reads it (see :func:`history_findings`; rare: two dicts compared, then the
+    files the other layout reads are parsed)."""
+    from contextlib import ExitStack
+
+    from kb.checks.unread_records import own_reading
+
+    fresh = change.through_new is None
+    base_off = fresh and change.base.snap.rev is not None and \
+        change.base.config.paths != change.config.paths
+    new_off = fresh and change.new.snap.rev is not None and \
+        change.new.config.paths != change.new_config.paths
+    if not (base_off or new_off):
+        return history_diagnostics(change)
+    with ExitStack() as stack:
+        base = stack.enter_context(own_reading(change.base, change.config.paths)) \
+            if base_off else change.base
+        new = stack.enter_context(own_reading(change.new, change.new_config.paths)) \
+            if new_off else change.new
+        if base is None or new is None:
+            return history_diagnostics(change)
+        return history_diagnostics(change.read_as_own(base, new))
 
 
 _ID_TOKEN = re.compile(r"[A-Za-z][\w.-]*\d[\w.-]*")

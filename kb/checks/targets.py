@@ -35,6 +35,19 @@ def kb_at(top: Path, prefix: str, blob_rev: Optional[str]) -> Any:
     return KnowledgeBase(root=root, top=top, prefix=prefix, config=cfg)
 
 
+def as_committed(k: Any, cfg: Any) -> Any:
+    """KB ``k`` read with ``cfg``, the kb.toml of the snapshot a check judges (the staged
+    index's, a range's tip's: :func:`config_at`), when it differs from the working tree's
+    that :func:`kb_at` loaded. A check judges what is committed: an unstaged edit of
+    ``[paths]`` (``tree = "nothing.md"``) must not switch off the rules of the files it
+    no longer reads. ``k`` itself when ``cfg`` is None (no kb.toml there) or the same."""
+    import dataclasses
+
+    if cfg is None or cfg == k.config:
+        return k
+    return dataclasses.replace(k, config=cfg)
+
+
 def unreadable_kb(top: Path, prefix: str, exc: KbError, diff: Optional[list[str]]) -> Any:
     """The KB003 finding of the KB at repository folder ``prefix`` whose kb.toml cannot
     be read (``exc``, from :func:`kb_at`): in a repository of several KBs the others are

@@ -75,17 +75,18 @@ def moved_records(c: Any) -> Moved:
     """What the ``[paths]`` change of :class:`kb.checks.changes.Change` ``c`` does to the
     records its base read: carried along, or no longer read. Raises GitError when git fails."""
     keys = moved_keys(c.config, c.new_config)
-    rev = c.base.snap.rev
+    base = c.through_new or c.base  # (the base as the change's kb.toml reads it)
+    rev = base.snap.rev
     if not keys or rev is None:
         return _NONE  # kb.toml's [paths] as they were (the hot path), or no history
     # KB301, KB307 and the range's memory of removed IDs (removed_ids) ask in turn
     found = c.memo.get("moved_records")
     if found is None:
-        found = c.memo["moved_records"] = _judge(c, keys, rev)
+        found = c.memo["moved_records"] = _judge(c, base, keys, rev)
     return found
 
 
-def _judge(c: Any, keys: list[str], rev: str) -> Moved:
+def _judge(c: Any, base: Any, keys: list[str], rev: str) -> Moved:
     old, new = c.config, c.new_config
     places = {v for k in keys for v in (old.paths.get(k), new.paths.get(k)) if v is not None}
     # Only a file the two configurations read differently can lose its records; one
@@ -109,7 +110,7 @@ def _judge(c: Any, keys: list[str], rev: str) -> Moved:
                 continue
             ns = NAMESPACE[obj.kind]
             kinds = tuple(k for k, v in NAMESPACE.items() if v == ns)
-            if (ns, obj.id) in carried or (ns, obj.id) in unread or c.base.find(obj.id, kinds):
+            if (ns, obj.id) in carried or (ns, obj.id) in unread or base.find(obj.id, kinds):
                 continue  # (read in the base by the new kb.toml too: KB301 judges it as usual)
             if (c.new.find(obj.id, kinds) if kept_by_commit is None
                     else (ns, obj.id) in kept_by_commit):

@@ -28,7 +28,7 @@ from kb.checks.overrides import trailers
 from kb.checks.report import Finding, Report, config_findings, findings
 from kb.checks.results import (FILE_PART, prepare_cache, scoped_parts, scoped_stored,
                                store_scoped)
-from kb.checks.targets import (config_at, kb_at, open_index, parents_of, repo_top, selected_kbs,
+from kb.checks.targets import (as_committed, config_at, kb_at, open_index, parents_of, repo_top, selected_kbs,
                                shallow_commits, shallow_note, unreadable_kb)
 from kb.errors import ConfigError, EnvironmentError_, GitError, UsageError
 from kb.index_rows import gc_paused
@@ -197,7 +197,9 @@ def _rewritten(top: Path, report: Report, base: str, tip: str, kb_path: Optional
     note = f" (history rewritten: judged as one change from the old tip {base[:10]} to {tip[:10]})"
     for prefix in selected_kbs(top, kb_path, sorted(at_tip | set(find_all_kbs(top, base)))):
         try:
-            k = kb_at(top, prefix, tip if prefix in at_tip else base)
+            rev = tip if prefix in at_tip else base
+            k = kb_at(top, prefix, rev)
+            k = as_committed(k, config_at(k, rev))
         except (GitError, ConfigError):
             continue  # its kb.toml unreadable (KB003 says so at the tip)
         changes = diff_commits(k, base, tip)
@@ -231,6 +233,7 @@ def _against(top: Path, report: Report, tip: str, target: str, label: str,
     for prefix in selected_kbs(top, kb_path, sorted(set(find_all_kbs(top, tip)))):
         try:
             k = kb_at(top, prefix, tip)
+            k = as_committed(k, config_at(k, tip))
         except (GitError, ConfigError):
             continue  # deleted at the tip, or its kb.toml unreadable (KB003 says so)
         with open_index(k) as idx:
@@ -288,7 +291,9 @@ def _verify_commits(top: Path, commits: list[tuple[str, list[str]]], tip: str,
     children = Counter(p[0] for _, p in commits if p)
     for prefix in prefixes:
         try:
+            # the tip's kb.toml reads the range, not the working tree's (unstaged edits)
             k = kb_at(top, prefix, tip)
+            k = as_committed(k, config_at(k, tip))
         except GitError:
             continue  # the KB does not exist at the tip (deleted): nothing to read its config from
         except ConfigError as exc:

@@ -19,8 +19,8 @@ from kb.checks.changes import diff_commits, diff_staged, raw_changes, retargeted
 from kb.checks.judge import check_snapshots, history_findings, judge_merge
 from kb.checks.overrides import merge_heads, merge_overrides, parse_overrides
 from kb.checks.report import Report, config_findings, name_findings
-from kb.checks.targets import (config_at, kb_at, kbs_in_listing, open_index, repo_top, selected_kbs,
-                               staged_kbs, unreadable_kb)
+from kb.checks.targets import (as_committed, config_at, kb_at, kbs_in_listing, open_index, repo_top,
+                               selected_kbs, staged_kbs, unreadable_kb)
 from kb.errors import ConfigError
 
 
@@ -79,13 +79,17 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
             report.findings.append(unreadable_kb(
                 top, prefix, exc, ["diff-index", "--cached", head or git.EMPTY_TREE]))
             continue
+        if k.prefix and (set(k.prefix) & set("*?[\\") or found is None):
+            # git reads the prefix as a pattern: its own listing and changes, as before
+            listing = git.run(["ls-files", "-s", "-z", "--", k.prefix], k.top).stdout
+            changes = diff_staged(k, head)
+        else:
+            listing, changes = whole, raw_changes(diffs, k)
+        # the staged kb.toml reads the staged files, not the working tree's (HEAD's when
+        # kb.toml is not staged: read for the base's rules anyway, no process of its own)
+        new_config = _staged_config(k, head, changes)
+        k = as_committed(k, new_config)
         with open_index(k) as idx:
-            if k.prefix and (set(k.prefix) & set("*?[\\") or found is None):
-                # git reads the prefix as a pattern: its own listing and changes, as before
-                listing = git.run(["ls-files", "-s", "-z", "--", k.prefix], k.top).stdout
-                changes = diff_staged(k, head)
-            else:
-                listing, changes = whole, raw_changes(diffs, k)
             new = staged_snapshot(k, listing)
             if new.unmerged:
                 # A stopped merge: HEAD's version stands in for each conflicted file
@@ -106,7 +110,7 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
             prime_staged(new_f, base_f, listing, changes)
             prime_records(new_f, base_f, listing, changes)  # KB243's, the same way
             change = Change(base_f, new_f, "staged", changes, overrides,
-                            base_config=config_at(k, head), new_config=_staged_config(k, head, changes))
+                            base_config=config_at(k, head), new_config=new_config)
             report.findings += config_findings(k, new, base.folder_links) + name_findings(k, listing)
             found = history_findings(change, k, None)
             if merging:

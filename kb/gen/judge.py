@@ -172,7 +172,12 @@ def _advance(sb: Sandbox, raw: Any, out: list[dict[str, Any]], corrections: list
     for ev in scout.evaluations:
         for p in ev.gap:
             norm = rules.normalise_ws(p.claim).lower()
-            if not norm or norm in known or not any(check.get(k) in ("verified", "web") for k in p.cites):
+            if not norm or norm in known:
+                continue
+            if not any(check.get(k) in ("verified", "web") for k in p.cites):
+                # said, not dropped in silence: the scout may cite a checked snippet next round
+                corrections.append(f"{ev.hid}: gap claim {p.claim!r} not added to the open gaps: "
+                                   "it cites no snippet that passed the check")
                 continue
             known.add(norm)
             st["gaps"].append({"claim": p.claim, "cites": list(p.cites), "hid": ev.hid, "round": n,

@@ -1,7 +1,7 @@
 """MCP tools of the write locks (git refs): ``kb lock claim|renew|release|steal|prune|status``.
 
-``paths`` are relative to the KB folder; ``owner`` defaults to git config
-``kb.owner``, else ``user.email``; ``remote`` locks on a shared remote, by default
+``paths`` are relative to the KB folder; ``owner`` defaults to ``KB_OWNER``, else git
+config ``kb.owner``, else ``user.email``; ``remote`` locks on a shared remote, by default
 the configured lock remote (``[locks] remote`` / ``git config kb.lockRemote``), as
 ``kb lock …`` does; ``project_lock`` / ``project_unlock`` take ``remote`` as given,
 as ``kb project lock|unlock`` do."""

@@ -24,8 +24,9 @@ of a tool. Descriptions are static text: the tool list never depends on the KB.
 error object, of kind ``usage``: an unknown tool, an unknown argument, a missing
 or ill-typed one (the SDK's own answer is pydantic's text, without a kind). It
 answers an unknown prompt with the protocol's invalid-params error, never a traceback,
-and an input line that is no JSON-RPC message with JSON-RPC's parse error or invalid
-request (:mod:`kb.mcp.stdio`).
+a request sent before ``initialize`` with an error saying so (:func:`not_initialized`), and
+an input line that is no JSON-RPC message with JSON-RPC's parse error or invalid request
+(:mod:`kb.mcp.stdio`).
 """
 
 import functools
@@ -37,6 +38,8 @@ import types
 import typing
 from typing import Annotated, Any, Callable, Literal, Union
 
+from mcp.server import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
@@ -122,12 +125,41 @@ def _usage_text(tool: str, exc: ValidationError) -> str:
     return f"{tool}: " + "; ".join(parts)
 
 
+#: The SDK's answer to a request sent before ``initialize`` (code and message; its data is
+#: empty): the same as for malformed params, so it does not say what the client must do.
+_NOT_INITIALIZED = (INVALID_PARAMS, "Invalid request parameters")
+
+
+async def not_initialized(ctx: ServerRequestContext[Any, Any],
+                          call_next: CallNext) -> HandlerResult:
+    """Server middleware: the SDK's refusal of a request before ``initialize`` says so.
+
+    Only the SDK's initialization gate raises this :class:`MCPError` (malformed params reach
+    middleware as a ``ValidationError``), and only while the client sent no ``initialize``
+    (``client_params`` is None). The code stays -32602, which clients may key on."""
+    try:
+        return await call_next(ctx)
+    except MCPError as exc:
+        if (exc.error.code, exc.error.message) != _NOT_INITIALIZED \
+                or ctx.session.client_params is not None:
+            raise
+        raise MCPError(code=INVALID_PARAMS,
+                       message="The session is not initialized: send initialize first "
+                               f"({ctx.method} was not run)",
+                       data={"method": ctx.method}) from None
+
+
 class KbServer(MCPServer):
     """An :class:`MCPServer` whose every tool call ends in a result: kb's error object
     (kind ``usage``) for a call the SDK rejects before the tool runs, kind ``internal``
     for anything unexpected around it. ``registry`` is set by :func:`kb.mcp.build_server`."""
 
     registry: "Registry | None" = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # innermost, after the SDK's own (its public, provisional middleware list)
+        self.middleware.append(not_initialized)
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Any = None) -> Any:
@@ -283,4 +315,4 @@ class Registry:
             self.op_results.append(name)
 
 
-__all__ = ["KbServer", "Registry", "to_data"]
+__all__ = ["KbServer", "Registry", "not_initialized", "to_data"]

@@ -19,6 +19,17 @@ with replacement characters, so such a request ran with U+FFFD in its arguments;
 stdin itself, :func:`claim_stdin`, keeping the undecodable bytes visible) and a string
 holding a lone surrogate escape (``"\\ud800"``, valid RFC 8259 grammar but no Unicode
 text; the SDK's parser refuses it as a parse error with id null).
+
+A request whose ``id`` is null, a number that is no integer (``5.5``), a boolean, an object
+or an array passes the SDK's parser as a *notification* (pydantic ignores the id it cannot
+take): it was run or dropped without an answer, and the client waited forever. JSON-RPC 2.0
+makes a message with an ``id`` member a request, and MCP takes only a string or an integer
+id, so :class:`AnsweredReadStream` answers it with an invalid request (-32600) and id null:
+JSON-RPC's answer when the request's id cannot be read (echoing ``5.5`` would give the
+client an id MCP has no type for). Nothing of it runs. A message without an ``id`` member
+is a notification and stays unanswered. This needs the line itself, which only kb's own
+reading of stdin (:class:`LineTap`) keeps; the SDK's own stdio loop (the fallback) runs
+such a line as before.
 """
 
 from __future__ import annotations
@@ -28,7 +39,8 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections import deque
+from collections.abc import AsyncIterator, Callable
 from contextlib import suppress
 from types import TracebackType
 from typing import Any, BinaryIO, Optional
@@ -37,7 +49,8 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+from mcp_types import (INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError,
+                       JSONRPCNotification)
 from pydantic import ValidationError
 
 #: How a reason names a JSON value that is no object.
@@ -161,13 +174,56 @@ def describe(exc: Exception) -> tuple[int, str, Any]:
     return INVALID_REQUEST, f"it is not a valid JSON-RPC 2.0 {name} ({fields})", answer_id
 
 
+def id_problem(line: str) -> Optional[str]:
+    """Why ``line``, which the SDK read as a notification, is a request kb cannot answer
+    by its id (see the module docstring); None when it has no ``id`` member (a notification)."""
+    value = _loose_json(line)
+    if not isinstance(value, dict) or "id" not in value:
+        return None
+    rid = value["id"]
+    if isinstance(rid, float):  # 5.0 and 1e3 too: the SDK takes no integer written so
+        what = f"the number {json.dumps(rid)}, " + (
+            "written with a fraction or an exponent" if rid.is_integer() else "not an integer")
+    elif isinstance(rid, dict):
+        what = "an object"
+    else:
+        what = _JSON_TYPES.get(type(rid), "a JSON value")
+    return (f"it is not a valid JSON-RPC 2.0 request (its id is {what}; MCP takes a string "
+            "or an integer id, and a notification has no id member); nothing of it was run")
+
+
+class LineTap:
+    """The transport's input lines (an async iterable of text lines, as the SDK's
+    ``stdio_server`` takes for ``stdin``), each kept in :attr:`pending` until
+    :class:`AnsweredReadStream` takes the message the SDK made of it: the SDK reads one
+    item per line, so the first pending line is the one behind the next item."""
+
+    def __init__(self, lines: Any) -> None:
+        self._lines = lines
+        self._it: Optional[AsyncIterator[str]] = None
+        self.pending: deque[str] = deque()
+
+    def __aiter__(self) -> "LineTap":
+        return self
+
+    async def __anext__(self) -> str:
+        if self._it is None:
+            self._it = self._lines.__aiter__()
+        line = await self._it.__anext__()
+        self.pending.append(line)
+        return line
+
+
 class AnsweredReadStream:
     """The transport's read stream with its unreadable lines answered and left out:
-    the server reads only messages. ``line`` is the number of the last line read."""
+    the server reads only messages. ``line`` is the number of the last line read; ``tap``,
+    the transport's input lines, lets a request with an id MCP does not take (which the
+    SDK reads as a notification) be answered too."""
 
-    def __init__(self, inner: Any, write: Any) -> None:
+    def __init__(self, inner: Any, write: Any, tap: Optional[LineTap] = None) -> None:
         self._inner = inner
         self._write = write
+        self._tap = tap
         self.line = 0
 
     @property
@@ -180,16 +236,28 @@ class AnsweredReadStream:
         while True:
             item = await self._inner.receive()
             self.line += 1
-            if not isinstance(item, Exception):
+            raw = self._tap.pending.popleft() if self._tap is not None and self._tap.pending \
+                else None
+            if isinstance(item, Exception):
+                await self._answer(item)
+                continue
+            # Only a notification can hide a request: no request's line is parsed twice
+            why = id_problem(raw) if raw is not None and isinstance(
+                getattr(item, "message", None), JSONRPCNotification) else None
+            if why is None:
                 return item
-            await self._answer(item)
+            await self._send(INVALID_REQUEST, why, None)
 
     async def _answer(self, exc: Exception) -> None:
         if isinstance(exc, ValidationError) and any(
                 e.get("type") == "json_invalid" and isinstance(e.get("input"), str)
                 and not e["input"].strip() for e in exc.errors()):
             return  # a blank line: no message, nothing to answer
-        code, why, rid = describe(exc)
+        await self._send(*describe(exc))
+
+    async def _send(self, code: int, why: str, rid: Any) -> None:
+        """Answer input line :attr:`line` with JSON-RPC error ``code`` (``why``: what was
+        wrong) and id ``rid``, and say so on stderr."""
         kind, title = ("parse error", "Parse error") if code == PARSE_ERROR \
             else ("invalid request", "Invalid Request")  # JSON-RPC 2.0's own names
         message = f"{title}: input line {self.line} was not read: {why}"
@@ -286,9 +354,9 @@ async def serve_stdio(server: MCPServer, fallback: Any) -> None:
         return
     claimed = claim_stdin()
     try:
-        stdin = wire_text(claimed[0]) if claimed is not None else None
-        async with stdio_server(stdin=stdin) as (read_stream, write_stream):
-            await lowlevel.run(AnsweredReadStream(read_stream, write_stream), write_stream,
+        tap = LineTap(wire_text(claimed[0])) if claimed is not None else None
+        async with stdio_server(stdin=tap) as (read_stream, write_stream):
+            await lowlevel.run(AnsweredReadStream(read_stream, write_stream, tap), write_stream,
                                lowlevel.create_initialization_options())
     finally:
         if claimed is not None:

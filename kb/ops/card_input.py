@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from kb.errors import UsageError
-from kb.text import BODY_MAX, check_length, unsafe_id_reason
+from kb.text import BODY_MAX, check_length, unsafe_id_reason, visible
 
 #: Characters a new ID or category folder may not hold (VIBEMATH-V3.md safe IDs).
 UNSAFE_NEW = re.compile(r'[\\/:*?"<>|#｜,\[\]{}\s\x00-\x1f\x7f]')
@@ -73,7 +73,7 @@ def read_text_arg(text: str | None, text_file: str | Path | None, what: str = "t
     out = (text or "").replace("\r\n", "\n").replace("\r", "\n").strip("\n")
     out = "\n".join(ln.rstrip() for ln in out.split("\n")).strip("\n")
     check_length(out, f"the {what}", BODY_MAX)
-    if required and not out.strip():
+    if required and not visible(out):  # only U+200B, U+FEFF, …: as empty as ""
         raise UsageError(f"the {what} is empty; give it with --text or --text-file")
     return out
 

@@ -208,6 +208,8 @@ def set_priority(kb: Union[KnowledgeBase, str, Path, None], obj_id: str, priorit
         o = ws.require(obj_id, ("problem", "proposition"), "problem or proposition")
         if object_final(o):
             raise CardError(f"{obj_id} is settled by verification; its priority stays never")
+        if str(o.priority) == str(prio):  # nothing to write: say so, not "12 → 12"
+            return [f"{obj_id}: 优先级 is {prio} already"], {"id": obj_id, "priority": prio}
         ws.edit(obj_id, ("problem", "proposition")).set_anchor("优先级", str(prio))
         return [f"{obj_id}: 优先级 {o.priority} → {prio}"], {"id": obj_id, "priority": prio}
 

@@ -16,11 +16,31 @@ what ``--expect`` takes for the next edit of that file.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Union
 
+from kb.errors import UsageError
+
 OnWait = Callable[[str], None]
 Expect = Union[str, Mapping[str, str], None]
+
+
+def expect_blob(value: Any) -> str:
+    """One ``expect`` blob id, lower-cased: what every write (CLI ``--expect``, MCP
+    ``expect``) checks before it reads a file.
+
+    Raises UsageError unless ``value`` is a git blob id (40 or 64 hex digits). An empty or
+    blank value is refused too, never read as "no check": a caller that meant to guard its
+    write would otherwise write unguarded.
+    """
+    blob = str(value).strip().lower()
+    want = "a git blob id (40 hex digits), e.g. the `blob` field of `kb show --json`"
+    if not blob:
+        raise UsageError(f"--expect is empty: it needs {want}")
+    if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", blob):
+        raise UsageError(f"--expect needs {want}; not {str(value)!r}")
+    return blob
 
 
 @dataclass(frozen=True)
@@ -28,7 +48,8 @@ class WriteOptions:
     """What every write command takes besides its own arguments.
 
     ``no_commit``: write the files, leave them uncommitted; ``owner``: who
-    acts (lock owner; default ``git config kb.owner``, else ``user.email``);
+    acts (lock owner; default ``KB_OWNER``, else ``git config kb.owner``, else
+    ``user.email``: :func:`kb.locks.default_owner`);
     ``expect``: the blob id the caller read of the target file (compare and
     swap), or a mapping KB path -> blob id; ``on_wait``: told once what the
     write waits for when the write lock is busy.

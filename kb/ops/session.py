@@ -14,13 +14,11 @@ Also here: the argument checks every tree write shares (:func:`kb.text.one_line`
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Iterable, Mapping
 
-from kb.errors import UsageError
 from kb.index import Index
 from kb.ops.history import history_ids_with_head, note_commit
-from kb.ops.result import OpResult
+from kb.ops.result import OpResult, expect_blob
 from kb.ops.transaction import Transaction
 from kb.ops.tree_edit import TreeEdit
 from kb.repo import KnowledgeBase, resolve_kb
@@ -31,9 +29,10 @@ OnWait = Callable[[str], None]
 def expect_map(k: KnowledgeBase, expect: Any, primary: str) -> dict[str, str]:
     """``--expect``: a blob id for ``primary``, ``PATH=BLOB``, or a mapping path -> blob.
 
-    Raises UsageError for a value that is not a 40-hex-digit blob id or a ``PATH=BLOB`` pair.
+    Raises UsageError for a value that is not a 40-hex-digit blob id or a ``PATH=BLOB`` pair
+    (:func:`kb.ops.result.expect_blob`; an empty one too).
     """
-    if not expect:
+    if expect is None:
         return {}
     items: Iterable[tuple[str, str]]
     if isinstance(expect, Mapping):
@@ -45,10 +44,7 @@ def expect_map(k: KnowledgeBase, expect: Any, primary: str) -> dict[str, str]:
             items.append((path if eq else primary, blob))
     out = {}
     for path, blob in items:
-        blob = blob.strip().lower()
-        if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", blob):
-            raise UsageError(f"--expect needs a git blob id (40 hex digits), not {blob!r}")
-        out[path.strip() or primary] = blob
+        out[path.strip() or primary] = expect_blob(blob)
     return out
 
 

@@ -428,7 +428,17 @@ def _dashboard(k: Any, res: SyncResult, on_wait: Any) -> None:
     from kb.repo import open_kb
 
     k2 = open_kb(k.root)
-    if is_stale(k2):
+    try:
+        stale = is_stale(k2)
+    except RefusedError as exc:
+        # A file the dashboard reads has format errors (a forge merge that kept two `## H7:`
+        # headings): the sync's merge stands, only the dashboard waits. Said as what is
+        # left to do, not as the dashboard's refusal alone (which read as if sync had failed).
+        res.notes.append(f"kb sync: the merge stands, but DASHBOARD.md was not regenerated: {exc}; "
+                         "fix the file (`kb verify` lists its errors: an ID declared twice is "
+                         "renumbered by hand), then run `kb dashboard`")
+        return
+    if stale:
         out = refresh_dashboard(k2, on_wait=on_wait)
         res.dashboard_commit = getattr(out, "commit", None)
 

@@ -233,7 +233,9 @@ def _votes_arg(votes: Union[Mapping[str, Any], Sequence[tuple[str, Any]]]) -> di
     items = list(votes.items()) if isinstance(votes, Mapping) else list(votes)
     out: dict[str, float | None] = {}
     for name, x in items:
-        n = str(name).strip()
+        # A name is one line of the record, the card's entry and the commit: a line's bound,
+        # checked first so the refusal below never echoes a pasted page.
+        n = check_length(str(name).strip(), "a verifier name")
         if not n or re.search(r"[\s=\x00-\x1f]", n):
             raise UsageError(f"verifier name {name!r} is not valid; give NAME=RESULT with a name "
                             "without spaces, e.g. v1=0.9")

@@ -30,7 +30,7 @@ from kb.errors import ConflictError, NotFoundError, RefusedError, UsageError
 from kb.index import Index
 from kb.ops.card_edit import CARD_KINDS, CardEdit, CardError
 from kb.ops.git_state import head_entries, refuse_uncommitted, uncommitted, uncommitted_files
-from kb.ops.result import OpResult
+from kb.ops.result import OpResult, expect_blob
 from kb.ops.transaction import Transaction
 from kb.parse import classify, parse_file
 from kb.parse.common import dump_list
@@ -309,7 +309,8 @@ def run_op(kb: Union[KnowledgeBase, str, Path, None], op: str, summary: str,
     ``expect`` is the blob id the caller read of ``target_id``'s card
     (compare-and-swap), or a mapping KB path -> blob id.
 
-    Raises UsageError for ``expect`` on a create, NotFoundError for an unknown ``target_id``,
+    Raises UsageError for ``expect`` on a create or not a blob id (an empty one too:
+    :func:`kb.ops.result.expect_blob`), NotFoundError for an unknown ``target_id``,
     RefusedError when a card changed would hold values derived from another card's
     uncommitted changes (:meth:`Workspace.refuse_uncommitted`; not with ``no_commit``),
     and whatever ``build`` raises; every write also raises LockedError (another owner's lock),
@@ -317,16 +318,20 @@ def run_op(kb: Union[KnowledgeBase, str, Path, None], op: str, summary: str,
     and EnvironmentError_ (git failed, the work tree is not writable); nothing is written then.
     """
     k = resolve_kb(kb)
-    exp: dict[str, str] = dict(expect) if isinstance(expect, Mapping) else {}
-    if isinstance(expect, str) and expect and target_id is None:
-        raise UsageError("--expect applies to commands that edit an existing card; this one "
-                        "creates a new card")
+    exp: dict[str, str] = {}
+    if isinstance(expect, Mapping):
+        exp = {path: expect_blob(blob) for path, blob in expect.items()}
+    elif expect is not None:  # "" too: refused, never an unguarded write
+        if target_id is None:
+            raise UsageError("--expect applies to commands that edit an existing card; this "
+                            "one creates a new card")
+        expect = expect_blob(expect)
     tx = Transaction(k, op, summary=summary, no_commit=no_commit, owner=owner, expect=exp,
                      on_wait=on_wait)
     with tx:
         ws = Workspace(k, tx)
         try:
-            if isinstance(expect, str) and expect:
+            if isinstance(expect, str):
                 r = ws.row(target_id or "")
                 if r is None:
                     raise NotFoundError(f"unknown ID {target_id!r}; " + ws.known_hint(CARD_KINDS))

@@ -194,7 +194,8 @@ def object_log(k: KnowledgeBase, obj_id: str, rev: str = "HEAD") -> dict[str, An
         idx.refresh()
         found = idx.get(obj_id)
         if not found:
-            raise NotFoundError(f"no object with ID {obj_id!r} in the working tree (try `kb find {obj_id}`)")
+            # (looked up in the KB as it is now: its history is then read from the commits)
+            raise NotFoundError(f"no object with ID {obj_id!r} in the KB (try `kb find {obj_id}`)")
         row = next((r for r in found if r.kind != "verified"), found[0])
         kind, path = row.kind, row.path
         order, parents = _graph(k, tip)

@@ -51,7 +51,15 @@ class Sides:
     overrides_env: dict[str, str] = field(default_factory=dict)
     new_files: dict[str, str] = field(default_factory=dict)
     unreadable: list[dict[str, Any]] = field(default_factory=list)
+    #: the KB as the before side's own kb.toml reads it (None: as ``kb``, the after
+    #: side's): a ``[paths]`` move in between reads each side where its files are
+    old_kb: Optional[KnowledgeBase] = None
     _index: Any = None
+
+    @property
+    def before_kb(self) -> KnowledgeBase:
+        """The KB as the before side reads it (:attr:`old_kb`, else :attr:`kb`)."""
+        return self.old_kb or self.kb
 
     def read(self, blobs: list[str]) -> dict[str, bytes]:
         """Blob id -> bytes (blobs of the working tree are hashed files on disk: read by path)."""
@@ -106,6 +114,16 @@ def _objects(idx: Any, k: KnowledgeBase, files: dict[str, str]) -> dict[tuple[st
     return out
 
 
+def _read_as(k: KnowledgeBase, rev: Optional[str]) -> KnowledgeBase:
+    """``k`` with the kb.toml of ``rev`` (a commit, ``":"`` the staged index; None or no
+    readable kb.toml there: ``k`` as it is). A diff reads each side as its own kb.toml does,
+    not as the working tree's (an unstaged edit, or the branch checked out, must not change
+    what a range holds)."""
+    from kb.checks.targets import as_committed, config_at
+
+    return as_committed(k, config_at(k, rev)) if rev else k
+
+
 def _raw_changes(k: KnowledgeBase, args: list[str]) -> dict[str, tuple[Optional[str], Optional[str]]]:
     """``git diff-tree``/``diff-index`` ``--raw -z`` of the KB as path -> (old, new)."""
     from kb.checks.changes import raw_changes
@@ -140,7 +158,10 @@ def range_sides(k: KnowledgeBase, a: str, b: str, idx: Any) -> Sides:
     origin = mb.stdout.decode().strip() if mb.returncode == 0 and mb.stdout.strip() else base
     # The commits with the paths each changed, in the same git process.
     commits = log(k.top, ["--reverse", "--topo-order", f"{base}..{tip}"], changes=True)
-    s = Sides(kb=k, source="range", base=origin, tip=tip, tip_rev=tip, commits=commits, _index=idx)  # type: ignore[arg-type]
+    old_k = _read_as(k, origin)
+    k = _read_as(k, tip)
+    s = Sides(kb=k, source="range", base=origin, tip=tip, tip_rev=tip, commits=commits,  # type: ignore[arg-type]
+              old_kb=old_k, _index=idx)
     s.changes = _raw_changes(k, ["diff-tree", origin, tip])  # type: ignore[list-item]
     for c in commits:
         for p in c.changed:
@@ -156,8 +177,11 @@ def staged_sides(k: KnowledgeBase, idx: Any, environ: dict[str, str]) -> Sides:
     from kb.checks.overrides import parse_overrides
 
     head = git.rev_parse("HEAD", k.top)
-    s = Sides(kb=k, source="staged", base=head, tip="staged", tip_rev=None, _index=idx)
-    s.changes = _raw_changes(k, ["diff-index", "--cached", head or git.EMPTY_TREE])
+    changes = _raw_changes(k, ["diff-index", "--cached", head or git.EMPTY_TREE])
+    old_k = _read_as(k, head)
+    s = Sides(kb=_read_as(k, ":" if head is None or "kb.toml" in changes else head), source="staged",
+              base=head, tip="staged", tip_rev=None, old_kb=old_k, _index=idx)
+    s.changes = changes
     s.overrides_env = parse_overrides(environ.get("KB_OVERRIDE", ""))
     _fill(s, idx)
     return s
@@ -173,7 +197,8 @@ def worktree_sides(k: KnowledgeBase, idx: Any, environ: dict[str, str]) -> Sides
     idx.refresh()
     new = idx.worktree()
     old = commit_snapshot(k, head) if head else empty_snapshot(k)
-    s = Sides(kb=k, source="worktree", base=head, tip="worktree", tip_rev=None, _index=idx)
+    s = Sides(kb=k, source="worktree", base=head, tip="worktree", tip_rev=None,
+              old_kb=_read_as(k, head), _index=idx)
     for p in sorted(set(new.files) | set(old.files)):
         if old.files.get(p) != new.files.get(p):
             s.changes[p] = (old.files.get(p), new.files.get(p))
@@ -232,18 +257,19 @@ def _fill(s: Sides, idx: Any) -> None:
     5,000-hypothesis tree.md with one new hypothesis costs no 10,000 JSON loads)."""
     from kb.parse import classify
 
-    k = s.kb
-    old = {p: o for p, (o, _n) in s.changes.items() if o and classify(p, k.config)}
+    k, old_k = s.kb, s.before_kb
+    old = {p: o for p, (o, _n) in s.changes.items() if o and classify(p, old_k.config)}
     new = {p: n for p, (_o, n) in s.changes.items() if n and classify(p, k.config)}
-    for files in (old, new):
+    for files, side_k in ((old, old_k), (new, k)):
         if files:
-            idx.ensure(Snapshot(kb=k, kind="commit", files=files,
-                                formats={p: classify(p, k.config) or "" for p in files}))
+            idx.ensure(Snapshot(kb=side_k, kind="commit", files=files,
+                                formats={p: classify(p, side_k.config) or "" for p in files}))
     # Files holding many objects (tree.md, registries) changed on both sides: only the
     # objects that differ. A card or an experiment is one object: always both versions,
     # so that an edit of its prose (a log entry) is seen too.
-    both = {p for p in set(old) & set(new) if classify(p, k.config) in ("tree", "registry")}
-    s.old_objects = _objects(idx, k, {p: b for p, b in old.items() if p not in both})
+    both = {p for p in set(old) & set(new) if classify(p, k.config) in ("tree", "registry")
+            and classify(p, old_k.config) == classify(p, k.config)}
+    s.old_objects = _objects(idx, old_k, {p: b for p, b in old.items() if p not in both})
     s.new_objects = _objects(idx, k, {p: b for p, b in new.items() if p not in both})
     for p in sorted(both):
         for side, a, b in ((s.old_objects, old[p], new[p]), (s.new_objects, new[p], old[p])):

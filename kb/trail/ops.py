@@ -23,8 +23,8 @@ Write scopes (seed "写域"): with an ``actor``, a write may touch only a
 subtree that actor's live lease covers (``OUT_OF_SCOPE``; its own lease
 having run out: ``LEASE_EXPIRED``); creating a new root touches no subtree
 and is allowed. ``role`` ``lead`` or ``curator`` is exempt; without an actor
-there is no scope check (the recording is attributed to ``git config
-kb.owner`` / ``user.email``).
+there is no scope check (the recording is attributed to ``KB_OWNER``, else
+``git config kb.owner``, else ``user.email``: :func:`kb.locks.default_owner`).
 """
 
 from __future__ import annotations

@@ -108,8 +108,11 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
         return HTMLResponse(env.get_template(name).render(**data), status_code=status)
 
     def error(request: Request, status: int, message: str) -> HTMLResponse:
+        # a request refused (400: a ?rev= that names no commit, among others) is no view
+        # of the revision it asked for: the footer names the server's own
+        asked = request.query_params.get("rev") if status != 400 else None
         return page("error.html", status, message=message, link=lambda p, **_: p,
-                    rev=request.query_params.get("rev") or rev, commit="", q="",
+                    rev=asked or rev, commit="", q="",
                     kb_name=k.root.name, features=features, nav="")
 
     def guarded(fn: Callable[..., Response]) -> Callable[[Request], Response]:
