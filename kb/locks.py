@@ -137,7 +137,7 @@ def validate_owner(owner: str) -> str:
     """
     if owner is None or not visible(owner):  # only U+200B, U+FEFF, …: as empty as ""
         raise UsageError("the owner is empty: pass --owner NAME "
-                         "(or set `git config kb.owner NAME`)")
+                         "(or set KB_OWNER, or `git config kb.owner NAME`)")
     if _CONTROL.search(owner):
         raise UsageError(f"the owner {owner!r} contains a newline, a Unicode line or paragraph separator or a "
                          "control character")

@@ -125,8 +125,9 @@ def test_human_table_console_prints_markup_literally(tty: bool,
 
 
 #: Texts of nothing a reader can see: zero-width space, word joiner, BOM, Hangul filler,
-#: variation selector, tag letter, mixed with blanks.
-INVISIBLE = ["\u200b\u200b", "\u2060", "\ufeff", "\u3164", " \u00a0\u200d\ufe0f ", "\U000e0041"]
+#: variation selector, tag letter, mixed with blanks; the blank Braille pattern.
+INVISIBLE = ["\u200b\u200b", "\u2060", "\ufeff", "\u3164", " \u00a0\u200d\ufe0f ", "\U000e0041",
+             "\u2800"]
 
 
 @pytest.mark.parametrize("text", INVISIBLE)
@@ -147,7 +148,7 @@ def test_invisible_only_text_is_refused_as_empty(tree_kb: Path, text: str) -> No
 
 
 @pytest.mark.parametrize("text", ["क्\u200dष joins", "👨\u200d👩\u200d👧 family",
-                                  "e\u0301", "\u0301", "x\u200b", "\u2800"])
+                                  "e\u0301", "\u0301", "x\u200b", "\u2800x"])
 def test_joiners_and_marks_in_visible_text_are_kept(tree_kb: Path, text: str) -> None:
     r = invoke("hyp", "add", text, "--json", cwd=tree_kb)
     assert r.code == 0, r.stderr

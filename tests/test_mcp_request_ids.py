@@ -54,6 +54,7 @@ def test_requests_with_ids_mcp_does_not_take_are_answered(example_kb: Path) -> N
              _msg(),  # 11: a notification: no answer
              _msg(99, "", result={}),  # 12: a client's response to no request: no answer
              _msg(None, "", error={"code": -32700, "message": "x"}),  # 13: a client's error
+             _msg(None, "", result={}),  # 14: a malformed response: said, never answered
              _msg(5), _msg("s"), _msg(-3), _msg(2 ** 70),  # integer and string ids work
              _msg(6, "tools/call", params={"name": "ls", "arguments": {"kind": "problems"}})]
     replies, said = _session(example_kb, lines, 6, frozenset({1, 5, -3}))
@@ -74,8 +75,9 @@ def test_requests_with_ids_mcp_does_not_take_are_answered(example_kb: Path) -> N
     assert all(by_id[i]["result"] == {} for i in (5, "s", -3, 2 ** 70))
     listed = by_id[6]["result"]
     assert not listed.get("isError") and "q2" in listed["content"][0]["text"]
-    assert [ln.split(" was ")[0] for ln in said] == [f"kb mcp: input line {n}" for n in bad]
-    assert all("(-32600), still serving" in ln for ln in said)
+    assert [ln.split(" was ")[0] for ln in said] == [f"kb mcp: input line {n}" for n in bad + [14]]
+    assert all("(-32600), still serving" in ln for ln in said[:-1])
+    assert said[-1].endswith("not answered (a response), still serving"), said
     # the tools/call with id null wrote nothing
     assert git(example_kb, "rev-parse", "HEAD") == head
     assert not (example_kb / "Problems/q60.md").exists()

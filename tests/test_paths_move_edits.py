@@ -125,3 +125,102 @@ def test_kb_diff_reads_each_side_with_its_own_paths(repo) -> None:
         assert [(x["id"], x["removed"]) for x in h["evidence"]] == [("H1", ["E001"])], (branch, h)
         seen.append(h)
     assert seen[0] == seen[1]
+
+
+def test_a_moved_card_settled_by_hand_needs_its_record(make_kb, monkeypatch) -> None:
+    """KB312 skipped every card a move carried ("one changed on the way is KB304's", which
+    covers Verified/ only): an entry set to 概率1｜状态已验 in a moved problem passed."""
+    from test_verify_support import problem
+
+    card = problem("q1") + "### 解法 1｜A｜概率0.3｜状态未定论\nAn argument.\n"
+    repo = make_repo(make_kb, {"tree.md": TREE, "Problems/q1.md": card}, dashboard=False)
+    git(repo, "mv", "Problems", "Probs")
+    _set_paths(repo, problems="Probs")
+    (repo / "Probs" / "q1.md").write_text(card.replace("概率0.3｜状态未定论", "概率1｜状态已验"),
+                                          encoding="utf-8")
+    git(repo, "add", "-A")
+    monkeypatch.setenv("KB_OVERRIDE", "paths.problems reorg")
+    rc, data = verify_json(repo, "--staged")
+    assert rc == 1 and _errors(data) == ["KB312"], data
+    _commit(repo, "move and settle", "paths.problems reorg")
+    rc, data = verify_json(repo, "--range", "HEAD~1..HEAD")
+    assert rc == 1 and _errors(data) == ["KB312"], data
+
+
+def test_an_id_removed_before_a_move_is_not_reused_after_it(repo) -> None:
+    """The range remembered what each commit removed through the tip's kb.toml: a removal
+    in tree.md, then a move of the tree that declares the ID again, passed `--range`."""
+    (repo / "tree.md").write_text(TREE.replace(
+        "\n## H2: Mixed precision slows convergence\nStatus: 待验\nEvidence: (empty)\n", ""),
+        encoding="utf-8")
+    _commit(repo, "drop H2", "H2 a duplicate")
+    git(repo, "mv", "tree.md", "tree2.md")
+    _set_paths(repo, tree="tree2.md")
+    (repo / "tree2.md").write_text((repo / "tree2.md").read_text(encoding="utf-8")
+                                   + "\n## H2: Something else entirely\nStatus: 待验\n"
+                                   "Evidence: (empty)\n", encoding="utf-8")
+    _commit(repo, "move and reuse", "paths.tree reorg")
+    rc, data = verify_json(repo, "--range", "HEAD~2..HEAD")
+    (d,) = find(data, "KB307")
+    assert rc == 1 and d["path"] == "tree2.md" and "H2" in d["message"], data
+    rc, data = verify_json(repo, "--rev", "HEAD")
+    assert rc == 1 and "KB307" in _errors(data), data
+
+
+def test_the_working_tree_check_and_diff_read_head_where_its_files_were(repo, monkeypatch) -> None:
+    """`kb verify` and `kb diff` of an uncommitted move listed only the files the working
+    tree's kb.toml reads: tree.md, gone, was on neither side, and the edits passed."""
+    git(repo, "mv", "tree.md", "tree2.md")
+    _set_paths(repo, tree="tree2.md")
+    monkeypatch.setenv("KB_OVERRIDE", "paths.tree reorg")
+    rc, data = verify_json(repo)
+    assert rc == 0 and _errors(data) == [], data
+    res = invoke("diff", "--json", cwd=repo)
+    assert res.json()["hypotheses"]["added"] == [], res.stdout
+    (repo / "tree2.md").write_text(EDITED, encoding="utf-8")
+    rc, data = verify_json(repo)
+    assert rc == 1 and {"KB302", "KB303"} <= set(_errors(data)), data
+    h = invoke("diff", "--json", cwd=repo).json()["hypotheses"]
+    assert h["added"] == [] and [x["id"] for x in h["corrected"]] == ["H2"], h
+
+
+def test_a_hypothesis_removed_from_the_moved_tree_is_a_removal(repo, monkeypatch) -> None:
+    """Not "no longer read: kb.toml moves paths.tree … was deleted": the move carried the
+    file, and the hypothesis was taken out of it."""
+    git(repo, "mv", "tree.md", "tree2.md")
+    _set_paths(repo, tree="tree2.md")
+    (repo / "tree2.md").write_text(TREE.replace(
+        "\n## H2: Mixed precision slows convergence\nStatus: 待验\nEvidence: (empty)\n", ""),
+        encoding="utf-8")
+    git(repo, "add", "-A")
+    monkeypatch.setenv("KB_OVERRIDE", "paths.tree reorg")
+    rc, data = verify_json(repo, "--staged")
+    (d,) = find(data, "KB301")
+    assert rc == 1 and d["message"].startswith("hypothesis H2 was removed;"), d
+
+
+def test_kb_diff_of_a_moved_experiment_says_what_changed_in_it(repo) -> None:
+    """A pure move listed every experiment as "edited (text only)"; a recorded result's
+    section edited read as "text only" too, moved or not."""
+    git(repo, "mv", "experiments", "exps")
+    _set_paths(repo, experiments="exps")
+    _commit(repo, "move", "paths.experiments reorg")
+    assert invoke("diff", "HEAD~1..HEAD", "--json", cwd=repo).json()["experiments"]["edited"] == []
+    exp = repo / "exps" / "E001.md"
+    exp.write_text(exp.read_text(encoding="utf-8").replace(
+        "**结论**: 支持", "**数据**: 3 runs\n**结论**: 支持"), encoding="utf-8")
+    _commit(repo, "rewrite the result")
+    for spec in ("HEAD~1..HEAD", "HEAD~2..HEAD"):  # edited in place; moved and edited
+        edited = invoke("diff", spec, "--json", cwd=repo).json()["experiments"]["edited"]
+        assert [(e["id"], e["sections"]) for e in edited] == [("E001", ["结果"])], (spec, edited)
+
+
+def test_kb_diff_of_the_working_tree_reads_the_edited_files(repo) -> None:
+    """The working tree's blobs are hashed, not written to git's objects: the diff could not
+    read them, and every edited section of an experiment read as "text only"."""
+    assert invoke("diff", "--json", cwd=repo).code == 0  # (the index built and refreshed)
+    exp = repo / "experiments" / "E001.md"
+    exp.write_text(exp.read_text(encoding="utf-8").replace(
+        "**结论**: 支持", "**数据**: 3 runs\n**结论**: 支持"), encoding="utf-8")
+    edited = invoke("diff", "--json", cwd=repo).json()["experiments"]["edited"]
+    assert [(e["id"], e["sections"]) for e in edited] == [("E001", ["结果"])], edited

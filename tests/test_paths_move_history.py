@@ -501,3 +501,25 @@ def test_a_record_a_merge_brings_in_where_the_old_paths_put_it_is_no_longer_read
         (d,) = find(data, "KB301")
         assert rc == 1 and (d["path"], d["commit"]) == (
             "experiments/E002.md", git(repo, "rev-parse", "HEAD")), (spec, data)
+
+
+@pytest.mark.parametrize("key,folder,new,path,code", KEPT_MOVES)
+def test_a_kept_file_left_behind_by_a_move_is_no_longer_read(make_kb, monkeypatch, key, folder,
+                                                             new, path, code) -> None:
+    """The setting moved, the files not: every Verified card or record vanished from what
+    kb reads without a word (Logs) or with a KB217 warning (Verified)."""
+    record = ('{"r": "r-p1", "verdict": 1, "results": [], "transcript": [], "history": [], '
+              '"at": "2026-01-01T00:00:00"}\n')
+    root = make_repo(make_kb, {path: record} if key == "logs" else {}, dashboard=False)
+    _move_setting(root, key, new)
+    git(root, "add", "-A")
+    monkeypatch.setenv("KB_OVERRIDE", f"paths.{key} the lab's layout")
+    for args in (("--staged",), ()):
+        rc, data = verify_json(root, *args)
+        found = find(data, code)
+        assert rc == 1 and [d["path"] for d in found] == [path], data
+        assert found[0]["message"].startswith(f"{path} is no longer read: kb.toml moves "
+                                              f"paths.{key} from "), found
+    _commit(root, f"paths.{key} the lab's layout")
+    rc, data = verify_json(root, "--range", "HEAD~1..HEAD")
+    assert rc == 1 and [d["path"] for d in find(data, code)] == [path], data

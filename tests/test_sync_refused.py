@@ -147,3 +147,30 @@ def test_a_tree_that_does_not_read_leaves_the_merge_and_says_what_to_do(team) ->
     assert "the merge stands" in note and "`kb verify`" in note and "tree.md" in note, note
     text = invoke("sync", cwd=b).stderr
     assert "DASHBOARD.md was not regenerated" in text, text
+
+
+def test_an_error_the_upstream_holds_does_not_stop_the_merge_commit(team) -> None:
+    """With commits of its own and kb's hooks, b's merge commit ran the pre-merge-commit
+    hook, which called the upstream's KB115 "introduced by this change" and refused it:
+    nobody could sync until someone repaired the upstream, which needs the merge."""
+    a, b = team["a"], team["b"]
+    _ok("hooks", "install", cwd=b)
+    _ok("problem", "add", "q1", "A problem of b's", cwd=b)  # a commit of b's own: a real merge
+    tree = a / "tree.md"
+    tree.write_text(tree.read_text(encoding="utf-8")
+                    + "\n## H1: A heading without its Status line\nEvidence: (empty)\n",
+                    encoding="utf-8")
+    git(a, "commit", "-q", "--no-verify", "-am", "a forge merge kept both headings")
+    git(a, "push", "-q", "origin", "main")
+    res = invoke("sync", "--json", cwd=b)
+    data = res.json()
+    assert data["merge"] == "merged" and data["merge_commit"], data
+    assert (b / "tree.md").read_bytes() == tree.read_bytes()
+    # the merge holds no error of its own: a change of b's that breaks the tree still blocks
+    bad = b / "tree.md"
+    bad.write_text(bad.read_text(encoding="utf-8") + "\n## H9: Another\nEvidence: (empty)\n",
+                   encoding="utf-8")
+    git(b, "add", "tree.md")
+    r = invoke("verify", "--staged", "--json", cwd=b)
+    assert r.code == 1 and any(d["code"] == "KB115" and d["blocking"]
+                               for d in r.json()["diagnostics"]), r.stdout

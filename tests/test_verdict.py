@@ -587,3 +587,12 @@ def test_accuracy_counts_what_a_propositions_later_settlement_judges() -> None:
     assert (acc["a"].agreed, acc["a"].counted) == (0, 3), acc["a"]
     assert (acc["b"].agreed, acc["b"].counted) == (3, 3), acc["b"]
     assert acc["c"].counted == 0 and acc["d"].counted == 0
+
+
+@pytest.mark.parametrize("name", ["\u200b\u2060", "\ufeff", "\u2800", "v\u202e1", "v\x7f"])
+def test_a_verifier_name_nobody_can_read_is_refused(ex: Path, name: str) -> None:
+    """An invisible name counted as a second verifier toward `min_votes` and settled q2."""
+    head = git(ex, "rev-parse", "HEAD")
+    r = invoke("verdict", "q2#解法1", "--vote", f"{name}=1", "--vote", "v2=1", cwd=ex)
+    assert r.code == 2 and "verifier name" in r.stderr, (r.code, r.stderr)
+    assert git(ex, "rev-parse", "HEAD") == head and git(ex, "status", "--porcelain") == ""

@@ -109,6 +109,7 @@ class Change:
         #: The base as first read (through the new side's kb.toml), when :meth:`read_as_own`
         #: gave the rules each side as its own kb.toml reads it (None: not so read).
         self.through_new: Optional[Facts] = None
+        self._deleted: Optional[set[str]] = None  # (:meth:`now_at`'s, built when first asked)
 
     def read_as_own(self, base: Facts, new: Facts) -> "Change":
         """This change with its sides read as their own kb.toml's ``[paths]`` read them
@@ -129,10 +130,17 @@ class Change:
     def now_at(self, path: str) -> Optional[str]:
         """Where the base's file ``path`` is in the new side: ``path`` itself, or the place
         a ``[paths]`` move of this change carried it to (``experiments/E001.md`` ->
-        ``exps/E001.md`` when ``paths.experiments`` moved so); None when neither holds it."""
+        ``exps/E001.md`` when ``paths.experiments`` moved so: the change deletes the one and
+        the new side holds the other); None otherwise."""
         if path in self.new.files:
             return path
         old, new = self.config.paths, self.new_config.paths
+        if old == new:
+            return None  # no [paths] move (the usual case: one dict comparison)
+        if self._deleted is None:
+            self._deleted = {ch.path for ch in self.changes if ch.new is None}
+        if path not in self._deleted:
+            return None  # still where it was (left behind: no longer read), not carried
         for key, was in old.items():
             now = new.get(key)
             if now is None or now == was:

@@ -88,13 +88,16 @@ def removed(c: Change) -> list:
     new = c.lights(c.new, KINDS)
     at = c.kb.prefix  # messages name repository paths, as the location does
     out = []
-    unread = moved_records(c).unread
+    # records a [paths] move left where the new kb.toml reads none; one gone from a file
+    # the move carried (tree.md -> tree2.md) was removed, and is said so below
+    unread = [u for u in moved_records(c).unread if c.through_new is None or c.now_at(u.path) is None]
     said = {(NAMESPACE[u.kind], u.id) for u in unread}  # (their own message, below)
     for key, b in base.items():
         here = [new[key]] if key in new else c.new.find(b.id, _kinds_of(b.ns))
         if here:
-            moved = c.now_at(b.path)  # (a [paths] move carries a file, name and all)
-            if b.kind == "experiment" and all(x.path != b.path and x.path != moved for x in here):
+            # (a [paths] move carries a file, name and all: not renamed)
+            if b.kind == "experiment" and all(x.path != b.path for x in here) \
+                    and all(x.path != c.now_at(b.path) for x in here):
                 dest = here[0].path
                 out.append(c.violation(
                     b.id, dest, here[0].line, "KB305",
@@ -103,7 +106,7 @@ def removed(c: Change) -> list:
             continue
         if key in said:
             continue
-        gone = "" if b.path in c.new.files else f" ({at}{b.path} was deleted)"
+        gone = "" if c.now_at(b.path) is not None else f" ({at}{b.path} was deleted)"
         out.append(c.violation(
             b.id, b.path, b.line, "KB301",
             f"{_WORD[b.kind]} {b.id} was removed{gone}; it was declared at {at}{b.path}:{b.line} "
@@ -198,18 +201,20 @@ def evidence_append_only(c: Change) -> list:
     return out
 
 
-def _kept_files(c: Change, prefix_of: Callable[[Any], str], code: str, why: str) -> list:
+def _kept_files(c: Change, prefix_of: Callable[[Any], str], code: str, why: str,
+                key: str) -> list:
     """``code`` for each file under the folder ``prefix_of(config)`` names that the change
     modified or deleted (decided on blob ids), its message saying ``why`` such files stay
     as committed.
 
-    When kb.toml's ``[paths]`` moves the folder (KB309 judges the move itself), a file
-    found at the same place under the new folder with the same blob id was moved with
-    it, not deleted; one whose bytes changed on the way was modified, and is said at
-    its new path."""
+    When kb.toml's ``[paths]`` moves the folder (``key``; KB309 judges the move itself), a
+    file found at the same place under the new folder with the same blob id was moved with
+    it, not deleted; one whose bytes changed on the way was modified, and is said at its
+    new path; one the change leaves at the old place is no longer read, and is said so
+    (:func:`_left_behind`)."""
     prefix = prefix_of(c.config)
     moves = folder_moves(c, prefix_of)
-    out = []
+    out = _left_behind(c, prefix_of, code, why, key)
     for ch in c.changes:
         if not ch.path.startswith(prefix) or ch.old is None or ch.old == ch.new:
             continue
@@ -235,6 +240,35 @@ def _kept_files(c: Change, prefix_of: Callable[[Any], str], code: str, why: str)
         stem = PurePosixPath(path).stem
         out.append(c.violation(stem, path, 1, code, f"{repo_path} was {what}; {why} — {how}",
                                renumbered=_renamed_by_renumbering(c, ch, stem)))
+    return out
+
+
+def _left_behind(c: Change, prefix_of: Callable[[Any], str], code: str, why: str,
+                 key: str) -> list:
+    """``code`` for each file of the base under the folder ``prefix_of`` names that a
+    ``[paths]`` move of ``key`` leaves where it was (the change neither deletes nor edits
+    it): no rule reads it any more, so a Verified card or a verification record would
+    vanish from the record without a word (KB301 says the same of other records). Cost:
+    nothing unless the folder moved; then one ``git ls-tree`` of the old folder."""
+    old, new = prefix_of(c.config), prefix_of(c.new_config)
+    rev = (c.through_new or c.base).snap.rev
+    if old == new or not old or rev is None:
+        return []
+    proc = git.run(["ls-tree", "-r", "-z", rev, "--", f":(literal){c.kb.prefix}{old}"],
+                   c.kb.top, check=False)
+    touched = {ch.path for ch in c.changes}
+    out = []
+    for e in git.tree_entries(proc.stdout if proc.returncode == 0 else b""):
+        path = c.kb.rel(e.path)
+        if path is None or path in touched or (new and path.startswith(new)):
+            continue
+        repo_path = c.kb.prefix + path
+        out.append(c.violation(
+            PurePosixPath(path).stem, path, 1, code,
+            f"{repo_path} is no longer read: kb.toml moves paths.{key} from "
+            f"{c.config.paths.get(key)!r} to {c.new_config.paths.get(key)!r} and the file stays "
+            f"at its old place; {why} — move it with the folder (`git mv` in the same commit) "
+            f"or set paths.{key} back"))
     return out
 
 
@@ -266,7 +300,7 @@ def verified_immutable(c: Change) -> list:
     """KB304: a file under Verified/ is never modified or deleted (decided on blob ids)."""
     return _kept_files(c, verified_prefix, "KB304",
                        f"files under {verified_prefix(c.config) or 'Verified/'} are immutable "
-                       "once committed")
+                       "once committed", "verified")
 
 
 @history_rule("KB310")
@@ -281,7 +315,7 @@ def records_append_only(c: Change) -> list:
     Verified card is (KB304)."""
     out = _kept_files(c, records_prefix, "KB310",
                       "verification records are append-only (a new verdict is a new record: "
-                      "kb verdict)")
+                      "kb verdict)", "logs")
     renames = _renames(c)
     if not renames or not out:
         return out

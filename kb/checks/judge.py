@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from typing import Any, Optional
+from contextlib import contextmanager
+from typing import Any, Iterator, Optional
 
 from kb.checks.changes import diff_commits
 from kb.checks.report import Finding, findings
@@ -23,9 +24,11 @@ def check_snapshots(k: Any, new_f: Any, base_f: Optional[Any], strict: bool,
                     earlier: Optional[Any] = None,
                     file_scope: Optional[set[str]] = None,
                     raw: Optional[list] = None, base_config: Any = None,
-                    new_config: Any = None) -> list[Finding]:
+                    new_config: Any = None, others: Any = ()) -> list[Finding]:
     """Snapshot findings of ``new_f``; with ``strict``, only errors absent from
-    ``base_f`` block (the others are marked pre-existing). ``file_scope`` limits
+    ``base_f`` block (the others are marked pre-existing), and from each of ``others``
+    (a merge's other parents, as Facts: an error a merge brings in from the branch it
+    merges was that branch's, not the merge's). ``file_scope`` limits
     the per-file rules (both sides) to those paths; ``raw`` gives ``new_f``'s results
     computed already (see :func:`snapshot_diagnostics`). ``base_config`` and
     ``new_config`` are the base's and the change's own kb.toml: when the change moves a
@@ -39,6 +42,8 @@ def check_snapshots(k: Any, new_f: Any, base_f: Optional[Any], strict: bool,
     if not errors:
         return findings(diags, k, "snapshot")
     base = _base_diagnostics(base_f, file_scope, base_config, new_config, new_f)
+    for other in others:
+        base = base + snapshot_diagnostics(other, file_scope=file_scope)
     introduced, pre = split_introduced(diags, base)
     return findings(diags, k, "snapshot", blocking={id(d) for d in introduced},
                     pre={id(d) for d in pre})
@@ -99,20 +104,22 @@ def _carried(found: list, base_files: dict[str, str], new_files: dict[str, str],
 
 def history_findings(change: Any, k: Any, commit: Optional[str]) -> list[Finding]:
     """Findings of the history rules on ``change`` (a :class:`kb.checks.changes.Change`
-    of KB ``k``; ``commit`` the new commit or None); every error blocks.
+    of KB ``k``; ``commit`` the new commit or None), each side read as its own kb.toml's
+    ``[paths]`` reads it (:func:`read_as_own`); every error blocks."""
+    with read_as_own(change) as own:
+        return findings(history_diagnostics(own), k, "history", commit=commit,
+                        all_errors_block=True)
 
-    Each side is judged as its own kb.toml's ``[paths]`` reads it (``change.config``, the
-    base's; ``change.new_config``, the change's): a change that moves a key is judged
+
+@contextmanager
+def read_as_own(change: Any) -> Iterator[Any]:
+    """Yield ``change`` with each side read as its own kb.toml's ``[paths]`` reads it
+    (``change.config``, the base's; ``change.new_config``, the change's:
+    :meth:`kb.checks.changes.Change.read_as_own`): a change that moves a key is judged
     against its base read where the base's files were, and a range's earlier commit, read
-    through the tip's kb.toml, as its own reads it when a later commit moved a key
-    (:meth:`kb.checks.changes.Change.read_as_own`)."""
-    return findings(_own_history(change), k, "history", commit=commit, all_errors_block=True)
-
-
-def _own_history(change: Any) -> list:
-    """The history diagnostics of ``change`` with each side read as its own kb.toml's
-    ``[paths]`` reads it (see :func:`history_findings`; rare: two dicts compared, then the
-    files the other layout reads are parsed)."""
+    through the tip's kb.toml, as its own reads it when a later commit moved a key.
+    ``change`` itself when both sides are read so already (the usual case: two dicts
+    compared); else what the other layout reads is parsed, for the block's duration."""
     from contextlib import ExitStack
 
     from kb.checks.unread_records import own_reading
@@ -123,15 +130,14 @@ def _own_history(change: Any) -> list:
     new_off = fresh and change.new.snap.rev is not None and \
         change.new.config.paths != change.new_config.paths
     if not (base_off or new_off):
-        return history_diagnostics(change)
+        yield change
+        return
     with ExitStack() as stack:
         base = stack.enter_context(own_reading(change.base, change.config.paths)) \
             if base_off else change.base
         new = stack.enter_context(own_reading(change.new, change.new_config.paths)) \
             if new_off else change.new
-        if base is None or new is None:
-            return history_diagnostics(change)
-        return history_diagnostics(change.read_as_own(base, new))
+        yield change if base is None or new is None else change.read_as_own(base, new)
 
 
 _ID_TOKEN = re.compile(r"[A-Za-z][\w.-]*\d[\w.-]*")

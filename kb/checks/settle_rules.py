@@ -205,11 +205,13 @@ def _entry_settlements(c: Change, cards: dict) -> list[_EntryTodo]:
         anchor = prob in (0.0, 1.0)
         if not hits and not anchor:
             continue
-        if ("card", n.id) in moved.carried:
-            continue  # carried by a [paths] move: no new value (one changed on the way is KB304's)
         b: Any = base.get(key)
         if b is None or b.kind != n.kind:
             b = next(iter(c.base.find(n.id, (n.kind,))), None)
+        if b is None and ("card", n.id) in moved.carried:
+            # carried by a [paths] move, its old version not read here (the history rules
+            # read the base with its own kb.toml: kb.checks.judge.history_findings)
+            continue
         old = _full(c.base, b.path, n.id, n.kind) if b is not None else None
         had_num = {(e.kind, e.number, e.probability) for e in (old.entries or ())} if old else set()
         had_title = {(e.kind, e.title, e.probability) for e in (old.entries or ())} if old else set()

@@ -23,7 +23,8 @@ from kb.checks.changes import diff_commits, diff_many, patch_files, retargeted_l
 from kb.checks.diagnostics import LightDiagnostic as _D
 from kb.checks.facts import known_history, light_versions
 from kb.checks import file_results
-from kb.checks.judge import check_snapshots, finding_key, history_findings, judge_merge
+from kb.checks.judge import (check_snapshots, finding_key, history_findings, judge_merge,
+                             read_as_own)
 from kb.checks.overrides import trailers
 from kb.checks.report import Finding, Report, config_findings, findings
 from kb.checks.results import (FILE_PART, prepare_cache, scoped_parts, scoped_stored,
@@ -376,7 +377,21 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
     left = dict(children)
 
     def history() -> list[Finding]:
-        """The history findings of every commit, in commit order."""
+        """The history findings of every commit, in commit order, with the origin read as
+        its own kb.toml's ``[paths]`` reads it (what it held is what KB307 remembers: read
+        through a tip that moved a key, its records were not there)."""
+        from contextlib import ExitStack
+
+        from kb.checks.unread_records import own_reading
+
+        with ExitStack() as stack:
+            own = origin_f
+            layout = config_at(k, origin) if origin_f is not None and origin else None
+            if layout is not None and layout.paths != origin_f.config.paths:
+                own = stack.enter_context(own_reading(origin_f, layout.paths)) or origin_f
+            return commits_history(own)
+
+    def commits_history(origin_f: Any) -> list[Finding]:
         from kb.checks.history_rules import removed_ids
         from kb.checks.id_history import gone_before
 
@@ -424,13 +439,16 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
             change = Change(old_f, new_f, mode, changes, overrides, commit=c, origin=seen_origin,
                             base_config=config_at(k, parent), new_config=config_at(k, c),
                             removed_before=before)
-            found = history_findings(change, k, c)
+            # each side as its own kb.toml reads it (a later commit's [paths] move: the tip's
+            # reads neither), for the findings and for what the commit removed alike
+            with read_as_own(change) as own:
+                found = history_findings(own, k, c)
+                removed = removed_ids(own)
             if len(parents) > 1:
                 found = judge_merge(found, idx, k, c, parents[1:], new, mode,
                                               overrides, origin_f, removed_before=before,
                                               first=parent)
             out += found
-            removed = removed_ids(change)
             if removed:
                 gone[c] = {**before, **removed}
         return out

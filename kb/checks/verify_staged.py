@@ -122,10 +122,13 @@ def verify_staged(start: Path, kb_path: Optional[Path] = None,
                                               overrides, None, diff=lambda p: diff_staged(k, p),
                                               codes={"KB307"}, first=head)
             report.findings += found
+            # a merge: an error the merged head holds already came with it (a forge push
+            # that broke tree.md upstream must not stop every team member's kb sync)
+            heads = [Facts(idx, commit_snapshot(k, h), h[:10]) for h in merging]
             report.findings += check_snapshots(k, new_f, base_f, strict=True,
                                                earlier=lambda: before_head(idx, k, base_f),
                                                base_config=change.config,
-                                               new_config=change.new_config)
+                                               new_config=change.new_config, others=heads)
     return report
 
 

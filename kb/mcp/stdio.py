@@ -253,7 +253,19 @@ class AnsweredReadStream:
                 e.get("type") == "json_invalid" and isinstance(e.get("input"), str)
                 and not e["input"].strip() for e in exc.errors()):
             return  # a blank line: no message, nothing to answer
-        await self._send(*describe(exc))
+        code, why, rid = describe(exc)
+        if isinstance(exc, ValidationError):
+            found, value = _whole(exc.errors())
+            if found and isinstance(value, dict) and "method" not in value \
+                    and ("result" in value or "error" in value):
+                # a response the client sent, malformed (`"id": null` with a result): JSON-RPC
+                # answers no response, so it is only said on stderr
+                with suppress(OSError, ValueError):
+                    sys.stderr.write(f"kb mcp: input line {self.line} was not read: {why}; "
+                                     "not answered (a response), still serving\n")
+                    sys.stderr.flush()
+                return
+        await self._send(code, why, rid)
 
     async def _send(self, code: int, why: str, rid: Any) -> None:
         """Answer input line :attr:`line` with JSON-RPC error ``code`` (``why``: what was

@@ -45,7 +45,7 @@ from kb.render.card import fmt_number
 from kb.repo import KnowledgeBase, resolve_kb
 from kb.research.dependencies import object_final
 from kb.research.values import parse_probability
-from kb.text import BODY_MAX, check_length
+from kb.text import BODY_MAX, check_length, control_char, visible
 from kb.research.verdict import (
     MODES,
     Target,
@@ -236,7 +236,8 @@ def _votes_arg(votes: Union[Mapping[str, Any], Sequence[tuple[str, Any]]]) -> di
         # A name is one line of the record, the card's entry and the commit: a line's bound,
         # checked first so the refusal below never echoes a pasted page.
         n = check_length(str(name).strip(), "a verifier name")
-        if not n or re.search(r"[\s=\x00-\x1f]", n):
+        # (a name of nothing to see, U+200B, would count as a second verifier nobody can name)
+        if not n or re.search(r"[\s=]", n) or control_char(n) or not visible(n):
             raise UsageError(f"verifier name {name!r} is not valid; give NAME=RESULT with a name "
                             "without spaces, e.g. v1=0.9")
         if n in out:

@@ -256,11 +256,14 @@ def _experiment_states(ctx: _Ctx, ids: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _sections_changed(ctx: _Ctx, rel: str) -> list[str]:
+def _sections_changed(ctx: _Ctx, rel: str, was: Optional[str] = None) -> list[str]:
     """The ``## `` sections of file ``rel`` whose text differs between the two sides of
     the diff (new side's order, then those only the old side has); [] when the file did
-    not change or a side cannot be read."""
+    not change or a side cannot be read. ``was``: the old side's path of the file, when a
+    ``[paths]`` move carried it to ``rel``."""
     old, new = ctx.s.changes.get(rel, (None, None))
+    if was is not None and was != rel:
+        old = ctx.s.changes.get(was, (None, None))[0]
     if not old or not new:
         return []
     data = ctx.s.read([old, new])
@@ -322,13 +325,18 @@ def _experiments(ctx: _Ctx, old: dict, new: dict, pairs: list, added: list, remo
             continue
         o, n = old[ok], new[nk]
         eid = n["id"]
+        rel = ctx.s.kb.rel(n["path"]) or n["path"]
+        was = ctx.s.changes.get(ctx.s.kb.rel(o["path"]) or o["path"], (None, None))[0]
+        if o["path"] != n["path"] and was is not None and was == ctx.s.changes.get(rel, (None, None))[1]:
+            continue  # the same bytes at another place: moved (a [paths] move), not edited
         where = {"path": n["path"], "line": n["line"], "commits": ctx.commits(eid, n["path"])}
         # The `## ` sections whose text changed, but what the lists below say already (the
-        # result a finished experiment records, the log entries `kb exp log` appends): a
-        # design edited after the result was read as "text only", or not at all.
-        rel = ctx.s.kb.rel(n["path"]) or n["path"]
-        said = {"结果", "Result", "Results"} | ({"执行记录"} if _log_count(ctx, eid) else set())
-        sections = [x for x in _sections_changed(ctx, rel) if x not in said]
+        # result a finished experiment records now, the log entries `kb exp log` appends): a
+        # design edited after the result was read as "text only", or not at all. A result
+        # recorded before and edited (its data rewritten) is a section edit to review.
+        said = ({"结果", "Result", "Results"} if not o.get("conclusion") else set()) | \
+            ({"执行记录"} if _log_count(ctx, eid) else set())
+        sections = [x for x in _sections_changed(ctx, rel, ctx.s.kb.rel(o["path"])) if x not in said]
         if (o["status"] != n["status"] and n["status"] in done) or (n.get("conclusion") and not o.get("conclusion")):
             finishing.append(n)
             if sections:

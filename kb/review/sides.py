@@ -12,6 +12,7 @@ changed, not what the KB holds. Sources (DESIGN.md §3 snapshots):
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,7 +64,13 @@ class Sides:
 
     def read(self, blobs: list[str]) -> dict[str, bytes]:
         """Blob id -> bytes (blobs of the working tree are hashed files on disk: read by path)."""
-        return git.read_blobs(blobs, self.kb.top)
+        out = git.read_blobs(blobs, self.kb.top)
+        missing = set(blobs) - set(out) if self.source == "worktree" else set()
+        for p, (_old, new) in self.changes.items() if missing else ():
+            if new in missing:  # hashed, not written to git's objects: the file itself
+                with contextlib.suppress(OSError):
+                    out[new] = (self.kb.root / p).read_bytes()
+        return out
 
     def lookup(self, paths: list[str]) -> dict[str, dict[str, Any]]:
         """Objects (by ID) of ``paths`` (KB-relative) on the after side, changed or not.
@@ -191,17 +198,19 @@ def worktree_sides(k: KnowledgeBase, idx: Any, environ: dict[str, str]) -> Sides
     """HEAD (or nothing) -> the working tree: the files kb reads, plus changed and
     untracked verification records (``Logs/Verification/*.json``)."""
     from kb.checks.overrides import parse_overrides
-    from kb.repo import empty_snapshot
 
     head = git.rev_parse("HEAD", k.top)
     idx.refresh()
     new = idx.worktree()
-    old = commit_snapshot(k, head) if head else empty_snapshot(k)
+    old_k = _read_as(k, head)
+    old = commit_snapshot(k, head).files if head else {}
+    if head and old_k is not k:  # HEAD's own kb.toml reads files the working tree's does not
+        old = {**commit_snapshot(old_k, head).files, **old}
     s = Sides(kb=k, source="worktree", base=head, tip="worktree", tip_rev=None,
-              old_kb=_read_as(k, head), _index=idx)
-    for p in sorted(set(new.files) | set(old.files)):
-        if old.files.get(p) != new.files.get(p):
-            s.changes[p] = (old.files.get(p), new.files.get(p))
+              old_kb=old_k, _index=idx)
+    for p in sorted(set(new.files) | set(old)):
+        if old.get(p) != new.files.get(p):
+            s.changes[p] = (old.get(p), new.files.get(p))
     s.changes.update(_worktree_records(k, head))
     s.overrides_env = parse_overrides(environ.get("KB_OVERRIDE", ""))
     _fill(s, idx)
