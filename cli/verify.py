@@ -107,21 +107,12 @@ def command(staged: bool, rev: Optional[str], range_: Optional[str], against: Op
     Exit 0 clean, 1 violations, 2 usage or environment error.
     """
     from kb.checks.report import sort_findings
-    from kb.checks.verify import resolve_mode, run
+    from kb.checks.verify import resolve_mode, run, with_target
     from kb.errors import UsageError
 
     if as_json:
         fmt = "json"
-    mode = resolve_mode(staged, rev, range_)
-    if against is not None or rewrite:
-        if mode.kind != "range":
-            raise UsageError("--against and --rewrite work with --range A..B")
-        if against is not None and rewrite:
-            raise UsageError("use one of --against (a branch merging into A) and --rewrite "
-                             "(B replaces A)")
-        import dataclasses
-
-        mode = dataclasses.replace(mode, against=against, rewrite=rewrite)
+    mode = with_target(resolve_mode(staged, rev, range_), against, rewrite)
     if fix and mode.kind != "worktree":
         why = "the hook never fixes" if mode.source != "options" else "fixes apply to the working tree"
         raise UsageError(f"--fix works only without --staged/--rev/--range ({why}); "

@@ -225,10 +225,18 @@ def find_objects(text: str, path: str | Path | None = None,
                  idx: Index | None = None) -> tuple[KnowledgeBase, list[ObjectRow]]:
     """Objects whose ID, title or statement contains ``text`` (case-insensitive).
 
-    Raises UsageError for an empty ``text``; EnvironmentError_ (NotAKnowledgeBase) outside a KB.
+    Raises UsageError for an empty ``text`` (or one of characters that show nothing) and
+    for one holding a control character (SQLite's text search stops at U+0000: it would
+    match every object); EnvironmentError_ (NotAKnowledgeBase) outside a KB.
     """
-    if not text.strip():
+    from kb.text import control_char, visible
+
+    if not visible(text):
         raise UsageError("kb find needs a non-empty TEXT")
+    bad = control_char(text)
+    if bad is not None:
+        raise UsageError(f"kb find's TEXT contains the control character {bad}; search for the "
+                         "text without it")
     k, opened = _open(path, idx)
     with opened as ix:
         found = ix.search(text)

@@ -393,6 +393,10 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
         if why:
             raise _at(_registry_line(text, i, "path"),
                       _outside_message(f"registry #{i + 1} path", str(reg["path"]), why))
+        taken = _registry_shadowed(str(reg["path"]), paths)
+        if taken is not None:
+            warnings.append(_not_read(_registry_line(text, i, "path"), f"[[registry]] #{i + 1} path = "
+                                      f"{reg['path']!r} is read as {taken}, not as a registry"))
         if reg.get("kind", "record") != "record":
             warnings.append(_not_read(_registry_line(text, i, "kind"), f"[[registry]] #{i + 1} kind = "
                                       f"{reg['kind']!r}: a registry's entries are records (kind "
@@ -519,6 +523,23 @@ def _refuse_shared_paths(paths: dict[str, str], written: dict[str, Any], text: s
                           f"paths.{file_key} = {paths[file_key]!r} lies in the folder of "
                           f"paths.{key} ({paths[key]!r}): kb would read it as one of those "
                           f"records and write over it; put the {file_key} outside that folder")
+
+
+def _registry_shadowed(path: str, paths: dict[str, str]) -> str | None:
+    """What kb reads registry file ``path`` as instead, when a ``[paths]`` key places it
+    (``'the tree (paths.tree)'``, ``'a card of paths.problems'``); None when it is a
+    registry's own."""
+    import posixpath
+
+    norm = posixpath.normpath(path.strip().strip("/") or ".")
+    for key in FILE_PATH_KEYS:
+        if norm == posixpath.normpath(paths[key].strip().strip("/") or "."):
+            return f"the {key} (paths.{key})"
+    for key in _RECORD_FOLDERS:
+        folder = posixpath.normpath(paths[key].strip().strip("/") or ".")
+        if folder != "." and norm.startswith(folder + "/"):
+            return f"a file of paths.{key} ({paths[key]!r})"
+    return None
 
 
 #: ``[paths]`` keys naming a file (every other key names a folder).

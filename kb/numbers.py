@@ -44,12 +44,23 @@ def quoted(text: str, *, limit: int = QUOTED_CHARS, quote: bool = True) -> str:
     ``repr``, which would show a full-width space as ``'\\u3000'`` and switch to double
     quotes around a ``'``): whole when it has at most ``limit`` characters, else its first
     ``limit`` and how long it is, so that a number of thousands of digits does not fill
-    the terminal: ``'12345678901234567890…' (4,500 digits)``."""
+    the terminal: ``'12345678901234567890…' (4,500 digits)``. A quoted text that holds a
+    character showing nothing says so (``'待\u200b验' (holding U+200B, which shows
+    nothing)``): as written, it reads like the right word."""
     if len(text) <= limit:
-        return f"'{text}'" if quote else text
+        return f"'{text}'{_hidden_note(text)}" if quote else text
     head = text[:limit] + "…"
     unit = "digits" if text.isascii() and text.isdigit() else "characters"
-    return f"'{head}' ({len(text):,} {unit})" if quote else f"{head} ({len(text):,} {unit})"
+    return f"'{head}' ({len(text):,} {unit}){_hidden_note(head)}" if quote else \
+        f"{head} ({len(text):,} {unit})"
+
+
+def _hidden_note(text: str) -> str:
+    """`` (holding U+200B, which shows nothing)`` when ``text`` holds such a character."""
+    from kb.chars import hidden_char
+
+    ch = hidden_char(text, shaping=False)  # (an emoji sequence's joiners are its own)
+    return "" if ch is None else f" (holding {ch}, which shows nothing)"
 
 
 def natural_number_key(digits: str) -> tuple:

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 from typing import Any, TYPE_CHECKING
 
+from kb.chars import HIDDEN_CLASS
+
 if TYPE_CHECKING:
     from kb.model import Diagnostic
 
@@ -37,11 +39,7 @@ def control_char(text: str) -> str | None:
 #: space and joiners, U+2060 word joiner, U+FEFF, variation selectors, Hangul fillers,
 #: tag characters, …). Combining marks are not in it (an accent on nothing still shows),
 #: nor controls: they are refused by name (:data:`CONTROL_CHARS`), and shown escaped.
-_INVISIBLE = re.compile(
-    r"[\s\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
-    r"\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
-    r"\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
-    r"\u2800]*")  # (U+2800, the blank Braille pattern: a letter that shows nothing)
+_INVISIBLE = re.compile(rf"[\s{HIDDEN_CLASS}]*")
 
 
 def visible(text: str) -> bool:

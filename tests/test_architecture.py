@@ -19,7 +19,7 @@ KB = ROOT / "kb"
 #: (``kb.merge.collide`` sits above ``kb.merge``).
 LAYERS: list[tuple[str, ...]] = [
     # values, words, errors, pure research rules, the literature client
-    ("kb", "kb.model", "kb.vocab", "kb.errors", "kb.clock", "kb.numbers", "kb.durations", "kb.resources",
+    ("kb", "kb.model", "kb.vocab", "kb.errors", "kb.clock", "kb.numbers", "kb.chars", "kb.durations", "kb.resources",
      "kb.research",
      "kb.lit"),
     # text -> objects + diagnostics, objects -> text; kb.toml values; the git CLI; forked workers;

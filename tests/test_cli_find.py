@@ -83,3 +83,25 @@ def test_the_mcp_find_tool_takes_a_long_text(kb: Path, monkeypatch) -> None:
             return json.loads(res.content[0].text)
 
     assert asyncio.run(session())["count"] == 0
+
+
+def test_the_mcp_find_tool_refuses_a_nul_that_would_match_everything(kb: Path, monkeypatch) -> None:
+    """SQLite's text search stops at U+0000: ``"\\u0000"`` searched for the empty text and
+    returned every object."""
+    from mcp import Client
+
+    from kb.mcp import build_server
+
+    monkeypatch.chdir(kb)
+
+    async def session() -> list:
+        async with Client(build_server(kb)) as c:
+            out = []
+            for text in ("\x00", "cache\x00", "\u200b"):
+                res = await c.call_tool("find", {"text": text})
+                out.append((res.is_error, res.content[0].text))
+            return out
+
+    (e1, t1), (e2, t2), (e3, t3) = asyncio.run(session())
+    assert e1 and "U+0000" in t1 and e2 and "U+0000" in t2, (t1, t2)
+    assert e3 and "non-empty" in t3, t3

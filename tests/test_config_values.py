@@ -66,3 +66,15 @@ def test_kb301_advises_the_status_word_of_the_kbs_locale(make_kb: MakeKB) -> Non
     r = run_script("verify", "--range", "HEAD~1..HEAD", "--format", "json", cwd=root)
     found = [d["message"] for d in r.json()["diagnostics"] if d["code"] == "KB301"] if r.stdout else []
     assert found and "mark it refuted instead" in found[0], r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("path, said", [("tree.md", "the tree (paths.tree)"),
+                                        ("./DASHBOARD.md", "the dashboard (paths.dashboard)"),
+                                        ("experiments/log.md", "a file of paths.experiments")])
+def test_a_registry_kb_reads_as_another_file_is_a_warning_at_its_line(path: str, said: str) -> None:
+    cfg = _config(f'[kb]\n\n[[registry]]\npath = "{path}"\nheading = "^## (?P<id>R\\\\d+)"\n')
+    found = {(w.line, w.code): w.message for w in cfg.warnings}
+    assert found == {(4, "KB001"): f"[[registry]] #1 path = {path!r} is read as {said}"
+                     + (f" ('experiments')" if "experiments" in said else "")
+                     + ", not as a registry (ignored)"}, found
+    assert _config('[kb]\n\n[[registry]]\npath = "Logs/registry.md"\n').warnings == ()

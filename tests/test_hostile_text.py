@@ -160,3 +160,38 @@ def test_visible_is_false_only_for_texts_of_nothing_to_see() -> None:
 
     assert not any(visible(t) for t in INVISIBLE + ["", " \t"])
     assert all(visible(t) for t in ["a", "क्\u200dष", "👨\u200d👩", "\u0301", "\x1b"])
+
+
+@pytest.mark.parametrize("head", ["H\u200b1", "\u2060H1", "H1\ufeff"])
+def test_an_id_holding_a_character_that_shows_nothing_is_an_error_at_its_line(
+        tree_kb: Path, head: str) -> None:
+    """``## H\u200b1: …`` (pasted from a chat) reads as H1 and declares nothing: an error at
+    its line with the rewrite, and `kb hyp add` never takes the ID the heading shows."""
+    root = tree_kb
+    tree = root / "tree.md"
+    tree.write_text(f"# Tree\n\n## {head}: pasted\nStatus: 待验\nEvidence: (empty)\n",
+                    encoding="utf-8")
+    git(root, "commit", "-qam", "pasted", "--no-verify")
+    r = invoke("verify", "--json", cwd=root)
+    hit = [d for d in r.json()["diagnostics"] if d["code"] == "KB119"]
+    assert r.code == 1 and [d["line"] for d in hit] == [3], r.stdout
+    assert "shows nothing" in hit[0]["message"] and "'## H1: pasted'" in hit[0]["message"]
+    # the rewrite it offers is what kb reads as H1
+    fixed = tree.read_text(encoding="utf-8").replace(f"## {head}: pasted", "## H1: pasted")
+    from kb.ops.history import ids_in_headings
+
+    assert ids_in_headings(tree.read_text(encoding="utf-8").splitlines()) == {"H1"}
+    tree.write_text(fixed, encoding="utf-8")
+    assert invoke("verify", cwd=root).code == 0
+
+
+def test_a_quoted_word_holding_a_character_that_shows_nothing_says_so(tree_kb: Path) -> None:
+    root = tree_kb
+    (root / "tree.md").write_text("# Tree\n\n## H1: one\nStatus: 待\u200b验\nEvidence: (empty)\n",
+                                  encoding="utf-8")
+    r = invoke("verify", "--json", cwd=root)
+    said = [d["message"] for d in r.json()["diagnostics"] if d["code"] == "KB205"]
+    assert said and "(holding U+200B, which shows nothing)" in said[0], r.stdout
+    from kb.numbers import quoted
+
+    assert quoted("待验") == "'待验'" and quoted("👨\u200d👩") == "'👨\u200d👩'"  # a joiner's own

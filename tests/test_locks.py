@@ -642,3 +642,15 @@ def test_release_of_the_tree_and_the_dashboard_renders_the_dashboard(tree_kb):
     assert sorted(data["released"]) == ["DASHBOARD.md", "tree.md"]
     assert sorted(data["committed"]) == ["DASHBOARD.md", "tree.md"]
     assert kb_(root, "dashboard", "--check").code == 0
+
+
+@pytest.mark.parametrize("path", ["Notes/a.md ", "NOTES/A.md", " Notes/a.md"])
+def test_a_claim_of_a_tracked_files_path_misspelt_is_refused(kbr, path):
+    """``"Notes/a.md "`` or ``NOTES/A.md`` locked nothing anyone writes, while its owner
+    believed the file locked; a path of no file (a card about to be written) is locked."""
+    before = lock_refs(kbr)
+    r = kb_(kbr, "lock", "claim", path, "--owner", "alice")
+    assert r.code == 2 and "did you mean 'Notes/a.md'?" in r.stderr, r.stderr
+    assert lock_refs(kbr) == before
+    r = kb_(kbr, "lock", "claim", "Notes/new.md", "--owner", "alice")
+    assert r.code == 0 and ref_of("Notes/new.md") in lock_refs(kbr), r.stderr

@@ -140,6 +140,11 @@ def test_every_tool_once_and_writes_are_read_back(ex: Path) -> None:
                                 owner="bob")
             called.add("lock_steal")
             assert err["kind"] == "locked" and "alice" in err["message"]
+            # the example KB has no remote: sync has no upstream (tests/test_paths_move_sync.py
+            # syncs two clones through it)
+            err = await refused(c, "sync")
+            called.add("sync")
+            assert err["kind"] == "usage", err
             listed = await call(c, "ls", kind="problems")
             assert "q9" in [o["id"] for o in listed["objects"]]  # a write, then a read that sees it
             assert listed["kind"] == "problems" and listed["count"] == len(listed["objects"])
@@ -278,7 +283,8 @@ def stdio_raw(cwd: Path, data: bytes, last_id: int,
     """Write ``data`` to a real ``kb mcp`` process's stdin, read its stdout until the
     replies to ``last_id`` and every one of ``ids`` came (bounded: 60 s), then close stdin
     (60 s more): its whole stdout and its stderr. The server answers requests as they end,
-    not in their order, and cancels those still running when stdin closes: wait for each."""
+    not in their order (and answers those still running when stdin closes: kb.mcp.stdio's
+    drain; the wait keeps each reply's arrival in the bound)."""
     proc = subprocess.Popen([kb_script(), "mcp"], cwd=cwd, env=env or source_env(),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None

@@ -124,3 +124,21 @@ def test_a_request_before_initialize_says_so(example_kb: Path) -> None:
     assert "not initialized" not in by_id[6]["error"]["message"]
     assert "ls" in {t["name"] for t in by_id[7]["result"]["tools"]}
     assert said == []  # a protocol error, not an unreadable line
+
+
+def test_a_write_sent_down_a_pipe_that_then_closes_is_answered(example_kb: Path) -> None:
+    """``printf '…hyp_add…' | kb mcp``: stdin ends while the write runs. The SDK cancelled
+    what was still running at the end of input, so the commit landed and the client was
+    told nothing; now kb mcp answers every request it read before it exits."""
+    import subprocess
+
+    from conftest import git, kb_script, source_env
+
+    lines = [INIT, INITIALIZED, _msg(1, "tools/call", params={
+        "name": "hyp_add", "arguments": {"statement": "sent before the pipe closed"}})]
+    proc = subprocess.run([kb_script(), "mcp"], cwd=example_kb, env=source_env(), timeout=120,
+                          input="".join(ln + "\n" for ln in lines).encode(), capture_output=True)
+    replies = {r.get("id"): r for r in map(json.loads, proc.stdout.decode().splitlines())}
+    assert 1 in replies and "error" not in replies[1], (proc.stdout[-2000:], proc.stderr[-2000:])
+    text = json.loads(replies[1]["result"]["content"][0]["text"])
+    assert git(example_kb, "log", "-1", "--format=%s") == f"hyp add {text['id']}: sent before the pipe closed"

@@ -260,6 +260,34 @@ def test_a_merge_keeping_one_of_two_experiments_both_sides_added_is_refused(
         assert code == 1 and {"KB302", "KB308"} <= lost, (spec, diags)
 
 
+def test_a_merge_keeping_one_of_two_results_of_one_experiment_says_what_to_do(
+        tree_kb: Path) -> None:
+    """E001 is at the merge base; each branch records its result, and the merge keeps
+    main's. Refused (KB308) — and the advice is not `kb sync`, which renumbers IDs two
+    sides added, not one experiment both wrote (a tester was sent round in circles)."""
+    root = tree_kb
+    assert invoke("hyp", "add", "A", cwd=root).code == 0
+    assert invoke("exp", "new", "--hyp", "H1", "exp", "--goal", "g", cwd=root).code == 0
+    base = git(root, "rev-parse", "HEAD")
+    for branch, conclusion in (("pr", "支持"), ("main", "推翻")):
+        git(root, "checkout", "-q", *(["-b", branch] if branch == "pr" else [branch]))
+        r = invoke("exp", "result", "E001", "--data", f"d {branch}", "--conclusion", conclusion,
+                   "--reason", "r", cwd=root)
+        assert r.code == 0, r.stderr
+    for driver in ("kb-tree", "kb-dashboard", "kb-trail", "kb-report", "kb-card"):
+        subprocess.run(["git", "config", "--remove-section", f"merge.{driver}"], cwd=root,
+                       capture_output=True)  # git's own merge, as a forge's
+    subprocess.run(["git", "merge", "--no-edit", "pr"], cwd=root, capture_output=True)
+    git(root, "checkout", "--ours", "experiments/E001.md", "tree.md", "DASHBOARD.md")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--no-verify", "--no-edit")
+    code, diags = _verify(root, "--range", f"{base}..main")
+    said = [d["message"] for d in diags if d["code"] == "KB308" and "both sides added it" in d["message"]]
+    assert code == 1 and said, diags
+    assert all("kb sync" not in m and "was at the merge base already" in m and "kb exp new" in m
+               for m in said), said
+
+
 def test_an_override_a_merge_brings_in_is_not_shown_at_the_merge(
         tree_kb: Path, tmp_path: Path) -> None:
     """A branch forks; main then adds q1, settles it (`kb verdict`) and corrects its

@@ -287,6 +287,25 @@ def test_child_number_is_max_plus_one(tree_kb: Path) -> None:
     assert text(root).endswith("Parent: H1\n\n### H1.4: d\nStatus: 待验\nEvidence: (empty)\nParent: H1\n")
 
 
+def test_a_child_the_children_line_names_already_is_not_named_twice(tree_kb: Path) -> None:
+    """``Children: H1.1`` written by hand before H1.1 was: the child kb adds is H1.1, and
+    the line stays as it is (it was ``Children: H1.1, H1.1``, an error in kb's own commit)."""
+    root = tree_kb
+    write_files(root, {"tree.md": "# Hypothesis Tree\n\n## H1: a\nStatus: 待验\nEvidence: (empty)\n"
+                                  "Children: H1.1\n"})
+    commit_all(root, "hand-made tree")
+    r = tr.add_hypothesis(root, "b", parent="H1")
+    assert r.id == "H1.1" and "H1 Children: H1.1" in r.changes
+    assert block(root, "H1")[-1] == "Children: H1.1"
+    assert invoke("verify", cwd=root).code == 0
+    # a Children line naming an ID twice is said so
+    t = text(root).replace("Children: H1.1", "Children: H1.1, H1.1")
+    (root / "tree.md").write_text(t, encoding="utf-8")
+    r = invoke("verify", "--json", cwd=root)
+    assert r.code == 1 and any(d["code"] == "KB204" and "names H1.1 twice" in d["message"]
+                               for d in r.json()["diagnostics"]), r.stdout
+
+
 def test_untouched_bytes_survive_crlf_and_bom(tree_kb: Path) -> None:
     root = tree_kb
     original = ("\ufeff# Hypothesis Tree\r\n\r\n"

@@ -294,9 +294,15 @@ def _judged(found: list[Finding], idx: Any, k: Any, commit: Optional[str], other
         elif _absent(was) and not _absent(had) and not _absent(ours) and ours != had:
             # Both sides added it (the merge base has none), each its own: the merge kept
             # one, and the other's record is gone, unseen by either side's path.
+            fix = "renumber one side before merging (`kb sync`)"
+            if _light(base_f, f.kb_path, subject.oid) is not None:
+                # one object both sides wrote (each recorded E003's result): no new ID, so
+                # nothing for kb sync to renumber
+                fix = (f"{subject.oid} was at the merge base already: merge by hand keeping what "
+                       "both wrote" + (", or record one side's result as a new experiment "
+                                       "(`kb exp new`)" if f.code == "KB308" else ""))
             why = (f"both sides added it since the merge base {base[:10]} and the merge kept "
-                   f"another's: {side[:10]}'s is gone; renumber one side before merging "
-                   "(`kb sync`)")
+                   f"another's: {side[:10]}'s is gone; {fix}")
         else:
             continue
         seen.add(key)

@@ -211,6 +211,10 @@ def parent_children(f: FileFacts) -> list:
                     what.append(f"misses {_few(missing)}")
                 if extra:
                     what.append(f"names {_few(extra)}, not a declared child")
+                twice = sorted({k for k in have_kids if have_kids.count(k) > 1}) \
+                    if len(have_set) < len(have_kids) else []
+                if twice:
+                    what.append(f"names {_few(twice)} twice")
                 if not what:
                     what.append("is not in tree order")
                 out.append(diag(h.path, ln, "KB204",

@@ -181,6 +181,26 @@ def own_reading(base_f: Any, paths: dict[str, str]) -> Iterator[Optional[Any]]:
         yield Facts(idx, snap, base_f.label)
 
 
+@contextmanager
+def commit_facts(idx: Any, k: Any, rev: str, label: str) -> Iterator[Any]:
+    """Yield :class:`kb.checks.facts.Facts` of commit ``rev`` of KB ``k`` (index ``idx``)
+    read as ``rev``'s own kb.toml's ``[paths]`` reads it: the IDs one side of a merge
+    declares where its layout puts them (upstream moved ``tree.md`` to ``hyp.md``: the
+    upstream's hypotheses are in ``hyp.md``). Every other setting is ``k``'s. Cost: one
+    kb.toml read per commit; a second parse only of what a moved key places."""
+    from kb.checks.facts import Facts
+    from kb.checks.targets import config_at
+    from kb.repo import commit_snapshot
+
+    facts = Facts(idx, commit_snapshot(k, rev), label)
+    cfg = config_at(k, rev)
+    if cfg is None or cfg.paths == facts.config.paths:
+        yield facts
+        return
+    with own_reading(facts, cfg.paths) as own:
+        yield own if own is not None else facts
+
+
 def _inside(path: str, place: str) -> bool:
     folder = place.strip().strip("/")
     return folder in ("", ".") or path == folder or path.startswith(folder + "/")

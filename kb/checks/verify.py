@@ -37,6 +37,8 @@ the index), :mod:`kb.checks.judge`, :mod:`kb.checks.changes`,
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +109,23 @@ def resolve_mode(staged: bool = False, rev: Optional[str] = None, range_: Option
     if stage or env.get("PRE_COMMIT") == "1":
         return Mode("staged", source="pre-commit framework")
     return Mode("worktree")
+
+
+def with_target(mode: Mode, against: Optional[str] = None, rewrite: bool = False) -> Mode:
+    """``mode`` judging its range as a branch that merges into ``against`` (KB350 for the IDs
+    both sides took), or, with ``rewrite``, as a rewrite of its base (a force-push).
+
+    Raises UsageError when either is given to a mode that is not a range, or both."""
+    if against is None and not rewrite:
+        return mode
+    if mode.kind != "range":
+        raise UsageError("--against and --rewrite work with --range A..B")
+    if against is not None and rewrite:
+        raise UsageError("use one of --against (a branch merging into A) and --rewrite "
+                         "(B replaces A)")
+    if against is not None and not against.strip():
+        raise UsageError("--against is empty: it names no branch")
+    return dataclasses.replace(mode, against=against, rewrite=rewrite)
 
 
 def run(mode: Mode, start: Optional[Path] = None, kb_path: Optional[Path] = None,

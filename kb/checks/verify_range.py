@@ -225,7 +225,10 @@ def _rewritten(top: Path, report: Report, base: str, tip: str, kb_path: Optional
 def _against(top: Path, report: Report, tip: str, target: str, label: str,
              kb_path: Optional[Path]) -> None:
     """Add the KB350 collisions of ``tip`` with ``target`` to ``report``."""
+    from contextlib import ExitStack
+
     from kb.checks.facts import Facts
+    from kb.checks.unread_records import commit_facts
     from kb.merge.collide import collision_diagnostics, find_collisions
     from kb.repo import commit_snapshot, find_all_kbs
 
@@ -237,10 +240,12 @@ def _against(top: Path, report: Report, tip: str, target: str, label: str,
             k = as_committed(k, config_at(k, tip))
         except (GitError, ConfigError):
             continue  # deleted at the tip, or its kb.toml unreadable (KB003 says so)
-        with open_index(k) as idx:
+        # each side as its own kb.toml places its files (the target moved tree.md to
+        # hyp.md: its hypotheses are there)
+        with open_index(k) as idx, ExitStack() as stack:
             tip_f = Facts(idx, commit_snapshot(k, tip), tip[:10])
-            target_f = Facts(idx, commit_snapshot(k, target), label)
-            base_f = Facts(idx, commit_snapshot(k, base), base[:10]) if base else None
+            target_f = stack.enter_context(commit_facts(idx, k, target, label))
+            base_f = stack.enter_context(commit_facts(idx, k, base, base[:10])) if base else None
             diags = collision_diagnostics(find_collisions(tip_f, base_f, target_f), label)
             report.findings += findings([_D.of(d) for d in diags], k, "history", commit=tip,
                                         all_errors_block=True)

@@ -123,6 +123,19 @@ def project_unlock(kb: KnowledgeBase, owner: Optional[str] = None,
     return give(kb, owner=owner, remote=_remote(kb, remote)).op_result(kb.top)
 
 
+def sync(kb: KnowledgeBase, upstream: Optional[str] = None, dry_run: bool = False,
+         fetch: bool = True) -> object:
+    """Tool ``sync``: ``kb sync [UPSTREAM]`` (fetch unless ``fetch`` is False; renumber the IDs
+    this branch added that the upstream holds, merge with kb's drivers, verify); what
+    ``kb sync --json`` prints, ``ok`` false on a conflict, a refused merge or a finding left.
+
+    Raises ConflictError (a dirty work tree, a merge in progress), UsageError (no upstream)
+    or EnvironmentError_ (the fetch failed)."""
+    from kb.ops.sync import sync as run
+
+    return run(kb.root, upstream, dry_run=dry_run, fetch=fetch).to_json()
+
+
 def register(reg: Registry) -> None:
     """Register this module's tools on ``reg`` (names, descriptions, read/write annotations)."""
     reg.write("lock_claim", lock_claim, "kb lock claim: lock `paths` for `owner` (all or none); "
@@ -136,6 +149,10 @@ def register(reg: Registry) -> None:
               "all) and delete their locks in one atomic git transaction.", destructive=True)
     reg.write("lock_prune", lock_prune, "kb lock prune: delete every expired lock.",
               destructive=True, idempotent=True, op_result=False)
+    reg.write("sync", sync, "kb sync: bring this branch up to date with `upstream` (default: "
+              "its upstream): renumber the IDs both took (the fix for KB350), merge with kb's "
+              "merge drivers, verify; `dry_run` only lists the renumbering.", destructive=True,
+              open_world=True, op_result=False)
     reg.read("lock_status", lock_status, "kb lock status: every lock with owner, expiry "
              "(ISO and _epoch) and whether it expired.")
     reg.write("project_lock", project_lock, "kb project lock: take (or renew) the project-wide "

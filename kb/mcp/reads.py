@@ -99,16 +99,20 @@ def report_text(kb: KnowledgeBase, date: Optional[str] = None) -> object:
 
 
 def verify(kb: KnowledgeBase, staged: bool = False, rev: Optional[str] = None,
-           range: Optional[str] = None) -> object:
-    """Tool ``verify``: the rules over the working tree, ``staged`` index, ``rev`` or ``range``;
+           range: Optional[str] = None, against: Optional[str] = None,
+           rewrite: bool = False) -> object:
+    """Tool ``verify``: the rules over the working tree, ``staged`` index, ``rev`` or ``range``
+    (with ``against``, a branch merging into that target: the pull-request check; with
+    ``rewrite``, a force-push replacing the range's base);
     ``{mode, ok, exit_code, kbs, commits, blocking, counts, notes, error, diagnostics}``.
 
-    Raises UsageError for more than one mode or a malformed range.
+    Raises UsageError for more than one mode, a malformed range, or ``against``/``rewrite``
+    without a range.
     """
     from kb.checks.report import sort_findings
-    from kb.checks.verify import resolve_mode, run
+    from kb.checks.verify import resolve_mode, run, with_target
 
-    mode = resolve_mode(staged, rev, range)
+    mode = with_target(resolve_mode(staged, rev, range), against, rewrite)
     report = run(mode, kb.root, None)
     findings = sort_findings(report.findings)
     counts: dict[str, int] = {}
@@ -204,7 +208,9 @@ def register(reg: Registry) -> None:
     reg.read("report_text", report_text, "kb report --stdout: the project report's path and "
              "Markdown text (nothing written).")
     reg.read("verify", verify, "kb verify: check the rules on the working tree, the staged "
-             "state (staged), one commit (rev) or a range (range, A..B).")
+             "state (staged), one commit (rev) or a range (range, A..B); with a range, `against` "
+             "TARGET checks it as a branch merging into TARGET (IDs both took: KB350, fixed by "
+             "`kb sync`), `rewrite` as a force-push replacing A.")
     reg.read("rules", rules, "kb rules: the rule catalogue (codes, severity, what fixes it).")
     reg.read("verifiers", verifiers, "kb verifiers: each verifier's accuracy on settled targets: "
              "{count, verifiers}.")

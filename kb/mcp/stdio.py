@@ -50,7 +50,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types import (INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError,
-                       JSONRPCNotification)
+                       JSONRPCNotification, JSONRPCRequest, JSONRPCResponse)
 from pydantic import ValidationError
 
 #: How a reason names a JSON value that is no object.
@@ -225,6 +225,18 @@ class AnsweredReadStream:
         self._write = write
         self._tap = tap
         self.line = 0
+        #: Ids of the requests read and not yet answered (:class:`AnsweringWriteStream`
+        #: takes an id out when its answer is written).
+        self.open: set[Any] = set()
+
+    async def _drain(self) -> None:
+        """Wait, at most :data:`DRAIN_SECONDS`, for the requests still running to be
+        answered. The SDK cancels every request still running when its read stream ends: a
+        write (``hyp_add``) sent down a pipe that then closed was committed and never
+        answered. Polled every 50 ms: bounded, and no hook into the SDK's tasks."""
+        with anyio.move_on_after(DRAIN_SECONDS):
+            while self.open:
+                await anyio.sleep(0.05)
 
     @property
     def last_context(self) -> Any:
@@ -232,10 +244,22 @@ class AnsweredReadStream:
         return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> Any:
-        """The next message the transport read; each unreadable line before it is answered."""
+        """The next message the transport read; each unreadable line before it is answered.
+        At the end of input, the requests read and not yet answered are waited for first
+        (:meth:`_drain`)."""
         while True:
-            item = await self._inner.receive()
+            try:
+                item = await self._inner.receive()
+            except anyio.EndOfStream:
+                await self._drain()
+                raise
             self.line += 1
+            message = getattr(item, "message", None)
+            if isinstance(message, JSONRPCRequest):
+                self.open.add(message.id)
+            elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+                # (a cancelled request may never be answered)
+                self.open.discard((message.params or {}).get("requestId"))
             raw = self._tap.pending.popleft() if self._tap is not None and self._tap.pending \
                 else None
             if isinstance(item, Exception):
@@ -307,6 +331,38 @@ class AnsweredReadStream:
         await self.aclose()
 
 
+#: The longest kb mcp waits at the end of its input for requests still running to be
+#: answered (a write waits for the write lock, then commits through the hooks).
+DRAIN_SECONDS = 600.0
+
+
+class AnsweringWriteStream:
+    """The transport's write stream, telling ``reader`` (an :class:`AnsweredReadStream`)
+    which requests are answered."""
+
+    def __init__(self, inner: Any, reader: AnsweredReadStream) -> None:
+        self._inner = inner
+        self._reader = reader
+
+    async def send(self, item: Any) -> None:
+        """Write ``item``; an answer (a response or an error) closes its request's id."""
+        await self._inner.send(item)
+        message = getattr(item, "message", None)
+        if isinstance(message, (JSONRPCResponse, JSONRPCError)):
+            self._reader.open.discard(message.id)
+
+    async def aclose(self) -> None:
+        """Close the transport's write stream."""
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> "AnsweringWriteStream":
+        return self
+
+    async def __aexit__(self, exc_type: Optional[type[BaseException]],
+                        exc_val: Optional[BaseException], exc_tb: Optional[TracebackType]) -> None:
+        await self.aclose()
+
+
 def claim_stdin() -> Optional[tuple[BinaryIO, Callable[[], None]]]:
     """Take the process's stdin for the protocol, as the SDK's transport would: the wire is
     read from a private duplicate of fd 0 and fd 0 points at the null device while serving,
@@ -368,7 +424,8 @@ async def serve_stdio(server: MCPServer, fallback: Any) -> None:
     try:
         tap = LineTap(wire_text(claimed[0])) if claimed is not None else None
         async with stdio_server(stdin=tap) as (read_stream, write_stream):
-            await lowlevel.run(AnsweredReadStream(read_stream, write_stream, tap), write_stream,
+            reader = AnsweredReadStream(read_stream, write_stream, tap)
+            await lowlevel.run(reader, AnsweringWriteStream(write_stream, reader),
                                lowlevel.create_initialization_options())
     finally:
         if claimed is not None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from kb import git
+from kb.chars import HIDDEN_CHARS
 from kb.checks.id_history import card_pathspecs, exp_pathspec, scan_ids
 from kb.errors import RefusedError
 from kb.numbers import small_int
@@ -142,6 +143,8 @@ def ids_in_headings(lines: Iterable[str]) -> set[str]:
     out: set[str] = set()
     for line, masked in zip(lines, compute_mask(lines)):
         if not masked and _CARRIER.match(line):
+            if not line.isascii():  # `## H\u200b1: …` shows H1 (KB119 says so)
+                line = HIDDEN_CHARS.sub("", line)
             m = _ANY_ID.search(line)
             if m is not None:
                 out.add(m.group(0))

@@ -132,7 +132,8 @@ def add_hypothesis(kb: Any, statement: str, parent: str | None = None, *, no_com
         changes = [f"added {hid} to {k.prefix}{tree.rel} (Status: {word}"
                    + (f", Parent: {ph.id})" if ph else ")")]
         if ph:
-            changes.append(f"{ph.id} Children: {', '.join((*ph.children, hid))}")
+            kids = ph.children if hid in ph.children else (*ph.children, hid)
+            changes.append(f"{ph.id} Children: {', '.join(kids)}")
         if dash:
             changes.append(f"refreshed {k.prefix}{dash}")
         details = {"statement": statement, "status": word, "parent": ph.id if ph else None,

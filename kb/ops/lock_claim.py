@@ -13,10 +13,11 @@ try :class:`kb.errors.ConflictError`, a bad TTL or owner :class:`kb.errors.Usage
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from kb import git
-from kb.errors import ConflictError
+from kb.errors import ConflictError, UsageError
 from kb.locks import (
     PROJECT_REF, Lock, LockHeld, NotLocked, Settings, check_remote, clock, fetch_locks,
     fetched_ref, lock_message, make_lock_commit, push, read_locks, ref_transaction, resolve_owner,
@@ -158,7 +159,27 @@ def claim(kb: KnowledgeBase, paths: list[str], owner: str | None = None,
     ttl_s = lease_seconds(kb, ttl)
     if remote:
         check_remote(kb.top, remote)
-    return _acquire(kb, file_targets(kb, paths, cwd), owner, "claim", ttl_s, remote)
+    targets = file_targets(kb, paths, cwd)
+    _check_spelling(kb, [t.path for t in targets if t.path is not None])
+    return _acquire(kb, targets, owner, "claim", ttl_s, remote)
+
+
+def _check_spelling(kb: KnowledgeBase, paths: list[str]) -> None:
+    """Refuse (UsageError) a path to lock that is a tracked file's path but for blanks at
+    its ends or letter case (``"tree.md "``, ``TREE.md``): the lock would protect nothing
+    while its owner believes the file locked. A path of no file at all is a file about to
+    be written (a new card), and is locked as given. Cost: one ``git ls-files`` only when a
+    path names no file on disk."""
+    absent = [p for p in paths if not os.path.lexists(kb.top / p)]
+    if not absent:
+        return
+    proc = git.run(["ls-files", "-z"], kb.top, check=False)
+    tracked = {t.strip().casefold(): t for t in git.split_z(proc.stdout)} if proc.returncode == 0 else {}
+    for p in absent:
+        near = tracked.get(p.strip().casefold())
+        if near is not None and near != p:
+            raise UsageError(f"no file is at {p!r}; did you mean {near!r}? (a lock on a path of no "
+                             "file protects nothing) — nothing was locked")
 
 
 def renew(kb: KnowledgeBase, paths: list[str], owner: str | None = None,

@@ -206,7 +206,7 @@ def sync(start: Path, upstream: Optional[str] = None, *, dry_run: bool = False,
         from kb.merge.drivers import register
 
         res.drivers = register(top)
-        res.attributes_commit = _attributes(k, on_wait)
+        res.attributes_commit = _attributes(k, target, on_wait)
         res.attributes_changed = res.attributes_commit is not None
         if res.attributes_changed:  # committed: the renumbering goes on top of it
             head = git.rev_parse("HEAD", top) or head
@@ -229,9 +229,11 @@ def sync(start: Path, upstream: Optional[str] = None, *, dry_run: bool = False,
     return res
 
 
-def _attributes(k: Any, on_wait: Any) -> Optional[str]:
-    """Commit the driver lines the KB's ``.gitattributes`` lacks (one transaction); the
-    commit, or None when it named them all already."""
+def _attributes(k: Any, target: str, on_wait: Any) -> Optional[str]:
+    """Commit the driver lines the KB's ``.gitattributes`` lacks for its own layout and
+    upstream ``target``'s (one transaction); the commit, or None when it named them all
+    already."""
+    from kb.checks.targets import config_at
     from kb.merge.drivers import attribute_lines
     from kb.ops.transaction import Transaction
 
@@ -243,8 +245,13 @@ def _attributes(k: Any, on_wait: Any) -> Optional[str]:
 
         raise os_failure(exc, f"read {k.prefix}.gitattributes", "nothing was merged") from None
     have = {ln.strip() for ln in old.decode("utf-8", "replace").splitlines()}
-    lines = attribute_lines(k.config.paths["tree"], k.config.paths["dashboard"], k.config.paths["logs"],
-                            k.config.paths["problems"])
+    # this side's layout, and the upstream's when its kb.toml moved a file (tree.md ->
+    # hyp.md): git merges the renamed file at the upstream's path, by that path's driver
+    theirs = config_at(k, target)
+    lines: list[str] = []
+    for cfg in (k.config, theirs) if theirs is not None else (k.config,):
+        lines += [ln for ln in attribute_lines(cfg.paths["tree"], cfg.paths["dashboard"], cfg.paths["logs"],
+                                               cfg.paths["problems"]) if ln not in lines]
     missing = [ln for ln in lines if ln not in have]
     if not missing:
         return None
@@ -257,18 +264,21 @@ def _attributes(k: Any, on_wait: Any) -> Optional[str]:
 
 
 def _plan(k: Any, head: str, target: str, mb: Optional[str], name: str, res: SyncResult) -> Any:
-    from kb.checks.facts import Facts
+    from contextlib import ExitStack
+
     from kb.checks.targets import open_index
+    from kb.checks.unread_records import commit_facts
     from kb.merge.collide import find_collisions, lights
     from kb.merge.renumber import plan
-    from kb.repo import commit_snapshot
 
     if mb == target:
         return None  # the upstream is already in this branch
-    with open_index(k) as idx:
-        tip_f = Facts(idx, commit_snapshot(k, head), head[:10])
-        tgt_f = Facts(idx, commit_snapshot(k, target), name)
-        base_f = Facts(idx, commit_snapshot(k, mb), mb[:10]) if mb else None
+    # each side as its own kb.toml places its files (upstream moved tree.md to hyp.md:
+    # its hypotheses are there, and collide with the branch's in tree.md)
+    with open_index(k) as idx, ExitStack() as stack:
+        tip_f = stack.enter_context(commit_facts(idx, k, head, head[:10]))
+        tgt_f = stack.enter_context(commit_facts(idx, k, target, name))
+        base_f = stack.enter_context(commit_facts(idx, k, mb, mb[:10])) if mb else None
         found = find_collisions(tip_f, base_f, tgt_f)
         res.collisions = [{"id": c.id, "kind": c.kind, "ours": f"{k.prefix}{c.ours.path}:{c.ours.line}",
                            "theirs": f"{k.prefix}{c.theirs.path}:{c.theirs.line}"} for c in found]

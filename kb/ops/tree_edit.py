@@ -182,9 +182,12 @@ class TreeEdit:
             self.splice(_after(h, "Status"), 0, [list_line("Evidence", [eid])])
 
     def append_child(self, h: Hypothesis, cid: str) -> None:
-        """Append ``cid`` to the ``Children:`` line of ``h`` (adding the line when absent)."""
+        """Append ``cid`` to the ``Children:`` line of ``h`` (adding the line when absent);
+        nothing when the line names it already (written by hand before the child was)."""
         from kb.render.tree import append_to_list_line, list_line
 
+        if cid in (h.children or ()):
+            return
         ln = h.anchor_lines.get("Children")
         if ln:
             self.splice(ln, 1, [append_to_list_line(self.line(ln), cid)])

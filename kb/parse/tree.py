@@ -13,6 +13,7 @@ import re
 from functools import lru_cache
 from typing import Any, Iterator
 
+from kb.chars import HIDDEN_CHARS, hidden_char
 from kb.model import Diagnostic, Fix, Hypothesis
 from kb.numbers import quoted
 from kb.parse.common import (NESTED_FIRST, NESTED_HEADING, duplicate_key_error, fullwidth_colon_warning,
@@ -141,6 +142,26 @@ def unread_declaration(text: str, grammar: str, separators: tuple[str, ...],
     return hid, fixed
 
 
+def _hidden_declaration(text: str, separators: tuple[str, ...], decl: re.Pattern[str],
+                        plain: re.Pattern[str]) -> tuple[str, str, str] | None:
+    """``(ID, 'U+XXXX', fixed heading text)`` when heading text ``text`` is a declaration
+    but for characters that show nothing before its first separator (``H\u200b1: …``);
+    None otherwise. Only that head is cleaned: a zero-width joiner inside the statement
+    (an emoji sequence) is the statement's own."""
+    ends = [j for j in (text.find(s) for s in separators) if j >= 0]
+    if not ends:
+        return None
+    end = min(ends) + 1
+    ch = hidden_char(text[:end])
+    if ch is None:
+        return None
+    fixed_text = HIDDEN_CHARS.sub("", text[:end]) + text[end:]
+    d = (decl if fixed_text[:1] == "[" else plain).match(fixed_text)
+    if d is None or not d.group("stmt").strip():
+        return None
+    return d.group("id"), ch, fixed_text
+
+
 def parse_tree(
     src: SourceText,
     grammar: str,
@@ -254,6 +275,20 @@ def iter_tree(
         level = len(marks)
         text = text.rstrip(" \t")  # _ATX's group 2
         d = (decl if text[:1] == "[" else plain).match(text)
+        if d is None and not text.isascii():
+            hidden = _hidden_declaration(text, separators, decl, plain)
+            if hidden is not None:
+                hid, ch, fixed_text = hidden
+                fixed = f"{m.group(1)} {fixed_text}"
+                diags.append(Diagnostic(
+                    path=path, line=i + 1, code="KB119", severity="error",
+                    message=f"heading declares {quoted(hid, quote=False)} with {ch} inside its ID "
+                    "or separator, a character that shows nothing (pasted from a chat or a web "
+                    f"page), so kb reads nothing from it; write {quoted(fixed, limit=QUOTED_LINE)}",
+                    fix=Fix(line=i + 1, old=line, new=fixed)))
+                under_lookalike = True  # its anchor lines are explained by this report
+                i += 1
+                continue
         if d is None:
             c = _CANDIDATE.match(text)
             # `### K1. …` / `### H1. …` (an ID, then '.', '|' or ':') is how files of

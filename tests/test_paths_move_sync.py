@@ -1,0 +1,126 @@
+"""Parallel IDs across an upstream ``[paths]`` move: `kb sync` and the range check's
+``--against`` read each side with its own kb.toml.
+
+A fresh tester found that once the upstream moved ``tree.md`` to ``hyp.md`` (or the
+experiments folder), an H2 both sides added went unseen: `kb sync` renumbered nothing, and
+the merge it then made was refused by kb's own hook; ``kb verify --range … --against``
+passed. Two clones of one bare remote, real hooks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import git, invoke
+
+
+def _ok(*args: str, cwd: Path) -> None:
+    res = invoke(*args, cwd=cwd)
+    assert res.code == 0, (args, res.stdout, res.stderr)
+
+
+def _move(root: Path, old: str, new: str, key: str, monkeypatch) -> None:
+    """``git mv old new`` with kb.toml's ``[paths] key`` set to ``new``, committed through
+    the hooks with the override a move needs."""
+    git(root, "mv", old, new)
+    toml = (root / "kb.toml").read_text(encoding="utf-8")
+    (root / "kb.toml").write_text(toml + f'\n[paths]\n{key} = "{new}"\n', encoding="utf-8")
+    git(root, "add", "-A")
+    monkeypatch.setenv("KB_OVERRIDE", f"paths.{key} reorg")
+    git(root, "commit", "-q", "-m", f"move {key}\n\nKb-Override: paths.{key} reorg")
+    monkeypatch.delenv("KB_OVERRIDE")
+
+
+def test_sync_renumbers_across_an_upstream_tree_move(team, monkeypatch) -> None:
+    a, b = team["a"], team["b"]
+    _ok("hooks", "install", cwd=a)
+    _ok("hooks", "install", cwd=b)
+    _ok("hyp", "add", "A one", cwd=a)
+    git(a, "push", "-q", "origin", "main")
+    git(b, "pull", "-q", "origin", "main")
+    _move(a, "tree.md", "hyp.md", "tree", monkeypatch)
+    _ok("hyp", "add", "A two after the move", cwd=a)
+    git(a, "push", "-q", "origin", "main")
+    # b, in parallel, still with tree.md
+    _ok("hyp", "add", "B two", cwd=b)
+    _ok("hyp", "add", "B child", "--parent", "H1", cwd=b)
+    git(b, "fetch", "-q")
+    res = invoke("verify", "--range", "origin/main..HEAD", "--against", "origin/main", "--json", cwd=b)
+    blocking = [d for d in res.json()["diagnostics"] if d["blocking"]]
+    assert res.code == 1 and [(d["code"], d["path"]) for d in blocking] == [("KB350", "tree.md")], res.stdout
+    assert "hyp.md:" in blocking[0]["message"]  # where the upstream declares its H2
+
+    res = invoke("sync", "--json", cwd=b)
+    data = res.json()
+    assert res.code == 0, (res.stdout, res.stderr)
+    assert data["renumbered"] == {"H2": "H3"} and data["merge"] == "merged"
+    assert not (b / "tree.md").exists()
+    tree = (b / "hyp.md").read_text(encoding="utf-8")
+    # merged hypothesis by hypothesis (the upstream's path named kb's driver): H1's
+    # Children stays under H1
+    assert [ln for ln in tree.splitlines() if ln.startswith("#")] == [
+        "# Hypothesis Tree", "## H1: A one", "### H1.1: B child", "## H2: A two after the move",
+        "## H3: B two"], tree
+    assert "hyp.md merge=kb-tree" in (b / ".gitattributes").read_text(encoding="utf-8").splitlines()
+    res = invoke("verify", "--json", cwd=b)
+    assert res.code == 0, res.stdout
+    res = invoke("verify", "--range", "origin/main..HEAD", "--against", "origin/main", cwd=b)
+    assert res.code == 0, res.stdout
+
+
+def test_against_sees_experiments_an_upstream_move_placed(team, monkeypatch) -> None:
+    a, b = team["a"], team["b"]
+    _ok("hyp", "add", "A one", cwd=a)
+    _ok("exp", "new", "--hyp", "H1", "A first", cwd=a)
+    git(a, "push", "-q", "origin", "main")
+    git(b, "pull", "-q", "origin", "main")
+    _move(a, "experiments", "exps", "experiments", monkeypatch)
+    _ok("exp", "new", "--hyp", "H1", "A second", cwd=a)
+    git(a, "push", "-q", "origin", "main")
+    _ok("exp", "new", "--hyp", "H1", "B second", cwd=b)
+    git(b, "fetch", "-q")
+    res = invoke("verify", "--range", "origin/main..HEAD", "--against", "origin/main", "--json", cwd=b)
+    blocking = [d for d in res.json()["diagnostics"] if d["blocking"]]
+    assert res.code == 1 and [(d["code"], d["path"]) for d in blocking] == [
+        ("KB350", "experiments/E002.md")], res.stdout
+    res = invoke("sync", "--dry-run", cwd=b)
+    assert res.code == 0 and res.stdout.splitlines() == ["E002 -> E003"], (res.stdout, res.stderr)
+
+
+def test_an_agent_runs_the_pull_request_check_and_kb_sync_over_mcp(team) -> None:
+    """MCP's `verify` takes `against` (and `rewrite`) as `kb verify` does, and `sync` is a
+    tool: an agent can see KB350 and repair its branch without a shell."""
+    import asyncio
+    import json
+
+    from mcp import Client
+
+    from kb.mcp import build_server
+
+    a, b = team["a"], team["b"]
+    _ok("hyp", "add", "A one", cwd=a)
+    git(a, "push", "-q", "origin", "main")
+    _ok("hyp", "add", "B one", cwd=b)
+    git(b, "fetch", "-q")
+
+    async def session() -> tuple:
+        async with Client(build_server(b)) as c:
+            async def call(name: str, **args) -> tuple[bool, dict]:
+                res = await c.call_tool(name, args)
+                return res.is_error, json.loads(res.content[0].text)
+
+            bad = await call("verify", against="origin/main")  # no range
+            check = await call("verify", range="origin/main..HEAD", against="origin/main")
+            dry = await call("sync", dry_run=True, fetch=False)
+            done = await call("sync")
+            after = await call("verify", range="origin/main..HEAD", against="origin/main")
+            return bad, check, dry, done, after
+
+    bad, check, dry, done, after = asyncio.run(session())
+    assert bad[0] and bad[1]["error"]["kind"] == "usage", bad
+    assert not check[0] and not check[1]["ok"] and \
+        [d["code"] for d in check[1]["diagnostics"] if d["blocking"]] == ["KB350"], check
+    assert dry[1]["renumbered"] == {"H1": "H2"} and dry[1]["merge"] == "not run", dry
+    assert not done[0] and done[1]["ok"] and done[1]["merge"] == "merged", done
+    assert after[1]["ok"], after
+    assert "## H2: B one" in (b / "tree.md").read_text(encoding="utf-8")
