@@ -353,6 +353,7 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
         why = _outside(value)
         if why:
             raise _at(_key_line(text, "paths", key), _outside_message(f"paths.{key}", value, why))
+        paths[key] = tidy_path(value)
     _refuse_shared_paths(paths, data.get("paths", {}), text)
     rules = data.get("rules", {})
     severity = {}
@@ -401,7 +402,7 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
             warnings.append(_not_read(_registry_line(text, i, "kind"), f"[[registry]] #{i + 1} kind = "
                                       f"{reg['kind']!r}: a registry's entries are records (kind "
                                       "'record'); no other kind is read from it"))
-        regs.append(Registry(path=reg["path"], kind=reg.get("kind", "record"),
+        regs.append(Registry(path=tidy_path(reg["path"]), kind=reg.get("kind", "record"),
                              heading=reg.get("heading", Registry.heading)))
     return Config(
         root=root,
@@ -437,6 +438,21 @@ def check_inside(value: str, key: str) -> str:
     if why:
         raise _at(0, _outside_message(key, value, why))
     return value
+
+
+def tidy_path(value: str) -> str:
+    """``value``, a configured path inside the KB, without ``.`` and empty segments
+    (``./tree.md`` -> ``tree.md``, ``Logs//x`` -> ``Logs/x``), a trailing ``/`` kept (it says
+    "a folder": KB004 for a file key); ``.`` itself kept (the KB's top). Every reader
+    compares paths as git lists them, where ``./tree.md`` named no file: the tree read as
+    empty and every check passed."""
+    if "/" not in value and value != "." or "./" not in value and "//" not in value \
+            and not value.endswith("/."):
+        return value
+    parts = [p for p in value.split("/") if p not in ("", ".")]
+    if not parts:
+        return "."
+    return "/".join(parts) + ("/" if value.endswith("/") else "")
 
 
 def _outside(value: str) -> str | None:
@@ -497,6 +513,9 @@ def _refuse_shared_paths(paths: dict[str, str], written: dict[str, Any], text: s
     with the dashboard and commit it). The key blamed is one kb.toml sets (the later one)."""
     import posixpath
 
+    def _as_written(key: str) -> Any:
+        return written.get(key, paths[key])  # (paths holds it tidied: tidy_path)
+
     seen: dict[str, str] = {}
     for key, value in paths.items():
         norm = posixpath.normpath(value.strip().strip("/") or ".")
@@ -505,8 +524,8 @@ def _refuse_shared_paths(paths: dict[str, str], written: dict[str, Any], text: s
             continue
         blamed, kept = (key, other) if key in written else (other, key)
         raise _at(_key_line(text, "paths", blamed),
-                  f"paths.{blamed} = {paths[blamed]!r} names what paths.{kept} names "
-                  f"({paths[kept]!r}): each [paths] key needs a file or folder of its own "
+                  f"paths.{blamed} = {_as_written(blamed)!r} names what paths.{kept} names "
+                  f"({_as_written(kept)!r}): each [paths] key needs a file or folder of its own "
                   "(kb would read and write it as both)")
     # A file of kb's (tree, dashboard) inside a folder of records: `dashboard =
     # "experiments/E001.md"` made `kb dashboard` replace an experiment.
@@ -520,8 +539,8 @@ def _refuse_shared_paths(paths: dict[str, str], written: dict[str, Any], text: s
                 # The line of a key kb.toml writes: the folder's when the file is the default.
                 blamed = file_key if file_key in written or key not in written else key
                 raise _at(_key_line(text, "paths", blamed),
-                          f"paths.{file_key} = {paths[file_key]!r} lies in the folder of "
-                          f"paths.{key} ({paths[key]!r}): kb would read it as one of those "
+                          f"paths.{file_key} = {_as_written(file_key)!r} lies in the folder of "
+                          f"paths.{key} ({_as_written(key)!r}): kb would read it as one of those "
                           f"records and write over it; put the {file_key} outside that folder")
 
 

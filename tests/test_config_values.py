@@ -78,3 +78,14 @@ def test_a_registry_kb_reads_as_another_file_is_a_warning_at_its_line(path: str,
                      + (f" ('experiments')" if "experiments" in said else "")
                      + ", not as a registry (ignored)"}, found
     assert _config('[kb]\n\n[[registry]]\npath = "Logs/registry.md"\n').warnings == ()
+
+
+def test_a_path_written_with_dot_segments_names_the_file_git_lists(make_kb: MakeKB) -> None:
+    """`tree = "./tree.md"` named no file git lists: the tree read as empty, a duplicate ID
+    and unknown statuses passed every check."""
+    assert _config('[kb]\n[paths]\ntree = "./tree.md"\nexperiments = "./exps/"\n').paths["tree"] == "tree.md"
+    assert _config('[kb]\n[paths]\nexperiments = "./exps//x/."\n').paths["experiments"] == "exps/x"
+    root = make_kb({"tree.md": TREE + "\n## H1: again\nStatus: nope\nEvidence: (empty)\n"},
+                   config='[kb]\n[paths]\ntree = "./tree.md"\n', commit=True)
+    r = run_script("verify", "--json", cwd=root)
+    assert r.code == 1 and {"KB202", "KB205"} <= {d["code"] for d in r.json()["diagnostics"]}, r.stdout

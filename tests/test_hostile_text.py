@@ -195,3 +195,29 @@ def test_a_quoted_word_holding_a_character_that_shows_nothing_says_so(tree_kb: P
     from kb.numbers import quoted
 
     assert quoted("待验") == "'待验'" and quoted("👨\u200d👩") == "'👨\u200d👩'"  # a joiner's own
+
+
+@pytest.mark.parametrize("space", ["\u3000", "\u00a0", "\u2009"])
+def test_a_wide_space_before_the_separator_is_an_error_with_the_rewrite(tree_kb: Path, space: str) -> None:
+    """``## H1\u3000: x`` (an input method's space) declared nothing with only a KB116
+    warning that pointed at `id_grammar`; `## H1 : x` (the ASCII space) is read."""
+    root = tree_kb
+    (root / "tree.md").write_text(f"# Tree\n\n## H1{space}: x\nStatus: 待验\nEvidence: (empty)\n",
+                                  encoding="utf-8")
+    r = invoke("verify", "--json", cwd=root)
+    hit = [d for d in r.json()["diagnostics"] if d["code"] == "KB119"]
+    assert r.code == 1 and [d["line"] for d in hit] == [3], r.stdout
+    assert f"U+{ord(space):04X}" in hit[0]["message"] and "'## H1: x'" in hit[0]["message"]
+    assert not [d for d in r.json()["diagnostics"] if d["code"] == "KB116"]
+
+
+def test_a_status_holding_a_character_that_shows_nothing_is_fixed_by_verify_fix(tree_kb: Path) -> None:
+    root = tree_kb
+    tree = root / "tree.md"
+    tree.write_text("# Tree\n\n## H1: one\nStatus: 待验\u200b\nEvidence: (empty)\n", encoding="utf-8")
+    r = invoke("verify", "--json", cwd=root)
+    hit = [d for d in r.json()["diagnostics"] if d["code"] == "KB205"]
+    assert hit and hit[0]["fix"] is not None, r.stdout
+    invoke("verify", "--fix", cwd=root)
+    assert "Status: 待验\n" in tree.read_text(encoding="utf-8")
+    assert invoke("verify", cwd=root).code == 0

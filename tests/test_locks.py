@@ -644,7 +644,7 @@ def test_release_of_the_tree_and_the_dashboard_renders_the_dashboard(tree_kb):
     assert kb_(root, "dashboard", "--check").code == 0
 
 
-@pytest.mark.parametrize("path", ["Notes/a.md ", "NOTES/A.md", " Notes/a.md"])
+@pytest.mark.parametrize("path", ["Notes/a.md ", "NOTES/A.md", " Notes/a.md", "Notes/a.md\u200b"])
 def test_a_claim_of_a_tracked_files_path_misspelt_is_refused(kbr, path):
     """``"Notes/a.md "`` or ``NOTES/A.md`` locked nothing anyone writes, while its owner
     believed the file locked; a path of no file (a card about to be written) is locked."""

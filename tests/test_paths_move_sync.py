@@ -54,6 +54,8 @@ def test_sync_renumbers_across_an_upstream_tree_move(team, monkeypatch) -> None:
     data = res.json()
     assert res.code == 0, (res.stdout, res.stderr)
     assert data["renumbered"] == {"H2": "H3"} and data["merge"] == "merged"
+    # sync regenerated the dashboard: the driver's "run `kb dashboard`" is not repeated
+    assert data["dashboard_commit"] and not any("DASHBOARD.md" in n for n in data["notes"]), data
     assert not (b / "tree.md").exists()
     tree = (b / "hyp.md").read_text(encoding="utf-8")
     # merged hypothesis by hypothesis (the upstream's path named kb's driver): H1's
@@ -124,3 +126,66 @@ def test_an_agent_runs_the_pull_request_check_and_kb_sync_over_mcp(team) -> None
     assert not done[0] and done[1]["ok"] and done[1]["merge"] == "merged", done
     assert after[1]["ok"], after
     assert "## H2: B one" in (b / "tree.md").read_text(encoding="utf-8")
+
+
+def _grow_past_rename_detection(team, monkeypatch, mover: str) -> tuple[Path, Path]:
+    """One hypothesis at the fork; ``mover`` moves the tree to hyp.md and adds two, the other
+    adds two in tree.md: git no longer sees tree.md -> hyp.md as a rename."""
+    a, b = team["a"], team["b"]
+    for root in (a, b):
+        _ok("hooks", "install", cwd=root)
+    _ok("hyp", "add", "Base one", cwd=a)
+    git(a, "push", "-q", "origin", "main")
+    git(b, "pull", "-q", "origin", "main")
+    stay = b if mover == "a" else a
+    moving = team[mover]
+    _move(moving, "tree.md", "hyp.md", "tree", monkeypatch)
+    for n in ("two", "three"):
+        _ok("hyp", "add", f"moved {n}", cwd=moving)
+        _ok("hyp", "add", f"stayed {n}", cwd=stay)
+    return moving, stay
+
+
+def test_sync_merges_a_tree_git_lost_track_of_in_the_upstreams_move(team, monkeypatch) -> None:
+    """A tester's team was blocked: after two `kb hyp add` on each side git stopped on
+    `tree.md deleted in … and modified in HEAD`, and kb sync aborted."""
+    moving, stay = _grow_past_rename_detection(team, monkeypatch, "a")
+    git(moving, "push", "-q", "origin", "main")
+    res = invoke("sync", "--json", cwd=stay)
+    data = res.json()
+    assert res.code == 0 and data["merge"] == "merged", (res.stdout, res.stderr)
+    assert data["renumbered"] == {"H2": "H4", "H3": "H5"}
+    assert not (stay / "tree.md").exists()
+    heads = [ln for ln in (stay / "hyp.md").read_text(encoding="utf-8").splitlines()
+             if ln.startswith("## ")]
+    assert heads == ["## H1: Base one", "## H2: moved two", "## H3: moved three",
+                     "## H4: stayed two", "## H5: stayed three"], heads
+    assert invoke("verify", cwd=stay).code == 0
+
+
+def test_sync_merges_its_own_move_with_an_upstream_that_edited_the_old_tree(team, monkeypatch) -> None:
+    moving, stay = _grow_past_rename_detection(team, monkeypatch, "b")
+    git(stay, "push", "-q", "origin", "main")
+    res = invoke("sync", "--json", cwd=moving)
+    data = res.json()
+    assert res.code == 0 and data["merge"] == "merged", (res.stdout, res.stderr)
+    tree = (moving / "hyp.md").read_text(encoding="utf-8")
+    assert "## H2: stayed two" in tree and "## H4: moved two" in tree and not (moving / "tree.md").exists()
+    assert invoke("verify", cwd=moving).code == 0
+
+
+def test_sync_carries_an_experiment_added_under_a_folder_the_upstream_moved(team, monkeypatch) -> None:
+    """git's default (`merge.directoryRenames=conflict`) stopped on every experiment the
+    branch added under the old folder, with no ID collision at all."""
+    a, b = team["a"], team["b"]
+    _ok("hyp", "add", "A one", cwd=a)
+    _ok("exp", "new", "--hyp", "H1", "first", cwd=a)
+    git(a, "push", "-q", "origin", "main")
+    git(b, "pull", "-q", "origin", "main")
+    _move(a, "experiments", "exps", "experiments", monkeypatch)
+    git(a, "push", "-q", "origin", "main")
+    _ok("exp", "new", "--hyp", "H1", "B second", cwd=b)
+    res = invoke("sync", "--json", cwd=b)
+    assert res.code == 0 and res.json()["merge"] == "merged", (res.stdout, res.stderr)
+    assert (b / "exps" / "E002.md").is_file() and not (b / "experiments").exists()
+    assert invoke("verify", cwd=b).code == 0

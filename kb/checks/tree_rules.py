@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
+from kb.chars import HIDDEN_CHARS
 from kb.checks.diagnostics import diag
 from kb.checks.facts import FileFacts
 from kb.checks.registry import file_rule
@@ -228,6 +229,16 @@ def parent_children(f: FileFacts) -> list:
     return out
 
 
+def _unhidden_fix(f: FileFacts, ln: int, word: str, words: Any) -> Optional[tuple[int, str, str]]:
+    """The fix of line ``ln`` holding ``word``, a word of ``words`` but for characters that
+    show nothing (``待\u200b验``, pasted): the same line without them; None otherwise."""
+    clean = HIDDEN_CHARS.sub("", word) if not word.isascii() else word
+    old = f.line_text(ln) if clean != word and clean in words else None
+    if old is None or word not in old:
+        return None
+    return ln, old, old.replace(word, clean, 1)
+
+
 #: The other closed vocabularies of the cards (DESIGN §2.4): kind -> (anchor, field, words).
 _CARD_WORDS = {"problem": ("来源", "source", PROBLEM_SOURCE), "method": ("类型", "type", METHOD_TYPE)}
 
@@ -238,16 +249,15 @@ def status_words(f: FileFacts) -> list:
     out = []
     for o in f.objects:
         lines = o.anchor_lines or {}
-        if o.kind == "hypothesis":
-            if o.status and o.status not in HYPOTHESIS_STATUS.zh_to_en:
-                out.append(diag(o.path, lines.get("Status", o.line), "KB205",
+        if o.kind in ("hypothesis", "experiment"):
+            vocab = HYPOTHESIS_STATUS if o.kind == "hypothesis" else EXPERIMENT_STATUS
+            if o.status and o.status not in vocab.zh_to_en:
+                ln = lines.get("Status", o.line)
+                out.append(diag(o.path, ln, "KB205",
                                 f"unknown status {_w(o.status)} of {_q(o.id)}; use one of "
-                                f"{HYPOTHESIS_STATUS.accepted()}"))
-        elif o.kind == "experiment":
-            if o.status and o.status not in EXPERIMENT_STATUS.zh_to_en:
-                out.append(diag(o.path, lines.get("Status", o.line), "KB205",
-                                f"unknown status {_w(o.status)} of {_q(o.id)}; use one of "
-                                f"{EXPERIMENT_STATUS.accepted()}"))
+                                f"{vocab.accepted()}",
+                                fix=_unhidden_fix(f, ln, o.status, vocab.zh_to_en)))
+        if o.kind == "experiment":
             if o.conclusion and o.conclusion not in CONCLUSION.zh_to_en:
                 out.append(diag(o.path, o.conclusion_line or o.line, "KB205",
                                 f"unknown conclusion {_w(o.conclusion)} of {_q(o.id)}; the **结论** line "

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from kb import git
+from kb.chars import HIDDEN_CHARS
 from kb.errors import ConflictError, UsageError
 from kb.locks import (
     PROJECT_REF, Lock, LockHeld, NotLocked, Settings, check_remote, clock, fetch_locks,
@@ -164,9 +165,16 @@ def claim(kb: KnowledgeBase, paths: list[str], owner: str | None = None,
     return _acquire(kb, targets, owner, "claim", ttl_s, remote)
 
 
+def _spelt(path: str) -> str:
+    """``path`` as a reader sees it: no blanks at its ends, no character that shows nothing,
+    letter case folded."""
+    return HIDDEN_CHARS.sub("", path).strip().casefold()
+
+
 def _check_spelling(kb: KnowledgeBase, paths: list[str]) -> None:
     """Refuse (UsageError) a path to lock that is a tracked file's path but for blanks at
-    its ends or letter case (``"tree.md "``, ``TREE.md``): the lock would protect nothing
+    its ends, characters that show nothing or letter case (``"tree.md "``, ``TREE.md``,
+    ``tree.md\u200b``): the lock would protect nothing
     while its owner believes the file locked. A path of no file at all is a file about to
     be written (a new card), and is locked as given. Cost: one ``git ls-files`` only when a
     path names no file on disk."""
@@ -174,9 +182,9 @@ def _check_spelling(kb: KnowledgeBase, paths: list[str]) -> None:
     if not absent:
         return
     proc = git.run(["ls-files", "-z"], kb.top, check=False)
-    tracked = {t.strip().casefold(): t for t in git.split_z(proc.stdout)} if proc.returncode == 0 else {}
+    tracked = {_spelt(t): t for t in git.split_z(proc.stdout)} if proc.returncode == 0 else {}
     for p in absent:
-        near = tracked.get(p.strip().casefold())
+        near = tracked.get(_spelt(p))
         if near is not None and near != p:
             raise UsageError(f"no file is at {p!r}; did you mean {near!r}? (a lock on a path of no "
                              "file protects nothing) — nothing was locked")

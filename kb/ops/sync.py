@@ -403,12 +403,30 @@ def _merge(k: Any, target: str, name: str, res: SyncResult) -> None:
         return
     # Its output is read (kb.ops.sync_output): git's messages in English, whatever the
     # user's language; the hooks and merge drivers it runs inherit that.
-    proc = git.run(["merge", "--no-edit", "-m", f"Merge {name} (kb sync)", target], k.top,
+    from kb.ops.sync_moves import carry_tree_move, conclude, merge_options
+
+    # (a [paths] move of a side: files the other added under the old folder follow it)
+    opts = merge_options(k, head or "", target, base)
+    proc = git.run([*opts, "merge", "--no-edit", "-m", f"Merge {name} (kb sync)", target], k.top,
                    write=True, check=False, env={"GIT_TERMINAL_PROMPT": "0"}, in_english=True)
+    text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+    if proc.returncode != 0 and opts and git.rev_parse("MERGE_HEAD", k.top) is not None:
+        from kb.merge.markers import unmerged_paths
+
+        # git lost the moved tree (past its rename detection): kb merges it where it went
+        moved = carry_tree_move(k, head or "", target, base, unmerged_paths(k.top))
+        if moved is not None:
+            done, said = conclude(k.top)
+            text += said
+            if done:
+                res.notes.append(f"kb sync: {k.prefix}{moved} merged hypothesis by hypothesis "
+                                 "across the [paths] tree move")
+                res.merge, res.merge_commit = "merged", git.rev_parse("HEAD", k.top)
+                return
     if proc.returncode == 0:
         # What kb's drivers said of the files they merged (a report kept from our side: run
         # `kb report`) is for the user, as a plain `git merge` shows it.
-        res.notes = driver_notes((proc.stdout + proc.stderr).decode("utf-8", "replace"))
+        res.notes = driver_notes(text)
         new = git.rev_parse("HEAD", k.top)
         # A fast-forward moved HEAD to the upstream's commit (which may itself be a merge:
         # its parents say nothing of what this merge did); a merge made a commit of its own.
@@ -416,7 +434,6 @@ def _merge(k: Any, target: str, name: str, res: SyncResult) -> None:
             else "merged"
         res.merge_commit = new
         return
-    text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
     from kb.merge.markers import unmerged_paths
 
     files = unmerged_paths(k.top)
@@ -451,6 +468,10 @@ def _dashboard(k: Any, res: SyncResult, on_wait: Any) -> None:
     if stale:
         out = refresh_dashboard(k2, on_wait=on_wait)
         res.dashboard_commit = getattr(out, "commit", None)
+    # the dashboard is current now: the merge driver's "run `kb dashboard` after the merge"
+    # is done already
+    said = f"kb merge: {k.prefix}{k2.config.paths['dashboard']}:"
+    res.notes = [n for n in res.notes if not n.startswith(said)]
 
 
 def _trail_fresh(k: Any) -> bool:

@@ -13,7 +13,7 @@ import re
 from functools import lru_cache
 from typing import Any, Iterator
 
-from kb.chars import HIDDEN_CHARS, hidden_char
+from kb.chars import HIDDEN_CHARS, WIDE_SPACES, hidden_char
 from kb.model import Diagnostic, Fix, Hypothesis
 from kb.numbers import quoted
 from kb.parse.common import (NESTED_FIRST, NESTED_HEADING, duplicate_key_error, fullwidth_colon_warning,
@@ -144,8 +144,9 @@ def unread_declaration(text: str, grammar: str, separators: tuple[str, ...],
 
 def _hidden_declaration(text: str, separators: tuple[str, ...], decl: re.Pattern[str],
                         plain: re.Pattern[str]) -> tuple[str, str, str] | None:
-    """``(ID, 'U+XXXX', fixed heading text)`` when heading text ``text`` is a declaration
-    but for characters that show nothing before its first separator (``H\u200b1: …``);
+    """``(ID, 'U+XXXX, what it is,', fixed heading text)`` when heading text ``text`` is a
+    declaration but for characters that show nothing, or spaces other than the ASCII space,
+    before its first separator (``H\u200b1: …``, ``H1\u3000: …``);
     None otherwise. Only that head is cleaned: a zero-width joiner inside the statement
     (an emoji sequence) is the statement's own."""
     ends = [j for j in (text.find(s) for s in separators) if j >= 0]
@@ -153,13 +154,19 @@ def _hidden_declaration(text: str, separators: tuple[str, ...], decl: re.Pattern
         return None
     end = min(ends) + 1
     ch = hidden_char(text[:end])
+    what = "a character that shows nothing (pasted from a chat or a web page)"
     if ch is None:
-        return None
-    fixed_text = HIDDEN_CHARS.sub("", text[:end]) + text[end:]
+        wide = WIDE_SPACES.search(text, 0, end)
+        if wide is None:
+            return None
+        ch = f"U+{ord(wide.group()):04X}"
+        what = "a space that is not the ASCII space (an input method's or a no-break space)"
+    head = WIDE_SPACES.sub("", HIDDEN_CHARS.sub("", text[:end]))
+    fixed_text = head + text[end:]
     d = (decl if fixed_text[:1] == "[" else plain).match(fixed_text)
     if d is None or not d.group("stmt").strip():
         return None
-    return d.group("id"), ch, fixed_text
+    return d.group("id"), f"{ch}, {what},", fixed_text
 
 
 def parse_tree(
@@ -282,9 +289,9 @@ def iter_tree(
                 fixed = f"{m.group(1)} {fixed_text}"
                 diags.append(Diagnostic(
                     path=path, line=i + 1, code="KB119", severity="error",
-                    message=f"heading declares {quoted(hid, quote=False)} with {ch} inside its ID "
-                    "or separator, a character that shows nothing (pasted from a chat or a web "
-                    f"page), so kb reads nothing from it; write {quoted(fixed, limit=QUOTED_LINE)}",
+                    message=f"heading declares {quoted(hid, quote=False)} with {ch} in its ID "
+                    f"or before its separator, so kb reads nothing from it; write "
+                    f"{quoted(fixed, limit=QUOTED_LINE)}",
                     fix=Fix(line=i + 1, old=line, new=fixed)))
                 under_lookalike = True  # its anchor lines are explained by this report
                 i += 1
