@@ -70,16 +70,24 @@ def test_sync_renumbers_across_an_upstream_tree_move(team, monkeypatch) -> None:
     assert res.code == 0, res.stdout
 
 
-def test_against_sees_experiments_an_upstream_move_placed(team, monkeypatch) -> None:
+def _experiments_moved_upstream(team, monkeypatch, *added_upstream: str) -> tuple[Path, Path]:
+    """E001 at the fork; `a` moves the experiments folder to exps/ (adding ``added_upstream``
+    there) and pushes; `b` adds E002 under experiments/ in parallel."""
     a, b = team["a"], team["b"]
     _ok("hyp", "add", "A one", cwd=a)
     _ok("exp", "new", "--hyp", "H1", "A first", cwd=a)
     git(a, "push", "-q", "origin", "main")
     git(b, "pull", "-q", "origin", "main")
     _move(a, "experiments", "exps", "experiments", monkeypatch)
-    _ok("exp", "new", "--hyp", "H1", "A second", cwd=a)
+    for title in added_upstream:
+        _ok("exp", "new", "--hyp", "H1", title, cwd=a)
     git(a, "push", "-q", "origin", "main")
     _ok("exp", "new", "--hyp", "H1", "B second", cwd=b)
+    return a, b
+
+
+def test_against_sees_experiments_an_upstream_move_placed(team, monkeypatch) -> None:
+    _, b = _experiments_moved_upstream(team, monkeypatch, "A second")
     git(b, "fetch", "-q")
     res = invoke("verify", "--range", "origin/main..HEAD", "--against", "origin/main", "--json", cwd=b)
     blocking = [d for d in res.json()["diagnostics"] if d["blocking"]]
@@ -177,14 +185,7 @@ def test_sync_merges_its_own_move_with_an_upstream_that_edited_the_old_tree(team
 def test_sync_carries_an_experiment_added_under_a_folder_the_upstream_moved(team, monkeypatch) -> None:
     """git's default (`merge.directoryRenames=conflict`) stopped on every experiment the
     branch added under the old folder, with no ID collision at all."""
-    a, b = team["a"], team["b"]
-    _ok("hyp", "add", "A one", cwd=a)
-    _ok("exp", "new", "--hyp", "H1", "first", cwd=a)
-    git(a, "push", "-q", "origin", "main")
-    git(b, "pull", "-q", "origin", "main")
-    _move(a, "experiments", "exps", "experiments", monkeypatch)
-    git(a, "push", "-q", "origin", "main")
-    _ok("exp", "new", "--hyp", "H1", "B second", cwd=b)
+    _, b = _experiments_moved_upstream(team, monkeypatch)
     res = invoke("sync", "--json", cwd=b)
     assert res.code == 0 and res.json()["merge"] == "merged", (res.stdout, res.stderr)
     assert (b / "exps" / "E002.md").is_file() and not (b / "experiments").exists()
