@@ -174,10 +174,9 @@ def _spelt(path: str) -> str:
 def _check_spelling(kb: KnowledgeBase, paths: list[str]) -> None:
     """Refuse (UsageError) a path to lock that is a tracked file's path but for blanks at
     its ends, characters that show nothing or letter case (``"tree.md "``, ``TREE.md``,
-    ``tree.md\u200b``): the lock would protect nothing
-    while its owner believes the file locked. A path of no file at all is a file about to
-    be written (a new card), and is locked as given. Cost: one ``git ls-files`` only when a
-    path names no file on disk."""
+    ``tree.md\u200b``): the lock would protect nothing while its owner believes the file
+    locked. A path of no file at all is a file about to be written (a new card), and is
+    locked as given. Cost: one ``git ls-files`` only when a path names no file on disk."""
     absent = [p for p in paths if not os.path.lexists(kb.top / p)]
     if not absent:
         return
