@@ -221,3 +221,15 @@ def test_a_status_holding_a_character_that_shows_nothing_is_fixed_by_verify_fix(
     invoke("verify", "--fix", cwd=root)
     assert "Status: 待验\n" in tree.read_text(encoding="utf-8")
     assert invoke("verify", cwd=root).code == 0
+
+
+def test_a_listed_id_holding_a_character_that_shows_nothing_is_named(tree_kb: Path) -> None:
+    """`Children: H1.\u200b1` read as another ID than the H1.1 declared below it, and the
+    message quoted it as `H1.1`: it says which character is there."""
+    root = tree_kb
+    (root / "tree.md").write_text(
+        "# Tree\n\n## H1: a\nStatus: 待验\nEvidence: (empty)\nChildren: H1.\u200b1\n\n"
+        "### H1.1: b\nStatus: 待验\nEvidence: (empty)\nParent: H1\n", encoding="utf-8")
+    r = invoke("verify", "--json", cwd=root)
+    said = [d["message"] for d in r.json()["diagnostics"] if d["code"] == "KB204"]
+    assert said and "(holding U+200B, which shows nothing)" in said[0], r.stdout

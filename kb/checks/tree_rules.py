@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from kb.chars import HIDDEN_CHARS
+from kb.chars import HIDDEN_CHARS, hidden_char
 from kb.checks.diagnostics import diag
 from kb.checks.facts import FileFacts
 from kb.checks.registry import file_rule
@@ -47,7 +47,10 @@ def _few(ids: list[str], n: int = 10) -> str:
     """Up to ``n`` IDs joined, then how many there are in all (a line of 200,000 IDs is not
     repeated whole in a message)."""
     shown = ", ".join(_q(i) for i in ids[:n])
-    return shown if len(ids) <= n else f"{shown}, … ({len(ids):,} in all)"
+    # an ID holding a character that shows nothing (`H1.\u200b1`) reads as another ID: say so
+    hidden = next((ch for ch in map(hidden_char, ids[:n]) if ch is not None), None)
+    note = f" (holding {hidden}, which shows nothing)" if hidden else ""
+    return (shown if len(ids) <= n else f"{shown}, … ({len(ids):,} in all)") + note
 
 
 def _marks(n: int) -> str:
