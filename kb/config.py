@@ -455,6 +455,14 @@ def tidy_path(value: str) -> str:
     return "/".join(parts) + ("/" if value.endswith("/") else "")
 
 
+def _place(value: str) -> str:
+    """The file or folder configured path ``value`` names, to compare with another:
+    normalised, no blanks or ``/`` at its ends (``.``: the KB's top)."""
+    import posixpath
+
+    return posixpath.normpath(value.strip().strip("/") or ".")
+
+
 def _outside(value: str) -> str | None:
     """Why the configured path ``value`` is refused (:func:`check_inside`), or None."""
     parts = value.replace("\\", "/").split("/")
@@ -511,14 +519,12 @@ def _refuse_shared_paths(paths: dict[str, str], written: dict[str, Any], text: s
     """Raise ConfigError when two ``[paths]`` keys name one file or folder: kb would read
     and write it as both (``dashboard = "tree.md"`` made ``kb dashboard`` replace the tree
     with the dashboard and commit it). The key blamed is one kb.toml sets (the later one)."""
-    import posixpath
-
     def _as_written(key: str) -> Any:
         return written.get(key, paths[key])  # (paths holds it tidied: tidy_path)
 
     seen: dict[str, str] = {}
     for key, value in paths.items():
-        norm = posixpath.normpath(value.strip().strip("/") or ".")
+        norm = _place(value)
         other = seen.setdefault(norm, key)
         if other == key:
             continue
@@ -530,9 +536,9 @@ def _refuse_shared_paths(paths: dict[str, str], written: dict[str, Any], text: s
     # A file of kb's (tree, dashboard) inside a folder of records: `dashboard =
     # "experiments/E001.md"` made `kb dashboard` replace an experiment.
     for file_key in FILE_PATH_KEYS:
-        file = posixpath.normpath(paths[file_key].strip().strip("/") or ".")
+        file = _place(paths[file_key])
         for key in _RECORD_FOLDERS:
-            folder = posixpath.normpath(paths[key].strip().strip("/") or ".")
+            folder = _place(paths[key])
             # (a folder of records at the KB's top holds the files there: `experiments =
             # "."` read tree.md's neighbours as experiments and put the tree among them)
             if file.startswith(folder + "/") if folder != "." else "/" not in file:
@@ -548,14 +554,12 @@ def _registry_shadowed(path: str, paths: dict[str, str]) -> str | None:
     """What kb reads registry file ``path`` as instead, when a ``[paths]`` key places it
     (``'the tree (paths.tree)'``, ``'a card of paths.problems'``); None when it is a
     registry's own."""
-    import posixpath
-
-    norm = posixpath.normpath(path.strip().strip("/") or ".")
+    norm = _place(path)
     for key in FILE_PATH_KEYS:
-        if norm == posixpath.normpath(paths[key].strip().strip("/") or "."):
+        if norm == _place(paths[key]):
             return f"the {key} (paths.{key})"
     for key in _RECORD_FOLDERS:
-        folder = posixpath.normpath(paths[key].strip().strip("/") or ".")
+        folder = _place(paths[key])
         if folder != "." and norm.startswith(folder + "/"):
             return f"a file of paths.{key} ({paths[key]!r})"
     return None

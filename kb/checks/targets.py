@@ -8,7 +8,7 @@ Errors: :class:`kb.errors.EnvironmentError_` outside a git work tree,
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from kb import git
 from kb.errors import EnvironmentError_, KbError
@@ -46,6 +46,21 @@ def as_committed(k: Any, cfg: Any) -> Any:
     if cfg is None or cfg == k.config:
         return k
     return dataclasses.replace(k, config=cfg)
+
+
+def with_own_layout(k: Any, rev: str, cfg: Any, files: dict[str, str],
+                    keep: Optional[Callable[[str], bool]] = None) -> dict[str, str]:
+    """``files`` (commit ``rev`` as KB ``k``'s kb.toml reads it: path -> blob id) with the
+    files ``rev``'s own kb.toml (``cfg``) reads besides, those ``keep`` accepts: a working
+    tree whose kb.toml moved a ``[paths]`` key (tree.md -> tree2.md) against HEAD, where
+    tree.md is what HEAD held. ``files`` itself when ``cfg`` is None or places files alike
+    (the usual case: two dicts compared); else one more ``git ls-tree`` of ``rev``."""
+    if cfg is None or cfg.paths == k.config.paths:
+        return files
+    from kb.repo import commit_snapshot
+
+    own = commit_snapshot(as_committed(k, cfg), rev).files
+    return {**{p: b for p, b in own.items() if keep is None or keep(p)}, **files}
 
 
 def unreadable_kb(top: Path, prefix: str, exc: KbError, diff: Optional[list[str]]) -> Any:

@@ -182,23 +182,33 @@ def own_reading(base_f: Any, paths: dict[str, str]) -> Iterator[Optional[Any]]:
 
 
 @contextmanager
-def commit_facts(idx: Any, k: Any, rev: str, label: str) -> Iterator[Any]:
-    """Yield :class:`kb.checks.facts.Facts` of commit ``rev`` of KB ``k`` (index ``idx``)
-    read as ``rev``'s own kb.toml's ``[paths]`` reads it: the IDs one side of a merge
-    declares where its layout puts them (upstream moved ``tree.md`` to ``hyp.md``: the
-    upstream's hypotheses are in ``hyp.md``). Every other setting is ``k``'s. Cost: one
-    kb.toml read per commit; a second parse only of what a moved key places."""
-    from kb.checks.facts import Facts
+def own_layout(facts: Any) -> Iterator[Any]:
+    """Yield :class:`kb.checks.facts.Facts` ``facts`` of a commit read as that commit's own
+    kb.toml's ``[paths]`` reads it (:func:`own_reading`): ``facts`` itself when it has no
+    commit or its kb.toml places files alike (the usual case: one cached kb.toml read and
+    two dicts compared); else a second parse only of what a moved key places."""
     from kb.checks.targets import config_at
-    from kb.repo import commit_snapshot
 
-    facts = Facts(idx, commit_snapshot(k, rev), label)
-    cfg = config_at(k, rev)
+    rev = facts.snap.rev
+    cfg = config_at(facts.kb, rev) if rev else None
     if cfg is None or cfg.paths == facts.config.paths:
         yield facts
         return
     with own_reading(facts, cfg.paths) as own:
         yield own if own is not None else facts
+
+
+@contextmanager
+def commit_facts(idx: Any, k: Any, rev: str, label: str) -> Iterator[Any]:
+    """Yield :class:`kb.checks.facts.Facts` of commit ``rev`` of KB ``k`` (index ``idx``)
+    read as ``rev``'s own kb.toml's ``[paths]`` reads it (:func:`own_layout`): the IDs one
+    side of a merge declares where its layout puts them (upstream moved ``tree.md`` to
+    ``hyp.md``: the upstream's hypotheses are in ``hyp.md``). Every other setting is ``k``'s."""
+    from kb.checks.facts import Facts
+    from kb.repo import commit_snapshot
+
+    with own_layout(Facts(idx, commit_snapshot(k, rev), label)) as facts:
+        yield facts
 
 
 def _inside(path: str, place: str) -> bool:

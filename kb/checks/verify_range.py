@@ -385,15 +385,11 @@ def _check_kb(report: Report, idx: Any, k: Any, commits: list[tuple[str, list[st
         """The history findings of every commit, in commit order, with the origin read as
         its own kb.toml's ``[paths]`` reads it (what it held is what KB307 remembers: read
         through a tip that moved a key, its records were not there)."""
-        from contextlib import ExitStack
+        from kb.checks.unread_records import own_layout
 
-        from kb.checks.unread_records import own_reading
-
-        with ExitStack() as stack:
-            own = origin_f
-            layout = config_at(k, origin) if origin_f is not None and origin else None
-            if layout is not None and layout.paths != origin_f.config.paths:
-                own = stack.enter_context(own_reading(origin_f, layout.paths)) or origin_f
+        if origin_f is None:
+            return commits_history(None)
+        with own_layout(origin_f) as own:
             return commits_history(own)
 
     def commits_history(origin_f: Any) -> list[Finding]:

@@ -12,7 +12,7 @@ from kb.checks.diagnostics import LightDiagnostic as _D
 from kb.checks.judge import check_snapshots, history_findings, judge_merge
 from kb.checks.overrides import merge_heads, parse_overrides
 from kb.checks.report import Finding, Report, config_findings, findings, name_findings
-from kb.checks.targets import as_committed, config_at, open_index
+from kb.checks.targets import config_at, open_index, with_own_layout
 
 
 def verify_worktree(start: Path, kb_path: Optional[Path] = None,
@@ -48,12 +48,10 @@ def verify_worktree(start: Path, kb_path: Optional[Path] = None,
         # the files HEAD's own kb.toml reads too, when the working tree's moved a [paths]
         # key: the history rules read HEAD where its files were (judge.read_as_own), and
         # the change must list them (tree.md, gone, beside tree2.md, new)
-        head_files = base.files
-        if head and base_config is not None and base_config.paths != k.config.paths:
-            # (one still on disk was left behind, not deleted: kb.checks.unread_records)
-            own = commit_snapshot(as_committed(k, base_config), head).files
-            head_files = {**{p: b for p, b in own.items() if not os.path.lexists(k.root / p)},
-                          **base.files}
+        # (one still on disk was left behind, not deleted: kb.checks.unread_records)
+        head_files = with_own_layout(k, head, base_config, base.files,
+                                     keep=lambda p: not os.path.lexists(k.root / p)) \
+            if head else base.files
         changes = [RawChange(p, head_files.get(p), new.files.get(p))
                    for p in sorted(set(new.files) | set(head_files))
                    if head_files.get(p) != new.files.get(p) and not p.startswith(kept)]

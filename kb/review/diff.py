@@ -326,7 +326,8 @@ def _experiments(ctx: _Ctx, old: dict, new: dict, pairs: list, added: list, remo
         o, n = old[ok], new[nk]
         eid = n["id"]
         rel = ctx.s.kb.rel(n["path"]) or n["path"]
-        was = ctx.s.changes.get(ctx.s.kb.rel(o["path"]) or o["path"], (None, None))[0]
+        old_rel = ctx.s.kb.rel(o["path"]) or o["path"]
+        was = ctx.s.changes.get(old_rel, (None, None))[0]
         if o["path"] != n["path"] and was is not None and was == ctx.s.changes.get(rel, (None, None))[1]:
             continue  # the same bytes at another place: moved (a [paths] move), not edited
         where = {"path": n["path"], "line": n["line"], "commits": ctx.commits(eid, n["path"])}
@@ -336,7 +337,7 @@ def _experiments(ctx: _Ctx, old: dict, new: dict, pairs: list, added: list, remo
         # recorded before and edited (its data rewritten) is a section edit to review.
         said = ({"结果", "Result", "Results"} if not o.get("conclusion") else set()) | \
             ({"执行记录"} if _log_count(ctx, eid) else set())
-        sections = [x for x in _sections_changed(ctx, rel, ctx.s.kb.rel(o["path"])) if x not in said]
+        sections = [x for x in _sections_changed(ctx, rel, old_rel) if x not in said]
         if (o["status"] != n["status"] and n["status"] in done) or (n.get("conclusion") and not o.get("conclusion")):
             finishing.append(n)
             if sections:

@@ -198,14 +198,14 @@ def worktree_sides(k: KnowledgeBase, idx: Any, environ: dict[str, str]) -> Sides
     """HEAD (or nothing) -> the working tree: the files kb reads, plus changed and
     untracked verification records (``Logs/Verification/*.json``)."""
     from kb.checks.overrides import parse_overrides
+    from kb.checks.targets import with_own_layout
 
     head = git.rev_parse("HEAD", k.top)
     idx.refresh()
     new = idx.worktree()
     old_k = _read_as(k, head)
-    old = commit_snapshot(k, head).files if head else {}
-    if head and old_k is not k:  # HEAD's own kb.toml reads files the working tree's does not
-        old = {**commit_snapshot(old_k, head).files, **old}
+    # HEAD's own kb.toml may read files the working tree's does not (an uncommitted move)
+    old = with_own_layout(k, head, old_k.config, commit_snapshot(k, head).files) if head else {}
     s = Sides(kb=k, source="worktree", base=head, tip="worktree", tip_rev=None,
               old_kb=old_k, _index=idx)
     for p in sorted(set(new.files) | set(old)):
