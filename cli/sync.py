@@ -18,7 +18,9 @@ from kb_cli.output import emit_json, err, json_option, kb_option, note_sync, pri
 @kb_option
 def command(upstream: Optional[str], dry_run: bool, no_fetch: bool, as_json: bool,
             kb_path: Optional[str]) -> int:
-    """Bring this branch up to date with UPSTREAM (default: its upstream, else origin).
+    """Bring this branch up to date with UPSTREAM (default: the branch's upstream, or the
+    remote's default branch when that upstream is the branch's own pushed copy, such as
+    origin/feat for feat; else origin's default branch).
 
     Fetches; commits the merge-driver lines .gitattributes lacks; renumbers
     the IDs this branch added that UPSTREAM already holds (hypotheses,

@@ -8,6 +8,9 @@ from typing import Any, Callable
 
 import click
 
+from kb import json_input
+from kb.numbers import quoted
+from kb.trail.model import MAX_LEASE_SECONDS
 from kb_cli.output import emit_json, err, json_option, kb_option, print_result, print_waiting
 
 
@@ -34,13 +37,16 @@ class Count(click.ParamType):
 
     name = "integer"
 
-    def __init__(self, minimum: int = 1) -> None:
-        self.minimum = minimum
+    def __init__(self, minimum: int = 1, maximum: int | None = None, unit: str = "") -> None:
+        self.minimum, self.maximum, self.unit = minimum, maximum, unit
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         n: int = click.INT.convert(value, param, ctx)
         if n < self.minimum:
             self.fail(f"{n}: must be at least {self.minimum}", param, ctx)
+        if self.maximum is not None and n > self.maximum:
+            self.fail(f"{quoted(str(n), limit=20, quote=False)}: must be at most "
+                      f"{self.maximum:,}{self.unit}", param, ctx)
         return n
 
 
@@ -48,6 +54,8 @@ class Count(click.ParamType):
 COUNT = Count(1)
 #: A depth counts levels below a node: 0 (the node alone) is one.
 DEPTH = Count(0)
+#: A lease's minutes: 1 to a year's (kb.trail.model.MAX_LEASE_SECONDS).
+LEASE_MINUTES = Count(1, MAX_LEASE_SECONDS // 60, " minutes (a year)")
 
 
 def record_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -80,7 +88,7 @@ def _children(path: str | None) -> list[dict[str, Any]]:
     except UnicodeDecodeError:
         raise UsageError(f"{path}: not UTF-8; re-save it as UTF-8 JSON") from None
     try:
-        data = json.loads(raw)
+        data = json_input.loads(raw)
     except json.JSONDecodeError as exc:
         raise UsageError(f"{path}:{exc.lineno}:{exc.colno}: not JSON ({exc.msg})") from None
     if not isinstance(data, list):
@@ -221,7 +229,7 @@ def rollback(nid: str, version: int, as_json: bool, kb_path: str | None, **kw: A
 @command.command("assign")
 @click.argument("nid", metavar="ID")
 @click.option("--owner", default=None, help="Who takes the lease.")
-@click.option("--lease", "lease_minutes", type=COUNT, default=30, show_default=True,
+@click.option("--lease", "lease_minutes", type=LEASE_MINUTES, default=30, show_default=True,
               help="Lease length in minutes.")
 @click.option("--renew", is_flag=True, help="Extend your own lease.")
 @click.option("--steal", is_flag=True, help="Take a live lease (role lead or curator).")
@@ -242,7 +250,7 @@ def assign(nid: str, owner: str | None, lease_minutes: int, renew: bool, steal: 
 @command.command("handoff")
 @click.argument("nid", metavar="ID")
 @click.option("--to", "to_actor", required=True, help="Who takes over.")
-@click.option("--lease", "lease_minutes", type=COUNT, default=30, show_default=True)
+@click.option("--lease", "lease_minutes", type=LEASE_MINUTES, default=30, show_default=True)
 @record_options
 def handoff(nid: str, to_actor: str, lease_minutes: int, as_json: bool, kb_path: str | None,
             **kw: Any) -> int:

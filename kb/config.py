@@ -18,6 +18,7 @@ from typing import Any
 from typing import TYPE_CHECKING
 
 from kb.errors import ConfigError
+from kb.fileio import read_regular
 
 if TYPE_CHECKING:
     from kb.model import Diagnostic
@@ -140,8 +141,8 @@ def load_config(root: Path) -> Config:
     """Read ``root/kb.toml``. Raises ConfigError for unreadable TOML or a wrong type."""
     path = root / "kb.toml"
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
+        raw = read_regular(path)
+    except OSError as exc:  # (a FIFO: SpecialFileError, "it is a FIFO …", never waited on)
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
     text, data = read_toml(raw)
     cfg = config_from_dict(root, data, text)

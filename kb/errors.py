@@ -134,6 +134,13 @@ class StaleError(RefusedError):
     kind = "stale"
 
 
+class SpecialFileError(OSError):
+    """A FIFO, socket or device where kb reads or writes a file (:func:`kb.repo.read_regular`):
+    an OSError, so that code reading a file handles it as it handles an unreadable one,
+    never waiting on it (reading a FIFO waits for a writer forever). :func:`os_failure`
+    makes it a refusal."""
+
+
 def refused_resource(exc: BaseException) -> "EnvironmentError_ | None":
     """The environment error for ``exc`` when it is the system refusing a new process
     or thread (``fork``/``exec`` failing with EAGAIN or ENOMEM under a process limit,
@@ -190,7 +197,7 @@ def os_failure(exc: OSError, doing: str, then: str = "") -> KbError:
     tail = f" — {then}" if then else ""
     if isinstance(exc, FileNotFoundError):
         return NotFoundError(f"cannot {doing}: {reason}{where}{tail}")
-    if isinstance(exc, (IsADirectoryError, NotADirectoryError)):
+    if isinstance(exc, (IsADirectoryError, NotADirectoryError, SpecialFileError)):
         return RefusedError(f"cannot {doing}: {reason}{where}; move it out of the way{tail}")
     if isinstance(exc, PermissionError) or exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         fix = "give your user read and write permission on it (or run kb as its owner)"

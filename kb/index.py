@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import kb
+from kb.fileio import read_regular
 from kb.index_rows import Part, Rows, parse_batches, result_rows, rules_within, version_batches
 from kb.repo import KnowledgeBase, Snapshot, worktree_snapshot
 
@@ -167,7 +168,7 @@ def _preload_parsers() -> None:
 
 def _config_key(k: KnowledgeBase) -> str:
     try:
-        raw = (k.root / "kb.toml").read_bytes()
+        raw = read_regular(k.root / "kb.toml")
     except OSError:
         raw = b""
     return hashlib.sha1(raw + kb.__version__.encode()).hexdigest()

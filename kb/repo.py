@@ -20,7 +20,8 @@ from typing import Callable, Iterable, Literal
 
 from kb import git
 from kb.config import Config, load_config
-from kb.errors import ConfigError, EnvironmentError_, NotAKnowledgeBase
+from kb.errors import ConfigError, EnvironmentError_, NotAKnowledgeBase, SpecialFileError
+from kb.fileio import READ_FLAGS, read_fd, read_regular
 from kb.parse import classifier, classify, layout_folders
 
 SnapshotKind = Literal["worktree", "staged", "commit"]
@@ -615,8 +616,9 @@ def worktree_snapshot(kb: KnowledgeBase, only: list[str] | None = None,
             fmts[rel] = fmt
             continue
         try:
-            data = full.read_bytes()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            data = read_regular(full)
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, SpecialFileError):
+            # (a FIFO in a file's place: no file there to read, and never waited on)
             files.pop(rel, None)
             fmts.pop(rel, None)
             continue
@@ -723,25 +725,11 @@ def _leaving_link(kb: KnowledgeBase, rel: str, full: str) -> bool:
 #: How :func:`read_worktree` opens a file: never through a symlink (the final
 #: component); the few that are links are looked at by :func:`outside_links`.
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_OPEN_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+#: kb.fileio's flags (a FIFO opens at once, and read_fd refuses it), not following a link.
+_OPEN_FLAGS = READ_FLAGS | _NOFOLLOW
 #: What ``open`` fails with, given O_NOFOLLOW, when the file is a symlink (ELOOP;
 #: EMLINK on FreeBSD).
 _IS_LINK = {errno.ELOOP, errno.EMLINK}
-
-
-def _read_fd(fd: int) -> bytes:
-    """Every byte of the open file ``fd``: its size from ``fstat``, then one ``read``
-    (more while it grows), not the four more system calls of ``open(fd).read()``."""
-    size = os.fstat(fd).st_size
-    data = os.read(fd, size + 1)
-    if len(data) == size:
-        return data  # the usual case: the whole file, and its end
-    chunks = [data]  # it grew or shrank meanwhile (or a short read): read to the end
-    while True:
-        more = os.read(fd, 1 << 20)
-        if not more:
-            return b"".join(chunks)
-        chunks.append(more)
 
 
 def read_worktree(kb: KnowledgeBase, paths: list[str]) -> tuple[dict[str, bytes], dict[str, str]]:
@@ -778,7 +766,7 @@ def read_worktree(kb: KnowledgeBase, paths: list[str]) -> tuple[dict[str, bytes]
                     continue  # gone, a folder, no permission: skipped, as by open()
             else:
                 try:
-                    out[rel] = _read_fd(fd)
+                    out[rel] = read_fd(fd, full)
                 except OSError:
                     pass
                 finally:
@@ -786,8 +774,7 @@ def read_worktree(kb: KnowledgeBase, paths: list[str]) -> tuple[dict[str, bytes]
                 continue
         elif ok and not os.path.islink(full):
             try:
-                with open(full, "rb") as f:
-                    out[rel] = f.read()
+                out[rel] = read_regular(full)
             except OSError:
                 pass
             continue
@@ -797,8 +784,7 @@ def read_worktree(kb: KnowledgeBase, paths: list[str]) -> tuple[dict[str, bytes]
             outside[rel] = real
             continue
         try:
-            with open(full, "rb") as f:
-                out[rel] = f.read()
+            out[rel] = read_regular(full)
         except OSError:
             if os.path.islink(full) and not os.path.isfile(real):
                 outside[rel] = Dangling(real)  # a link to nothing: said, not skipped

@@ -59,6 +59,8 @@ class LitServer:
                     status = 200
                 if status == "garbage":
                     return self._send(200, b"<html>not json</html>", "application/json")
+                if isinstance(status, bytes):  # a body as it is (JSON too deep to dump here)
+                    return self._send(200, status, "application/json")
                 if isinstance(status, (dict, list)):  # valid JSON, of whatever shape
                     return self._send(200, json.dumps(status).encode("utf-8"), "application/json")
                 if status != 200:

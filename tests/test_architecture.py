@@ -20,6 +20,7 @@ KB = ROOT / "kb"
 LAYERS: list[tuple[str, ...]] = [
     # values, words, errors, pure research rules, the literature client
     ("kb", "kb.model", "kb.vocab", "kb.errors", "kb.clock", "kb.numbers", "kb.chars", "kb.durations", "kb.resources",
+     "kb.json_input", "kb.fileio",
      "kb.research",
      "kb.lit"),
     # text -> objects + diagnostics, objects -> text; kb.toml values; the git CLI; forked workers;

@@ -474,3 +474,40 @@ def test_a_merge_beside_a_recorded_result_passes(tree_kb, monkeypatch):
     for args in (["--range", f"{base}..HEAD"], ["--rev", "HEAD"]):
         rc, data = verify_json(root, *args)
         assert rc == 0 and not find(data, "KB308"), (args, data)
+
+
+def test_the_exploration_logs_files_are_append_only(repo, monkeypatch):
+    """KB313: `.explore-tree/ops/*.jsonl` is one immutable file per recording (DESIGN §8: an
+    append-only log). A file edited by hand (a goal renamed) or deleted passed every check
+    (only KB241/KB242 warnings), rewriting the graph's history. It is an error in the
+    working tree, the staged index and a commit; an override accepts it; a new recording
+    is a new file and is fine."""
+    from conftest import invoke
+
+    monkeypatch.setenv("KB_NOW", "2026-12-01T10:00:00Z")
+    r = invoke("trail", "add", "--kind", "goal", "--title", "G", "--json", cwd=repo)
+    assert r.code == 0, r.stderr
+    (log,) = [p for p in git(repo, "ls-files", ".explore-tree").split("\n") if p]
+    stem = log.rsplit("/", 1)[1][:-len(".jsonl")]
+    assert invoke("trail", "add", "--kind", "topic", "--title", "T", cwd=repo).code == 0
+    text = (repo / log).read_text(encoding="utf-8")
+    write_files(repo, {log: text.replace('"title":"G"', '"title":"X"')})
+    rc, data = verify_json(repo)
+    (d,) = find(data, "KB313")
+    assert rc == 1 and (d["path"], d["line"], d["severity"]) == (log, 1, "error")
+    assert "append-only" in d["message"] and "git restore" in d["message"]
+    git(repo, "add", "-A")
+    rc, data = verify_json(repo, "--staged")
+    assert rc == 1 and [x["path"] for x in find(data, "KB313")] == [log]
+    monkeypatch.setenv("KB_OVERRIDE", f"{stem} a typo in the goal")
+    rc, data = verify_json(repo, "--staged")
+    assert rc == 0 and [x["severity"] for x in find(data, "KB313")] == ["info"]
+    monkeypatch.delenv("KB_OVERRIDE")
+    git(repo, "commit", "-qm", "rename the goal by hand", "--no-verify")
+    edited = git(repo, "rev-parse", "HEAD")
+    git(repo, "rm", "-q", log)
+    git(repo, "commit", "-qm", "drop the goal", "--no-verify")
+    rc, data = verify_json(repo, "--range", f"{edited}~1..HEAD")
+    got = sorted((x["commit"][:10], "deleted" in x["message"]) for x in find(data, "KB313"))
+    assert rc == 1 and got == sorted([(edited[:10], False),
+                                      (git(repo, "rev-parse", "HEAD")[:10], True)])

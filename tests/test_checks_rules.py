@@ -64,6 +64,7 @@ TREE_STATUS = TREE.replace("## H2: Mixed precision slows convergence\nStatus: �
 TREE_NO_EVIDENCE = TREE.replace("## H2: Mixed precision slows convergence\nStatus: 待验",
                                 "## H2: Mixed precision slows convergence\nStatus: 被支持")
 TREE_MISSING_EXP = TREE.replace("Evidence: E001", "Evidence: E001, E009")
+TREE_NO_STATEMENT = TREE + "\n## H3: \u200b\nStatus: 待验\nEvidence: (empty)\n"
 
 
 @pytest.mark.parametrize("code,files,path,needle", [
@@ -76,6 +77,7 @@ TREE_MISSING_EXP = TREE.replace("Evidence: E001", "Evidence: E001, E009")
     ("KB205", {"tree.md": TREE_STATUS}, "tree.md", "Status: maybe"),
     ("KB206", {"tree.md": TREE_NO_EVIDENCE}, "tree.md", "Evidence: (empty)\n"),
     ("KB210", {"tree.md": TREE_MISSING_EXP}, "tree.md", "Evidence: E001, E009"),
+    ("KB222", {"tree.md": TREE_NO_STATEMENT}, "tree.md", "## H3:"),
 ], ids=lambda x: x if isinstance(x, str) and x.startswith("KB") else None)
 def test_tree_rules_fire(make_kb, code, files, path, needle):
     root = make_repo(make_kb, files, dashboard=False)
@@ -92,6 +94,35 @@ def test_tree_rules_fire(make_kb, code, files, path, needle):
         assert rc == 1
 
 
+@pytest.mark.parametrize("statement,says", [
+    ("", "is empty"),
+    ("  \u3000", "is empty"),  # white space (an ideographic space) only
+    ("\u200b", "U+200B"),
+    ("\u2060\ufeff", "U+2060"),
+])
+def test_a_hypothesis_that_states_nothing_is_kb222(make_kb, statement, says):
+    """The write commands refuse a statement with nothing that shows (kb.text.visible);
+    typed by hand, `## H3:` or `## H3: <U+200B>` declared a hypothesis that claims
+    nothing and every check passed it. KB222 at the heading, naming the character."""
+    text = TREE + f"\n## H3: {statement}\nStatus: 待验\nEvidence: (empty)\n"
+    root = make_repo(make_kb, {"tree.md": text}, dashboard=False)
+    rc, data = verify_json(root)
+    (hit,) = find(data, "KB222")
+    assert (hit["path"], hit["line"], hit["severity"]) == ("tree.md", _line_of(text, "## H3:"),
+                                                         "error")
+    assert says in hit["message"] and "kb hyp edit H3" in hit["message"]
+    assert rc == 1
+
+
+def test_a_statement_with_a_joiner_inside_real_text_is_not_kb222(make_kb):
+    """Joiners shape visible text (an emoji sequence, a Devanagari conjunct): such a
+    statement shows, and KB222 stays silent."""
+    text = TREE + ("\n## H3: 👩\u200d🔬 क्\u200dष samples\nStatus: 待验\nEvidence: (empty)\n")
+    root = make_repo(make_kb, {"tree.md": text}, dashboard=False)
+    _, data = verify_json(root)
+    assert find(data, "KB222") == []
+
+
 def test_duplicate_names_both_locations(make_kb):
     root = make_repo(make_kb, {"tree.md": TREE_DUP}, dashboard=False)
     _, data = verify_json(root)
@@ -99,6 +130,20 @@ def test_duplicate_names_both_locations(make_kb):
     first, second = _line_of(TREE_DUP, "## H2:"), _line_of(TREE_DUP, "## H2:", 2)
     assert dup["line"] == second
     assert f"tree.md:{first}" in dup["message"] and f"tree.md:{second}" in dup["message"]
+
+
+def test_many_declarations_of_one_id_give_a_bounded_report(make_kb):
+    """4,000 copies of `## H1: d` (108 KB) gave 225 MB of KB202 messages, each naming every
+    other declaration; the MCP verify tool never answered. Each message names the first
+    declaration and a few more, then how many there are."""
+    text = "# T\n\n" + "## H1: d\nStatus: 待验\nEvidence: (empty)\n\n" * 300
+    root = make_repo(make_kb, {"tree.md": text}, dashboard=False)
+    rc, data = verify_json(root)
+    hits = find(data, "KB202")
+    assert rc == 1 and len(hits) == 299
+    assert all(len(h["message"]) < 300 for h in hits), max(len(h["message"]) for h in hits)
+    last = hits[-1]["message"]
+    assert "at tree.md:3, " in last and "… (299 other declarations in all)" in last, last
 
 
 def test_teamflint_duplicates_reported_with_both_lines(make_kb, case_bytes):

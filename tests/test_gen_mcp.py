@@ -93,3 +93,34 @@ def test_gen_and_lit_tools_run_a_round_and_adopt(tree_kb: Path, monkeypatch: pyt
             monkeypatch.setenv(k, v)
         assert asyncio.run(session(srv)) == set()
     assert "*Generated* by the literature-grounded generation loop" in (tree_kb / "tree.md").read_text("utf-8")
+
+
+def test_a_sandbox_outside_the_kb_is_refused_over_mcp(tree_kb: Path, tmp_path: Path):
+    """`gen_init {"sandbox": "../../escape"}` wrote a run's files outside the KB (an absolute
+    path too), and gen_status / gen_report read there: over MCP a sandbox is a folder inside
+    the KB, as every other MCP path is confined; a usage error, nothing written."""
+    import os
+
+    from kb.mcp import build_server
+
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    os.symlink(outside, tree_kb / "out-link")
+    bad = ["../../escape", str(tmp_path / "abs"), "runs/../../x", "", ".", "out-link",
+           "out-link/run", "a\\..\\b", "run\n1"]
+
+    async def session() -> None:
+        async with Client(build_server(tree_kb)) as c:
+            for name in bad:
+                for tool, args in (("gen_init", {"question": "Q?"}), ("gen_status", {}),
+                                   ("gen_report", {})):
+                    err = await refused(c, tool, sandbox=name, **args)
+                    assert err["kind"] == "usage" and "sandbox" in err["message"], (name, err)
+            got = await call(c, "gen_init", question="Q?", sandbox="runs/q7")
+            assert Path(got["sandbox"]).resolve().is_relative_to(tree_kb.resolve())
+
+    before = sorted(p.name for p in tmp_path.iterdir())
+    asyncio.run(session())
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing outside the KB
+    assert list(outside.iterdir()) == []
+    assert (tree_kb / "runs" / "q7").is_dir()

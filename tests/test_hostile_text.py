@@ -185,6 +185,40 @@ def test_an_id_holding_a_character_that_shows_nothing_is_an_error_at_its_line(
     assert invoke("verify", cwd=root).code == 0
 
 
+@pytest.mark.parametrize("lead", ["\ufeff", "\u200b", "\u2060", "\u200e", "\u00a0", "\u3000"])
+def test_a_heading_behind_a_character_that_shows_nothing_is_an_error_with_the_rewrite(
+        tree_kb: Path, lead: str) -> None:
+    """``\ufeff## H2: two`` (a BOM pasted mid-file, a zero-width or a no-break space before
+    the '#') is no heading to Markdown: H2 vanished without a word (U+00A0 and U+3000 left a
+    vague KB117 on its Status line) and `kb hyp add` took H2 again. KB119 at its line, with
+    the rewrite `kb verify --fix` applies; the ID counts as taken."""
+    root = tree_kb
+    tree = root / "tree.md"
+    tree.write_text(f"# Tree\n\n## H1: one\nStatus: 待验\nEvidence: (empty)\n\n{lead}## H2: two\n"
+                    "Status: 待验\nEvidence: (empty)\n", encoding="utf-8")
+    git(root, "commit", "-qam", "pasted", "--no-verify")
+    r = invoke("verify", "--json", cwd=root)
+    hit = [d for d in r.json()["diagnostics"] if d["code"] in ("KB119", "KB117")]
+    assert r.code == 1 and [(d["code"], d["line"]) for d in hit] == [("KB119", 7)], r.stdout
+    assert f"U+{ord(lead):04X}" in hit[0]["message"] and "'## H2: two'" in hit[0]["message"]
+    from kb.ops.history import ids_in_headings
+
+    assert ids_in_headings(tree.read_text(encoding="utf-8").splitlines()) == {"H1", "H2"}
+    invoke("verify", "--fix", cwd=root)
+    assert "\n## H2: two\n" in tree.read_text(encoding="utf-8")
+    assert [h["id"] for h in invoke("ls", "hypotheses", "--json", cwd=root).json()["objects"]] \
+        == ["H1", "H2"]
+
+
+def test_an_indented_heading_id_is_never_taken_again() -> None:
+    """` ## H2: two` (up to three spaces: still a heading to Markdown, a KB128 warning to kb)
+    shows H2: `kb hyp add` took it again. Four spaces make code, which shows no heading."""
+    from kb.ops.history import ids_in_headings
+
+    lines = ["# T", "", "## H1: one", "", " ## H2: two", "", "   ### H1.1: x", "", "    ## H9: code"]
+    assert ids_in_headings(lines) == {"H1", "H2", "H1.1"}
+
+
 def test_a_quoted_word_holding_a_character_that_shows_nothing_says_so(tree_kb: Path) -> None:
     root = tree_kb
     (root / "tree.md").write_text("# Tree\n\n## H1: one\nStatus: 待\u200b验\nEvidence: (empty)\n",

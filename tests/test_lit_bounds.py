@@ -171,6 +171,20 @@ def test_a_cached_answer_above_the_bound_is_a_miss(lit, tmp_path, monkeypatch):
     assert entry.stat().st_size < MIB
 
 
+def test_an_answer_nested_too_deeply_is_a_malformed_answer(lit, tmp_path):
+    """`{"data": [[[[…` 5,000 deep ended `kb lit` with exit 3 (RecursionError in Python's
+    decoder): it is a response that is not JSON kb reads, exit 1 with the fallback, and
+    nothing is cached."""
+    cache = tmp_path / "c"
+    for args in (["search", "spacing", "--source", "s2"], ["snippet", "spacing"]):
+        lit.script("/s2/", [b'{"data": ' + b"[" * 5000 + b"]" * 5000 + b"}"])
+        r = invoke("lit", *args, "--json", "--cache-dir", str(cache))
+        assert r.code == 1, (args, r.stdout, r.stderr)
+        data = r.json()
+        assert "not JSON" in data["error"]["message"] and "web tools" in data["fallback"]
+    assert _cached(cache) == []
+
+
 # -- a server of its own: silence, a trickle, an endless stream ------------------------------
 
 class SlowServer:
@@ -263,13 +277,28 @@ def test_an_endless_answer_without_a_length_is_cut_at_the_bound(slow, tmp_path):
 
 
 def test_a_malformed_timeout_is_an_environment_error(lit, tmp_path, monkeypatch):
-    for value in ("soon", "0", "-3", "inf"):
+    for value in ("soon", "0", "-3", "inf", "1e10", "86401"):  # past a day: an overflow
         monkeypatch.setenv("KB_LIT_TIMEOUT", value)
         r = invoke("lit", "snippet", "spacing", "--json", "--cache-dir", str(tmp_path / "c"))
         assert r.code == 2, (value, r.stdout)
         assert r.json()["error"]["kind"] == "environment"
         assert f"KB_LIT_TIMEOUT={value!r}" in r.json()["error"]["message"]
     assert lit.requests == []
+
+
+def test_a_password_in_a_base_url_is_never_printed(lit, tmp_path, monkeypatch):
+    """`KB_LIT_S2_URL=http://user:secret@host/…`: the retry notes named the host as
+    `user:secret@host` and the error gave the whole URL, four times the password in
+    human and JSON output. Both show the host, and the user part without the password."""
+    lit.script("/s2/", [503, 503, 503, 503])
+    monkeypatch.setenv("KB_LIT_S2_URL", lit.base.replace("//", "//user:s3cretpw@") + "/s2")
+    for fmt in ([], ["--json"]):
+        r = invoke("lit", "search", "spacing", "--source", "s2", *fmt,
+                   "--cache-dir", str(tmp_path / "c"))
+        assert r.code != 0 and "s3cretpw" not in r.stdout + r.stderr, (r.stdout, r.stderr)
+        assert "user:…@127.0.0.1" in r.stdout + r.stderr or "retrying" in r.stderr
+        lit.script("/s2/", [503, 503, 503, 503])
+    assert [p for p in lit.paths() if p.startswith("/s2/")], "the requests were made"
 
 
 def test_a_deadline_the_throttle_uses_up_is_no_connection_failure(lit, tmp_path):

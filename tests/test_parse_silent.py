@@ -123,6 +123,22 @@ def test_a_card_without_its_state_or_title_is_an_error_at_its_h1(kb_with):
     assert rc == 1
 
 
+def test_a_card_title_of_characters_that_show_nothing_is_no_title(kb_with):
+    """A title of zero-width characters (`- 标题: \u200b`, an H1 `# 问题｜\u2060`) reads as
+    text and showed nothing: KB220 counts it as no title, as the write commands do
+    (kb.text.visible). A title that shows is quiet."""
+    root = kb_with({
+        "Problems/q1.md": "# 问题｜\u2060\n- 状态: 求解中\n",
+        "Problems/q2.md": "# 问题｜T\n- 标题: \u200b\n- 状态: 求解中\n",  # 标题 wins over the H1
+        "Problems/q3.md": "# 问题｜\n- 标题: 👩\u200d🔬\n- 状态: 求解中\n",
+    })
+    rc, data = verify_json(root)
+    got = {d["path"]: d for d in find(data, "KB220")}
+    assert sorted(got) == ["Problems/q1.md", "Problems/q2.md"]
+    assert all("no title" in d["message"] for d in got.values())
+    assert rc == 1
+
+
 def test_a_card_whose_state_comes_from_its_frontmatter_is_quiet(kb_with):
     """DESIGN §2.5: frontmatter may supply an anchor's field in English (``status``)."""
     root = kb_with({"Problems/q1.md": "---\nstatus: 求解中\n---\n# 问题｜T\n- 标题: T\n"})

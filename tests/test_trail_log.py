@@ -307,6 +307,49 @@ def test_read_files_one_parse_names_each_operations_file_and_line(tmp_path: Path
                                                  ("ops/c.jsonl", 4)]
 
 
+def test_a_line_nested_too_deeply_is_a_problem_at_its_line(tmp_path: Path) -> None:
+    """`[[[[…` a thousand deep on one line of a clean-looking log raised RecursionError in
+    the one-parse fast path (kb verify, the hook and every trail view ended with exit 3):
+    the line is a problem at its file and line, the other operations kept."""
+    from kb.trail.log import read_files
+
+    d = tmp_path / "ops"
+    d.mkdir()
+    (d / "a.jsonl").write_bytes(_op("b-aaaa", 0))
+    (d / "b.jsonl").write_bytes(_op("b-bbbb", 0) + b"[" * 1000 + b"]" * 1000 + b"\n")
+    probs: list = []
+    ops = read_files(tmp_path, ["ops/a.jsonl", "ops/b.jsonl"], probs)
+    assert [o["id"] for o in ops] == ["b-aaaa-0000", "b-bbbb-0000"]
+    assert [(p.path, p.line) for p in probs] == [("ops/b.jsonl", 2)]
+
+
+def test_deep_json_given_to_the_trail_commands_is_refused_not_a_crash(trail_kb: Path,
+                                                                      tmp_path: Path) -> None:
+    """The same nesting in a log file kb verify reads (KB242, exit 0: a warning), in
+    `--children-json` (usage, exit 2) and in a transcript to ingest (exit 2): never exit 3,
+    and nothing written."""
+    goal = add(trail_kb, "--kind", "goal", "--title", "G")["ids"][0]
+    deep = b"[" * 1000 + b"]" * 1000 + b"\n"
+    bad = trail_kb / ".explore-tree" / "ops" / "x" / "a.jsonl"
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(deep)
+    r = invoke("verify", "--json", cwd=trail_kb)
+    assert r.code == 0, r.stdout + r.stderr
+    assert [(d["code"], d["path"], d["line"]) for d in r.json()["diagnostics"]
+            if d["code"] == "KB242"] == [("KB242", ".explore-tree/ops/x/a.jsonl", 1)]
+    assert invoke("trail", "check", cwd=trail_kb).code == 1
+    assert invoke("trail", "tree", cwd=trail_kb).code == 0
+    bad.unlink()
+    before = tree_snapshot(trail_kb)
+    head = git(trail_kb, "rev-parse", "HEAD")
+    (tmp_path / "deep.json").write_bytes(deep)
+    r = invoke("trail", "add", "--kind", "topic", "--title", "T", "--parent", goal,
+               "--children-json", str(tmp_path / "deep.json"), cwd=trail_kb)
+    assert r.code == 2 and "nested too deeply" in r.stderr, r.stderr
+    assert invoke("trail", "ingest", str(tmp_path / "deep.json"), cwd=trail_kb).code == 2
+    assert tree_snapshot(trail_kb) == before and git(trail_kb, "rev-parse", "HEAD") == head
+
+
 def test_hits_count_once_per_session_and_always_without_one() -> None:
     """Replay: a ``hit`` (or a repeated ``add``) with a session counts once per node and
     session; one without a session (older and hand-written logs) always counts."""

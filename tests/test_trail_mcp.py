@@ -98,6 +98,12 @@ def test_counts_of_zero_or_less_are_refused_over_mcp_as_by_the_cli(kb: Path) -> 
                                           leaseMinutes=minutes, **who)
                     assert err and out["error"]["kind"] == "usage", (action, minutes, out)
                     assert "leaseMinutes must be at least 1" in out["error"]["message"], out
+            for action, who in (("assign", {"owner": "alice"}), ("handoff", {"toActor": "bob"})):
+                # past a year (99,999,999,999 minutes ended the CLI with exit 3: past 9999)
+                err, out = await call(c, "explore_tree_record", action=action, id=topic,
+                                      leaseMinutes=99_999_999_999, **who)
+                assert err and out["error"]["kind"] == "usage", (action, out)
+                assert "leaseMinutes" in out["error"]["message"], out
             assert git(kb, "rev-parse", "HEAD") == head  # nothing recorded
             err, out = await call(c, "explore_tree_record", action="assign", id=topic,
                                   owner="alice", leaseMinutes=1)

@@ -164,6 +164,53 @@ def test_a_lease_below_one_minute_is_a_usage_error(kb: Path) -> None:
     assert ok(kb, "node", t)["owner"] == "agent-a"
 
 
+def test_a_lease_past_a_year_is_a_usage_error(kb: Path) -> None:
+    """`--lease 99999999999` ended kb trail assign with exit 3 (a date past year 9999): a
+    lease is at most a year (527,040 minutes), as a lock's TTL; the library refuses more
+    for the MCP tool. A year exactly is a lease."""
+    from kb.errors import UsageError
+    from kb.trail import ops
+
+    t = ok(kb, "add", "--kind", "topic", "--title", "Prefix stability")["ids"][0]
+    head = git(kb, "rev-parse", "HEAD")
+    for args in (["assign", t, "--owner", "agent-a", "--lease", "99999999999"],
+                 ["assign", t, "--owner", "agent-a", "--lease", "527041"],
+                 ["handoff", t, "--to", "agent-b", "--lease", "4200000000"]):
+        err = fail(kb, 2, *args)
+        assert err["kind"] == "usage" and "at most 527,040 minutes" in err["message"], args
+    for call in (lambda: ops.assign(kb, t, "agent-a", lease_seconds=10**12, no_commit=True),
+                 lambda: ops.handoff(kb, t, "agent-b", lease_seconds=10**12, no_commit=True)):
+        with pytest.raises(UsageError, match="longer than a year"):
+            call()
+    assert git(kb, "rev-parse", "HEAD") == head
+    assert ok(kb, "assign", t, "--owner", "agent-a", "--lease", "527040")["nodes"][0]["owner"] \
+        == "agent-a"
+
+
+def test_a_hand_written_lease_end_past_any_date_is_a_log_problem(kb: Path) -> None:
+    """An `assign` written by hand with `until` 10**20 was applied: kb verify and
+    `kb trail render` then ended with exit 3 (no date shows it) while `kb trail check` said
+    nothing. It is a problem at its line (skipped), as any operation that does not apply."""
+    t = ok(kb, "add", "--kind", "topic", "--title", "Prefix stability")["ids"][0]
+    ops_dir = kb / ".explore-tree" / "ops" / "2026-12"
+    lc = max(json.loads(line)["lc"] for p in (kb / ".explore-tree").rglob("*.jsonl")
+             for line in p.read_text(encoding="utf-8").splitlines())
+    for i, until in enumerate((10**20, -5, "soon", True)):
+        op = {"v": 1, "id": f"20261204T23595{i}Z-abcdefabcdef-0000", "lc": lc + 1 + i,
+              "op": "assign", "actor": "a", "at": "2026-12-04T23:59:59Z", "mode": "claim",
+              "node": t, "owner": "a", "until": until}
+        (ops_dir / f"20261204T23595{i}Z-abcdefabcdef.jsonl").write_text(json.dumps(op) + "\n",
+                                                                         encoding="utf-8")
+    r = invoke("trail", "check", "--json", cwd=kb)
+    assert r.code == 1, r.stdout + r.stderr
+    assert "lease end 100000000000000000000 is no time kb reads" in r.stdout
+    assert r.stdout.count("is no time kb reads") == 4
+    r = invoke("verify", "--json", cwd=kb)
+    assert r.code == 0 and sum(d["code"] == "KB242" for d in r.json()["diagnostics"]) == 4, r.stdout
+    assert invoke("trail", "render", cwd=kb).code == 0
+    assert ok(kb, "node", t)["owner"] is None  # the claims were skipped
+
+
 def test_handoff_in_the_library_refuses_a_lease_that_is_not_positive(kb: Path) -> None:
     """As ``assign`` does: the MCP tool calls the library without the CLI's check."""
     from kb.errors import UsageError

@@ -597,6 +597,27 @@ def test_verification_records_are_append_only_in_every_mode(make_kb):
                                  ("Logs/Verification/r-q1-s1_20261201T110000Z.json", True)]
 
 
+def test_the_revert_of_a_tampered_record_names_the_override_that_accepts_it(make_kb):
+    """A `--no-verify` commit that edited a record reached the branch; its revert puts the
+    record back and is a change of a kept file too (KB310). The commit-mode message said
+    only "restore it from <the tampered commit>"; it names the trailer a repair carries,
+    keyed on the record's file name, and the range accepts the revert with it."""
+    rec = "Logs/Verification/r-q1-s1_20261201T100000Z.json"
+    body = '{"r": "q1#解法1", "verdict": 0.9, "results": [{"verifier": "v1", "result": 0.9}]}\n'
+    root = make_repo(make_kb, {rec: body})
+    write_files(root, {rec: body.replace("0.9", "0.2")})
+    git(root, "commit", "-qam", "tamper", "--no-verify")
+    tampered = git(root, "rev-parse", "HEAD")
+    git(root, "revert", "--no-edit", tampered)
+    rc, data = verify_json(root, "--range", f"{tampered}..HEAD")
+    (d,) = find(data, "KB310")
+    assert rc == 1 and "`Kb-Override: r-q1-s1_20261201T100000Z <reason>`" in d["message"], d
+    git(root, "commit", "-q", "--amend", "--no-edit", "--trailer",
+        f"Kb-Override: r-q1-s1_20261201T100000Z revert of {tampered[:10]}")
+    rc, data = verify_json(root, "--range", f"{tampered}..HEAD")
+    assert rc == 0 and [d["severity"] for d in find(data, "KB310")] == ["info"], data
+
+
 @pytest.mark.parametrize("damage", [
     lambda t: "---\ntitle: [unclosed\n---\n" + t,  # a frontmatter error (KB102)
     lambda t: t + "\n<<<<<<< ours\n## H3: Ours\nStatus: 待验\n=======\n## H3: Theirs\n"

@@ -28,6 +28,7 @@ from kb.checks.facts import FileFacts, Facts, Obj
 from kb.checks.id_rules import anchor_line
 from kb.checks.registry import file_rule, snapshot_rule
 from kb.research import dependencies
+from kb.text import visible
 
 _CARDS = ("problem", "proposition", "method", "verified")
 #: list anchor -> field of the object.
@@ -143,7 +144,8 @@ def missing_state(f: FileFacts) -> list:
             continue  # (a CR in the title: the file was read as one line, KB100 says why)
         anchors, fm = o.anchors or {}, o.frontmatter or {}
         missing = [(key, what) for key, what in keys if key not in anchors and what not in fm]
-        untitled = not (o.title or "").strip() and "title" not in fm
+        # a title of characters that show nothing (U+200B) is none (kb.text.visible)
+        untitled = not visible(o.title or "") and "title" not in fm
         if not missing and not untitled:
             continue
         parts = []

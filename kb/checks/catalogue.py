@@ -234,6 +234,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "write the missing anchor lines under the H1 (VIBEMATH-V3.md lists each card's)"),
     _r("KB221", "error", "snapshot", "verify", "a Verified card whose object is not settled or "
        "does not exist", "remove the card: kb verdict writes it when the object settles"),
+    _r("KB222", "error", "snapshot", "verify", "a hypothesis heading states nothing (empty, or "
+       "only characters that show nothing, after '<ID>:')",
+       "write the statement after '<ID>: ' (committed already: kb hyp edit <ID> \"…\" --reason R)"),
     _r("KB240", "warning", "snapshot", "verify", "DASHBOARD.md is stale (not what `kb dashboard` "
        "renders for this tree); [rules] dashboard_stale = \"error\" makes it an error",
        "run `kb dashboard` (or kb verify --fix) and commit DASHBOARD.md", True),
@@ -293,6 +296,11 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "settles it so", "restore the status or value, or remove the card, and settle it with a "
        "verdict (kb verdict <ID>#解法N / #证明N / #证伪N, kb promote for a judge problem); or "
        "record Kb-Override: <ID> <reason>"),
+    _r("KB313", "error", "history", "verify", "an operation file of the exploration graph's log "
+       "(.explore-tree/ops/) was modified or deleted (the log is append-only: one immutable "
+       "file per recording)",
+       "restore it: git restore --source=HEAD --staged --worktree -- <path>; a correction is a "
+       "new recording (kb trail set / move / archive)"),
     _r("KB350", "error", "history", "verify", "an ID the branch adds is already taken on the target "
        "branch with other content (--against)",
        "run `kb sync` to renumber the branch's IDs and every reference in one commit"),

@@ -10,6 +10,7 @@ Errors: :class:`kb.errors.GitError` when git fails.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Optional
@@ -306,7 +307,9 @@ def records_prefix(config: Any) -> str:
 
 def kept_prefixes(config: Any) -> tuple[str, str]:
     """The folders of the files kept as committed, as KB path prefixes: Verified/ (KB304;
-    ``""`` when it is the KB's root) and the verification records (KB310)."""
+    ``""`` when it is the KB's root) and the verification records (KB310). (The
+    exploration graph's log, KB313, is kept too: :func:`worktree_kept` adds its fixed
+    folder.)"""
     folder = config.paths["verified"].strip("/")
     return ("" if folder in ("", ".") else folder + "/"), records_prefix(config)
 
@@ -335,8 +338,9 @@ def folder_moves(c: Change, prefix_of: Callable[[Any], str]) -> dict[str, tuple[
 
 def worktree_kept(kb: Any, head: Optional[str], base_config: Any = None) -> list[Any]:
     """Changes between HEAD and the working tree, on blob ids, of the files kept as
-    committed: under Verified/ (KB304) and the verification records (KB310), which
-    kb does not parse (a record is JSON) and so never lists in a snapshot. The folders
+    committed: under Verified/ (KB304), the verification records (KB310) and the
+    exploration graph's log (KB313), which kb does not parse as cards (a record and a
+    log file are JSON) and so never lists in a snapshot. The folders
     are those of the working tree's kb.toml and of ``base_config`` (HEAD's, when a
     ``[paths]`` move put them elsewhere: the files left behind are listed too).
 
@@ -347,7 +351,9 @@ def worktree_kept(kb: Any, head: Optional[str], base_config: Any = None) -> list
     """
     if head is None:
         return []
-    folders = set(kept_prefixes(kb.config))
+    from kb.trail.log import OPS_DIR
+
+    folders = {*kept_prefixes(kb.config), OPS_DIR + "/"}
     if base_config is not None:
         folders.update(kept_prefixes(base_config))
     specs = sorted(kb.prefix + f for f in folders)
@@ -357,6 +363,10 @@ def worktree_kept(kb: Any, head: Optional[str], base_config: Any = None) -> list
     changes = raw_changes(proc.stdout, kb)
     dirty = [c for c in changes if c.old and c.new == ""]
     out = [c for c in changes if c.new != ""]
+    # git hash-object waits forever on a FIFO in a kept file's place: no file is there
+    special = [c for c in dirty if _special(kb.root / c.path)]
+    out += [RawChange(c.path, c.old, None) for c in special]
+    dirty = [c for c in dirty if c not in special]
     if dirty:
         paths = "\n".join(kb.prefix + c.path for c in dirty) + "\n"
         hashed = git.run(["hash-object", "--stdin-paths"], kb.top,
@@ -365,6 +375,18 @@ def worktree_kept(kb: Any, head: Optional[str], base_config: Any = None) -> list
             if h != c.old:
                 out.append(RawChange(c.path, c.old, h))
     return out
+
+
+def _special(path: Any) -> bool:
+    """Whether ``path`` is there and neither a regular file nor a symlink (a FIFO, a socket,
+    a device, a folder)."""
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISLNK(mode))
 
 
 def touches_links(changes: Iterable[Any]) -> bool:

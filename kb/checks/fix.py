@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from kb.checks.report import Finding
+from kb.fileio import read_regular
 
 
 @dataclass
@@ -81,7 +82,7 @@ def apply_fixes(findings: Iterable[Finding]) -> FixResult:
                                   for ln, _, _ in sorted(set(fixes))]
             continue
         try:
-            doc = Document.from_bytes(path.read_bytes(), str(path))
+            doc = Document.from_bytes(read_regular(path), str(path))
         except (OSError, DecodeError):  # unreadable or not UTF-8: leave it alone
             result.skipped += len(fixes)
             result.skipped_at += [f"{path}:{ln}: the file cannot be read as UTF-8"
@@ -141,7 +142,15 @@ def regenerate_dashboard(kb_root: Path, refused: list[str] | None = None) -> boo
                 refused.append(f"{k.prefix}{k.config.paths['dashboard']}: not regenerated: it is "
                                "a symlink (or under one), and kb writes nothing through it")
             return False
-        have = target.read_bytes()
+        try:
+            have = read_regular(target)
+        except FileNotFoundError:
+            have = b""
+        except OSError as exc:  # a folder or a FIFO in its place, no permission
+            if refused is not None:
+                refused.append(f"{k.prefix}{k.config.paths['dashboard']}: not regenerated: "
+                               f"{exc.strerror or exc}")
+            return False
         data = want.encode("utf-8")
         if have.startswith(b"\xef\xbb\xbf"):
             data = b"\xef\xbb\xbf" + data

@@ -238,6 +238,11 @@ def _kept_files(c: Change, prefix_of: Callable[[Any], str], code: str, why: str,
         else:
             how = f"restore it from {c.base.label}"
         stem = PurePosixPath(path).stem
+        if c.mode not in ("staged", "worktree"):
+            # a commit (CI, pre-push): it may be the repair of an earlier break (a revert
+            # puts back what a --no-verify commit changed, and is a change of its own)
+            how += (f"; a commit that repairs an earlier change of it (a revert) says so: "
+                    f"`Kb-Override: {stem} <reason>` in its message")
         out.append(c.violation(stem, path, 1, code, f"{repo_path} was {what}; {why} — {how}",
                                renumbered=_renamed_by_renumbering(c, ch, stem)))
     return out
@@ -320,6 +325,44 @@ def records_append_only(c: Change) -> list:
     if not renames or not out:
         return out
     return [_renumbered_record(c, d, renames) for d in out]
+
+
+@history_rule("KB313")
+def trail_log_append_only(c: Change) -> list:
+    """KB313: an operation file of the exploration graph's log (``.explore-tree/ops/``: one
+    immutable file per recording, :mod:`kb.trail.log`) is never modified or deleted. The
+    log is append-only (DESIGN.md §8): a correction is a new recording, and replay reads
+    the graph from every file, so a file edited or removed by hand rewrote the graph's
+    history without a word (a goal renamed, a deleted goal's children left "unknown
+    parent").
+
+    Under ``Kb-Renumber:`` trailers (``kb sync``), a file that is now exactly what the
+    renumbering makes of its nodes' refs (:func:`kb.merge.renumber.rewrite_trail_log`) is
+    accepted, as a renamed record is (KB310)."""
+    from kb.trail.log import OPS_DIR
+
+    out = _kept_files(c, lambda _cfg: OPS_DIR + "/", "KB313",
+                      "the exploration graph's log is append-only (a correction is a new "
+                      "recording: kb trail set, move, archive)", "trail")
+    renames = _renames(c)
+    if not renames or not out:
+        return out
+    return [d for d in out if not _renumbered_log(c, d, renames)]
+
+
+def _renumbered_log(c: Change, d: Any, renames: dict[str, str]) -> bool:
+    """Whether KB313's diagnostic ``d`` is a log file ``kb sync`` renumbered: the new side
+    holds exactly what :func:`kb.merge.renumber.rewrite_trail_log` makes of the old."""
+    from kb.merge.renumber import Plan, rewrite_trail_log
+
+    ch = next((x for x in c.changes if x.path == d.path), None)
+    if ch is None or ch.old is None or ch.new is None or ch.old_link or ch.new_link:
+        return False
+    old = git.read_blobs([ch.old], c.kb.top).get(ch.old)
+    if old is None:
+        return False
+    want = rewrite_trail_log(old, Plan(ids=renames))
+    return want != old and ch.new == git.object_id("blob", want, ch.old)
 
 
 def _renumbered_record(c: Change, d: Any, renames: dict[str, str]) -> Any:

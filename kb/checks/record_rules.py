@@ -30,6 +30,7 @@ from kb.checks.changes import records_prefix
 from kb.checks.diagnostics import LightDiagnostic, diag
 from kb.checks.facts import Facts
 from kb.checks.registry import snapshot_key_part, snapshot_rule
+from kb.fileio import read_regular
 from kb.research.record_faults import min_votes_of, record_faults
 
 #: Facts -> its listing of the records folder (KB path -> blob id; in the working
@@ -168,7 +169,7 @@ def _read_disk(s: Facts, files: dict[str, str]) -> list[list[str]]:
     bad = []
     for path in files:
         try:
-            data[path] = (s.kb.root / path).read_bytes()
+            data[path] = read_regular(s.kb.root / path)
         except OSError as exc:
             bad.append([path, f"not readable ({exc.strerror or exc})", "malformed"])
     return sorted(bad + _judge(data, min_votes_of(s.config)))

@@ -18,6 +18,7 @@ from kb import git
 from kb.checks.diagnostics import diag
 from kb.checks.facts import Facts
 from kb.checks.registry import snapshot_key_part, snapshot_rule
+from kb.fileio import read_regular
 from kb.trail.files import TRAIL_FILE
 
 _LOG_PREFIX = ".explore-tree/ops/"
@@ -108,7 +109,7 @@ def _worktree_key(s: Facts) -> str:
     from kb.trail import log as oplog
 
     try:
-        trail = git.blob_id((s.kb.root / TRAIL_FILE).read_bytes())
+        trail = git.blob_id(read_regular(s.kb.root / TRAIL_FILE))
     except OSError:
         trail = "no-trail"
     logs = "".join(f"|{f.rel}:{f.size}:{f.mtime}" for f in oplog.list_files(s.kb.root))
@@ -142,7 +143,7 @@ def stale_trail(s: Facts) -> list:
         from kb.trail import log as oplog
 
         try:
-            have: Optional[bytes] = (kb.root / TRAIL_FILE).read_bytes()
+            have: Optional[bytes] = read_regular(kb.root / TRAIL_FILE)
         except OSError:
             have = None
         if have is None and not oplog.list_files(kb.root) and not oplog.symlinked(kb.root):

@@ -1,8 +1,8 @@
-"""Rules on tree.md (KB201, KB203–KB206), one file at a time (DESIGN.md §4).
+"""Rules on tree.md (KB201, KB203–KB206, KB222), one file at a time (DESIGN.md §4).
 
 KB201 ID grammar, KB203 heading level = ID depth, KB204 parent before child
 and children in order, KB205 status words of every kind, KB206 a settled
-hypothesis cites evidence. Each takes a :class:`kb.checks.facts.FileFacts`
+hypothesis cites evidence, KB222 a hypothesis states something. Each takes a :class:`kb.checks.facts.FileFacts`
 whose ``objects`` are the file's objects as attribute-access records (the
 index's JSON; no model is built on this path). Every diagnostic names the
 file and line, and what fixes it.
@@ -18,6 +18,7 @@ from kb.checks.diagnostics import diag
 from kb.checks.facts import FileFacts
 from kb.checks.registry import file_rule
 from kb.numbers import MAX_DIGITS, quoted, small_int
+from kb.text import visible
 from kb.vocab import (
     CONCLUSION,
     ENTRY_STATUS,
@@ -304,4 +305,26 @@ def settled_without_evidence(f: FileFacts) -> list:
             out.append(diag(h.path, (h.anchor_lines or {}).get("Evidence", (h.anchor_lines or {}).get("Status", h.line)),
                             "KB206", f"{_q(h.id)} is {word} but its Evidence is empty; name the "
                             "experiments that decided it"))
+    return out
+
+
+@file_rule("KB222")
+def empty_statement(f: FileFacts) -> list:
+    """KB222: a hypothesis's heading states something after ``<ID>:`` -- text with a
+    character that shows (:func:`kb.text.visible`), as every write command requires.
+    Typed by hand, ``## H3:`` or ``## H3: \u200b`` declared a hypothesis that claims
+    nothing, and ``kb verify`` passed it."""
+    if f.fmt != "tree":
+        return []
+    out = []
+    for h in f.objects:
+        statement = h.statement or ""
+        if visible(statement):
+            continue
+        hidden = hidden_char(statement)
+        what = f"shows nothing (it holds only {hidden})" if hidden else "is empty"
+        out.append(diag(h.path, h.line, "KB222",
+                        f"{_q(h.id)}'s statement {what}: write what it claims after "
+                        f"'{_q(h.id)}: ' (a committed one: kb hyp edit {_q(h.id)} \"…\" "
+                        "--reason R)"))
     return out

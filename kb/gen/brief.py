@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kb import json_input
 from kb.errors import UsageError
 from kb.gen import rules
 from kb.gen.store import EVAL_SCALES, Sandbox
@@ -99,7 +100,7 @@ def brief(sb: Sandbox, role: str) -> dict[str, Any]:
 
 def _read(path: Any, default: Any) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json_input.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return default
 

@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kb import json_input
 from kb.gen.errors import GenError, GenNoFile
 from kb.gen.store import Sandbox, write_json
 
@@ -32,7 +33,7 @@ def load_elo(sb: Sandbox) -> dict[str, Any]:
     """
     path = sb.root / ELO_FILE
     try:
-        elo = json.loads(path.read_text(encoding="utf-8"))
+        elo = json_input.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {"ratings": {}, "matches": []}
     except (OSError, ValueError) as exc:  # unreadable, not UTF-8, not JSON

@@ -23,6 +23,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from kb import json_input
 from kb.errors import UsageError, os_failure
 from kb.gen.errors import GenError
 
@@ -72,7 +73,7 @@ def read_round_file(path: Path, model: Any = None) -> Any:
 
     try:
         text = path.read_text(encoding="utf-8")
-        return model.model_validate_json(text) if model is not None else json.loads(text)
+        return model.model_validate_json(text) if model is not None else json_input.loads(text)
     except (OSError, ValueError, ValidationError) as exc:  # ValidationError is a ValueError too
         why = exc.strerror if isinstance(exc, OSError) else str(exc).splitlines()[0]
         raise GenError(f"{path}: the run's own file is missing or damaged ({why}); put it back "
@@ -146,7 +147,7 @@ class Sandbox:
         self.root = root
         try:
             self.run: dict[str, Any] = yaml.safe_load((root / RUN_FILE).read_text(encoding="utf-8")) or {}
-            self.state: dict[str, Any] = json.loads((root / STATE_FILE).read_text(encoding="utf-8"))
+            self.state: dict[str, Any] = json_input.loads((root / STATE_FILE).read_text(encoding="utf-8"))
         except FileNotFoundError as exc:
             raise UsageError(f"{root}: not a complete generation run ({exc.filename} missing)") from None
         except (ValueError, yaml.YAMLError) as exc:
@@ -213,7 +214,7 @@ class Sandbox:
             try:
                 # Re-read under the lock: another process may have advanced the run.
                 try:
-                    state = json.loads((self.root / STATE_FILE).read_text(encoding="utf-8"))
+                    state = json_input.loads((self.root / STATE_FILE).read_text(encoding="utf-8"))
                 except (OSError, ValueError) as exc:
                     raise GenError(f"{self.root}: the run files cannot be read: {exc}") from None
                 bad = _shape_problems(state, _STATE_SHAPE, STATE_FILE)
@@ -262,7 +263,7 @@ class Sandbox:
         out = []
         for key in self.cache_keys(n):
             try:
-                rec = json.loads((self.cache_dir / f"{key}.json").read_text(encoding="utf-8"))
+                rec = json_input.loads((self.cache_dir / f"{key}.json").read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 continue
             if isinstance(rec, dict):

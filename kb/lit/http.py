@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import urlencode, urlsplit
 
+from kb import json_input
 from kb.errors import os_failure
 from kb.lit.errors import (LitConfigError, LitNotFound, LitOffline, LitResponseError,
                            LitUnavailable)
@@ -152,7 +153,7 @@ class Cache:
         try:
             if self.path(key).stat().st_size > self.max_bytes + 65536:  # + the record's fields
                 return None
-            rec = json.loads(self.path(key).read_text(encoding="utf-8"))
+            rec = json_input.loads(self.path(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         return rec if isinstance(rec, dict) and "body" in rec else None  # else: not a record
@@ -262,7 +263,9 @@ class Fetcher:
                   as_json: bool, deadline: float) -> Any:
         import httpx
 
-        host = urlsplit(url).netloc or url
+        parts = urlsplit(url)
+        # the host and port, never the user and password a base URL may hold
+        host = (parts.netloc.rpartition("@")[2] if parts.netloc else "") or _redact(url)
         last = "no attempt made"
         connected = False  # did any attempt reach the server?
         out_of_time = False  # did the deadline end the attempts?
@@ -323,7 +326,7 @@ class Fetcher:
             if not as_json:
                 return answer.text()
             try:
-                return json.loads(answer.body)
+                return json_input.loads(answer.body)
             except ValueError:
                 raise LitResponseError(f"GET {_redact(url)}: the response is not JSON "
                                        f"({answer.text()[:80].strip()!r})") from None
@@ -437,10 +440,16 @@ def _problem(check: Check | None, body: Any) -> str | None:
     return None
 
 
+#: Seconds: the most a wait setting may say (a day). A socket's timeout and time.sleep
+#: overflow far past it (KB_LIT_TIMEOUT=1e10 ended kb lit with exit 3), and no request is
+#: worth a longer wait.
+MAX_SECONDS = 86_400.0
+
+
 def _env_seconds(name: str, default: float, zero: bool) -> float:
     """Environment variable ``name``, seconds (unset: ``default``). Raises LitConfigError
-    when it is no finite number ≥ 0 (> 0 unless ``zero``): time.sleep would raise
-    ValueError or OverflowError on it, mid-retries."""
+    when it is no finite number ≥ 0 (> 0 unless ``zero``) and at most :data:`MAX_SECONDS`:
+    time.sleep would raise ValueError or OverflowError on it, mid-retries."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
@@ -448,9 +457,10 @@ def _env_seconds(name: str, default: float, zero: bool) -> float:
         value = float(raw)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero) or value > MAX_SECONDS:
         raise LitConfigError(f"{name}={raw!r} is not a number of seconds {'>=' if zero else '>'} "
-                             f"0; unset it for the default {default:g}")
+                             f"0 and at most {MAX_SECONDS:,.0f} (a day); unset it for the "
+                             f"default {default:g}")
     return value
 
 
@@ -491,7 +501,10 @@ def _unresolvable(exc: BaseException) -> bool:
 
 
 def _redact(url: str) -> str:
-    """The URL for messages: the ``mailto`` value is personal, so it is hidden."""
+    """The URL for messages: the ``mailto`` value is personal and a password in the URL's
+    user part (``https://user:secret@host/…``, a base URL of ``KB_LIT_*_URL``) a secret, so
+    both are hidden."""
     import re
 
+    url = re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://[^/@]*?:)[^/@]*@", r"\1…@", url)
     return re.sub(r"(mailto=)[^&]+", r"\1…", url)

@@ -19,6 +19,7 @@ from typing import Optional, Sequence
 
 from kb import git
 from kb.errors import ConflictError
+from kb.fileio import read_regular
 
 #: git's markers at the default ``conflict-marker-size`` (7), then a space or the end.
 _START = re.compile(r"^<{7}(?: |$)")
@@ -194,7 +195,7 @@ def marked_files(top: Path, prefix: str = "", head: Optional[str] = None,
     out = []
     for rel in sorted(candidates):
         try:
-            text = (top / rel).read_text(encoding="utf-8", errors="replace")
+            text = read_regular(top / rel).decode("utf-8", errors="replace")
         except OSError:
             continue
         if not may_have_conflict(text):

@@ -38,6 +38,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple, Optional, Union
 
+from kb import json_input
 from kb.merge.collide import Collision
 from kb.numbers import small_int
 from kb.trail.files import TRAIL_FILE
@@ -230,7 +231,7 @@ def rewrite_record(data: bytes, p: Union[Plan, Mapping[str, str]]) -> bytes:
     not a JSON object (kb reads no such record: nothing in it to follow)."""
     cards = _card_ids(p)
     try:
-        obj = json.loads(data.decode("utf-8")) if cards else None
+        obj = json_input.loads(data.decode("utf-8")) if cards else None
     except (UnicodeDecodeError, ValueError):
         return data
     if not isinstance(obj, dict):

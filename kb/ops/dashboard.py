@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
 from kb import git
 from kb.checks.dashboard_rule import unreadable_inputs
+from kb.fileio import read_regular
 from kb.ops.session import Session, expect_map
 from kb.ops.tree_edit import NODE_FIELDS, nodes_from
 from kb.repo import KnowledgeBase, Snapshot, resolve_kb
@@ -228,7 +229,7 @@ def _inputs_from(k: KnowledgeBase, source: Any) -> tuple[list[Any], list[Any], b
         hyps = _hypotheses(_current_nodes(k, idx))
         exps = _experiments(idx)
         try:
-            existing = (k.root / dash_rel).read_bytes()
+            existing = read_regular(k.root / dash_rel)
         except OSError:
             existing = None
         meta = idx.parse_meta(dash_rel, git.blob_id(existing)) if existing is not None else None

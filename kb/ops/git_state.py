@@ -7,12 +7,11 @@ Shared by :class:`kb.ops.transaction.Transaction` (every write) and
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
-from kb import git
+from kb import git, json_input
 from kb.errors import RefusedError, os_failure
 
 RELEASE_JOURNAL = "kb-lock-release.json"
@@ -116,7 +115,7 @@ def read_interrupted(top: Path, git_dir: Path | None = None) -> dict[str, Any] |
     """The journal of a release killed between its commit and the index update."""
     try:
         jp = (git_dir or git.git_dir(top)) / RELEASE_JOURNAL
-        j = json.loads(jp.read_text(encoding="utf-8"))
+        j = json_input.loads(jp.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     # The shape lock release writes; anything else (torn, edited by hand) is no journal.

@@ -21,8 +21,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-from kb import git
-from kb.chars import HIDDEN_CHARS
+from kb import git, json_input
+from kb.chars import HIDDEN_CHARS, WIDE_SPACES
 from kb.checks.id_history import card_pathspecs, exp_pathspec, scan_ids
 from kb.errors import RefusedError
 from kb.numbers import small_int
@@ -71,7 +71,7 @@ def _write_cache(k: KnowledgeBase, head: str, ids: Iterable[str], deleted: Itera
 
 def _read_cache(k: KnowledgeBase) -> dict[str, Any] | None:
     try:
-        cache = json.loads(_cache_file(k).read_text(encoding="utf-8"))
+        cache = json_input.loads(_cache_file(k).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if isinstance(cache, dict) and cache.get("key") == _history_key(k) \
@@ -125,9 +125,12 @@ def history_ids_with_head(k: KnowledgeBase) -> tuple[set[str], set[str], str | N
     return ids, deleted, head
 
 
-#: A line that may carry an ID kb does not read as a declaration: a heading, a
-#: table row, or a list item starting in bold.
-_CARRIER = re.compile(r"^(?:#{1,6}[ \t]|[ \t]*\||[ \t]*[-*+][ \t]+\*\*)")
+#: The spaces other than the ASCII space (kb.chars.WIDE_SPACES) as str.lstrip takes them.
+_WIDE = "".join(chr(c) for c in range(0x3001) if WIDE_SPACES.match(chr(c)))
+#: A line that may carry an ID kb does not read as a declaration: a heading (indented by up
+#: to three spaces, as Markdown still reads it: KB128), a table row, or a list item starting
+#: in bold.
+_CARRIER = re.compile(r"^(?:[ ]{0,3}#{1,6}[ \t]|[ \t]*\||[ \t]*[-*+][ \t]+\*\*)")
 _ANY_ID = re.compile(r"(?<![\w.])H[0-9]+(?:\.[0-9]+)*(?![\w])")
 
 
@@ -142,9 +145,10 @@ def ids_in_headings(lines: Iterable[str]) -> set[str]:
     lines = list(lines)
     out: set[str] = set()
     for line, masked in zip(lines, compute_mask(lines)):
+        if not line.isascii():
+            # `## H\u200b1: …` and `\ufeff## H2: …` show H1 and H2 (KB119 says so)
+            line = HIDDEN_CHARS.sub("", line).lstrip(_WIDE)
         if not masked and _CARRIER.match(line):
-            if not line.isascii():  # `## H\u200b1: …` shows H1 (KB119 says so)
-                line = HIDDEN_CHARS.sub("", line)
             m = _ANY_ID.search(line)
             if m is not None:
                 out.add(m.group(0))

@@ -19,6 +19,7 @@ from typing import Literal
 from kb import git
 from kb.config import DEFAULT_PATHS, RESEARCH_PATHS
 from kb.errors import RefusedError, UsageError, os_failure
+from kb.fileio import read_regular
 from kb.render.dashboard import render_dashboard
 from kb.resources import template
 
@@ -107,7 +108,10 @@ def _add_lines(path: Path, lines: list[str], result: InitResult, rel: str) -> No
         path.write_text("\n".join(lines) + "\n", encoding="utf-8", newline="")
         result.written.append(rel)
         return
-    old = path.read_text(encoding="utf-8", errors="surrogateescape")
+    try:
+        old = read_regular(path).decode("utf-8", errors="surrogateescape")
+    except OSError as exc:  # a FIFO at .gitignore waited forever; a folder, no permission
+        raise os_failure(exc, f"read {rel}", "it was left as it is") from None
     have = set(old.splitlines())
     new = [ln for ln in lines if ln not in have and not ln.startswith("#")]
     if new:

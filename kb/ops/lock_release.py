@@ -27,6 +27,7 @@ from typing import Any, Collection
 
 from kb import git
 from kb.errors import ConflictError, GitError, RefusedError, os_failure
+from kb.fileio import read_regular
 from kb.locks import (
     LockHeld, LockLost, NotLocked, Settings, check_remote, clock, fetch_locks, fetched_ref,
     push, read_locks, ref_transaction, resolve_owner,
@@ -446,7 +447,7 @@ def _refresh_dashboard(kb: KnowledgeBase) -> tuple[Path, bytes | None]:
     fresh; a release commits it with the tree); returns the bytes to restore."""
     path = kb.root / kb.config.paths["dashboard"]
     try:
-        old = path.read_bytes()
+        old = read_regular(path)
     except OSError:
         old = None
     try:
@@ -460,7 +461,7 @@ def _refresh_dashboard(kb: KnowledgeBase) -> tuple[Path, bytes | None]:
 def _restore(kb: KnowledgeBase, saved: tuple[Path, bytes | None]) -> None:
     path, old = saved
     try:
-        if old is not None and path.read_bytes() != old:
+        if old is not None and read_regular(path) != old:
             path.write_bytes(old)
     except OSError:
         pass  # best effort, as every rollback: the release's own error is the one to report

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, Union
 
 from kb.errors import UsageError
+from kb.fileio import read_regular
 from kb.model import Problem
 from kb.ops.card_edit import CardError
 from kb.ops.card_input import check_new_id, read_text_arg, title_from
@@ -158,7 +159,7 @@ def _recorded_solutions(k: KnowledgeBase, qid: str) -> set[int]:
     out = set()
     for p in names:
         try:
-            rec = read_record(f"{records_dir(k)}/{p.name}", p.read_bytes())
+            rec = read_record(f"{records_dir(k)}/{p.name}", read_regular(p))
         except OSError:
             continue
         m = re.fullmatch(re.escape(f"r-{qid}-s") + r"(\d+)", getattr(rec, "r", "") or "")

@@ -15,13 +15,13 @@ The journal's shape is the one :func:`read_journal` accepts. This module is belo
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
-from kb import git
+from kb import git, json_input
 from kb.errors import RefusedError, os_failure
+from kb.fileio import read_regular
 from kb.repo import KnowledgeBase
 
 JOURNAL_NAME = "kb-transaction.json"
@@ -46,7 +46,7 @@ def read_journal(jp: Path) -> dict[str, Any] | None:
     (``{"head": str|None, "files": {repo path: {"old": str|None, "new": str, ...}}}``),
     else None (torn, not UTF-8 or JSON, edited by hand, unreadable)."""
     try:
-        journal = json.loads(jp.read_text(encoding="utf-8"))
+        journal = json_input.loads(jp.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(journal, dict) or not isinstance(journal.get("files", {}), dict):
@@ -106,7 +106,7 @@ def recover(kb: KnowledgeBase) -> list[str]:
     for repo_path, rec in files.items():
         full = kb.top / repo_path
         try:
-            cur = git.blob_id(full.read_bytes())
+            cur = git.blob_id(read_regular(full))
         except OSError:
             cur = None
         if cur != rec["new"]:

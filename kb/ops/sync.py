@@ -46,6 +46,7 @@ from typing import Any, Optional
 
 from kb import git
 from kb.errors import ConflictError, EnvironmentError_, GitError, RefusedError, UsageError
+from kb.fileio import read_regular
 from kb.ops.sync_output import (  # noqa: F401 - the readers stay importable from here
     conflict_lines, driver_notes, git_conflict_lines, hook_refused, names, refusal_lines)
 
@@ -239,7 +240,7 @@ def _attributes(k: Any, target: str, on_wait: Any) -> Optional[str]:
 
     path = k.root / ".gitattributes"
     try:
-        old = path.read_bytes() if path.exists() else b""
+        old = read_regular(path) if path.exists() else b""
     except OSError as exc:
         from kb.errors import os_failure
 
@@ -483,7 +484,7 @@ def _trail_fresh(k: Any) -> bool:
 
     path = k.root / TRAIL_FILE
     try:
-        have = path.read_bytes() if path.is_file() else None
+        have = read_regular(path) if path.is_file() else None
     except OSError:
         return False
     return have is not None and is_stale(load(k), have) is None

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Callable
 
 from kb import git
 from kb.errors import LockedError, RefusedError, StaleError, os_failure
+from kb.fileio import read_regular
 from kb.locks import default_owner
 from kb.ops import commit as commit_mod
 from kb.ops.git_state import finish_interrupted_release, git_ref_locks
@@ -267,7 +268,7 @@ class Transaction:
                                "file, so kb cannot read or write it (set the file's path in "
                                "kb.toml [paths]) — nothing was written")
         try:
-            return self.path(rel).read_bytes()
+            return read_regular(self.path(rel))
         except FileNotFoundError:
             return None
         except IsADirectoryError:
@@ -433,7 +434,7 @@ class Transaction:
         """The bytes of ``rel`` on disk (None when absent), ignoring pending writes."""
         self._inside(rel)
         try:
-            return self.path(rel).read_bytes()
+            return read_regular(self.path(rel))
         except FileNotFoundError:
             return None
         except OSError as exc:

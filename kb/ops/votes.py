@@ -7,9 +7,9 @@ plain data, so the CLI and the MCP server read them the same way.
 
 from __future__ import annotations
 
-import json
 from typing import Iterable
 
+from kb import json_input
 from kb.errors import UsageError
 from kb.ops.card_input import read_text_arg
 
@@ -43,7 +43,7 @@ def read_reasons(values: Iterable[str], reason_file: str | None) -> dict[str, st
         data = None
         if text.lstrip().startswith(("{", "[")):
             try:
-                data = json.loads(text)
+                data = json_input.loads(text)
             except ValueError as exc:
                 raise UsageError(f"reason file {reason_file!r} is not valid JSON: {exc}") from None
         if isinstance(data, dict):

@@ -13,7 +13,7 @@ import re
 from functools import lru_cache
 from typing import Any, Iterator
 
-from kb.chars import HIDDEN_CHARS, WIDE_SPACES, hidden_char
+from kb.chars import HIDDEN_CHARS, HIDDEN_CLASS, WIDE_SPACES, hidden_char
 from kb.model import Diagnostic, Fix, Hypothesis
 from kb.numbers import quoted
 from kb.parse.common import (NESTED_FIRST, NESTED_HEADING, duplicate_key_error, fullwidth_colon_warning,
@@ -169,6 +169,32 @@ def _hidden_declaration(text: str, separators: tuple[str, ...], decl: re.Pattern
     return d.group("id"), f"{ch}, {what},", fixed_text
 
 
+#: Characters that show nothing, and spaces other than the ASCII space, before a line's
+#: first '#': Markdown reads no heading there (a BOM pasted mid-file, U+200B, U+00A0).
+_HIDDEN_LEAD = re.compile(f"[{HIDDEN_CLASS}{WIDE_SPACES.pattern[1:-1]}]+(?=[#＃])")
+
+
+def _hidden_lead(line: str, decl: re.Pattern[str], plain: re.Pattern[str]
+                 ) -> tuple[str, str, str] | None:
+    """``(ID, 'U+XXXX (what it is)', the line without them)`` when ``line`` is a declaration heading but
+    for characters that show nothing (or wide spaces) before its '#' (``\ufeff## H2: …``):
+    it reads as a heading and declares nothing. None otherwise."""
+    lead = _HIDDEN_LEAD.match(line)
+    if lead is None:
+        return None
+    rest = line[lead.end():]
+    m = _ATX_GREEDY.match(rest)
+    if m is None:
+        return None
+    text = m.group(2).rstrip(" \t")
+    d = (decl if text[:1] == "[" else plain).match(text)
+    if d is None or not d.group("stmt").strip():
+        return None
+    what = "a space other than the ASCII space" if WIDE_SPACES.match(line) else \
+        "a character that shows nothing"
+    return d.group("id"), f"U+{ord(line[0]):04X} ({what})", rest
+
+
 def parse_tree(
     src: SourceText,
     grammar: str,
@@ -242,6 +268,18 @@ def iter_tree(
     while i < n:
         line = lines[i]
         if not line or (line[0] != "#" and line[0] != "＃"):
+            hidden = _hidden_lead(line, decl, plain) if line and not line.isascii() else None
+            if hidden is not None and not src.is_masked(i):
+                hid, ch, fixed = hidden
+                diags.append(Diagnostic(
+                    path=path, line=i + 1, code="KB119", severity="error",
+                    message=f"heading starts with {ch} before its '#': "
+                    f"Markdown reads no heading there, so {quoted(hid, quote=False)} is not "
+                    f"declared; write {quoted(fixed, limit=QUOTED_LINE)}",
+                    fix=Fix(line=i + 1, old=line, new=fixed)))
+                under_lookalike = True  # its anchor lines are explained by this report
+                i += 1
+                continue
             if line and ((":" in line or "：" in line) or other_seps and any(
                     s in line for s in other_seps)):
                 if not under_lookalike and _looks_like_anchor(line):

@@ -25,12 +25,11 @@ MCP tool and a web page render that same dict (:mod:`kb.review.render`)::
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Optional
 
-from kb import git
+from kb import git, json_input
 from kb.errors import UsageError
 from kb.repo import KnowledgeBase
 from kb.review.sides import Sides, open_sides, records_dir
@@ -509,7 +508,7 @@ def _verdicts(ctx: _Ctx) -> list[dict[str, Any]]:
     for path, blob in sorted(added.items()):
         raw = data.get(blob)
         try:
-            rec = parse_record(path, json.loads(raw.decode("utf-8"))) if raw is not None else None
+            rec = parse_record(path, json_input.loads(raw.decode("utf-8"))) if raw is not None else None
         except (ValueError, UnicodeDecodeError):
             rec = None
         if rec is None:

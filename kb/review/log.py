@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
-from kb import git
+from kb import git, json_input
 from kb.errors import NotFoundError
 from kb.repo import KnowledgeBase, Snapshot
 from kb.review.commits import CommitInfo, log
@@ -340,7 +340,7 @@ def _verdict(k: KnowledgeBase, c: CommitInfo) -> list[dict[str, Any]]:
     out = []
     for path, blob in adds:
         try:
-            rec = parse_record(path, json.loads(data[blob].decode("utf-8")))
+            rec = parse_record(path, json_input.loads(data[blob].decode("utf-8")))
         except (KeyError, ValueError, UnicodeDecodeError):
             rec = None
         if rec is not None:

@@ -14,10 +14,10 @@ metadata says it came from an index.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Optional
+from kb import json_input
 
 DIST = "kb-research"
 
@@ -60,7 +60,7 @@ def source_from(version: str, raw: Optional[str]) -> InstallSource:
     if not raw:
         return InstallSource(f"{DIST}=={d_version}", "index", f"{DIST} {d_version} from a package index")
     try:
-        info = json.loads(raw)
+        info = json_input.loads(raw)
     except ValueError:
         info = None
     if not isinstance(info, dict):
@@ -85,8 +85,8 @@ def refusal(src: InstallSource) -> str:
     """What to tell a user when there is no source CI can install (one paragraph)."""
     return (f"kb does not know where CI can install kb from: the running kb is {src.detail}. "
             "Pass --install SPEC with what `pip install` should take, e.g. "
-            "--install 'git+https://github.com/OWNER/kb.git@v0.1.22' (a tag of kb's repository), "
-            "or --install 'https://example.org/kb_research-0.1.22-py3-none-any.whl' (a published wheel).")
+            "--install 'git+https://github.com/OWNER/kb.git@v0.1.23' (a tag of kb's repository), "
+            "or --install 'https://example.org/kb_research-0.1.23-py3-none-any.whl' (a published wheel).")
 
 
 def install_hint(spec: Optional[str]) -> str:
@@ -94,4 +94,4 @@ def install_hint(spec: Optional[str]) -> str:
     if spec:
         return f"python -m pip install '{spec}'"
     return ("python -m pip install <the wheel or git URL kb came from> "
-            "(e.g. 'git+https://github.com/OWNER/kb.git@v0.1.22')")
+            "(e.g. 'git+https://github.com/OWNER/kb.git@v0.1.23')")

@@ -40,12 +40,12 @@ transcript twice records nothing at all (no commit). No model is called.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kb import json_input
 from kb.errors import UsageError
 from kb.trail.classify import Thought, select, split_thoughts
 from kb.trail.model import LogProblem, MAX_SUMMARY, MAX_TITLE, clip
@@ -133,7 +133,7 @@ def parse(path: Path) -> Transcript:
         if not line.strip():
             continue
         try:
-            ev = json.loads(line)
+            ev = json_input.loads(line)
         except (ValueError, UnicodeDecodeError):
             problems.append(LogProblem(str(path), i, "not a JSON line; skipped"))
             continue

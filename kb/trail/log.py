@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from kb import json_input
 from kb.trail.model import SCHEMA_VERSION, LogProblem
 
 #: The log folder, relative to the KB root.
@@ -175,7 +176,7 @@ def parse_files(datas: list[tuple[str, bytes]], problems: list[LogProblem]) -> l
         if datas:
             buf[-1:] = b"]"  # the last line's comma
             try:
-                ops = json.loads(buf)
+                ops = json_input.loads(buf)
             except (ValueError, UnicodeDecodeError):
                 ops = None
             del buf

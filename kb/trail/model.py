@@ -42,6 +42,14 @@ MAX_DIGEST_HISTORY = 20
 MAX_CHILDREN_PER_ADD = 20
 MAX_NODES = 5000
 DEFAULT_LEASE_SECONDS = 30 * 60
+#: The longest lease (seconds): a year, as a lock's TTL (kb.durations). A longer one is an
+#: owner, not a lease; 99,999,999,999 minutes ended kb trail assign with exit 3 (a year past
+#: what a date holds).
+MAX_LEASE_SECONDS = 366 * 24 * 3600
+#: The last second a lease may end at (epoch seconds; 9999-12-31T23:59:59Z, the last one a
+#: date shows): a hand-written ``until`` past it is a log problem, not an exit 3 where
+#: TRAIL.md or a view writes the date.
+LAST_EPOCH = 253_402_300_799
 SCHEMA_VERSION = 1
 
 

@@ -37,9 +37,10 @@ from typing import Any, Callable, Iterable
 
 from kb import clock
 from kb.errors import UsageError
+from kb.numbers import quoted
 from kb.ops.result import OpResult
 from kb.trail import log as oplog
-from kb.trail.model import (DEFAULT_LEASE_SECONDS, EDGE_KINDS, KINDS, LEAF_ROOT_KINDS,
+from kb.trail.model import (DEFAULT_LEASE_SECONDS, MAX_LEASE_SECONDS, EDGE_KINDS, KINDS, LEAF_ROOT_KINDS,
                             MAX_CHILDREN_PER_ADD, MAX_DIGEST, MAX_SUMMARY, MAX_TITLE,
                             PRIVILEGED_ROLES, STATUSES, Node, StaleRevision, TrailError,
                             check_choice, clean, clip)
@@ -507,6 +508,16 @@ def rollback(kb: Any, nid: str, version: int, *, expect_version: int | None = No
     return record(kb, "rollback", build, **kw)
 
 
+def _check_lease(lease_seconds: int) -> None:
+    """Raises UsageError unless ``lease_seconds`` is 1 to :data:`MAX_LEASE_SECONDS` (a year): a
+    lease of 0 or less is already expired, one past a year's end ends past any date."""
+    if lease_seconds <= 0:
+        raise UsageError("the lease must be a positive number of seconds")
+    if lease_seconds > MAX_LEASE_SECONDS:
+        raise UsageError(f"a lease of {quoted(str(lease_seconds // 60), limit=20, quote=False)} "
+                         f"minutes is longer than a year ({MAX_LEASE_SECONDS // 60:,} minutes)")
+
+
 def assign(kb: Any, nid: str, owner: str | None, *, lease_seconds: int = DEFAULT_LEASE_SECONDS,
            renew: bool = False, steal: bool = False, expect_version: int | None = None,
            **kw: Any) -> RecordResult:
@@ -520,8 +531,7 @@ def assign(kb: Any, nid: str, owner: str | None, *, lease_seconds: int = DEFAULT
 
     if owner is not None:
         owner = validate_owner(owner)
-    if lease_seconds <= 0:
-        raise UsageError("the lease must be a positive number of seconds")
+    _check_lease(lease_seconds)
 
     def build(ctx: Ctx) -> None:
         n = ctx.node(nid)
@@ -568,8 +578,7 @@ def handoff(kb: Any, nid: str, to_actor: str, *, lease_seconds: int = DEFAULT_LE
     from kb.locks import validate_owner
 
     to = validate_owner(to_actor)
-    if lease_seconds <= 0:  # as assign: else the new owner gets a lease already expired
-        raise UsageError("the lease must be a positive number of seconds")
+    _check_lease(lease_seconds)  # as assign: else the new owner gets a lease already expired
 
     def build(ctx: Ctx) -> None:
         n = ctx.node(nid)

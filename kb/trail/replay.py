@@ -31,8 +31,9 @@ from typing import Any
 
 from kb.trail import log as oplog
 from kb.trail.digest import synthesise
-from kb.trail.model import (MAX_DIGEST_HISTORY, MAX_NODES, Edge, LogProblem, Node, clip,
-                            MAX_SUMMARY, MAX_TITLE, node_row)
+from kb.numbers import quoted
+from kb.trail.model import (LAST_EPOCH, MAX_DIGEST_HISTORY, MAX_NODES, Edge, LogProblem, Node,
+                            clip, MAX_SUMMARY, MAX_TITLE, node_row)
 
 CACHE_NAME = "trail-graph.marshal"
 CACHE_FORMAT = 8
@@ -392,8 +393,19 @@ def _op_rollback(g: Graph, op: dict[str, Any]) -> str | None:
 
 def _op_assign(g: Graph, op: dict[str, Any]) -> str | None:
     n = _node(g, op)
-    n.owner = op.get("owner")
-    n.lease_until = int(op.get("until") or 0) if n.owner else 0
+    owner = op.get("owner")
+    until = 0
+    if owner:
+        raw = op.get("until") or 0
+        try:
+            until = int(raw)
+        except (TypeError, ValueError, OverflowError):  # text, a list; inf
+            until = -1
+        if not 0 <= until <= LAST_EPOCH or isinstance(raw, bool):
+            return (f"lease end {quoted(str(raw), limit=30, quote=False)} is no time kb reads "
+                    "(whole epoch seconds up to 9999-12-31)")
+    n.owner = owner
+    n.lease_until = until
     n.lease_epoch += 1
     g.touch(n, op)
     return None

@@ -28,8 +28,9 @@ from __future__ import annotations
 from typing import Any
 
 from kb.errors import KbError, UsageError
-from kb.trail.model import (DEFAULT_LEASE_SECONDS, EDGE_KINDS, KINDS, MAX_DIGEST, MAX_SUMMARY,
-                            MAX_TITLE, STATUSES)
+from kb.numbers import quoted
+from kb.trail.model import (DEFAULT_LEASE_SECONDS, EDGE_KINDS, KINDS, MAX_DIGEST,
+                            MAX_LEASE_SECONDS, MAX_SUMMARY, MAX_TITLE, STATUSES)
 
 VIEW_ACTIONS = ("overview", "trunk", "brief", "frontier", "stats", "find", "node", "path", "tree",
                 "subtree")
@@ -94,7 +95,7 @@ EXPLORE_TREE_RECORD_SCHEMA: dict[str, Any] = {
         "owner": {"type": ["string", "null"]},
         "renew": {"type": "boolean"},
         "steal": {"type": "boolean"},
-        "leaseMinutes": {"type": "integer", "minimum": 1},
+        "leaseMinutes": {"type": "integer", "minimum": 1, "maximum": MAX_LEASE_SECONDS // 60},
         "toActor": {"type": "string"},
         "actor": {"type": "string"},
         "role": {"type": "string", "enum": ["agent", "lead", "curator"]},
@@ -162,6 +163,9 @@ def record_action(action: str, *, kb: Any = None, **params: Any) -> dict[str, An
     if minutes is not None:
         if isinstance(minutes, bool) or not isinstance(minutes, int) or minutes < 1:
             raise UsageError(f"leaseMinutes must be at least 1 (whole minutes), not {minutes!r}")
+        if minutes > MAX_LEASE_SECONDS // 60:
+            raise UsageError(f"leaseMinutes must be at most {MAX_LEASE_SECONDS // 60:,} (a year), "
+                             f"not {quoted(str(minutes), limit=20, quote=False)}")
         lease = minutes * 60
     if action == "add":
         res = ops.add(kb, kind=p.get("kind") or "", title=p.get("title") or "",

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Union
 
 from kb.errors import os_failure
+from kb.fileio import read_regular
 from kb.repo import KnowledgeBase, resolve_kb
 from kb.research.record_faults import checked_record, min_votes_of
 from kb.research.verdict import (Accuracy, BadRecord, VerificationRecord, record_order,
@@ -48,7 +49,7 @@ def load_records_checked(kb: Union[KnowledgeBase, str, Path, None] = None
     for p in names:
         rel = f"{records_dir(k)}/{p.name}"
         try:
-            rec = checked_record(rel, p.read_bytes(), need)
+            rec = checked_record(rel, read_regular(p), need)
         except OSError as exc:  # unreadable (a folder named *.json, permissions)
             rec = BadRecord(rel, f"not readable ({exc.strerror or exc})")
         (bad if isinstance(rec, BadRecord) else out).append(rec)
