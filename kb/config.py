@@ -483,7 +483,8 @@ def _outside(value: str) -> str | None:
 def _verdict_settings(verdict: dict[str, Any], text: str, warnings: list[Diagnostic]) -> dict[str, Any]:
     """``[verdict]`` less the values kb cannot use, each a KB001 warning at its line: a
     mode other than ``kb.research.verdict.MODES`` (``kb verdict`` refused it later, with no line)
-    and a ``min_votes`` under 2 (a verdict always takes two votes)."""
+    and a ``min_votes`` under 2 (a verdict always takes two votes) or over
+    :data:`MAX_MIN_VOTES` (99999999999999999999 was read, and every `kb verdict` refused)."""
     from kb.research.verdict import MODES  # only for a kb.toml with [verdict]
 
     out = dict(verdict)
@@ -493,7 +494,17 @@ def _verdict_settings(verdict: dict[str, Any], text: str, warnings: list[Diagnos
     if "min_votes" in out and out["min_votes"] < 2:
         warnings.append(_not_read(_key_line(text, "verdict", "min_votes"), f"verdict.min_votes = "
                                   f"{out.pop('min_votes')}: a verdict takes at least 2 votes"))
+    elif "min_votes" in out and out["min_votes"] > MAX_MIN_VOTES:
+        shown = str(out.pop("min_votes"))
+        shown = shown if len(shown) <= 20 else shown[:20] + "…"
+        warnings.append(_not_read(_key_line(text, "verdict", "min_votes"), f"verdict.min_votes = "
+                                  f"{shown}: more votes than any verdict gathers (at most "
+                                  f"{MAX_MIN_VOTES}); kb uses the default, 2"))
     return out
+
+
+#: The most votes ``[verdict] min_votes`` may ask of a verdict: a hundred verifiers.
+MAX_MIN_VOTES = 100
 
 
 def _check_locks(locks: dict[str, Any], text: str) -> None:

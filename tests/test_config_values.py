@@ -31,6 +31,18 @@ def test_a_verdict_kb_cannot_use_is_a_warning_at_its_line_and_the_default_is_use
         "mode": "flat", "min_votes": 3}
 
 
+@pytest.mark.parametrize("value", ["101", "99999999999999999999"])
+def test_a_min_votes_no_verdict_gathers_is_a_warning_and_the_default_is_used(value: str) -> None:
+    """`min_votes = 99999999999999999999` was read without a word, and every `kb verdict`
+    then refused for want of votes: KB001 at its line, as for a value under 2."""
+    cfg = _config(f"[kb]\n[verdict]\nmin_votes = {value}\n")
+    assert cfg.verdict == {}
+    (w,) = [w for w in cfg.warnings if w.code == "KB001"]
+    assert w.line == 3 and "more votes than any verdict gathers (at most 100)" in w.message
+    assert len(w.message) < 200
+    assert _config("[kb]\n[verdict]\nmin_votes = 100\n").verdict == {"min_votes": 100}
+
+
 def test_kb_verify_lists_the_verdict_warnings(make_kb: MakeKB) -> None:
     root = make_kb({"tree.md": TREE}, config='[kb]\n[verdict]\nmode = "weird"\n', commit=True)
     r = run_script("verify", cwd=root)

@@ -215,3 +215,16 @@ def test_a_link_to_the_git_folder_leaves_the_kb(make_kb, tmp_path) -> None:
         r = invoke(*args, "--json", cwd=root)
         assert _codes(r, "KB106") == want and _codes(r, "KB134") == [], (args, r.stdout)
     _no_traceback(wt, staged)
+
+
+def test_a_link_to_a_folder_holding_the_kb_is_not_advised_to_be_copied_into_itself(make_kb) -> None:
+    """`Propos/外部 -> <a folder holding the KB>`: KB106 advised `cp -R <that folder>
+    'Propos/外部'`, a copy of the folder into itself. Such a link is a loop: remove it."""
+    root = _kb(make_kb)
+    (root / "Propos").mkdir(exist_ok=True)
+    os.symlink(root.parent, root / "Propos" / "外部", target_is_directory=True)
+    r = invoke("verify", "--json", cwd=root)
+    (d,) = [d for d in r.json()["diagnostics"] if d["code"] == "KB106"]
+    assert "cp -R" not in d["message"] and "holds the KB itself" in d["message"], d["message"]
+    assert "git rm 'Propos/外部'" in d["message"]
+    _no_traceback(r)

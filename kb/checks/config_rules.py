@@ -113,7 +113,10 @@ def _links_below(snap: Any, paths: list[str]) -> list[Any]:
         if isinstance(target, Leaving):
             if leaving is None:
                 continue
-            if os.path.isdir(target):  # (as the work tree here sees it: the advice only)
+            if os.path.isdir(target) and _holds(str(target), str(k.root)):
+                how = ("kb does not read it nor anything under it (nor writes through it); it leads "
+                       f"to a folder that holds the KB itself (a loop): remove it (`git rm {q}`)")
+            elif os.path.isdir(target):  # (as the work tree here sees it: the advice only)
                 how = (f"kb does not read it nor anything under it (nor writes through it); replace "
                        f"it by the folder itself (`rm {q} && cp -R {shlex.quote(str(target))} {q} "
                        f"&& git add -A {q}`), or remove it")
@@ -134,6 +137,15 @@ def _links_below(snap: Any, paths: list[str]) -> list[Any]:
     return out
 
 
+def _holds(target: str, place: str) -> bool:
+    """Whether the folder ``target`` is ``place`` or holds it (both resolved): a link to it
+    copied in its own place (`cp -R target link`) would copy the folder into itself."""
+    import os
+
+    real, here = os.path.realpath(target), os.path.realpath(place)
+    return here == real or here.startswith(real.rstrip(os.sep) + os.sep)
+
+
 def _folder_link_message(k: Any, path: str, target: str, held: tuple[tuple[str, str], ...]) -> str:
     """What KB005 says of the link ``path`` leading to ``target`` (an absolute path) above
     the settings ``held``: what is lost, and how to put it back without losing a file."""
@@ -141,7 +153,9 @@ def _folder_link_message(k: Any, path: str, target: str, held: tuple[tuple[str, 
     import shlex
 
     keys = ", ".join(dict.fromkeys(key for key, _ in held)) or "[paths]"
-    if os.path.isdir(target):
+    if os.path.isdir(target) and _holds(target, str(k.root)):
+        copy = f"the folder is the KB's own or holds it: remove the link, `git rm {shlex.quote(path)}`"
+    elif os.path.isdir(target):
         copy = (f"`rm {shlex.quote(path)} && cp -R {shlex.quote(target)} {shlex.quote(path)} "
                 f"&& git add -A {shlex.quote(path)}`")
     else:

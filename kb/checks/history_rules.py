@@ -330,11 +330,12 @@ def records_append_only(c: Change) -> list:
 @history_rule("KB313")
 def trail_log_append_only(c: Change) -> list:
     """KB313: an operation file of the exploration graph's log (``.explore-tree/ops/``: one
-    immutable file per recording, :mod:`kb.trail.log`) is never modified or deleted. The
-    log is append-only (DESIGN.md §8): a correction is a new recording, and replay reads
-    the graph from every file, so a file edited or removed by hand rewrote the graph's
-    history without a word (a goal renamed, a deleted goal's children left "unknown
-    parent").
+    immutable file per recording, :mod:`kb.trail.log`) is never modified or deleted: lines
+    may only be appended to it. The log is append-only (DESIGN.md §8): a correction is a
+    new recording, and replay reads the graph from every file, so a file edited or removed
+    by hand rewrote the graph's history without a word (a goal renamed, a deleted goal's
+    children left "unknown parent"). An appended line is the log's own way to grow (a torn
+    one is KB242's).
 
     Under ``Kb-Renumber:`` trailers (``kb sync``), a file that is now exactly what the
     renumbering makes of its nodes' refs (:func:`kb.merge.renumber.rewrite_trail_log`) is
@@ -344,10 +345,31 @@ def trail_log_append_only(c: Change) -> list:
     out = _kept_files(c, lambda _cfg: OPS_DIR + "/", "KB313",
                       "the exploration graph's log is append-only (a correction is a new "
                       "recording: kb trail set, move, archive)", "trail")
-    renames = _renames(c)
-    if not renames or not out:
+    if not out:
         return out
-    return [d for d in out if not _renumbered_log(c, d, renames)]
+    renames = _renames(c)
+    return [d for d in out if not _appended(c, d) and not (renames and _renumbered_log(c, d, renames))]
+
+
+def _appended(c: Change, d: Any) -> bool:
+    """Whether KB313's diagnostic ``d`` is a log file that only grew: its old bytes are the
+    start of its new ones (the new side read from git, or from the work tree, whose bytes
+    git does not hold, when they are that blob)."""
+    ch = next((x for x in c.changes if x.path == d.path), None)
+    if ch is None or ch.old is None or ch.new is None or ch.old_link or ch.new_link:
+        return False
+    got = git.read_blobs([ch.old, ch.new], c.kb.top)
+    old, new = got.get(ch.old), got.get(ch.new)
+    if new is None:
+        from kb.fileio import read_regular
+
+        try:
+            new = read_regular(c.kb.root / ch.path)
+        except OSError:
+            return False
+        if git.object_id("blob", new, ch.new) != ch.new:
+            return False
+    return old is not None and len(new) > len(old) and new.startswith(old)
 
 
 def _renumbered_log(c: Change, d: Any, renames: dict[str, str]) -> bool:
