@@ -512,3 +512,23 @@ def test_a_paths_move_a_fake_renumbering_and_an_invalid_record_read_as_what_they
     assert "does not follow from its results" in v["invalid"], v
     md = invoke("diff", "main..feat", "--format", "markdown", cwd=root).stdout
     assert "not valid:" in md and "KB243" in md, md
+
+
+def test_rewrite_diffs_the_old_tip_against_the_new(example_kb: Path) -> None:
+    """After a reset that dropped a commit, `kb diff OLD..NEW --rewrite` (the push job's
+    summary) said "Research diff NEW..NEW (0 commits)" and "No research objects changed":
+    it diffed from the merge base, which is NEW. With --rewrite it diffs OLD -> NEW, as
+    `kb verify --rewrite` judges it; without, it is the range from the merge base still."""
+    root = example_kb
+    _kb(root, "hyp", "add", "Dropped by the reset", "--parent", "H1")
+    old = git(root, "rev-parse", "HEAD")
+    git(root, "reset", "-q", "--hard", "HEAD~1")
+    new = git(root, "rev-parse", "HEAD")
+    r = invoke("diff", f"{old}..{new}", "--rewrite", "--json", cwd=root)
+    assert r.code == 0, (r.stdout, r.stderr)
+    d = r.json()
+    assert d["base"] == old and d["tip"] == new
+    assert [h["statement"] for h in d["hypotheses"]["removed"]] == ["Dropped by the reset"]
+    assert any(f["code"] == "KB301" for f in d["findings"]), d["findings"]
+    plain = _diff(root, f"{old}..{new}")
+    assert plain["base"] == new and plain["hypotheses"]["removed"] == []

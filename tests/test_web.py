@@ -444,3 +444,24 @@ def test_stops_cleanly_on_ctrl_c_and_sigterm(kbdir: Path, sig: int) -> None:
         s.proc.send_signal(sig)
         assert s.proc.wait(timeout=30) == 0
         assert s.proc.stderr is not None and b"aborted" not in s.proc.stderr.read()
+
+
+def test_characters_that_reorder_text_are_shown_escaped(tmp_path: Path) -> None:
+    """A hand-written `## H1: hand <U+202E> RTL override <script>z</script>` passed kb verify,
+    and the web view put U+202E in the page as it was: the browser showed the rest of the
+    line reversed ("hand <tpircs/>z<tpircs> edirrevo LTR"), while `kb ls` escapes it. Every
+    page shows such characters escaped (`\\u202e`), as kb ls does."""
+    from conftest import commit_all, git_init
+
+    root = git_init(tmp_path / "kb")
+    assert invoke("init", cwd=root).code == 0
+    (root / "tree.md").write_text("# Tree\n\n## H1: hand \u202e RTL override <script>z</script>"
+                                  " \u2067isolated\u2069\nStatus: 待验\nEvidence: (empty)\n",
+                                  encoding="utf-8")
+    commit_all(root, "a hand-written statement")
+    with serve(root) as s:
+        for path in ("/tree", "/o/H1", "/board", "/file/tree.md"):
+            html = get(s, path).text
+            assert "\u202e" not in html and "\u2067" not in html, path
+        html = get(s, "/o/H1").text
+        assert "hand \\u202e RTL override &lt;script&gt;" in html and "\\u2067isolated" in html

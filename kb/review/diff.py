@@ -62,7 +62,7 @@ def research_diff(k: KnowledgeBase, source: str = "worktree", a: Optional[str] =
     if against is not None:  # refused before any work, not after the diff is built
         git.revision(against, "--against")
     with open_index(k) as idx:
-        s = open_sides(k, idx, source, a, b, environ)
+        s = open_sides(k, idx, source, a, b, environ, rewrite)
         out = _build(s)
     if findings:
         out["findings"], out["findings_summary"] = _findings(k, s, environ, a, against, rewrite)

@@ -142,8 +142,11 @@ def _raw_changes(k: KnowledgeBase, args: list[str]) -> dict[str, tuple[Optional[
     return {c.path: (c.old, c.new or None) for c in raw_changes(proc.stdout, k)}
 
 
-def range_sides(k: KnowledgeBase, a: str, b: str, idx: Any) -> Sides:
-    """``A..B``: merge-base(A, B) -> B, with the commits of ``A..B`` (oldest first).
+def range_sides(k: KnowledgeBase, a: str, b: str, idx: Any, rewrite: bool = False) -> Sides:
+    """``A..B``: merge-base(A, B) -> B, with the commits of ``A..B`` (oldest first); with
+    ``rewrite`` (B replaces A: one branch's old and new tip after a force push, a rebase, a
+    reset) A -> B itself, as ``kb verify --rewrite`` judges it. From the merge base, a reset
+    that dropped commits showed nothing: the base of A and B is B.
 
     Raises UsageError when A or B is not a commit (with a hint for shallow clones) or
     starts with ``-`` (git would read it as an option: :func:`kb.git.revision`).
@@ -161,8 +164,11 @@ def range_sides(k: KnowledgeBase, a: str, b: str, idx: Any) -> Sides:
         if sha is None:
             raise UsageError(f"{name!r} is not a commit here (fetch it first, e.g. `git fetch origin`;"
                              " in CI fetch full history: actions/checkout with fetch-depth: 0)")
-    mb = git.run(["merge-base", base, tip], k.top, check=False)  # type: ignore[list-item]
-    origin = mb.stdout.decode().strip() if mb.returncode == 0 and mb.stdout.strip() else base
+    if rewrite:
+        origin = base
+    else:
+        mb = git.run(["merge-base", base, tip], k.top, check=False)  # type: ignore[list-item]
+        origin = mb.stdout.decode().strip() if mb.returncode == 0 and mb.stdout.strip() else base
     # The commits with the paths each changed, in the same git process.
     commits = log(k.top, ["--reverse", "--topo-order", f"{base}..{tip}"], changes=True)
     old_k = _read_as(k, origin)
@@ -319,8 +325,10 @@ def new_objects_by_id(s: Sides, kind: str, ids: list[str]) -> dict[str, dict[str
 
 
 def open_sides(k: KnowledgeBase, idx: Any, source: str, a: Optional[str] = None,
-               b: Optional[str] = None, environ: Optional[dict[str, str]] = None) -> Sides:
-    """The sides for ``source`` in :data:`SOURCES` (``a``/``b`` for a range).
+               b: Optional[str] = None, environ: Optional[dict[str, str]] = None,
+               rewrite: bool = False) -> Sides:
+    """The sides for ``source`` in :data:`SOURCES` (``a``/``b`` for a range; ``rewrite``:
+    :func:`range_sides`).
 
     Raises UsageError for an unknown source or a bad range, EnvironmentError_
     when git cannot list the range.
@@ -332,7 +340,7 @@ def open_sides(k: KnowledgeBase, idx: Any, source: str, a: Optional[str] = None,
         if not a:
             raise UsageError("a range needs A..B (or A B)")
         try:
-            return range_sides(k, a, b or "HEAD", idx)
+            return range_sides(k, a, b or "HEAD", idx, rewrite)
         except UsageError:
             raise
         except GitError as exc:

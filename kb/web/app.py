@@ -60,6 +60,25 @@ class _Cache:
         return value
 
 
+#: The characters that reorder the text around them (bidirectional overrides, embeddings,
+#: isolates and marks), as `kb ls` shows them too (kb_cli.output): escaped, never acting.
+_BIDI = re.compile("[\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _shown(value: Any) -> Any:
+    """Jinja's ``finalize`` for every ``{{ … }}``: a string with a character that reorders
+    the text shown as ``\\u202e`` (a hand-written `## H3: a <U+202E> b` made the browser
+    show the rest of the line, and of the page's line, reversed: the web view and `kb ls`
+    disagreed). Then autoescape escapes it as any text; HTML kb built (Markup) stays
+    markup, its escapes being plain text."""
+    if isinstance(value, str) and not value.isascii() and _BIDI.search(value):
+        from markupsafe import Markup
+
+        shown = _BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", value)
+        return Markup(shown) if isinstance(value, Markup) else shown
+    return value
+
+
 def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = None,
                warm: bool = False) -> Any:
     """The ASGI app serving KB ``k`` (wrapped in :class:`Guard` when ``hosts`` is given).
@@ -84,7 +103,7 @@ def create_app(k: KnowledgeBase, *, rev: str = "HEAD", hosts: set[str] | None = 
     cache = _Cache()
     env = Environment(loader=FileSystemLoader(str(HERE / "templates")),
                       autoescape=select_autoescape(default=True, default_for_string=True),
-                      trim_blocks=True, lstrip_blocks=True)
+                      trim_blocks=True, lstrip_blocks=True, finalize=_shown)
     env.globals["flatten_forest"] = pages.flatten_forest
 
     def ctx(request: Request | None, view: Any, **kw: Any) -> dict[str, Any]:
