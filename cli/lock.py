@@ -147,7 +147,9 @@ def status_cmd(remote: str | None, as_json: bool, kb_path: str | None) -> int:
         " — set [locks] remote in kb.toml (or git config kb.lockRemote) to share them"))
     states = list(rep.locks) + ([rep.project] if rep.project else [])
     if not states:
-        click.echo("no locks" + (f" on {remote}" if remote else ""))
+        # "no locks on dead" read as the remote's answer when it could not be read at all
+        click.echo("no locks" + ("" if not remote else f" known of {remote} (as last fetched: "
+                                 "it could not be read now)" if rep.stale else f" on {remote}"))
     for st in states:
         lk = st.lock
         what = lk.path if lk.scope == "file" else "[project]"

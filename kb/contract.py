@@ -347,7 +347,9 @@ class CiInit(BaseModel):
 
 
 class SchemaList(BaseModel):
-    """``kb schema``: every command with a JSON output."""
+    """``kb schema`` without a command: every command with a JSON output. ``kb schema
+    COMMAND`` (and the MCP ``schema`` tool given a command) prints that command's JSON
+    Schema instead, a document the JSON Schema meta-schema describes, not this one."""
 
     commands: list[str]
 

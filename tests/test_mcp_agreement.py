@@ -169,10 +169,16 @@ def test_unknown_prompt_is_an_error_without_a_traceback(ex: Path) -> None:
         *INIT,
         {"jsonrpc": "2.0", "id": 2, "method": "prompts/get", "params": {"name": "nope"}},
         {"jsonrpc": "2.0", "id": 3, "method": "prompts/get", "params": {"name": "prime"}},
-    ], last_id=3)
+        # an argument the prompt does not take: code 0 "Error rendering prompt prime" and
+        # ~200 lines of traceback on stderr, before
+        {"jsonrpc": "2.0", "id": 4, "method": "prompts/get",
+         "params": {"name": "prime", "arguments": {"since": "HEAD~1"}}},
+    ], last_id=4)
     by_id = {m.get("id"): m for m in replies}
     assert by_id[2]["error"]["code"] == -32602 and "nope" in by_id[2]["error"]["message"]
     assert "kb prime" in by_id[3]["result"]["messages"][0]["content"]["text"]  # still serving
+    assert by_id[4]["error"]["code"] == -32602, by_id[4]
+    assert "takes no argument 'since'" in by_id[4]["error"]["message"], by_id[4]
     assert "Traceback" not in err and len(err.splitlines()) <= 1, err
 
 

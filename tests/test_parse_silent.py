@@ -57,6 +57,9 @@ def test_cr_only_line_ends_are_an_error_at_line_1_in_every_format(path, text):
     assert (d.path, d.line, d.severity) == (path, 1, "error")
     assert "CR alone" in d.message and "LF" in d.message
     assert [x.code for x in res.diagnostics] == ["KB100"]  # no KB126, KB150: KB100 explains
+    # "nothing in it is read", as it says: no object holds the whole file as its title
+    # (`kb show H1` printed the file as H1's statement)
+    assert res.objects == ()
     for ends in ("\n", "\r\n"):
         assert parse(path, text.replace("\n", ends)).diagnostics == ()
 
@@ -65,12 +68,14 @@ def test_cr_only_tree_is_reported_when_read_in_parts():
     """tree.md is read by iter_parse_file (the index's path for a big tree): KB100 too."""
     text = FILES[4][1].replace("\n", "\r")
     gen = iter_parse_file("tree.md", text.encode(), config_for(Path("/kb")))
+    yielded = []
     try:
         while True:
-            next(gen)
+            yielded.append(next(gen))
     except StopIteration as stop:
         res = stop.value
     assert [(d.code, d.line) for d in res.diagnostics] == [("KB100", 1)]
+    assert yielded == []  # nothing read, nothing stored in parts before the error
 
 
 @pytest.mark.parametrize("text", [

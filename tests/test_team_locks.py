@@ -183,6 +183,14 @@ def test_lock_status_with_the_remote_down_shows_the_last_fetched_locks(
     res = invoke("lock", "status", cwd=b)
     assert res.code == 0 and "tree.md\talice" in res.stdout
     assert res.stderr.startswith("kb: warning: locks from remote origin (as last fetched: ")
+    # none as last fetched: not "no locks on origin", which read as the remote's answer
+    assert invoke("lock", "release", "tree.md", "--owner", "alice", cwd=a).code == 0
+    git(b, "remote", "set-url", "origin", str(shared["remote"]))
+    assert invoke("lock", "status", cwd=b).stdout == "no locks on origin\n"
+    git(b, "remote", "set-url", "origin", str(shared["remote"].parent / "gone.git"))
+    res = invoke("lock", "status", cwd=b)
+    assert res.code == 0 and res.stdout == ("no locks known of origin (as last fetched: it could "
+                                            "not be read now)\n"), res.stdout
 
 
 def test_the_pre_commit_frameworks_pre_push_reads_the_remote_locks(

@@ -197,8 +197,17 @@ class KbServer(MCPServer):
         traceback on stderr for what is only a client's typo; an :class:`MCPError` is
         answered as it is, without a log line.
         """
-        if name not in {p.name for p in await self.list_prompts()}:
+        prompts = {p.name: p for p in await self.list_prompts()}
+        if name not in prompts:
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {name}")
+        # An argument the prompt does not take: the SDK's "Error rendering prompt" (code 0,
+        # a traceback on stderr) named neither the argument nor what the prompt takes.
+        takes = [a.name for a in prompts[name].arguments or []]
+        unknown = sorted(set(arguments or {}) - set(takes))
+        if unknown:
+            raise MCPError(code=INVALID_PARAMS, message=(
+                f"prompt {name} takes no argument {', '.join(map(repr, unknown))}; it takes "
+                + (", ".join(map(repr, takes)) if takes else "none")))
         return await super().get_prompt(name, arguments, context)
 
     async def run_stdio_async(self) -> None:

@@ -249,8 +249,12 @@ def iter_parse_file(path: str, data: bytes, config: Config,
     fm = meta.get("frontmatter") or {}
     d: list = []
     count = 0
-    for obj in iter_tree(src, config.recognise_grammar, config.heading_separators, fm,
-                         grammar_label=config.id_grammar, diags=d):
+    # CR-only line ends make the whole file one line: KB100 reads nothing of it (below), so
+    # nothing is yielded first (its parts would be stored before the error is known)
+    one_line = "\r" in text and "\n" not in text
+    for obj in () if one_line else iter_tree(src, config.recognise_grammar,
+                                              config.heading_separators, fm,
+                                              grammar_label=config.id_grammar, diags=d):
         count += 1
         yield obj
     diags.extend(d)
@@ -380,7 +384,11 @@ def _with_lone_cr(res: ParseResult, text: str) -> ParseResult:
                    ("this line holds a CR alone (a classic Mac OS line end), which kb does not "
                     "read as a line break: the lines it ends are one line to kb, so their "
                     "anchors are misread; convert the line ends to LF"))
-    return replace(res, diagnostics=(d, *(x for x in res.diagnostics if x.code != "KB126")))
+    # The whole file as one line: what was read of it (an H1 or heading holding every line,
+    # `kb show` printed the file as a statement) is dropped, as the message says.
+    objects = () if whole else res.objects
+    return replace(res, objects=objects,
+                   diagnostics=(d, *(x for x in res.diagnostics if x.code != "KB126")))
 
 
 def _parse(src: SourceText, fmt: str, config: Config) -> ParseResult:
