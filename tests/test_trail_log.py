@@ -385,3 +385,37 @@ def test_an_entry_json_cannot_hold_in_python_is_a_log_problem(trail_kb: Path) ->
     rel = ".explore-tree/ops/2026-12/20261201T100002Z-000000000000.jsonl"
     assert [(p["path"], p["line"]) for p in r.json()["problems"]] == [(rel, 1), (rel, 2)]
     assert view(trail_kb, "node", g)["id"] == g
+
+
+def test_values_kb_never_writes_are_log_problems_not_applied(trail_kb: Path) -> None:
+    """Written by hand, an `add` of kind `wizard`, a `set` of status `bogus` with a null
+    title and a link of kind `weird` were applied (the tree showed `? n… topic:` rows) and
+    `kb trail check` said nothing. Each is a problem at its line, skipped whole (a `set`
+    is not applied in part)."""
+    goal = add(trail_kb, "--kind", "goal", "--title", "G")["ids"][0]
+    lc = max(json.loads(line)["lc"] for p in (trail_kb / ".explore-tree").rglob("*.jsonl")
+             for line in p.read_text(encoding="utf-8").splitlines())
+    base = {"v": 1, "actor": "a", "at": "2026-12-01T10:00:00Z"}
+    ops = [
+        {"op": "add", "node": {"id": "nwizard00001", "kind": "wizard", "title": "W",
+                               "parent": goal}},
+        {"op": "set", "node": goal, "fields": {"summary": "kept?", "status": "bogus"}},
+        {"op": "set", "node": goal, "fields": {"title": None}},
+        {"op": "link", "from": goal, "to": goal, "kind": "weird"},
+    ]
+    folder = trail_kb / ".explore-tree" / "ops" / "2026-12"
+    for i, op in enumerate(ops):
+        batch = f"20261201T10000{i}Z-abcdefabcdef"
+        (folder / f"{batch}.jsonl").write_text(
+            json.dumps({**base, **op, "id": f"{batch}-0000", "lc": lc + 1 + i}) + "\n",
+            encoding="utf-8")
+    r = invoke("trail", "check", "--json", cwd=trail_kb)
+    assert r.code == 1, r.stdout + r.stderr
+    said = [p["message"] for p in r.json()["problems"]]
+    assert any("unknown kind wizard" in m for m in said), said
+    assert any("unknown status bogus" in m for m in said), said
+    assert any("title is text" in m for m in said), said
+    assert any("unknown link kind weird" in m for m in said), said
+    node = view(trail_kb, "node", goal)
+    assert node["summary"] == "" and node["status"] == "open" and node["title"] == "G"
+    assert "nwizard00001" not in json.dumps(view(trail_kb, "tree"))

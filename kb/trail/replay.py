@@ -32,8 +32,9 @@ from typing import Any
 from kb.trail import log as oplog
 from kb.trail.digest import synthesise
 from kb.numbers import quoted
-from kb.trail.model import (LAST_EPOCH, MAX_DIGEST_HISTORY, MAX_NODES, Edge, LogProblem, Node,
-                            clip, MAX_SUMMARY, MAX_TITLE, node_row)
+from kb.trail.model import (EDGE_KINDS, KINDS, LAST_EPOCH, MAX_DIGEST_HISTORY, MAX_NODES,
+                            STATUSES, Edge, LogProblem, Node, clip, MAX_SUMMARY, MAX_TITLE,
+                            node_row)
 
 CACHE_NAME = "trail-graph.marshal"
 CACHE_FORMAT = 8
@@ -236,6 +237,10 @@ def _op_add(g: Graph, op: dict[str, Any]) -> str | None:
         # the same transcript session already saw it (see _op_hit).
         _sighting(g, have, session)
         return None
+    bad = _unknown_value(d.get("kind"), KINDS, "kind") or \
+        _unknown_value(d.get("status") or "open", STATUSES, "status")
+    if bad is not None or not isinstance(d.get("title"), str):
+        return bad or "a node needs a title (text)"
     parent = d.get("parent")
     if parent is not None:
         pn = nodes.get(parent)
@@ -270,7 +275,21 @@ def _op_add(g: Graph, op: dict[str, Any]) -> str | None:
     return None
 
 
+def _unknown_value(value: Any, allowed: tuple[str, ...], what: str) -> str | None:
+    """A log problem for a ``what`` (a node's kind or status, a link's kind) that kb's
+    commands never write (they refuse it: kb.trail.model.check_choice), else None. Written by
+    hand, `wizard` nodes and `bogus` statuses were applied, and `kb trail check` said
+    nothing; the views then showed `? n… topic:` rows."""
+    if isinstance(value, str) and value in allowed:
+        return None
+    shown = quoted(str(value), limit=30, quote=False) if isinstance(value, str) else type(value).__name__
+    return f"unknown {what} {shown} (accepted: {' '.join(allowed)})"
+
+
 def _op_link(g: Graph, op: dict[str, Any]) -> str | None:
+    bad = _unknown_value(op.get("kind"), EDGE_KINDS, "link kind")
+    if bad is not None:
+        return bad
     a, b = _node(g, op, "from"), _node(g, op, "to")
     g.edges.append(Edge(id=op["id"], src=a.id, dst=b.id, kind=op["kind"], note=op.get("note") or "",
                         by=op.get("actor", ""), at=op.get("at", "")))
@@ -284,9 +303,14 @@ _SETTABLE = ("status", "title", "summary", "tags", "refs")
 
 def _op_set(g: Graph, op: dict[str, Any]) -> str | None:
     n = _node(g, op)
-    for k, v in op["fields"].items():
+    for k, v in op["fields"].items():  # every field checked before any is set
         if k not in _SETTABLE:
             return f"field {k!r} cannot be set"
+        if k == "status" and (bad := _unknown_value(v, STATUSES, "status")) is not None:
+            return bad
+        if k == "title" and not isinstance(v, str):
+            return "a node's title is text"
+    for k, v in op["fields"].items():
         if k == "title":
             v = clip(v, MAX_TITLE)
         elif k == "summary":
