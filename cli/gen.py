@@ -162,7 +162,12 @@ def schema(kind: str | None, as_json: bool) -> int:
 @sandbox_option
 @json_option
 def rank(file: str | None, sandbox: str | None, as_json: bool) -> int:
-    """Apply pairwise comparisons in FILE (Elo 1200, K 32); without FILE show the ratings."""
+    """Apply pairwise comparisons in FILE (Elo 1200, K 32); without FILE show the ratings.
+
+    FILE is JSON: {"matches": [{"a": HID, "b": HID, "winner": HID or "draw",
+    "rationale": TEXT (optional)}, ...]}, a and b two hypotheses of the run's pool; the
+    whole file is refused (every problem listed) when one match is invalid.
+    """
     from kb.gen.rank import standings, submit_matches
 
     sb = _open(sandbox)

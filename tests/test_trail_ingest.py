@@ -155,6 +155,16 @@ def test_bad_transcripts_are_usage_errors(kb: Path, tmp_path: Path) -> None:
     only.write_text('{"type": "reasoning", "text": "Maybe it is the cache."}\n', encoding="utf-8")
     r = invoke("trail", "ingest", str(only), "--json", cwd=kb)
     assert r.code == 2 and "no real user message" in r.json()["error"]["message"]
+    # the lines kb skipped are named (path and line), not only "no real user message"
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text('{"type": "user"}\n{"type": "weird"}\nnot json\n', encoding="utf-8")
+    r = invoke("trail", "ingest", str(mixed), "--json", cwd=kb)
+    msg = r.json()["error"]["message"]
+    assert r.code == 2 and f"skipped {mixed}:3: not a JSON line (and 1 more)" in msg, msg
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text("nope\n", encoding="utf-8")
+    r = invoke("trail", "ingest", str(junk), "--json", cwd=kb)
+    assert r.code == 2 and f"skipped {junk}:1: not a JSON line" in r.json()["error"]["message"]
 
 
 # -- the classifier on its own ---------------------------------------------------------

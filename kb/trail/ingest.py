@@ -121,6 +121,16 @@ def _own_tool(name: str) -> bool:
     return any(name == t or name.endswith("__" + t) for t in OWN_TOOLS)
 
 
+def _skipped(problems: list[LogProblem]) -> str:
+    """What a refusal adds about the lines kb skipped: how many, and the first by path and
+    line (`not json` three lines down was never named)."""
+    if not problems:
+        return ""
+    p = problems[0]
+    more = f" (and {len(problems) - 1:,} more)" if len(problems) > 1 else ""
+    return f"; skipped {p.path}:{p.line}: {p.message.removesuffix('; skipped')}{more}"
+
+
 def parse(path: Path) -> Transcript:
     """Read a transcript file (either format). Bad lines become problems (path, line)."""
     try:
@@ -143,7 +153,7 @@ def parse(path: Path) -> Transcript:
         events.append((i, ev))
     if not events:
         raise UsageError(f"{path}: no transcript events (expected Claude Code JSONL or the "
-                         "generic events format of `kb trail ingest --help`)")
+                         "generic events format of `kb trail ingest --help`)" + _skipped(problems))
     claude = any("message" in ev for _, ev in events)
     tr = _claude(events) if claude else _generic(events, problems, str(path))
     tr.problems = problems + tr.problems
@@ -292,7 +302,8 @@ def plan(tr: Transcript) -> tuple[list[Planned], dict[str, Any]]:
     report: dict[str, Any] = {"session": tr.session, "format": tr.format, "turns": []}
     real = [t for t in tr.turns if t.user]
     if not real:
-        raise UsageError("the transcript has no real user message to make the goal of")
+        raise UsageError("the transcript has no real user message to make the goal of"
+                         + _skipped(tr.problems))
     goal_fp = fingerprint("goal", tr.session, _norm(real[0].user))
     out.append(Planned(goal_fp, {"kind": "goal", "title": first_sentence(real[0].user),
                                  "summary": clip(real[0].user, MAX_SUMMARY), "parent": goal_fp,
