@@ -33,3 +33,21 @@ def test_prose_and_trailers_in_one_commit_through_the_hooks(tree_kb: Path):
     with pytest.raises(UsageError, match="a prose line spans several lines"):
         add_hypothesis(tree_kb, "x", prose=["one\ntwo"])
     assert git(tree_kb, "rev-parse", "HEAD") == head
+
+
+def test_a_cite_whose_snippet_was_not_found_is_marked_in_the_provenance():
+    """hypotheses.md marks a cite whose snippet failed the verbatim check; the adopted
+    hypothesis's *Cites* line in tree.md gave it as the others, unmarked."""
+    from types import SimpleNamespace
+
+    from kb.gen.adopt import provenance
+
+    sb = SimpleNamespace(state={"run_id": "gen-1"})
+    h = {"round": 2, "hid": "r2h1", "total": 71.5, "scores": {"novelty": 3},
+         "novelty_assessment": "new", "how_to_test": "profile it",
+         "evidence": {"k1": {"title": "Real", "id": "S2:1", "check": "verified"},
+                      "k2": {"title": "Made up.", "check": "not-found"},
+                      "k3": {"title": "From the web", "check": "web"}}}
+    (cites,) = [line for line in provenance(sb, h) if line.startswith("*Cites*")]
+    assert cites == ("*Cites*: k1 Real (S2:1); k2 Made up. (snippet not found in the round's "
+                     "cache); k3 From the web.")

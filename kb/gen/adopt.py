@@ -21,7 +21,11 @@ def provenance(sb: Sandbox, h: dict[str, Any]) -> list[str]:
         return " ".join(str(text).split())
 
     ev = h.get("evidence", {})
+    # a cite whose snippet the round's cache does not hold is marked, as hypotheses.md
+    # marks it (kb.gen.report): adopted without it, tree.md gave it as verified
     cites = [f"{k} {clean(ev[k]['title'])}" + (f" ({ev[k]['id']})" if ev[k].get("id") else "")
+             + ("" if ev[k].get("check") in ("verified", "web")
+                else " (snippet not found in the round's cache)")
              for k in sorted(ev)]
     lines = [f"*Generated* by the literature-grounded generation loop: run {sb.state['run_id']}, "
              f"round {h['round']}, candidate {h['hid']}, rubric total {h['total']:g}/100 "
