@@ -532,3 +532,18 @@ def test_rewrite_diffs_the_old_tip_against_the_new(example_kb: Path) -> None:
     assert any(f["code"] == "KB301" for f in d["findings"]), d["findings"]
     plain = _diff(root, f"{old}..{new}")
     assert plain["base"] == new and plain["hypotheses"]["removed"] == []
+
+
+def test_an_override_is_shown_on_the_change_its_command_made(tree_kb: Path) -> None:
+    """`kb hyp status H1 …` then `kb hyp edit H1 … --reason typo`: the diff labelled the
+    plain status move "override: typo" too. An override a kb command wrote goes with the
+    change of its kind (Kb-Op); one by hand (no Kb-Op) may be any change's."""
+    root = tree_kb
+    _kb(root, "hyp", "add", "first")
+    base = git(root, "rev-parse", "HEAD")
+    _kb(root, "hyp", "status", "H1", "in-progress")
+    _kb(root, "hyp", "edit", "H1", "first, sharper", "--reason", "typo")
+    d = _diff(root, f"{base}..HEAD")
+    h = d["hypotheses"]
+    assert [(c["id"], c["reason"]) for c in h["corrected"]] == [("H1", "typo")]
+    assert [(c["id"], c["reason"]) for c in h["status"]] == [("H1", None)]

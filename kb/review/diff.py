@@ -144,6 +144,7 @@ class _Ctx:
                  overrides: dict[tuple[str, Optional[str]], str], ren: dict[str, str]) -> None:
         self.s, self.by_id, self.overrides, self.ren = s, by_id, overrides, ren
         self.back = {v: k for k, v in ren.items()}
+        self.op_of = {c.commit: c.op for c in s.commits}
 
     def commits(self, oid: str, path: Optional[str] = None) -> list[str]:
         """Commits that named ``oid`` (Kb-Id) or changed its file (one object per file)."""
@@ -155,10 +156,17 @@ class _Ctx:
             out += self.s.path_commits.get(rel or "", [])
         return list(dict.fromkeys(out))
 
-    def reason(self, oid: str) -> Optional[str]:
-        """The override reason naming ``oid`` (or its old number) in the range, if any."""
-        for (i, _c), r in self.overrides.items():
-            if i == oid or i == self.back.get(oid):
+    def reason(self, oid: str, op: Optional[str] = None) -> Optional[str]:
+        """The override reason naming ``oid`` (or its old number) in the range, if any. With
+        ``op`` (``hyp.status``, ``hyp.edit``), an override a kb command of another kind wrote
+        is not this change's: `kb hyp edit H1 … --reason typo` labelled a plain status move
+        of H1 in the same range "override: typo". A hand-made commit's override (no
+        ``Kb-Op``) and ``KB_OVERRIDE``'s may be any change's."""
+        for (i, c), r in self.overrides.items():
+            if i != oid and i != self.back.get(oid):
+                continue
+            made_by = self.op_of.get(c) if c is not None else None
+            if op is None or made_by is None or made_by == op:
                 return r
         return None
 
@@ -219,7 +227,7 @@ def _hypotheses(ctx: _Ctx, old: dict, new: dict, pairs: list, added: list, remov
             out["renumbered"].append({"from": ok[1], "to": hid, **where})
         if o["statement"] != n["statement"]:
             out["corrected"].append({"id": hid, "from": o["statement"], "to": n["statement"],
-                                     "reason": ctx.reason(hid), **where})
+                                     "reason": ctx.reason(hid, "hyp.edit"), **where})
         ev_old, ev_new = list(o.get("evidence") or ()), list(n.get("evidence") or ())
         appended = [e for e in ev_new if e not in ev_old]
         dropped = [e for e in ev_old if e not in ev_new]
@@ -231,7 +239,8 @@ def _hypotheses(ctx: _Ctx, old: dict, new: dict, pairs: list, added: list, remov
             moves.append((hid, o["status"], n["status"], because, where))
     exps = _experiment_states(ctx, cited)
     for hid, frm, to, because, where in moves:
-        out["status"].append({"id": hid, "from": frm, "to": to, "reason": ctx.reason(hid),
+        out["status"].append({"id": hid, "from": frm, "to": to,
+                              "reason": ctx.reason(hid, "hyp.status"),
                               "evidence": [exps.get(e, {"id": e}) for e in because], **where})
     return out
 
