@@ -192,6 +192,10 @@ def read_toml(raw: bytes) -> tuple[str, dict[str, Any]]:
     except ValueError:  # tomllib reads a number of more than 4,300 digits with int(): refused
         line = next((n for n, ln in enumerate(text.splitlines(), 1) if _LONG_NUMBER.search(ln)), 0)
         raise _at(line, "not valid TOML: a number of more than 4,300 digits") from None
+    except RecursionError:  # `x = [[[[…` 500 deep: tomllib recurses once per level (exit 3)
+        lines = text.splitlines() or [""]
+        line = max(range(len(lines)), key=lambda n: lines[n].count("[") + lines[n].count("{")) + 1
+        raise _at(line, "not TOML kb can read: arrays or tables nested too deeply") from None
 
 
 _LONG_NUMBER = re.compile(r"\d{4301}")

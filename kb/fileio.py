@@ -59,4 +59,14 @@ def read_fd(fd: int, path: Path | str = "") -> bytes:
         chunks.append(more)
 
 
-__all__ = ["READ_FLAGS", "read_fd", "read_regular"]
+def special_file(path: Path | str) -> bool:
+    """Whether ``path`` is there and is a FIFO, a socket or a device: neither a regular
+    file, a folder nor a symlink (git hash-object would wait on a FIFO too)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
+
+
+__all__ = ["READ_FLAGS", "read_fd", "read_regular", "special_file"]

@@ -101,3 +101,14 @@ def test_a_path_written_with_dot_segments_names_the_file_git_lists(make_kb: Make
                    config='[kb]\n[paths]\ntree = "./tree.md"\n', commit=True)
     r = run_script("verify", "--json", cwd=root)
     assert r.code == 1 and {"KB202", "KB205"} <= {d["code"] for d in r.json()["diagnostics"]}, r.stdout
+
+
+@pytest.mark.parametrize("value", ["[" * 500 + "]" * 500, "{a=" * 400 + "1" + "}" * 400])
+def test_a_value_nested_too_deeply_is_a_kb_toml_error_at_its_line(make_kb: MakeKB, value) -> None:
+    """`x = [[[[…` 500 deep ended every command with exit 3 (tomllib recurses once a
+    level): a kb.toml error at its line, exit 2, as any TOML kb cannot read."""
+    root = make_kb({"tree.md": TREE}, config=f"[kb]\n[rules]\nseverity = {value}\n", commit=True)
+    r = run_script("ls", "hypotheses", "--json", cwd=root)
+    assert r.code == 2 and "Traceback" not in r.stderr, (r.code, r.stderr)
+    msg = r.json()["error"]["message"]
+    assert "kb.toml:3" in msg and "nested too deeply" in msg, msg

@@ -77,3 +77,17 @@ def test_a_write_to_a_fifo_is_refused_and_writes_nothing(tree_kb: Path) -> None:
     assert "Problems/q1.md" in r.stderr and "FIFO" in r.stderr and "nothing was written" in r.stderr
     assert git(root, "rev-parse", "HEAD") == head
     assert _files(root) == before
+
+
+def test_verify_fix_leaves_the_dashboard_when_tree_md_is_a_fifo(tree_kb: Path) -> None:
+    """A FIFO in tree.md's place reads as no tree: `kb verify --fix` regenerated DASHBOARD.md
+    from it (every hypothesis gone from the dashboard) while it exited 1. It says why it
+    leaves the dashboard, and leaves it."""
+    root = tree_kb
+    assert run_script("hyp", "add", "a", cwd=root).code == 0
+    before = (root / "DASHBOARD.md").read_bytes()
+    (root / "tree.md").unlink()
+    os.mkfifo(root / "tree.md")
+    r = run_script("verify", "--fix", cwd=root, timeout=30)
+    assert r.code == 1 and "tree.md is not a regular file" in r.stderr, r.stderr
+    assert (root / "DASHBOARD.md").read_bytes() == before

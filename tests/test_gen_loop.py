@@ -205,3 +205,24 @@ def test_status_after_the_budget_stop_names_the_last_round_run(lit, tmp_path: Pa
     r = invoke("gen", "status", *S)
     assert r.code == 0, r.stderr
     assert "round 1/1 · stopped (budget)" in r.stdout, r.stdout
+
+
+def test_a_run_never_takes_over_a_folder_with_files_or_gits_own(tree_kb: Path) -> None:
+    """`kb gen init --sandbox .` wrote a `.gitignore` of `*` over the KB's (the whole KB was
+    ignored by git), `--sandbox Problems` dropped state files among the cards, `--sandbox
+    .git` wrote into git's folder. A run makes a new or empty folder its own; nothing is
+    written otherwise."""
+    from conftest import tree_snapshot
+
+    root = tree_kb
+    (root / "Problems").mkdir(exist_ok=True)
+    (root / "Problems" / "keep.md").write_text("x\n", encoding="utf-8")
+    before = tree_snapshot(root)
+    for folder, code in ((".", 1), ("Problems", 1), (".git", 2), (".git/runs", 2)):
+        r = invoke("gen", "init", "--question", "Why?", "--sandbox", folder, "--json", cwd=root)
+        assert r.code == code, (folder, r.stdout, r.stderr)
+        assert "sandbox" in r.json()["error"]["message"] or "folder" in r.json()["error"]["message"]
+    assert tree_snapshot(root) == before
+    (root / "runs" / "empty").mkdir(parents=True)
+    assert invoke("gen", "init", "--question", "Why?", "--sandbox", "runs/empty", cwd=root).code == 0
+    assert invoke("gen", "init", "--question", "Why?", "--sandbox", "runs/new", cwd=root).code == 0

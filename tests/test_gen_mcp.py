@@ -106,7 +106,7 @@ def test_a_sandbox_outside_the_kb_is_refused_over_mcp(tree_kb: Path, tmp_path: P
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     os.symlink(outside, tree_kb / "out-link")
-    bad = ["../../escape", str(tmp_path / "abs"), "runs/../../x", "", ".", "out-link",
+    bad = ["../../escape", str(tmp_path / "abs"), "runs/../../x", "", ".", "out-link", ".git/x",
            "out-link/run", "a\\..\\b", "run\n1"]
 
     async def session() -> None:

@@ -99,3 +99,12 @@ def test_json_within_the_depth_reads_as_json_loads_reads_it():
         loads("{torn")
     with pytest.raises(UnicodeDecodeError):
         loads(b'"\xff"')
+
+
+@pytest.mark.parametrize("data", ['{"t": "a\\ud800b"}', b'["\\udc00"]', '"\\ud83d"'])
+def test_half_a_surrogate_pair_is_a_decode_error(data):
+    """`"a\\ud800b"` decoded into a string no UTF-8 encoder takes: kb failed later, where it
+    wrote or printed it (exit 3). A pair is its character, and stays accepted."""
+    with pytest.raises(json.JSONDecodeError, match="lone surrogate"):
+        loads(data)
+    assert loads('"\\ud83d\\ude00"') == "\U0001F600"

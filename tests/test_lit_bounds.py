@@ -299,6 +299,21 @@ def test_a_password_in_a_base_url_is_never_printed(lit, tmp_path, monkeypatch):
         assert "user:…@127.0.0.1" in r.stdout + r.stderr or "retrying" in r.stderr
         lit.script("/s2/", [503, 503, 503, 503])
     assert [p for p in lit.paths() if p.startswith("/s2/")], "the requests were made"
+    # a token alone as the user part; a base URL kb refuses (a port too large); the cache
+    # of an answered request: none keeps the secret
+    for url in (lit.base.replace("//", "//s3cretpw@") + "/s2",
+                "http://user:s3cretpw@127.0.0.1:99999/s2", "http://user:s3cretpw@127.0.0.1/a b"):
+        monkeypatch.setenv("KB_LIT_S2_URL", url)
+        lit.script("/s2/", [503, 503, 503, 503])
+        r = invoke("lit", "search", "spacing", "--source", "s2", "--json",
+                   "--cache-dir", str(tmp_path / "c"))
+        assert r.code != 0 and "s3cretpw" not in r.stdout + r.stderr, (url, r.stdout, r.stderr)
+    monkeypatch.setenv("KB_LIT_S2_URL", lit.base.replace("//", "//user:s3cretpw@") + "/s2")
+    lit.script("/s2/", [])  # (the refused URLs never asked: their scripted answers are left)
+    r = invoke("lit", "search", "spacing", "--source", "s2", "--cache-dir", str(tmp_path / "c"))
+    assert r.code == 0, r.stderr
+    cached = _cached(tmp_path / "c")
+    assert cached and not any(b"s3cretpw" in p.read_bytes() for p in cached)
 
 
 def test_a_deadline_the_throttle_uses_up_is_no_connection_failure(lit, tmp_path):

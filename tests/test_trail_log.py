@@ -419,3 +419,30 @@ def test_values_kb_never_writes_are_log_problems_not_applied(trail_kb: Path) -> 
     node = view(trail_kb, "node", goal)
     assert node["summary"] == "" and node["status"] == "open" and node["title"] == "G"
     assert "nwizard00001" not in json.dumps(view(trail_kb, "tree"))
+
+
+def test_an_operation_with_a_lone_surrogate_or_a_number_for_its_time_is_a_problem(
+        trail_kb: Path, tmp_path: Path) -> None:
+    """A hand-written line whose title escapes half a surrogate pair, or whose `at` is 5,
+    ended kb trail overview, snapshot, tree and render with exit 3; the same surrogate in
+    `--children-json` too. Each is a problem at its line (exit 2 for the file given)."""
+    goal = add(trail_kb, "--kind", "goal", "--title", "G")["ids"][0]
+    folder = trail_kb / ".explore-tree" / "ops" / "2026-12"
+    base = {"v": 1, "actor": "a", "lc": 50, "op": "add"}
+    for i, (at, title) in enumerate((("2026-12-01T10:00:00Z", "\ud800"), (5, "x"))):
+        op = {**base, "id": f"20261201T10000{i}Z-bbbbbbbbbbbb-0000", "at": at,
+              "node": {"id": f"nbad0000000{i}", "kind": "note", "title": title, "parent": goal}}
+        (folder / f"20261201T10000{i}Z-bbbbbbbbbbbb.jsonl").write_text(json.dumps(op) + "\n",
+                                                                      encoding="utf-8")
+    for args in (["overview"], ["snapshot"], ["tree"], ["render"]):
+        r = invoke("trail", *args, cwd=trail_kb)
+        assert r.code == 0, (args, r.code, r.stderr)
+    r = invoke("trail", "check", "--json", cwd=trail_kb)
+    said = sorted(p["message"] for p in r.json()["problems"])
+    assert r.code == 1 and len(said) == 2, said
+    assert "lone surrogate" in said[1] and "'at' and 'actor' are text" in said[0], said
+    children = tmp_path / "c.json"
+    children.write_text('[{"kind": "note", "title": "a\\ud800b"}]', encoding="utf-8")
+    r = invoke("trail", "add", "--kind", "topic", "--title", "T", "--children-json",
+               str(children), cwd=trail_kb)
+    assert r.code == 2 and "lone surrogate" in r.stderr, r.stderr

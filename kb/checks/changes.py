@@ -10,7 +10,6 @@ Errors: :class:`kb.errors.GitError` when git fails.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Optional
@@ -18,6 +17,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 from kb import git
 from kb.checks.diagnostics import diag
 from kb.checks.facts import Facts, Light
+from kb.fileio import special_file
 
 ZERO = "0" * 40
 
@@ -364,7 +364,7 @@ def worktree_kept(kb: Any, head: Optional[str], base_config: Any = None) -> list
     dirty = [c for c in changes if c.old and c.new == ""]
     out = [c for c in changes if c.new != ""]
     # git hash-object waits forever on a FIFO in a kept file's place: no file is there
-    special = [c for c in dirty if _special(kb.root / c.path)]
+    special = [c for c in dirty if special_file(kb.root / c.path)]
     out += [RawChange(c.path, c.old, None) for c in special]
     dirty = [c for c in dirty if c not in special]
     if dirty:
@@ -375,18 +375,6 @@ def worktree_kept(kb: Any, head: Optional[str], base_config: Any = None) -> list
             if h != c.old:
                 out.append(RawChange(c.path, c.old, h))
     return out
-
-
-def _special(path: Any) -> bool:
-    """Whether ``path`` is there and neither a regular file nor a symlink (a FIFO, a socket,
-    a device, a folder)."""
-    import stat
-
-    try:
-        mode = os.lstat(path).st_mode
-    except OSError:
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISLNK(mode))
 
 
 def touches_links(changes: Iterable[Any]) -> bool:

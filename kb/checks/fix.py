@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from kb.checks.report import Finding
-from kb.fileio import read_regular
+from kb.fileio import read_regular, special_file
 
 
 @dataclass
@@ -121,6 +121,13 @@ def regenerate_dashboard(kb_root: Path, refused: list[str] | None = None) -> boo
     from kb.repo import open_kb
 
     k = open_kb(kb_root)
+    tree = k.root / k.config.paths["tree"]
+    if special_file(tree):  # a FIFO there reads as no tree: the dashboard would lose it all
+        if refused is not None:
+            refused.append(f"{k.prefix}{k.config.paths['dashboard']}: not regenerated: "
+                           f"{k.prefix}{k.config.paths['tree']} is not a regular file (a FIFO, "
+                           "a socket or a device)")
+        return False
     with Index(k) as idx:
         idx.refresh()
         if refused is not None:
@@ -209,3 +216,4 @@ def fix_until_stable(check: Callable[[], Any]) -> tuple[Any, FixSummary]:
     done.skipped += len(refused)
     done.skipped_at = done.skipped_at + refused
     return report, done
+

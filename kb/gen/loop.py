@@ -81,6 +81,18 @@ def init_run(sandbox: str | Path | None, question: str, *, gen_n: int = 6, keep_
                        "(kb gen status shows it; use another --sandbox for a new run)")
     if root.exists() and not root.is_dir():
         raise GenError(f"{root} is a file, not a folder")
+    # A run makes its folder its own (a `.gitignore` of `*` first): `--sandbox .` ignored the
+    # whole KB in git, `--sandbox Problems` the cards, `.git` wrote into git's own folder.
+    if ".git" in root.resolve().parts:
+        raise UsageError(f"--sandbox {root}: a folder inside .git is git's own; name another")
+    try:
+        used = root.is_dir() and next(root.iterdir(), None) is not None
+    except OSError as exc:
+        raise os_failure(exc, f"look into the sandbox {root}", "no run was started") from None
+    if used:
+        raise GenConflict(f"{root} is a folder with files in it: a run makes its own folder "
+                          "(its .gitignore ignores everything else there); name a new or empty "
+                          "one with --sandbox")
     now = clock.now()
     run = {"question": q, "gen_n": gen_n, "keep_threshold": keep_threshold,
            "eval_scale": eval_scale, "sandbox_root": str(root), "budget": budget,

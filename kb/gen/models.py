@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from kb import json_input
 from kb.gen.errors import GenError, GenNoFile
 
 StrictInt = Annotated[int, Field(strict=True)]
@@ -156,7 +157,7 @@ def load(kind: str, path: Path, data: Any = None) -> tuple[Any, _Model]:
         except (OSError, UnicodeDecodeError) as exc:
             raise GenError(f"{path}: cannot read it ({exc})") from None
         try:
-            raw = json.loads(text)
+            raw = json_input.loads(text)
         except json.JSONDecodeError as exc:
             raise GenError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
         except (ValueError, RecursionError):  # a number too long for int(), nesting too deep

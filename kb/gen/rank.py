@@ -65,7 +65,7 @@ def submit_matches(sb: Sandbox, path: str | Path | None = None, *, data: Any = N
         raw = data
     else:
         try:
-            raw = json.loads(p.read_text(encoding="utf-8"))
+            raw = json_input.loads(p.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise GenNoFile(f"{p}: no such file") from None
         except json.JSONDecodeError as exc:

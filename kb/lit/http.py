@@ -236,9 +236,10 @@ class Fetcher:
         body = self._fetch(url, bucket, headers, as_json)
         problem = _problem(check, body)
         if problem is not None:  # like a malformed body: not retried, and never cached
-            raise LitResponseError(f"GET {_redact(url)}: the answer is not of the expected "
+            raise LitResponseError(f"GET {redact_url(url)}: the answer is not of the expected "
                                    f"shape: {problem}")
-        self.cache.put(key, {"key": key, "method": "GET", "url": url, "status": 200, "body": body})
+        self.cache.put(key, {"key": key, "method": "GET", "url": redact_url(url), "status": 200,
+                             "body": body})
         self._served(key)
         return body
 
@@ -265,7 +266,7 @@ class Fetcher:
 
         parts = urlsplit(url)
         # the host and port, never the user and password a base URL may hold
-        host = (parts.netloc.rpartition("@")[2] if parts.netloc else "") or _redact(url)
+        host = (parts.netloc.rpartition("@")[2] if parts.netloc else "") or redact_url(url)
         last = "no attempt made"
         connected = False  # did any attempt reach the server?
         out_of_time = False  # did the deadline end the attempts?
@@ -291,11 +292,12 @@ class Fetcher:
             except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
                 # keys.base_url checks the base URLs; this catches what slips past it. The
                 # same URL fails the same way on every attempt: no retry.
-                raise LitConfigError(f"GET {_redact(url)}: not a usable URL ({exc}); check the "
-                                     "KB_LIT_*_URL base URLs") from None
+                raise LitConfigError(f"GET {redact_url(url)}: not a usable URL "
+                                     f"({redact_url(str(exc))}); check the KB_LIT_*_URL base "
+                                     "URLs") from None
             except _TooBig as exc:  # the same answer again on a retry: refused at once
                 raise LitResponseError(
-                    f"GET {_redact(url)}: the answer is larger than {self.max_bytes:,} bytes"
+                    f"GET {redact_url(url)}: the answer is larger than {self.max_bytes:,} bytes"
                     f"{exc.declared}; kb stopped reading it and cached nothing (ask for fewer "
                     "results with --limit, or raise KB_LIT_MAX_BYTES)") from None
             except _Late:  # the worker is still reading (a trickle): stop waiting for it
@@ -321,23 +323,23 @@ class Fetcher:
                 continue
             if answer.status >= 400:
                 cls = LitNotFound if answer.status == 404 else LitResponseError
-                raise cls(f"GET {_redact(url)}: HTTP {answer.status}: "
+                raise cls(f"GET {redact_url(url)}: HTTP {answer.status}: "
                           f"{answer.text()[:200].strip()}")
             if not as_json:
                 return answer.text()
             try:
                 return json_input.loads(answer.body)
             except ValueError:
-                raise LitResponseError(f"GET {_redact(url)}: the response is not JSON "
+                raise LitResponseError(f"GET {redact_url(url)}: the response is not JSON "
                                        f"({answer.text()[:80].strip()!r})") from None
         if made and not connected:
-            raise LitOffline(f"GET {_redact(url)}: no connection to the server ({last}); check the "
+            raise LitOffline(f"GET {redact_url(url)}: no connection to the server ({last}); check the "
                              "network, or the KB_LIT_*_URL base URLs")
         if out_of_time:
-            raise LitUnavailable(f"GET {_redact(url)}: no answer within {self.timeout:g}s, the "
+            raise LitUnavailable(f"GET {redact_url(url)}: no answer within {self.timeout:g}s, the "
                                  f"whole wait for one request (KB_LIT_TIMEOUT), after {made} "
                                  f"attempt{'s' if made != 1 else ''}; last: {last}")
-        raise LitUnavailable(f"GET {_redact(url)} failed {made} times; last: {last}")
+        raise LitUnavailable(f"GET {redact_url(url)} failed {made} times; last: {last}")
 
     def _attempt(self, http: Any, url: str, headers: Mapping[str, str] | None, deadline: float,
                  host: str) -> "_Answer":
@@ -500,11 +502,14 @@ def _unresolvable(exc: BaseException) -> bool:
     return False
 
 
-def _redact(url: str) -> str:
-    """The URL for messages: the ``mailto`` value is personal and a password in the URL's
-    user part (``https://user:secret@host/…``, a base URL of ``KB_LIT_*_URL``) a secret, so
-    both are hidden."""
+def redact_url(url: str) -> str:
+    """The URL for messages and the cache: the ``mailto`` value is personal and the URL's
+    user part (``https://user:secret@host/…``, ``https://TOKEN@host/…``, a base URL of
+    ``KB_LIT_*_URL``) a secret, so both are hidden: ``user:…@``, ``…@``. Any text that may
+    hold the URL (an httpx message) goes through it too."""
     import re
 
-    url = re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://[^/@]*?:)[^/@]*@", r"\1…@", url)
-    return re.sub(r"(mailto=)[^&]+", r"\1…", url)
+    url = re.sub(r"([A-Za-z][A-Za-z0-9+.-]*://)([^/@\s?#]*)@",
+                 lambda m: m.group(1) + (m.group(2).split(":", 1)[0] + ":…" if ":" in m.group(2)
+                                         else "…") + "@", url)
+    return re.sub(r"(mailto=)[^&\s]+", r"\1…", url)

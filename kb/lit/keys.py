@@ -150,8 +150,11 @@ def base_url(var: str) -> str:
     if problem:
         # Checked here, before any request: httpx would raise InvalidURL (not a kb error) or
         # retry a URL without a scheme with backoff, though no attempt can ever succeed.
-        raise LitConfigError(f"{var}={value!r} is not a usable base URL: {problem}; write "
-                             f"http(s)://host[:port][/path], or unset {var} to use {BASE_URLS[var]}")
+        from kb.lit.http import redact_url
+
+        raise LitConfigError(f"{var}={redact_url(value)!r} is not a usable base URL: {problem}; "
+                             f"write http(s)://host[:port][/path], or unset {var} to use "
+                             f"{BASE_URLS[var]}")
     return value.rstrip("/")
 
 

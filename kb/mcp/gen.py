@@ -31,10 +31,11 @@ LitDirection = Literal["references", "citations", "recommend"]
 def _sandbox(kb: KnowledgeBase, sandbox: Optional[str]) -> str:
     """The run's folder: ``sandbox`` (default ``sandbox``) inside the KB's folder. Raises
     UsageError for an absolute path, a ``..`` segment, a backslash or a control character,
-    the KB's folder itself, and a path a symlink leads out of the KB: over MCP an agent
-    names a run, not a place on the machine (``../../escape`` wrote a run's files outside
-    the KB; every other MCP path is confined as well). The CLI's ``--sandbox`` is the
-    user's own choice of folder and stays free."""
+    the KB's folder itself, a folder in ``.git``, and a path a symlink leads out of the KB:
+    over MCP an agent names a run, not a place on the machine (``../../escape`` wrote a
+    run's files outside the KB; every other MCP path is confined as well). The CLI's
+    ``--sandbox`` is the user's own choice of folder (a run refuses a folder with files in
+    it or inside ``.git`` either way: :func:`kb.gen.loop.init_run`)."""
     import os
     from pathlib import PurePosixPath
 
@@ -43,7 +44,8 @@ def _sandbox(kb: KnowledgeBase, sandbox: Optional[str]) -> str:
     name = sandbox if sandbox is not None else "sandbox"
     parts = PurePosixPath(name).parts
     if (not name.strip() or name.startswith("/") or "\\" in name or ".." in parts
-            or any(ord(c) < 32 or ord(c) == 127 for c in name) or set(parts) <= {"."}):
+            or ".git" in parts or any(ord(c) < 32 or ord(c) == 127 for c in name)
+            or set(parts) <= {"."}):
         raise UsageError(f"sandbox {name[:80]!r}: name a folder inside the KB (a relative path "
                          "without '..', e.g. 'sandbox' or 'runs/q7')")
     full = kb.root / name

@@ -74,7 +74,8 @@ def read_text_arg(text: str | None, text_file: str | Path | None, what: str = "t
     out = "\n".join(ln.rstrip() for ln in out.split("\n")).strip("\n")
     check_length(out, f"the {what}", BODY_MAX)
     if required and not visible(out):  # only U+200B, U+FEFF, …: as empty as ""
-        raise UsageError(f"the {what} is empty; give it with --text or --text-file")
+        # (no option named: a statement is an argument, an entry's text --text/--text-file)
+        raise UsageError(f"the {what} is empty (nothing in it shows); write the {what}")
     return out
 
 

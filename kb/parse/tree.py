@@ -170,15 +170,25 @@ def _hidden_declaration(text: str, separators: tuple[str, ...], decl: re.Pattern
 
 
 #: Characters that show nothing, and spaces other than the ASCII space, before a line's
-#: first '#': Markdown reads no heading there (a BOM pasted mid-file, U+200B, U+00A0).
-_HIDDEN_LEAD = re.compile(f"[{HIDDEN_CLASS}{WIDE_SPACES.pattern[1:-1]}]+(?=[#＃])")
+#: first '#' (with ASCII blanks among them: `\u200b ## H2`, ` \ufeff## H2`): Markdown reads
+#: no heading there (a BOM pasted mid-file, U+200B, U+00A0).
+_HIDDEN_ONE = f"{HIDDEN_CLASS}{WIDE_SPACES.pattern[1:-1]}"
+_HIDDEN_LEAD = re.compile(f"[ \t]*[{_HIDDEN_ONE}][ \t{_HIDDEN_ONE}]*(?=[#＃])")
+
+
+def _kb119(path: str, i: int, line: str, fixed: str, what: str) -> Diagnostic:
+    """KB119 at 0-based line ``i`` (``line``): ``what``, and the rewrite ``fixed`` (its fix)."""
+    return Diagnostic(path=path, line=i + 1, code="KB119", severity="error",
+                      message=f"{what}; write {quoted(fixed, limit=QUOTED_LINE)}",
+                      fix=Fix(line=i + 1, old=line, new=fixed))
 
 
 def _hidden_lead(line: str, decl: re.Pattern[str], plain: re.Pattern[str]
                  ) -> tuple[str, str, str] | None:
-    """``(ID, 'U+XXXX (what it is)', the line without them)`` when ``line`` is a declaration heading but
-    for characters that show nothing (or wide spaces) before its '#' (``\ufeff## H2: …``):
-    it reads as a heading and declares nothing. None otherwise."""
+    """``(ID, 'U+XXXX (what it is)', the line without them)`` when ``line`` is a
+    declaration heading but for characters that show nothing (or wide spaces, ASCII blanks
+    among them) before its '#' (``\\ufeff## H2: …``): it reads as a heading and declares
+    nothing. None otherwise."""
     lead = _HIDDEN_LEAD.match(line)
     if lead is None:
         return None
@@ -190,9 +200,10 @@ def _hidden_lead(line: str, decl: re.Pattern[str], plain: re.Pattern[str]
     d = (decl if text[:1] == "[" else plain).match(text)
     if d is None or not d.group("stmt").strip():
         return None
-    what = "a space other than the ASCII space" if WIDE_SPACES.match(line) else \
-        "a character that shows nothing"
-    return d.group("id"), f"U+{ord(line[0]):04X} ({what})", rest
+    what = ("a space other than the ASCII space" if WIDE_SPACES.match(line.lstrip(" \t"))
+            else "a character that shows nothing")
+    first = next(c for c in line if c not in " \t")
+    return d.group("id"), f"U+{ord(first):04X} ({what})", rest
 
 
 def parse_tree(
@@ -271,12 +282,9 @@ def iter_tree(
             hidden = _hidden_lead(line, decl, plain) if line and not line.isascii() else None
             if hidden is not None and not src.is_masked(i):
                 hid, ch, fixed = hidden
-                diags.append(Diagnostic(
-                    path=path, line=i + 1, code="KB119", severity="error",
-                    message=f"heading starts with {ch} before its '#': "
-                    f"Markdown reads no heading there, so {quoted(hid, quote=False)} is not "
-                    f"declared; write {quoted(fixed, limit=QUOTED_LINE)}",
-                    fix=Fix(line=i + 1, old=line, new=fixed)))
+                diags.append(_kb119(path, i, line, fixed, (
+                    f"heading starts with {ch} before its '#': Markdown reads no heading there, "
+                    f"so {quoted(hid, quote=False)} is not declared")))
                 under_lookalike = True  # its anchor lines are explained by this report
                 i += 1
                 continue
@@ -324,13 +332,9 @@ def iter_tree(
             hidden = _hidden_declaration(text, separators, decl, plain)
             if hidden is not None:
                 hid, ch, fixed_text = hidden
-                fixed = f"{m.group(1)} {fixed_text}"
-                diags.append(Diagnostic(
-                    path=path, line=i + 1, code="KB119", severity="error",
-                    message=f"heading declares {quoted(hid, quote=False)} with {ch} in its ID "
-                    f"or before its separator, so kb reads nothing from it; write "
-                    f"{quoted(fixed, limit=QUOTED_LINE)}",
-                    fix=Fix(line=i + 1, old=line, new=fixed)))
+                diags.append(_kb119(path, i, line, f"{m.group(1)} {fixed_text}", (
+                    f"heading declares {quoted(hid, quote=False)} with {ch} in its ID or before "
+                    "its separator, so kb reads nothing from it")))
                 under_lookalike = True  # its anchor lines are explained by this report
                 i += 1
                 continue

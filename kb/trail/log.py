@@ -136,7 +136,8 @@ def _stamp(ops: list[Any], datas: list[tuple[str, bytes]], lines: list[int]) -> 
         for j in range(1, n + 1):
             op = ops[i]
             if not (type(op) is dict and type(op.get("id")) is str and type(op.get("op")) is str
-                    and type(op.get("v")) is int and op["v"] <= v):
+                    and type(op.get("v")) is int and op["v"] <= v
+                    and type(op.get("at", "")) is str and type(op.get("actor", "")) is str):
                 return False
             op["_src"] = (rel, j)
             i += 1
@@ -195,12 +196,14 @@ def read_bytes(rel: str, data: bytes, problems: list[LogProblem]) -> Iterator[di
         # Fast path: the whole file as one JSON array (one parser call per file, not per
         # line); any problem falls back to the line-by-line reading that reports it.
         try:
-            ops = json.loads(b"[" + body.replace(b"\n", b",") + b"]")
+            ops = json_input.loads(b"[" + body.replace(b"\n", b",") + b"]")
         except (ValueError, RecursionError):
             ops = None
         if ops is not None and len(ops) == body.count(b"\n") + 1 and all(
                 type(op) is dict and type(op.get("id")) is str and type(op.get("op")) is str
-                and type(op.get("v")) is int and op["v"] <= SCHEMA_VERSION for op in ops):
+                and type(op.get("v")) is int and op["v"] <= SCHEMA_VERSION
+                and type(op.get("at", "")) is str and type(op.get("actor", "")) is str
+                for op in ops):
             for i, op in enumerate(ops):
                 op["_src"] = (rel, i + 1)
             yield from ops
@@ -211,7 +214,7 @@ def read_bytes(rel: str, data: bytes, problems: list[LogProblem]) -> Iterator[di
         if not raw.strip():
             continue
         try:
-            op = json.loads(raw)
+            op = json_input.loads(raw)
         except UnicodeDecodeError:
             problems.append(LogProblem(rel, i + 1, "corrupt entry: not UTF-8; skipped"))
             continue
@@ -232,6 +235,11 @@ def read_bytes(rel: str, data: bytes, problems: list[LogProblem]) -> Iterator[di
         if op["v"] > SCHEMA_VERSION:
             problems.append(LogProblem(rel, i + 1, f"operation schema v{op['v']} is newer than "
                                                    f"this kb reads (v{SCHEMA_VERSION}); skipped"))
+            continue
+        if not isinstance(op.get("at", ""), str) or not isinstance(op.get("actor", ""), str):
+            # (`"at": 5` ended every trail view with exit 3 where the time is shown)
+            problems.append(LogProblem(rel, i + 1, "corrupt entry: its 'at' and 'actor' are "
+                                                   "text; skipped"))
             continue
         op["_src"] = (rel, i + 1)
         yield op
