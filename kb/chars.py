@@ -23,7 +23,8 @@ HIDDEN_CLASS = (
 HIDDEN_CHARS = re.compile(f"[{HIDDEN_CLASS}]")
 #: Spaces that are not the ASCII space (no-break, ideographic, thin, …): typed by an input
 #: method or pasted, they look like a space where kb's formats read none.
-WIDE_SPACES = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
+WIDE_SPACE_CHARS = "\u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200b))) + "\u202f\u205f\u3000"
+WIDE_SPACES = re.compile(f"[{WIDE_SPACE_CHARS}]")
 #: Of those, the ones that shape the visible text around them: joiners (Devanagari
 #: conjuncts, emoji sequences), variation selectors (emoji presentation), tag characters
 #: (subdivision flags).
@@ -43,4 +44,4 @@ def hidden_char(text: str, *, shaping: bool = True) -> str | None:
     return None
 
 
-__all__ = ["HIDDEN_CHARS", "HIDDEN_CLASS", "WIDE_SPACES", "hidden_char"]
+__all__ = ["HIDDEN_CHARS", "HIDDEN_CLASS", "WIDE_SPACE_CHARS", "WIDE_SPACES", "hidden_char"]

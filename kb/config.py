@@ -355,7 +355,7 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
     # Only the keys kb reads: another is KB001 above, and its value (of any type) is no path.
     paths.update((key, value) for key, value in data.get("paths", {}).items() if key in DEFAULT_PATHS)
     for key, value in paths.items():
-        why = _outside(value)
+        why = outside_reason(value)
         if why:
             raise _at(_key_line(text, "paths", key), _outside_message(f"paths.{key}", value, why))
         paths[key] = tidy_path(value)
@@ -395,7 +395,7 @@ def config_from_dict(root: Path, data: dict[str, Any], text: str = "") -> Config
                       f"`{pattern.pattern}` can leave its (?P<id>…) group empty or skip it, so a "
                       "heading it matches could be a record with an empty ID; make the group read "
                       "at least one character on every match, e.g. `^## (?P<id>\\S+) (?P<title>.+)$`")
-        why = _outside(str(reg["path"]))
+        why = outside_reason(str(reg["path"]))
         if why:
             raise _at(_registry_line(text, i, "path"),
                       _outside_message(f"registry #{i + 1} path", str(reg["path"]), why))
@@ -439,7 +439,7 @@ def check_inside(value: str, key: str) -> str:
     systems ignore it), ``\\`` counting as a separator as on Windows.
     Raises ConfigError naming ``key``; returns ``value``.
     """
-    why = _outside(value)
+    why = outside_reason(value)
     if why:
         raise _at(0, _outside_message(key, value, why))
     return value
@@ -468,8 +468,9 @@ def _place(value: str) -> str:
     return posixpath.normpath(value.strip().strip("/") or ".")
 
 
-def _outside(value: str) -> str | None:
-    """Why the configured path ``value`` is refused (:func:`check_inside`), or None."""
+def outside_reason(value: str) -> str | None:
+    """Why ``value``, a path meant inside the KB, is refused (:func:`check_inside`; the MCP
+    gen tools' sandbox too), or None."""
     parts = value.replace("\\", "/").split("/")
     if not value.strip():
         return "is empty"

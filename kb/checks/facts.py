@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Optional
 
 from kb import git, index_facts, index_results
+from kb.fileio import READ_FLAGS, read_fd
 from kb.index_facts import SnapshotTable
 
 __all__ = ["NAMESPACE", "CARD_KINDS", "XREF_LINKS", "Rec", "Obj", "Light", "Facts", "FileFacts",
@@ -188,30 +189,17 @@ def checkout_bytes(root: Path, path: str, blob: str) -> Optional[bytes]:
     try:
         if not _NOFOLLOW and not stat.S_ISREG(os.lstat(full).st_mode):
             return None
-        fd = os.open(full, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+        fd = os.open(full, READ_FLAGS | _NOFOLLOW)
     except OSError:
         return None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        parts = []
-        want = max(st.st_size + 1, 1 << 16)
-        while True:  # until end of file: a file that grew since fstat is read whole
-            chunk = os.read(fd, want)
-            if not chunk:
-                break
-            parts.append(chunk)
-            if len(chunk) < want:
-                # a short read of a regular file is its end (a read more per file was
-                # a tenth of a fresh-clone range's light reading); a file that is
-                # still growing gives other bytes than ``blob``: None, read from git
-                break
+        # kb.fileio's one reader of work-tree bytes: one fstat and one read of a regular
+        # file, any other kind refused (SpecialFileError, IsADirectoryError: OSErrors)
+        data = read_fd(fd, full)
     except OSError:
         return None
     finally:
         os.close(fd)
-    data = parts[0] if len(parts) == 1 else b"".join(parts)
     h = (hashlib.sha256 if len(blob) == 64 else hashlib.sha1)(b"blob %d\0" % len(data))
     h.update(data)  # no copy of the file's bytes behind the header
     return data if h.hexdigest() == blob else None
@@ -232,7 +220,6 @@ def _first(row: tuple) -> Any:
 
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 #: Light rows of file versions not parsed in full, per index (``id(index)``):

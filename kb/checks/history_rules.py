@@ -290,7 +290,7 @@ def _renamed_by_renumbering(c: Change, ch: Any, stem: str) -> bool:
     from kb.merge.renumber import Plan, rename_path, rewrite_text
 
     plan = Plan(ids=_renames(c))
-    dest = next((x for x in c.changes if x.path == rename_path(ch.path, plan)), None)
+    dest = _change_at(c, rename_path(ch.path, plan))
     if dest is None or dest.old is not None or not dest.new or dest.path == ch.path:
         return False
     old = git.read_blobs([ch.old], c.kb.top).get(ch.old)
@@ -351,11 +351,16 @@ def trail_log_append_only(c: Change) -> list:
     return [d for d in out if not _appended(c, d) and not (renames and _renumbered_log(c, d, renames))]
 
 
+def _change_at(c: Change, path: str) -> Any:
+    """The change of ``c`` at ``path`` (a RawChange), or None."""
+    return next((x for x in c.changes if x.path == path), None)
+
+
 def _appended(c: Change, d: Any) -> bool:
     """Whether KB313's diagnostic ``d`` is a log file that only grew: its old bytes are the
     start of its new ones (the new side read from git, or from the work tree, whose bytes
     git does not hold, when they are that blob)."""
-    ch = next((x for x in c.changes if x.path == d.path), None)
+    ch = _change_at(c, d.path)
     if ch is None or ch.old is None or ch.new is None or ch.old_link or ch.new_link:
         return False
     got = git.read_blobs([ch.old, ch.new], c.kb.top)
@@ -377,7 +382,7 @@ def _renumbered_log(c: Change, d: Any, renames: dict[str, str]) -> bool:
     holds exactly what :func:`kb.merge.renumber.rewrite_trail_log` makes of the old."""
     from kb.merge.renumber import Plan, rewrite_trail_log
 
-    ch = next((x for x in c.changes if x.path == d.path), None)
+    ch = _change_at(c, d.path)
     if ch is None or ch.old is None or ch.new is None or ch.old_link or ch.new_link:
         return False
     old = git.read_blobs([ch.old], c.kb.top).get(ch.old)

@@ -39,13 +39,12 @@ def _sandbox(kb: KnowledgeBase, sandbox: Optional[str]) -> str:
     import os
     from pathlib import PurePosixPath
 
+    from kb.config import outside_reason
     from kb.errors import UsageError
 
     name = sandbox if sandbox is not None else "sandbox"
-    parts = PurePosixPath(name).parts
-    if (not name.strip() or name.startswith("/") or "\\" in name or ".." in parts
-            or ".git" in parts or any(ord(c) < 32 or ord(c) == 127 for c in name)
-            or set(parts) <= {"."}):
+    if (outside_reason(name) or "\\" in name or any(ord(c) < 32 or ord(c) == 127 for c in name)
+            or set(PurePosixPath(name).parts) <= {"."}):
         raise UsageError(f"sandbox {name[:80]!r}: name a folder inside the KB (a relative path "
                          "without '..', e.g. 'sandbox' or 'runs/q7')")
     full = kb.root / name

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from kb import git, json_input
-from kb.chars import HIDDEN_CHARS, WIDE_SPACES
+from kb.chars import HIDDEN_CHARS, WIDE_SPACE_CHARS
 from kb.checks.id_history import card_pathspecs, exp_pathspec, scan_ids
 from kb.errors import RefusedError
 from kb.numbers import small_int
@@ -125,8 +125,6 @@ def history_ids_with_head(k: KnowledgeBase) -> tuple[set[str], set[str], str | N
     return ids, deleted, head
 
 
-#: The spaces other than the ASCII space (kb.chars.WIDE_SPACES) as str.lstrip takes them.
-_WIDE = "".join(chr(c) for c in range(0x3001) if WIDE_SPACES.match(chr(c)))
 #: A line that may carry an ID kb does not read as a declaration: a heading (indented by up
 #: to three spaces, as Markdown still reads it: KB128), a table row, or a list item starting
 #: in bold.
@@ -147,7 +145,7 @@ def ids_in_headings(lines: Iterable[str]) -> set[str]:
     for line, masked in zip(lines, compute_mask(lines)):
         if not line.isascii():
             # `## H\u200b1: …` and `\ufeff## H2: …` show H1 and H2 (KB119 says so)
-            line = HIDDEN_CHARS.sub("", line).lstrip(_WIDE)
+            line = HIDDEN_CHARS.sub("", line).lstrip(WIDE_SPACE_CHARS)
         if not masked and _CARRIER.match(line):
             m = _ANY_ID.search(line)
             if m is not None:

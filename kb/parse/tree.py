@@ -13,7 +13,7 @@ import re
 from functools import lru_cache
 from typing import Any, Iterator
 
-from kb.chars import HIDDEN_CHARS, HIDDEN_CLASS, WIDE_SPACES, hidden_char
+from kb.chars import HIDDEN_CHARS, HIDDEN_CLASS, WIDE_SPACE_CHARS, WIDE_SPACES, hidden_char
 from kb.model import Diagnostic, Fix, Hypothesis
 from kb.numbers import quoted
 from kb.parse.common import (NESTED_FIRST, NESTED_HEADING, duplicate_key_error, fullwidth_colon_warning,
@@ -172,7 +172,7 @@ def _hidden_declaration(text: str, separators: tuple[str, ...], decl: re.Pattern
 #: Characters that show nothing, and spaces other than the ASCII space, before a line's
 #: first '#' (with ASCII blanks among them: `\u200b ## H2`, ` \ufeff## H2`): Markdown reads
 #: no heading there (a BOM pasted mid-file, U+200B, U+00A0).
-_HIDDEN_ONE = f"{HIDDEN_CLASS}{WIDE_SPACES.pattern[1:-1]}"
+_HIDDEN_ONE = f"{HIDDEN_CLASS}{WIDE_SPACE_CHARS}"
 _HIDDEN_LEAD = re.compile(f"[ \t]*[{_HIDDEN_ONE}][ \t{_HIDDEN_ONE}]*(?=[#＃])")
 
 
@@ -279,7 +279,9 @@ def iter_tree(
     while i < n:
         line = lines[i]
         if not line or (line[0] != "#" and line[0] != "＃"):
-            hidden = _hidden_lead(line, decl, plain) if line and not line.isascii() else None
+            # (only a line holding a '#' can be one: most are anchor lines and prose)
+            hidden = _hidden_lead(line, decl, plain) \
+                if line and "#" in line and not line.isascii() else None
             if hidden is not None and not src.is_masked(i):
                 hid, ch, fixed = hidden
                 diags.append(_kb119(path, i, line, fixed, (
