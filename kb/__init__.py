@@ -6,4 +6,4 @@ is the thin click layer on top of it.
 
 from __future__ import annotations
 
-__version__ = "0.1.23"
+__version__ = "0.1.24"

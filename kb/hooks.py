@@ -250,10 +250,10 @@ def install(start: Path, hooks: Iterable[str] = HOOKS, python: Optional[str] = N
         except KbError:  # an unreadable kb.toml is kb verify's to report, not install's
             continue
         if merge_driver:
-            from kb.merge.drivers import ensure_attributes
+            from kb.merge.drivers import card_folders, ensure_attributes
 
             if ensure_attributes(k.root, k.config.paths["tree"], k.config.paths["dashboard"],
-                                 k.config.paths["logs"], k.config.paths["problems"]):
+                                 k.config.paths["logs"], **card_folders(k.config.paths)):
                 res.merge_driver += f"; {prefix}.gitattributes now names them (commit it)"
         if remote is not None and git.run(["remote", "get-url", remote], top, check=False).returncode == 0:
             ensure_refspecs(top, remote)

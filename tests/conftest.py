@@ -481,6 +481,41 @@ def daemon(tmp_path: Path) -> Iterator[tuple[str, Path]]:
             proc.wait(timeout=10)
 
 
+def push(clone: Path) -> str:
+    """``git push origin HEAD:main`` through kb's pre-push hook and the server's
+    pre-receive hook; its output (the test fails when the push is refused)."""
+    proc = subprocess.run(["git", "push", "origin", "HEAD:main"], cwd=clone, capture_output=True)
+    out = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+    assert proc.returncode == 0, out
+    return out
+
+
+@pytest.fixture
+def daemon_pair(daemon: tuple[str, Path], tmp_path: Path,
+                monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """``(alice, bob)``: clones over git:// of a KB whose server runs kb's pre-receive
+    hook; both have kb's hooks installed and start from the same main."""
+    from kb.ops.init import init_kb
+
+    def ok(*args: str, cwd: Path) -> None:
+        res = invoke(*args, cwd=cwd)
+        assert res.code == 0, (args, res.stdout, res.stderr)
+
+    url, bare = daemon
+    monkeypatch.setenv("KB_TODAY", "2026-11-29")
+    ok("hooks", "install", "--server", cwd=bare)
+    alice, bob = tmp_path / "alice", tmp_path / "bob"
+    git(tmp_path, "clone", "-q", url, str(alice))
+    init_kb(alice)
+    git(alice, "add", "-A")
+    git(alice, "commit", "-q", "-m", "kb init")
+    ok("hooks", "install", cwd=alice)
+    push(alice)
+    git(tmp_path, "clone", "-q", url, str(bob))
+    ok("hooks", "install", cwd=bob)
+    return alice, bob
+
+
 @pytest.fixture
 def kb_with(tmp_path: Path) -> Callable[[dict[str, str]], Path]:
     """``make(files)``: a new committed KB (``[kb]`` only, ``.kb/`` ignored) holding ``files``."""

@@ -33,9 +33,9 @@ LAYERS: list[tuple[str, ...]] = [
     # exploration graph's log, replay and TRAIL.md text (the rules read both)
     ("kb.index", "kb.index_rows", "kb.index_facts", "kb.index_results", "kb.trail.model", "kb.trail.log",
      "kb.trail.digest", "kb.trail.replay", "kb.trail.render"),
-    # the rules (and the ID-collision finder that kb sync and kb verify share); what git runs
-    # as kb's merge drivers (TRAIL.md's replays the merged exploration log)
-    ("kb.checks", "kb.merge.collide", "kb.merge.renumber", "kb.merge.run"),
+    # the rules (and the ID- and entry-collision finders that kb sync and kb verify share);
+    # what git runs as kb's merge drivers (TRAIL.md's replays the merged exploration log)
+    ("kb.checks", "kb.merge.collide", "kb.merge.entry_collide", "kb.merge.renumber", "kb.merge.run"),
     # write use cases (kb sync's reading of git's output beside it), reads, read models
     ("kb.ops", "kb.ops.sync_output", "kb.api", "kb.views"),
     # areas built on the pipeline

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git, invoke
+from conftest import git, invoke, push
 
 RECORDS = "Logs/Verification"
 
@@ -27,47 +27,17 @@ def _ok(*args: str, cwd: Path) -> str:
     return res.stdout
 
 
-def _push(clone: Path) -> str:
-    """``git push`` through kb's pre-push hook and the server's pre-receive hook."""
-    proc = subprocess.run(["git", "push", "origin", "HEAD:main"], cwd=clone, capture_output=True)
-    out = (proc.stdout + proc.stderr).decode("utf-8", "replace")
-    assert proc.returncode == 0, out
-    return out
-
-
 def _records(clone: Path) -> dict[str, dict]:
     """File name -> JSON of every verification record of ``clone``."""
     return {p.name: json.loads(p.read_text(encoding="utf-8"))
             for p in sorted((clone / RECORDS).glob("*.json"))}
 
 
-@pytest.fixture
-def pair(daemon: tuple[str, Path], tmp_path: Path,
-         monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    """``(alice, bob)``: clones over git:// of a KB whose server runs kb's pre-receive
-    hook; both have kb's hooks installed and start from the same main."""
-    from kb.ops.init import init_kb
-
-    url, bare = daemon
-    monkeypatch.setenv("KB_TODAY", "2026-11-29")
-    _ok("hooks", "install", "--server", cwd=bare)
-    alice, bob = tmp_path / "alice", tmp_path / "bob"
-    git(tmp_path, "clone", "-q", url, str(alice))
-    init_kb(alice)
-    git(alice, "add", "-A")
-    git(alice, "commit", "-q", "-m", "kb init")
-    _ok("hooks", "install", cwd=alice)
-    _push(alice)
-    git(tmp_path, "clone", "-q", url, str(bob))
-    _ok("hooks", "install", cwd=bob)
-    return alice, bob
-
-
-def test_sync_renumbers_the_records_of_a_settled_card(pair: tuple[Path, Path], tmp_path: Path,
+def test_sync_renumbers_the_records_of_a_settled_card(daemon_pair: tuple[Path, Path], tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    alice, bob = pair
+    alice, bob = daemon_pair
     _ok("problem", "add", "q1", "Alice problem", cwd=alice)
-    _push(alice)
+    push(alice)
 
     proof = tmp_path / "proof.md"
     proof.write_text("By parity.\n", encoding="utf-8")
@@ -109,7 +79,7 @@ def test_sync_renumbers_the_records_of_a_settled_card(pair: tuple[Path, Path], t
     root = git(bob, "rev-list", "--max-parents=0", "HEAD")
     res = invoke("verify", "--range", f"{root}..HEAD", cwd=bob)
     assert res.code == 0, res.stdout + res.stderr
-    out = _push(bob)  # the pre-push hook and the server's pre-receive hook accept it
+    out = push(bob)  # the pre-push hook and the server's pre-receive hook accept it
     assert "kb pre-push" in out and "kb pre-receive" in out
     assert out.count(f"{RECORDS}/{old_name} was renamed to {RECORDS}/{new_name}") == 2, out
 
@@ -130,14 +100,14 @@ def test_sync_renumbers_the_records_of_a_settled_card(pair: tuple[Path, Path], t
     assert (table["v1"]["agreed"], table["v1"]["counted"]) == (0, 0), table
     assert (table["v2"]["agreed"], table["v2"]["counted"]) == (0, 0), table
     assert table["v1"]["accuracy"] == 0.5 and table["v1"]["votes"] == 2
-    _push(alice)
+    push(alice)
 
 
-def test_a_record_renamed_without_its_card_is_still_refused(pair: tuple[Path, Path],
+def test_a_record_renamed_without_its_card_is_still_refused(daemon_pair: tuple[Path, Path],
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """The trailer accepts exactly the rename kb sync writes: a record of the renumbered
     card deleted, or renamed with other content, is KB310 as before."""
-    _alice, bob = pair
+    _alice, bob = daemon_pair
     _ok("problem", "add", "q1", "Bob problem", cwd=bob)
     _ok("entry", "add", "q1", "--kind", "解法", "--title", "Parity", "--prob", "0.7",
         "--text", "By parity.", cwd=bob)

@@ -118,7 +118,8 @@ def test_sync_of_an_older_kb_names_the_report_driver_and_merges(team: dict[str, 
     assert res.code == 0, json.dumps(data)[:3000] + res.stderr
     assert data["merge"] == "merged" and data["conflicts"] == []
     attrs = (b / ".gitattributes").read_text(encoding="utf-8")
-    assert attrs == OLDER_ATTRIBUTES + f"{REPORT} merge=kb-report\nProblems/*.md merge=kb-card\n"
+    assert attrs == OLDER_ATTRIBUTES + (f"{REPORT} merge=kb-report\nProblems/*.md merge=kb-card\n"
+                                        "Propos/**/*.md merge=kb-card\n")
     assert git(b, "check-attr", "merge", "--", REPORT).endswith("kb-report")
     _assert_merged_report(b, ours, data["merge_commit"])
 

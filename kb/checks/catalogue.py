@@ -302,8 +302,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "restore it: git restore --source=HEAD --staged --worktree -- <path>; a correction is a "
        "new recording (kb trail set / move / archive)"),
     _r("KB350", "error", "history", "verify", "an ID the branch adds is already taken on the target "
-       "branch with other content (--against)",
-       "run `kb sync` to renumber the branch's IDs and every reference in one commit"),
+       "branch with other content, or an entry number the branch adds to a card the target "
+       "added to it too (--against)",
+       "run `kb sync` to renumber the branch's IDs and entries and every reference in one commit"),
     _r("KB309", "error", "history", "verify",
        "kb.toml weakens a rule, moves a path of the record or changes how it is read "
        "(id_grammar, heading_separators)",

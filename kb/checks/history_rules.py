@@ -409,8 +409,9 @@ def _renumbered_record(c: Change, d: Any, renames: dict[str, str]) -> Any:
     fresh = dest is not None and (dest.old is None or dest is ch) and not dest.new_link
     if not fresh or dest.new != git.object_id("blob", moved.data, ch.old):
         return d
+    what = f"entry {moved.owner}'s new number" if "#" in moved.owner else f"{moved.owner}'s new ID"
     return c.violation(moved.owner, d.path, d.line, "KB310",
-                       f"{d.path} was renamed to {moved.path} with {moved.owner}'s new ID")
+                       f"{d.path} was renamed to {moved.path} with {what}")
 
 
 def _status_word(status: str, kind: str, locale: str) -> str:
@@ -464,7 +465,8 @@ def settled_entries_stay(c: Change) -> list:
     settled entry (:func:`entry_texts`, one batch read a side) and compared with every
     run of white space made one space, so line endings (``core.autocrlf``), a trailing
     newline or a re-wrapped line are no change. IDs a ``Kb-Renumber:`` renumbered are
-    renumbered in the old text first (``kb sync`` rewrites them in prose)."""
+    renumbered in the old text first (``kb sync`` rewrites them in prose), and an entry
+    one renumbered (``q2#解法1 -> q2#解法3``) is looked for under its new number."""
     # the changed files holding a card (light rows): a tree.md's versions are never read whole
     cards = {o.path for o in c.lights(c.base, ("problem", "proposition")).values()}
     todo = []
@@ -480,6 +482,9 @@ def settled_entries_stay(c: Change) -> list:
     old_texts = entry_texts(c.base, [w for w, _p, _ in todo])
     new_texts = entry_texts(c.new, [p for _w, p, _ in todo])
     renames = _renames(c)
+    from kb.merge.renumber import entry_renames
+
+    moved = entry_renames(renames)  # (card, kind, number) -> number (kb sync's)
     out = []
     for was_at, path, before in todo:
         after = {r.id: r for r in c.new.records(path)}
@@ -491,7 +496,7 @@ def settled_entries_stay(c: Change) -> list:
             for e in r.entries or ():
                 if not _settled(e):
                     continue
-                n = entries.get((e.kind, e.number))
+                n = entries.get((e.kind, moved.get((r.id, e.kind, e.number), e.number)))
                 was = f"### {e.kind} {e.number}｜{e.title}｜概率{e.probability:g}｜状态{e.status}"
                 if n is None:
                     what, line = f"{r.id}'s settled entry {e.kind} {e.number} was removed", now.line

@@ -224,12 +224,14 @@ def _rewritten(top: Path, report: Report, base: str, tip: str, kb_path: Optional
 
 def _against(top: Path, report: Report, tip: str, target: str, label: str,
              kb_path: Optional[Path]) -> None:
-    """Add the KB350 collisions of ``tip`` with ``target`` to ``report``."""
+    """Add the KB350 collisions of ``tip`` with ``target`` to ``report``: IDs, and entry
+    numbers both added to one card."""
     from contextlib import ExitStack
 
     from kb.checks.facts import Facts
     from kb.checks.unread_records import commit_facts
     from kb.merge.collide import collision_diagnostics, find_collisions
+    from kb.merge.entry_collide import entry_collision_diagnostics, find_entry_collisions
     from kb.repo import commit_snapshot, find_all_kbs
 
     mb = git.run(["merge-base", tip, target], top, check=False)
@@ -247,6 +249,7 @@ def _against(top: Path, report: Report, tip: str, target: str, label: str,
             target_f = stack.enter_context(commit_facts(idx, k, target, label))
             base_f = stack.enter_context(commit_facts(idx, k, base, base[:10])) if base else None
             diags = collision_diagnostics(find_collisions(tip_f, base_f, target_f), label)
+            diags += entry_collision_diagnostics(find_entry_collisions(tip_f, base_f, target_f), label)
             report.findings += findings([_D.of(d) for d in diags], k, "history", commit=tip,
                                         all_errors_block=True)
 

@@ -117,13 +117,13 @@ def _uncovered_findings(k: Any) -> list[Finding]:
     """KB246: git gives kb's merge drivers to some of the KB's files but not to one kb.toml
     places now (a ``[paths]`` setting moved past its ``.gitattributes`` line)."""
     from kb.checks.catalogue import effective_severity
-    from kb.merge.drivers import covered, uncovered
+    from kb.merge.drivers import card_folders, covered, uncovered
 
     sev = effective_severity("KB246", "warning", k.config)
     if sev is None:
         return []
     paths = k.config.paths
-    lines = covered(paths["tree"], paths["dashboard"], paths["logs"], paths["problems"])
+    lines = covered(paths["tree"], paths["dashboard"], paths["logs"], **card_folders(paths))
     missing = uncovered(k.top, k.prefix, lines)
     if not missing:
         return []
@@ -131,7 +131,7 @@ def _uncovered_findings(k: Any) -> list[Finding]:
         have = (k.root / ".gitattributes").read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         have = []
-    diags = [_D(".gitattributes", _attribute_line(have, c.driver), 1, "KB246", sev,
+    diags = [_D(".gitattributes", _attribute_line(have, c.driver, {x.line for x in lines}), 1, "KB246", sev,
                 f"git gives kb's merge drivers to other files of this KB but not to {k.prefix}{c.shown} "
                 f"({c.driver}): git merges it line by line (conflicts kb would avoid), as after "
                 f"kb.toml's [paths] moved it; add `{c.line}` to {k.prefix}.gitattributes and commit "
@@ -140,12 +140,14 @@ def _uncovered_findings(k: Any) -> list[Finding]:
     return findings(diags, k, "snapshot")
 
 
-def _attribute_line(have: list[str], driver: str) -> int:
+def _attribute_line(have: list[str], driver: str, current: set[str]) -> int:
     """The line of the KB's ``.gitattributes`` (its lines ``have``) where the line for
     ``driver`` belongs: the stale line kb wrote for the old path (the last line ending in
-    ``merge=<driver>``), else the file's last line (1 when it is empty or missing)."""
+    ``merge=<driver>`` that is none of the lines kb writes now, ``current``), else the
+    file's last line (1 when it is empty or missing)."""
     for n in range(len(have), 0, -1):
         fields = have[n - 1].split()
-        if fields and not fields[0].startswith("#") and fields[-1] == f"merge={driver}":
+        if fields and not fields[0].startswith("#") and fields[-1] == f"merge={driver}" \
+                and have[n - 1].strip() not in current:
             return n
     return max(len(have), 1)

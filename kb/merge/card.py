@@ -1,4 +1,4 @@
-"""Problem cards merged as text, their derived ``被依赖`` taken from both sides.
+"""Cards merged as text: a problem's derived ``被依赖`` taken from both sides, entries kept.
 
 ``被依赖`` lists the problems whose ``依赖`` names the card (VIBEMATH-V3.md); kb
 writes it whenever a problem is added or its ``依赖`` changes, so two branches that
@@ -8,12 +8,17 @@ gives the three versions one ``被依赖`` line before the line merge: the IDs o
 both sides, less those either side removed from the base, in natural ID order
 (what ``kb refresh`` computes when each side's list was right for its side; KB216
 says so after the merge when it was not). Every other line is git's to merge.
+
+When git's line merge stops, :func:`merge_entries` tries once more with the entries
+each side added (``### 解法 3｜…`` blocks, numbers the base has not) taken out, the rest
+line-merged, and the entries put back after their own side's neighbour: two teammates'
+``kb entry add`` on one card, numbered apart by ``kb sync``, then merge cleanly.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Any, Optional
 
 from kb.parse.common import dump_list, parse_list
 from kb.research.dependencies import natural_key
@@ -92,3 +97,128 @@ def conflict_regions(merged: bytes) -> list[str]:
 
 #: The key of a card's anchor line (``- 计划: …``).
 _ANCHOR_KEY = re.compile(r"^- ([A-Za-z\u4e00-\u9fff/·]+)[ \t]*[:：]")
+
+
+# -- entries added on both sides ------------------------------------------------------
+
+#: A heading that starts a segment of a card: levels 1-3 (an entry's ``####`` is its own).
+_HEADING = re.compile(r"^#{1,3}(?:[ \t]|\r?$)")
+#: An entry heading's kind and number (:data:`kb.parse.card.ENTRY_HEAD`, the number read).
+_ENTRY = re.compile(r"^###[ \t]+(解法|证明|证伪)[ \t]*(\d+)")
+
+Segment = tuple[tuple[Any, ...], str]
+
+
+def _segments(text: str) -> Optional[list[Segment]]:
+    """``text`` cut before every heading of level 1-3 outside code: (key, text) pairs whose
+    texts join to ``text``. The key of an entry is ``("entry", kind, number)``, of another
+    heading ``("head", its line, its occurrence)``, of what comes before any ``("pre",)``.
+    None when a side numbers two entries alike (KB142: nothing to merge by)."""
+    from kb.text import compute_mask
+
+    parts = text.split("\n")
+    lines = [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+    mask = compute_mask([ln.rstrip("\r\n") for ln in lines])
+    out: list[Segment] = []
+    key: tuple[Any, ...] = ("pre",)
+    seen: dict[str, int] = {}
+    cur: list[str] = []
+    for i, ln in enumerate(lines):
+        if ln.startswith("#") and not mask[i] and _HEADING.match(ln):
+            if cur or out:
+                out.append((key, "".join(cur)))
+            m = _ENTRY.match(ln)
+            if m is not None:
+                key = ("entry", m.group(1), int(m.group(2)))
+                if any(k == key for k, _t in out):
+                    return None
+            else:
+                head = ln.rstrip("\r\n").rstrip()
+                seen[head] = seen.get(head, 0) + 1
+                key = ("head", head, seen[head])
+            cur = [ln]
+        else:
+            cur.append(ln)
+    out.append((key, "".join(cur)))
+    return out
+
+
+def merge_entries(base: bytes, ours: bytes, theirs: bytes) -> tuple[Optional[bytes], list[str]]:
+    """A card both sides changed, merged with the entries each side added kept whole:
+    ``(merged bytes, [])``, or ``(None, colliding)`` when it cannot be (git's line merge
+    decides then): ``colliding`` names each entry number both sides added with other
+    text (``解法 1``), which ``kb sync`` renumbers.
+
+    Each side's added entries (numbers the base has not) are taken out, the rest merged by
+    git's line merge, and the entries put back after the heading block they followed on
+    their side: theirs first, ours after (``kb sync`` numbered ours above theirs). Texts
+    that are not UTF-8, a repeated number on a side, a conflict in the rest, or a
+    neighbour the merge lost: None."""
+    try:
+        texts = [b.decode("utf-8") for b in (base, ours, theirs)]
+    except UnicodeDecodeError:
+        return None, []
+    segs = [_segments(t) for t in texts]
+    b_s, o_s, t_s = segs
+    if b_s is None or o_s is None or t_s is None:
+        return None, []
+    old = {k for k, _t in b_s}
+    t_add = {k: t for k, t in t_s if k[0] == "entry" and k not in old}
+    o_add = {k: t for k, t in o_s if k[0] == "entry" and k not in old}
+    clash = [k for k in o_add if k in t_add and t_add[k].strip() != o_add[k].strip()]
+    if clash:
+        return None, [f"{k[1]} {k[2]}" for k in clash]
+    if not t_add or not o_add:
+        return None, []  # one side added none: the line merge has said what it had to
+    o_add = {k: t for k, t in o_add.items() if k not in t_add}  # the same entry on both sides
+    rest = _line_merged(texts[0], "".join(t for k, t in o_s if k not in o_add and k not in t_add),
+                        "".join(t for k, t in t_s if k not in t_add))
+    merged = _segments(rest) if rest is not None else None
+    if merged is None:
+        return None, []
+    put: set[tuple[Any, ...]] = set()
+    for side, added in ((t_s, t_add), (o_s, o_add)):
+        for i, (k, text) in enumerate(side):
+            if k not in added:
+                continue
+            if i == 0:
+                return None, []
+            before = side[i - 1][0]
+            at = next((j for j, (mk, _t) in enumerate(merged) if mk == before), None)
+            if at is None:
+                return None, []
+            at += 1
+            while at < len(merged) and merged[at][0] in put and merged[at][0] not in added:
+                at += 1  # after the other side's entries put at the same place
+            prev_key, prev = merged[at - 1]
+            if not prev.endswith("\n"):
+                prev += "\n"
+            if _blank_end(side[i - 1][1]) and not _blank_end(prev):
+                prev += "\r\n" if prev.endswith("\r\n") else "\n"  # its side's blank line before it
+            merged[at - 1] = (prev_key, prev)
+            merged.insert(at, (k, text if text.endswith("\n") or at == len(merged) else text + "\n"))
+            put.add(k)
+    return "".join(t for _k, t in merged).encode("utf-8"), []
+
+
+def _blank_end(text: str) -> bool:
+    """Whether ``text`` ends with a blank line (a segment followed by one)."""
+    return text.endswith(("\n\n", "\n\r\n"))
+
+
+def _line_merged(base: str, ours: str, theirs: str) -> Optional[str]:
+    """git's line merge of three texts (``git merge-file -p``); None on a conflict."""
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory(prefix="kb-card-") as d:
+        files = []
+        for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
+            f = Path(d) / name
+            f.write_bytes(text.encode("utf-8"))
+            files.append(str(f))
+        proc = subprocess.run(["git", "merge-file", "-p", "-q", *files], capture_output=True)
+    if proc.returncode != 0:
+        return None
+    return proc.stdout.decode("utf-8")

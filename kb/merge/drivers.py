@@ -14,8 +14,10 @@ register them; git config is never shared by a push):
   our side is kept, with a hint to run ``kb report``. It is built from the whole KB
   (cards, verification records) and carries a date, which a driver cannot rebuild
   mid-merge; it is a view, so nothing is lost;
-- ``kb-card`` — the problem cards (``<problems>/*.md``): merged line by line by git
-  once their derived ``被依赖`` line holds both sides' IDs (:mod:`kb.merge.card`).
+- ``kb-card`` — the problem and proposition cards (``<problems>/*.md``,
+  ``<propositions>/**/*.md``): merged line by line by git once a problem's derived
+  ``被依赖`` line holds both sides' IDs, and when that stops, with the entries each side
+  added kept whole (:mod:`kb.merge.card`).
 
 Every file kb generates whole has a driver here: two branches that both
 regenerated it (``kb dashboard``, ``kb trail render``, ``kb report``) would otherwise
@@ -37,7 +39,7 @@ import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, Optional
+from typing import Mapping, NamedTuple, Optional
 
 from kb import git
 from kb.trail.files import TRAIL_FILE
@@ -150,7 +152,8 @@ class Covered(NamedTuple):
     line: str
 
 
-def covered(tree: str, dashboard: str, logs: str, problems: Optional[str] = None) -> list[Covered]:
+def covered(tree: str, dashboard: str, logs: str, problems: Optional[str] = None,
+            propositions: Optional[str] = None) -> list[Covered]:
     """What kb's ``.gitattributes`` lines name in a KB (:func:`attribute_lines`)."""
     named = ((dashboard, "kb-dashboard"), (tree, "kb-tree"), (TRAIL_FILE, "kb-trail"),
              (report_path(logs), "kb-report"))
@@ -160,11 +163,21 @@ def covered(tree: str, dashboard: str, logs: str, problems: Optional[str] = None
     if folder and folder != ".":
         out.append(Covered(f"{folder}/*.md", f"{folder}/q1.md", "kb-card",
                            f"{attribute_pattern(folder + '/', glob='*.md')} merge=kb-card"))
+    folder = (propositions or "").strip("/")
+    if folder and folder != ".":  # a proposition lies in a category folder under it
+        out.append(Covered(f"{folder}/**/*.md", f"{folder}/c/p1.md", "kb-card",
+                           f"{attribute_pattern(folder + '/', glob='**/*.md')} merge=kb-card"))
     return out
 
 
+def card_folders(paths: Mapping[str, str]) -> dict[str, str]:
+    """The card folders of kb.toml's ``[paths]`` that kb's card driver merges, as
+    :func:`covered` and :func:`attribute_lines` take them (``problems``, ``propositions``)."""
+    return {"problems": paths["problems"], "propositions": paths["propositions"]}
+
+
 def attribute_lines(tree: str, dashboard: str, logs: str,
-                    problems: Optional[str] = None) -> list[str]:
+                    problems: Optional[str] = None, propositions: Optional[str] = None) -> list[str]:
     """The ``.gitattributes`` lines of a KB (paths relative to the KB folder, where that
     file is): one per driver (TRAIL.md is always at the KB root; the report is in the
     ``logs`` folder, :func:`report_path`); a path ending in ``/`` names a folder, not the
@@ -172,8 +185,9 @@ def attribute_lines(tree: str, dashboard: str, logs: str,
     adds the cards' line, ``<problems>/*.md merge=kb-card`` (no file of the other lines
     lies there: kb.toml keeps the tree and dashboard out of record folders); none when
     the cards lie in the KB folder itself (``*.md`` there would name every Markdown
-    file of the KB)."""
-    return [c.line for c in covered(tree, dashboard, logs, problems)]
+    file of the KB). ``propositions`` adds ``<propositions>/**/*.md merge=kb-card``
+    (their cards lie in category folders): entries both sides added merge there too."""
+    return [c.line for c in covered(tree, dashboard, logs, problems, propositions)]
 
 
 def uncovered(top: Path, prefix: str, lines: list[Covered]) -> list[Covered]:
@@ -217,12 +231,13 @@ def attribute_pattern(path: str, glob: str = "") -> str:
 
 
 def ensure_attributes(kb_root: Path, tree: str, dashboard: str, logs: str,
-                      problems: Optional[str] = None) -> bool:
+                      problems: Optional[str] = None, propositions: Optional[str] = None) -> bool:
     """Append the driver lines ``kb_root/.gitattributes`` lacks. True if it changed."""
     path = kb_root / ".gitattributes"
     old = path.read_text(encoding="utf-8", errors="surrogateescape") if path.exists() else ""
     have = {ln.strip() for ln in old.splitlines()}
-    new = [ln for ln in attribute_lines(tree, dashboard, logs, problems) if ln not in have]
+    new = [ln for ln in attribute_lines(tree, dashboard, logs, problems, propositions)
+           if ln not in have]
     if not new:
         return False
     sep = "" if old.endswith("\n") or not old else "\n"

@@ -19,6 +19,11 @@ follow it: the record ID in the file name and in the fields naming the target
 verifiers wrote them. The history rules accept exactly this rewrite under the
 commit's ``Kb-Renumber:`` trailers (KB310, :func:`renamed_record`).
 
+An entry number two branches both added to one card (:mod:`kb.merge.entry_collide`) is
+renumbered as ``q2#解法1 -> q2#解法3`` (:func:`plan_entries`): its heading in its card
+(:func:`renumber_headings`), every way prose names it (``q2#解法1``, ``q2#s1``,
+``r-q2-s1``) and its records' names and target fields, under the same trailers.
+
 The exploration graph's log follows too: in a log file the branch added
 (``.explore-tree/ops/…/<batch>.jsonl``, none the upstream holds) each node's
 ``refs`` (an ``add``'s ``node.refs``, a ``set``'s ``fields.refs``) are renumbered —
@@ -49,13 +54,22 @@ from kb.trail.log import OPS_DIR
 _NUM = re.compile(r"^(.*\D|)(\d+)$")
 
 
+#: An entry in a renumbering (``q2#解法1``, :func:`kb.merge.entry_collide.entry_key`).
+ENTRY_KEY = re.compile(r"^(?P<card>[^#\s]+)#(?P<kind>解法|证明|证伪)(?P<n>\d+)$")
+#: An entry kind's letters in a record ID (``r-q2-s1``, ``r-p1-pf2``, ``r-p1-rf1``).
+ENTRY_SHORT = {"解法": "s", "证明": "pf", "证伪": "rf"}
+
+
 @dataclass
 class Plan:
-    """``ids``: old ID -> new ID (every kind, descendants included), in the order
-    they were decided; ``kinds``: old ID -> kind."""
+    """``ids``: old ID -> new ID (every kind, descendants included; an entry as
+    ``q2#解法1 -> q2#解法3``), in the order they were decided; ``kinds``: old ID -> kind
+    (``entry`` for an entry); ``entry_paths``: an entry's old key -> the branch's card file
+    (KB path) whose heading is renumbered."""
 
     ids: dict[str, str] = field(default_factory=dict)
     kinds: dict[str, str] = field(default_factory=dict)
+    entry_paths: dict[str, str] = field(default_factory=dict)
 
     def trailers(self) -> list[str]:
         """``Kb-Renumber: H7 -> H9`` values (without the key)."""
@@ -140,6 +154,76 @@ def plan(collisions: list[Collision], branch_hyps: list[str], taken: dict[str, s
     return p
 
 
+def plan_entries(p: Plan, moves: list[Any]) -> Plan:
+    """Add to ``p`` the new numbers of the branch's added entries
+    (:class:`kb.merge.entry_collide.EntryMoves`): one after another above every number
+    that stays, in the branch's order (``解法 2, 3`` with the target's ``解法 2`` become
+    ``解法 3, 4``). A new number may be another entry's old one: every renumbering of a
+    plan is applied at once (one pass of a regex, one map)."""
+    for m in moves:
+        start = max(m.kept, default=0) + 1
+        for i, n in enumerate(m.numbers):
+            if start + i == n:
+                continue
+            old = f"{m.card}#{m.kind}{n}"
+            p.ids[old] = f"{m.card}#{m.kind}{start + i}"
+            p.kinds[old] = "entry"
+            p.entry_paths[old] = m.path
+    return p
+
+
+def entry_renames(ids: Mapping[str, str]) -> dict[tuple[str, str, int], int]:
+    """(card, kind, old number) -> new number of the entries among ``ids`` (a plan's, or
+    the ``Kb-Renumber:`` trailers' old -> new)."""
+    out = {}
+    for a, b in ids.items():
+        ma, mb = ENTRY_KEY.match(a), ENTRY_KEY.match(b)
+        if ma and mb and ma.group("card", "kind") == mb.group("card", "kind"):
+            na, nb = small_int(ma.group("n")), small_int(mb.group("n"))
+            if na is not None and nb is not None:
+                out[(ma.group("card"), ma.group("kind"), na)] = nb
+    return out
+
+
+def _entry_tokens(ids: Mapping[str, str]) -> dict[str, str]:
+    """Each way an entry of ``ids`` is named -> the same name renumbered: its target
+    (``q2#解法1``), its short target (``q2#s1``) and its record ID (``r-q2-s1``)."""
+    out = {}
+    for (card, kind, n), m in entry_renames(ids).items():
+        short = ENTRY_SHORT[kind]
+        out[f"{card}#{kind}{n}"] = f"{card}#{kind}{m}"
+        out[f"{card}#{short}{n}"] = f"{card}#{short}{m}"
+        out[f"r-{card}-{short}{n}"] = f"r-{card}-{short}{m}"
+    return out
+
+
+def _token_pattern(tokens: Mapping[str, str]) -> "re.Pattern[str]":
+    """Any of ``tokens`` as a whole token (also before a record file's ``_<time>``)."""
+    alts = "|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True))
+    return re.compile(rf"(?<![\w.-])(?:{alts})(?=_|(?![\w-]|\.\d))")
+
+
+_ENTRY_HEAD = re.compile(r"^(?P<head>###[ \t]+(?P<kind>解法|证明|证伪)[ \t]*)(?P<n>\d+)")
+
+
+def renumber_headings(text: str, card: str, ids: Mapping[str, str]) -> str:
+    """Card ``card``'s text with the headings of its renumbered entries (``### 解法 1｜…``
+    -> ``### 解法 3｜…``) renumbered; lines in code are left, as the card parser reads them."""
+    from kb.text import compute_mask
+
+    renames = {(k, n): m for (c, k, n), m in entry_renames(ids).items() if c == card}
+    if not renames or "###" not in text:
+        return text
+    lines = text.split("\n")
+    mask = compute_mask([ln.rstrip("\r") for ln in lines])
+    for i, ln in enumerate(lines):
+        m = _ENTRY_HEAD.match(ln) if ln.startswith("###") and not mask[i] else None
+        new = renames.get((m.group("kind"), small_int(m.group("n")))) if m else None
+        if m is not None and new is not None:
+            lines[i] = m.group("head") + str(new) + ln[m.end():]
+    return "\n".join(lines)
+
+
 def id_pattern(ids: list[str]) -> "re.Pattern[str]":
     """One regex matching any of ``ids`` as a whole token (``H7`` never inside
     ``H7.1``, ``H17`` or ``xH7``)."""
@@ -149,10 +233,17 @@ def id_pattern(ids: list[str]) -> "re.Pattern[str]":
 
 def rewrite_text(text: str, p: Plan) -> str:
     """``text`` with every token of ``p.ids`` replaced by its new ID, and every record
-    ID of a renumbered card (``r-q3-s1``, also in a record's file name) with it."""
+    ID of a renumbered card (``r-q3-s1``, also in a record's file name) with it; a
+    renumbered entry is followed as its target, short target and record ID
+    (``q2#解法1``, ``q2#s1``, ``r-q2-s1``)."""
     if not p.ids:
         return text
-    text = id_pattern(list(p.ids)).sub(lambda m: p.ids[m.group(0)], text)
+    plain = {a: b for a, b in p.ids.items() if not ENTRY_KEY.match(a)}
+    if plain:
+        text = id_pattern(list(plain)).sub(lambda m: plain[m.group(0)], text)
+    tokens = _entry_tokens(p.ids)
+    if tokens:
+        text = _token_pattern(tokens).sub(lambda m: tokens[m.group(0)], text)
     cards = _card_ids(p)
     if not cards:
         return text
@@ -164,8 +255,14 @@ def _card_ids(p: Union[Plan, Mapping[str, str]]) -> dict[str, str]:
     hypotheses or experiments; a bare map, as the history rules read the trailers,
     is taken whole: its record IDs name cards anyway)."""
     if isinstance(p, Plan):
-        return {a: b for a, b in p.ids.items() if p.kinds.get(a) not in ("hypothesis", "experiment")}
-    return dict(p)
+        return {a: b for a, b in p.ids.items()
+                if p.kinds.get(a) not in ("hypothesis", "experiment", "entry")}
+    return {a: b for a, b in p.items() if not ENTRY_KEY.match(a)}
+
+
+def _record_ids(p: Plan) -> dict[str, str]:
+    """old -> new of the renumbered IDs a record may follow: cards' and entries'."""
+    return {a: b for a, b in p.ids.items() if p.kinds.get(a) not in ("hypothesis", "experiment")}
 
 
 def rid_pattern(ids: list[str]) -> "re.Pattern[str]":
@@ -197,41 +294,73 @@ def rename_path(rel: str, p: Plan) -> str:
 _TARGET_FIELDS = ("r", "target", "id")
 
 
-def _renamed_value(value: Any, cards: Mapping[str, str]) -> Any:
+def _ids(p: Union[Plan, Mapping[str, str]]) -> Mapping[str, str]:
+    return p.ids if isinstance(p, Plan) else p
+
+
+def _renamed_value(value: Any, cards: Mapping[str, str], entries: Mapping[str, str]) -> Any:
     """A target-naming value with a renumbered card's ID replaced: a record ID
-    (``r-q3-s1``), the bare ID (``q3``) or a target (``q3#解法1``); in a mapping
-    (Vibe Math's ``{"rId": …}``), each such value. Anything else as it was."""
+    (``r-q3-s1``), the bare ID (``q3``) or a target (``q3#解法1``); a renumbered entry's
+    target or record ID (``entries``: :func:`_entry_tokens`) whole; in a mapping (Vibe
+    Math's ``{"rId": …}``), each such value. Anything else as it was."""
     if isinstance(value, dict):
-        return {k: _renamed_value(v, cards) if isinstance(v, str) else v for k, v in value.items()}
+        return {k: _renamed_value(v, cards, entries) if isinstance(v, str) else v
+                for k, v in value.items()}
     if not isinstance(value, str):
         return value
-    m = rid_pattern(list(cards)).fullmatch(value)
+    if value in entries:
+        return entries[value]
+    m = rid_pattern(list(cards)).fullmatch(value) if cards else None
     if m:
         return f"r-{cards[m.group('id')]}{m.group('rest')}"
     head, hash_, tail = value.partition("#")
     return cards[head] + hash_ + tail if head in cards else value
 
 
+def _renamed_name(name: str, p: Union[Plan, Mapping[str, str]]) -> Optional[tuple[str, str]]:
+    """(the record file name ``name`` with its record ID renumbered, the old ID it follows:
+    a card's, or an entry's ``q2#解法1``); None when its record ID is not renumbered."""
+    cards = _card_ids(p)
+    m = rid_pattern(list(cards)).match(name) if cards else None
+    if m is not None:
+        return f"r-{cards[m.group('id')]}{m.group('rest')}{name[m.end():]}", m.group("id")
+    rids = {a: b for a, b in _entry_tokens(_ids(p)).items() if a.startswith("r-")}
+    m = _token_pattern(rids).match(name) if rids else None
+    if m is None:
+        return None
+    return rids[m.group(0)] + name[m.end():], _entry_of(m.group(0))
+
+
+def _entry_of(token: str) -> str:
+    """The entry key (``q2#解法1``) an :func:`_entry_tokens` name stands for
+    (``q2#解法1``, ``q2#s1``, ``r-q2-s1``)."""
+    if token.startswith("r-") and "#" not in token:
+        card, _dash, kind_n = token[2:].rpartition("-")
+    else:
+        card, _hash, kind_n = token.partition("#")
+    short = kind_n.rstrip("0123456789")
+    kind = next((k for k, v in ENTRY_SHORT.items() if v == short), short)
+    return f"{card}#{kind}{kind_n[len(short):]}"
+
+
 def rename_record(rel: str, p: Union[Plan, Mapping[str, str]]) -> str:
     """A record's KB path with its file name's record ID renumbered
-    (``…/r-q3-s1_20270115T080000-2.json`` -> ``…/r-q9-s1_20270115T080000-2.json``);
-    ``rel`` itself when the name holds no renumbered card's record ID."""
-    cards = _card_ids(p)
+    (``…/r-q3-s1_20270115T080000-2.json`` -> ``…/r-q9-s1_20270115T080000-2.json``; an
+    entry's: ``r-q2-s1_…`` -> ``r-q2-s3_…``); ``rel`` itself when the name holds no
+    renumbered card's or entry's record ID."""
     folder, slash, name = rel.rpartition("/")
-    m = rid_pattern(list(cards)).match(name) if cards else None
-    if m is None:
-        return rel
-    return f"{folder}{slash}r-{cards[m.group('id')]}{m.group('rest')}{name[m.end():]}"
+    renamed = _renamed_name(name, p)
+    return rel if renamed is None else f"{folder}{slash}{renamed[0]}"
 
 
 def rewrite_record(data: bytes, p: Union[Plan, Mapping[str, str]]) -> bytes:
     """A record's bytes with the fields naming its target (:data:`_TARGET_FIELDS`)
     renumbered; written as ``kb verdict`` writes a record (indented JSON, UTF-8, a final
-    newline). ``data`` itself when no field names a renumbered card, or when it is
-    not a JSON object (kb reads no such record: nothing in it to follow)."""
-    cards = _card_ids(p)
+    newline). ``data`` itself when no field names a renumbered card or entry, or when it
+    is not a JSON object (kb reads no such record: nothing in it to follow)."""
+    cards, entries = _card_ids(p), _entry_tokens(_ids(p))
     try:
-        obj = json_input.loads(data.decode("utf-8")) if cards else None
+        obj = json_input.loads(data.decode("utf-8")) if cards or entries else None
     except (UnicodeDecodeError, ValueError):
         return data
     if not isinstance(obj, dict):
@@ -239,7 +368,7 @@ def rewrite_record(data: bytes, p: Union[Plan, Mapping[str, str]]) -> bytes:
     changed = False
     for key in _TARGET_FIELDS:
         if key in obj:
-            new = _renamed_value(obj[key], cards)
+            new = _renamed_value(obj[key], cards, entries)
             changed = changed or new != obj[key]
             obj[key] = new
     if not changed:
@@ -249,7 +378,7 @@ def rewrite_record(data: bytes, p: Union[Plan, Mapping[str, str]]) -> bytes:
 
 class MovedRecord(NamedTuple):
     """What the renumbering makes of one record: its new KB path and bytes, and the
-    old ID of the card it follows."""
+    old ID of the card (or entry: ``q2#解法1``) it follows."""
 
     path: str
     data: bytes
@@ -263,11 +392,15 @@ def renamed_record(rel: str, data: bytes, renames: Mapping[str, str]) -> Optiona
     new_rel, new_data = rename_record(rel, renames), rewrite_record(data, renames)
     if (new_rel, new_data) == (rel, data):
         return None
+    renamed = _renamed_name(rel.rpartition("/")[2], renames)
+    if renamed is not None:
+        return MovedRecord(new_rel, new_data, renamed[1])
     cards = _card_ids(renames)
-    m = rid_pattern(list(cards)).match(rel.rpartition("/")[2])
-    owner = m.group("id") if m else next(
-        (a for a in sorted(cards, key=len, reverse=True)
-         if rid_pattern([a]).search(data.decode("utf-8", "replace"))), "")
+    text = data.decode("utf-8", "replace")
+    owner = next((a for a in sorted(cards, key=len, reverse=True) if rid_pattern([a]).search(text)), "")
+    if not owner:  # a record named otherwise, whose target is a renumbered entry
+        m = _token_pattern(_entry_tokens(renames)).search(text) if entry_renames(renames) else None
+        owner = _entry_of(m.group(0)) if m else ""
     return MovedRecord(new_rel, new_data, owner)
 
 
@@ -376,7 +509,8 @@ def rewrite(paths: list[str], read: Callable[[str], Optional[bytes]], p: Plan,
     """New contents for the KB-relative ``paths`` (the branch's added/changed
     files): path -> bytes, and ``None`` for an old path that was renamed away.
     ``records`` is the verification records' folder (``Logs/Verification/``): its
-    ``.json`` files follow their card (:func:`renamed_record`); the exploration
+    ``.json`` files follow their card or entry (:func:`renamed_record`); a renumbered
+    entry's card has its heading renumbered (:func:`renumber_headings`); the exploration
     graph's log files have their refs renumbered (:func:`rewrite_trail_log`);
     TRAIL.md, its render, is left alone. Non-UTF-8 files are left as they are."""
     out: dict[str, Optional[bytes]] = {}
@@ -387,7 +521,7 @@ def rewrite(paths: list[str], read: Callable[[str], Optional[bytes]], p: Plan,
         if data is None:
             continue
         if records and rel.startswith(records) and rel.endswith(".json"):
-            moved = renamed_record(rel, data, _card_ids(p))
+            moved = renamed_record(rel, data, _record_ids(p))
             if moved is not None:
                 _put(out, rel, moved.path, moved.data)
             continue
@@ -403,6 +537,9 @@ def rewrite(paths: list[str], read: Callable[[str], Optional[bytes]], p: Plan,
         except UnicodeDecodeError:
             continue
         new_text = rewrite_text(text, p)
+        # the renumbered entries' own card: their headings (every card's once: at once)
+        for card in dict.fromkeys(k.partition("#")[0] for k, at in p.entry_paths.items() if at == rel):
+            new_text = renumber_headings(new_text, card, p.ids)
         _put(out, rel, rename_path(rel, p), new_text.encode("utf-8"), changed=new_text != text)
     return out
 

@@ -96,22 +96,32 @@ def _tree(base: Path, ours: Path, theirs: Path, repo_path: str, config: Config) 
 
 def _card(base: Path, ours: Path, theirs: Path, repo_path: str) -> tuple[int, list[str]]:
     """A problem card: its ``被依赖`` line settled from both sides
-    (:func:`kb.merge.card.settle_derived`), then git's line merge of the rest."""
-    from kb.merge.card import settle_derived
+    (:func:`kb.merge.card.settle_derived`), then git's line merge of the rest; when that
+    conflicts, the entries each side added kept whole (:func:`kb.merge.card.merge_entries`:
+    ``kb sync`` numbered ours above theirs)."""
+    from kb.merge.card import conflict_regions, merge_entries, settle_derived
 
-    settled = settle_derived(base.read_bytes(), ours.read_bytes(), theirs.read_bytes())
+    versions = [base.read_bytes(), ours.read_bytes(), theirs.read_bytes()]
+    settled = settle_derived(*versions)
     if settled is not None:
         # git's temporary files are ours to rewrite: %A receives the result anyway.
         for f, data in zip((base, ours, theirs), settled):
             f.write_bytes(data)
+        versions = list(settled)
     rc = line_merge(ours, base, theirs)
     if not rc:
         return 0, []
-    from kb.merge.card import conflict_regions
-
+    merged, clash = merge_entries(*versions)
+    if merged is not None:
+        ours.write_bytes(merged)
+        return 0, []
     where = "; ".join(conflict_regions(ours.read_bytes())) or "conflict markers"
-    return rc, [f"{repo_path}: both sides changed the same lines ({where}); resolve the conflict "
-                "markers there (ours first, then theirs)"]
+    msg = (f"{repo_path}: both sides changed the same lines ({where}); resolve the conflict "
+           "markers there (ours first, then theirs)")
+    if clash:
+        msg += (f"; both sides added {', '.join(clash)} with other text: `git merge --abort`, "
+                "then `kb sync` renumbers this side's entry and what names it")
+    return rc, [msg]
 
 
 def _rev_bytes(top: Path, rev: str, path: str) -> Optional[bytes]:

@@ -88,11 +88,11 @@ def _create(root: Path, paths: dict[str, str], layout: str, locale: str,
         target.write_text(text, encoding="utf-8", newline="")
         result.written.append(rel)
     _add_lines(root / ".gitignore", template("gitignore").splitlines(), result, ".gitignore")
-    from kb.merge.drivers import attribute_lines, register
+    from kb.merge.drivers import attribute_lines, card_folders, register
 
     # The lines come from the one list of kb's drivers, so a KB starts with every one.
     lines = "\n".join(attribute_lines(paths["tree"], paths["dashboard"], paths["logs"],
-                                      paths["problems"]))
+                                      **card_folders(paths)))
     attrs = Template(template("gitattributes")).substitute(lines=lines)
     _add_lines(root / ".gitattributes", attrs.splitlines(), result, ".gitattributes")
 

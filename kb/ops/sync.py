@@ -235,7 +235,7 @@ def _attributes(k: Any, target: str, on_wait: Any) -> Optional[str]:
     upstream ``target``'s (one transaction); the commit, or None when it named them all
     already."""
     from kb.checks.targets import config_at
-    from kb.merge.drivers import attribute_lines
+    from kb.merge.drivers import attribute_lines, card_folders
     from kb.ops.transaction import Transaction
 
     path = k.root / ".gitattributes"
@@ -252,7 +252,7 @@ def _attributes(k: Any, target: str, on_wait: Any) -> Optional[str]:
     lines: list[str] = []
     for cfg in (k.config, theirs) if theirs is not None else (k.config,):
         lines += [ln for ln in attribute_lines(cfg.paths["tree"], cfg.paths["dashboard"], cfg.paths["logs"],
-                                               cfg.paths["problems"]) if ln not in lines]
+                                               **card_folders(cfg.paths)) if ln not in lines]
     missing = [ln for ln in lines if ln not in have]
     if not missing:
         return None
@@ -270,7 +270,8 @@ def _plan(k: Any, head: str, target: str, mb: Optional[str], name: str, res: Syn
     from kb.checks.targets import open_index
     from kb.checks.unread_records import commit_facts
     from kb.merge.collide import find_collisions, lights
-    from kb.merge.renumber import plan
+    from kb.merge.entry_collide import entry_moves, find_entry_collisions
+    from kb.merge.renumber import Plan, plan, plan_entries
 
     if mb == target:
         return None  # the upstream is already in this branch
@@ -283,8 +284,12 @@ def _plan(k: Any, head: str, target: str, mb: Optional[str], name: str, res: Syn
         found = find_collisions(tip_f, base_f, tgt_f)
         res.collisions = [{"id": c.id, "kind": c.kind, "ours": f"{k.prefix}{c.ours.path}:{c.ours.line}",
                            "theirs": f"{k.prefix}{c.theirs.path}:{c.theirs.line}"} for c in found]
-        if not found:
+        entries = find_entry_collisions(tip_f, base_f, tgt_f)
+        res.collisions += [{"id": c.key, "kind": "entry", "ours": f"{k.prefix}{c.path}:{c.line}",
+                            "theirs": f"{k.prefix}{c.their_path}:{c.their_line}"} for c in entries]
+        if not found and not entries:
             return None
+        moves = entry_moves(tip_f, base_f, tgt_f, entries) if entries and base_f is not None else []
         tip_l, tgt_l = lights(tip_f), lights(tgt_f)
         base_ids = {key for key in lights(base_f)} if base_f is not None else set()
         taken: dict[str, set[str]] = {"hypothesis": set(), "experiment": set(), "card": set()}
@@ -292,7 +297,8 @@ def _plan(k: Any, head: str, target: str, mb: Optional[str], name: str, res: Syn
             group = x.kind if x.kind in ("hypothesis", "experiment") else "card"
             taken[group].add(oid)
         branch_hyps = [x.id for key, x in tip_l.items() if x.kind == "hypothesis" and key not in base_ids]
-    p = plan(found, branch_hyps, taken)
+    p = plan(found, branch_hyps, taken) if found else Plan()
+    plan_entries(p, moves)
     res.renumbered = dict(p.ids)
     return p
 

@@ -85,8 +85,8 @@ def refusal(src: InstallSource) -> str:
     """What to tell a user when there is no source CI can install (one paragraph)."""
     return (f"kb does not know where CI can install kb from: the running kb is {src.detail}. "
             "Pass --install SPEC with what `pip install` should take, e.g. "
-            "--install 'git+https://github.com/OWNER/kb.git@v0.1.23' (a tag of kb's repository), "
-            "or --install 'https://example.org/kb_research-0.1.23-py3-none-any.whl' (a published wheel).")
+            "--install 'git+https://github.com/OWNER/kb.git@v0.1.24' (a tag of kb's repository), "
+            "or --install 'https://example.org/kb_research-0.1.24-py3-none-any.whl' (a published wheel).")
 
 
 def install_hint(spec: Optional[str]) -> str:
@@ -94,4 +94,4 @@ def install_hint(spec: Optional[str]) -> str:
     if spec:
         return f"python -m pip install '{spec}'"
     return ("python -m pip install <the wheel or git URL kb came from> "
-            "(e.g. 'git+https://github.com/OWNER/kb.git@v0.1.23')")
+            "(e.g. 'git+https://github.com/OWNER/kb.git@v0.1.24')")
