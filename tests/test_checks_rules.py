@@ -316,3 +316,22 @@ def test_stale_rule_agrees_with_kb_dashboard(make_kb, run_kb):
     rc, data = verify_json(root)
     assert (rc, data["diagnostics"]) == (0, [])
     assert run_kb("dashboard", "--check", cwd=root).code == 0
+
+
+@pytest.mark.parametrize("title,says", [
+    ("", "is empty"),
+    (" \u3000", "is empty"),
+    ("\u200b", "U+200B"),
+])
+def test_an_entry_with_no_title_is_kb223(make_kb, title, says):
+    """`kb entry add` requires a title that shows; typed by hand, `### 解法 1｜｜…` was an
+    entry nobody could tell apart, and every check passed it. KB223 (a warning) at the
+    entry's heading; a titled entry beside it is silent."""
+    card = (problem("q1") + f"### 解法 1｜{title}｜概率0.3｜状态未定论\nText.\n\n"
+            "### 解法 2｜Parity｜概率0.3｜状态未定论\nMore.\n")
+    root = make_repo(make_kb, {"Problems/q1.md": card}, dashboard=False)
+    _, data = verify_json(root)
+    (hit,) = find(data, "KB223")
+    assert (hit["path"], hit["line"], hit["severity"]) == (
+        "Problems/q1.md", _line_of(card, "### 解法 1｜"), "warning")
+    assert says in hit["message"] and "q1's entry 解法 1" in hit["message"]

@@ -38,6 +38,17 @@ def _headings(clone: Path, rel: str) -> list[str]:
             if ln.startswith("### ")]
 
 
+def _judged_apart(alice: Path, bob: Path, title: str, vote: str,
+                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Alice adds 解法 1 to q1 and pushes; bob adds his own 解法 1 and a verdict on it
+    (both votes ``vote``)."""
+    _solution(alice, "Sieve", "Alice: by a sieve.")
+    push(alice)
+    _solution(bob, title, f"Bob: {title}.")
+    monkeypatch.setenv("KB_NOW", "1800000000")
+    _ok("verdict", "q1#解法1", "--vote", f"v1={vote}", "--vote", f"v2={vote}", cwd=bob)
+
+
 @pytest.fixture
 def shared_q1(daemon_pair: tuple[Path, Path]) -> tuple[Path, Path]:
     """``(alice, bob)`` both holding problem q1 with no entry."""
@@ -51,11 +62,7 @@ def shared_q1(daemon_pair: tuple[Path, Path]) -> tuple[Path, Path]:
 def test_sync_numbers_bobs_solution_after_alices(shared_q1: tuple[Path, Path],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     alice, bob = shared_q1
-    _solution(alice, "Sieve", "Alice: by a sieve.")
-    push(alice)
-    _solution(bob, "Circle method", "Bob: by the circle method.")
-    monkeypatch.setenv("KB_NOW", "1800000000")
-    _ok("verdict", "q1#解法1", "--vote", "v1=0.6", "--vote", "v2=0.6", cwd=bob)
+    _judged_apart(alice, bob, "Circle method", "0.6", monkeypatch)
     (bob / "notes.md").write_text("# Notes\nq1#解法1 (record r-q1-s1) looks best; q1#解法12 is "
                                   "another.\n", encoding="utf-8")
     git(bob, "add", "notes.md")
@@ -100,11 +107,7 @@ def test_a_settled_entry_is_looked_for_under_its_new_number(shared_q1: tuple[Pat
     """Bob's verdict settled his entry (概率1, q1 已解决, a Verified card): the renumbering
     keeps it as settled, which KB311 accepts under the trailer."""
     alice, bob = shared_q1
-    _solution(alice, "Sieve", "Alice: by a sieve.")
-    push(alice)
-    _solution(bob, "Parity", "Bob: by parity.")
-    monkeypatch.setenv("KB_NOW", "1800000000")
-    _ok("verdict", "q1#解法1", "--vote", "v1=1", "--vote", "v2=1", cwd=bob)
+    _judged_apart(alice, bob, "Parity", "1", monkeypatch)
     res = invoke("sync", "--json", cwd=bob)
     data = res.json()
     assert res.code == 0 and data["findings"] == [], json.dumps(data, ensure_ascii=False)[:3000]

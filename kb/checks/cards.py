@@ -3,7 +3,7 @@ method and Verified cards.
 
 Per card file (:class:`kb.checks.facts.FileFacts`): KB209 the ``- ID:`` anchor
 equals the file name, KB218 probabilities in [0, 1], KB220 the anchors of the card's
-state (状态; 概率, 结论) and a title are there, KB260 (error) an unsafe ID
+state (状态; 概率, 结论) and a title are there, KB223 each entry has a title, KB260 (error) an unsafe ID
 anywhere in a card — the object's own ID (its file name), the ``- ID:`` anchor,
 the IDs of the list anchors (依赖, 被依赖, 可信断言, 上级体系, 子方法, 相关) and
 of 来源问题 / 来源方向 / 判断命题 / 来源命题 (and a Verified card's 来源).
@@ -28,6 +28,7 @@ from kb.checks.facts import FileFacts, Facts, Obj
 from kb.checks.id_rules import anchor_line
 from kb.checks.registry import file_rule, snapshot_rule
 from kb.research import dependencies
+from kb.chars import hidden_char
 from kb.text import visible
 
 _CARDS = ("problem", "proposition", "method", "verified")
@@ -158,6 +159,25 @@ def missing_state(f: FileFacts) -> list:
         out.append(diag(o.path, o.line, "KB220",
                         f"{o.kind} card {o.id} has {' and '.join(parts)}; write the header "
                         "anchors under the H1, as VIBEMATH-V3.md lists them"))
+    return out
+
+
+@file_rule("KB223")
+def untitled_entries(f: FileFacts) -> list:
+    """KB223: a card's entry heading gives its entry a title (``### 解法 1｜<title>｜…``): text
+    with a character that shows (:func:`kb.text.visible`), as ``kb entry add`` requires.
+    Typed by hand, ``### 解法 1｜｜概率0.3｜状态未定论`` was read as an entry nobody can tell
+    from another on the dashboard, in ``kb verdict``'s output or a review, and passed."""
+    out = []
+    for o in f.objects:
+        for e in getattr(o, "entries", None) or ():
+            if visible(e.title):
+                continue
+            hidden = hidden_char(e.title)
+            what = f"shows nothing (it holds only {hidden})" if hidden else "is empty"
+            out.append(diag(o.path, e.line, "KB223",
+                            f"{o.id}'s entry {e.kind} {e.number}: its title {what}; write one "
+                            f"between the first two '｜' ('### {e.kind} {e.number}｜<title>｜…')"))
     return out
 
 

@@ -237,6 +237,9 @@ CATALOGUE: tuple[RuleInfo, ...] = (
     _r("KB222", "error", "snapshot", "verify", "a hypothesis heading states nothing (empty, or "
        "only characters that show nothing, after '<ID>:')",
        "write the statement after '<ID>: ' (committed already: kb hyp edit <ID> \"…\" --reason R)"),
+    _r("KB223", "warning", "snapshot", "verify", "a card's entry heading with no title (empty, or "
+       "only characters that show nothing, between its first two '｜')",
+       "write the entry's title: '### 解法 N｜<title>｜概率x｜状态y'"),
     _r("KB240", "warning", "snapshot", "verify", "DASHBOARD.md is stale (not what `kb dashboard` "
        "renders for this tree); [rules] dashboard_stale = \"error\" makes it an error",
        "run `kb dashboard` (or kb verify --fix) and commit DASHBOARD.md", True),
