@@ -291,3 +291,21 @@ def test_set_and_link_validate(kb: Path) -> None:
     r = ok(kb, "set", a, "--tags", "x,y", "--refs", "E004,q1")
     assert r["nodes"][0]["tags"] == ["x", "y"] and r["nodes"][0]["refs"] == ["E004", "q1"]
     assert fail(kb, 1, "node", "nzzzzzzzzzz")["kind"] == "not_found"
+
+
+@pytest.mark.parametrize("title,says", [
+    ("Tool order \u202eredro", "U+202E"),   # a right-to-left override: reads as other text
+    ("a\u2066b", "U+2066"),
+    ("\u200b\u2060", "show nothing"),
+])
+def test_a_title_that_hides_or_reorders_text_is_refused(kb: Path, title: str, says: str) -> None:
+    """`kb hyp add` refuses a statement with a bidirectional control or nothing that shows;
+    a trail title took both, and the web view's trail panel showed them. Refused in add,
+    a child and set alike; nothing is written."""
+    head = git(kb, "rev-parse", "HEAD")
+    assert says in fail(kb, 2, "add", "--kind", "note", "--title", title)["message"]
+    assert git(kb, "rev-parse", "HEAD") == head
+    nid = ok(kb, "add", "--kind", "note", "--title", "plain")["id"]
+    head = git(kb, "rev-parse", "HEAD")
+    assert says in fail(kb, 2, "set", nid, "--title", title)["message"]
+    assert git(kb, "rev-parse", "HEAD") == head

@@ -36,6 +36,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterable
 
 from kb import clock
+from kb.chars import hidden_char
 from kb.errors import UsageError
 from kb.numbers import quoted
 from kb.ops.result import OpResult
@@ -44,6 +45,7 @@ from kb.trail.model import (DEFAULT_LEASE_SECONDS, MAX_LEASE_SECONDS, EDGE_KINDS
                             MAX_CHILDREN_PER_ADD, MAX_DIGEST, MAX_SUMMARY, MAX_TITLE,
                             PRIVILEGED_ROLES, STATUSES, Node, StaleRevision, TrailError,
                             check_choice, clean, clip)
+from kb.text import control_char, visible
 from kb.trail.replay import Graph, apply_ops, load
 
 OnWait = Callable[[str], None]
@@ -223,10 +225,19 @@ def record(kb: Any, op: str, build: Callable[[Ctx], None], *, actor: str | None 
 
 def _title(text: Any) -> str:
     """A title given by the caller: one line of text, at most MAX_TITLE characters (its
-    white space runs made one space). Longer is a usage error, never a silent cut."""
+    white space runs made one space), with a character that shows and no bidirectional or
+    other invisible control (:func:`kb.text.control_char`), as ``kb hyp add`` asks of a
+    statement. Longer is a usage error, never a silent cut."""
     if not isinstance(text, str) or not text.strip():
         raise UsageError("the title is empty; give one line of text")
     one = " ".join(clean(text).split())
+    bad = control_char(one)  # a bidirectional override makes the title read as another
+    if bad:
+        raise UsageError(f"the title holds the control or invisible character {bad}; remove it "
+                         "— nothing was written")
+    if not visible(one):
+        raise UsageError("the title is empty: it holds only characters that show nothing "
+                         f"({hidden_char(one) or 'white space'}) — nothing was written")
     if len(one) > MAX_TITLE:
         raise UsageError(f"the title is {len(one)} characters; a title is at most {MAX_TITLE} "
                          "(put the rest in the summary) — nothing was written")
