@@ -386,6 +386,11 @@ BAD = [
     (("problem", "plan", "q2", ""), "empty"),
     (("entry", "add", "q2", "--kind", "解法", "--title", "t", "--prob", "1.5", "--text", "x"),
      "outside [0,1]"),
+    # a fence or HTML comment left open at the card's end: the next entry would vanish in it
+    (("entry", "add", "q2", "--kind", "解法", "--title", "t", "--text", "x\n```python\nprint(1)"),
+     "leaves a code fence or an HTML block open"),
+    (("entry", "add", "q2", "--kind", "解法", "--title", "t", "--text", "x\n<!-- unclosed"),
+     "leaves a code fence or an HTML block open"),
     (("entry", "add", "q2", "--kind", "解法", "--title", "t", "--prob", "1", "--text", "x"),
      "strictly between 0 and 1"),
     (("entry", "add", "q2", "--kind", "解法", "--title", "t", "--text-file", "/no/such/file"),
@@ -598,3 +603,18 @@ def test_an_entry_goes_after_the_users_prose_beside_a_placeholder(tree_kb: Path,
     assert "（暂无" not in part and part.endswith("\nbody\n")
     assert "\nMy note on this.\n\n### " in part
     check_all(repo)
+
+
+def test_an_entry_after_a_block_the_card_leaves_open_is_refused_naming_its_line(ex: Path) -> None:
+    """A fence left open at the card's end (written by hand, committed past the hook) would
+    swallow the new entry: the refusal names the card's line, not the new text."""
+    path = ex / "Problems/q2.md"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text + "\n```\nopen\n", encoding="utf-8")
+    git(ex, "commit", "-q", "--no-verify", "-am", "an open fence")
+    opened = len(text.splitlines()) + 2
+    old = head(ex)
+    r = invoke("entry", "add", "q2", "--kind", "解法", "--title", "t", "--text", "plain", cwd=ex)
+    assert r.code == 1 and head(ex) == old
+    assert f"open from line {opened} to its end" in r.stderr, r.stderr
+    assert git(ex, "status", "--porcelain") == ""

@@ -36,7 +36,7 @@ def test_entries_added_on_both_sides_are_kept_theirs_first() -> None:
     base = HEAD + _entry(1, "Base", "Base text.")
     theirs = base + _entry(2, "Alice", "Alice text.")
     ours = base + _entry(3, "Bob", "Bob text.") + _entry(4, "Bob again", "More.")
-    merged, clash = merge_entries(base.encode(), ours.encode(), theirs.encode())
+    merged, clash, _conflicted = merge_entries(base.encode(), ours.encode(), theirs.encode())
     assert clash == []
     assert merged is not None
     assert merged.decode() == base + _entry(2, "Alice", "Alice text.") + _entry(3, "Bob", "Bob text.") \
@@ -47,7 +47,7 @@ def test_one_side_edits_the_header_the_other_adds_entries_both_kept() -> None:
     base = HEAD + _entry(1, "Base", "Base text.")
     theirs = base.replace("- 状态: 求解中", "- 状态: 已解决") + _entry(2, "Alice", "A.")
     ours = base + _entry(3, "Bob", "B.")
-    merged, _clash = merge_entries(base.encode(), ours.encode(), theirs.encode())
+    merged, _clash, _conflicted = merge_entries(base.encode(), ours.encode(), theirs.encode())
     assert merged is not None
     text = merged.decode()
     assert "- 状态: 已解决" in text
@@ -58,7 +58,7 @@ def test_one_number_added_with_two_texts_is_named_not_merged() -> None:
     base = HEAD
     theirs = base + _entry(1, "Alice", "A.")
     ours = base + _entry(1, "Bob", "B.")
-    merged, clash = merge_entries(base.encode(), ours.encode(), theirs.encode())
+    merged, clash, _conflicted = merge_entries(base.encode(), ours.encode(), theirs.encode())
     assert merged is None and clash == ["解法 1"]
 
 
@@ -67,7 +67,7 @@ def test_the_same_entry_added_on_both_sides_is_kept_once() -> None:
     same = _entry(1, "Alice", "A.")
     theirs = base + same + _entry(2, "Alice 2", "A2.")
     ours = base + same + _entry(3, "Bob", "B.")
-    merged, clash = merge_entries(base.encode(), ours.encode(), theirs.encode())
+    merged, clash, _conflicted = merge_entries(base.encode(), ours.encode(), theirs.encode())
     assert clash == [] and merged is not None
     text = merged.decode()
     assert text.count("### 解法 1｜Alice") == 1
@@ -78,23 +78,48 @@ def test_an_entry_heading_inside_code_is_text_not_an_entry() -> None:
     base = HEAD + _entry(1, "Base", "```\n### 解法 1｜in code\n```")
     theirs = base + _entry(2, "Alice", "A.")
     ours = base + _entry(3, "Bob", "B.")
-    merged, _clash = merge_entries(base.encode(), ours.encode(), theirs.encode())
+    merged, _clash, _conflicted = merge_entries(base.encode(), ours.encode(), theirs.encode())
     assert merged is not None
     assert merged.decode().count("### 解法 1｜in code") == 1
 
 
-def test_a_conflict_elsewhere_is_left_to_the_line_merge() -> None:
+def test_a_conflict_elsewhere_keeps_its_markers_and_both_entries_outside_them() -> None:
+    """Both sides changed the statement: that conflict is left to resolve, alone; the
+    entries each side added are put back whole, outside the markers."""
     base = HEAD
     theirs = base.replace("Shared.", "Theirs.") + _entry(1, "Alice", "A.")
     ours = base.replace("Shared.", "Ours.") + _entry(2, "Bob", "B.")
-    assert merge_entries(base.encode(), ours.encode(), theirs.encode()) == (None, [])
+    merged, clash, conflicted = merge_entries(base.encode(), ours.encode(), theirs.encode())
+    assert merged is not None and conflicted and clash == []
+    text = merged.decode()
+    assert text.count("<<<<<<<") == 1 and text.index(">>>>>>>") < text.index("## 解法候选")
+    assert text.endswith(_entry(1, "Alice", "A.") + _entry(2, "Bob", "B."))
+
+
+def test_an_entry_put_back_where_it_would_not_be_read_is_no_merge() -> None:
+    """Alice's entry ends in a fence she never closed (written by hand): Bob's entry put
+    after it would be read as her code. Nothing is merged; git's conflict stands."""
+    base = HEAD
+    theirs = base + _entry(1, "Alice", "```python\nprint(1)")
+    ours = base + _entry(2, "Bob", "B.")
+    assert merge_entries(base.encode(), ours.encode(), theirs.encode()).data is None
+
+
+def test_a_malformed_heading_is_no_entry_to_the_merge() -> None:
+    """`### 解法 1 ｜ Hand ｜ …` is KB122 to the parser, so no entry here either: it merges as
+    text after Alice's entry, and the checks then name it."""
+    base = HEAD
+    theirs = base + _entry(1, "Alice", "A.")
+    ours = base + "### 解法 1 ｜ Hand ｜ 概率0.4 ｜ 状态未定论\nx\n"
+    res = merge_entries(base.encode(), ours.encode(), theirs.encode())
+    assert res.clash == []
 
 
 def test_a_blank_line_before_an_entry_on_its_side_is_kept() -> None:
     base = HEAD + _entry(1, "Base", "Base.")
     theirs = base + _entry(2, "Alice", "A.")
     ours = base + "\n" + _entry(3, "Bob", "B.")
-    merged, _clash = merge_entries(base.encode(), ours.encode(), theirs.encode())
+    merged, _clash, _conflicted = merge_entries(base.encode(), ours.encode(), theirs.encode())
     assert merged is not None
     assert "A.\n\n### 解法 3｜Bob" in merged.decode()
 

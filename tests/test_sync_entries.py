@@ -162,3 +162,47 @@ def test_propositions_entries_keep_their_order_and_kinds(daemon_pair: tuple[Path
                                    "### 证伪 1｜None", "### 证伪 2｜Counter"]
     assert invoke("verify", "--range", "origin/main..HEAD", cwd=bob).code == 0
     push(bob)
+
+
+def test_only_the_lines_bob_wrote_are_renumbered(shared_q1: tuple[Path, Path]) -> None:
+    """A line naming q1#解法1 that both sides had before either added an entry 1 meant
+    neither's: it stays. Bob's own hypothesis naming his entry follows it, and KB302
+    takes that as the same claim (the renumber commit passes every hook)."""
+    alice, bob = shared_q1
+    _ok("hyp", "add", "Route q1#解法1 will work", cwd=alice)
+    (alice / "PLAN.md").write_text("# Plan\nplan: q1#解法1 first\n", encoding="utf-8")
+    git(alice, "add", "PLAN.md")
+    git(alice, "commit", "-q", "-m", "plan")
+    push(alice)
+    git(bob, "pull", "-q", "--ff-only")
+    _solution(alice, "Sieve", "Alice: by a sieve.")
+    push(alice)
+    _solution(bob, "Circle method", "Bob: by the circle method.")
+    _ok("hyp", "add", "Bob's route q1#解法1 works", cwd=bob)
+    with (bob / "PLAN.md").open("a", encoding="utf-8") as f:
+        f.write("mine: q1#解法1 too\n")
+    git(bob, "commit", "-q", "-am", "plan more")
+    res = invoke("sync", "--json", cwd=bob)
+    assert res.code == 0 and res.json()["findings"] == [], res.stdout
+    tree = (bob / "tree.md").read_text(encoding="utf-8")
+    assert "## H1: Route q1#解法1 will work" in tree and "## H2: Bob's route q1#解法2 works" in tree
+    assert (bob / "PLAN.md").read_text(encoding="utf-8") == (
+        "# Plan\nplan: q1#解法1 first\nmine: q1#解法2 too\n")
+    push(bob)
+
+
+def test_dry_run_refuses_what_the_sync_would_refuse(shared_q1: tuple[Path, Path]) -> None:
+    """Bob's card numbers two entries alike (KB142, committed past the hook): the renumber
+    commit would leave a format error, and the dry run says so instead of a plan."""
+    alice, bob = shared_q1
+    _solution(alice, "Sieve", "Alice: by a sieve.")
+    push(alice)
+    _solution(bob, "Circle method", "Bob: by the circle method.")
+    card = bob / "Problems/q1.md"
+    card.write_text(card.read_text(encoding="utf-8")
+                    + "### 解法 1｜Again｜概率0.3｜状态未定论\nx\n", encoding="utf-8")
+    git(bob, "commit", "-q", "--no-verify", "-am", "a repeated number")
+    dry = invoke("sync", "--dry-run", cwd=bob)
+    real = invoke("sync", cwd=bob)
+    assert (dry.code, real.code) == (1, 1), (dry.stdout, dry.stderr)
+    assert "Problems/q1.md already has 1 format error" in dry.stderr and "nothing was written" in dry.stderr

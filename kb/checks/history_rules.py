@@ -141,7 +141,9 @@ def _unread(c: Change, u: Unread) -> Any:
 
 @history_rule("KB302")
 def reassigned(c: Change) -> list:
-    """KB302: an ID keeps its statement (a hypothesis) / its hypothesis (an experiment)."""
+    """KB302: an ID keeps its statement (a hypothesis) / its hypothesis (an experiment).
+    A statement that names an ID or entry a ``Kb-Renumber:`` renumbered (``kb sync``) keeps
+    its claim with the new name: the old statement is renumbered first."""
     base = c.lights(c.base, ("hypothesis", "experiment"))
     new = c.lights(c.new, ("hypothesis", "experiment"))
     renames = _renames(c)
@@ -152,6 +154,9 @@ def reassigned(c: Change) -> list:
             continue  # (the same statement and hypothesis: nothing below can fire)
         if n.kind == "experiment" and renames.get(b.hypothesis) == n.hypothesis:
             continue  # its hypothesis was renumbered (Kb-Renumber): the same one
+        if n.kind == "hypothesis" and renames and \
+                _norm(_renumbered(b.statement, renames)) == _norm(n.statement):
+            continue  # an ID it names was renumbered (Kb-Renumber): the same claim
         if n.kind == "hypothesis" and _norm(b.statement) != _norm(n.statement):
             out.append(c.violation(
                 n.id, n.path, n.line, "KB302",

@@ -18,7 +18,7 @@ line-merged, and the entries put back after their own side's neighbour: two team
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from kb.parse.common import dump_list, parse_list
 from kb.research.dependencies import natural_key
@@ -103,17 +103,18 @@ _ANCHOR_KEY = re.compile(r"^- ([A-Za-z\u4e00-\u9fff/·]+)[ \t]*[:：]")
 
 #: A heading that starts a segment of a card: levels 1-3 (an entry's ``####`` is its own).
 _HEADING = re.compile(r"^#{1,3}(?:[ \t]|\r?$)")
-#: An entry heading's kind and number (:data:`kb.parse.card.ENTRY_HEAD`, the number read).
-_ENTRY = re.compile(r"^###[ \t]+(解法|证明|证伪)[ \t]*(\d+)")
 
 Segment = tuple[tuple[Any, ...], str]
 
 
 def _segments(text: str) -> Optional[list[Segment]]:
     """``text`` cut before every heading of level 1-3 outside code: (key, text) pairs whose
-    texts join to ``text``. The key of an entry is ``("entry", kind, number)``, of another
-    heading ``("head", its line, its occurrence)``, of what comes before any ``("pre",)``.
-    None when a side numbers two entries alike (KB142: nothing to merge by)."""
+    texts join to ``text``. The key of an entry the card parser reads
+    (:func:`kb.parse.card.entry_heading`; a malformed one, KB122, is no entry) is
+    ``("entry", kind, number)``, of another heading ``("head", its line, its occurrence)``,
+    of what comes before any ``("pre",)``. None when a side numbers two entries alike
+    (KB142: nothing to merge by)."""
+    from kb.parse.card import entry_heading
     from kb.text import compute_mask
 
     parts = text.split("\n")
@@ -127,13 +128,14 @@ def _segments(text: str) -> Optional[list[Segment]]:
         if ln.startswith("#") and not mask[i] and _HEADING.match(ln):
             if cur or out:
                 out.append((key, "".join(cur)))
-            m = _ENTRY.match(ln)
-            if m is not None:
-                key = ("entry", m.group(1), int(m.group(2)))
+            head = ln.rstrip("\r\n")
+            entry = entry_heading(head)
+            if entry is not None:
+                key = ("entry", *entry)
                 if any(k == key for k, _t in out):
                     return None
             else:
-                head = ln.rstrip("\r\n").rstrip()
+                head = head.rstrip()
                 seen[head] = seen.get(head, 0) + 1
                 key = ("head", head, seen[head])
             cur = [ln]
@@ -143,50 +145,58 @@ def _segments(text: str) -> Optional[list[Segment]]:
     return out
 
 
-def merge_entries(base: bytes, ours: bytes, theirs: bytes) -> tuple[Optional[bytes], list[str]]:
-    """A card both sides changed, merged with the entries each side added kept whole:
-    ``(merged bytes, [])``, or ``(None, colliding)`` when it cannot be (git's line merge
-    decides then): ``colliding`` names each entry number both sides added with other
-    text (``解法 1``), which ``kb sync`` renumbers.
+class EntryMerge(NamedTuple):
+    """What :func:`merge_entries` made of a card: ``data`` the merged bytes (None: nothing,
+    git's line merge stands), ``clash`` each entry number both sides added with other text
+    (``解法 1``), ``conflicted`` whether ``data`` holds conflict markers (the rest of the card
+    conflicted; the entries are kept whole around them)."""
+
+    data: Optional[bytes]
+    clash: list[str]
+    conflicted: bool = False
+
+
+def merge_entries(base: bytes, ours: bytes, theirs: bytes) -> EntryMerge:
+    """A card both sides changed, merged with the entries each side added kept whole.
 
     Each side's added entries (numbers the base has not) are taken out, the rest merged by
     git's line merge, and the entries put back after the heading block they followed on
-    their side: theirs first, ours after (``kb sync`` numbered ours above theirs). Texts
-    that are not UTF-8, a repeated number on a side, a conflict in the rest, or a
-    neighbour the merge lost: None."""
+    their side: theirs first, ours after (``kb sync`` numbered ours above theirs). When the
+    rest conflicts, its markers stay and the entries are still put back: what is left to
+    resolve is the rest alone. Nothing (``data`` None) for texts that are not UTF-8, a
+    repeated number on a side, a number both sides added with other text (named in
+    ``clash``: ``kb sync`` renumbers it), a neighbour the merge lost, or a merged card in
+    which an entry put back would not be read (a block left open before it)."""
     try:
         texts = [b.decode("utf-8") for b in (base, ours, theirs)]
     except UnicodeDecodeError:
-        return None, []
-    segs = [_segments(t) for t in texts]
-    b_s, o_s, t_s = segs
+        return EntryMerge(None, [])
+    b_s, o_s, t_s = (_segments(t) for t in texts)
     if b_s is None or o_s is None or t_s is None:
-        return None, []
+        return EntryMerge(None, [])
     old = {k for k, _t in b_s}
     t_add = {k: t for k, t in t_s if k[0] == "entry" and k not in old}
     o_add = {k: t for k, t in o_s if k[0] == "entry" and k not in old}
     clash = [k for k in o_add if k in t_add and t_add[k].strip() != o_add[k].strip()]
     if clash:
-        return None, [f"{k[1]} {k[2]}" for k in clash]
+        return EntryMerge(None, [f"{k[1]} {k[2]}" for k in clash])
     if not t_add or not o_add:
-        return None, []  # one side added none: the line merge has said what it had to
+        return EntryMerge(None, [])  # one side added none: the line merge has said what it had to
     o_add = {k: t for k, t in o_add.items() if k not in t_add}  # the same entry on both sides
     rest = _line_merged(texts[0], "".join(t for k, t in o_s if k not in o_add and k not in t_add),
                         "".join(t for k, t in t_s if k not in t_add))
-    merged = _segments(rest) if rest is not None else None
-    if merged is None:
-        return None, []
+    merged = _segments(rest[0]) if rest is not None else None
+    if rest is None or merged is None:
+        return EntryMerge(None, [])
     put: set[tuple[Any, ...]] = set()
     for side, added in ((t_s, t_add), (o_s, o_add)):
         for i, (k, text) in enumerate(side):
             if k not in added:
                 continue
-            if i == 0:
-                return None, []
-            before = side[i - 1][0]
+            before = side[i - 1][0] if i else None
             at = next((j for j, (mk, _t) in enumerate(merged) if mk == before), None)
             if at is None:
-                return None, []
+                return EntryMerge(None, [])
             at += 1
             while at < len(merged) and merged[at][0] in put and merged[at][0] not in added:
                 at += 1  # after the other side's entries put at the same place
@@ -198,7 +208,11 @@ def merge_entries(base: bytes, ours: bytes, theirs: bytes) -> tuple[Optional[byt
             merged[at - 1] = (prev_key, prev)
             merged.insert(at, (k, text if text.endswith("\n") or at == len(merged) else text + "\n"))
             put.add(k)
-    return "".join(t for _k, t in merged).encode("utf-8"), []
+    out = "".join(t for _k, t in merged)
+    read = _segments(out)
+    if read is None or not put <= {k for k, _t in read}:
+        return EntryMerge(None, [])  # an entry put back would not be read there
+    return EntryMerge(out.encode("utf-8"), [], rest[1])
 
 
 def _blank_end(text: str) -> bool:
@@ -206,8 +220,9 @@ def _blank_end(text: str) -> bool:
     return text.endswith(("\n\n", "\n\r\n"))
 
 
-def _line_merged(base: str, ours: str, theirs: str) -> Optional[str]:
-    """git's line merge of three texts (``git merge-file -p``); None on a conflict."""
+def _line_merged(base: str, ours: str, theirs: str) -> Optional[tuple[str, bool]]:
+    """git's line merge of three texts (``git merge-file -p``): (the merged text, whether
+    it holds conflict markers); None when git fails."""
     import subprocess
     import tempfile
     from pathlib import Path
@@ -218,7 +233,11 @@ def _line_merged(base: str, ours: str, theirs: str) -> Optional[str]:
             f = Path(d) / name
             f.write_bytes(text.encode("utf-8"))
             files.append(str(f))
-        proc = subprocess.run(["git", "merge-file", "-p", "-q", *files], capture_output=True)
-    if proc.returncode != 0:
+        proc = subprocess.run(["git", "merge-file", "-p", "-q", "-L", "ours", "-L", "base",
+                               "-L", "theirs", *files], capture_output=True)
+    if proc.returncode < 0 or proc.returncode > 127:
         return None
-    return proc.stdout.decode("utf-8")
+    try:
+        return proc.stdout.decode("utf-8"), proc.returncode != 0
+    except UnicodeDecodeError:
+        return None

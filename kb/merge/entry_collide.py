@@ -7,8 +7,10 @@ a solution to ``q2`` both write ``解法 1``. The number names the entry everywh
 neither side's meaning by itself. What the branch added *as a whole* (its tip against its
 merge-base with the target) is compared with the target's tip, card by card: an entry
 number the branch added that the target added too, with another title or text, is a
-collision. The same entry on both sides (a cherry-pick) is none. A card the branch
-added itself is not looked into: its ID is the collision (:mod:`kb.merge.collide`).
+collision; so is one with the same title and text but another probability or status (the
+merge could keep only one of them). The same entry on both sides (a cherry-pick) is none.
+A card the branch added itself is not looked into: its ID is the collision
+(:mod:`kb.merge.collide`).
 
 :func:`find_entry_collisions` finds them and :func:`entry_collision_diagnostics` reports
 them as KB350; ``kb sync`` numbers the entries of that kind the branch added after
@@ -116,9 +118,9 @@ def find_entry_collisions(tip: Facts, merge_base: Optional[Facts], target: Facts
         for (kind, n), e, f in both:
             a = my_texts.get(path, {}).get((card, e.line))
             b = their_texts.get(tpath, {}).get((card, f.line))
-            if _norm(e.title) == _norm(f.title) and a is not None and b is not None \
-                    and _norm(a) == _norm(b):
-                continue  # the same entry on both sides
+            if (_norm(e.title), e.probability, e.status) == (_norm(f.title), f.probability, f.status) \
+                    and a is not None and b is not None and _norm(a) == _norm(b):
+                continue  # the same entry on both sides (heading and text: what the merge keeps once)
             out.append(EntryCollision(card, kind, n, path, e.line, e.title, tpath, f.line, f.title))
     out.sort(key=lambda c: (c.path, c.line))
     return out

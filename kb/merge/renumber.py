@@ -6,10 +6,10 @@ same parent, descendants following their renamed ancestor; experiments
 ``E<max+1>``; cards the next number of their prefix), and :func:`rewrite`
 applies the map to every KB file the branch added or changed since the
 merge-base — headings, Parent/Children/Evidence, experiment titles and
-``**Hypothesis**`` lines, ``依赖``/``被依赖``, entry references, prose — and
-renames files named by an ID (``experiments/E002.md``, ``Problems/q3.md``,
-``Progress/q3/…``). Files the branch did not touch cannot refer to an ID it
-created, and are left alone.
+``**Hypothesis**`` lines, ``依赖``/``被依赖``, entry references, prose: the lines the
+branch wrote (:func:`rewrite_added`) — and renames files named by an ID
+(``experiments/E002.md``, ``Problems/q3.md``, ``Progress/q3/…``). Files and lines the
+branch did not write cannot refer to an ID it created, and are left alone.
 
 A renumbered card's verification records (``<records>/r-q3-s1_<time>.json``)
 follow it: the record ID in the file name and in the fields naming the target
@@ -236,18 +236,56 @@ def rewrite_text(text: str, p: Plan) -> str:
     ID of a renumbered card (``r-q3-s1``, also in a record's file name) with it; a
     renumbered entry is followed as its target, short target and record ID
     (``q2#解法1``, ``q2#s1``, ``r-q2-s1``)."""
+    return rewriter(p)(text)
+
+
+def rewriter(p: Plan) -> Callable[[str], str]:
+    """:func:`rewrite_text` for plan ``p`` as one function (its patterns built once: a
+    file is rewritten line by line, :func:`rewrite_added`)."""
     if not p.ids:
-        return text
+        return lambda text: text
+    subs: list[Callable[[str], str]] = []
     plain = {a: b for a, b in p.ids.items() if not ENTRY_KEY.match(a)}
     if plain:
-        text = id_pattern(list(plain)).sub(lambda m: plain[m.group(0)], text)
+        pat = id_pattern(list(plain))
+        subs.append(lambda t: pat.sub(lambda m: plain[m.group(0)], t))
     tokens = _entry_tokens(p.ids)
     if tokens:
-        text = _token_pattern(tokens).sub(lambda m: tokens[m.group(0)], text)
+        tok = _token_pattern(tokens)
+        subs.append(lambda t: tok.sub(lambda m: tokens[m.group(0)], t))
     cards = _card_ids(p)
-    if not cards:
+    if cards:
+        rid = rid_pattern(list(cards))
+        subs.append(lambda t: rid.sub(lambda m: f"r-{cards[m.group('id')]}{m.group('rest')}", t))
+
+    def run(text: str) -> str:
+        for sub in subs:
+            text = sub(text)
         return text
-    return rid_pattern(list(cards)).sub(lambda m: f"r-{cards[m.group('id')]}{m.group('rest')}", text)
+
+    return run
+
+
+def rewrite_added(text: str, before: Optional[str], p: Plan) -> str:
+    """``text`` with :func:`rewrite_text` applied to the lines the branch wrote: those not
+    in ``before`` (the file at the merge base; None: the branch added the file), each
+    line of ``before`` sparing one equal line. A line the branch did not write stays as it
+    was: one naming ``q1#解法1`` before either side added an entry 1 meant neither
+    side's, and a hypothesis's statement is the history rules' to keep (KB302)."""
+    run = rewriter(p)
+    if before is None:
+        return run(text)
+    from collections import Counter
+
+    spare = Counter(before.split("\n"))
+    out = []
+    for line in text.split("\n"):
+        if spare[line] > 0:
+            spare[line] -= 1
+            out.append(line)
+        else:
+            out.append(run(line))
+    return "\n".join(out)
 
 
 def _card_ids(p: Union[Plan, Mapping[str, str]]) -> dict[str, str]:
@@ -505,14 +543,17 @@ def refs_left(logs: Mapping[str, bytes], shared: set[str], p: Plan) -> list[Trai
 
 
 def rewrite(paths: list[str], read: Callable[[str], Optional[bytes]], p: Plan,
-            records: Optional[str] = None) -> dict[str, Optional[bytes]]:
+            records: Optional[str] = None,
+            before: Optional[Callable[[str], Optional[bytes]]] = None) -> dict[str, Optional[bytes]]:
     """New contents for the KB-relative ``paths`` (the branch's added/changed
     files): path -> bytes, and ``None`` for an old path that was renamed away.
     ``records`` is the verification records' folder (``Logs/Verification/``): its
     ``.json`` files follow their card or entry (:func:`renamed_record`); a renumbered
     entry's card has its heading renumbered (:func:`renumber_headings`); the exploration
     graph's log files have their refs renumbered (:func:`rewrite_trail_log`);
-    TRAIL.md, its render, is left alone. Non-UTF-8 files are left as they are."""
+    TRAIL.md, its render, is left alone. Non-UTF-8 files are left as they are.
+    ``before`` reads a file at the merge base: in a Markdown file the branch changed only
+    the lines it wrote are rewritten (:func:`rewrite_added`)."""
     out: dict[str, Optional[bytes]] = {}
     for rel in paths:
         if rel == TRAIL_FILE:
@@ -536,7 +577,9 @@ def rewrite(paths: list[str], read: Callable[[str], Optional[bytes]], p: Plan,
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             continue
-        new_text = rewrite_text(text, p)
+        was = before(rel) if before is not None else None
+        new_text = rewrite_added(text, was.decode("utf-8", "surrogateescape") if was is not None
+                                 else None, p)
         # the renumbered entries' own card: their headings (every card's once: at once)
         for card in dict.fromkeys(k.partition("#")[0] for k, at in p.entry_paths.items() if at == rel):
             new_text = renumber_headings(new_text, card, p.ids)

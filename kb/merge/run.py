@@ -111,16 +111,20 @@ def _card(base: Path, ours: Path, theirs: Path, repo_path: str) -> tuple[int, li
     rc = line_merge(ours, base, theirs)
     if not rc:
         return 0, []
-    merged, clash = merge_entries(*versions)
-    if merged is not None:
-        ours.write_bytes(merged)
-        return 0, []
+    kept = merge_entries(*versions)
+    if kept.data is not None:
+        ours.write_bytes(kept.data)
+        if not kept.conflicted:
+            return 0, []
+    clash = kept.clash
     where = "; ".join(conflict_regions(ours.read_bytes())) or "conflict markers"
     msg = (f"{repo_path}: both sides changed the same lines ({where}); resolve the conflict "
            "markers there (ours first, then theirs)")
     if clash:
         msg += (f"; both sides added {', '.join(clash)} with other text: `git merge --abort`, "
                 "then `kb sync` renumbers this side's entry and what names it")
+    elif kept.conflicted:
+        msg += " (the entries both sides added are kept, outside the markers)"
     return rc, [msg]
 
 

@@ -180,7 +180,39 @@ class CardEdit:
         appended after the prose (put in its place, the prose would have become the
         block's text). Blocks are separated by one blank line, and one blank line is
         kept before the next section.
+
+        Raises :class:`CardError` when the card already leaves a code fence or HTML block
+        open at its end, or the block would: whatever is written after it (the next entry,
+        a merge's) would be read as its text.
         """
+        was_open = self._open_at_end()
+        if was_open is not None:
+            raise CardError(f"the card leaves a code fence or an HTML block open from line "
+                            f"{was_open} to its end, so anything written after it is not read; "
+                            "close it (`kb verify` shows it: KB129) and run the command again")
+        self._add_block(section, block, placeholder)
+        opened = self._open_at_end()
+        if opened is not None:
+            raise CardError(f"the text leaves a code fence or an HTML block open (from line "
+                            f"{opened} of the card): what is written after it would not be read "
+                            "(a teammate's next entry would vanish into it); close it")
+
+    def _open_at_end(self) -> int | None:
+        """The 1-based line where a code fence or HTML block that the card leaves open at
+        its end begins (a heading written after the card would be read as its text), or
+        None. The parser's own mask decides (:func:`kb.text.compute_mask`)."""
+        from kb.text import compute_mask
+
+        lines = [*self.doc.lines, "", "## kb"]
+        mask = compute_mask(lines, self.src().body_start)
+        if not mask[-1]:
+            return None
+        i = len(lines) - 1
+        while i > 0 and mask[i - 1]:
+            i -= 1
+        return i + 1
+
+    def _add_block(self, section: str, block: list[str], placeholder: str | None) -> None:
         lines = self.doc.lines
         sec = self.section(section)
         src = self.src()

@@ -214,6 +214,8 @@ def sync(start: Path, upstream: Optional[str] = None, *, dry_run: bool = False,
     mb = git.run(["merge-base", head, target], top, check=False).stdout.decode().strip() or None
     plan = _plan(k, head, target, mb, name, res)
     if dry_run:
+        if plan is not None and plan.ids:
+            _renumbered(k, head, mb, target, plan, res)  # refused as the real run would be
         return res
     # Before the merge: does this side keep TRAIL.md rendered? Asked (a replay of the log)
     # only when a merge commit can come of it: neither side holds the other.
@@ -303,13 +305,15 @@ def _plan(k: Any, head: str, target: str, mb: Optional[str], name: str, res: Syn
     return p
 
 
-def _renumber_commit(k: Any, head: str, mb: Optional[str], target: str, p: Any, name: str,
-                     res: SyncResult, on_wait: Any) -> str:
-    """The one renumber commit (see the module docstring for its guarantees); the
-    exploration graph's refs it leaves go to ``res.refs_left``."""
+def _renumbered(k: Any, head: str, mb: Optional[str], target: str, p: Any,
+                res: SyncResult) -> dict[str, Optional[bytes]]:
+    """The files the renumbering writes (KB path -> bytes, None: removed), each Markdown file
+    through the format guard (a card it would leave with a format error is refused, exit 1,
+    before anything is written: the dry run says so too); the exploration graph's refs it
+    leaves go to ``res.refs_left``."""
     from kb.checks.changes import records_prefix
     from kb.merge.renumber import is_trail_log, refs_left, rewrite
-    from kb.ops.transaction import acquire_write_lock, format_guard, release_write_lock
+    from kb.ops.transaction import format_guard
 
     rng = [mb, head] if mb else [git.EMPTY_TREE, head]
     changed = [k.rel(x) for x in git.split_z(git.run(
@@ -322,19 +326,25 @@ def _renumber_commit(k: Any, head: str, mb: Optional[str], target: str, p: Any, 
     # holds too is not the branch's to rewrite.
     shared = _held_by(k, target, [c for c in changed if c.startswith(records)] + logs)
     blobs = _blobs(k, head, changed)
-
-    def read(rel: str) -> Optional[bytes]:
-        return blobs.get(rel)
-
     left = refs_left({rel: blobs[rel] for rel in logs if rel in blobs}, shared, p)
     res.refs_left = [{"node": x.node, "path": k.prefix + x.path, "ref": x.ref, "old": x.old,
                       "new": x.new} for x in left]
     changed = [c for c in changed if c not in shared]
-    files = rewrite(changed, read, p, records=records)
+    # the merge base's Markdown: only the lines the branch wrote are renumbered
+    base_md = _blobs(k, mb, [c for c in changed if c.endswith(".md")]) if mb else {}
+    files = rewrite(changed, blobs.get, p, records=records, before=base_md.get)
     for rel, data in files.items():
         if data is not None and rel.endswith(".md"):  # records are JSON: no format to guard
-            old = read(rel)
-            format_guard(k, rel, old, data)
+            format_guard(k, rel, blobs.get(rel), data)
+    return files
+
+
+def _renumber_commit(k: Any, head: str, mb: Optional[str], target: str, p: Any, name: str,
+                     res: SyncResult, on_wait: Any) -> str:
+    """The one renumber commit (see the module docstring for its guarantees)."""
+    from kb.ops.transaction import acquire_write_lock, release_write_lock
+
+    files = _renumbered(k, head, mb, target, p, res)
     trailers = "\n".join(f"Kb-Renumber: {t}" for t in p.trailers())
     pairs = ", ".join(f"{a} -> {b}" for a, b in p.ids.items())
     message = (f"kb sync: renumber {pairs} (taken on {name})\n\nKb-Op: sync.renumber\n{trailers}\n")

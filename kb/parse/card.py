@@ -193,6 +193,21 @@ def nested_entry_lines(text: str) -> list[int]:
     return out
 
 
+def entry_heading(line: str) -> tuple[str, int] | None:
+    """(kind, number) of an entry heading the card parser reads (``### 解法 2｜t｜概率0.3｜
+    状态未定论``), None for any other line: a malformed one (KB122) is no entry. The same
+    reading as the parser's (``_Card._entry``), for the card merge driver."""
+    m = ENTRY_HEAD.match(line)
+    if m is None:
+        return None
+    fields = split_fields(m.group("rest"))
+    if not (len(fields) == 4 and ascii_decimal(fields[0]) and fields[2].startswith("概率")
+            and fields[3].startswith("状态")) or parse_float(fields[2][2:]) is None:
+        return None
+    number = small_int(fields[0])
+    return None if number is None else (m.group("kind"), number)
+
+
 class _Card:
     """What every card format shares: H1, header anchors, sections, entries."""
 
