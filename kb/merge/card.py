@@ -12,7 +12,8 @@ says so after the merge when it was not). Every other line is git's to merge.
 When git's line merge stops, :func:`merge_entries` tries once more with the entries
 each side added (``### 解法 3｜…`` blocks, numbers the base has not) taken out, the rest
 line-merged, and the entries put back after their own side's neighbour: two teammates'
-``kb entry add`` on one card, numbered apart by ``kb sync``, then merge cleanly.
+``kb entry add`` on one card, numbered apart by ``kb sync``, then merge cleanly, and a
+conflict elsewhere in the card (two header lines) is left alone, outside the entries.
 """
 
 from __future__ import annotations
@@ -123,6 +124,7 @@ def _segments(text: str) -> Optional[list[Segment]]:
     out: list[Segment] = []
     key: tuple[Any, ...] = ("pre",)
     seen: dict[str, int] = {}
+    entries: set[tuple[Any, ...]] = set()
     cur: list[str] = []
     for i, ln in enumerate(lines):
         if ln.startswith("#") and not mask[i] and _HEADING.match(ln):
@@ -132,8 +134,9 @@ def _segments(text: str) -> Optional[list[Segment]]:
             entry = entry_heading(head)
             if entry is not None:
                 key = ("entry", *entry)
-                if any(k == key for k, _t in out):
+                if key in entries:
                     return None
+                entries.add(key)
             else:
                 head = head.rstrip()
                 seen[head] = seen.get(head, 0) + 1

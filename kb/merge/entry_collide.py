@@ -87,7 +87,7 @@ def _entries(facts: Facts, path: str, card: str) -> dict[tuple[str, int], Any]:
 def find_entry_collisions(tip: Facts, merge_base: Optional[Facts], target: Facts) -> list[EntryCollision]:
     """Entry numbers of cards all three snapshots hold that ``tip`` added since
     ``merge_base`` and ``target`` added too with another title or text, in (path, line)
-    order. None as ``merge_base`` (no common history): no card is shared, [] ."""
+    order. With no merge base (None: no common history) no card is shared: []."""
     if merge_base is None:
         return []
     ours, base, theirs = _cards(tip), _cards(merge_base), _cards(target)
@@ -146,9 +146,10 @@ def entry_moves(tip: Facts, merge_base: Facts, target: Facts,
     (not the colliding ones alone): numbered after the target's in the branch's order,
     they read in the merged card as they were written (``kb sync``)."""
     out = []
+    cards = _cards(merge_base) if collisions else {}
     for card, kind, path, tpath in dict.fromkeys((c.card, c.kind, c.path, c.their_path)
                                                  for c in collisions):
-        b = _cards(merge_base).get(card)
+        b = cards.get(card)
         old = _entries(merge_base, b.path, card) if b is not None else {}
         mine = _entries(tip, path, card)
         added = sorted((e.line, n) for (k, n), e in mine.items() if k == kind and (k, n) not in old)
