@@ -372,7 +372,8 @@ def _simple_fences(lines: list[str], start: int, mask: list[bool],
 _MD = None
 
 
-def _code_ranges(body: str) -> list[tuple[int, int]]:
+def _code_ranges(body: str, kinds: tuple[str, ...] = ("fence", "code_block", "html_block")
+                 ) -> list[tuple[int, int]]:
     global _MD
     if _MD is None:
         from markdown_it import MarkdownIt
@@ -382,8 +383,24 @@ def _code_ranges(body: str) -> list[tuple[int, int]]:
         _MD = MarkdownIt("commonmark").disable("inline")
     out = []
     for tok in _MD.parse(body):
-        if tok.type in ("fence", "code_block", "html_block") and tok.map:
+        if tok.type in kinds and tok.map:
             out.append((tok.map[0], tok.map[1]))
+    return out
+
+
+def blank_ended_html_blocks(lines: list[str], start: int = 0) -> list[tuple[int, int]]:
+    """0-based ``[first, end)`` line ranges of the HTML blocks that CommonMark ends at a
+    blank line (its kinds 6 and 7: a line opening with ``<details>``, ``</details>``,
+    ``<div>`` or any tag alone), in ``lines`` from ``start``. A line right under such a
+    block, a heading too, is the block's text: ``### 解法 2｜…`` under ``</details>`` is
+    no entry. Blocks ended by a closing text (a comment, ``<pre>``: kinds 1-5) are left
+    out: what is inside them is meant to be hidden. One markdown-it parse: called only
+    for a file with a masked line worth naming."""
+    out = []
+    for first, end in _code_ranges("\n".join(lines[start:]) + "\n", ("html_block",)):
+        head = lines[start + first].lstrip(" ") if start + first < len(lines) else ""
+        if not any(pat.match(head) for pat, _close, _what in _HTML_OPEN):
+            out.append((start + first, start + end))
     return out
 
 

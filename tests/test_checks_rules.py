@@ -322,6 +322,7 @@ def test_stale_rule_agrees_with_kb_dashboard(make_kb, run_kb):
     ("", "is empty"),
     (" \u3000", "is empty"),
     ("\u200b", "U+200B"),
+    ("Parity \u202eytiraP", "U+202E"),  # a right-to-left override: reads as other text
 ])
 def test_an_entry_with_no_title_is_kb223(make_kb, title, says):
     """`kb entry add` requires a title that shows; typed by hand, `### 解法 1｜｜…` was an
@@ -335,3 +336,22 @@ def test_an_entry_with_no_title_is_kb223(make_kb, title, says):
     assert (hit["path"], hit["line"], hit["severity"]) == (
         "Problems/q1.md", _line_of(card, "### 解法 1｜"), "warning")
     assert says in hit["message"] and "q1's entry 解法 1" in hit["message"]
+
+
+def test_an_entry_swallowed_by_an_html_block_is_kb128(make_kb):
+    """`</details>` opens an HTML block that ends only at a blank line: an entry heading right
+    under it is the block's text, and the entry vanished without a word (a verdict's record
+    then named a number `kb entry add` handed out again). KB128 at the heading; with a blank
+    line above it the entry is read, and a heading inside a comment stays silent."""
+    swallowed = (problem("q1") + "### 解法 1｜A｜概率0.3｜状态未定论\nSketch.\n\n<details>\n"
+                 "<summary>P</summary>\n\nBy induction.\n\n</details>\n"
+                 "### 解法 2｜B｜概率0.3｜状态未定论\nx\n\n<!--\n### 解法 3｜C｜概率0.3｜状态未定论\n-->\n")
+    root = make_repo(make_kb, {"Problems/q1.md": swallowed}, dashboard=False)
+    _, data = verify_json(root)
+    (hit,) = find(data, "KB128")
+    assert (hit["line"], hit["severity"]) == (_line_of(swallowed, "### 解法 2｜"), "warning")
+    assert "'</details>' opens at line" in hit["message"] and "blank line above it" in hit["message"]
+    fixed = swallowed.replace("</details>\n###", "</details>\n\n###")
+    root = make_repo(make_kb, {"Problems/q1.md": fixed}, dashboard=False)
+    _, data = verify_json(root)
+    assert find(data, "KB128") == []

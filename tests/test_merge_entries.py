@@ -39,8 +39,9 @@ def test_entries_added_on_both_sides_are_kept_theirs_first() -> None:
     merged, clash, _conflicted = merge_entries(base.encode(), ours.encode(), theirs.encode())
     assert clash == []
     assert merged is not None
-    assert merged.decode() == base + _entry(2, "Alice", "Alice text.") + _entry(3, "Bob", "Bob text.") \
-        + _entry(4, "Bob again", "More.")
+    assert merged.decode() == "\n".join([base, _entry(2, "Alice", "Alice text."),  # a blank line
+                                         _entry(3, "Bob", "Bob text."),          # before each
+                                         _entry(4, "Bob again", "More.")])
 
 
 def test_one_side_edits_the_header_the_other_adds_entries_both_kept() -> None:
@@ -93,7 +94,7 @@ def test_a_conflict_elsewhere_keeps_its_markers_and_both_entries_outside_them() 
     assert merged is not None and conflicted and clash == []
     text = merged.decode()
     assert text.count("<<<<<<<") == 1 and text.index(">>>>>>>") < text.index("## 解法候选")
-    assert text.endswith(_entry(1, "Alice", "A.") + _entry(2, "Bob", "B."))
+    assert text.endswith(_entry(1, "Alice", "A.") + "\n" + _entry(2, "Bob", "B."))
 
 
 def test_an_entry_put_back_where_it_would_not_be_read_is_no_merge() -> None:
@@ -115,13 +116,20 @@ def test_a_malformed_heading_is_no_entry_to_the_merge() -> None:
     assert res.clash == []
 
 
-def test_a_blank_line_before_an_entry_on_its_side_is_kept() -> None:
-    base = HEAD + _entry(1, "Base", "Base.")
-    theirs = base + _entry(2, "Alice", "A.")
-    ours = base + "\n" + _entry(3, "Bob", "B.")
-    merged, _clash, _conflicted = merge_entries(base.encode(), ours.encode(), theirs.encode())
-    assert merged is not None
-    assert "A.\n\n### 解法 3｜Bob" in merged.decode()
+def test_an_entry_put_back_after_text_gets_a_blank_line_before_it() -> None:
+    """Alice's first entry ends with an HTML block (`</details>`): Bob's heading right under
+    it would be read as the block's text (CommonMark ends such a block at a blank line),
+    so each entry put back after a block of text has a blank line before it; after the
+    section heading none is needed."""
+    base = HEAD
+    theirs = base + _entry(1, "Alice", "Sketch.\n\n<details>\n<summary>P</summary>\n\nBy "
+                                       "induction.\n\n</details>")
+    ours = base + _entry(2, "Bob", "B.")
+    merged, clash, conflicted = merge_entries(base.encode(), ours.encode(), theirs.encode())
+    assert merged is not None and not conflicted, clash
+    text = merged.decode()
+    assert "</details>\n\n### 解法 2｜Bob" in text
+    assert "## 解法候选\n### 解法 1｜Alice" in text
 
 
 def _plan(*moves: EntryMoves) -> Plan:

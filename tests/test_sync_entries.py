@@ -206,3 +206,18 @@ def test_dry_run_refuses_what_the_sync_would_refuse(shared_q1: tuple[Path, Path]
     real = invoke("sync", cwd=bob)
     assert (dry.code, real.code) == (1, 1), (dry.stdout, dry.stderr)
     assert "Problems/q1.md already has 1 format error" in dry.stderr and "nothing was written" in dry.stderr
+
+
+def test_a_rebase_is_told_to_abort_the_rebase(shared_q1: tuple[Path, Path]) -> None:
+    """`git pull --rebase` runs the card driver too: its advice aborts the rebase (a merge
+    abort fails there: no MERGE_HEAD), and kb sync then repairs the branch."""
+    alice, bob = shared_q1
+    _solution(alice, "Sieve", "Alice: by a sieve.")
+    push(alice)
+    _solution(bob, "Circle method", "Bob: by the circle method.")
+    proc = subprocess.run(["git", "pull", "--rebase", "-q"], cwd=bob, capture_output=True)
+    out = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+    assert proc.returncode != 0 and "`git rebase --abort`, then `kb sync`" in out, out
+    git(bob, "rebase", "--abort")
+    res = invoke("sync", "--json", cwd=bob)
+    assert res.code == 0 and res.json()["renumbered"] == {"q1#解法1": "q1#解法2"}, res.stdout

@@ -309,3 +309,13 @@ def test_a_title_that_hides_or_reorders_text_is_refused(kb: Path, title: str, sa
     head = git(kb, "rev-parse", "HEAD")
     assert says in fail(kb, 2, "set", nid, "--title", title)["message"]
     assert git(kb, "rev-parse", "HEAD") == head
+
+
+@pytest.mark.parametrize("option", ["--summary", "--tag", "--ref"])
+def test_a_summary_tag_or_ref_with_a_bidirectional_control_is_refused(kb: Path, option: str) -> None:
+    """The title's check holds for the other text of a node: a summary keeps its lines and
+    tabs, not a right-to-left override."""
+    head = git(kb, "rev-parse", "HEAD")
+    err = fail(kb, 2, "add", "--kind", "note", "--title", "t", option, "ab\u202ecd")["message"]
+    assert "U+202E" in err and git(kb, "rev-parse", "HEAD") == head
+    assert ok(kb, "add", "--kind", "note", "--title", "t", "--summary", "two\nlines\tand a tab")

@@ -29,7 +29,7 @@ from kb.checks.id_rules import anchor_line
 from kb.checks.registry import file_rule, snapshot_rule
 from kb.research import dependencies
 from kb.chars import hidden_char
-from kb.text import visible
+from kb.text import control_char, visible
 
 _CARDS = ("problem", "proposition", "method", "verified")
 #: list anchor -> field of the object.
@@ -165,16 +165,21 @@ def missing_state(f: FileFacts) -> list:
 @file_rule("KB223")
 def untitled_entries(f: FileFacts) -> list:
     """KB223: a card's entry heading gives its entry a title (``### 解法 1｜<title>｜…``): text
-    with a character that shows (:func:`kb.text.visible`), as ``kb entry add`` requires.
+    with a character that shows (:func:`kb.text.visible`) and no control or bidirectional
+    character (:func:`kb.text.control_char`), as ``kb entry add`` requires.
     Typed by hand, ``### 解法 1｜｜概率0.3｜状态未定论`` was read as an entry nobody can tell
     from another on the dashboard, in ``kb verdict``'s output or a review, and passed."""
     out = []
     for o in f.objects:
         for e in getattr(o, "entries", None) or ():
-            if visible(e.title):
+            bad = control_char(e.title)
+            if visible(e.title) and bad is None:
                 continue
-            hidden = hidden_char(e.title)
-            what = f"shows nothing (it holds only {hidden})" if hidden else "is empty"
+            if bad is not None:  # a bidirectional override: the title reads as another
+                what = f"holds the control or invisible character {bad}"
+            else:
+                hidden = hidden_char(e.title)
+                what = f"shows nothing (it holds only {hidden})" if hidden else "is empty"
             out.append(diag(o.path, e.line, "KB223",
                             f"{o.id}'s entry {e.kind} {e.number}: its title {what}; write one "
                             f"between the first two '｜' ('### {e.kind} {e.number}｜<title>｜…')"))

@@ -143,9 +143,11 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "under a section, so it is not read", "put the section heading above it ('## 解法候选', "
        "'## 证明尝试', '## 证伪尝试', '## 应用记录'; kb verify --fix when certain)", True),
     _r("KB128", "warning", "snapshot", "parse", "a heading shaped like a declaration or an entry "
-       "inside a block quote, a list item or an indent ('> ## H4: …', '- ### 解法 1｜…'): kb reads "
-       "those only as headings at the start of a line, so it is not read",
-       "if it is one, write the heading at the start of the line; if it is a quotation, ignore"),
+       "inside a block quote, a list item or an indent ('> ## H4: …', '- ### 解法 1｜…'), or an "
+       "entry heading right under an HTML block that ends only at a blank line ('</details>'): "
+       "kb reads those only as headings at the start of a line outside any block, so it is not read",
+       "if it is one, write the heading at the start of the line (a blank line above it after "
+       "HTML); if it is a quotation, ignore"),
     _r("KB129", "warning", "snapshot", "parse", "a fenced code block or an HTML comment (or other "
        "HTML block with a closing text) never closed: it runs to the end of the file and hides every "
        "declaration, entry and anchor line after it", "close it ('```', '-->') where it should end"),
@@ -238,7 +240,8 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "only characters that show nothing, after '<ID>:')",
        "write the statement after '<ID>: ' (committed already: kb hyp edit <ID> \"…\" --reason R)"),
     _r("KB223", "warning", "snapshot", "verify", "a card's entry heading with no title (empty, or "
-       "only characters that show nothing, between its first two '｜')",
+       "only characters that show nothing, between its first two '｜'), or a title holding a "
+       "control or bidirectional character (it reads as other text)",
        "write the entry's title: '### 解法 N｜<title>｜概率x｜状态y'"),
     _r("KB240", "warning", "snapshot", "verify", "DASHBOARD.md is stale (not what `kb dashboard` "
        "renders for this tree); [rules] dashboard_stale = \"error\" makes it an error",

@@ -206,8 +206,10 @@ def merge_entries(base: bytes, ours: bytes, theirs: bytes) -> EntryMerge:
             prev_key, prev = merged[at - 1]
             if not prev.endswith("\n"):
                 prev += "\n"
-            if _blank_end(side[i - 1][1]) and not _blank_end(prev):
-                prev += "\r\n" if prev.endswith("\r\n") else "\n"  # its side's blank line before it
+            if not _blank_end(prev) and prev.count("\n") > 1:
+                # a blank line between the entry and a block of text before it: right after
+                # an HTML block (`</details>`) its heading would be read as the block's text
+                prev += "\r\n" if prev.endswith("\r\n") else "\n"
             merged[at - 1] = (prev_key, prev)
             merged.insert(at, (k, text if text.endswith("\n") or at == len(merged) else text + "\n"))
             put.add(k)

@@ -75,7 +75,7 @@ def _run_driver(kind: str, base: Path, ours: Path, theirs: Path, repo_path: str,
     if kind == "report":
         return _report(top, root, base, ours, theirs, repo_path, config)
     if kind == "card":
-        return _card(base, ours, theirs, repo_path)
+        return _card(base, ours, theirs, repo_path, top)
     return 2, [f"unknown merge driver kind {kind!r} (tree, dashboard, trail, report or card)"]
 
 
@@ -94,7 +94,7 @@ def _tree(base: Path, ours: Path, theirs: Path, repo_path: str, config: Config) 
     return 0, []
 
 
-def _card(base: Path, ours: Path, theirs: Path, repo_path: str) -> tuple[int, list[str]]:
+def _card(base: Path, ours: Path, theirs: Path, repo_path: str, top: Path) -> tuple[int, list[str]]:
     """A problem card: its ``被依赖`` line settled from both sides
     (:func:`kb.merge.card.settle_derived`), then git's line merge of the rest; when that
     conflicts, the entries each side added kept whole (:func:`kb.merge.card.merge_entries`:
@@ -121,11 +121,24 @@ def _card(base: Path, ours: Path, theirs: Path, repo_path: str) -> tuple[int, li
     msg = (f"{repo_path}: both sides changed the same lines ({where}); resolve the conflict "
            "markers there (ours first, then theirs)")
     if clash:
-        msg += (f"; both sides added {', '.join(clash)} with other text: `git merge --abort`, "
+        msg += (f"; both sides added {', '.join(clash)} with other text: `{_abort(top)}`, "
                 "then `kb sync` renumbers this side's entry and what names it")
     elif kept.conflicted:
         msg += " (the entries both sides added are kept, outside the markers)"
     return rc, [msg]
+
+
+def _abort(top: Path) -> str:
+    """How to abort the git operation running this driver: a rebase or a cherry-pick names
+    its state file while it merges; a merge writes MERGE_HEAD only after the files."""
+    from kb.merge.markers import operation_in_progress
+
+    op = operation_in_progress(top)
+    if op is not None and op[0].startswith("rebase"):
+        return "git rebase --abort"
+    if op is not None and op[0] in ("CHERRY_PICK_HEAD", "REVERT_HEAD"):
+        return f"git {'cherry-pick' if op[0] == 'CHERRY_PICK_HEAD' else 'revert'} --abort"
+    return "git merge --abort"
 
 
 def _rev_bytes(top: Path, rev: str, path: str) -> Optional[bytes]:

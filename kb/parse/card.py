@@ -288,6 +288,8 @@ class _Card:
         # so visit the heading lines alone (found by one regex over the text).
         heads = [j for j in src.heading_indices() if j >= i and lines[j].startswith(("## ", "### "))
                  and not masked[j]]  # type: ignore[index]
+        if "<" in src.text:  # an entry heading an HTML block swallowed (KB128)
+            self._in_html_block(i)
         if not heads:
             return
         ends = heads[1:] + [n]
@@ -403,6 +405,31 @@ class _Card:
                 message=f"'{head}' is a heading inside {where}: kb reads an entry only as a "
                 f"heading at the start of a line, so it is not read; if it is an entry, write "
                 f"'{head}' at the start of the line, {short}"))
+
+    def _in_html_block(self, start: int) -> None:
+        """KB128 for each entry heading (0-based lines from ``start``) that an HTML block
+        ended only by a blank line swallowed (``### 解法 2｜…`` right under ``</details>``):
+        Markdown reads it as the block's text, so the entry is not read, and nothing said
+        so (a merge or a tidy-up that drops one blank line does it). A heading inside a
+        comment or a fence is meant to be hidden: not reported."""
+        src, lines, masked = self.src, self.src.lines, self.src.masked or []
+        hidden = [j for j in src.heading_indices() if j >= start and masked[j]
+                  and lines[j].startswith("### ") and entry_heading(lines[j]) is not None]
+        if not hidden:
+            return
+        from kb.text import blank_ended_html_blocks
+
+        blocks = blank_ended_html_blocks(lines, src.body_start)
+        for j in hidden:
+            block = next((a for a, end in blocks if a <= j < end), None)
+            if block is None:
+                continue
+            self.diags.append(Diagnostic(
+                path=self.path, line=j + 1, code="KB128", severity="warning",
+                message=f"{quoted(lines[j].strip(), limit=60)} is inside the HTML block that "
+                f"{quoted(lines[block].strip(), limit=40)} opens at line {block + 1}, which ends "
+                "only at a blank line: Markdown reads the heading as the block's text, so the "
+                "entry is not read; put a blank line above it"))
 
     def _section_lines(self, start: int) -> dict[str, int]:
         """The ``## `` sections from 0-based line ``start`` on (outside code): name -> the

@@ -245,13 +245,18 @@ def _title(text: Any) -> str:
 
 
 def _summary(text: Any, what: str = "summary") -> str:
-    """A summary (or a link's note) given by the caller: at most MAX_SUMMARY characters.
-    Longer is a usage error, never a silent cut."""
+    """A summary (or a link's note) given by the caller: at most MAX_SUMMARY characters,
+    no bidirectional or other invisible control (lines and tabs are its own). Longer is a
+    usage error, never a silent cut."""
     if text is None:
         return ""
     if not isinstance(text, str):
         raise UsageError(f"the {what} must be text")
     out = clean(text).strip()
+    bad = control_char(out.replace("\n", " ").replace("\t", " ").replace("\r", " "))
+    if bad:  # lines and tabs are a summary's; a bidirectional override is not
+        raise UsageError(f"the {what} holds the control or invisible character {bad}; remove it "
+                         "— nothing was written")
     if len(out) > MAX_SUMMARY:
         raise UsageError(f"the {what} is {len(out)} characters; a {what} is at most "
                          f"{MAX_SUMMARY} — nothing was written")
@@ -268,6 +273,10 @@ def _strings(values: Any, what: str) -> list[str]:
         if not isinstance(v, str):
             raise UsageError(f"each of the {what} must be text")
         v = " ".join(v.split())
+        bad = control_char(v)
+        if bad:
+            raise UsageError(f"{what} {quoted(v, limit=40)} holds the control or invisible "
+                             f"character {bad}; remove it — nothing was written")
         if v and v not in out:
             out.append(v)
     return out
