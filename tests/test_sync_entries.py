@@ -49,6 +49,18 @@ def _judged_apart(alice: Path, bob: Path, title: str, vote: str,
     _ok("verdict", "q1#解法1", "--vote", f"v1={vote}", "--vote", f"v2={vote}", cwd=bob)
 
 
+def _pull_stopped(alice: Path, bob: Path, how: str) -> str:
+    """Alice and bob each add 解法 1 to q1, alice pushes, bob runs ``git pull <how>`` (kb's
+    drivers registered, no kb sync): it stops; what git and kb's driver printed."""
+    _solution(alice, "Sieve", "Alice: by a sieve.")
+    push(alice)
+    _solution(bob, "Circle method", "Bob: by the circle method.")
+    proc = subprocess.run(["git", "pull", how, "-q"], cwd=bob, capture_output=True)
+    out = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+    assert proc.returncode != 0, out
+    return out
+
+
 @pytest.fixture
 def shared_q1(daemon_pair: tuple[Path, Path]) -> tuple[Path, Path]:
     """``(alice, bob)`` both holding problem q1 with no entry."""
@@ -122,12 +134,7 @@ def test_plain_git_pull_names_the_number_both_added(shared_q1: tuple[Path, Path]
     """Without kb sync, kb's card driver cannot keep two entries of one number: the
     conflict stays, and its message says what repairs it."""
     alice, bob = shared_q1
-    _solution(alice, "Sieve", "Alice: by a sieve.")
-    push(alice)
-    _solution(bob, "Circle method", "Bob: by the circle method.")
-    proc = subprocess.run(["git", "pull", "--no-rebase", "-q"], cwd=bob, capture_output=True)
-    out = (proc.stdout + proc.stderr).decode("utf-8", "replace")
-    assert proc.returncode != 0
+    out = _pull_stopped(alice, bob, "--no-rebase")
     assert "both sides added 解法 1 with other text" in out and "kb sync" in out, out
     git(bob, "merge", "--abort")
     res = invoke("sync", "--json", cwd=bob)
@@ -212,12 +219,8 @@ def test_a_rebase_is_told_to_abort_the_rebase(shared_q1: tuple[Path, Path]) -> N
     """`git pull --rebase` runs the card driver too: its advice aborts the rebase (a merge
     abort fails there: no MERGE_HEAD), and kb sync then repairs the branch."""
     alice, bob = shared_q1
-    _solution(alice, "Sieve", "Alice: by a sieve.")
-    push(alice)
-    _solution(bob, "Circle method", "Bob: by the circle method.")
-    proc = subprocess.run(["git", "pull", "--rebase", "-q"], cwd=bob, capture_output=True)
-    out = (proc.stdout + proc.stderr).decode("utf-8", "replace")
-    assert proc.returncode != 0 and "`git rebase --abort`, then `kb sync`" in out, out
+    out = _pull_stopped(alice, bob, "--rebase")
+    assert "`git rebase --abort`, then `kb sync`" in out, out
     git(bob, "rebase", "--abort")
     res = invoke("sync", "--json", cwd=bob)
     assert res.code == 0 and res.json()["renumbered"] == {"q1#解法1": "q1#解法2"}, res.stdout
