@@ -355,3 +355,14 @@ def test_an_entry_swallowed_by_an_html_block_is_kb128(make_kb):
     root = make_repo(make_kb, {"Problems/q1.md": fixed}, dashboard=False)
     _, data = verify_json(root)
     assert find(data, "KB128") == []
+
+
+def test_an_entry_heading_with_a_tab_after_its_marks_is_kb122(make_kb):
+    """`###<TAB>解法 1｜…` is a heading to CommonMark but no entry to kb: it vanished and
+    `kb entry add` handed out 解法 1 again. KB122 at it, with the fix (one space)."""
+    card = problem("q1") + "###\t解法 1｜Sieve｜概率0.3｜状态未定论\nx\n"
+    root = make_repo(make_kb, {"Problems/q1.md": card}, dashboard=False)
+    rc, data = verify_json(root)
+    (hit,) = find(data, "KB122")
+    assert (hit["line"], hit["severity"], rc) == (_line_of(card, "###\t解法 1"), "error", 1)
+    assert "a tab after '###'" in hit["message"] and "'### 解法 1｜Sieve" in hit["message"]

@@ -290,6 +290,8 @@ class _Card:
                  and not masked[j]]  # type: ignore[index]
         if "<" in src.text:  # an entry heading an HTML block swallowed (KB128)
             self._in_html_block(i)
+        if "###\t" in src.text:  # an entry heading with a tab for its space (KB122)
+            self._tabbed(i)
         if not heads:
             return
         ends = heads[1:] + [n]
@@ -405,6 +407,24 @@ class _Card:
                 message=f"'{head}' is a heading inside {where}: kb reads an entry only as a "
                 f"heading at the start of a line, so it is not read; if it is an entry, write "
                 f"'{head}' at the start of the line, {short}"))
+
+    def _tabbed(self, start: int) -> None:
+        """KB122 (with its fix) for each entry or application heading written with a tab after
+        ``###`` (``###\t解法 1｜…``, outside code, from 0-based line ``start``): CommonMark reads
+        it as a heading, but kb reads entries only as ``### `` lines, so it vanished without
+        a word and ``kb entry add`` handed its number out again."""
+        src, lines, masked = self.src, self.src.lines, self.src.masked or []
+        for j in src.heading_indices():
+            line = lines[j]
+            if j < start or masked[j] or not line.startswith("###\t"):
+                continue
+            fixed = "### " + line[3:].lstrip(" \t")
+            if ENTRY_HEAD.match(fixed) or APPLICATION_HEAD.match(fixed):
+                self.diags.append(Diagnostic(
+                    path=self.path, line=j + 1, code="KB122", severity="error",
+                    message=f"a tab after '###' in {quoted(line.strip(), limit=60)}: kb reads an "
+                    "entry heading only with a space there, so it is not read; write "
+                    f"{quoted(fixed, limit=60)}", fix=Fix(line=j + 1, old=line, new=fixed)))
 
     def _in_html_block(self, start: int) -> None:
         """KB128 for each entry heading (0-based lines from ``start``) that an HTML block
