@@ -268,8 +268,8 @@ CATALOGUE: tuple[RuleInfo, ...] = (
        "has not registered (kb verify in the working tree only)",
        "run `kb hooks install` or `kb sync` to register kb's merge drivers"),
     _r("KB246", "warning", "snapshot", "verify", "git gives kb's merge drivers to some of the KB's "
-       "files but not to one kb.toml places (a [paths] setting moved past its .gitattributes line; "
-       "kb verify in the working tree only)",
+       "files but not to one kb.toml places (a [paths] setting moved past its .gitattributes line, "
+       "or a KB made before kb wrote that line; kb verify in the working tree only)",
        "add kb's line to .gitattributes and commit it: `kb sync` does both"),
     _r("KB301", "error", "history", "verify", "a hypothesis, experiment or card was removed",
        "restore it (mark a refuted hypothesis 被推翻 instead); or record Kb-Override: <ID> <reason>"),

@@ -115,7 +115,8 @@ def _driver_findings(k: Any) -> list[Finding]:
 
 def _uncovered_findings(k: Any) -> list[Finding]:
     """KB246: git gives kb's merge drivers to some of the KB's files but not to one kb.toml
-    places now (a ``[paths]`` setting moved past its ``.gitattributes`` line)."""
+    places now (a ``[paths]`` setting moved past its ``.gitattributes`` line, or the KB was
+    made before kb wrote that line: the propositions' card driver, 0.1.24)."""
     from kb.checks.catalogue import effective_severity
     from kb.merge.drivers import card_folders, covered, uncovered
 
@@ -134,7 +135,8 @@ def _uncovered_findings(k: Any) -> list[Finding]:
     diags = [_D(".gitattributes", _attribute_line(have, c.driver, {x.line for x in lines}), 1, "KB246", sev,
                 f"git gives kb's merge drivers to other files of this KB but not to {k.prefix}{c.shown} "
                 f"({c.driver}): git merges it line by line (conflicts kb would avoid), as after "
-                f"kb.toml's [paths] moved it; add `{c.line}` to {k.prefix}.gitattributes and commit "
+                f"kb.toml's [paths] moved it or in a KB made before kb wrote that line; add "
+                f"`{c.line}` to {k.prefix}.gitattributes and commit "
                 "it (`kb sync` does both)", None)
             for c in missing]
     return findings(diags, k, "snapshot")

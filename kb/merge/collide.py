@@ -33,7 +33,8 @@ class Collision:
     theirs: Light
 
 
-def _norm(text: str) -> str:
+def norm(text: str) -> str:
+    """``text`` with every run of white space made one space (how two declarations compare)."""
     return " ".join(text.split())
 
 
@@ -56,9 +57,9 @@ def same(a: Light, b: Light, facts_a: Facts, facts_b: Facts) -> bool:
     if a.kind != b.kind:
         return False
     if a.kind == "hypothesis":
-        return _norm(a.statement) == _norm(b.statement)
+        return norm(a.statement) == norm(b.statement)
     if a.kind == "experiment":
-        return a.hypothesis == b.hypothesis and _norm(a.statement) == _norm(b.statement)
+        return a.hypothesis == b.hypothesis and norm(a.statement) == norm(b.statement)
     return a.path == b.path and facts_a.files.get(a.path) == facts_b.files.get(b.path)
 
 
@@ -157,13 +158,15 @@ def lost_at_merge(idx: Any, k: Any, heads: list[str], base: str, new: Any, label
 
 def _said(x: Light) -> str:
     """`` “statement”`` of a declaration that has one, else ``""``."""
-    return f" “{_short(x.statement)}”" if x.statement else ""
+    return f" “{brief(x.statement)}”" if x.statement else ""
 
 
-def _short(text: str, n: int = 60) -> str:
-    text = _norm(text)
+def brief(text: str, n: int = 60) -> str:
+    """``text`` normalised (:func:`norm`) and cut to ``n`` characters (… marks a cut), as a
+    KB350 message quotes a statement or title."""
+    text = norm(text)
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-__all__ = ["Collision", "KINDS", "find_collisions", "collision_diagnostics", "lights", "lost_at_merge", "same",
+__all__ = ["Collision", "KINDS", "brief", "norm", "find_collisions", "collision_diagnostics", "lights", "lost_at_merge", "same",
            "NAMESPACE"]

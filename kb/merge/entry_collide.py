@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from kb.checks.facts import Facts
+from kb.merge.collide import brief, norm
 
 #: Card kinds whose entries are numbered (problems: 解法; propositions: 证明, 证伪).
 ENTRY_CARDS = ("problem", "proposition")
@@ -57,10 +58,6 @@ class EntryCollision:
 def entry_key(card: str, kind: str, number: int) -> str:
     """``q2#解法1``: card ``q2``'s entry ``解法 1`` (a ``Kb-Renumber:`` trailer's side)."""
     return f"{card}#{kind}{number}"
-
-
-def _norm(text: str) -> str:
-    return " ".join(text.split())
 
 
 def _cards(facts: Facts) -> dict[str, Any]:
@@ -118,8 +115,8 @@ def find_entry_collisions(tip: Facts, merge_base: Optional[Facts], target: Facts
         for (kind, n), e, f in both:
             a = my_texts.get(path, {}).get((card, e.line))
             b = their_texts.get(tpath, {}).get((card, f.line))
-            if (_norm(e.title), e.probability, e.status) == (_norm(f.title), f.probability, f.status) \
-                    and a is not None and b is not None and _norm(a) == _norm(b):
+            if (norm(e.title), e.probability, e.status) == (norm(f.title), f.probability, f.status) \
+                    and a is not None and b is not None and norm(a) == norm(b):
                 continue  # the same entry on both sides (heading and text: what the merge keeps once)
             out.append(EntryCollision(card, kind, n, path, e.line, e.title, tpath, f.line, f.title))
     out.sort(key=lambda c: (c.path, c.line))
@@ -166,16 +163,11 @@ def entry_collision_diagnostics(collisions: list[EntryCollision], target_label: 
 
     return [diag(c.path, c.line, "KB350",
                  f"entry {c.kind} {c.number} of {c.card} is added by this branch "
-                 f"({c.path}:{c.line} “{_short(c.title)}”) but {target_label} already added "
+                 f"({c.path}:{c.line} “{brief(c.title)}”) but {target_label} already added "
                  f"{c.kind} {c.number} to {c.card} with other content ({c.their_path}:"
-                 f"{c.their_line} “{_short(c.their_title)}”); run `kb sync` to renumber this "
+                 f"{c.their_line} “{brief(c.their_title)}”); run `kb sync` to renumber this "
                  f"branch's entry, its records and every reference to {c.key}")
             for c in collisions]
-
-
-def _short(text: str, n: int = 60) -> str:
-    text = _norm(text)
-    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 __all__ = ["ENTRY_CARDS", "EntryCollision", "EntryMoves", "entry_collision_diagnostics",

@@ -46,6 +46,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Optional, Union
 from kb import json_input
 from kb.merge.collide import Collision
 from kb.numbers import small_int
+from kb.research.verdict import ENTRY_SHORT
 from kb.trail.files import TRAIL_FILE
 from kb.trail.log import OPS_DIR
 
@@ -56,8 +57,6 @@ _NUM = re.compile(r"^(.*\D|)(\d+)$")
 
 #: An entry in a renumbering (``q2#解法1``, :func:`kb.merge.entry_collide.entry_key`).
 ENTRY_KEY = re.compile(r"^(?P<card>[^#\s]+)#(?P<kind>解法|证明|证伪)(?P<n>\d+)$")
-#: An entry kind's letters in a record ID (``r-q2-s1``, ``r-p1-pf2``, ``r-p1-rf1``).
-ENTRY_SHORT = {"解法": "s", "证明": "pf", "证伪": "rf"}
 
 
 @dataclass
@@ -209,6 +208,7 @@ _ENTRY_HEAD = re.compile(r"^(?P<head>###[ \t]+(?P<kind>解法|证明|证伪)[ \t
 def renumber_headings(text: str, card: str, ids: Mapping[str, str]) -> str:
     """Card ``card``'s text with the headings of its renumbered entries (``### 解法 1｜…``
     -> ``### 解法 3｜…``) renumbered; lines in code are left, as the card parser reads them."""
+    from kb.parse.card import entry_heading
     from kb.text import compute_mask
 
     renames = {(k, n): m for (c, k, n), m in entry_renames(ids).items() if c == card}
@@ -217,9 +217,11 @@ def renumber_headings(text: str, card: str, ids: Mapping[str, str]) -> str:
     lines = text.split("\n")
     mask = compute_mask([ln.rstrip("\r") for ln in lines])
     for i, ln in enumerate(lines):
-        m = _ENTRY_HEAD.match(ln) if ln.startswith("###") and not mask[i] else None
-        new = renames.get((m.group("kind"), small_int(m.group("n")))) if m else None
-        if m is not None and new is not None:
+        # the entries the card parser reads (a malformed heading, KB122, is none)
+        got = entry_heading(ln.rstrip("\r")) if ln.startswith("###") and not mask[i] else None
+        new = renames.get(got) if got is not None else None
+        m = _ENTRY_HEAD.match(ln) if new is not None else None
+        if m is not None:
             lines[i] = m.group("head") + str(new) + ln[m.end():]
     return "\n".join(lines)
 

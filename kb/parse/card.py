@@ -201,11 +201,16 @@ def entry_heading(line: str) -> tuple[str, int] | None:
     if m is None:
         return None
     fields = split_fields(m.group("rest"))
-    if not (len(fields) == 4 and ascii_decimal(fields[0]) and fields[2].startswith("概率")
-            and fields[3].startswith("状态")) or parse_float(fields[2][2:]) is None:
+    if not _entry_shaped(fields) or parse_float(fields[2][2:]) is None:
         return None
     number = small_int(fields[0])
     return None if number is None else (m.group("kind"), number)
+
+
+def _entry_shaped(fields: list[str]) -> bool:
+    """Whether an entry heading's ``｜`` fields are ``N｜title｜概率x｜状态y``."""
+    return len(fields) == 4 and ascii_decimal(fields[0]) and fields[2].startswith("概率") \
+        and fields[3].startswith("状态")
 
 
 class _Card:
@@ -467,9 +472,7 @@ class _Card:
             return None
         kind, rest = m.groups()
         fields = split_fields(rest)
-        ok = len(fields) == 4 and ascii_decimal(fields[0]) and fields[2].startswith("概率") \
-            and fields[3].startswith("状态")
-        if not ok:
+        if not _entry_shaped(fields):
             self._malformed(i, line, "entry", f"### {kind} N｜<title>｜概率<0..1>｜状态未定论",
                             canonical_entry_line(kind, rest))
             return None

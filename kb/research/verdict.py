@@ -502,8 +502,7 @@ class Target:
         """The record ID: ``r-<id>``, ``r-<id>-s<N>``, ``r-<id>-pf<N>`` or ``r-<id>-rf<N>``."""
         if self.kind is None:
             return f"r-{self.obj_id}"
-        suffix = {"解法": "s", "证明": "pf", "证伪": "rf"}[self.kind]
-        return f"r-{self.obj_id}-{suffix}{self.number}"
+        return f"r-{self.obj_id}-{ENTRY_SHORT[self.kind]}{self.number}"
 
     def __str__(self) -> str:
         return self.obj_id if self.kind is None else f"{self.obj_id}#{self.kind}{self.number}"
@@ -511,7 +510,9 @@ class Target:
 
 _TARGET = re.compile(r"^(?P<id>[^#\s]+)(?:#\s*(?P<kind>解法|证明|证伪|s|pf|rf)\s*(?P<n>\d+))?$")
 _RID = re.compile(r"^r-(?P<id>.+?)(?:-(?P<kind>s|pf|rf)(?P<n>\d+))?$")
-_SHORT = {"s": "解法", "pf": "证明", "rf": "证伪"}
+#: An entry kind -> its letters in a record ID and a short target (``r-q1-s1``, ``p1#pf2``).
+ENTRY_SHORT = {"解法": "s", "证明": "pf", "证伪": "rf"}
+_SHORT = {v: k for k, v in ENTRY_SHORT.items()}
 
 
 def _entry_number(digits: str, text: str) -> int:
@@ -549,7 +550,7 @@ def parse_target(text: str) -> Target:
 
 
 
-__all__ = ["MODES", "NEAR_HIGH", "NEAR_LOW", "PLACES", "decimal_value", "vote_values",
+__all__ = ["ENTRY_SHORT", "MODES", "NEAR_HIGH", "NEAR_LOW", "PLACES", "decimal_value", "vote_values",
            "verdict_branch", "decided_by", "compute_verdict", "Vote", "VerificationRecord",
            "parse_record",
            "record_problems", "BadRecord", "read_record",
